@@ -1,0 +1,17 @@
+//! swivald: a per-user daemon that runs LLM coding-agent sessions and serves
+//! them over JSON-RPC 2.0 on a Unix socket.
+//!
+//! The binary (`main.rs`) takes any socket handed over by the service
+//! manager, sets up logging and the runtime, and calls [`server::run`].
+//! See ARCHITECTURE.md for the code map and the invariants.
+
+pub mod paths;
+pub mod rpc;
+pub mod server;
+pub mod service;
+pub mod settings;
+pub mod shutdown;
+pub mod transport;
+
+/// The daemon's version, reported by `initialize` and `daemon/status`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,97 @@
+//! The swivald binary: take an activation socket (before any thread
+//! exists), read settings, set up logging, bind, and run the server.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use swivald::settings::{LogFormat, Settings};
+use swivald::{paths, service, transport::Listener};
+
+/// swivald: runs LLM coding-agent sessions for editors and swivalctl over
+/// JSON-RPC on a per-user Unix socket.
+#[derive(Debug, Parser)]
+#[command(name = "swivald", version)]
+struct Args {
+    /// Socket path (default: $SWIVALD_SOCKET, else $XDG_RUNTIME_DIR/swival/swivald.sock,
+    /// else $TMPDIR/swival-$UID/swivald.sock).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Daemon settings file (default: $XDG_CONFIG_HOME/swival/swivald.toml).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Log format on stderr; RUST_LOG selects what is logged.
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
+    /// Largest accepted message in bytes (overrides swivald.toml).
+    #[arg(long)]
+    max_message_size: Option<u64>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    // Socket activation first: it reads and clears LISTEN_* while the
+    // process is still single-threaded.
+    let activated = match service::take_activation_socket() {
+        Ok(a) => a,
+        Err(e) => return fail(&e),
+    };
+    let settings = match load_settings(&args) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    init_logging(settings.log_format);
+    let listener = match activated {
+        Some(a) => Listener::activated(a),
+        None => match Listener::bind(&paths::socket_path(settings.socket.as_deref())) {
+            Ok(l) => l,
+            Err(e) => return fail(&e),
+        },
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&e),
+    };
+    match runtime.block_on(swivald::server::run(settings, listener)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&*e),
+    }
+}
+
+fn load_settings(args: &Args) -> Result<Settings, swivald::settings::SettingsError> {
+    let mut settings = match &args.config {
+        Some(path) => Settings::load(path, true)?,
+        None => Settings::load(&paths::config_dir().join("swivald.toml"), false)?,
+    };
+    if args.socket.is_some() {
+        settings.socket = args.socket.clone();
+    }
+    if let Some(f) = args.log_format {
+        settings.log_format = f;
+    }
+    if let Some(m) = args.max_message_size {
+        settings.max_message_size = m;
+    }
+    Ok(settings)
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("swivald: error: {e}");
+    ExitCode::FAILURE
+}

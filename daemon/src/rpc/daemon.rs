@@ -1,0 +1,65 @@
+//! `initialize`, `daemon/status`, `daemon/shutdown`.
+
+use super::{app_error, DaemonContext};
+use jsonrpsee::core::RegisterMethodError;
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::RpcModule;
+use swival_protocol::{
+    methods, Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo,
+    ShutdownResult, PROTOCOL_VERSION,
+};
+
+pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
+    module.register_method(methods::INITIALIZE, |params, ctx, _| {
+        initialize(params.parse()?, ctx)
+    })?;
+    module.register_method(methods::DAEMON_STATUS, |_, ctx, _| {
+        Ok::<_, ErrorObjectOwned>(status(ctx))
+    })?;
+    module.register_method(methods::DAEMON_SHUTDOWN, |_, ctx, _| {
+        tracing::info!("shutdown requested over RPC");
+        ctx.shutdown.trigger();
+        Ok::<_, ErrorObjectOwned>(ShutdownResult { stopping: true })
+    })?;
+    Ok(())
+}
+
+fn initialize(
+    params: InitializeParams,
+    ctx: &DaemonContext,
+) -> Result<InitializeResult, ErrorObjectOwned> {
+    if params.protocol_version > PROTOCOL_VERSION {
+        return Err(app_error(
+            ErrorCode::UnsupportedProtocol,
+            format!(
+                "{} asks for protocol version {}, but this swivald {} speaks version {PROTOCOL_VERSION}; upgrade swivald",
+                params.client.name,
+                params.protocol_version,
+                crate::VERSION
+            ),
+        ));
+    }
+    Ok(InitializeResult {
+        server: PeerInfo {
+            name: "swivald".into(),
+            version: crate::VERSION.into(),
+        },
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: Capabilities {
+            framings: vec!["ndjson".into(), "http".into(), "websocket".into()],
+            methods: methods::ALL.iter().map(|(m, _)| m.to_string()).collect(),
+            max_message_size: ctx.max_message_size,
+        },
+    })
+}
+
+fn status(ctx: &DaemonContext) -> DaemonStatus {
+    DaemonStatus {
+        pid: std::process::id(),
+        version: crate::VERSION.into(),
+        uptime_s: ctx.started.elapsed().as_secs_f64(),
+        connections: ctx.connections.open(),
+        socket: ctx.socket.display().to_string(),
+        activation: ctx.activation,
+    }
+}

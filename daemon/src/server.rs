@@ -1,0 +1,75 @@
+//! The daemon's top level: wire the services together, serve until
+//! shutdown, and tell the service manager where we are.
+
+use crate::rpc::{self, DaemonContext};
+use crate::service;
+use crate::settings::Settings;
+use crate::shutdown::Shutdown;
+use crate::transport::{self, ConnectionCount, Limits, Listener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`.
+pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    let connections = Arc::new(ConnectionCount::default());
+    spawn_signal_handler(shutdown.clone())?;
+
+    let ctx = DaemonContext {
+        started: Instant::now(),
+        socket: listener.path().to_owned(),
+        activation: listener.activation(),
+        connections: connections.clone(),
+        shutdown: shutdown.clone(),
+        max_message_size: settings.max_message_size,
+    };
+    let module = rpc::module(ctx);
+    let limits = Limits {
+        max_message_size: settings.max_message_size,
+        max_connections: settings.max_connections,
+        max_subscriptions: settings.max_subscriptions_per_connection,
+        grace: Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0)),
+    };
+
+    tracing::info!(
+        "swivald {} serving on {} ({:?}), pid {}",
+        crate::VERSION,
+        listener.path().display(),
+        listener.activation(),
+        std::process::id()
+    );
+    service::notify_ready();
+    service::spawn_watchdog(shutdown.clone());
+    {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.wait().await;
+            service::notify_stopping();
+        });
+    }
+    transport::serve(
+        listener,
+        module.into(),
+        rpc::SUBSCRIPTION_METHODS,
+        limits,
+        connections,
+        shutdown,
+    )
+    .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn spawn_signal_handler(shutdown: Shutdown) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+        }
+        shutdown.trigger();
+    });
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Daemon-wide settings: `$XDG_CONFIG_HOME/swival/swivald.toml`, overridden
+//! by command-line flags. Session configuration (Swival's keys) lives in
+//! `config/`, not here.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Default largest message, in bytes (16 MiB).
+pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Everything the daemon reads from swivald.toml. Unknown keys are errors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Socket path; when unset, resolved as SPEC §3 says.
+    pub socket: Option<PathBuf>,
+    /// Largest accepted JSON-RPC message in bytes, on every framing.
+    pub max_message_size: u64,
+    /// Most connections open at once; more are answered with `overloaded`.
+    pub max_connections: u32,
+    /// Most subscriptions one connection may hold.
+    pub max_subscriptions_per_connection: u32,
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    pub shutdown_grace_s: f64,
+    /// Log line format.
+    pub log_format: LogFormat,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            socket: None,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_connections: 1024,
+            max_subscriptions_per_connection: 64,
+            shutdown_grace_s: 10.0,
+            log_format: LogFormat::Human,
+        }
+    }
+}
+
+/// A settings file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for these settings (unknown key, wrong type).
+    #[error("invalid daemon settings in {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Settings {
+    /// Read `path`; a missing file gives the defaults only when `required`
+    /// is false (the default location may legitimately not exist).
+    pub fn load(path: &Path, required: bool) -> Result<Settings, SettingsError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                return Ok(Settings::default())
+            }
+            Err(source) => {
+                return Err(SettingsError::Read {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        };
+        toml::from_str(&text).map_err(|e| SettingsError::Invalid {
+            path: path.to_owned(),
+            message: e.to_string().trim().replace('\n', " "),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_rejected_naming_key_and_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swivald.toml");
+        std::fs::write(&path, "max_conections = 3\n").unwrap();
+        let err = Settings::load(&path, true).unwrap_err().to_string();
+        assert!(err.contains("max_conections"), "{err}");
+        assert!(err.contains("swivald.toml"), "{err}");
+    }
+
+    #[test]
+    fn missing_default_file_gives_defaults() {
+        let s = Settings::load(Path::new("/nonexistent/swivald.toml"), false).unwrap();
+        assert_eq!(s.max_message_size, DEFAULT_MAX_MESSAGE_SIZE);
+    }
+}

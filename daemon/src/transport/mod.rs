@@ -1,0 +1,350 @@
+//! The socket: binding (stale-socket handling, permissions), the accept
+//! loop, the peer-uid check, and the choice of framing by first byte.
+//!
+//! Architecture invariant: no TCP listener exists anywhere in the daemon;
+//! every connection arrives here on the Unix socket and goes through the
+//! peer check before a byte of it is read.
+
+mod http;
+mod ndjson;
+mod prefixed;
+
+use crate::paths::{prepare_socket_dir, DirError};
+use crate::service::ActivatedSocket;
+use crate::shutdown::Shutdown;
+use jsonrpsee::core::server::Methods;
+use jsonrpsee::server::{ServerConfig, StopHandle, TowerServiceBuilder};
+use prefixed::Prefixed;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use swival_protocol::{Activation, ErrorCode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio_util::task::TaskTracker;
+
+/// Why the daemon could not get its socket.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The socket's directory is unusable.
+    #[error(transparent)]
+    Dir(#[from] DirError),
+    /// A live daemon answers on the path.
+    #[error("another swivald is already serving on {0}; stop it first (swivalctl daemon stop) or pick another path with --socket")]
+    AlreadyServing(PathBuf),
+    /// A non-socket file is in the way.
+    #[error("{0} exists and is not a socket; remove it or pick another path with --socket")]
+    NotASocket(PathBuf),
+    /// The path has no parent directory.
+    #[error("socket path {0} has no parent directory; pass an absolute path with --socket")]
+    NoParent(PathBuf),
+    /// Any other I/O failure.
+    #[error("cannot listen on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The listening socket, before the runtime starts.
+#[derive(Debug)]
+pub struct Listener {
+    /// The bound, listening socket.
+    std: std::os::unix::net::UnixListener,
+    /// Its path (as bound, or as reported by the activated socket).
+    path: PathBuf,
+    /// Who created it.
+    activation: Activation,
+    /// (device, inode) of the socket file, when we created it and so must
+    /// remove it on exit.
+    owned_file: Option<(u64, u64)>,
+}
+
+impl Listener {
+    /// Bind `path`: check its directory, replace a stale socket file that
+    /// nobody listens on, refuse if a daemon already answers, create the
+    /// socket 0600.
+    pub fn bind(path: &Path) -> Result<Listener, BindError> {
+        let io = |source| BindError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .ok_or_else(|| BindError::NoParent(path.to_owned()))?;
+        prepare_socket_dir(dir)?;
+        remove_stale(path)?;
+        // The umask makes the socket 0600 from its first instant.
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
+        let bound = std::os::unix::net::UnixListener::bind(path);
+        nix::sys::stat::umask(old);
+        let std = match bound {
+            Ok(l) => l,
+            // Another daemon won a race to bind between our check and bind.
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(BindError::AlreadyServing(path.to_owned()))
+            }
+            Err(e) => return Err(io(e)),
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        let meta = std::fs::symlink_metadata(path).map_err(io)?;
+        Ok(Listener {
+            std,
+            path: path.to_owned(),
+            activation: Activation::Bound,
+            owned_file: Some((meta.dev(), meta.ino())),
+        })
+    }
+
+    /// Use a socket handed over by the service manager, which owns its file.
+    pub fn activated(socket: ActivatedSocket) -> Listener {
+        let path = socket
+            .listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(Path::to_owned))
+            .unwrap_or_default();
+        Listener {
+            std: socket.listener,
+            path,
+            activation: socket.activation,
+            owned_file: None,
+        }
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How the socket was obtained.
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+
+    /// Remove the socket file if we created it and it is still ours.
+    fn remove_socket_file(&self) {
+        let Some((dev, ino)) = self.owned_file else {
+            return;
+        };
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.dev() == dev && m.ino() == ino => {
+                if let Err(e) = std::fs::remove_file(&self.path) {
+                    tracing::warn!("could not remove socket {}: {e}", self.path.display());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Remove `path` if it is a socket nobody listens on.
+fn remove_stale(path: &Path) -> Result<(), BindError> {
+    let io = |source| BindError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(BindError::NotASocket(path.to_owned()));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(BindError::AlreadyServing(path.to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            tracing::info!(
+                "removing stale socket {} (no daemon listens on it)",
+                path.display()
+            );
+            std::fs::remove_file(path).map_err(io)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Counts open connections; each connection holds a [`ConnectionGuard`].
+#[derive(Debug, Default)]
+pub struct ConnectionCount {
+    /// Connections open right now.
+    open: AtomicU64,
+}
+
+impl ConnectionCount {
+    /// Connections open right now.
+    pub fn open(&self) -> u64 {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    fn enter(self: &Arc<Self>) -> ConnectionGuard {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        ConnectionGuard(self.clone())
+    }
+}
+
+/// Decrements the count when a connection ends.
+struct ConnectionGuard(Arc<ConnectionCount>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Limits the transport enforces.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest message in bytes.
+    pub max_message_size: u64,
+    /// Most open connections.
+    pub max_connections: u32,
+    /// Most subscriptions per connection.
+    pub max_subscriptions: u32,
+    /// How long in-flight requests get after shutdown begins.
+    pub grace: Duration,
+}
+
+/// State every connection task shares.
+struct Shared {
+    /// The RPC methods, the same for every framing.
+    methods: Methods,
+    /// Names of methods that open a subscription.
+    subscription_methods: &'static [&'static str],
+    /// Largest line accepted on the newline-delimited framing.
+    max_message_size: usize,
+    /// Most subscriptions per newline-delimited connection.
+    max_subscriptions: usize,
+    /// jsonrpsee's per-connection service factory for the HTTP framing.
+    http: TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>,
+    /// Tells jsonrpsee's HTTP/WebSocket connections to stop.
+    stop: StopHandle,
+    /// The daemon's shutdown latch.
+    shutdown: Shutdown,
+}
+
+/// Accept and serve connections until shutdown, then give in-flight
+/// requests `limits.grace` to finish and remove the socket file.
+pub async fn serve(
+    listener: Listener,
+    methods: Methods,
+    subscription_methods: &'static [&'static str],
+    limits: Limits,
+    connections: Arc<ConnectionCount>,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    listener.std.set_nonblocking(true)?;
+    let accept = tokio::net::UnixListener::from_std(listener.std.try_clone()?)?;
+    let (stop, server_handle) = jsonrpsee::server::stop_channel();
+    let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
+    let config = ServerConfig::builder()
+        .max_request_body_size(body_limit)
+        .max_response_body_size(body_limit)
+        .max_connections(limits.max_connections)
+        .max_subscriptions_per_connection(limits.max_subscriptions)
+        .build();
+    let shared = Arc::new(Shared {
+        methods,
+        subscription_methods,
+        max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
+        max_subscriptions: limits.max_subscriptions as usize,
+        http: jsonrpsee::server::Server::builder()
+            .set_config(config)
+            .to_service_builder(),
+        stop,
+        shutdown: shutdown.clone(),
+    });
+    let me = nix::unistd::geteuid().as_raw();
+    let tracker = TaskTracker::new();
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.wait() => break,
+            accepted = accept.accept() => match accepted {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        match stream.peer_cred() {
+            Ok(cred) if cred.uid() == me => {}
+            Ok(cred) => {
+                tracing::warn!(
+                    "refused a connection from uid {} (pid {:?}): only uid {me} may use this daemon",
+                    cred.uid(),
+                    cred.pid()
+                );
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "refused a connection whose peer credentials could not be read: {e}"
+                );
+                continue;
+            }
+        }
+        let over_limit = connections.open() >= u64::from(limits.max_connections);
+        let guard = connections.enter();
+        let shared = shared.clone();
+        tracker.spawn(async move {
+            let _guard = guard;
+            serve_connection(stream, shared, over_limit).await;
+        });
+    }
+    tracing::info!(
+        "shutting down: no new connections; waiting up to {:?} for in-flight requests",
+        limits.grace
+    );
+    let _ = server_handle.stop();
+    tracker.close();
+    if tokio::time::timeout(limits.grace, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "grace period over; dropping {} connection(s) still open",
+            connections.open()
+        );
+    }
+    listener.remove_socket_file();
+    Ok(())
+}
+
+/// Sniff the framing from the first byte and serve the connection with it.
+async fn serve_connection(mut stream: UnixStream, shared: Arc<Shared>, over_limit: bool) {
+    let mut first = [0u8; 1];
+    let n = tokio::select! {
+        _ = shared.shutdown.wait() => return,
+        n = stream.read(&mut first) => n,
+    };
+    if !matches!(n, Ok(1)) {
+        return;
+    }
+    let ndjson = matches!(first[0], b'{' | b'[');
+    if over_limit {
+        let msg = "too many connections (max_connections); close some or raise max_connections in swivald.toml";
+        let reply = if ndjson {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":{},\"message\":\"{msg}\"}}}}\n",
+                ErrorCode::Overloaded.code()
+            )
+        } else {
+            format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{msg}", msg.len())
+        };
+        let _ = stream.write_all(reply.as_bytes()).await;
+        return;
+    }
+    let stream = Prefixed::new(first[0], stream);
+    if ndjson {
+        ndjson::serve(stream, shared).await;
+    } else {
+        http::serve(stream, &shared).await;
+    }
+}

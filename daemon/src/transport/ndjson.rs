@@ -1,0 +1,354 @@
+//! The newline-delimited framing: one JSON-RPC 2.0 message (or batch) per
+//! line, dispatched through the same `Methods` as HTTP and WebSocket.
+//!
+//! jsonrpsee executes each call (`raw_json_request`); this module adds what
+//! a line protocol needs around it: the size limit, parse errors (-32700)
+//! that leave the connection usable, request validation (-32600),
+//! notifications (no reply), batches, and forwarding subscription
+//! notifications onto the connection.
+
+use super::Shared;
+use jsonrpsee::core::server::Methods;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use swival_protocol::ErrorCode;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+/// Notifications a subscription may queue before its producer waits.
+const SUBSCRIPTION_BUFFER: usize = 1024;
+/// Replies queued for the writer before request handlers wait.
+const WRITE_QUEUE: usize = 256;
+
+/// Serve one newline-delimited connection until EOF or shutdown, then let
+/// in-flight requests finish and write their replies.
+pub(super) async fn serve<S>(stream: S, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (rd, mut wr) = tokio::io::split(stream);
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(WRITE_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = out_rx.recv().await {
+            if wr.write_all(msg.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+
+    let conn = Arc::new(Conn {
+        shared: shared.clone(),
+        out: out_tx,
+        subscriptions: Arc::new(AtomicUsize::new(0)),
+        closed: CancellationToken::new(),
+    });
+    let mut reader = LineReader {
+        inner: BufReader::new(rd),
+        max: shared.max_message_size,
+    };
+    let mut inflight = JoinSet::new();
+    loop {
+        let line = tokio::select! {
+            biased;
+            _ = shared.shutdown.wait() => break,
+            line = reader.next_line() => line,
+        };
+        match line {
+            Ok(Line::Message(bytes)) => {
+                let conn = conn.clone();
+                inflight.spawn(async move { conn.handle(bytes).await });
+            }
+            Ok(Line::TooLong(len)) => {
+                let msg = format!(
+                    "message of {len} bytes exceeds max_message_size ({} bytes); send a smaller message or raise max_message_size in swivald.toml",
+                    shared.max_message_size
+                );
+                conn.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg))
+                    .await;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        }
+        while inflight.try_join_next().is_some() {}
+    }
+    while inflight.join_next().await.is_some() {}
+    conn.closed.cancel();
+    drop(conn);
+    let _ = writer.await;
+}
+
+/// One line read from the connection.
+enum Line {
+    /// A complete message, without its newline.
+    Message(Vec<u8>),
+    /// A message longer than the limit (its length), already discarded.
+    TooLong(usize),
+    /// The peer closed the connection.
+    Eof,
+}
+
+/// Reads newline-terminated lines without ever buffering more than `max`
+/// bytes of one line.
+struct LineReader<R> {
+    /// The connection's read half.
+    inner: BufReader<R>,
+    /// Longest line kept, in bytes.
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    async fn next_line(&mut self) -> std::io::Result<Line> {
+        let mut buf = Vec::new();
+        let mut seen = 0usize;
+        let mut too_long = false;
+        loop {
+            let avail = self.inner.fill_buf().await?;
+            if avail.is_empty() {
+                return Ok(match (seen, too_long) {
+                    (0, _) => Line::Eof,
+                    (n, true) => Line::TooLong(n),
+                    _ => Line::Message(buf),
+                });
+            }
+            let newline = avail.iter().position(|&b| b == b'\n');
+            let chunk = &avail[..newline.unwrap_or(avail.len())];
+            seen += chunk.len();
+            if !too_long {
+                if buf.len() + chunk.len() > self.max {
+                    too_long = true;
+                    buf = Vec::new();
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+            let used = chunk.len() + usize::from(newline.is_some());
+            self.inner.consume(used);
+            if newline.is_some() {
+                return Ok(if too_long {
+                    Line::TooLong(seen)
+                } else {
+                    Line::Message(buf)
+                });
+            }
+        }
+    }
+}
+
+/// Per-connection state shared by the request handlers.
+struct Conn {
+    /// Daemon-wide transport state.
+    shared: Arc<Shared>,
+    /// Lines to write; each ends with a newline.
+    out: mpsc::Sender<String>,
+    /// Subscriptions open on this connection.
+    subscriptions: Arc<AtomicUsize>,
+    /// Cancelled when the connection is done; ends the forwarders.
+    closed: CancellationToken,
+}
+
+/// The fields of one request, borrowed from the line.
+#[derive(Deserialize)]
+struct RawCall<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a str>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    /// `Some("null")` for an explicit null id, `None` for a notification.
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+impl Conn {
+    async fn send(&self, mut line: String) {
+        line.push('\n');
+        let _ = self.out.send(line).await;
+    }
+
+    /// Answer one line: a single call or a batch.
+    async fn handle(self: Arc<Self>, bytes: Vec<u8>) {
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            return self
+                .send(error_reply(
+                    None,
+                    -32700,
+                    "Parse error: the line is not valid UTF-8",
+                ))
+                .await;
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if text.starts_with('[') {
+            let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
+                return self.send(parse_error(text)).await;
+            };
+            if items.is_empty() {
+                return self
+                    .send(error_reply(None, -32600, "Invalid request: empty batch"))
+                    .await;
+            }
+            let mut replies = Vec::new();
+            for item in items {
+                if let Some(r) = self.call(item.get()).await {
+                    replies.push(r);
+                }
+            }
+            if !replies.is_empty() {
+                self.send(format!("[{}]", replies.join(","))).await;
+            }
+        } else if let Some(reply) = self.call(text).await {
+            self.send(reply).await;
+        }
+    }
+
+    /// Execute one call; `None` for a notification.
+    async fn call(&self, text: &str) -> Option<String> {
+        let raw: RawCall = match serde_json::from_str(text) {
+            Ok(r) => r,
+            Err(_) if serde_json::from_str::<&RawValue>(text).is_ok() => {
+                return Some(error_reply(
+                    None,
+                    -32600,
+                    "Invalid request: expected a JSON-RPC 2.0 request object",
+                ))
+            }
+            Err(_) => return Some(parse_error(text)),
+        };
+        let id = raw.id;
+        let invalid = |why: &str| {
+            Some(error_reply(
+                id.filter(|i| valid_id(i)),
+                -32600,
+                &format!("Invalid request: {why}"),
+            ))
+        };
+        if raw.jsonrpc != Some("2.0") {
+            return invalid("\"jsonrpc\" must be \"2.0\"");
+        }
+        let Some(method) = raw
+            .method
+            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+        else {
+            return invalid("\"method\" must be a string");
+        };
+        if let Some(id) = id {
+            if !valid_id(id) {
+                return invalid("\"id\" must be a number, a string or null");
+            }
+        }
+        let is_subscription = self.shared.subscription_methods.contains(&method.as_str());
+        if is_subscription && id.is_some() {
+            let limit = self.shared.max_subscriptions;
+            if self.subscriptions.load(Ordering::Relaxed) >= limit {
+                let msg = format!(
+                    "this connection already holds {limit} subscriptions (max_subscriptions_per_connection); unsubscribe first or open another connection"
+                );
+                return Some(error_reply(id, ErrorCode::Overloaded.code(), &msg));
+            }
+        }
+        // A notification is executed with a placeholder id and its reply dropped.
+        let request;
+        let request_text = match id {
+            Some(_) => text,
+            None => {
+                request = rebuild_with_id(&method, raw.params);
+                &request
+            }
+        };
+        let (reply, mut notifications) = match run(&self.shared.methods, request_text).await {
+            Ok(r) => r,
+            Err(e) => return Some(error_reply(id, -32600, &format!("Invalid request: {e}"))),
+        };
+        id?;
+        if is_subscription {
+            match notifications.try_recv() {
+                Err(mpsc::error::TryRecvError::Disconnected) => {}
+                first => self.forward(first.ok(), notifications),
+            }
+        }
+        Some(reply.get().to_owned())
+    }
+
+    /// Copy a subscription's notifications onto the connection until either
+    /// side ends it. Forwarders share only the writer and the counter, so
+    /// they never keep the connection itself alive.
+    fn forward(&self, first: Option<Box<RawValue>>, mut rx: mpsc::Receiver<Box<RawValue>>) {
+        self.subscriptions.fetch_add(1, Ordering::Relaxed);
+        let count = self.subscriptions.clone();
+        let out = self.out.clone();
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            let mut next = first;
+            loop {
+                if let Some(n) = next.take() {
+                    let mut line = n.get().to_owned();
+                    line.push('\n');
+                    if out.send(line).await.is_err() {
+                        break;
+                    }
+                }
+                next = tokio::select! {
+                    _ = closed.cancelled() => break,
+                    n = rx.recv() => match n { Some(n) => Some(n), None => break },
+                };
+            }
+            count.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Run one request text through jsonrpsee.
+async fn run(
+    methods: &Methods,
+    text: &str,
+) -> Result<(Box<RawValue>, mpsc::Receiver<Box<RawValue>>), serde_json::Error> {
+    methods.raw_json_request(text, SUBSCRIPTION_BUFFER).await
+}
+
+fn valid_id(id: &RawValue) -> bool {
+    matches!(
+        id.get().as_bytes().first(),
+        Some(b'"' | b'-' | b'0'..=b'9' | b'n')
+    )
+}
+
+fn rebuild_with_id(method: &str, params: Option<&RawValue>) -> String {
+    let method = serde_json::to_string(method).expect("strings serialize");
+    match params {
+        Some(p) => format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":{method},"params":{}}}"#,
+            p.get()
+        ),
+        None => format!(r#"{{"jsonrpc":"2.0","id":0,"method":{method}}}"#),
+    }
+}
+
+fn parse_error(text: &str) -> String {
+    let detail = serde_json::from_str::<serde_json::Value>(text)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    error_reply(
+        None,
+        -32700,
+        &format!("Parse error: {detail}; send one JSON-RPC 2.0 message per line"),
+    )
+}
+
+/// A JSON-RPC error response with `id` (null when unknown).
+fn error_reply(id: Option<&RawValue>, code: i32, message: &str) -> String {
+    let id = id.map(|i| i.get()).unwrap_or("null");
+    let message = serde_json::to_string(message).expect("strings serialize");
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":{message}}}}}"#)
+}

@@ -1,0 +1,21 @@
+//! swivald's wire protocol: every JSON-RPC method name, parameter, result,
+//! event and application error code as plain serde types.
+//!
+//! The daemon and every client (swivalctl, editor plugins written in Rust)
+//! share these types, and `docs/protocol.schema.json` is generated from them
+//! (see [`schema::document`]), so the protocol is written down exactly once.
+//!
+//! Architecture invariant: this crate depends on serde, serde_json and
+//! schemars only. No tokio, no I/O.
+
+pub mod error;
+pub mod methods;
+pub mod schema;
+pub mod types;
+
+pub use error::ErrorCode;
+pub use types::*;
+
+/// The protocol version this crate describes. A client asking for a newer
+/// version than the daemon speaks is refused at `initialize`.
+pub const PROTOCOL_VERSION: u32 = 1;

@@ -1,0 +1,80 @@
+//! Parameters and results of every method.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Name and version of a program on either end of the connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PeerInfo {
+    /// Program name, e.g. `swivalctl` or `swivald`.
+    pub name: String,
+    /// Program version, e.g. `0.1.0`.
+    pub version: String,
+}
+
+/// `initialize` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeParams {
+    /// Who is calling.
+    pub client: PeerInfo,
+    /// The protocol version the client speaks.
+    pub protocol_version: u32,
+}
+
+/// `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeResult {
+    /// The daemon's name and version.
+    pub server: PeerInfo,
+    /// The protocol version the daemon speaks.
+    pub protocol_version: u32,
+    /// What this daemon offers beyond the base protocol.
+    pub capabilities: Capabilities,
+}
+
+/// Optional features the daemon offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Capabilities {
+    /// Framings served on the socket: `ndjson`, `http`, `websocket`.
+    pub framings: Vec<String>,
+    /// Every method the daemon answers.
+    pub methods: Vec<String>,
+    /// Largest accepted message in bytes.
+    pub max_message_size: u64,
+}
+
+/// `daemon/status` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonStatus {
+    /// Process id of the daemon.
+    pub pid: u32,
+    /// Daemon version.
+    pub version: String,
+    /// Seconds since the daemon started.
+    pub uptime_s: f64,
+    /// Connections open right now, including the caller's.
+    pub connections: u64,
+    /// The socket the daemon serves on.
+    pub socket: String,
+    /// How the listening socket was obtained.
+    pub activation: Activation,
+}
+
+/// How the daemon got its listening socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    /// The daemon bound the socket itself.
+    Bound,
+    /// systemd passed it (LISTEN_FDS).
+    Systemd,
+    /// launchd passed it (launch_activate_socket).
+    Launchd,
+}
+
+/// `daemon/shutdown` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShutdownResult {
+    /// Always true: the daemon has begun shutting down.
+    pub stopping: bool,
+}
