@@ -4,30 +4,9 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Name of the socket file inside its directory.
-pub const SOCKET_FILE: &str = "swivald.sock";
-
-/// The socket path, first match wins: explicit (flag or settings),
-/// `$SWIVALD_SOCKET`, `$XDG_RUNTIME_DIR/swival/swivald.sock`, else
-/// `$TMPDIR/swival-$UID/swivald.sock`.
+/// The socket path (SPEC §3); see [`swival_protocol::paths::socket_path`].
 pub fn socket_path(explicit: Option<&Path>) -> PathBuf {
-    if let Some(p) = explicit {
-        return p.to_owned();
-    }
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(p) = env("SWIVALD_SOCKET") {
-        return p;
-    }
-    if let Some(run) = env("XDG_RUNTIME_DIR") {
-        return run.join("swival").join(SOCKET_FILE);
-    }
-    let tmp = env("TMPDIR").unwrap_or_else(|| PathBuf::from("/tmp"));
-    tmp.join(format!("swival-{}", nix::unistd::getuid()))
-        .join(SOCKET_FILE)
+    swival_protocol::paths::socket_path(explicit, nix::unistd::getuid().as_raw())
 }
 
 /// The per-user directory under a base directory (config, state, cache).

@@ -42,9 +42,7 @@ fn take_systemd_socket() -> Result<Option<ActivatedSocket>, ActivationError> {
     let Some(fd) = fds.next() else {
         return Ok(None);
     };
-    if let Err(err) = check_unix_listener(fd) {
-        return Err(err);
-    }
+    check_unix_listener(fd)?;
     // SAFETY: systemd passes us ownership of fd (LISTEN_PID matched us), we
     // checked it is a Unix stream listener, and nothing else owns it.
     let listener = unsafe { UnixListener::from_raw_fd(fd) };

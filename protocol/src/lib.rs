@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod methods;
+pub mod paths;
 pub mod schema;
 pub mod types;
 

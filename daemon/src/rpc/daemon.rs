@@ -18,7 +18,13 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_method(methods::DAEMON_SHUTDOWN, |_, ctx, _| {
         tracing::info!("shutdown requested over RPC");
-        ctx.shutdown.trigger();
+        // Let this reply reach a WebSocket client before its connection is
+        // closed; newline-delimited and HTTP replies are flushed anyway.
+        let shutdown = ctx.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            shutdown.trigger();
+        });
         Ok::<_, ErrorObjectOwned>(ShutdownResult { stopping: true })
     })?;
     Ok(())

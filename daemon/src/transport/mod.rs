@@ -188,6 +188,7 @@ impl ConnectionCount {
 }
 
 /// Decrements the count when a connection ends.
+#[derive(Debug)]
 struct ConnectionGuard(Arc<ConnectionCount>);
 
 impl Drop for ConnectionGuard {
@@ -293,10 +294,7 @@ pub async fn serve(
         let over_limit = connections.open() >= u64::from(limits.max_connections);
         let guard = connections.enter();
         let shared = shared.clone();
-        tracker.spawn(async move {
-            let _guard = guard;
-            serve_connection(stream, shared, over_limit).await;
-        });
+        tracker.spawn(serve_connection(stream, guard, shared, over_limit));
     }
     tracing::info!(
         "shutting down: no new connections; waiting up to {:?} for in-flight requests",
@@ -318,7 +316,12 @@ pub async fn serve(
 }
 
 /// Sniff the framing from the first byte and serve the connection with it.
-async fn serve_connection(mut stream: UnixStream, shared: Arc<Shared>, over_limit: bool) {
+async fn serve_connection(
+    mut stream: UnixStream,
+    guard: ConnectionGuard,
+    shared: Arc<Shared>,
+    over_limit: bool,
+) {
     let mut first = [0u8; 1];
     let n = tokio::select! {
         _ = shared.shutdown.wait() => return,
@@ -341,7 +344,7 @@ async fn serve_connection(mut stream: UnixStream, shared: Arc<Shared>, over_limi
         let _ = stream.write_all(reply.as_bytes()).await;
         return;
     }
-    let stream = Prefixed::new(first[0], stream);
+    let stream = Prefixed::new(first[0], stream, guard);
     if ndjson {
         ndjson::serve(stream, shared).await;
     } else {

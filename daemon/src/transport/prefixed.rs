@@ -1,5 +1,8 @@
 //! A stream with bytes already read put back in front: the framing sniffer
-//! reads the first byte, and the chosen framing must still see it.
+//! reads the first byte, and the chosen framing must still see it. The
+//! stream also carries the connection's guard, so a connection counts as
+//! open exactly as long as its stream lives (a WebSocket upgrade moves the
+//! stream into a task of jsonrpsee's own).
 
 use std::io;
 use std::pin::Pin;
@@ -8,24 +11,27 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// `inner`, with `first` read again before anything else.
 #[derive(Debug)]
-pub struct Prefixed<S> {
+pub struct Prefixed<S, G = ()> {
     /// The byte the sniffer consumed, until it has been handed back out.
     first: Option<u8>,
     /// The connection.
     inner: S,
+    /// Dropped with the stream (the open-connection count).
+    _guard: G,
 }
 
-impl<S> Prefixed<S> {
-    /// Put `first` back in front of `inner`.
-    pub fn new(first: u8, inner: S) -> Self {
+impl<S, G> Prefixed<S, G> {
+    /// Put `first` back in front of `inner`; keep `guard` alive with it.
+    pub fn new(first: u8, inner: S, guard: G) -> Self {
         Prefixed {
             first: Some(first),
             inner,
+            _guard: guard,
         }
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+impl<S: AsyncRead + Unpin, G: Unpin> AsyncRead for Prefixed<S, G> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -41,7 +47,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+impl<S: AsyncWrite + Unpin, G: Unpin> AsyncWrite for Prefixed<S, G> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -74,7 +80,7 @@ mod tests {
 
     #[tokio::test]
     async fn first_byte_is_read_back_before_the_rest() {
-        let mut s = Prefixed::new(b'{', &b"\"a\":1}"[..]);
+        let mut s = Prefixed::new(b'{', &b"\"a\":1}"[..], ());
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "{\"a\":1}");

@@ -1,0 +1,195 @@
+//! [`Client`]: one connection to swivald speaking WebSocket JSON-RPC over the
+//! Unix socket, with a typed method per protocol call.
+
+use jsonrpsee::async_client::{Client as RpcClient, ClientBuilder};
+use jsonrpsee::client_transport::ws::WsTransportClientBuilder;
+use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
+use jsonrpsee::core::traits::ToRpcParams;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use swival_protocol::{
+    methods, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo,
+    PROTOCOL_VERSION,
+};
+use tokio::net::UnixStream;
+
+/// Largest message the client sends or accepts (the daemon's default).
+const MAX_MESSAGE: u32 = 16 * 1024 * 1024;
+
+/// What can go wrong talking to the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket (no file, or a stale one).
+    #[error("no swivald is running on {path}")]
+    NoDaemon { path: PathBuf },
+    /// The socket exists but connecting failed for another reason.
+    #[error("cannot connect to swivald on {path}: {source}")]
+    Connect {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The WebSocket handshake over the socket failed.
+    #[error("swivald on {path} did not accept the connection: {message}")]
+    Handshake { path: PathBuf, message: String },
+    /// The daemon answered with a JSON-RPC error.
+    #[error("{message}")]
+    Rpc {
+        code: i32,
+        message: String,
+        kind: Option<ErrorCode>,
+    },
+    /// The connection broke or a reply could not be decoded.
+    #[error("talking to swivald failed: {0}")]
+    Transport(String),
+    /// Starting a daemon failed; the message says why.
+    #[error("{0}")]
+    StartFailed(String),
+}
+
+impl From<RpcError> for ClientError {
+    fn from(e: RpcError) -> Self {
+        match e {
+            RpcError::Call(obj) => ClientError::Rpc {
+                code: obj.code(),
+                message: obj.message().to_owned(),
+                kind: ErrorCode::from_code(obj.code()),
+            },
+            other => ClientError::Transport(other.to_string()),
+        }
+    }
+}
+
+/// Params sent by name: one JSON object, serialized before the call.
+struct Named(Box<RawValue>);
+
+impl Named {
+    fn new<T: Serialize>(params: &T) -> Result<Named, ClientError> {
+        serde_json::value::to_raw_value(params)
+            .map(Named)
+            .map_err(|e| ClientError::Transport(format!("cannot encode params: {e}")))
+    }
+}
+
+impl ToRpcParams for Named {
+    fn to_rpc_params(self) -> Result<Option<Box<RawValue>>, serde_json::Error> {
+        Ok(Some(self.0))
+    }
+}
+
+/// A connection to swivald.
+pub struct Client {
+    /// jsonrpsee's client over the WebSocket-over-Unix-socket transport.
+    rpc: RpcClient,
+    /// The socket it is connected to.
+    path: PathBuf,
+}
+
+impl Client {
+    /// Connect to the daemon on `path` and complete the WebSocket handshake.
+    pub async fn connect(path: &Path) -> Result<Client, ClientError> {
+        let stream = UnixStream::connect(path)
+            .await
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                    ClientError::NoDaemon {
+                        path: path.to_owned(),
+                    }
+                }
+                _ => ClientError::Connect {
+                    path: path.to_owned(),
+                    source,
+                },
+            })?;
+        let url = url::Url::parse("ws://localhost/").expect("static url");
+        let (tx, rx) = WsTransportClientBuilder::default()
+            .max_request_size(MAX_MESSAGE)
+            .max_response_size(MAX_MESSAGE)
+            .build_with_stream(url, stream)
+            .await
+            .map_err(|e| ClientError::Handshake {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+        let rpc = ClientBuilder::default()
+            // Calls like run/wait legitimately last as long as a run.
+            .request_timeout(Duration::from_secs(7 * 24 * 3600))
+            .max_buffer_capacity_per_subscription(4096)
+            .build_with_tokio(tx, rx);
+        Ok(Client {
+            rpc,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The socket this client is connected to.
+    pub fn socket(&self) -> &Path {
+        &self.path
+    }
+
+    /// Call `method` with `params` sent by name, decode the result.
+    pub async fn call<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, ClientError> {
+        Ok(self.rpc.request(method, Named::new(params)?).await?)
+    }
+
+    /// Call a method that takes no params.
+    pub async fn call_no_params<R: DeserializeOwned>(
+        &self,
+        method: &str,
+    ) -> Result<R, ClientError> {
+        Ok(self.rpc.request(method, jsonrpsee::rpc_params![]).await?)
+    }
+
+    /// Open a subscription; notifications arrive as `N`.
+    pub async fn subscribe<P: Serialize, N: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        unsubscribe: &str,
+    ) -> Result<Subscription<N>, ClientError> {
+        Ok(self
+            .rpc
+            .subscribe(method, Named::new(params)?, unsubscribe)
+            .await?)
+    }
+
+    /// `initialize` as this library.
+    pub async fn initialize(&self, client_name: &str) -> Result<InitializeResult, ClientError> {
+        let params = InitializeParams {
+            client: PeerInfo {
+                name: client_name.into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            protocol_version: PROTOCOL_VERSION,
+        };
+        self.call(methods::INITIALIZE, &params).await
+    }
+
+    /// `daemon/status`.
+    pub async fn status(&self) -> Result<DaemonStatus, ClientError> {
+        self.call_no_params(methods::DAEMON_STATUS).await
+    }
+
+    /// `daemon/shutdown`. A connection closed by the stopping daemon
+    /// before its reply arrived counts as success.
+    pub async fn shutdown(&self) -> Result<(), ClientError> {
+        match self
+            .call_no_params::<serde_json::Value>(methods::DAEMON_SHUTDOWN)
+            .await
+        {
+            Ok(_) | Err(ClientError::Transport(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the connection is still up.
+    pub fn is_connected(&self) -> bool {
+        self.rpc.is_connected()
+    }
+}

@@ -1,0 +1,104 @@
+//! `swivalctl status` and `swivalctl daemon start|stop|install`.
+
+use clap::Subcommand;
+use std::path::Path;
+use std::process::ExitCode;
+use swivalctl::{autostart, units, Client, ClientError};
+
+/// What to do with the daemon.
+#[derive(Debug, Subcommand)]
+pub enum Action {
+    /// Start swivald if it is not running.
+    Start,
+    /// Ask swivald to stop and wait until its socket is gone.
+    Stop,
+    /// Write the systemd user units (Linux) or the LaunchAgent (macOS).
+    Install,
+}
+
+/// Connect (starting the daemon if needed), say so on stderr if we started it.
+pub async fn connect(socket: &Path) -> Result<Client, ClientError> {
+    let (client, started) = autostart::connect_or_start(socket).await?;
+    if let Some(pid) = started {
+        eprintln!(
+            "swivalctl: started swivald (pid {pid}) on {}",
+            socket.display()
+        );
+    }
+    client.initialize("swivalctl").await?;
+    Ok(client)
+}
+
+/// `swivalctl status`.
+pub async fn status(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let s = client.status().await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&s).expect("status serializes")
+        );
+    } else {
+        println!(
+            "swivald {} running: pid {}, up {:.1}s, {} connection(s), socket {} ({:?})",
+            s.version, s.pid, s.uptime_s, s.connections, s.socket, s.activation
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl daemon ...`.
+pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError> {
+    match action {
+        Action::Start => {
+            let client = connect(socket).await?;
+            let s = client.status().await?;
+            println!(
+                "swivald {} running: pid {} on {}",
+                s.version, s.pid, s.socket
+            );
+        }
+        Action::Stop => {
+            let client = match Client::connect(socket).await {
+                Ok(c) => c,
+                Err(ClientError::NoDaemon { .. }) => {
+                    println!("swivald is not running on {}", socket.display());
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Err(e) => return Err(e),
+            };
+            let pid = client.status().await?.pid;
+            client.shutdown().await?;
+            drop(client);
+            wait_until_gone(socket).await?;
+            println!("swivald (pid {pid}) stopped");
+        }
+        Action::Install => {
+            let exe = autostart::daemon_exe()?;
+            let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+            let installed = units::install(&exe, socket).map_err(|e| {
+                ClientError::StartFailed(format!("cannot install the service files: {e}"))
+            })?;
+            for f in &installed.files {
+                println!("wrote {}", f.display());
+            }
+            println!("enable with: {}", installed.next_step);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Wait (bounded) until nothing answers on the socket any more.
+async fn wait_until_gone(socket: &Path) -> Result<(), ClientError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tokio::net::UnixStream::connect(socket).await.is_ok() {
+        if std::time::Instant::now() > deadline {
+            return Err(ClientError::StartFailed(format!(
+                "swivald on {} still answers 30s after the shutdown request",
+                socket.display()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Ok(())
+}

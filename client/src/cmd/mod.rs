@@ -1,0 +1,11 @@
+//! The subcommands of swivalctl, one module per group.
+
+pub mod daemon;
+
+use std::process::ExitCode;
+
+/// Print an error the way every swivalctl command does, and exit 1.
+pub fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("swivalctl: error: {e}");
+    ExitCode::FAILURE
+}
