@@ -5,7 +5,9 @@
 //! manager, sets up logging and the runtime, and calls [`server::run`].
 //! See ARCHITECTURE.md for the code map and the invariants.
 
+pub mod config;
 pub mod paths;
+pub mod provider;
 pub mod rpc;
 pub mod server;
 pub mod service;

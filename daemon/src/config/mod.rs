@@ -1,0 +1,1 @@
+//! Session configuration: Swival's keys, files and precedence (being written).

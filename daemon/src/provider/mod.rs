@@ -1,0 +1,1 @@
+//! The LLM provider client (being written).
