@@ -11,8 +11,10 @@ use serde_json::value::RawValue;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swival_protocol::{
-    methods, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo,
-    PROTOCOL_VERSION,
+    methods, ConfigResolveParams, ConfigResolveResult, DaemonStatus, ErrorCode, Event,
+    InitializeParams, InitializeResult, PeerInfo, RunCancelResult, RunId, RunRef, RunResult,
+    RunStartParams, RunStartResult, Seq, SessionCreateParams, SessionCreateResult, SessionDetail,
+    SessionId, SessionListResult, SessionRef, SubscribeParams, PROTOCOL_VERSION,
 };
 use tokio::net::UnixStream;
 
@@ -186,6 +188,105 @@ impl Client {
             Ok(_) | Err(ClientError::Transport(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// `session/create`.
+    pub async fn create_session(
+        &self,
+        params: &SessionCreateParams,
+    ) -> Result<SessionCreateResult, ClientError> {
+        self.call(methods::SESSION_CREATE, params).await
+    }
+
+    /// `session/list`.
+    pub async fn list_sessions(&self) -> Result<SessionListResult, ClientError> {
+        self.call_no_params(methods::SESSION_LIST).await
+    }
+
+    /// `session/get`.
+    pub async fn session(&self, session_id: &SessionId) -> Result<SessionDetail, ClientError> {
+        self.call(
+            methods::SESSION_GET,
+            &SessionRef {
+                session_id: session_id.clone(),
+            },
+        )
+        .await
+    }
+
+    /// `run/start`.
+    pub async fn start_run(
+        &self,
+        session_id: &SessionId,
+        task: &str,
+    ) -> Result<RunId, ClientError> {
+        let params = RunStartParams {
+            session_id: session_id.clone(),
+            task: task.to_owned(),
+        };
+        let r: RunStartResult = self.call(methods::RUN_START, &params).await?;
+        Ok(r.run_id)
+    }
+
+    /// `run/cancel`.
+    pub async fn cancel_run(&self, run_id: &RunId) -> Result<bool, ClientError> {
+        let r: RunCancelResult = self
+            .call(
+                methods::RUN_CANCEL,
+                &RunRef {
+                    run_id: run_id.clone(),
+                },
+            )
+            .await?;
+        Ok(r.cancelled)
+    }
+
+    /// `run/wait`.
+    pub async fn wait_run(&self, run_id: &RunId) -> Result<RunResult, ClientError> {
+        self.call(
+            methods::RUN_WAIT,
+            &RunRef {
+                run_id: run_id.clone(),
+            },
+        )
+        .await
+    }
+
+    /// `report/get`.
+    pub async fn report(&self, run_id: &RunId) -> Result<serde_json::Value, ClientError> {
+        self.call(
+            methods::REPORT_GET,
+            &RunRef {
+                run_id: run_id.clone(),
+            },
+        )
+        .await
+    }
+
+    /// `config/resolve`.
+    pub async fn resolve_config(
+        &self,
+        params: &ConfigResolveParams,
+    ) -> Result<ConfigResolveResult, ClientError> {
+        self.call(methods::CONFIG_RESOLVE, params).await
+    }
+
+    /// `session/subscribe` from `from_seq` (1 = everything stored).
+    pub async fn subscribe_events(
+        &self,
+        session_id: &SessionId,
+        from_seq: u64,
+    ) -> Result<Subscription<Event>, ClientError> {
+        let params = SubscribeParams {
+            session_id: session_id.clone(),
+            from_seq: Some(Seq(from_seq)),
+        };
+        self.subscribe(
+            methods::SESSION_SUBSCRIBE,
+            &params,
+            methods::SESSION_UNSUBSCRIBE,
+        )
+        .await
     }
 
     /// Whether the connection is still up.

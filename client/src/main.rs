@@ -26,6 +26,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a task in a project: answer on stdout, progress on stderr.
+    Run(Box<cmd::run::RunArgs>),
+    /// List sessions.
+    Sessions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's events from a seq until a run finishes.
+    Attach {
+        /// The session id.
+        session: String,
+        /// First event seq to print.
+        #[arg(long, default_value_t = 1)]
+        from_seq: u64,
+        /// Keep following after a run finishes.
+        #[arg(long)]
+        follow: bool,
+        /// Print events as JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a run.
+    Cancel {
+        /// The run id.
+        run: String,
+    },
+    /// Print the effective config for a project, with where each key came from.
+    Config {
+        /// Project directory (default: the current directory).
+        #[arg(long)]
+        base_dir: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start, stop or install the daemon.
     Daemon {
         #[command(subcommand)]
@@ -48,6 +84,16 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Status { json } => cmd::daemon::status(&socket, json).await,
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
+            Command::Run(args) => cmd::run::run(&socket, *args).await,
+            Command::Sessions { json } => cmd::session::list(&socket, json).await,
+            Command::Attach {
+                session,
+                from_seq,
+                follow,
+                json,
+            } => cmd::session::attach(&socket, session, from_seq, follow, json).await,
+            Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
+            Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }
     });
     match result {

@@ -5,14 +5,20 @@
 //! manager, sets up logging and the runtime, and calls [`server::run`].
 //! See ARCHITECTURE.md for the code map and the invariants.
 
+pub mod agent;
 pub mod config;
 pub mod paths;
+pub mod procs;
 pub mod provider;
+pub mod report;
 pub mod rpc;
 pub mod server;
 pub mod service;
+pub mod session;
 pub mod settings;
 pub mod shutdown;
+pub mod store;
+pub mod tools;
 pub mod transport;
 
 /// The daemon's version, reported by `initialize` and `daemon/status`.

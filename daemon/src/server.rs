@@ -3,11 +3,14 @@
 
 use crate::rpc::{self, DaemonContext};
 use crate::service;
+use crate::session::{SessionSettings, Sessions};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
+use crate::store::Store;
 use crate::transport::{self, ConnectionCount, Limits, Listener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`.
 pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
@@ -15,6 +18,31 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let connections = Arc::new(ConnectionCount::default());
     spawn_signal_handler(shutdown.clone())?;
 
+    let state_dir = settings
+        .state_dir
+        .clone()
+        .unwrap_or_else(crate::paths::state_dir);
+    let store = Arc::new(Store::open(&state_dir.join("swivald.db"))?);
+    let stopping = CancellationToken::new();
+    let grace = Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0));
+    let sessions = Arc::new(Sessions::open(
+        store,
+        SessionSettings {
+            global_config: Some(crate::config::global_config_path()),
+            max_llm_calls: settings.max_concurrent_llm_calls as usize,
+            backoff_base: Duration::from_secs_f64(settings.provider_backoff_base_s.max(0.0)),
+        },
+        stopping,
+    )?);
+    {
+        // Runs end (as interrupted) as soon as shutdown begins, so requests
+        // waiting on them can finish within the grace period.
+        let (shutdown, sessions) = (shutdown.clone(), sessions.clone());
+        tokio::spawn(async move {
+            shutdown.wait().await;
+            sessions.shutdown(grace).await;
+        });
+    }
     let ctx = DaemonContext {
         started: Instant::now(),
         socket: listener.path().to_owned(),
@@ -22,13 +50,14 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         connections: connections.clone(),
         shutdown: shutdown.clone(),
         max_message_size: settings.max_message_size,
+        sessions: sessions.clone(),
     };
     let module = rpc::module(ctx);
     let limits = Limits {
         max_message_size: settings.max_message_size,
         max_connections: settings.max_connections,
         max_subscriptions: settings.max_subscriptions_per_connection,
-        grace: Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0)),
+        grace,
     };
 
     tracing::info!(

@@ -35,6 +35,13 @@ pub struct Settings {
     pub shutdown_grace_s: f64,
     /// Log line format.
     pub log_format: LogFormat,
+    /// Where the database lives (default `$XDG_STATE_HOME/swival`).
+    pub state_dir: Option<PathBuf>,
+    /// Most provider calls in flight at once across all sessions; more wait
+    /// their turn in arrival order.
+    pub max_concurrent_llm_calls: u32,
+    /// Base of the provider retry backoff in seconds (2 → about 2, 4, 8, 16 s).
+    pub provider_backoff_base_s: f64,
 }
 
 impl Default for Settings {
@@ -46,6 +53,9 @@ impl Default for Settings {
             max_subscriptions_per_connection: 64,
             shutdown_grace_s: 10.0,
             log_format: LogFormat::Human,
+            state_dir: None,
+            max_concurrent_llm_calls: 16,
+            provider_backoff_base_s: 2.0,
         }
     }
 }

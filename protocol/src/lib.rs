@@ -12,9 +12,11 @@ pub mod error;
 pub mod methods;
 pub mod paths;
 pub mod schema;
+pub mod session;
 pub mod types;
 
 pub use error::ErrorCode;
+pub use session::*;
 pub use types::*;
 
 /// The protocol version this crate describes. A client asking for a newer

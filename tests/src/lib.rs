@@ -6,6 +6,8 @@
 //! Nothing here mocks our own parts: the daemon, the socket, the client and
 //! the scripts are the real ones.
 
+pub mod mock;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixDatagram, UnixStream};
@@ -66,7 +68,33 @@ impl TestEnv {
             std::fs::Permissions::from_mode(0o700),
         )
         .unwrap();
+        // Retries back off in milliseconds, not seconds, so fault tests stay quick.
+        std::fs::create_dir_all(dir.path().join("config/swival")).unwrap();
+        std::fs::write(
+            dir.path().join("config/swival/swivald.toml"),
+            "provider_backoff_base_s = 0.01\n",
+        )
+        .unwrap();
         TestEnv { dir }
+    }
+
+    /// A project directory (created empty) under this environment.
+    pub fn project(&self, name: &str) -> PathBuf {
+        let p = self.root().join("projects").join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// Write the global Swival config (`config.toml`).
+    pub fn global_config(&self, toml: &str) {
+        std::fs::write(self.root().join("config/swival/config.toml"), toml).unwrap();
+    }
+
+    /// `swivalctl` with this environment, run in `cwd`, talking to `daemon`.
+    pub fn swivalctl(&self, daemon: &Daemon, cwd: &Path) -> Command {
+        let mut cmd = self.command(&bin("swivalctl"));
+        cmd.current_dir(cwd).env("SWIVALD_SOCKET", &daemon.socket);
+        cmd
     }
 
     /// The temporary home's root.

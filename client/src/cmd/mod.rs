@@ -1,6 +1,8 @@
 //! The subcommands of swivalctl, one module per group.
 
 pub mod daemon;
+pub mod run;
+pub mod session;
 
 use std::process::ExitCode;
 

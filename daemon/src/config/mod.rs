@@ -1,1 +1,201 @@
-//! Session configuration: Swival's keys, files and precedence (being written).
+//! Session configuration: Swival's TOML keys, its files and its precedence,
+//! checked strictly and turned into one typed [`SessionConfig`].
+//!
+//! Layers, lowest first (SPEC §8, Swival `config.py`):
+//!
+//! 1. built-in defaults ([`SessionConfig::default`]);
+//! 2. the global file, `$XDG_CONFIG_HOME/swival/config.toml` ([`global_config_path`]);
+//! 3. the project file, `<base_dir>/swival.toml`;
+//! 4. the keys of the selected `[profiles.NAME]` (`active_profile`), if any;
+//! 5. the `config` object of `session/create` (CLI flags arrive this way).
+//!
+//! A missing file is fine. Merging is shallow per key: a list in a later
+//! layer replaces the earlier list (`mcp_servers`/`a2a_servers` merge by
+//! server name, profiles per key within a same-named profile, as in Swival).
+//! A JSON `null` in the request means "not given".
+//!
+//! How a layer is read (`merge.rs`): every key is looked up in the key
+//! table (`schema.rs`); unlike Swival, which only warns, an unknown key is
+//! an error, as is a wrong type, a value outside an enum or a range. Each
+//! value is then brought to a normal form (`parse.rs`): paths and command
+//! strings are resolved against the directory of the file that named them
+//! (the base dir for the request), never against the daemon's cwd, and
+//! commands are split once into argv (`command.rs`). The merged key map is
+//! then deserialized into [`SessionConfig`] (`types.rs`), and the checks
+//! that span keys (e.g. `system_prompt` with `no_system_prompt`) run last.
+//!
+//! Every error message starts with the file (or `session/create config`)
+//! and names the key, so the user knows what to fix and where.
+
+mod command;
+mod merge;
+mod parse;
+mod schema;
+mod stages;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use command::Command;
+pub use stages::{
+    CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern,
+    DEFAULT_FILTER_TIMEOUT_S, DEFAULT_HOOK_TIMEOUT_S,
+};
+pub use types::{
+    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret,
+    SessionConfig,
+};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Name of the project config file inside a base directory.
+pub const PROJECT_FILE: &str = "swival.toml";
+
+/// What `sources` says for a key no layer set.
+pub const SOURCE_DEFAULT: &str = "default";
+
+/// What `sources` says for a key set by the `session/create` config.
+pub const SOURCE_REQUEST: &str = "request";
+
+/// How errors name the request layer, in place of a file path.
+pub const REQUEST_LABEL: &str = "session/create config";
+
+/// The effective configuration of one session and where each key came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EffectiveConfig {
+    /// The merged, checked configuration.
+    pub config: SessionConfig,
+    /// For every key of [`SessionConfig`] (and every kept Swival key that was
+    /// set): `"default"`, the path of the file that set it (with
+    /// ` [profiles.NAME]` when a profile did), or `"request"`.
+    pub sources: BTreeMap<String, String>,
+}
+
+/// A configuration that cannot be used. `Display` is the whole message for
+/// the user: where (file or `session/create config`), which key, what is
+/// wrong, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("{}: cannot read config file: {source}; fix its permissions or move it away", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why reading failed.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("{}: invalid TOML: {message}", path.display())]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A key that neither Swival nor swivald knows.
+    #[error("{origin}: unknown config key '{key}'{hint}")]
+    UnknownKey {
+        /// The file, or `session/create config`.
+        origin: String,
+        /// The key as written, with its table path (e.g. `filters[0].comand`).
+        key: String,
+        /// `; did you mean 'x'?` when a known key is close, else `; remove it`.
+        hint: String,
+    },
+    /// A value of the wrong type.
+    #[error("{origin}: '{key}' expected {expected}, got {got}")]
+    WrongType {
+        /// The file, or `session/create config`.
+        origin: String,
+        /// The key, with its table path or list index.
+        key: String,
+        /// The accepted type(s), in Swival's words (`int`, `int or float`, `str`, `list`, `dict`).
+        expected: &'static str,
+        /// The type found.
+        got: &'static str,
+    },
+    /// A value of the right type that is still not acceptable (enum, range,
+    /// malformed command, conflicting keys).
+    #[error("{origin}: {message}")]
+    Invalid {
+        /// Where: the file, `session/create config`, or the layers involved.
+        origin: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+/// Where a layer's values came from, and where its relative paths point.
+#[derive(Debug, Clone)]
+struct Origin {
+    /// What `sources` records: the file path, or `request`.
+    pub source: String,
+    /// What error messages start with: the file path, or `session/create config`.
+    pub label: String,
+    /// Relative paths and path-like commands resolve against this directory.
+    pub dir: PathBuf,
+}
+
+impl Origin {
+    /// A config file's layer: relative paths resolve against its directory.
+    fn file(path: &Path) -> Origin {
+        let shown = path.display().to_string();
+        Origin {
+            source: shown.clone(),
+            label: shown,
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        }
+    }
+
+    /// The `session/create` layer: relative paths resolve against the base dir.
+    fn request(base_dir: &Path) -> Origin {
+        Origin {
+            source: SOURCE_REQUEST.to_owned(),
+            label: REQUEST_LABEL.to_owned(),
+            dir: base_dir.to_path_buf(),
+        }
+    }
+
+    /// A [`ConfigError::Invalid`] located at this layer.
+    fn invalid(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            origin: self.label.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `$XDG_CONFIG_HOME/swival/config.toml` (the platform's config directory
+/// elsewhere): the global Swival config file.
+pub fn global_config_path() -> PathBuf {
+    crate::paths::config_dir().join("config.toml")
+}
+
+/// Build a session's effective configuration: defaults, then the global
+/// file at `global_path` (if given and present), then
+/// `<base_dir>/swival.toml` (if present), then the selected profile, then
+/// `request` (the `config` object of `session/create`; relative paths in it
+/// resolve against `base_dir`, which should be absolute).
+pub fn load(
+    base_dir: &Path,
+    global_path: Option<&Path>,
+    request: Option<&serde_json::Value>,
+) -> Result<EffectiveConfig, ConfigError> {
+    let mut files = Vec::new();
+    if let Some(path) = global_path {
+        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
+    }
+    let project = base_dir.join(PROJECT_FILE);
+    files.extend(merge::Layer::from_file(&project, Origin::file(&project))?);
+    let request = match request {
+        Some(value) => Some(merge::Layer::from_request(
+            value,
+            Origin::request(base_dir),
+        )?),
+        None => None,
+    };
+    merge::merge(files, request)
+}

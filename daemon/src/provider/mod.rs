@@ -1,1 +1,514 @@
-//! The LLM provider client (being written).
+//! The LLM provider client: OpenAI-compatible chat completions (SSE
+//! streaming or one JSON reply), Swival's presets, retries with backoff,
+//! model and context-window discovery, and Swival's `command` provider.
+//!
+//! `request_body` is the one place a provider request is built, so the
+//! policy pipeline and the cache see exactly what is sent.
+
+mod command;
+mod openai;
+mod retry;
+mod sse;
+
+pub use retry::{backoff_delay, is_retryable_status};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Which kind of provider, with its defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// LM Studio on this machine (the default).
+    Lmstudio,
+    /// llama.cpp's server.
+    Llamacpp,
+    /// Ollama's OpenAI-compatible endpoint.
+    Ollama,
+    /// api.openai.com.
+    Openai,
+    /// openrouter.ai.
+    Openrouter,
+    /// Any OpenAI-compatible server at `base_url`.
+    Generic,
+    /// An external program (Swival's `command` provider).
+    Command,
+}
+
+impl ProviderKind {
+    /// The preset base URL, when the provider has one.
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Lmstudio => Some("http://127.0.0.1:1234/v1"),
+            ProviderKind::Llamacpp => Some("http://127.0.0.1:8080/v1"),
+            ProviderKind::Ollama => Some("http://127.0.0.1:11434/v1"),
+            ProviderKind::Openai => Some("https://api.openai.com/v1"),
+            ProviderKind::Openrouter => Some("https://openrouter.ai/api/v1"),
+            ProviderKind::Generic | ProviderKind::Command => None,
+        }
+    }
+
+    /// The environment variable holding this provider's API key.
+    pub fn key_env(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Openai | ProviderKind::Generic => Some("OPENAI_API_KEY"),
+            ProviderKind::Openrouter => Some("OPENROUTER_API_KEY"),
+            _ => None,
+        }
+    }
+
+    /// Name as written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Lmstudio => "lmstudio",
+            ProviderKind::Llamacpp => "llamacpp",
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::Openai => "openai",
+            ProviderKind::Openrouter => "openrouter",
+            ProviderKind::Generic => "generic",
+            ProviderKind::Command => "command",
+        }
+    }
+}
+
+/// Everything needed to call one session's provider.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    /// Which provider.
+    pub kind: ProviderKind,
+    /// Base URL ending in `/vN` (not used by `command`).
+    pub base_url: String,
+    /// Bearer token, if any. Never logged.
+    pub api_key: Option<String>,
+    /// Model id; discovered from `/v1/models` when unset.
+    pub model: Option<String>,
+    /// `User-Agent` header.
+    pub user_agent: String,
+    /// Per-attempt request timeout.
+    pub timeout: Duration,
+    /// Total attempts (1 = no retry).
+    pub attempts: u32,
+    /// Base of the exponential backoff (Swival: 2 s).
+    pub backoff_base: Duration,
+    /// `max_tokens` before clamping to the context window.
+    pub max_output_tokens: u64,
+    /// Sampling temperature, sent only when set.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling, sent only when set.
+    pub top_p: Option<f64>,
+    /// Seed, sent only when set.
+    pub seed: Option<i64>,
+    /// Merged into the top level of the request body.
+    pub extra_body: Option<Map<String, Value>>,
+    /// `reasoning_effort`, sent when set and not `default`.
+    pub reasoning_effort: Option<String>,
+    /// Use SSE streaming.
+    pub stream: bool,
+    /// argv of the `command` provider.
+    pub command: Option<Vec<String>>,
+    /// Working directory of the `command` provider.
+    pub cwd: std::path::PathBuf,
+}
+
+/// One tool call proposed by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id, echoed in the tool result.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON string as the model wrote it.
+    pub arguments: String,
+}
+
+/// The assistant's reply to one call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    /// Text content, if any.
+    pub content: Option<String>,
+    /// Proposed tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// `stop`, `tool_calls`, `length`, ...
+    pub finish_reason: Option<String>,
+    /// The provider's usage object, as sent.
+    pub usage: Option<Value>,
+}
+
+impl Reply {
+    /// The assistant message to store in the conversation.
+    pub fn to_message(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("role".into(), json!("assistant"));
+        m.insert(
+            "content".into(),
+            self.content
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+        );
+        if !self.tool_calls.is_empty() {
+            let calls: Vec<Value> = self
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .collect();
+            m.insert("tool_calls".into(), Value::Array(calls));
+        }
+        Value::Object(m)
+    }
+}
+
+/// What the caller hears while a call is in progress.
+pub trait CallObserver: Send + Sync {
+    /// Streamed text.
+    fn text_delta(&self, text: &str);
+    /// A transient failure; the next attempt follows after `delay`.
+    fn retry(&self, attempt: u32, delay: Duration, reason: &str);
+}
+
+/// Why a call failed for good.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider answered with an error status.
+    #[error("provider returned HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// No usable answer: connection failure, timeout, dropped or malformed reply.
+    #[error("provider request failed: {0}")]
+    Transport(String),
+    /// The reply could not be understood.
+    #[error("provider sent a malformed reply: {0}")]
+    Malformed(String),
+    /// The `command` provider failed.
+    #[error("command provider failed: {0}")]
+    Command(String),
+    /// No model is configured and none could be discovered.
+    #[error("{0}")]
+    Config(String),
+    /// The caller cancelled the call.
+    #[error("cancelled")]
+    Cancelled,
+    /// Every attempt failed; the last error is kept.
+    #[error("LLM call failed after {attempts} attempts: {last}")]
+    Exhausted {
+        attempts: u32,
+        last: Box<ProviderError>,
+    },
+}
+
+impl ProviderError {
+    /// Whether another attempt may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => is_retryable_status(*status),
+            ProviderError::Transport(_) | ProviderError::Malformed(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// What one call sends, before provider settings are applied.
+#[derive(Debug, Clone)]
+pub struct ChatRequest<'a> {
+    /// The conversation.
+    pub messages: &'a [Value],
+    /// Tool schemas offered (OpenAI function format).
+    pub tools: &'a [Value],
+    /// `max_tokens`, already clamped to the window.
+    pub max_tokens: u64,
+}
+
+/// The JSON body sent to `/chat/completions`: Swival's request shape
+/// (model, messages, tools + tool_choice auto, max_tokens, sampling only
+/// when set, extra_body merged at the top).
+pub fn request_body(settings: &ProviderSettings, model: &str, req: &ChatRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(
+        "messages".into(),
+        Value::Array(req.messages.iter().map(wire_message).collect()),
+    );
+    body.insert("max_tokens".into(), json!(req.max_tokens));
+    if !req.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(req.tools.to_vec()));
+        body.insert("tool_choice".into(), json!("auto"));
+    }
+    if let Some(t) = settings.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = settings.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(s) = settings.seed {
+        body.insert("seed".into(), json!(s));
+    }
+    if let Some(effort) = settings
+        .reasoning_effort
+        .as_deref()
+        .filter(|e| *e != "default")
+    {
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
+    if let Some(extra) = &settings.extra_body {
+        for (k, v) in extra {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    if settings.stream {
+        body.insert("stream".into(), json!(true));
+    }
+    Value::Object(body)
+}
+
+/// A stored message as sent: keys starting with `_` are internal.
+fn wire_message(m: &Value) -> Value {
+    match m {
+        Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The daemon-wide HTTP client plus one session's settings.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    /// Shared connection pool.
+    http: reqwest::Client,
+    /// This session's settings.
+    pub settings: ProviderSettings,
+}
+
+/// What discovery found out about the provider.
+#[derive(Debug, Clone, Default)]
+pub struct Discovered {
+    /// The model id to use.
+    pub model: String,
+    /// The context window, when known.
+    pub context_window: Option<u64>,
+}
+
+impl Provider {
+    /// A provider using the daemon's shared HTTP client.
+    pub fn new(http: reqwest::Client, settings: ProviderSettings) -> Provider {
+        Provider { http, settings }
+    }
+
+    /// A shared HTTP client for every session (rustls, no proxy lookups per call).
+    pub fn http_client() -> reqwest::Client {
+        reqwest::Client::builder()
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+            .expect("a TLS backend is compiled in")
+    }
+
+    /// Model and context window: from settings, else from `/v1/models`.
+    pub async fn discover(
+        &self,
+        configured_window: Option<u64>,
+    ) -> Result<Discovered, ProviderError> {
+        if self.settings.kind == ProviderKind::Command {
+            return Ok(Discovered {
+                model: "command".into(),
+                context_window: configured_window,
+            });
+        }
+        if let (Some(model), Some(window)) = (&self.settings.model, configured_window) {
+            return Ok(Discovered {
+                model: model.clone(),
+                context_window: Some(window),
+            });
+        }
+        let models = openai::list_models(&self.http, &self.settings).await;
+        let model = match (&self.settings.model, &models) {
+            (Some(m), _) => m.clone(),
+            (None, Ok(list)) if !list.is_empty() => list[0].id.clone(),
+            (None, Ok(_)) => {
+                return Err(ProviderError::Config(format!(
+                    "no model configured and {} lists none; set `model` in swival.toml or pass --model",
+                    self.settings.base_url
+                )))
+            }
+            (None, Err(e)) => {
+                return Err(ProviderError::Config(format!(
+                    "no model configured and discovery at {}/models failed ({e}); set `model` in swival.toml or pass --model",
+                    self.settings.base_url
+                )))
+            }
+        };
+        let window = configured_window.or_else(|| {
+            let list = models.as_ref().ok()?;
+            list.iter()
+                .find(|m| m.id == model)
+                .or(if list.len() == 1 { list.first() } else { None })?
+                .context_window
+        });
+        Ok(Discovered {
+            model,
+            context_window: window,
+        })
+    }
+
+    /// One logical call: attempts with backoff until success, a permanent
+    /// error, or the attempt budget runs out.
+    pub async fn chat(
+        &self,
+        model: &str,
+        req: &ChatRequest<'_>,
+        observer: &dyn CallObserver,
+        cancel: &CancellationToken,
+    ) -> Result<(Reply, u32), ProviderError> {
+        let attempts = self.settings.attempts.max(1);
+        let mut retries = 0;
+        loop {
+            let attempt = tokio::select! {
+                r = self.attempt(model, req, observer, cancel) => r,
+                _ = cancel.cancelled() => Err(ProviderError::Cancelled),
+            };
+            match attempt {
+                Ok(reply) => return Ok((reply, retries)),
+                Err(e) if e.is_retryable() && retries + 1 < attempts => {
+                    let hinted = match &e {
+                        ProviderError::Http { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
+                    let delay = hinted
+                        .unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
+                    retries += 1;
+                    observer.retry(retries, delay, &e.to_string());
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                    }
+                }
+                Err(e) if e.is_retryable() && attempts > 1 => {
+                    return Err(ProviderError::Exhausted {
+                        attempts,
+                        last: Box::new(e),
+                    })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        model: &str,
+        req: &ChatRequest<'_>,
+        observer: &dyn CallObserver,
+        cancel: &CancellationToken,
+    ) -> Result<Reply, ProviderError> {
+        match self.settings.kind {
+            ProviderKind::Command => command::call(&self.settings, req, cancel).await,
+            _ => {
+                openai::chat(
+                    &self.http,
+                    &self.settings,
+                    &request_body(&self.settings, model, req),
+                    observer,
+                )
+                .await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> ProviderSettings {
+        ProviderSettings {
+            kind: ProviderKind::Generic,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: None,
+            model: Some("m".into()),
+            user_agent: "swivald-test".into(),
+            timeout: Duration::from_secs(1),
+            attempts: 5,
+            backoff_base: Duration::from_secs(2),
+            max_output_tokens: 32768,
+            temperature: None,
+            top_p: None,
+            seed: None,
+            extra_body: None,
+            reasoning_effort: None,
+            stream: false,
+            command: None,
+            cwd: "/".into(),
+        }
+    }
+
+    #[test]
+    fn request_body_has_swivals_shape() {
+        let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
+        let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
+        let body = request_body(
+            &settings(),
+            "m",
+            &ChatRequest {
+                messages: &msgs,
+                tools: &tools,
+                max_tokens: 100,
+            },
+        );
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": "hi"})
+        );
+        assert!(
+            body.get("temperature").is_none(),
+            "unset sampling params are not sent"
+        );
+        assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn no_tools_means_no_tool_choice() {
+        let body = request_body(
+            &settings(),
+            "m",
+            &ChatRequest {
+                messages: &[],
+                tools: &[],
+                max_tokens: 1,
+            },
+        );
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn extra_body_is_merged_at_the_top() {
+        let mut s = settings();
+        s.extra_body = Some(
+            json!({"chat_template_kwargs": {"enable_thinking": false}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        s.temperature = Some(0.2);
+        let body = request_body(
+            &s,
+            "m",
+            &ChatRequest {
+                messages: &[],
+                tools: &[],
+                max_tokens: 1,
+            },
+        );
+        assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+        assert_eq!(body["temperature"], 0.2);
+    }
+}

@@ -5,6 +5,7 @@
 //! on both framings.
 
 mod daemon;
+mod session;
 
 use crate::shutdown::Shutdown;
 use crate::transport::ConnectionCount;
@@ -16,7 +17,6 @@ use std::time::Instant;
 use swival_protocol::{Activation, ErrorCode};
 
 /// What the handlers can reach: the daemon-wide services.
-#[derive(Debug)]
 pub struct DaemonContext {
     /// When the daemon started, for `uptime_s`.
     pub started: Instant,
@@ -30,15 +30,18 @@ pub struct DaemonContext {
     pub shutdown: Shutdown,
     /// Largest message, advertised in `initialize`.
     pub max_message_size: u64,
+    /// Every session and run.
+    pub sessions: Arc<crate::session::Sessions>,
 }
 
 /// Subscription methods (their names open a notification stream).
-pub const SUBSCRIPTION_METHODS: &[&str] = &[];
+pub const SUBSCRIPTION_METHODS: &[&str] = &[swival_protocol::methods::SESSION_SUBSCRIBE];
 
 /// Build the module with every method registered.
 pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     let mut module = RpcModule::new(ctx);
     daemon::register(&mut module).expect("method names are unique");
+    session::register(&mut module).expect("method names are unique");
     module
 }
 

@@ -1,0 +1,372 @@
+//! `swivalctl run "task"`: create (or continue) a session, start a run,
+//! stream progress to stderr, print the answer alone on stdout, and exit
+//! with Swival's codes (0 success, 1 error, 2 exhausted, 130 interrupted).
+
+use super::daemon::connect;
+use clap::Args;
+use serde_json::{json, Map, Value};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use swival_protocol::{Event, EventKind, RunId, SessionCreateParams, SessionId};
+use swivalctl::{Client, ClientError};
+
+/// Flags of `swivalctl run`, named as in Swival.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task; read from stdin when omitted and stdin is not a terminal.
+    pub task: Option<String>,
+    /// LLM provider: lmstudio, llamacpp, ollama, openai, openrouter, generic, command.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id (for provider=command: the command line).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Provider base URL.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Provider API key.
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Project directory (default: the current directory).
+    #[arg(long)]
+    pub base_dir: Option<PathBuf>,
+    /// Turn budget (default 100).
+    #[arg(long)]
+    pub max_turns: Option<u64>,
+    /// Provider attempts per call (1 = no retry; default 5).
+    #[arg(long)]
+    pub retries: Option<u64>,
+    /// Provider request timeout in seconds.
+    #[arg(long)]
+    pub provider_timeout: Option<f64>,
+    /// Outbound filter command (repeatable: stages in order).
+    #[arg(long)]
+    pub llm_filter: Vec<String>,
+    /// Reviewer command.
+    #[arg(long)]
+    pub reviewer: Option<String>,
+    /// Most reviewer rounds.
+    #[arg(long)]
+    pub max_review_rounds: Option<u64>,
+    /// Commands run_command may run, comma-separated.
+    #[arg(long)]
+    pub allowed_commands: Option<String>,
+    /// Extra read-write directory (repeatable).
+    #[arg(long = "allow-dir", alias = "add-dir")]
+    pub allow_dir: Vec<PathBuf>,
+    /// Extra read-only directory (repeatable).
+    #[arg(long = "allow-dir-ro", alias = "add-dir-ro")]
+    pub allow_dir_ro: Vec<PathBuf>,
+    /// Lift the command whitelist and path checks (never the root rule).
+    #[arg(long)]
+    pub yolo: bool,
+    /// Write Swival's report JSON to FILE.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// No progress on stderr (errors still show).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not append the answer to .swival/HISTORY.md.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Use the response cache.
+    #[arg(long)]
+    pub cache: bool,
+    /// Encrypt secrets before they reach the provider.
+    #[arg(long)]
+    pub encrypt_secrets: bool,
+    /// Print every event as one JSON line on stdout instead of the answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Continue an existing session instead of creating one.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Start the run, print its id and return at once.
+    #[arg(long)]
+    pub detach: bool,
+}
+
+/// The `session/create` config the flags ask for.
+fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
+    let mut c = Map::new();
+    let mut put = |k: &str, v: Value| {
+        c.insert(k.to_owned(), v);
+    };
+    if let Some(v) = &a.provider {
+        put("provider", json!(v));
+        // Keys live in the caller's environment, not the daemon's.
+        let env = match v.as_str() {
+            "openai" | "generic" => Some("OPENAI_API_KEY"),
+            "openrouter" => Some("OPENROUTER_API_KEY"),
+            _ => None,
+        };
+        if let Some(key) = env
+            .and_then(|e| std::env::var(e).ok())
+            .filter(|k| a.api_key.is_none() && !k.is_empty())
+        {
+            put("api_key", json!(key));
+        }
+    }
+    for (k, v) in [
+        ("model", &a.model),
+        ("base_url", &a.base_url),
+        ("api_key", &a.api_key),
+        ("reviewer", &a.reviewer),
+    ] {
+        if let Some(v) = v {
+            put(k, json!(v));
+        }
+    }
+    if let Some(v) = a.max_turns {
+        put("max_turns", json!(v));
+    }
+    if let Some(v) = a.retries {
+        put("retries", json!(v));
+    }
+    if let Some(v) = a.provider_timeout {
+        put("provider_timeout", json!(v));
+    }
+    if let Some(v) = a.max_review_rounds {
+        put("max_review_rounds", json!(v));
+    }
+    if !a.llm_filter.is_empty() {
+        put("llm_filter", json!(a.llm_filter));
+    }
+    if let Some(list) = &a.allowed_commands {
+        let names: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        put("allowed_commands", json!(names));
+    }
+    let abs = |p: &PathBuf| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            base_dir.join(p)
+        }
+    };
+    if !a.allow_dir.is_empty() {
+        put(
+            "allowed_dirs",
+            json!(a.allow_dir.iter().map(abs).collect::<Vec<_>>()),
+        );
+    }
+    if !a.allow_dir_ro.is_empty() {
+        put(
+            "allowed_dirs_ro",
+            json!(a.allow_dir_ro.iter().map(abs).collect::<Vec<_>>()),
+        );
+    }
+    for (k, on) in [
+        ("yolo", a.yolo),
+        ("no_history", a.no_history),
+        ("cache", a.cache),
+        ("encrypt_secrets", a.encrypt_secrets),
+    ] {
+        if on {
+            put(k, json!(true));
+        }
+    }
+    Value::Object(c)
+}
+
+fn read_task(a: &RunArgs) -> Result<String, String> {
+    if let Some(t) = &a.task {
+        return Ok(t.clone());
+    }
+    if std::io::stdin().is_terminal() {
+        return Err(
+            "a task is required: swivalctl run \"what to do\" (or pipe it on stdin)".into(),
+        );
+    }
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
+    let s = s.trim().to_owned();
+    if s.is_empty() {
+        return Err("question is required (stdin was empty)".into());
+    }
+    Ok(s)
+}
+
+/// `swivalctl run`.
+pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
+    let task = match read_task(&a) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("swivalctl: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base_dir = match &a.base_dir {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => cwd.join(p),
+        None => cwd,
+    };
+    let client = connect(socket).await?;
+    let (session_id, from_seq) = match &a.session {
+        Some(id) => {
+            let id = SessionId(id.clone());
+            let detail = client.session(&id).await?;
+            (id, detail.info.last_seq.0 + 1)
+        }
+        None => {
+            let params = SessionCreateParams {
+                base_dir: base_dir.display().to_string(),
+                config: Some(flag_config(&a, &base_dir)),
+                title: Some(task.chars().take(80).collect()),
+            };
+            match client.create_session(&params).await {
+                Ok(created) => {
+                    for w in &created.warnings {
+                        eprintln!("warning: {w}");
+                    }
+                    (created.session_id, 1)
+                }
+                Err(ClientError::Rpc {
+                    kind: Some(swival_protocol::ErrorCode::ConfigInvalid),
+                    message,
+                    ..
+                }) => {
+                    eprintln!("Error: {message}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    // Subscribe before starting, so no event of the run is missed.
+    let mut events = client.subscribe_events(&session_id, from_seq).await?;
+    let run_id = client.start_run(&session_id, &task).await?;
+    if a.detach {
+        println!("{run_id}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let progress = Progress {
+        quiet: a.quiet,
+        json: a.json,
+    };
+    let mut cancelled = false;
+    let result = loop {
+        let next = tokio::select! {
+            ev = events.next() => ev,
+            _ = tokio::signal::ctrl_c(), if !cancelled => {
+                cancelled = true;
+                eprintln!("\ninterrupted: cancelling run {run_id}");
+                let _ = client.cancel_run(&run_id).await;
+                continue;
+            }
+        };
+        let event = match next {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => {
+                return Err(ClientError::Transport(format!(
+                    "bad event from swivald: {e}"
+                )))
+            }
+            None => break client.wait_run(&run_id).await?,
+        };
+        if event.run_id.as_ref() != Some(&run_id) {
+            continue;
+        }
+        progress.show(&event);
+        if let EventKind::RunFinished(end) = event.kind {
+            break swival_protocol::RunResult::from_end(run_id.clone(), end);
+        }
+    };
+    if let Some(path) = &a.report {
+        write_report(&client, &run_id, path).await;
+    }
+    if !a.json {
+        if let Some(answer) = result.answer.as_deref().filter(|a| !a.is_empty()) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{answer}");
+        }
+    }
+    if let Some(err) = result.error.as_deref().filter(|_| result.exit_code == 1) {
+        eprintln!("Error: {err}");
+    }
+    let code = if cancelled { 130 } else { result.exit_code };
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+async fn write_report(client: &Client, run_id: &RunId, path: &Path) {
+    let written = match client.report(run_id).await {
+        Ok(report) => {
+            let mut text = serde_json::to_string_pretty(&report).expect("reports serialize");
+            text.push('\n');
+            std::fs::write(path, text).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = written {
+        eprintln!("Failed to write report to {}: {e}", path.display());
+    }
+}
+
+/// How progress is shown.
+pub struct Progress {
+    /// Show nothing but errors.
+    pub quiet: bool,
+    /// Print events as JSON lines on stdout.
+    pub json: bool,
+}
+
+impl Progress {
+    /// Show one event.
+    pub fn show(&self, event: &Event) {
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string(event).expect("events serialize")
+            );
+            return;
+        }
+        if self.quiet {
+            return;
+        }
+        let line = match &event.kind {
+            EventKind::TurnStarted { turn, max_turns } => format!("turn {turn}/{max_turns}"),
+            EventKind::ToolCall {
+                name, arguments, ..
+            } => format!("  → {name}({})", preview(arguments, 80)),
+            EventKind::ToolResult {
+                succeeded: false,
+                content,
+                ..
+            } => format!("    {}", preview(content, 160)),
+            EventKind::Retry {
+                attempt,
+                delay_s,
+                reason,
+                ..
+            } => {
+                format!(
+                    "  retry {attempt} in {delay_s:.1}s: {}",
+                    preview(reason, 160)
+                )
+            }
+            EventKind::Warning { message } => format!("warning: {message}"),
+            _ => return,
+        };
+        eprintln!("{line}");
+    }
+}
+
+/// At most `n` characters of `s` on one line.
+fn preview(s: &str, n: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= n {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(n).collect();
+    format!("{cut}…")
+}

@@ -1,0 +1,108 @@
+//! `swivalctl sessions`, `attach`, `cancel` and `config`.
+
+use super::daemon::connect;
+use super::run::Progress;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use swival_protocol::{ConfigResolveParams, EventKind, RunId, SessionId};
+use swivalctl::ClientError;
+
+/// `swivalctl sessions`: one line per session.
+pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let list = client.list_sessions().await?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&list).expect("serializes")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in &list.sessions {
+        println!(
+            "{}  {:<7}  runs {:<3}  {}  {}",
+            s.session_id,
+            format!("{:?}", s.state).to_lowercase(),
+            s.run_count,
+            s.base_dir,
+            s.title.as_deref().unwrap_or("")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl attach SESSION [--from-seq N]`: print events from N until a
+/// run finishes (or forever with `follow`).
+pub async fn attach(
+    socket: &Path,
+    session: String,
+    from_seq: u64,
+    follow: bool,
+    json: bool,
+) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let mut events = client
+        .subscribe_events(&SessionId(session), from_seq)
+        .await?;
+    let progress = Progress { quiet: false, json };
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| ClientError::Transport(e.to_string()))?;
+        progress.show(&event);
+        if let EventKind::RunFinished(r) = &event.kind {
+            if !json {
+                let run = event.run_id.as_ref().map(|r| r.0.as_str()).unwrap_or("?");
+                println!("run {run} finished: {}", r.outcome.as_str());
+                if let Some(a) = &r.answer {
+                    println!("{a}");
+                }
+            }
+            if !follow {
+                break;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl cancel RUN`.
+pub async fn cancel(socket: &Path, run: String) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    if client.cancel_run(&RunId(run.clone())).await? {
+        println!("cancelling run {run}");
+    } else {
+        println!("run {run} had already finished");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl config`: the effective config for a base dir, with sources.
+pub async fn show(
+    socket: &Path,
+    base_dir: Option<PathBuf>,
+    json: bool,
+) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base = base_dir
+        .map(|p| if p.is_absolute() { p } else { cwd.join(p) })
+        .unwrap_or(cwd);
+    let client = connect(socket).await?;
+    let r = client
+        .resolve_config(&ConfigResolveParams {
+            base_dir: base.display().to_string(),
+            config: None,
+        })
+        .await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Value::Object(map) = &r.config {
+        for (k, v) in map {
+            let source = r.sources.get(k).map(String::as_str).unwrap_or("default");
+            println!("{k} = {v}  # {source}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,93 @@
+//! A session's conversation: OpenAI chat messages, stored message by
+//! message as they are added so a crash loses nothing already said.
+
+use crate::store::{Store, StoreError};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use swival_protocol::SessionId;
+
+/// The tool result given to calls a crash or cancel left unanswered.
+pub const INTERRUPTED_RESULT: &str = "error: tool call interrupted before it produced a result";
+
+/// The messages of one session, mirrored in the store.
+#[derive(Debug)]
+pub struct Conversation {
+    /// Where they are stored.
+    store: Arc<Store>,
+    /// Whose they are.
+    session: SessionId,
+    /// The messages, system prompt first.
+    messages: Vec<Value>,
+}
+
+impl Conversation {
+    /// Wrap messages loaded from (or already in) the store.
+    pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Value>) -> Conversation {
+        Conversation {
+            store,
+            session,
+            messages,
+        }
+    }
+
+    /// The messages.
+    pub fn messages(&self) -> &[Value] {
+        &self.messages
+    }
+
+    /// Append a message and store it.
+    pub fn push(&mut self, message: Value) -> Result<(), StoreError> {
+        self.store
+            .put_message(&self.session, self.messages.len(), &message)?;
+        self.messages.push(message);
+        Ok(())
+    }
+
+    /// Give every tool call left without a result (a run that crashed or
+    /// was cancelled mid-turn) a placeholder result, so the conversation
+    /// stays well-formed for the provider.
+    pub fn complete_orphans(&mut self) -> Result<(), StoreError> {
+        let Some(pos) = self
+            .messages
+            .iter()
+            .rposition(|m| m.get("tool_calls").is_some())
+        else {
+            return Ok(());
+        };
+        if self.messages[pos + 1..].iter().any(|m| m["role"] != "tool") {
+            return Ok(());
+        }
+        let answered: HashSet<String> = self.messages[pos + 1..]
+            .iter()
+            .filter_map(|m| {
+                m.get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect();
+        let missing: Vec<String> = self.messages[pos]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("id").and_then(Value::as_str))
+            .filter(|id| !answered.contains(*id))
+            .map(str::to_owned)
+            .collect();
+        for id in missing {
+            self.push(json!({"role": "tool", "tool_call_id": id, "content": INTERRUPTED_RESULT}))?;
+        }
+        Ok(())
+    }
+
+    /// The last non-empty assistant text, for exhausted runs.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .filter(|m| m["role"] == "assistant")
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .find(|t| !t.trim().is_empty() && *t != "(empty response)")
+            .map(str::to_owned)
+    }
+}

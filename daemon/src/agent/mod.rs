@@ -1,0 +1,264 @@
+//! The agent loop with Swival's semantics: a turn is one LLM call plus its
+//! tool calls, run in order; results go back as `tool` messages; a reply
+//! without tool calls is the final answer; empty and cut-off replies get
+//! Swival's nudges; `max_turns` exhausted ends the run.
+
+pub mod conversation;
+pub mod prompt;
+
+use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError};
+use crate::report::{LlmCallRecord, RunRecord};
+use crate::session::events::EventLog;
+use crate::store::StoreError;
+use crate::tools::ToolBox;
+use conversation::Conversation;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use swival_protocol::{EventKind, RunId};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Nudge after an empty reply.
+pub const EMPTY_NUDGE: &str =
+    "Your response was empty. Please continue working on the task using the available tools.";
+/// Nudge after a reply cut off by the output limit.
+pub const TRUNCATED_NUDGE: &str =
+    "Your response was cut off. Please use the provided tools to complete the task step by step.";
+/// Result shown to the model for tool calls of a cancelled run.
+const CANCELLED_RESULT: &str = "error: the run was cancelled before this tool call ran";
+
+/// How the loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopEnd {
+    /// A final answer.
+    Answer(String),
+    /// `max_turns` ran out; the last assistant text, if any.
+    Exhausted(Option<String>),
+    /// The run was cancelled.
+    Cancelled,
+    /// The run failed; the message says why.
+    Failed(String),
+}
+
+impl From<StoreError> for LoopEnd {
+    fn from(e: StoreError) -> Self {
+        LoopEnd::Failed(format!("could not store the conversation: {e}"))
+    }
+}
+
+/// Everything one run of the loop uses.
+pub struct AgentRun<'a> {
+    /// The run.
+    pub run_id: &'a RunId,
+    /// Where events go.
+    pub events: &'a EventLog,
+    /// The provider client.
+    pub provider: &'a Provider,
+    /// Model id to request.
+    pub model: &'a str,
+    /// Context window, when known.
+    pub context_window: Option<u64>,
+    /// Turn budget of this loop.
+    pub max_turns: u64,
+    /// Turns taken by earlier loops of the same run (reviewer rounds).
+    pub turn_offset: u64,
+    /// The session's tools.
+    pub tools: &'a mut ToolBox,
+    /// The session's conversation.
+    pub conversation: &'a mut Conversation,
+    /// Set by run/cancel.
+    pub cancel: &'a CancellationToken,
+    /// Daemon-wide cap on concurrent provider calls (FIFO-fair).
+    pub llm_slots: &'a Semaphore,
+    /// Stats and timeline.
+    pub record: &'a mut RunRecord,
+}
+
+/// Forwards provider progress to the event log.
+struct Observer<'a> {
+    /// Where events go.
+    events: &'a EventLog,
+    /// The run.
+    run_id: &'a RunId,
+    /// The turn.
+    turn: u64,
+}
+
+impl CallObserver for Observer<'_> {
+    fn text_delta(&self, text: &str) {
+        let _ = self.events.emit(
+            Some(self.run_id),
+            EventKind::TextDelta {
+                turn: self.turn,
+                text: text.to_owned(),
+            },
+        );
+    }
+
+    fn retry(&self, attempt: u32, delay: Duration, reason: &str) {
+        let kind = EventKind::Retry {
+            turn: self.turn,
+            attempt: attempt.into(),
+            delay_s: delay.as_secs_f64(),
+            reason: reason.to_owned(),
+        };
+        let _ = self.events.emit(Some(self.run_id), kind);
+    }
+}
+
+/// Rough token count: four characters a token, as Swival's fallback does.
+pub fn estimate_tokens(messages: &[Value], tools: &[Value]) -> u64 {
+    let chars: usize = messages
+        .iter()
+        .chain(tools)
+        .map(|v| v.to_string().len())
+        .sum();
+    (chars / 4) as u64
+}
+
+impl AgentRun<'_> {
+    /// Run turns until an answer, exhaustion, cancellation or failure.
+    pub async fn run(&mut self) -> LoopEnd {
+        self.turns().await.unwrap_or_else(LoopEnd::from)
+    }
+
+    async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
+        let tools = self.tools.schemas();
+        for local_turn in 1..=self.max_turns {
+            let turn = self.turn_offset + local_turn;
+            if self.cancel.is_cancelled() {
+                return Ok(LoopEnd::Cancelled);
+            }
+            let _ = self.events.emit(
+                Some(self.run_id),
+                EventKind::TurnStarted {
+                    turn,
+                    max_turns: self.max_turns,
+                },
+            );
+            let reply = match self.call_llm(turn, &tools).await {
+                Ok(r) => r,
+                Err(ProviderError::Cancelled) => return Ok(LoopEnd::Cancelled),
+                Err(e) => return Ok(LoopEnd::Failed(e.to_string())),
+            };
+            let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
+            if reply.tool_calls.is_empty() {
+                let truncated = reply.finish_reason.as_deref() == Some("length");
+                if text.is_empty() {
+                    self.conversation
+                        .push(json!({"role": "assistant", "content": "(empty response)"}))?;
+                    self.conversation.push(
+                        json!({"role": "user", "content": EMPTY_NUDGE, "_swival_synthetic": true}),
+                    )?;
+                    continue;
+                }
+                self.conversation.push(reply.to_message())?;
+                if truncated {
+                    self.conversation.push(json!({"role": "user", "content": TRUNCATED_NUDGE, "_swival_synthetic": true}))?;
+                    continue;
+                }
+                return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
+            }
+            self.conversation.push(reply.to_message())?;
+            for call in &reply.tool_calls {
+                if self.cancel.is_cancelled() {
+                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": CANCELLED_RESULT}))?;
+                    continue;
+                }
+                let kind = EventKind::ToolCall {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                };
+                let _ = self.events.emit(Some(self.run_id), kind);
+                let started = Instant::now();
+                let tools = &mut *self.tools;
+                let result =
+                    tokio::task::block_in_place(|| tools.call(&call.name, &call.arguments));
+                let elapsed = started.elapsed().as_secs_f64();
+                self.record
+                    .tool_call(turn, &call.name, &call.arguments, &result, elapsed);
+                let kind = EventKind::ToolResult {
+                    turn,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    succeeded: !crate::tools::is_error(&result),
+                    duration_s: elapsed,
+                    content: result.chars().take(4096).collect(),
+                };
+                let _ = self.events.emit(Some(self.run_id), kind);
+                self.conversation
+                    .push(json!({"role": "tool", "tool_call_id": call.id, "content": result}))?;
+            }
+            if self.cancel.is_cancelled() {
+                return Ok(LoopEnd::Cancelled);
+            }
+        }
+        Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// One logical provider call, under the daemon-wide slot limit.
+    async fn call_llm(
+        &mut self,
+        turn: u64,
+        tools: &[Value],
+    ) -> Result<crate::provider::Reply, ProviderError> {
+        let messages = self.conversation.messages();
+        let estimate = estimate_tokens(messages, tools);
+        let configured = self.provider.settings.max_output_tokens;
+        let max_tokens = match self.context_window {
+            Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
+            None => configured,
+        };
+        let req = ChatRequest {
+            messages,
+            tools,
+            max_tokens,
+        };
+        let observer = Observer {
+            events: self.events,
+            run_id: self.run_id,
+            turn,
+        };
+        let started = Instant::now();
+        let result = {
+            let _permit = tokio::select! {
+                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
+                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
+            };
+            self.provider
+                .chat(self.model, &req, &observer, self.cancel)
+                .await
+        };
+        let duration_s = started.elapsed().as_secs_f64();
+        let (finish_reason, usage, retries) = match &result {
+            Ok((reply, retries)) => (
+                reply.finish_reason.clone(),
+                reply.usage.clone(),
+                u64::from(*retries),
+            ),
+            Err(_) => (Some("error".to_owned()), None, 0),
+        };
+        if !matches!(result, Err(ProviderError::Cancelled)) {
+            self.record.llm_call(&LlmCallRecord {
+                turn,
+                duration_s,
+                prompt_tokens_est: estimate,
+                finish_reason: finish_reason.clone().unwrap_or_default(),
+                retries,
+            });
+            let kind = EventKind::LlmCall {
+                turn,
+                call_kind: "agent".into(),
+                duration_s,
+                finish_reason,
+                usage,
+                prompt_tokens_est: estimate,
+                retries,
+            };
+            let _ = self.events.emit(Some(self.run_id), kind);
+        }
+        result.map(|(reply, _)| reply)
+    }
+}

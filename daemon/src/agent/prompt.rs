@@ -1,0 +1,104 @@
+//! The system prompt, in our own words, plus the project's instruction
+//! files (CLAUDE.md, AGENTS.md) within a budget.
+
+use std::path::Path;
+
+/// Characters of instruction files included, per kind.
+const INSTRUCTIONS_BUDGET: usize = 10_000;
+
+const BASE: &str = "You are a coding agent working in a project directory on the user's machine. \
+Work autonomously until the task is done: choose the most likely intent when a detail is ambiguous, \
+and do not stop to ask whether to continue.
+
+Paths are relative to the project directory; paths outside it are refused.
+
+How to work:
+- Use tools only when they help; answer greetings and simple questions directly.
+- Look before you change: list and grep to find things, read_file before editing, never edit code you have not read.
+- Think before multi-step work, debugging and edits.
+- Make one logical change at a time, then check it (run the tests or the build when you can).
+- When a tool returns an error, work out why before trying again; do not repeat a failing call unchanged.
+- When a search finds nothing, try a broader pattern.
+
+Past answers in this project are in .swival/HISTORY.md; read it when earlier work matters.
+
+Write correct, plain code that follows the project's conventions, without dead code or debug prints. \
+Never print secrets. The user's messages come first, then the project's instruction files, then this prompt; \
+the sandbox and path rules always hold.
+
+Be concise: say what you are about to do, do it, and end with a short summary of what changed.";
+
+/// The system prompt for a session in `base_dir`, or the replacement text.
+pub fn system_prompt(
+    base_dir: &Path,
+    replacement: Option<&str>,
+    with_instructions: bool,
+) -> String {
+    if let Some(text) = replacement {
+        return text.to_owned();
+    }
+    let mut out = BASE.to_owned();
+    if with_instructions {
+        if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
+            out.push_str(&format!(
+                "\n\n<project-instructions>\n{claude}\n</project-instructions>"
+            ));
+        }
+        if let Some(agents) = read_capped(&base_dir.join("AGENTS.md"), INSTRUCTIONS_BUDGET) {
+            out.push_str(&format!(
+                "\n\n<agent-instructions>\n<!-- project: {} -->\n{agents}\n</agent-instructions>",
+                base_dir.join("AGENTS.md").display()
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "\n\nCurrent date and time: {}",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+    ));
+    out
+}
+
+/// A file's text without HTML comments, cut to `budget` characters.
+fn read_capped(path: &Path, budget: usize) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut clean = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("<!--") {
+        clean.push_str(&rest[..start]);
+        rest = rest[start..]
+            .find("-->")
+            .map(|end| &rest[start + end + 3..])
+            .unwrap_or("");
+    }
+    clean.push_str(rest);
+    let clean = clean.trim();
+    if clean.is_empty() {
+        return None;
+    }
+    Some(clean.chars().take(budget).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_md_is_included_without_comments_and_capped() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("AGENTS.md"),
+            format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)),
+        )
+        .unwrap();
+        let p = system_prompt(d.path(), None, true);
+        assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
+        assert!(!p.contains("hidden-note"));
+        assert!(p.len() < BASE.len() + INSTRUCTIONS_BUDGET + 500);
+    }
+
+    #[test]
+    fn replacement_prompt_is_used_verbatim() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(system_prompt(d.path(), Some("be brief"), true), "be brief");
+    }
+}

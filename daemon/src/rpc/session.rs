@@ -1,0 +1,131 @@
+//! Session, run, event, report and config methods.
+
+use super::{app_error, DaemonContext};
+use crate::session::SessionError;
+use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::{RpcModule, SubscriptionMessage};
+use swival_protocol::{
+    methods, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult, RunRef,
+    RunStartParams, RunStartResult, SessionCreateParams, SessionListResult, SessionRef,
+    SubscribeParams,
+};
+
+/// The JSON-RPC error for a session failure.
+fn rpc_error(e: SessionError) -> ErrorObjectOwned {
+    let code = match &e {
+        SessionError::NotFound(_) | SessionError::Closed(_) => ErrorCode::SessionNotFound,
+        SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
+        SessionError::Busy { .. } => ErrorCode::SessionBusy,
+        SessionError::Config(_) => ErrorCode::ConfigInvalid,
+        SessionError::ShuttingDown => ErrorCode::ShuttingDown,
+        SessionError::Store(_) => {
+            return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
+        }
+    };
+    app_error(code, e.to_string())
+}
+
+pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
+    module.register_method(methods::SESSION_CREATE, |params, ctx, _| {
+        let p: SessionCreateParams = params.parse()?;
+        ctx.sessions
+            .create(&p.base_dir, p.config, p.title)
+            .map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::SESSION_LIST, |_, ctx, _| async move {
+        ctx.sessions
+            .list()
+            .await
+            .map(|sessions| SessionListResult { sessions })
+            .map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::SESSION_GET, |params, ctx, _| async move {
+        let p: SessionRef = params.parse()?;
+        ctx.sessions.detail(&p.session_id).await.map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::SESSION_CLOSE, |params, ctx, _| async move {
+        let p: SessionRef = params.parse()?;
+        ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
+        let p: RunStartParams = params.parse()?;
+        ctx.sessions
+            .start_run(&p.session_id, p.task)
+            .await
+            .map(|run_id| RunStartResult { run_id })
+            .map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::RUN_CANCEL, |params, ctx, _| async move {
+        let p: RunRef = params.parse()?;
+        ctx.sessions
+            .cancel(&p.run_id)
+            .await
+            .map(|cancelled| RunCancelResult { cancelled })
+            .map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
+        let p: RunRef = params.parse()?;
+        ctx.sessions.wait(&p.run_id).await.map_err(rpc_error)
+    })?;
+    module.register_method(methods::REPORT_GET, |params, ctx, _| {
+        let p: RunRef = params.parse()?;
+        ctx.sessions.report(&p.run_id).map_err(rpc_error)
+    })?;
+    module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
+        let p: ConfigResolveParams = params.parse()?;
+        let effective = ctx
+            .sessions
+            .resolve_config(&p.base_dir, p.config.as_ref())
+            .map_err(rpc_error)?;
+        Ok::<_, ErrorObjectOwned>(ConfigResolveResult {
+            config: crate::session::public_config(&effective),
+            sources: effective.sources,
+        })
+    })?;
+    module.register_subscription(
+        methods::SESSION_SUBSCRIBE,
+        methods::SESSION_EVENT,
+        methods::SESSION_UNSUBSCRIBE,
+        |params, pending, ctx, _| async move { subscribe(params.parse(), pending, ctx).await },
+    )?;
+    Ok(())
+}
+
+async fn subscribe(
+    params: Result<SubscribeParams, ErrorObjectOwned>,
+    pending: jsonrpsee::PendingSubscriptionSink,
+    ctx: std::sync::Arc<DaemonContext>,
+) -> SubscriptionResult {
+    let p = match params {
+        Ok(p) => p,
+        Err(e) => {
+            pending.reject(e).await;
+            return Ok(());
+        }
+    };
+    let mut events = match ctx
+        .sessions
+        .subscribe(&p.session_id, p.from_seq.map(|s| s.0).unwrap_or(1))
+    {
+        Ok(rx) => rx,
+        Err(e) => {
+            pending.reject(rpc_error(e)).await;
+            return Ok(());
+        }
+    };
+    let sink = pending.accept().await?;
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
+                if sink.send(msg).await.is_err() {
+                    break;
+                }
+            }
+            _ = sink.closed() => break,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! A session's event log: every event is stored (SQLite) before it is
+//! broadcast, so a subscriber that reconnects resumes from any seq and sees
+//! every event exactly once.
+
+use crate::store::{Store, StoreError};
+use std::sync::{Arc, Mutex};
+use swival_protocol::{Event, EventKind, RunId, RunResult, Seq, SessionId};
+use tokio::sync::{broadcast, mpsc};
+
+/// Live events buffered per subscriber before it must catch up from the store.
+const LIVE_BUFFER: usize = 1024;
+/// Events read from the store per page while catching up.
+const PAGE: usize = 512;
+
+/// The current time as RFC 3339 UTC with milliseconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// Appends and fans out one session's events.
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    /// Shared state.
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Where events are stored.
+    store: Arc<Store>,
+    /// Whose events.
+    session: SessionId,
+    /// Live fan-out.
+    tx: broadcast::Sender<Event>,
+    /// Held across store + broadcast so broadcast order is seq order.
+    order: Mutex<()>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+impl EventLog {
+    /// The log of `session`.
+    pub fn new(store: Arc<Store>, session: SessionId) -> EventLog {
+        let (tx, _) = broadcast::channel(LIVE_BUFFER);
+        EventLog {
+            inner: Arc::new(Inner {
+                store,
+                session,
+                tx,
+                order: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// Store and broadcast an event of `run`.
+    pub fn emit(&self, run: Option<&RunId>, kind: EventKind) -> Result<Seq, StoreError> {
+        self.append(run, kind, None)
+    }
+
+    /// Store the run's terminal event together with its result and report.
+    pub fn finish(
+        &self,
+        result: &RunResult,
+        report: &serde_json::Value,
+    ) -> Result<Seq, StoreError> {
+        self.append(
+            Some(&result.run_id),
+            EventKind::RunFinished(result.end()),
+            Some((result, report)),
+        )
+    }
+
+    fn append(
+        &self,
+        run: Option<&RunId>,
+        kind: EventKind,
+        finish: Option<(&RunResult, &serde_json::Value)>,
+    ) -> Result<Seq, StoreError> {
+        let mut event = Event {
+            seq: Seq(0),
+            session_id: self.inner.session.clone(),
+            run_id: run.cloned(),
+            time: now(),
+            kind,
+        };
+        let _order = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
+        self.inner
+            .store
+            .append_event(&mut event, finish.map(|(r, rep)| (&r.run_id, r, rep)))?;
+        let seq = event.seq;
+        // No receivers is fine: nobody is subscribed right now.
+        let _ = self.inner.tx.send(event);
+        Ok(seq)
+    }
+
+    /// Stream every event with `seq >= from` into `out`: stored ones first,
+    /// then live ones, with no gap and no duplicate. Ends when `out` closes.
+    pub async fn follow(&self, from: u64, out: mpsc::Sender<Event>) -> Result<(), StoreError> {
+        // Subscribe before reading the store, so nothing falls between.
+        let mut live = self.inner.tx.subscribe();
+        let mut next = from.max(1);
+        loop {
+            next = match self.catch_up(next, &out).await? {
+                Some(n) => n,
+                None => return Ok(()),
+            };
+            loop {
+                match live.recv().await {
+                    Ok(e) if e.seq.0 < next => continue,
+                    Ok(e) if e.seq.0 == next => {
+                        next += 1;
+                        if out.send(e).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    // A gap or a lag: go back to the store, which has everything.
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Send stored events from `next`; the next seq to expect, or `None`
+    /// when the receiver is gone.
+    async fn catch_up(
+        &self,
+        mut next: u64,
+        out: &mpsc::Sender<Event>,
+    ) -> Result<Option<u64>, StoreError> {
+        loop {
+            let page = self
+                .inner
+                .store
+                .events_from(&self.inner.session, next, PAGE)?;
+            let n = page.len();
+            for e in page {
+                next = e.seq.0 + 1;
+                if out.send(e).await.is_err() {
+                    return Ok(None);
+                }
+            }
+            if n < PAGE {
+                return Ok(Some(next));
+            }
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Sessions and their runs: creation (config, base dir), the registry of
+//! live sessions, starting, cancelling and waiting for runs, and restoring
+//! everything from the store after a restart.
+//!
+//! A session owns its conversation and tools. A run borrows them for its
+//! duration (taking them out of the session's state) and gives them back
+//! when it ends, so exactly one run at a time can touch them; a second
+//! `run/start` meanwhile finds the session busy.
+
+pub mod events;
+mod history;
+mod run;
+
+use crate::agent::conversation::Conversation;
+use crate::config::{self, EffectiveConfig};
+use crate::store::{RunRow, SessionRow, Store, StoreError};
+use crate::tools::path::PathPolicy;
+use crate::tools::ToolBox;
+use events::EventLog;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use swival_protocol::{
+    Event, EventKind, RunId, RunResult, SessionCreateResult, SessionDetail, SessionId, SessionInfo,
+    SessionState,
+};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What can go wrong with a session request; each maps to one error code.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// Unknown session id.
+    #[error("no session {0}; list sessions with `swivalctl sessions` (session/list)")]
+    NotFound(SessionId),
+    /// Unknown run id.
+    #[error("no run {0}; the runs of a session are listed by session/get")]
+    RunNotFound(RunId),
+    /// The session already has a run in flight.
+    #[error("session {session} is busy with run {run}; wait for it (run/wait) or cancel it (run/cancel)")]
+    Busy { session: SessionId, run: RunId },
+    /// The session was closed.
+    #[error("session {0} is closed; create a new session")]
+    Closed(SessionId),
+    /// The configuration or the base directory is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// The run has no report (still running).
+    #[error("run {0} has no report yet: it is still running; wait for it with run/wait")]
+    NoReport(RunId),
+    /// The daemon is stopping.
+    #[error("the daemon is shutting down and starts no new runs")]
+    ShuttingDown,
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Daemon-wide settings sessions need.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    /// The global Swival config file.
+    pub global_config: Option<PathBuf>,
+    /// Most provider calls in flight at once, daemon-wide.
+    pub max_llm_calls: usize,
+    /// Base of the provider retry backoff.
+    pub backoff_base: Duration,
+}
+
+/// Every session, live or stored.
+pub struct Sessions {
+    /// Shared services.
+    shared: Arc<Shared>,
+    /// Sessions loaded into memory.
+    live: Mutex<HashMap<SessionId, Arc<Session>>>,
+    /// Results of runs started by this daemon process.
+    runs: Mutex<HashMap<RunId, watch::Receiver<Option<RunResult>>>>,
+    /// Run tasks, awaited at shutdown.
+    tasks: TaskTracker,
+}
+
+/// Services every session and run uses.
+pub(crate) struct Shared {
+    /// The database.
+    pub store: Arc<Store>,
+    /// The HTTP connection pool for providers.
+    pub http: reqwest::Client,
+    /// Daemon-wide cap on concurrent provider calls.
+    pub llm_slots: Semaphore,
+    /// Daemon-wide settings.
+    pub settings: SessionSettings,
+    /// Cancelled when the daemon stops: every run ends.
+    pub stopping: CancellationToken,
+}
+
+/// One session in memory.
+pub struct Session {
+    /// Its id.
+    pub id: SessionId,
+    /// Its base directory (canonical).
+    pub base_dir: PathBuf,
+    /// Its title.
+    pub title: Option<String>,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+    /// Its effective configuration.
+    pub config: EffectiveConfig,
+    /// Its event log.
+    pub events: EventLog,
+    /// What may change.
+    state: tokio::sync::Mutex<State>,
+}
+
+/// A session's mutable part.
+struct State {
+    /// The conversation and tools, or `None` while a run has them.
+    idle: Option<(Conversation, ToolBox)>,
+    /// The run in flight and its cancel switch.
+    active: Option<(RunId, CancellationToken)>,
+    /// Closed sessions take no runs.
+    closed: bool,
+}
+
+fn random_id(prefix: &str) -> String {
+    format!("{prefix}{:016x}", rand::random::<u64>())
+}
+
+/// `base_dir` must be an absolute path of an existing directory.
+fn check_base_dir(base_dir: &str) -> Result<PathBuf, SessionError> {
+    let p = Path::new(base_dir);
+    if !p.is_absolute() {
+        return Err(SessionError::Config(format!(
+            "base_dir {base_dir:?} is not absolute; pass an absolute path"
+        )));
+    }
+    let canon = p.canonicalize().map_err(|e| {
+        SessionError::Config(format!(
+            "base_dir {base_dir}: {e}; pass an existing directory"
+        ))
+    })?;
+    if !canon.is_dir() {
+        return Err(SessionError::Config(format!(
+            "base_dir {base_dir} is not a directory"
+        )));
+    }
+    if canon.parent().is_none() {
+        return Err(SessionError::Config(
+            "base_dir / (the filesystem root) is never allowed".into(),
+        ));
+    }
+    Ok(canon)
+}
+
+impl Sessions {
+    /// Open the registry: runs the store says were in flight when the
+    /// daemon last stopped are marked interrupted, each with its terminal
+    /// `run_finished` event.
+    pub fn open(
+        store: Arc<Store>,
+        settings: SessionSettings,
+        stopping: CancellationToken,
+    ) -> Result<Sessions, StoreError> {
+        let shared = Arc::new(Shared {
+            store: store.clone(),
+            http: crate::provider::Provider::http_client(),
+            llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
+            settings,
+            stopping,
+        });
+        for run in store.unfinished_runs()? {
+            let result = crate::store::interrupted_result(&run.id);
+            let report = serde_json::json!({"version": 1, "task": run.task, "result": {
+                "outcome": "interrupted", "answer": null, "exit_code": result.exit_code, "error_message": result.error,
+            }});
+            EventLog::new(store.clone(), run.session_id.clone()).finish(&result, &report)?;
+            tracing::warn!(
+                "run {} of session {} was in flight when the daemon stopped; marked interrupted",
+                run.id,
+                run.session_id
+            );
+        }
+        Ok(Sessions {
+            shared,
+            live: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::new()),
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    /// The effective configuration `session/create` would use.
+    pub fn resolve_config(
+        &self,
+        base_dir: &str,
+        request: Option<&Value>,
+    ) -> Result<EffectiveConfig, SessionError> {
+        let base = check_base_dir(base_dir)?;
+        config::load(
+            &base,
+            self.shared.settings.global_config.as_deref(),
+            request,
+        )
+        .map_err(|e| SessionError::Config(e.to_string()))
+    }
+
+    /// `session/create`.
+    pub fn create(
+        &self,
+        base_dir: &str,
+        request: Option<Value>,
+        title: Option<String>,
+    ) -> Result<SessionCreateResult, SessionError> {
+        let base = check_base_dir(base_dir)?;
+        let effective = config::load(
+            &base,
+            self.shared.settings.global_config.as_deref(),
+            request.as_ref(),
+        )
+        .map_err(|e| SessionError::Config(e.to_string()))?;
+        let id = SessionId(random_id("s_"));
+        let row = SessionRow {
+            id: id.clone(),
+            base_dir: base.display().to_string(),
+            title: title.clone(),
+            config: public_config(&effective),
+            request: request.clone().unwrap_or(Value::Null),
+            created_at: events::now(),
+            closed: false,
+            last_seq: 0,
+            run_count: 0,
+        };
+        let session = self.build(&row, effective, Vec::new())?;
+        self.shared.store.insert_session(&row)?;
+        let config = row.config.clone();
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), session);
+        Ok(SessionCreateResult {
+            session_id: id,
+            config,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn build(
+        &self,
+        row: &SessionRow,
+        config: EffectiveConfig,
+        messages: Vec<Value>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let base = PathBuf::from(&row.base_dir);
+        let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
+            dirs.iter()
+                .map(|d| {
+                    let c = d.canonicalize().map_err(|e| {
+                        SessionError::Config(format!("{key}: {}: {e}", d.display()))
+                    })?;
+                    if !c.is_dir() || c.parent().is_none() {
+                        return Err(SessionError::Config(format!(
+                            "{key}: {} must be a directory other than /",
+                            d.display()
+                        )));
+                    }
+                    Ok(c)
+                })
+                .collect()
+        };
+        let policy = PathPolicy {
+            base: base.clone(),
+            allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
+            allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
+            yolo: config.config.yolo,
+        };
+        let mut tools = ToolBox::new(policy);
+        tools.read_guard = !config.config.no_read_guard;
+        let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
+        Ok(Arc::new(Session {
+            id: row.id.clone(),
+            base_dir: base,
+            title: row.title.clone(),
+            created_at: row.created_at.clone(),
+            config,
+            events: EventLog::new(self.shared.store.clone(), row.id.clone()),
+            state: tokio::sync::Mutex::new(State {
+                idle: Some((conversation, tools)),
+                active: None,
+                closed: row.closed,
+            }),
+        }))
+    }
+
+    /// A session, loaded from the store if this daemon has not seen it yet.
+    pub fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
+        if let Some(s) = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
+            return Ok(s.clone());
+        }
+        let row = self
+            .shared
+            .store
+            .session(id)?
+            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let request = Some(&row.request).filter(|r| !r.is_null());
+        let effective = config::load(
+            Path::new(&row.base_dir),
+            self.shared.settings.global_config.as_deref(),
+            request,
+        )
+        .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
+        let messages = self.shared.store.messages(id)?;
+        let session = self.build(&row, effective, messages)?;
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(live.entry(id.clone()).or_insert(session).clone())
+    }
+
+    /// `session/list`.
+    pub async fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
+        let rows = self.shared.store.sessions()?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let live = self
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&row.id)
+                .cloned();
+            let running = match live {
+                Some(s) => s.state.lock().await.active.is_some(),
+                None => false,
+            };
+            out.push(info(&row, running));
+        }
+        Ok(out)
+    }
+
+    /// `session/get`.
+    pub async fn detail(&self, id: &SessionId) -> Result<SessionDetail, SessionError> {
+        let row = self
+            .shared
+            .store
+            .session(id)?
+            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let running = self.get(id)?.state.lock().await.active.is_some();
+        let runs = self
+            .shared
+            .store
+            .runs(id)?
+            .iter()
+            .map(RunRow::info)
+            .collect();
+        Ok(SessionDetail {
+            info: info(&row, running),
+            config: row.config.clone(),
+            runs,
+            messages: self.shared.store.messages(id)?,
+        })
+    }
+
+    /// `session/close`: cancel its run, refuse further runs.
+    pub async fn close(&self, id: &SessionId) -> Result<SessionInfo, SessionError> {
+        let session = self.get(id)?;
+        {
+            let mut st = session.state.lock().await;
+            st.closed = true;
+            if let Some((_, cancel)) = &st.active {
+                cancel.cancel();
+            }
+        }
+        self.shared.store.close_session(id)?;
+        let row = self
+            .shared
+            .store
+            .session(id)?
+            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        Ok(info(&row, false))
+    }
+
+    /// `run/start`.
+    pub async fn start_run(&self, id: &SessionId, task: String) -> Result<RunId, SessionError> {
+        if self.shared.stopping.is_cancelled() {
+            return Err(SessionError::ShuttingDown);
+        }
+        let session = self.get(id)?;
+        let mut st = session.state.lock().await;
+        if st.closed {
+            return Err(SessionError::Closed(id.clone()));
+        }
+        if let Some((run, _)) = &st.active {
+            return Err(SessionError::Busy {
+                session: id.clone(),
+                run: run.clone(),
+            });
+        }
+        let (conversation, tools) = st
+            .idle
+            .take()
+            .expect("an idle session holds its conversation");
+        let run_id = RunId(random_id("r_"));
+        let cancel = self.shared.stopping.child_token();
+        let row = RunRow {
+            id: run_id.clone(),
+            session_id: id.clone(),
+            task: task.clone(),
+            result: None,
+            report: None,
+            started_at: events::now(),
+        };
+        if let Err(e) = self.shared.store.insert_run(&row) {
+            st.idle = Some((conversation, tools));
+            return Err(e.into());
+        }
+        st.active = Some((run_id.clone(), cancel.clone()));
+        drop(st);
+        let (done_tx, done_rx) = watch::channel(None);
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run_id.clone(), done_rx);
+        let job = run::RunJob {
+            shared: self.shared.clone(),
+            session,
+            run_id: run_id.clone(),
+            task,
+            cancel,
+            conversation,
+            tools,
+            done: done_tx,
+        };
+        self.tasks.spawn(job.execute());
+        Ok(run_id)
+    }
+
+    /// `run/cancel`: true when the run was in flight.
+    pub async fn cancel(&self, run: &RunId) -> Result<bool, SessionError> {
+        let row = self
+            .shared
+            .store
+            .run(run)?
+            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        if row.result.is_some() {
+            return Ok(false);
+        }
+        let session = self.get(&row.session_id)?;
+        let st = session.state.lock().await;
+        match &st.active {
+            Some((active, cancel)) if active == run => {
+                cancel.cancel();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// `run/wait`.
+    pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {
+        let rx = self
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(run)
+            .cloned();
+        if let Some(mut rx) = rx {
+            if let Ok(r) = rx.wait_for(Option::is_some).await {
+                return Ok(r.clone().expect("waited for Some"));
+            }
+        }
+        let row = self
+            .shared
+            .store
+            .run(run)?
+            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        Ok(row
+            .result
+            .unwrap_or_else(|| crate::store::interrupted_result(run)))
+    }
+
+    /// `report/get`.
+    pub fn report(&self, run: &RunId) -> Result<Value, SessionError> {
+        let row = self
+            .shared
+            .store
+            .run(run)?
+            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        row.report
+            .ok_or_else(|| SessionError::NoReport(run.clone()))
+    }
+
+    /// `session/subscribe`: events from `from` (stored, then live) into `out`.
+    pub fn subscribe(
+        &self,
+        id: &SessionId,
+        from: u64,
+    ) -> Result<mpsc::Receiver<Event>, SessionError> {
+        let session = self.get(id)?;
+        let (tx, rx) = mpsc::channel(256);
+        tokio::spawn(async move {
+            if let Err(e) = session.events.follow(from, tx).await {
+                tracing::warn!("event stream of {} ended: {e}", session.id);
+            }
+        });
+        Ok(rx)
+    }
+
+    /// Cancel every run and wait (at most `grace`) for them to record
+    /// their ends; runs that do not finish stay unfinished in the store and
+    /// are marked interrupted at the next start.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.shared.stopping.cancel();
+        self.tasks.close();
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some runs did not end within the grace period");
+        }
+    }
+
+    /// A warning event on a session (used by policy code).
+    pub fn warn(&self, id: &SessionId, message: String) {
+        if let Ok(s) = self.get(id) {
+            let _ = s.events.emit(None, EventKind::Warning { message });
+        }
+    }
+}
+
+/// The effective config as shown to clients: the API key is never echoed.
+pub fn public_config(effective: &EffectiveConfig) -> Value {
+    let mut v = serde_json::to_value(&effective.config).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        for key in ["api_key", "encrypt_secrets_key"] {
+            if obj.get(key).is_some_and(|k| !k.is_null()) {
+                obj.insert(key.into(), Value::String("(set)".into()));
+            }
+        }
+    }
+    v
+}
+
+fn info(row: &SessionRow, running: bool) -> SessionInfo {
+    SessionInfo {
+        session_id: row.id.clone(),
+        base_dir: row.base_dir.clone(),
+        title: row.title.clone(),
+        created_at: row.created_at.clone(),
+        state: if row.closed {
+            SessionState::Closed
+        } else if running {
+            SessionState::Running
+        } else {
+            SessionState::Idle
+        },
+        last_seq: swival_protocol::Seq(row.last_seq),
+        run_count: row.run_count,
+    }
+}

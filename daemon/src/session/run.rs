@@ -1,0 +1,257 @@
+//! One run from start to its terminal event: set up the provider, run the
+//! agent loop, decide the outcome, write history, build the report, store
+//! the result with its `run_finished` event, and hand the conversation back
+//! to the session.
+
+use super::{history, Session, Shared};
+use crate::agent::conversation::Conversation;
+use crate::agent::{prompt, AgentRun, LoopEnd};
+use crate::config::SessionConfig;
+use crate::provider::{Provider, ProviderKind, ProviderSettings};
+use crate::report::{self, ReportContext, RunRecord};
+use crate::tools::ToolBox;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use swival_protocol::{EventKind, Outcome, RunId, RunResult};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// A run about to execute, holding the session's conversation and tools.
+pub(super) struct RunJob {
+    /// Shared services.
+    pub shared: Arc<Shared>,
+    /// The session.
+    pub session: Arc<Session>,
+    /// The run.
+    pub run_id: RunId,
+    /// The user's task.
+    pub task: String,
+    /// Cancelled by run/cancel, session/close or shutdown.
+    pub cancel: CancellationToken,
+    /// Borrowed from the session until the run ends.
+    pub conversation: Conversation,
+    /// Borrowed from the session until the run ends.
+    pub tools: ToolBox,
+    /// Where run/wait learns the result.
+    pub done: watch::Sender<Option<RunResult>>,
+}
+
+/// A generic base URL gets `/v1` unless it already ends in `/vN`.
+fn normalise_base_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let has_version = trimmed.rsplit('/').next().is_some_and(|last| {
+        last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit())
+    });
+    if has_version {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1")
+    }
+}
+
+/// The provider settings a session's config describes.
+pub fn provider_settings(
+    cfg: &SessionConfig,
+    base_dir: &Path,
+    backoff_base: Duration,
+) -> Result<ProviderSettings, String> {
+    let kind = cfg.provider;
+    let base_url = match (&cfg.base_url, kind.default_base_url()) {
+        (Some(url), _) => normalise_base_url(url),
+        (None, Some(preset)) => preset.to_owned(),
+        (None, None) if kind == ProviderKind::Command => String::new(),
+        (None, None) => {
+            return Err(format!(
+                "provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url",
+                kind.as_str()
+            ))
+        }
+    };
+    let api_key = cfg
+        .api_key
+        .as_ref()
+        .map(|k| k.expose().to_owned())
+        .or_else(|| {
+            kind.key_env()
+                .and_then(|v| std::env::var(v).ok())
+                .filter(|k| !k.is_empty())
+        })
+        .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
+    Ok(ProviderSettings {
+        kind,
+        base_url,
+        api_key,
+        model: if kind == ProviderKind::Command {
+            None
+        } else {
+            cfg.model.clone()
+        },
+        user_agent: cfg
+            .user_agent
+            .clone()
+            .unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
+        timeout: Duration::from_secs_f64(cfg.provider_timeout.max(1.0)),
+        attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),
+        backoff_base,
+        max_output_tokens: cfg.max_output_tokens,
+        temperature: cfg.temperature,
+        top_p: cfg.top_p,
+        seed: cfg.seed,
+        extra_body: cfg.extra_body.clone(),
+        reasoning_effort: cfg.reasoning_effort.map(|e| e.as_str().to_owned()),
+        stream: cfg.stream,
+        command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
+        cwd: base_dir.to_owned(),
+    })
+}
+
+impl RunJob {
+    /// Run to the end; never fails: every failure becomes the outcome.
+    pub async fn execute(mut self) {
+        let session = self.session.clone();
+        let cfg = &session.config.config;
+        let _ = session.events.emit(
+            Some(&self.run_id),
+            EventKind::RunStarted {
+                task: self.task.clone(),
+            },
+        );
+        let mut record = RunRecord::default();
+        let (end, model) = self.drive(cfg, &mut record).await;
+        let (outcome, answer, error) = match end {
+            LoopEnd::Answer(a) => (Outcome::Success, Some(a), None),
+            LoopEnd::Exhausted(last) => (
+                Outcome::Exhausted,
+                last,
+                Some(format!("max_turns ({}) exhausted", cfg.max_turns)),
+            ),
+            LoopEnd::Cancelled if self.shared.stopping.is_cancelled() => (
+                Outcome::Interrupted,
+                None,
+                Some("the daemon shut down while this run was in flight".to_owned()),
+            ),
+            LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned())),
+            LoopEnd::Failed(e) => (Outcome::Error, None, Some(e)),
+        };
+        if let Some(a) = answer.as_deref().filter(|a| !a.trim().is_empty()) {
+            if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
+                if let Err(e) = history::append(&session.base_dir, &self.task, a) {
+                    let message = format!("could not append to .swival/HISTORY.md: {e}");
+                    let _ = session
+                        .events
+                        .emit(Some(&self.run_id), EventKind::Warning { message });
+                }
+            }
+        }
+        let result = RunResult {
+            run_id: self.run_id.clone(),
+            outcome,
+            answer,
+            exit_code: outcome.exit_code(),
+            error,
+            stats: record.stats.clone(),
+        };
+        let ctx = ReportContext {
+            task: &self.task,
+            model: &model,
+            provider: cfg.provider.as_str(),
+            settings: report_settings(cfg),
+            sandbox: json!({"mode": "builtin"}),
+        };
+        let report = report::build(&ctx, &result, &record);
+        // The session takes its conversation back and the terminal event is
+        // stored under one lock: a client that sees run_finished can start
+        // the next run at once, and no event of that run precedes it.
+        let mut st = session.state.lock().await;
+        if let Err(e) = session.events.finish(&result, &report) {
+            tracing::error!("could not store the end of run {}: {e}", self.run_id);
+        }
+        st.idle = Some((self.conversation, self.tools));
+        st.active = None;
+        drop(st);
+        let _ = self.done.send(Some(result));
+    }
+
+    /// Prepare the conversation and run the loop; returns how it ended and
+    /// the model used.
+    async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
+        let settings = match provider_settings(
+            cfg,
+            &self.session.base_dir,
+            self.shared.settings.backoff_base,
+        ) {
+            Ok(s) => s,
+            Err(e) => return (LoopEnd::Failed(e), String::new()),
+        };
+        let provider = Provider::new(self.shared.http.clone(), settings);
+        let prepared = (|| {
+            if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
+                let text = prompt::system_prompt(
+                    &self.session.base_dir,
+                    cfg.system_prompt.as_deref(),
+                    !cfg.no_instructions,
+                );
+                self.conversation
+                    .push(json!({"role": "system", "content": text}))?;
+            }
+            self.conversation.complete_orphans()?;
+            self.conversation
+                .push(json!({"role": "user", "content": self.task}))
+        })();
+        if let Err(e) = prepared {
+            return (LoopEnd::from(e), String::new());
+        }
+        let discovered = tokio::select! {
+            d = provider.discover(cfg.max_context_tokens) => d,
+            _ = self.cancel.cancelled() => return (LoopEnd::Cancelled, String::new()),
+        };
+        let discovered = match discovered {
+            Ok(d) => d,
+            Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
+        };
+        let mut agent = AgentRun {
+            run_id: &self.run_id,
+            events: &self.session.events,
+            provider: &provider,
+            model: &discovered.model,
+            context_window: discovered.context_window,
+            max_turns: cfg.max_turns,
+            turn_offset: 0,
+            tools: &mut self.tools,
+            conversation: &mut self.conversation,
+            cancel: &self.cancel,
+            llm_slots: &self.shared.llm_slots,
+            record,
+        };
+        (agent.run().await, discovered.model.clone())
+    }
+}
+
+/// The report's `settings` object (Swival's keys).
+fn report_settings(cfg: &SessionConfig) -> Value {
+    json!({
+        "temperature": cfg.temperature,
+        "top_p": cfg.top_p,
+        "seed": cfg.seed,
+        "max_turns": cfg.max_turns,
+        "max_output_tokens": cfg.max_output_tokens,
+        "context_length": cfg.max_context_tokens,
+        "files": cfg.files,
+        "commands": cfg.commands,
+        "max_review_rounds": cfg.max_review_rounds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_base_url_gets_v1_unless_versioned() {
+        assert_eq!(normalise_base_url("http://h:1/"), "http://h:1/v1");
+        assert_eq!(normalise_base_url("http://h:1/v1"), "http://h:1/v1");
+        assert_eq!(normalise_base_url("http://h/api/v2/"), "http://h/api/v2");
+    }
+}

@@ -1,0 +1,443 @@
+//! Sessions, runs, events and reports: params, results and the event
+//! stream of `session/subscribe`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A session's id (`s_` followed by hex).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct SessionId(pub String);
+
+/// A run's id (`r_` followed by hex).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct RunId(pub String);
+
+/// Per-session event sequence number, starting at 1, without gaps.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(transparent)]
+pub struct Seq(pub u64);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `session/create` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCreateParams {
+    /// Absolute path of an existing directory: the project the agent works in.
+    pub base_dir: String,
+    /// Config keys (Swival's names) overriding the global and project files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    /// A human title for listings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// `session/create` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCreateResult {
+    /// The new session.
+    pub session_id: SessionId,
+    /// The effective configuration after merging every layer.
+    pub config: Value,
+    /// Warnings about the configuration (e.g. what the kernel cannot enforce).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Params naming one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRef {
+    /// The session.
+    pub session_id: SessionId,
+}
+
+/// What a session is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Ready for a run.
+    Idle,
+    /// A run is in flight.
+    Running,
+    /// Closed; kept for reading.
+    Closed,
+}
+
+/// One session in `session/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionInfo {
+    /// Its id.
+    pub session_id: SessionId,
+    /// Its base directory.
+    pub base_dir: String,
+    /// Its title, if given.
+    pub title: Option<String>,
+    /// Creation time, RFC 3339 UTC.
+    pub created_at: String,
+    /// What it is doing.
+    pub state: SessionState,
+    /// The last event's seq (0 before any event).
+    pub last_seq: Seq,
+    /// Runs so far.
+    pub run_count: u64,
+}
+
+/// `session/list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListResult {
+    /// Every session, oldest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// `session/get` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionDetail {
+    /// Summary fields.
+    pub info: SessionInfo,
+    /// The effective configuration.
+    pub config: Value,
+    /// The runs, oldest first.
+    pub runs: Vec<RunInfo>,
+    /// The stored conversation (OpenAI chat messages, system prompt first).
+    pub messages: Vec<Value>,
+}
+
+/// One run in `session/get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunInfo {
+    /// Its id.
+    pub run_id: RunId,
+    /// The task text.
+    pub task: String,
+    /// Whether it is still running.
+    pub running: bool,
+    /// Its outcome, once finished.
+    pub outcome: Option<Outcome>,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+/// `run/start` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStartParams {
+    /// The session to run in.
+    pub session_id: SessionId,
+    /// The user's task.
+    pub task: String,
+}
+
+/// Params naming one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunRef {
+    /// The run.
+    pub run_id: RunId,
+}
+
+/// `run/start` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStartResult {
+    /// The new run.
+    pub run_id: RunId,
+}
+
+/// `run/cancel` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCancelResult {
+    /// False when the run had already finished.
+    pub cancelled: bool,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A final answer was produced (exit 0).
+    Success,
+    /// `max_turns` ran out (exit 2).
+    Exhausted,
+    /// The provider, a tool setup or the pipeline failed (exit 1).
+    Error,
+    /// A policy hook blocked the run (exit 1).
+    Blocked,
+    /// `run/cancel` or Ctrl-C (exit 130).
+    Cancelled,
+    /// The daemon stopped or died while the run was in flight (exit 1).
+    Interrupted,
+}
+
+impl Outcome {
+    /// The exit code swivalctl uses for this outcome (Swival's codes).
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::Exhausted => 2,
+            Outcome::Error | Outcome::Blocked | Outcome::Interrupted => 1,
+            Outcome::Cancelled => 130,
+        }
+    }
+
+    /// The name used in reports (`success`, `exhausted`, `error`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Exhausted => "exhausted",
+            Outcome::Error => "error",
+            Outcome::Blocked => "blocked",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Success and failure counts of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCounts {
+    /// Results that did not start with `error:`.
+    pub succeeded: u64,
+    /// Results that started with `error:`.
+    pub failed: u64,
+}
+
+/// Counters of one run (the `stats` of Swival's report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStats {
+    /// Turns taken (highest turn number seen).
+    pub turns: u64,
+    /// Provider calls made, retries not counted.
+    pub llm_calls: u64,
+    /// Tool calls made.
+    pub tool_calls_total: u64,
+    /// Tool calls that succeeded.
+    pub tool_calls_succeeded: u64,
+    /// Tool calls that failed.
+    pub tool_calls_failed: u64,
+    /// Per tool name.
+    pub tool_calls_by_name: BTreeMap<String, ToolCounts>,
+    /// Context compactions.
+    pub compactions: u64,
+    /// Reviewer rounds run.
+    pub review_rounds: u64,
+    /// Provider retries after transient failures.
+    pub provider_retries: u64,
+    /// Seconds spent in provider calls.
+    pub total_llm_time_s: f64,
+    /// Seconds spent running tools.
+    pub total_tool_time_s: f64,
+}
+
+/// `run/wait` result, and the payload of `run_finished`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunResult {
+    /// The run.
+    pub run_id: RunId,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The accepted final answer, if any.
+    pub answer: Option<String>,
+    /// Swival's exit code for the outcome.
+    pub exit_code: i32,
+    /// What went wrong, for error, blocked and interrupted outcomes.
+    pub error: Option<String>,
+    /// Counters.
+    pub stats: RunStats,
+}
+
+/// How a run ended, as carried by its `run_finished` event (the event's
+/// envelope holds the run id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunEnd {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The accepted final answer, if any.
+    pub answer: Option<String>,
+    /// Swival's exit code for the outcome.
+    pub exit_code: i32,
+    /// What went wrong, for error, blocked and interrupted outcomes.
+    pub error: Option<String>,
+    /// Counters.
+    pub stats: RunStats,
+}
+
+impl RunResult {
+    /// The result without its run id, for a `run_finished` event.
+    pub fn end(&self) -> RunEnd {
+        RunEnd {
+            outcome: self.outcome,
+            answer: self.answer.clone(),
+            exit_code: self.exit_code,
+            error: self.error.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    /// The result of `run_id` that a `run_finished` event reports.
+    pub fn from_end(run_id: RunId, end: RunEnd) -> RunResult {
+        RunResult {
+            run_id,
+            outcome: end.outcome,
+            answer: end.answer,
+            exit_code: end.exit_code,
+            error: end.error,
+            stats: end.stats,
+        }
+    }
+}
+
+/// `session/subscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscribeParams {
+    /// The session to follow.
+    pub session_id: SessionId,
+    /// First seq to deliver (default 1: everything stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<Seq>,
+}
+
+/// One `session/event` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Per-session sequence number.
+    pub seq: Seq,
+    /// The session.
+    pub session_id: SessionId,
+    /// The run it belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    /// When it happened, RFC 3339 UTC.
+    pub time: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What an event reports; serialized with a `type` tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    RunStarted {
+        /// The task.
+        task: String,
+    },
+    /// A turn began.
+    TurnStarted {
+        /// Turn number, from 1.
+        turn: u64,
+        /// The budget.
+        max_turns: u64,
+    },
+    /// Streamed answer text.
+    TextDelta {
+        /// The turn.
+        turn: u64,
+        /// The new text.
+        text: String,
+    },
+    /// A provider call finished.
+    LlmCall {
+        /// The turn.
+        turn: u64,
+        /// `agent` or `summary`.
+        call_kind: String,
+        /// Wall time of the call, retries included.
+        duration_s: f64,
+        /// The provider's finish reason (`error` when the call failed).
+        finish_reason: Option<String>,
+        /// The provider's token usage, as sent.
+        usage: Option<Value>,
+        /// Estimated prompt tokens.
+        prompt_tokens_est: u64,
+        /// Retries this call needed.
+        retries: u64,
+    },
+    /// The model asked for a tool.
+    ToolCall {
+        /// The turn.
+        turn: u64,
+        /// The tool call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        arguments: String,
+    },
+    /// A tool finished.
+    ToolResult {
+        /// The turn.
+        turn: u64,
+        /// The tool call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// False when the result starts with `error:`.
+        succeeded: bool,
+        /// How long it ran.
+        duration_s: f64,
+        /// The result, cut to 4096 characters.
+        content: String,
+    },
+    /// A transient provider failure; the call is retried.
+    Retry {
+        /// The turn.
+        turn: u64,
+        /// The attempt that failed, from 1.
+        attempt: u64,
+        /// Seconds before the next attempt.
+        delay_s: f64,
+        /// What failed.
+        reason: String,
+    },
+    /// Something the user should know; the run goes on.
+    Warning {
+        /// The message.
+        message: String,
+    },
+    /// The run ended; exactly one per run, always the run's last event.
+    RunFinished(RunEnd),
+}
+
+impl EventKind {
+    /// Whether this event ends its run.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, EventKind::RunFinished(_))
+    }
+}
+
+/// `config/resolve` params: what `session/create` would produce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigResolveParams {
+    /// The base directory whose `swival.toml` applies.
+    pub base_dir: String,
+    /// Request-level overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+}
+
+/// `config/resolve` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigResolveResult {
+    /// The effective configuration.
+    pub config: Value,
+    /// For each key that was set, which layer set it (`default`, a file, `request`).
+    pub sources: BTreeMap<String, String>,
+}
