@@ -241,6 +241,10 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             }
         }
     };
+    // Ctrl-C cancels the run in the daemon; listen before the run exists.
+    let mut interrupt =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
     // Subscribe before starting, so no event of the run is missed.
     let mut events = client.subscribe_events(&session_id, from_seq).await?;
     let run_id = client.start_run(&session_id, &task).await?;
@@ -256,7 +260,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     let result = loop {
         let next = tokio::select! {
             ev = events.next() => ev,
-            _ = tokio::signal::ctrl_c(), if !cancelled => {
+            _ = interrupt.recv(), if !cancelled => {
                 cancelled = true;
                 eprintln!("\ninterrupted: cancelling run {run_id}");
                 let _ = client.cancel_run(&run_id).await;

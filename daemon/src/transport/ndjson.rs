@@ -150,6 +150,26 @@ struct Conn {
     closed: CancellationToken,
 }
 
+/// A subscription's notifications: one already received, and the rest.
+type Stream = (Option<Box<RawValue>>, mpsc::Receiver<Box<RawValue>>);
+
+/// The reply to one call, and the notification stream it opened, if any.
+struct Answer {
+    /// The JSON-RPC response.
+    reply: String,
+    /// Notifications to forward once the reply is on its way.
+    stream: Option<Stream>,
+}
+
+impl Answer {
+    fn plain(reply: String) -> Answer {
+        Answer {
+            reply,
+            stream: None,
+        }
+    }
+}
+
 /// The fields of one request, borrowed from the line.
 #[derive(Deserialize)]
 struct RawCall<'a> {
@@ -199,39 +219,49 @@ impl Conn {
                     .await;
             }
             let mut replies = Vec::new();
+            let mut streams = Vec::new();
             for item in items {
-                if let Some(r) = self.call(item.get()).await {
-                    replies.push(r);
+                if let Some(Answer { reply, stream }) = self.call(item.get()).await {
+                    replies.push(reply);
+                    streams.extend(stream);
                 }
             }
             if !replies.is_empty() {
                 self.send(format!("[{}]", replies.join(","))).await;
             }
-        } else if let Some(reply) = self.call(text).await {
+            for stream in streams {
+                self.forward(stream);
+            }
+        } else if let Some(Answer { reply, stream }) = self.call(text).await {
+            // The reply first: a client must learn its subscription id
+            // before the first notification arrives.
             self.send(reply).await;
+            if let Some(stream) = stream {
+                self.forward(stream);
+            }
         }
     }
 
     /// Execute one call; `None` for a notification.
-    async fn call(&self, text: &str) -> Option<String> {
+    async fn call(&self, text: &str) -> Option<Answer> {
         let raw: RawCall = match serde_json::from_str(text) {
             Ok(r) => r,
             Err(_) if serde_json::from_str::<&RawValue>(text).is_ok() => {
-                return Some(error_reply(
+                return Some(Answer::plain(error_reply(
                     None,
                     -32600,
                     "Invalid request: expected a JSON-RPC 2.0 request object",
-                ))
+                )))
             }
-            Err(_) => return Some(parse_error(text)),
+            Err(_) => return Some(Answer::plain(parse_error(text))),
         };
         let id = raw.id;
         let invalid = |why: &str| {
-            Some(error_reply(
+            Some(Answer::plain(error_reply(
                 id.filter(|i| valid_id(i)),
                 -32600,
                 &format!("Invalid request: {why}"),
-            ))
+            )))
         };
         if raw.jsonrpc != Some("2.0") {
             return invalid("\"jsonrpc\" must be \"2.0\"");
@@ -254,7 +284,11 @@ impl Conn {
                 let msg = format!(
                     "this connection already holds {limit} subscriptions (max_subscriptions_per_connection); unsubscribe first or open another connection"
                 );
-                return Some(error_reply(id, ErrorCode::Overloaded.code(), &msg));
+                return Some(Answer::plain(error_reply(
+                    id,
+                    ErrorCode::Overloaded.code(),
+                    &msg,
+                )));
             }
         }
         // A notification is executed with a placeholder id and its reply dropped.
@@ -268,22 +302,30 @@ impl Conn {
         };
         let (reply, mut notifications) = match run(&self.shared.methods, request_text).await {
             Ok(r) => r,
-            Err(e) => return Some(error_reply(id, -32600, &format!("Invalid request: {e}"))),
+            Err(e) => {
+                return Some(Answer::plain(error_reply(
+                    id,
+                    -32600,
+                    &format!("Invalid request: {e}"),
+                )))
+            }
         };
         id?;
-        if is_subscription {
-            match notifications.try_recv() {
-                Err(mpsc::error::TryRecvError::Disconnected) => {}
-                first => self.forward(first.ok(), notifications),
-            }
-        }
-        Some(reply.get().to_owned())
+        let stream = match notifications.try_recv() {
+            Err(mpsc::error::TryRecvError::Disconnected) => None,
+            _ if !is_subscription => None,
+            first => Some((first.ok(), notifications)),
+        };
+        Some(Answer {
+            reply: reply.get().to_owned(),
+            stream,
+        })
     }
 
     /// Copy a subscription's notifications onto the connection until either
     /// side ends it. Forwarders share only the writer and the counter, so
     /// they never keep the connection itself alive.
-    fn forward(&self, first: Option<Box<RawValue>>, mut rx: mpsc::Receiver<Box<RawValue>>) {
+    fn forward(&self, (first, mut rx): Stream) {
         self.subscriptions.fetch_add(1, Ordering::Relaxed);
         let count = self.subscriptions.clone();
         let out = self.out.clone();

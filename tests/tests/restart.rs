@@ -1,0 +1,167 @@
+//! Crash safety: SIGKILL of the daemon mid-run loses nothing.
+
+use serde_json::json;
+use swival_tests::mock::{Gate, MockProvider, Step};
+use swival_tests::TestEnv;
+
+#[test]
+fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continues() {
+    let env = TestEnv::new();
+    let project = env.project("p");
+    let gate = Gate::new();
+    let mock = MockProvider::start(vec![
+        Step::text("first answer"),
+        Step::gated(Step::text("never delivered"), &gate),
+    ]);
+    let mut daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
+    let sid = c.ok(
+        "session/create",
+        json!({"base_dir": project, "config": config}),
+    )["session_id"]
+        .clone();
+    let done = c.ok(
+        "run/start",
+        json!({"session_id": sid, "task": "first task"}),
+    )["run_id"]
+        .clone();
+    assert_eq!(
+        c.ok("run/wait", json!({"run_id": done}))["outcome"],
+        "success"
+    );
+    let inflight = c.ok(
+        "run/start",
+        json!({"session_id": sid, "task": "second task"}),
+    )["run_id"]
+        .clone();
+    mock.wait_for_requests(2);
+    daemon.signal(nix::sys::signal::Signal::SIGKILL);
+    daemon.wait_exit();
+    drop(c);
+
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let list = c.ok("session/list", json!({}));
+    assert_eq!(list["sessions"][0]["session_id"], sid);
+    let detail = c.ok("session/get", json!({"session_id": sid}));
+    let runs = detail["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["outcome"], "success");
+    assert_eq!(runs[1]["run_id"], inflight);
+    assert_eq!(runs[1]["outcome"], "interrupted");
+    assert_eq!(
+        c.ok("run/wait", json!({"run_id": inflight}))["outcome"],
+        "interrupted"
+    );
+    // The interrupted run's stream ends with its one run_finished.
+    c.ok(
+        "session/subscribe",
+        json!({"session_id": sid, "from_seq": 1}),
+    );
+    let mut finished = 0;
+    loop {
+        let ev = c.read();
+        if ev["method"] != "session/event" {
+            continue;
+        }
+        let ev = &ev["params"]["result"];
+        if ev["type"] == "run_finished" {
+            finished += 1;
+            if ev["run_id"] == inflight {
+                assert_eq!(ev["outcome"], "interrupted");
+                break;
+            }
+        }
+    }
+    assert_eq!(finished, 2);
+
+    // A new run works, and the provider sees the earlier conversation.
+    mock.push(Step::text("third answer"));
+    let mut c2 = daemon.nd();
+    let run = c2.ok(
+        "run/start",
+        json!({"session_id": sid, "task": "third task"}),
+    )["run_id"]
+        .clone();
+    assert_eq!(
+        c2.ok("run/wait", json!({"run_id": run}))["answer"],
+        "third answer"
+    );
+    let last = mock.requests().last().unwrap().clone();
+    let text = last["messages"].to_string();
+    assert!(
+        text.contains("first task") && text.contains("first answer") && text.contains("third task"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_in_swivalctl_cancels_the_run_and_exits_130() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    let gate = Gate::new();
+    let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate)]);
+    let mut child = env
+        .swivalctl(&daemon, &project)
+        .args([
+            "run",
+            "--provider",
+            "generic",
+            "--base-url",
+            &mock.base_url(),
+            "--model",
+            "m",
+            "wait",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.wait_for_requests(1);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let mut c = daemon.nd();
+    let sessions = c.ok("session/list", json!({}));
+    let sid = sessions["sessions"][0]["session_id"].clone();
+    let detail = c.ok("session/get", json!({"session_id": sid}));
+    assert_eq!(detail["runs"][0]["outcome"], "cancelled");
+    gate.open();
+}
+
+#[test]
+fn sigterm_with_a_run_in_flight_interrupts_it_and_exits_0() {
+    let env = TestEnv::new();
+    let project = env.project("p");
+    let gate = Gate::new();
+    let mock = MockProvider::start(vec![Step::gated(Step::text("never"), &gate)]);
+    let mut daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
+    let sid = c.ok(
+        "session/create",
+        json!({"base_dir": project, "config": config}),
+    )["session_id"]
+        .clone();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    mock.wait_for_requests(1);
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit().code(), Some(0), "{}", env.log());
+    assert!(!env.socket().exists());
+    let daemon = env.start_daemon();
+    let r = daemon.nd().ok("run/wait", json!({"run_id": run}));
+    assert_eq!(r["outcome"], "interrupted");
+    gate.open();
+}
