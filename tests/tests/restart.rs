@@ -103,7 +103,7 @@ fn ctrl_c_in_swivalctl_cancels_the_run_and_exits_130() {
     let project = env.project("p");
     let gate = Gate::new();
     let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate)]);
-    let mut child = env
+    let child = env
         .swivalctl(&daemon, &project)
         .args([
             "run",
