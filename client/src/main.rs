@@ -70,6 +70,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `swivalctl sessions | head` should end quietly, like any Unix tool.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let socket =
         swival_protocol::paths::socket_path(cli.socket.as_deref(), nix::unistd::getuid().as_raw());

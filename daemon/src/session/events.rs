@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use swival_protocol::{Event, EventKind, RunId, RunResult, Seq, SessionId};
 use tokio::sync::{broadcast, mpsc};
 
-/// Live events buffered per subscriber before it must catch up from the store.
-const LIVE_BUFFER: usize = 1024;
+/// Live events buffered per session before a slow subscriber must catch up
+/// from the store. Small on purpose: the buffer is allocated up front for
+/// every session, and a lagging subscriber loses nothing (it re-reads).
+const LIVE_BUFFER: usize = 32;
 /// Events read from the store per page while catching up.
 const PAGE: usize = 512;
 
