@@ -509,3 +509,97 @@ fn events_stream_over_websocket_through_the_client_library() {
         assert!(kinds.contains(&"llm_call".to_owned()));
     });
 }
+
+#[test]
+fn empty_and_cut_off_replies_get_swivals_nudges() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::empty(),
+        Step::text_with_finish("half an ans", "length"),
+        Step::text("the whole answer"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &project, &mock, json!({}));
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    let r = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(r["answer"], "the whole answer");
+    assert_eq!(r["stats"]["turns"], 3);
+    let reqs = mock.requests();
+    let second = reqs[1]["messages"].to_string();
+    assert!(second.contains(
+        "Your response was empty. Please continue working on the task using the available tools."
+    ));
+    let third = reqs[2]["messages"].to_string();
+    assert!(third.contains("Your response was cut off. Please use the provided tools to complete the task step by step."));
+    assert!(
+        !third.contains("_swival_synthetic"),
+        "internal keys are never sent"
+    );
+}
+
+#[test]
+fn command_provider_gets_the_transcript_and_its_stdout_is_the_answer() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    let script = project.join("model.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > transcript.txt\necho \"answer from the command\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env
+        .swivalctl(&daemon, &project)
+        .args([
+            "run",
+            "--provider",
+            "command",
+            "--model",
+            "./model.sh",
+            "what is up",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "answer from the command\n"
+    );
+    let transcript = std::fs::read_to_string(project.join("transcript.txt")).unwrap();
+    assert!(transcript.starts_with("[system]\n"), "{transcript}");
+    assert!(
+        transcript.contains("\n\n[user]\nwhat is up"),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn closed_session_refuses_new_runs() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    let mock = MockProvider::start(vec![]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &project, &mock, json!({}));
+    assert_eq!(
+        c.ok("session/close", json!({"session_id": sid}))["state"],
+        "closed"
+    );
+    let err = c.call("run/start", json!({"session_id": sid, "task": "t"}));
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains("closed"),
+        "{err}"
+    );
+    assert_eq!(mock.request_count(), 0);
+    let unknown = c.call("session/get", json!({"session_id": "s_nope"}));
+    assert_eq!(unknown["error"]["code"], -32001);
+}

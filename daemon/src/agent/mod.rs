@@ -6,7 +6,7 @@
 pub mod conversation;
 pub mod prompt;
 
-use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError};
+use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
 use crate::session::events::EventLog;
 use crate::store::StoreError;
@@ -123,7 +123,12 @@ impl AgentRun<'_> {
     }
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
-        let tools = self.tools.schemas();
+        // Swival's command provider is not told about tools.
+        let tools = if self.provider.settings.kind == ProviderKind::Command {
+            Vec::new()
+        } else {
+            self.tools.schemas()
+        };
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
             if self.cancel.is_cancelled() {

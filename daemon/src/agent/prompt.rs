@@ -28,6 +28,10 @@ the sandbox and path rules always hold.
 
 Be concise: say what you are about to do, do it, and end with a short summary of what changed.";
 
+/// The system prompt of Swival's `command` provider, which gets no tools.
+pub const COMMAND_PROVIDER_PROMPT: &str =
+    "You are a helpful assistant. Answer the user's question directly and concisely.";
+
 /// The system prompt for a session in `base_dir`, or the replacement text.
 pub fn system_prompt(
     base_dir: &Path,

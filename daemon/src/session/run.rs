@@ -188,9 +188,14 @@ impl RunJob {
         let provider = Provider::new(self.shared.http.clone(), settings);
         let prepared = (|| {
             if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
+                let replacement = cfg
+                    .system_prompt
+                    .as_deref()
+                    .or((cfg.provider == ProviderKind::Command)
+                        .then_some(prompt::COMMAND_PROVIDER_PROMPT));
                 let text = prompt::system_prompt(
                     &self.session.base_dir,
-                    cfg.system_prompt.as_deref(),
+                    replacement,
                     !cfg.no_instructions,
                 );
                 self.conversation
