@@ -42,6 +42,8 @@ pub enum ClientError {
         code: i32,
         message: String,
         kind: Option<ErrorCode>,
+        /// The error's `data` member, when the daemon sent one.
+        data: Option<serde_json::Value>,
     },
     /// The connection broke or a reply could not be decoded.
     #[error("talking to swivald failed: {0}")]
@@ -58,6 +60,7 @@ impl From<RpcError> for ClientError {
                 code: obj.code(),
                 message: obj.message().to_owned(),
                 kind: ErrorCode::from_code(obj.code()),
+                data: obj.data().and_then(|d| serde_json::from_str(d.get()).ok()),
             },
             other => ClientError::Transport(other.to_string()),
         }

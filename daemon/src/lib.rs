@@ -8,10 +8,12 @@
 pub mod agent;
 pub mod config;
 pub mod paths;
+pub mod pipeline;
 pub mod procs;
 pub mod provider;
 pub mod report;
 pub mod rpc;
+pub mod sandbox;
 pub mod server;
 pub mod service;
 pub mod session;

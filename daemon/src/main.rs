@@ -28,6 +28,11 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper first: it must still be single-threaded, and its
+    // argv is not the daemon's.
+    if let Some(code) = swivald::sandbox::main_if_helper() {
+        return code;
+    }
     let args = Args::parse();
     // Socket activation first: it reads and clears LISTEN_* while the
     // process is still single-threaded.

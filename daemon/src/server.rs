@@ -31,6 +31,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             global_config: Some(crate::config::global_config_path()),
             max_llm_calls: settings.max_concurrent_llm_calls as usize,
             backoff_base: Duration::from_secs_f64(settings.provider_backoff_base_s.max(0.0)),
+            max_children: settings.max_children as usize,
         },
         stopping,
     )?);

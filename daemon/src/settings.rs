@@ -42,6 +42,9 @@ pub struct Settings {
     pub max_concurrent_llm_calls: u32,
     /// Base of the provider retry backoff in seconds (2 → about 2, 4, 8, 16 s).
     pub provider_backoff_base_s: f64,
+    /// Most helper processes (filters, hooks, reviewers) running at once;
+    /// more wait their turn.
+    pub max_children: u32,
 }
 
 impl Default for Settings {
@@ -56,6 +59,7 @@ impl Default for Settings {
             state_dir: None,
             max_concurrent_llm_calls: 16,
             provider_backoff_base_s: 2.0,
+            max_children: 64,
         }
     }
 }

@@ -30,6 +30,8 @@ pub const RUN_CANCEL: &str = "run/cancel";
 pub const RUN_WAIT: &str = "run/wait";
 /// Swival's report JSON of a finished run.
 pub const REPORT_GET: &str = "report/get";
+/// What guards a session: filters, hooks, reviewer, sandbox.
+pub const POLICY_STATUS: &str = "policy/status";
 /// The effective configuration for a base directory, with sources.
 pub const CONFIG_RESOLVE: &str = "config/resolve";
 
@@ -47,5 +49,47 @@ pub const ALL: &[(&str, &str)] = &[
     (
         DAEMON_SHUTDOWN,
         "Stop accepting connections, finish in-flight work within the grace period, exit 0.",
+    ),
+    (
+        SESSION_CREATE,
+        "Create a session: base_dir, config overrides, title.",
+    ),
+    (
+        SESSION_LIST,
+        "Every session with its state and last event seq.",
+    ),
+    (
+        SESSION_GET,
+        "One session: summary, effective config, runs and stored conversation.",
+    ),
+    (
+        SESSION_CLOSE,
+        "Close a session; a run in flight is cancelled.",
+    ),
+    (
+        SESSION_SUBSCRIBE,
+        "Stream a session's stored and live events from a seq (notifications: session/event).",
+    ),
+    (SESSION_UNSUBSCRIBE, "End a session/subscribe subscription."),
+    (
+        RUN_START,
+        "Start a run; refused with session_busy while another runs.",
+    ),
+    (
+        RUN_CANCEL,
+        "Cancel a run: between turns and tools, killing running children.",
+    ),
+    (RUN_WAIT, "Wait for a run to finish and return its result."),
+    (
+        REPORT_GET,
+        "Swival's report JSON (version 1) of a finished run.",
+    ),
+    (
+        POLICY_STATUS,
+        "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256.",
+    ),
+    (
+        CONFIG_RESOLVE,
+        "The effective configuration for a base directory, with the layer that set each key.",
     ),
 ];

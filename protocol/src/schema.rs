@@ -4,7 +4,7 @@
 //! below fails when the committed file differs (run it with
 //! `UPDATE_SCHEMA=1` to rewrite the file).
 
-use crate::{error::ErrorCode, methods, types::*};
+use crate::{error::ErrorCode, methods, session::*, types::*};
 use schemars::{schema_for, JsonSchema};
 use serde_json::{json, Map, Value};
 
@@ -20,22 +20,76 @@ fn schema<T: JsonSchema>() -> Value {
 }
 
 fn method_docs() -> Vec<MethodDoc> {
+    let doc = |name, params: Option<Value>, result: Value| MethodDoc {
+        name,
+        params,
+        result,
+    };
     vec![
-        MethodDoc {
-            name: methods::INITIALIZE,
-            params: Some(schema::<InitializeParams>()),
-            result: schema::<InitializeResult>(),
-        },
-        MethodDoc {
-            name: methods::DAEMON_STATUS,
-            params: None,
-            result: schema::<DaemonStatus>(),
-        },
-        MethodDoc {
-            name: methods::DAEMON_SHUTDOWN,
-            params: None,
-            result: schema::<ShutdownResult>(),
-        },
+        doc(
+            methods::INITIALIZE,
+            Some(schema::<InitializeParams>()),
+            schema::<InitializeResult>(),
+        ),
+        doc(methods::DAEMON_STATUS, None, schema::<DaemonStatus>()),
+        doc(methods::DAEMON_SHUTDOWN, None, schema::<ShutdownResult>()),
+        doc(
+            methods::SESSION_CREATE,
+            Some(schema::<SessionCreateParams>()),
+            schema::<SessionCreateResult>(),
+        ),
+        doc(methods::SESSION_LIST, None, schema::<SessionListResult>()),
+        doc(
+            methods::SESSION_GET,
+            Some(schema::<SessionRef>()),
+            schema::<SessionDetail>(),
+        ),
+        doc(
+            methods::SESSION_CLOSE,
+            Some(schema::<SessionRef>()),
+            schema::<SessionInfo>(),
+        ),
+        // The result of a subscription is its notifications' payload.
+        doc(
+            methods::SESSION_SUBSCRIBE,
+            Some(schema::<SubscribeParams>()),
+            schema::<Event>(),
+        ),
+        doc(
+            methods::SESSION_UNSUBSCRIBE,
+            None,
+            json!({"type": "boolean"}),
+        ),
+        doc(
+            methods::RUN_START,
+            Some(schema::<RunStartParams>()),
+            schema::<RunStartResult>(),
+        ),
+        doc(
+            methods::RUN_CANCEL,
+            Some(schema::<RunRef>()),
+            schema::<RunCancelResult>(),
+        ),
+        doc(
+            methods::RUN_WAIT,
+            Some(schema::<RunRef>()),
+            schema::<RunResult>(),
+        ),
+        doc(
+            methods::REPORT_GET,
+            Some(schema::<RunRef>()),
+            json!({"type": "object", "description": "Swival report v1"}),
+        ),
+        doc(
+            methods::POLICY_STATUS,
+            Some(schema::<SessionRef>()),
+            schema::<PolicyStatus>(),
+        ),
+        doc(
+            methods::CONFIG_RESOLVE,
+            Some(schema::<ConfigResolveParams>()),
+            schema::<ConfigResolveResult>(),
+        ),
     ]
 }
 
@@ -90,6 +144,16 @@ mod tests {
             committed == fresh,
             "docs/protocol.schema.json is stale; regenerate it with \
              `UPDATE_SCHEMA=1 cargo test -p swival-protocol committed_schema`"
+        );
+    }
+
+    #[test]
+    fn every_method_has_a_summary_and_a_schema_entry() {
+        let docs: Vec<&str> = method_docs().iter().map(|d| d.name).collect();
+        let listed: Vec<&str> = methods::ALL.iter().map(|(m, _)| *m).collect();
+        assert_eq!(
+            docs, listed,
+            "methods::ALL and the schema list the same methods in the same order"
         );
     }
 

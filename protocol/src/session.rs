@@ -407,6 +407,24 @@ pub enum EventKind {
         /// What failed.
         reason: String,
     },
+    /// A line a filter, hook or reviewer script wrote to stderr.
+    Stderr {
+        /// Which script: `filter`, `hook`, `reviewer`, with its command.
+        source: String,
+        /// The line.
+        text: String,
+    },
+    /// A reviewer round finished.
+    Review {
+        /// Round number, from 1.
+        round: u64,
+        /// The reviewer's exit code (`None`: it timed out, could not start, or was killed).
+        exit_code: Option<i32>,
+        /// What it printed on stdout.
+        feedback: String,
+        /// What it decided: `accept`, `retry` or `error`.
+        verdict: String,
+    },
     /// Something the user should know; the run goes on.
     Warning {
         /// The message.
@@ -440,4 +458,59 @@ pub struct ConfigResolveResult {
     pub config: Value,
     /// For each key that was set, which layer set it (`default`, a file, `request`).
     pub sources: BTreeMap<String, String>,
+}
+
+/// `policy/status` result: what guards a session, with fingerprints of the
+/// scripts involved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyStatus {
+    /// The session.
+    pub session_id: SessionId,
+    /// Outbound filter stages, in order.
+    pub filters: Vec<ScriptStatus>,
+    /// Command hooks, in the order they run.
+    pub hooks: Vec<ScriptStatus>,
+    /// The reviewer, if any.
+    pub reviewer: Option<ScriptStatus>,
+    /// What the sandbox enforces.
+    pub sandbox: SandboxStatus,
+}
+
+/// One configured script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptStatus {
+    /// The command line.
+    pub command: String,
+    /// `oneshot`, `prespawn` or `persistent`.
+    pub mode: String,
+    /// Seconds before it is killed.
+    pub timeout_s: f64,
+    /// Hook point, for hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<String>,
+    /// Hook priority, for hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Files the command runs (the program, and script arguments that are files) with their SHA-256.
+    pub files: Vec<FileDigest>,
+}
+
+/// A file and its SHA-256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileDigest {
+    /// Absolute path.
+    pub path: String,
+    /// Hex SHA-256 of its content.
+    pub sha256: String,
+}
+
+/// What the sandbox enforces for a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxStatus {
+    /// `os` or `builtin`.
+    pub mode: String,
+    /// Guards in force.
+    pub enforced: Vec<String>,
+    /// Guards the kernel or the configuration does not provide, said plainly.
+    pub not_enforced: Vec<String>,
 }

@@ -232,10 +232,22 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
                 Err(ClientError::Rpc {
                     kind: Some(swival_protocol::ErrorCode::ConfigInvalid),
                     message,
+                    data,
                     ..
                 }) => {
+                    // Bad config is a usage error (2); a script that cannot
+                    // run is a run failure (1), with a report, as in Swival.
+                    let code = data
+                        .as_ref()
+                        .and_then(|d| d["exit_code"].as_i64())
+                        .unwrap_or(2);
                     eprintln!("Error: {message}");
-                    return Ok(ExitCode::from(2));
+                    if code == 1 {
+                        if let Some(path) = &a.report {
+                            write_failure_report(path, &task, &message);
+                        }
+                    }
+                    return Ok(ExitCode::from(u8::try_from(code).unwrap_or(2)));
                 }
                 Err(e) => return Err(e),
             }
@@ -298,6 +310,24 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     }
     let code = if cancelled { 130 } else { result.exit_code };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The report of a run that failed before it started (Swival writes one for
+/// every run failure, including set-up failures).
+fn write_failure_report(path: &Path, task: &str, error: &str) {
+    let report = json!({
+        "version": 1,
+        "mode": "oneshot",
+        "task": task,
+        "result": {"outcome": "error", "answer": null, "exit_code": 1, "error_message": error},
+        "stats": {"turns": 0, "llm_calls": 0, "tool_calls_total": 0, "tool_calls_by_name": {}, "review_rounds": 0},
+        "timeline": [],
+    });
+    let mut text = serde_json::to_string_pretty(&report).expect("reports serialize");
+    text.push('\n');
+    if let Err(e) = std::fs::write(path, text) {
+        eprintln!("Failed to write report to {}: {e}", path.display());
+    }
 }
 
 async fn write_report(client: &Client, run_id: &RunId, path: &Path) {

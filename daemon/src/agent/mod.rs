@@ -6,6 +6,8 @@
 pub mod conversation;
 pub mod prompt;
 
+use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
+use crate::pipeline::Pipeline;
 use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
 use crate::session::events::EventLog;
@@ -72,6 +74,17 @@ pub struct AgentRun<'a> {
     pub llm_slots: &'a Semaphore,
     /// Stats and timeline.
     pub record: &'a mut RunRecord,
+    /// The session's policy pipeline (filters now; hooks later).
+    pub pipeline: &'a Pipeline,
+}
+
+/// Why a provider call did not produce a reply.
+#[derive(Debug)]
+enum CallError {
+    /// The run was cancelled.
+    Cancelled,
+    /// The call failed for good; the message says why.
+    Failed(String),
 }
 
 /// Forwards provider progress to the event log.
@@ -143,8 +156,8 @@ impl AgentRun<'_> {
             );
             let reply = match self.call_llm(turn, &tools).await {
                 Ok(r) => r,
-                Err(ProviderError::Cancelled) => return Ok(LoopEnd::Cancelled),
-                Err(e) => return Ok(LoopEnd::Failed(e.to_string())),
+                Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
+                Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
             };
             let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
             if reply.tool_calls.is_empty() {
@@ -203,21 +216,64 @@ impl AgentRun<'_> {
         Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
     }
 
-    /// One logical provider call, under the daemon-wide slot limit.
+    /// One logical provider call: the filter chain, then the provider
+    /// under the daemon-wide slot limit.
     async fn call_llm(
         &mut self,
         turn: u64,
         tools: &[Value],
-    ) -> Result<crate::provider::Reply, ProviderError> {
+    ) -> Result<crate::provider::Reply, CallError> {
         let messages = self.conversation.messages();
         let estimate = estimate_tokens(messages, tools);
+        let started = Instant::now();
+        let filtered;
+        let outbound: &[Value] = if self.pipeline.filters.is_empty() {
+            messages
+        } else {
+            let input = FilterInput {
+                provider: self.provider.settings.kind.as_str(),
+                model: self.model,
+                call_kind: CallKind::Agent,
+                messages,
+                tools,
+            };
+            let (events, run_id) = (self.events, self.run_id);
+            let on_stderr = |stage: &filter::Stage, line: &str| {
+                tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
+                let kind = EventKind::Stderr {
+                    source: format!("filter {}", stage.display),
+                    text: line.to_owned(),
+                };
+                let _ = events.emit(Some(run_id), kind);
+            };
+            match filter::apply(
+                &self.pipeline.filters,
+                &self.pipeline.runner,
+                input,
+                self.cancel,
+                &on_stderr,
+            )
+            .await
+            {
+                Ok(m) => {
+                    filtered = m;
+                    &filtered
+                }
+                Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
+                Err(FilterError::Blocked(detail)) => {
+                    let message = format!("LLM filter blocked request: {detail}");
+                    self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                    return Err(CallError::Failed(message));
+                }
+            }
+        };
         let configured = self.provider.settings.max_output_tokens;
         let max_tokens = match self.context_window {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
         let req = ChatRequest {
-            messages,
+            messages: outbound,
             tools,
             max_tokens,
         };
@@ -226,44 +282,62 @@ impl AgentRun<'_> {
             run_id: self.run_id,
             turn,
         };
-        let started = Instant::now();
         let result = {
             let _permit = tokio::select! {
-                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
-                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
+                p = self.llm_slots.acquire() => p.map_err(|_| CallError::Cancelled)?,
+                _ = self.cancel.cancelled() => return Err(CallError::Cancelled),
             };
             self.provider
                 .chat(self.model, &req, &observer, self.cancel)
                 .await
         };
-        let duration_s = started.elapsed().as_secs_f64();
-        let (finish_reason, usage, retries) = match &result {
-            Ok((reply, retries)) => (
-                reply.finish_reason.clone(),
-                reply.usage.clone(),
-                u64::from(*retries),
-            ),
-            Err(_) => (Some("error".to_owned()), None, 0),
-        };
-        if !matches!(result, Err(ProviderError::Cancelled)) {
-            self.record.llm_call(&LlmCallRecord {
-                turn,
-                duration_s,
-                prompt_tokens_est: estimate,
-                finish_reason: finish_reason.clone().unwrap_or_default(),
-                retries,
-            });
-            let kind = EventKind::LlmCall {
-                turn,
-                call_kind: "agent".into(),
-                duration_s,
-                finish_reason,
-                usage,
-                prompt_tokens_est: estimate,
-                retries,
-            };
-            let _ = self.events.emit(Some(self.run_id), kind);
+        match result {
+            Ok((reply, retries)) => {
+                self.finish_call(
+                    turn,
+                    started,
+                    estimate,
+                    reply.finish_reason.clone(),
+                    reply.usage.clone(),
+                    retries.into(),
+                );
+                Ok(reply)
+            }
+            Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
+            Err(e) => {
+                self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                Err(CallError::Failed(e.to_string()))
+            }
         }
-        result.map(|(reply, _)| reply)
+    }
+
+    /// Record a finished (or failed) call in the report and the events.
+    fn finish_call(
+        &mut self,
+        turn: u64,
+        started: Instant,
+        estimate: u64,
+        finish_reason: Option<String>,
+        usage: Option<Value>,
+        retries: u64,
+    ) {
+        let duration_s = started.elapsed().as_secs_f64();
+        self.record.llm_call(&LlmCallRecord {
+            turn,
+            duration_s,
+            prompt_tokens_est: estimate,
+            finish_reason: finish_reason.clone().unwrap_or_default(),
+            retries,
+        });
+        let kind = EventKind::LlmCall {
+            turn,
+            call_kind: CallKind::Agent.as_str().into(),
+            duration_s,
+            finish_reason,
+            usage,
+            prompt_tokens_est: estimate,
+            retries,
+        };
+        let _ = self.events.emit(Some(self.run_id), kind);
     }
 }

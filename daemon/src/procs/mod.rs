@@ -1,183 +1,224 @@
-//! The one place that spawns helper processes (the `command` provider now;
-//! filters, hooks and reviewers as they land). Each child runs in its own
-//! process group; stdin is written while stdout and stderr are read, so a
-//! large payload cannot deadlock on a full pipe; stdout is bounded; the
-//! whole group is killed on timeout or cancellation.
+//! The one place that spawns helper processes: filter stages, hooks,
+//! reviewers and the `command` provider all run through here.
+//!
+//! Every child runs in its own process group; its stdin is written while
+//! stdout and stderr are read; stdout is bounded; the whole group is killed
+//! on timeout, flood, cancellation (run cancel, session close, daemon
+//! shutdown). A daemon-wide limit bounds the children running at once;
+//! calls beyond it wait their turn. Three modes per script:
+//! - `Oneshot`: Swival's one process per call;
+//! - `Prespawn(n)`: `n` processes of the script started ahead and waiting
+//!   on stdin, refilled in the background, to take spawn time off the call;
+//! - `Persistent`: one long-lived worker speaking one JSON line each way.
 
-use std::path::Path;
-use std::process::Stdio;
+mod child;
+mod persistent;
+
+pub use child::{kill_group, run, OneShot, Output, ProcError};
+
+use child::{drive, spawn, Spawned};
+use persistent::Worker;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// What a finished child produced.
-#[derive(Debug)]
-pub struct Output {
-    /// Exit code; `None` when a signal ended it.
-    pub code: Option<i32>,
-    /// Everything it wrote to stdout (at most the limit).
-    pub stdout: Vec<u8>,
-    /// Everything it wrote to stderr (at most the limit).
-    pub stderr: Vec<u8>,
-}
-
-/// Why a child did not produce an [`Output`].
-#[derive(Debug, thiserror::Error)]
-pub enum ProcError {
-    /// The program could not be started.
-    #[error("cannot run {program}: {source}")]
-    Spawn {
-        program: String,
-        source: std::io::Error,
-    },
-    /// It ran past its timeout and was killed with its process group.
-    #[error("{program} timed out after {secs}s and was killed")]
-    Timeout { program: String, secs: f64 },
-    /// It wrote more than the limit to stdout and was killed.
-    #[error("{program} wrote more than {limit} bytes to stdout and was killed")]
-    Flood { program: String, limit: usize },
-    /// The caller cancelled; the process group was killed.
-    #[error("{program} was cancelled")]
-    Cancelled { program: String },
-    /// Reading or writing its pipes failed.
-    #[error("talking to {program} failed: {source}")]
-    Io {
-        program: String,
-        source: std::io::Error,
-    },
-}
-
-/// One child to run to completion.
-#[derive(Debug)]
-pub struct OneShot<'a> {
+/// A script to run: what, where, with which extra environment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Script {
     /// Program and arguments (never through a shell).
-    pub argv: &'a [String],
-    /// Written to stdin, which is then closed.
-    pub stdin: &'a [u8],
+    pub argv: Vec<String>,
     /// Working directory.
-    pub cwd: &'a Path,
+    pub cwd: PathBuf,
     /// Extra environment variables.
-    pub env: &'a [(String, String)],
-    /// Kill the group after this long.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a script's processes are managed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One fresh process per call.
+    Oneshot,
+    /// One process per call, taken from `n` started ahead.
+    Prespawn(u32),
+    /// One long-lived worker, one JSON request and reply per line.
+    Persistent,
+}
+
+/// One call of a script.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The script.
+    pub script: &'a Script,
+    /// How its processes are managed.
+    pub mode: Mode,
+    /// Its input (a JSON document for `Persistent`).
+    pub input: &'a [u8],
+    /// Kill after this long.
     pub timeout: Duration,
-    /// Kill the group if stdout grows past this many bytes.
+    /// Kill if stdout (or one persistent reply line) grows past this.
     pub max_stdout: usize,
 }
 
-/// Run a child to completion (or kill it) and collect its output.
-pub async fn run(job: OneShot<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
-    let program = job.argv.first().cloned().unwrap_or_default();
-    let mut cmd = Command::new(&program);
-    cmd.args(&job.argv[1..])
-        .current_dir(job.cwd)
-        .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|source| ProcError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
-    let pgid = child.id().map(|p| p as i32);
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let input = job.stdin.to_vec();
-    let write = async move {
-        // A child that exits without reading its input is not an error.
-        let _ = stdin.write_all(&input).await;
-        drop(stdin);
-    };
-    let limit = job.max_stdout;
-    let flood = || ProcError::Flood {
-        program: program.clone(),
-        limit,
-    };
-    let io = |source| ProcError::Io {
-        program: program.clone(),
-        source,
-    };
-    // try_join stops at the first failure, so a flood ends the wait at once.
-    let work = async {
-        tokio::try_join!(
-            async {
-                write.await;
-                Ok(())
-            },
-            async {
-                read_bounded(stdout, limit)
-                    .await
-                    .map_err(|e| e.into_proc(flood, io))
-            },
-            async {
-                read_bounded(stderr, limit)
-                    .await
-                    .map_err(|e| e.into_proc(flood, io))
-            },
-            async { child.wait().await.map_err(io) },
-        )
-    };
-    let result = tokio::select! {
-        r = work => r,
-        _ = tokio::time::sleep(job.timeout) => Err(ProcError::Timeout { program: program.clone(), secs: job.timeout.as_secs_f64() }),
-        _ = cancel.cancelled() => Err(ProcError::Cancelled { program: program.clone() }),
-    };
-    // Whatever happened, nothing of the child's group outlives the call.
-    kill_group(pgid);
-    let ((), stdout, stderr, status) = result?;
-    Ok(Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
+/// The daemon-wide process runner.
+pub struct ProcessRunner {
+    /// Children that may run at once.
+    slots: Semaphore,
+    /// Prespawned processes, per script.
+    pools: Mutex<HashMap<Script, Arc<Pool>>>,
+    /// Persistent workers, per script.
+    workers: Mutex<HashMap<Script, Arc<Worker>>>,
 }
 
-/// Why reading a pipe stopped early.
-enum ReadError {
-    /// More than the limit arrived.
-    Flood,
-    /// The pipe failed.
-    Io(std::io::Error),
-}
+impl ProcessRunner {
+    /// A runner allowing `max_children` calls to run at once.
+    pub fn new(max_children: usize) -> ProcessRunner {
+        ProcessRunner {
+            slots: Semaphore::new(max_children.max(1)),
+            pools: Mutex::default(),
+            workers: Mutex::default(),
+        }
+    }
 
-impl ReadError {
-    fn into_proc(
-        self,
-        flood: impl Fn() -> ProcError,
-        io: impl Fn(std::io::Error) -> ProcError,
-    ) -> ProcError {
-        match self {
-            ReadError::Flood => flood(),
-            ReadError::Io(e) => io(e),
+    /// Run one call to completion.
+    pub async fn call(
+        &self,
+        call: Call<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Output, ProcError> {
+        let program = || call.script.argv.first().cloned().unwrap_or_default();
+        let _slot = tokio::select! {
+            s = self.slots.acquire() => s.map_err(|_| ProcError::Cancelled { program: program() })?,
+            _ = cancel.cancelled() => return Err(ProcError::Cancelled { program: program() }),
+        };
+        match call.mode {
+            Mode::Oneshot => {
+                let spawned = spawn(&call.script.argv, &call.script.cwd, &call.script.env)?;
+                drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
+            }
+            Mode::Prespawn(n) => {
+                let spawned = self.pool(call.script, n).take()?;
+                drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
+            }
+            Mode::Persistent => {
+                let request: serde_json::Value =
+                    serde_json::from_slice(call.input).map_err(|e| ProcError::Protocol {
+                        program: program(),
+                        message: format!("request is not JSON: {e}"),
+                    })?;
+                let reply = self
+                    .worker(call.script)
+                    .call(call.script, &request, call.timeout, call.max_stdout, cancel)
+                    .await?;
+                Ok(Output {
+                    code: Some(0),
+                    stdout: serde_json::to_vec(&reply).expect("JSON serializes"),
+                    stderr: Vec::new(),
+                })
+            }
+        }
+    }
+
+    fn pool(&self, script: &Script, size: u32) -> Arc<Pool> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools
+            .entry(script.clone())
+            .or_insert_with(|| {
+                Arc::new(Pool {
+                    script: script.clone(),
+                    size: size as usize,
+                    ready: Mutex::default(),
+                })
+            })
+            .clone()
+    }
+
+    fn worker(&self, script: &Script) -> Arc<Worker> {
+        self.workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(script.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// The pid of a script's persistent worker, if it runs.
+    pub async fn worker_pid(&self, script: &Script) -> Option<u32> {
+        let worker = self
+            .workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(script)
+            .cloned();
+        match worker {
+            Some(w) => w.pid().await,
+            None => None,
+        }
+    }
+
+    /// Kill every prespawned process and persistent worker.
+    pub async fn shutdown(&self) {
+        self.pools.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let workers: Vec<_> = self
+            .workers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, w)| w)
+            .collect();
+        for w in workers {
+            w.stop().await;
         }
     }
 }
 
-/// Read to EOF, failing as soon as more than `limit` bytes arrive.
-async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Vec<u8>, ReadError> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let n = r.read(&mut chunk).await.map_err(ReadError::Io)?;
-        if n == 0 {
-            return Ok(buf);
-        }
-        if buf.len() + n > limit {
-            return Err(ReadError::Flood);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
+/// Processes of one script started ahead, waiting on stdin.
+struct Pool {
+    /// The script.
+    script: Script,
+    /// How many to keep ready.
+    size: usize,
+    /// The ready ones (dropping one kills it).
+    ready: Mutex<Vec<Spawned>>,
 }
 
-/// SIGKILL a whole process group (ignoring "no such group").
-pub fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+impl Pool {
+    /// A ready process (or a fresh one when none is ready); the pool is
+    /// refilled in the background.
+    fn take(self: &Arc<Self>) -> Result<Spawned, ProcError> {
+        let taken = {
+            let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+            let mut found = None;
+            while let Some(mut s) = ready.pop() {
+                if !s.exited() {
+                    found = Some(s);
+                    break;
+                }
+            }
+            found
+        };
+        let pool = self.clone();
+        tokio::spawn(async move { pool.refill() });
+        match taken {
+            Some(s) => Ok(s),
+            None => spawn(&self.script.argv, &self.script.cwd, &self.script.env),
+        }
+    }
+
+    fn refill(&self) {
+        loop {
+            if self.ready.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.size {
+                return;
+            }
+            match spawn(&self.script.argv, &self.script.cwd, &self.script.env) {
+                Ok(s) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(s),
+                Err(e) => {
+                    tracing::warn!("cannot prespawn {:?}: {e}", self.script.argv);
+                    return;
+                }
+            }
+        }
     }
 }

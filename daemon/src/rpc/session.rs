@@ -18,6 +18,14 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
         SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
         SessionError::Busy { .. } => ErrorCode::SessionBusy,
         SessionError::Config(_) => ErrorCode::ConfigInvalid,
+        SessionError::Setup(_) => {
+            // Valid config naming something that cannot run: Swival exits 1 here, not 2.
+            return ErrorObjectOwned::owned(
+                ErrorCode::ConfigInvalid.code(),
+                e.to_string(),
+                Some(serde_json::json!({"kind": ErrorCode::ConfigInvalid, "exit_code": 1})),
+            );
+        }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
         SessionError::Store(_) => {
             return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
@@ -71,6 +79,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     module.register_method(methods::REPORT_GET, |params, ctx, _| {
         let p: RunRef = params.parse()?;
         ctx.sessions.report(&p.run_id).map_err(rpc_error)
+    })?;
+    module.register_method(methods::POLICY_STATUS, |params, ctx, _| {
+        let p: SessionRef = params.parse()?;
+        ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)
     })?;
     module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
         let p: ConfigResolveParams = params.parse()?;

@@ -13,6 +13,8 @@ mod run;
 
 use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
+use crate::pipeline::Pipeline;
+use crate::procs::ProcessRunner;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 use crate::tools::path::PathPolicy;
 use crate::tools::ToolBox;
@@ -48,6 +50,10 @@ pub enum SessionError {
     /// The configuration or the base directory is unusable.
     #[error("{0}")]
     Config(String),
+    /// The configuration is valid but names something that cannot run
+    /// (a missing or non-executable filter, hook or reviewer script).
+    #[error("{0}")]
+    Setup(String),
     /// The run has no report (still running).
     #[error("run {0} has no report yet: it is still running; wait for it with run/wait")]
     NoReport(RunId),
@@ -68,6 +74,8 @@ pub struct SessionSettings {
     pub max_llm_calls: usize,
     /// Base of the provider retry backoff.
     pub backoff_base: Duration,
+    /// Most helper processes (filters, hooks, reviewers) running at once.
+    pub max_children: usize,
 }
 
 /// Every session, live or stored.
@@ -90,6 +98,8 @@ pub(crate) struct Shared {
     pub http: reqwest::Client,
     /// Daemon-wide cap on concurrent provider calls.
     pub llm_slots: Semaphore,
+    /// Runs filters, hooks and reviewers.
+    pub runner: Arc<ProcessRunner>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
     /// Cancelled when the daemon stops: every run ends.
@@ -110,6 +120,8 @@ pub struct Session {
     pub config: EffectiveConfig,
     /// Its event log.
     pub events: EventLog,
+    /// Its policy pipeline.
+    pub pipeline: Pipeline,
     /// What may change.
     state: tokio::sync::Mutex<State>,
 }
@@ -167,6 +179,7 @@ impl Sessions {
             store: store.clone(),
             http: crate::provider::Provider::http_client(),
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
+            runner: Arc::new(ProcessRunner::new(settings.max_children)),
             settings,
             stopping,
         });
@@ -274,6 +287,8 @@ impl Sessions {
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
             yolo: config.config.yolo,
         };
+        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone())
+            .map_err(SessionError::Setup)?;
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
@@ -284,6 +299,7 @@ impl Sessions {
             created_at: row.created_at.clone(),
             config,
             events: EventLog::new(self.shared.store.clone(), row.id.clone()),
+            pipeline,
             state: tokio::sync::Mutex::new(State {
                 idle: Some((conversation, tools)),
                 active: None,
@@ -515,6 +531,30 @@ impl Sessions {
         {
             tracing::warn!("some runs did not end within the grace period");
         }
+        self.shared.runner.shutdown().await;
+    }
+
+    /// `policy/status`.
+    pub fn policy_status(
+        &self,
+        id: &SessionId,
+    ) -> Result<swival_protocol::PolicyStatus, SessionError> {
+        let session = self.get(id)?;
+        let p = &session.pipeline;
+        Ok(swival_protocol::PolicyStatus {
+            session_id: id.clone(),
+            filters: p.filter_status(),
+            hooks: Vec::new(),
+            reviewer: p.reviewer_status(),
+            sandbox: swival_protocol::SandboxStatus {
+                mode: "builtin".into(),
+                enforced: vec![format!(
+                    "file tools confined to {} and allowed_dirs by the path resolver (in-process)",
+                    session.base_dir.display()
+                )],
+                not_enforced: vec!["no kernel sandbox yet: commands are not available".into()],
+            },
+        })
     }
 
     /// A warning event on a session (used by policy code).

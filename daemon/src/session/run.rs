@@ -7,6 +7,7 @@ use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{prompt, AgentRun, LoopEnd};
 use crate::config::SessionConfig;
+use crate::pipeline::reviewer::{self, Verdict};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::{self, ReportContext, RunRecord};
 use crate::tools::ToolBox;
@@ -216,21 +217,96 @@ impl RunJob {
             Ok(d) => d,
             Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
         };
-        let mut agent = AgentRun {
-            run_id: &self.run_id,
-            events: &self.session.events,
-            provider: &provider,
-            model: &discovered.model,
-            context_window: discovered.context_window,
-            max_turns: cfg.max_turns,
-            turn_offset: 0,
-            tools: &mut self.tools,
-            conversation: &mut self.conversation,
-            cancel: &self.cancel,
-            llm_slots: &self.shared.llm_slots,
-            record,
-        };
-        (agent.run().await, discovered.model.clone())
+        let model = discovered.model.clone();
+        let pipeline = &self.session.pipeline;
+        let mut turn_offset = 0;
+        let mut round = 0;
+        loop {
+            let mut agent = AgentRun {
+                run_id: &self.run_id,
+                events: &self.session.events,
+                provider: &provider,
+                model: &model,
+                context_window: discovered.context_window,
+                max_turns: cfg.max_turns,
+                turn_offset,
+                tools: &mut self.tools,
+                conversation: &mut self.conversation,
+                cancel: &self.cancel,
+                llm_slots: &self.shared.llm_slots,
+                record,
+                pipeline,
+            };
+            let end = agent.run().await;
+            let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {
+                return (end, model);
+            };
+            round += 1;
+            let (verdict, rec) = reviewer
+                .review(
+                    &pipeline.runner,
+                    answer,
+                    &self.task,
+                    &model,
+                    round,
+                    &self.cancel,
+                )
+                .await;
+            let verdict_name = match &verdict {
+                Verdict::Accept => "accept",
+                Verdict::Retry(_) => "retry",
+                Verdict::Error(_) => "error",
+                Verdict::Cancelled => return (LoopEnd::Cancelled, model),
+            };
+            record.stats.review_rounds += 1;
+            for line in rec.stderr.lines() {
+                tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
+                let kind = EventKind::Stderr {
+                    source: format!("reviewer {}", reviewer.display),
+                    text: line.to_owned(),
+                };
+                let _ = self.session.events.emit(Some(&self.run_id), kind);
+            }
+            let mut entry = json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
+            if !rec.stderr.is_empty() {
+                entry["stderr"] = json!(rec.stderr);
+            }
+            record.event(entry);
+            let kind = EventKind::Review {
+                round,
+                exit_code: rec.exit_code,
+                feedback: rec.feedback.clone(),
+                verdict: verdict_name.into(),
+            };
+            let _ = self.session.events.emit(Some(&self.run_id), kind);
+            let warn = |message: String| {
+                let _ = self
+                    .session
+                    .events
+                    .emit(Some(&self.run_id), EventKind::Warning { message });
+            };
+            match verdict {
+                Verdict::Retry(feedback) if round < reviewer.max_rounds => {
+                    let message = json!({"role": "user", "content": reviewer::feedback_message(round, &feedback)});
+                    if let Err(e) = self.conversation.push(message) {
+                        return (LoopEnd::from(e), model);
+                    }
+                    turn_offset = record.stats.turns;
+                }
+                Verdict::Retry(_) => {
+                    warn(format!(
+                        "max_review_rounds ({}) reached; accepting the last answer",
+                        reviewer.max_rounds
+                    ));
+                    return (end, model);
+                }
+                Verdict::Error(why) => {
+                    warn(why);
+                    return (end, model);
+                }
+                Verdict::Accept | Verdict::Cancelled => return (end, model),
+            }
+        }
     }
 }
 

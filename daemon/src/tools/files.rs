@@ -1,196 +1,389 @@
-//! `read_file` and `write_file` with Swival's output format, caps and the
-//! read-before-write guard.
+//! `read_file` and `read_multiple_files` with Swival's output format and
+//! caps: numbered lines, 50 KB per response, long lines cut, a
+//! "continue from" hint and a checksum trailer. A read that returns at
+//! least one line counts for the read-before-write guard.
 
+use super::args::{opt_int, req_str, type_name};
 use super::path::Access;
 use super::ToolBox;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-/// Most bytes of file content one read returns.
+/// Most bytes of file content one response carries.
 pub const MAX_READ_BYTES: usize = 50 * 1024;
-/// Lines longer than this are cut.
+/// Lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// A NUL byte in this many leading bytes marks a file as binary.
+pub const BINARY_SNIFF: usize = 8 * 1024;
 /// Default number of lines per read.
-const DEFAULT_LIMIT: usize = 2000;
+const DEFAULT_LIMIT: i64 = 2000;
+/// Most files in one `read_multiple_files` call.
+const MAX_BATCH: usize = 20;
 
 /// First 8 hex digits of the SHA-256 of `bytes` (Swival's checksum).
 pub fn checksum(bytes: &[u8]) -> String {
     hex::encode(&Sha256::digest(bytes)[..4])
 }
 
-fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("error: missing required string argument '{key}'"))
+/// Whether `bytes` look binary (a NUL in the first 8 KB).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0)
 }
 
-fn arg_usize(args: &Value, key: &str) -> Result<Option<usize>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            .map(|n| Some(n as usize))
-            .ok_or_else(|| format!("error: '{key}' must be a non-negative integer, got {v}")),
+/// A line cut to [`MAX_LINE_CHARS`] with a marker saying how long it was.
+pub fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        None => line.into(),
+        Some((at, _)) => format!(
+            "{}… [line truncated: {} chars]",
+            &line[..at],
+            line.chars().count()
+        )
+        .into(),
     }
+}
+
+/// Which part of a file to read.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// First line, from 1.
+    offset: usize,
+    /// Most lines.
+    limit: usize,
+    /// Read the last N lines instead of from `offset`.
+    tail: Option<usize>,
+}
+
+impl Window {
+    /// Parse `offset`/`limit`/`tail_lines` (or Swival's older `tail`).
+    fn from_args(args: &Value) -> Result<Window, String> {
+        let offset = opt_int(args, "offset")?;
+        let limit = opt_int(args, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1) as usize;
+        let tail = match opt_int(args, "tail_lines")? {
+            Some(t) => Some(t),
+            None => opt_int(args, "tail")?,
+        };
+        let tail = match (offset, tail) {
+            (Some(o), Some(t)) if t > 1 => {
+                return Err(format!(
+                    "error: cannot combine 'offset' and 'tail_lines'. To read the last {t} lines, drop 'offset' and keep tail_lines={t}. To paginate forward from line {o}, drop 'tail_lines' and keep offset={o}."
+                ))
+            }
+            (Some(_), Some(_)) => None,
+            // Swival: tail_lines=1 with a larger limit means "the last `limit` lines".
+            (None, Some(t)) if t <= 1 && limit > 1 => Some(limit),
+            (None, Some(t)) => Some(t.max(1) as usize),
+            (_, None) => None,
+        };
+        Ok(Window {
+            offset: offset.unwrap_or(1).max(1) as usize,
+            limit,
+            tail,
+        })
+    }
+
+    /// How the request reads in a `read_multiple_files` section.
+    fn describe(&self) -> String {
+        match self.tail {
+            Some(t) => format!("tail={t}"),
+            None => format!("offset={} limit={}", self.offset, self.limit),
+        }
+    }
+}
+
+/// One page of a text file.
+struct Page {
+    /// `N: text` lines joined by `\n`.
+    body: String,
+    /// Lines after the page.
+    remaining: usize,
+    /// Where the next page starts (from 1).
+    next_offset: usize,
+    /// Checksum of the whole file.
+    checksum: String,
+    /// Whether the page counts as a read for the write guard (a line came
+    /// back, or the file is empty).
+    counts_as_read: bool,
+}
+
+/// Swival's friendly answers for two `.swival` files that may not exist yet.
+fn missing_note(tb: &ToolBox, path: &Path) -> Option<&'static str> {
+    let swival = tb.policy.base.join(".swival");
+    if path == swival.join("memory/MEMORY.md") {
+        return Some(".swival/memory/MEMORY.md does not exist yet. This file stores durable, reusable lessons (short bulleted notes) that persist across sessions. Create it when you learn something worth remembering — tool quirks, API pitfalls, syntax surprises, or project-specific conventions. For detailed topics, create separate files in .swival/memory/ and reference them from MEMORY.md.");
+    }
+    if path == swival.join("HISTORY.md") {
+        return Some("No history yet. Update .swival/memory/MEMORY.md when you learn something worth remembering long-term about the project.");
+    }
+    None
+}
+
+/// Read one page of the text file at `path` (already resolved).
+fn read_page(path: &Path, requested: &str, w: Window) -> Result<Page, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
+    if looks_binary(&bytes) {
+        return Err(format!(
+            "error: binary file detected: {requested}; read_file only shows text"
+        ));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        format!(
+            "error: failed to decode {requested} as UTF-8: {e}; read_file only shows UTF-8 text"
+        )
+    })?;
+    // `lines()` splits on `\n` and drops a trailing `\r`, like Python's
+    // `splitlines()` does for the common cases.
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let start = match w.tail {
+        Some(t) => total.saturating_sub(t),
+        None => w.offset - 1,
+    };
+    if start > 0 && start >= total {
+        return Err(format!(
+            "error: offset {} is past the end of {requested}, which has {total} lines; use a smaller offset or tail_lines",
+            start + 1
+        ));
+    }
+    let mut body = String::new();
+    let mut emitted = 0;
+    for (i, line) in lines.iter().enumerate().skip(start).take(w.limit) {
+        let entry = format!("{}: {}", i + 1, cut_line(line));
+        if body.len() + entry.len() + 1 > MAX_READ_BYTES && emitted > 0 {
+            break;
+        }
+        if emitted > 0 {
+            body.push('\n');
+        }
+        body.push_str(&entry);
+        emitted += 1;
+    }
+    Ok(Page {
+        counts_as_read: emitted > 0 || total == 0,
+        body,
+        remaining: total - start - emitted,
+        next_offset: start + emitted + 1,
+        checksum: checksum(&bytes),
+    })
 }
 
 /// `read_file {file_path, offset?, limit?, tail_lines?}`.
 pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
-    let requested = arg_str(args, "file_path")?;
+    let requested = req_str(args, "file_path")?;
     let path = tb.policy.resolve(requested, Access::Read)?;
-    let meta =
-        std::fs::metadata(&path).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(note) = missing_note(tb, &path) {
+                return Ok(note.into());
+            }
+            return Err(format!(
+                "error: path does not exist: {requested}; check the name with list_files"
+            ));
+        }
+        Err(e) => return Err(format!("error: cannot read {requested}: {e}")),
+    };
     if meta.is_dir() {
         return list_dir(&path, requested);
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
-    if bytes[..bytes.len().min(8192)].contains(&0) {
-        return Err(format!("error: {requested} is a binary file"));
+    let page = read_page(&path, requested, Window::from_args(args)?)?;
+    if page.counts_as_read {
+        tb.tracker.mark(&path);
     }
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| format!("error: {requested} is not valid UTF-8 text"))?;
-    let mut lines: Vec<&str> = text.split('\n').collect();
-    if text.ends_with('\n') {
-        lines.pop();
-    }
-    let total = lines.len();
-    let offset = arg_usize(args, "offset")?;
-    let limit = arg_usize(args, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1);
-    let tail = arg_usize(args, "tail_lines")?;
-    let start = match (offset, tail) {
-        (Some(o), Some(t)) if t > 1 && o > 1 => {
-            return Err("error: use either offset or tail_lines, not both".into())
-        }
-        (_, Some(t)) if t >= 1 => total.saturating_sub(t),
-        (Some(o), _) => o.max(1) - 1,
-        _ => 0,
-    };
-    if start > 0 && start >= total {
-        return Err(format!(
-            "error: offset {} is past the end of {requested} ({total} lines)",
-            start + 1
-        ));
-    }
-    let mut out = String::new();
-    let mut end = start;
-    let mut budget = MAX_READ_BYTES;
-    for (i, line) in lines.iter().enumerate().skip(start).take(limit) {
-        let shown = cut_line(line);
-        let entry = format!("{}: {shown}\n", i + 1);
-        if entry.len() > budget && end > start {
-            break;
-        }
-        budget = budget.saturating_sub(entry.len());
-        out.push_str(&entry);
-        end = i + 1;
-    }
-    if end < total {
-        let _ = writeln!(
+    let mut out = page.body;
+    if page.remaining > 0 {
+        let _ = write!(
             out,
-            "[{} more lines, use offset={} to continue]",
-            total - end,
-            end + 1
+            "\n[{} more lines, use offset={} to continue]",
+            page.remaining, page.next_offset
         );
     }
-    let _ = write!(out, "[checksum={}]", checksum(&bytes));
-    tb.tracker.mark(&path);
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    let _ = write!(out, "[checksum={}]", page.checksum);
     Ok(out)
 }
 
-/// A line cut to [`MAX_LINE_CHARS`] with a marker saying how long it was.
-fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
-    let n = line.chars().count();
-    if n <= MAX_LINE_CHARS {
-        return line.into();
-    }
-    let cut: String = line.chars().take(MAX_LINE_CHARS).collect();
-    format!("{cut}… [line truncated: {n} chars]").into()
-}
-
-fn list_dir(path: &std::path::Path, requested: &str) -> Result<String, String> {
+fn list_dir(path: &Path, requested: &str) -> Result<String, String> {
     let mut names: Vec<String> = std::fs::read_dir(path)
         .map_err(|e| format!("error: cannot list {requested}: {e}"))?
         .filter_map(Result::ok)
         .map(|e| {
             let mut n = e.file_name().to_string_lossy().into_owned();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
+            if e.path().is_dir() {
                 n.push('/');
             }
             n
         })
         .collect();
     names.sort();
-    Ok(if names.is_empty() {
-        format!("{requested} is an empty directory")
-    } else {
-        names.join("\n")
-    })
+    if names.is_empty() {
+        return Ok(format!("{requested} is an empty directory"));
+    }
+    let mut out = String::new();
+    for n in names {
+        if out.len() + n.len() + 1 > MAX_READ_BYTES {
+            out.push_str("\n[truncated at 50KB]");
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&n);
+    }
+    Ok(out)
 }
 
-/// `write_file {file_path, content}`.
-pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
-    let requested = arg_str(args, "file_path")?;
-    let content = match args.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => return Err("error: write_file needs 'content'".into()),
-        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+/// One `=== FILE: … ===` section of `read_multiple_files`.
+struct Section {
+    /// The section's text.
+    text: String,
+    /// Whether the file was read.
+    ok: bool,
+    /// The file to mark as read if the section makes it into the output.
+    read: Option<PathBuf>,
+}
+
+fn section(title: &str, request: &str, result: Result<(PathBuf, Page), String>) -> Section {
+    let mut s = format!("=== FILE: {title} ===\n");
+    match result {
+        Ok((path, page)) => {
+            let _ = write!(
+                s,
+                "status: ok\nrequest: {request}\ncontent_truncated: {}\nchecksum: {}",
+                page.remaining > 0,
+                page.checksum
+            );
+            if !page.body.is_empty() {
+                s.push('\n');
+                s.push_str(&page.body);
+            }
+            if page.remaining > 0 {
+                let _ = write!(s, "\n[next_offset={}]", page.next_offset);
+            }
+            Section {
+                text: s,
+                ok: true,
+                read: page.counts_as_read.then_some(path),
+            }
+        }
+        Err(e) => {
+            let _ = write!(s, "status: error\nrequest: {request}\n{e}");
+            Section {
+                text: s,
+                ok: false,
+                read: None,
+            }
+        }
+    }
+}
+
+/// Read one entry of a batch: a path string or `{file_path, offset?, ...}`.
+fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
+    let default_request = "offset=1 limit=2000";
+    let spec = match spec {
+        Value::String(s) => serde_json::json!({ "file_path": s }),
+        Value::Object(_) => spec.clone(),
+        other => {
+            return section(
+                &format!("file {}", index + 1),
+                default_request,
+                Err(format!(
+                    "error: expected a path string or an object with file_path, got {}",
+                    type_name(other)
+                )),
+            )
+        }
     };
-    let path = tb.policy.resolve(requested, Access::Write)?;
-    if path.is_dir() {
-        return Err(format!("error: {requested} is a directory"));
-    }
-    if path.exists() && tb.read_guard && !tb.tracker.seen(&path) {
-        return Err("error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.".into());
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("error: cannot create the directories for {requested}: {e}"))?;
-    }
-    std::fs::write(&path, content.as_bytes())
-        .map_err(|e| format!("error: cannot write {requested}: {e}"))?;
-    tb.tracker.mark(&path);
-    Ok(format!(
-        "Wrote {} bytes to {requested}\n[checksum={}]",
-        content.len(),
-        checksum(content.as_bytes())
-    ))
+    let Some(requested) = spec.get("file_path").and_then(Value::as_str) else {
+        return section(
+            &format!("file {}", index + 1),
+            default_request,
+            Err("error: missing file_path".into()),
+        );
+    };
+    let window = match Window::from_args(&spec) {
+        Ok(w) => w,
+        Err(e) => return section(requested, default_request, Err(e)),
+    };
+    let request = window.describe();
+    let result = tb.policy.resolve(requested, Access::Read).and_then(|path| {
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {
+                return Err("error: is a directory, use read_file to list directories".into())
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(format!("error: path does not exist: {requested}"))
+            }
+            Err(e) => return Err(format!("error: cannot read {requested}: {e}")),
+        }
+        read_page(&path, requested, window).map(|page| (path, page))
+    });
+    section(requested, &request, result)
 }
 
-/// `think {thought, ...}`: a scratchpad with no side effects.
-pub fn think(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
-    let thought = arg_str(args, "thought")?;
-    if thought.chars().count() > 10_000 {
-        return Err("error: a thought is limited to 10000 characters".into());
+/// `read_multiple_files {files: [...]}`: up to 20 files, one section each,
+/// 50 KB for the whole batch; errors are per file.
+pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+    let files = match args.get("files") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        _ => return Err("error: read_multiple_files requires a non-empty 'files' array. Each entry is either a path string or an object like {\"file_path\": \"...\", \"offset\": 1, \"limit\": 200}. To read a single file, use read_file instead.".into()),
+    };
+    if files.len() > MAX_BATCH {
+        return Err(format!(
+            "error: too many files requested ({}), maximum is {MAX_BATCH}; split the batch",
+            files.len()
+        ));
     }
-    tb.thoughts += 1;
-    let next = args
-        .get("next_thought_needed")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    Ok(serde_json::json!({
-        "thought_number": tb.thoughts,
-        "total_thoughts": args.get("total_thoughts").and_then(Value::as_u64).unwrap_or(tb.thoughts),
-        "next_thought_needed": next,
-        "history_length": tb.thoughts,
-    })
-    .to_string())
+    let (mut ok, mut failed, mut used) = (0, 0, 0);
+    let mut sections: Vec<String> = Vec::new();
+    let mut skipped = 0;
+    for (i, spec) in files.iter().enumerate() {
+        let section = batch_entry(tb, i, spec);
+        let size = section.text.len() + 2;
+        if used + size > MAX_READ_BYTES && !sections.is_empty() {
+            // Unlike Swival, the section that did not fit counts as skipped
+            // and is not marked read: the model never saw it.
+            skipped = files.len() - i;
+            break;
+        }
+        if section.ok {
+            ok += 1;
+        } else {
+            failed += 1;
+        }
+        if let Some(p) = &section.read {
+            tb.tracker.mark(p);
+        }
+        used += size;
+        sections.push(section.text);
+    }
+    let mut out = format!(
+        "files_succeeded: {ok}\nfiles_with_errors: {failed}\nbatch_truncated: {}",
+        skipped > 0
+    );
+    for s in &sections {
+        out.push_str("\n\n");
+        out.push_str(s);
+    }
+    if skipped > 0 {
+        let _ = write!(
+            out,
+            "\n\n[batch_truncated: {skipped} file(s) skipped due to size limit; read them in another call]"
+        );
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_toolbox as toolbox;
     use super::*;
     use serde_json::json;
-
-    fn toolbox(dir: &std::path::Path) -> ToolBox {
-        ToolBox::new(super::super::path::PathPolicy {
-            base: dir.canonicalize().unwrap(),
-            allow_rw: vec![],
-            allow_ro: vec![],
-            yolo: false,
-        })
-    }
 
     #[test]
     fn read_numbers_lines_and_ends_with_checksum() {
@@ -239,33 +432,95 @@ mod tests {
     }
 
     #[test]
-    fn overwrite_needs_a_read_first() {
+    fn tail_lines_reads_the_end_and_conflicts_with_offset() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("e.txt"), "old").unwrap();
+        std::fs::write(d.path().join("t.txt"), "a\nb\nc\nd\n").unwrap();
         let mut tb = toolbox(d.path());
-        let err =
-            write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
-        assert!(err.contains("hasn't been read first"));
-        read_file(&mut tb, &json!({"file_path": "e.txt"})).unwrap();
-        write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("e.txt")).unwrap(),
-            "new"
-        );
+        let out = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
+        assert!(out.starts_with("3: c\n4: d\n[checksum="), "{out}");
+        let err = read_file(
+            &mut tb,
+            &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2}),
+        )
+        .unwrap_err();
+        assert!(err.contains("cannot combine 'offset' and 'tail_lines'"));
     }
 
     #[test]
-    fn new_files_and_parents_are_created() {
+    fn binary_and_missing_files_are_errors_naming_the_path() {
         let d = tempfile::tempdir().unwrap();
-        let out = write_file(
+        std::fs::write(d.path().join("b.bin"), b"ab\0cd").unwrap();
+        let mut tb = toolbox(d.path());
+        let err = read_file(&mut tb, &json!({"file_path": "b.bin"})).unwrap_err();
+        assert!(err.starts_with("error: binary file detected: b.bin"));
+        let err = read_file(&mut tb, &json!({"file_path": "nope.txt"})).unwrap_err();
+        assert!(err.starts_with("error: path does not exist: nope.txt"));
+    }
+
+    #[test]
+    fn directory_read_lists_entries_with_slashes() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("f.txt"), "").unwrap();
+        let out = read_file(&mut toolbox(d.path()), &json!({"file_path": "."})).unwrap();
+        assert_eq!(out, "f.txt\nsub/");
+    }
+
+    #[test]
+    fn read_multiple_files_gives_one_section_per_file_and_errors_inline() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "alpha\n").unwrap();
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        let out = read_multiple_files(
             &mut toolbox(d.path()),
-            &json!({"file_path": "x/y/z.txt", "content": "hi"}),
+            &json!({"files": ["a.txt", {"file_path": "missing.txt"}, {"file_path": "dir"}, 7]}),
         )
         .unwrap();
-        assert!(out.starts_with("Wrote 2 bytes to x/y/z.txt"));
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("x/y/z.txt")).unwrap(),
-            "hi"
-        );
+        assert!(out.starts_with("files_succeeded: 1\nfiles_with_errors: 3\nbatch_truncated: false\n\n=== FILE: a.txt ===\nstatus: ok\nrequest: offset=1 limit=2000\ncontent_truncated: false\nchecksum: "), "{out}");
+        assert!(out.contains("1: alpha"));
+        assert!(out.contains(
+            "=== FILE: missing.txt ===\nstatus: error\nrequest: offset=1 limit=2000\nerror: path does not exist: missing.txt"
+        ));
+        assert!(out.contains("error: is a directory, use read_file to list directories"));
+        assert!(out.contains("=== FILE: file 4 ==="));
+    }
+
+    #[test]
+    fn read_multiple_files_refuses_more_than_twenty() {
+        let d = tempfile::tempdir().unwrap();
+        let files: Vec<String> = (0..21).map(|i| format!("f{i}")).collect();
+        let err =
+            read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err();
+        assert!(err.contains("maximum is 20"));
+    }
+
+    #[test]
+    fn read_multiple_files_stops_at_the_batch_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let big = "z".repeat(1000) + "\n";
+        for i in 0..3 {
+            std::fs::write(d.path().join(format!("{i}.txt")), big.repeat(30)).unwrap();
+        }
+        let out = read_multiple_files(
+            &mut toolbox(d.path()),
+            &json!({"files": ["0.txt", "1.txt", "2.txt"]}),
+        )
+        .unwrap();
+        assert!(out.contains("batch_truncated: true"), "{}", &out[..200]);
+        assert!(out.ends_with(
+            "[batch_truncated: 2 file(s) skipped due to size limit; read them in another call]"
+        ));
+    }
+
+    #[test]
+    fn a_read_counts_for_the_write_guard_only_when_lines_came_back() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "x\n").unwrap();
+        let mut tb = toolbox(d.path());
+        let path = tb.policy.base.join("a.txt");
+        read_file(&mut tb, &json!({"file_path": "a.txt", "offset": 5})).unwrap_err();
+        assert!(!tb.tracker.seen(&path));
+        read_file(&mut tb, &json!({"file_path": "a.txt"})).unwrap();
+        assert!(tb.tracker.seen(&path));
     }
 }

@@ -1,11 +1,25 @@
 //! The tools the model can call: their schemas (what the model sees) and
 //! dispatch. Every tool returns a string; a failure starts with `error:`.
+//!
+//! Every path a tool touches goes through [`path::PathPolicy::resolve`]
+//! (reads with `Access::Read`; writes, moves and deletes with
+//! `Access::Write`). Files: `files.rs` (reads), `write.rs` (write, move,
+//! edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft delete),
+//! `search.rs` (list_files, grep), `todo.rs`, `think.rs`, `schema.rs`.
 
+mod args;
+mod edit;
 mod files;
 pub mod path;
+mod schema;
+mod search;
+mod think;
+mod todo;
+mod trash;
+mod write;
 
 use path::PathPolicy;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -37,64 +51,38 @@ pub struct ToolBox {
     pub tracker: ReadTracker,
     /// Whether the guard is on (Swival's `no_read_guard` turns it off).
     pub read_guard: bool,
-    /// Thoughts recorded by `think`.
-    pub thoughts: u64,
-}
-
-/// The name, description and JSON schema of every tool, in the order the
-/// model sees them.
-fn schemas() -> Vec<Value> {
-    let f = |name: &str, description: &str, parameters: Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}});
-    vec![
-        f(
-            "read_file",
-            "Read a text file (or list a directory). Lines come back as `N: text`; long files come in pages: pass `offset` to continue where a read stopped. Ends with [checksum=...].",
-            json!({"type": "object", "properties": {
-                "file_path": {"type": "string", "description": "Path relative to the project root."},
-                "offset": {"type": "integer", "description": "First line to read, from 1.", "default": 1},
-                "limit": {"type": "integer", "description": "Most lines to read.", "default": 2000},
-                "tail_lines": {"type": "integer", "minimum": 1, "description": "Read the last N lines instead."}
-            }, "required": ["file_path"]}),
-        ),
-        f(
-            "write_file",
-            "Create or overwrite a file with `content`. Parent directories are created. An existing file must be read first.",
-            json!({"type": "object", "properties": {
-                "file_path": {"type": "string", "description": "Path relative to the project root."},
-                "content": {"type": "string", "description": "The whole new content."}
-            }, "required": ["file_path", "content"]}),
-        ),
-        f(
-            "think",
-            "A scratchpad for reasoning step by step before acting. Has no side effects.",
-            json!({"type": "object", "properties": {
-                "thought": {"type": "string"},
-                "thought_number": {"type": "integer", "minimum": 1},
-                "total_thoughts": {"type": "integer", "minimum": 1},
-                "next_thought_needed": {"type": "boolean"}
-            }, "required": ["thought"]}),
-        ),
-    ]
+    /// What `think` remembers.
+    pub thinking: think::Thinking,
+    /// The session's `todo` checklist.
+    pub todo: todo::TodoList,
 }
 
 impl ToolBox {
     /// A toolbox for a session whose paths follow `policy`.
     pub fn new(policy: PathPolicy) -> ToolBox {
+        let todo = todo::TodoList::new(&policy.base);
         ToolBox {
             policy,
             tracker: ReadTracker::default(),
             read_guard: true,
-            thoughts: 0,
+            thinking: think::Thinking::default(),
+            todo,
         }
     }
 
     /// The schemas offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
-        schemas()
+        schema::file_tools()
     }
 
     /// Run one tool call; the result string is what the model sees.
     pub fn call(&mut self, name: &str, raw_args: &str) -> String {
+        self.call_with_id(name, raw_args, "")
+    }
+
+    /// [`ToolBox::call`], knowing the model's id for the call (recorded in
+    /// the trash index by `delete_file`).
+    pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> String {
         let args = if raw_args.trim().is_empty() {
             Value::Object(Default::default())
         } else {
@@ -108,10 +96,17 @@ impl ToolBox {
         };
         let result = match name {
             "read_file" => files::read_file(self, &args),
-            "write_file" => files::write_file(self, &args),
-            "think" => files::think(self, &args),
+            "read_multiple_files" => files::read_multiple_files(self, &args),
+            "write_file" => write::write_file(self, &args),
+            "edit_file" => write::edit_file(self, &args),
+            "list_files" => search::list_files(self, &args),
+            "grep" => search::grep(self, &args),
+            "think" => self.thinking.call(&args),
+            "todo" => self.todo.call(&args),
+            "delete_file" => trash::delete_file(self, &args, call_id),
             other => {
-                let names: Vec<String> = schemas()
+                let names: Vec<String> = self
+                    .schemas()
                     .iter()
                     .filter_map(|s| s.pointer("/function/name")?.as_str().map(str::to_owned))
                     .collect();
@@ -128,4 +123,100 @@ impl ToolBox {
 /// Whether a tool result counts as a failure.
 pub fn is_error(result: &str) -> bool {
     result.starts_with("error:")
+}
+
+/// A toolbox on `dir` with no extra directories, for unit tests.
+#[cfg(test)]
+fn test_toolbox(dir: &Path) -> ToolBox {
+    ToolBox::new(PathPolicy {
+        base: dir.canonicalize().unwrap(),
+        allow_rw: vec![],
+        allow_ro: vec![],
+        yolo: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_in_swivals_order_and_all_dispatch() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tb = test_toolbox(d.path());
+        let names: Vec<String> = tb
+            .schemas()
+            .iter()
+            .map(|s| s["function"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "read_multiple_files",
+                "write_file",
+                "edit_file",
+                "list_files",
+                "grep",
+                "think",
+                "todo",
+                "delete_file"
+            ]
+        );
+        for n in &names {
+            let out = tb.call(n, "{}");
+            assert!(!out.contains("unknown tool"), "{n}: {out}");
+        }
+    }
+
+    #[test]
+    fn unknown_tools_and_bad_json_are_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tb = test_toolbox(d.path());
+        assert!(tb
+            .call("nope", "{}")
+            .starts_with("error: unknown tool 'nope'"));
+        assert!(tb
+            .call("read_file", "{bad")
+            .starts_with("error: invalid JSON"));
+        assert!(tb
+            .call("read_file", "[1]")
+            .starts_with("error: tool arguments must be"));
+    }
+
+    #[test]
+    fn every_file_tool_refuses_a_path_outside_the_base() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("p");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::write(d.path().join("outside.txt"), "x").unwrap();
+        let mut tb = test_toolbox(&base);
+        let calls = [
+            ("read_file", r#"{"file_path": "../outside.txt"}"#),
+            ("read_multiple_files", r#"{"files": ["../outside.txt"]}"#),
+            (
+                "write_file",
+                r#"{"file_path": "../outside.txt", "content": "y"}"#,
+            ),
+            (
+                "write_file",
+                r#"{"file_path": "in.txt", "move_from": "../outside.txt"}"#,
+            ),
+            (
+                "edit_file",
+                r#"{"file_path": "../outside.txt", "old_string": "x", "new_string": "y"}"#,
+            ),
+            ("delete_file", r#"{"file_path": "../outside.txt"}"#),
+            ("list_files", r#"{"pattern": "*", "path": ".."}"#),
+            ("grep", r#"{"pattern": "x", "path": "../outside.txt"}"#),
+        ];
+        for (name, args) in calls {
+            let out = tb.call(name, args);
+            assert!(out.contains("outside the base directory"), "{name}: {out}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("outside.txt")).unwrap(),
+            "x"
+        );
+    }
 }

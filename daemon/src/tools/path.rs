@@ -27,21 +27,18 @@ pub struct PathPolicy {
 }
 
 /// File names the agent may never write, wherever they are.
-const PROTECTED: &[&str] = &["swival.toml"];
+const PROTECTED: &[&str] = &["swival.toml", "mcp.json"];
 
 impl PathPolicy {
     /// Resolve `requested` (relative to the base dir, `~` expanded) for
     /// `access`; the error text is the tool result to return.
     pub fn resolve(&self, requested: &str, access: Access) -> Result<PathBuf, String> {
         if requested.trim().is_empty() {
-            return Err("error: file_path is empty".into());
+            return Err(
+                "error: the path is empty; pass a path relative to the project root".into(),
+            );
         }
-        let expanded = expand_home(requested)?;
-        let joined = if expanded.is_absolute() {
-            expanded
-        } else {
-            self.base.join(expanded)
-        };
+        let joined = self.unresolved(requested)?;
         let resolved = canonicalize_lenient(&joined)
             .map_err(|e| format!("error: cannot resolve path {requested}: {e}"))?;
         if resolved.parent().is_none() {
@@ -56,7 +53,7 @@ impl PathPolicy {
                 .is_some_and(|n| PROTECTED.contains(&n))
         {
             return Err(format!(
-                "error: {requested} is protected configuration and cannot be written"
+                "error: {requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it"
             ));
         }
         if self.yolo {
@@ -73,10 +70,33 @@ impl PathPolicy {
             };
         }
         Err(format!(
-            "error: path {requested} resolves to {}, which is outside the base directory {}; only the base directory and allowed_dirs are reachable",
+            "error: path {requested} resolves to {}, which is outside the base directory {}; only the base directory and allowed_dirs are reachable, so do not try to access it by other means",
             resolved.display(),
             self.base.display()
         ))
+    }
+
+    /// The path as the model named it (relative to the base dir, `~`
+    /// expanded), without following any symlink. Use it only after
+    /// [`PathPolicy::resolve`] accepted the same string: it names the entry
+    /// itself, so a symlink can be moved or deleted rather than its target.
+    pub fn unresolved(&self, requested: &str) -> Result<PathBuf, String> {
+        let expanded = expand_home(requested)?;
+        Ok(if expanded.is_absolute() {
+            expanded
+        } else {
+            self.base.join(expanded)
+        })
+    }
+
+    /// How to show `p` to the model: relative to the base dir when inside
+    /// it, absolute otherwise.
+    pub fn display(&self, p: &Path) -> String {
+        match p.strip_prefix(&self.base) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => p.display().to_string(),
+        }
     }
 }
 
@@ -91,43 +111,64 @@ fn expand_home(p: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(p))
 }
 
-/// Canonicalize a path whose tail may not exist yet: the longest existing
-/// prefix is resolved (symlinks followed), the rest must be plain names.
+/// Symlinks followed in one resolution before giving up (as ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// Canonicalize a path whose tail may not exist yet: components are
+/// resolved left to right with symlinks followed (dangling ones too, so a
+/// link cannot smuggle a write outside); once a component is missing the
+/// rest is folded lexically, which is safe because a missing entry cannot
+/// be a symlink.
 pub fn canonicalize_lenient(p: &Path) -> std::io::Result<PathBuf> {
-    let mut existing = p.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        match existing.canonicalize() {
-            Ok(c) => {
-                let mut out = c;
-                for part in rest.iter().rev() {
-                    out.push(part);
-                }
-                return Ok(out);
+    let mut links = 0;
+    resolve_from(PathBuf::new(), p, &mut links)
+}
+
+fn resolve_from(mut out: PathBuf, p: &Path, links: &mut usize) -> std::io::Result<PathBuf> {
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    };
+    let mut missing = false;
+    for c in p.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out.push(c.as_os_str()),
+            Component::CurDir => {}
+            // `out` is canonical (or lexical past a missing entry), so its
+            // parent is the real parent.
+            Component::ParentDir => {
+                out.pop();
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let name = match existing.components().next_back() {
-                    Some(Component::Normal(n)) => n.to_owned(),
-                    Some(Component::ParentDir) => {
-                        // `missing/..`: fold lexically, nothing to follow.
-                        existing.pop();
-                        existing.pop();
-                        continue;
+            Component::Normal(name) => {
+                out.push(name);
+                if missing {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&out) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        *links += 1;
+                        if *links > MAX_LINKS {
+                            return Err(std::io::Error::other("too many levels of symbolic links"));
+                        }
+                        let target = std::fs::read_link(&out)?;
+                        out.pop();
+                        let base = std::mem::take(&mut out);
+                        let target = if target.is_absolute() {
+                            target
+                        } else {
+                            base.join(target)
+                        };
+                        out = resolve_from(PathBuf::new(), &target, links)?;
                     }
-                    Some(Component::CurDir) => {
-                        existing.pop();
-                        continue;
-                    }
-                    _ => return Err(e),
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(e);
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing = true,
+                    Err(e) => return Err(e),
                 }
             }
-            Err(e) => return Err(e),
         }
     }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -211,5 +252,112 @@ mod tests {
             .resolve("swival.toml", Access::Write)
             .unwrap_err()
             .contains("protected"));
+    }
+
+    #[test]
+    fn allowed_dirs_are_readable_and_writable() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let extra = d.path().join("extra");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&extra).unwrap();
+        let mut p = policy(&base);
+        p.allow_rw = vec![extra.canonicalize().unwrap()];
+        let f = extra.join("new/f.txt");
+        let f = f.to_str().unwrap();
+        assert!(p.resolve(f, Access::Read).is_ok());
+        assert!(p.resolve(f, Access::Write).is_ok());
+        // Reached through a relative path too.
+        assert!(p.resolve("../extra/f.txt", Access::Write).is_ok());
+    }
+
+    #[test]
+    fn a_sibling_sharing_the_base_prefix_is_outside() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let evil = d.path().join("proj-evil");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&evil).unwrap();
+        let err = policy(&base)
+            .resolve(evil.join("x").to_str().unwrap(), Access::Read)
+            .unwrap_err();
+        assert!(err.contains("outside the base directory"), "{err}");
+    }
+
+    #[test]
+    fn dotdot_through_a_missing_directory_cannot_escape() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        std::fs::create_dir(&base).unwrap();
+        let p = policy(&base);
+        assert!(p.resolve("missing/../../x", Access::Write).is_err());
+        assert_eq!(
+            p.resolve("missing/../x", Access::Write).unwrap(),
+            p.base.join("x")
+        );
+    }
+
+    #[test]
+    fn symlinked_directory_inside_the_base_pointing_outside_is_refused_for_new_files() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let out = d.path().join("out");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&out, base.join("door")).unwrap();
+        let err = policy(&base)
+            .resolve("door/new.txt", Access::Write)
+            .unwrap_err();
+        assert!(err.contains("door/new.txt"), "{err}");
+    }
+
+    #[test]
+    fn tilde_user_paths_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let err = policy(d.path())
+            .resolve("~root/x", Access::Read)
+            .unwrap_err();
+        assert!(err.contains("~user"), "{err}");
+    }
+
+    #[test]
+    fn mcp_json_cannot_be_written_but_can_be_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = policy(d.path());
+        assert!(p.resolve("sub/mcp.json", Access::Write).is_err());
+        assert!(p.resolve("sub/mcp.json", Access::Read).is_ok());
+    }
+
+    #[test]
+    fn display_is_relative_inside_the_base_and_absolute_outside() {
+        let d = tempfile::tempdir().unwrap();
+        let p = policy(d.path());
+        assert_eq!(p.display(&p.base.join("a/b")), "a/b");
+        assert_eq!(p.display(&p.base), ".");
+        assert_eq!(p.display(Path::new("/etc/x")), "/etc/x");
+    }
+
+    #[test]
+    fn dangling_symlink_pointing_outside_is_refused_for_writes() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        std::fs::create_dir(&base).unwrap();
+        std::os::unix::fs::symlink(d.path().join("not-yet"), base.join("trap")).unwrap();
+        let err = policy(&base).resolve("trap", Access::Write).unwrap_err();
+        assert!(err.contains("outside the base directory"), "{err}");
+    }
+
+    #[test]
+    fn relative_symlinks_and_dotdot_after_them_resolve_like_the_kernel() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        std::fs::create_dir_all(base.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("a/b", base.join("l")).unwrap();
+        let p = policy(&base);
+        // l/.. is a, not the base: the link is followed before `..`.
+        assert_eq!(
+            p.resolve("l/../new.txt", Access::Write).unwrap(),
+            p.base.join("a/new.txt")
+        );
     }
 }

@@ -1,0 +1,367 @@
+//! The outbound filter chain with Swival's filter contract: each stage gets
+//! `{provider, model, call_kind, messages, tools}` on stdin and answers
+//! `{"messages": [...]}` (the replacement) or `{"allow": false, "reason": …}`.
+//! Every failure blocks the call (fail closed) with Swival's detail text;
+//! the caller wraps it as `LLM filter blocked request: <detail>`.
+
+use crate::procs::{Call, Mode, ProcError, ProcessRunner, Script};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Largest stdout a stage may write before it is killed.
+const MAX_STDOUT: usize = 32 * 1024 * 1024;
+
+/// Which kind of provider call is being filtered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// A normal agent turn.
+    Agent,
+    /// A context-compaction summary.
+    Summary,
+}
+
+impl CallKind {
+    /// The name sent to scripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Agent => "agent",
+            CallKind::Summary => "summary",
+        }
+    }
+}
+
+/// One configured stage.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    /// What to run.
+    pub script: Script,
+    /// How its processes are managed.
+    pub mode: Mode,
+    /// Kill after this long.
+    pub timeout: Duration,
+    /// The command line, for messages.
+    pub display: String,
+}
+
+/// Why a filtered call did not go out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterError {
+    /// A stage blocked it; the detail is Swival's text.
+    Blocked(String),
+    /// The run was cancelled while a stage ran.
+    Cancelled,
+}
+
+/// What the stages are shown about one call.
+#[derive(Debug, Clone, Copy)]
+pub struct FilterInput<'a> {
+    /// Provider name.
+    pub provider: &'a str,
+    /// Model id.
+    pub model: &'a str,
+    /// Agent turn or summary.
+    pub call_kind: CallKind,
+    /// The outbound messages.
+    pub messages: &'a [Value],
+    /// The tool schemas offered.
+    pub tools: &'a [Value],
+}
+
+/// Run every stage in order, each on the previous stage's output.
+pub async fn apply(
+    stages: &[Stage],
+    runner: &ProcessRunner,
+    input: FilterInput<'_>,
+    cancel: &CancellationToken,
+    on_stderr: &(dyn Fn(&Stage, &str) + Sync),
+) -> Result<Vec<Value>, FilterError> {
+    let mut messages: Vec<Value> = input.messages.iter().map(normalize).collect();
+    for stage in stages {
+        let mut payload = json!({
+            "provider": input.provider,
+            "model": input.model,
+            "call_kind": input.call_kind.as_str(),
+            "messages": messages,
+        });
+        if !input.tools.is_empty() {
+            payload["tools"] = Value::Array(input.tools.to_vec());
+        }
+        let stdin = serde_json::to_vec(&payload).expect("JSON serializes");
+        let call = Call {
+            script: &stage.script,
+            mode: stage.mode,
+            input: &stdin,
+            timeout: stage.timeout,
+            max_stdout: MAX_STDOUT,
+        };
+        let out = match runner.call(call, cancel).await {
+            Ok(out) => out,
+            Err(ProcError::Cancelled { .. }) => return Err(FilterError::Cancelled),
+            Err(e) => return Err(FilterError::Blocked(run_failure(&e, stage))),
+        };
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            on_stderr(stage, line);
+        }
+        match out.code {
+            Some(0) => {}
+            Some(code) => {
+                return Err(FilterError::Blocked(format!(
+                    "filter exited with code {code}: {}",
+                    stage.display
+                )))
+            }
+            None => {
+                return Err(FilterError::Blocked(format!(
+                    "filter was killed by a signal: {}",
+                    stage.display
+                )))
+            }
+        }
+        messages = parse_output(&out.stdout).map_err(FilterError::Blocked)?;
+    }
+    Ok(messages.into_iter().map(sanitize_empty_assistant).collect())
+}
+
+/// Swival's text for a stage that did not run to completion.
+fn run_failure(e: &ProcError, stage: &Stage) -> String {
+    match e {
+        ProcError::Spawn { program, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            format!("filter command not found: {program}")
+        }
+        ProcError::Spawn { source, .. } => format!("filter command failed to start: {source}"),
+        ProcError::Timeout { secs, .. } => {
+            format!("filter command timed out after {secs}s: {}", stage.display)
+        }
+        ProcError::Flood { limit, .. } => {
+            format!(
+                "filter wrote more than {limit} bytes to stdout and was killed: {}",
+                stage.display
+            )
+        }
+        other => format!("filter failed: {other}"),
+    }
+}
+
+/// A message as stages see it: only `role`, `content`, `tool_calls`,
+/// `tool_call_id`, `name`, each only when set.
+fn normalize(m: &Value) -> Value {
+    let mut out = Map::new();
+    for key in ["role", "content", "tool_calls", "tool_call_id", "name"] {
+        match m.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(calls)) if key == "tool_calls" => {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .map(|c| {
+                        let mut call = json!({"id": c.get("id"), "type": "function", "function": {
+                            "name": c.pointer("/function/name"),
+                            "arguments": c.pointer("/function/arguments"),
+                        }});
+                        if let Some(extra) = c.get("extra_content") {
+                            call["extra_content"] = extra.clone();
+                        }
+                        call
+                    })
+                    .collect();
+                out.insert(key.into(), Value::Array(calls));
+            }
+            Some(v) => {
+                out.insert(key.into(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// Assistant messages with neither content nor tool calls get a placeholder,
+/// since providers reject them.
+fn sanitize_empty_assistant(mut m: Value) -> Value {
+    let empty_content = m
+        .get("content")
+        .is_none_or(|c| c.is_null() || c.as_str() == Some(""));
+    let no_calls = m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty());
+    if m.get("role").and_then(Value::as_str) == Some("assistant") && empty_content && no_calls {
+        m["content"] = json!("(empty response)");
+    }
+    m
+}
+
+/// Swival's checks on a stage's stdout, in Swival's order; the error is
+/// the detail text.
+pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, String> {
+    let v: Value =
+        serde_json::from_slice(stdout).map_err(|e| format!("filter returned invalid JSON: {e}"))?;
+    let obj = v.as_object().ok_or("filter output is not a JSON object")?;
+    if obj.get("allow") == Some(&Value::Bool(false)) {
+        return Err(obj
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("blocked by filter")
+            .to_owned());
+    }
+    let messages = obj
+        .get("messages")
+        .ok_or("filter output missing 'messages' key")?;
+    let list = messages
+        .as_array()
+        .ok_or("filter returned non-list messages")?;
+    for (i, m) in list.iter().enumerate() {
+        validate_message(i, m)?;
+    }
+    Ok(list.clone())
+}
+
+fn validate_message(i: usize, m: &Value) -> Result<(), String> {
+    let obj = m
+        .as_object()
+        .ok_or_else(|| format!("filter message [{i}] is not a dict"))?;
+    let role = obj.get("role");
+    if !matches!(
+        role.and_then(Value::as_str),
+        Some("system" | "user" | "assistant" | "tool")
+    ) {
+        let shown = role.map(Value::to_string).unwrap_or_else(|| "None".into());
+        return Err(format!("filter message [{i}] has invalid role: {shown}"));
+    }
+    let non_empty = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    if role.and_then(Value::as_str) == Some("tool") && !non_empty("tool_call_id") {
+        return Err(format!("filter message [{i}] (tool) missing tool_call_id"));
+    }
+    let calls = match obj.get("tool_calls") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(a)) => a,
+        Some(Value::Bool(false)) => return Ok(()),
+        Some(Value::String(s)) if s.is_empty() => return Ok(()),
+        Some(Value::Object(o)) if o.is_empty() => return Ok(()),
+        Some(_) => return Err(format!("filter message [{i}] tool_calls is not a list")),
+    };
+    for (j, c) in calls.iter().enumerate() {
+        let call = c
+            .as_object()
+            .ok_or_else(|| format!("filter message [{i}] tool_calls[{j}] is not a dict"))?;
+        if !call
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(format!("filter message [{i}] tool_calls[{j}] missing id"));
+        }
+        let name_ok = call
+            .get("function")
+            .and_then(Value::as_object)
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if !name_ok {
+            return Err(format!(
+                "filter message [{i}] tool_calls[{j}] missing function.name"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(s: &str) -> String {
+        parse_output(s.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn allow_false_blocks_with_reason_or_default() {
+        assert_eq!(
+            err(r#"{"allow": false, "reason": "no secrets"}"#),
+            "no secrets"
+        );
+        assert_eq!(err(r#"{"allow": false}"#), "blocked by filter");
+        // A string "false" does not block; the messages are then required.
+        assert_eq!(
+            err(r#"{"allow": "false"}"#),
+            "filter output missing 'messages' key"
+        );
+    }
+
+    #[test]
+    fn allow_false_wins_over_messages() {
+        assert_eq!(
+            err(r#"{"allow": false, "messages": []}"#),
+            "blocked by filter"
+        );
+    }
+
+    #[test]
+    fn malformed_outputs_give_swivals_details() {
+        assert!(err("").starts_with("filter returned invalid JSON: "));
+        assert!(err("not json").starts_with("filter returned invalid JSON: "));
+        assert_eq!(err("[1]"), "filter output is not a JSON object");
+        assert_eq!(err("{}"), "filter output missing 'messages' key");
+        assert_eq!(
+            err(r#"{"messages": {}}"#),
+            "filter returned non-list messages"
+        );
+        assert_eq!(
+            err(r#"{"messages": [3]}"#),
+            "filter message [0] is not a dict"
+        );
+        assert_eq!(
+            err(r#"{"messages": [{"role": "bot"}]}"#),
+            r#"filter message [0] has invalid role: "bot""#
+        );
+        assert_eq!(
+            err(r#"{"messages": [{"content": "x"}]}"#),
+            "filter message [0] has invalid role: None"
+        );
+        assert_eq!(
+            err(r#"{"messages": [{"role": "tool", "content": "x"}]}"#),
+            "filter message [0] (tool) missing tool_call_id"
+        );
+        assert_eq!(
+            err(r#"{"messages": [{"role": "assistant", "tool_calls": "x"}]}"#),
+            "filter message [0] tool_calls is not a list"
+        );
+        assert_eq!(
+            err(r#"{"messages": [{"role": "assistant", "tool_calls": [1]}]}"#),
+            "filter message [0] tool_calls[0] is not a dict"
+        );
+        assert_eq!(
+            err(
+                r#"{"messages": [{"role": "user"}, {"role": "assistant", "tool_calls": [{"function": {"name": "x"}}]}]}"#
+            ),
+            "filter message [1] tool_calls[0] missing id"
+        );
+        assert_eq!(
+            err(
+                r#"{"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {}}]}]}"#
+            ),
+            "filter message [0] tool_calls[0] missing function.name"
+        );
+    }
+
+    #[test]
+    fn valid_output_replaces_messages_and_keeps_extra_keys() {
+        let out =
+            parse_output(br#"{"messages": [{"role": "user", "content": "hi", "x": 1}]}"#).unwrap();
+        assert_eq!(out, vec![json!({"role": "user", "content": "hi", "x": 1})]);
+        assert!(parse_output(br#"{"messages": []}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn stages_see_only_swivals_message_keys() {
+        let m = json!({"role": "assistant", "content": null, "reasoning_content": "r", "_swival_synthetic": true,
+            "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}, "index": 0}]});
+        assert_eq!(
+            normalize(&m),
+            json!({"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! One child process: spawned in its own process group, fed its stdin while
+//! stdout and stderr are read (so a large payload cannot deadlock on a full
+//! pipe), stdout bounded, and the whole group killed on timeout, flood or
+//! cancellation.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+/// What a finished child produced.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit code; `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// Everything it wrote to stdout (at most the limit).
+    pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr (at most the limit).
+    pub stderr: Vec<u8>,
+}
+
+/// Why a child did not produce an [`Output`].
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// It ran past its timeout and was killed with its process group.
+    #[error("{program} timed out after {secs}s and was killed")]
+    Timeout { program: String, secs: f64 },
+    /// It wrote more than the limit to stdout and was killed.
+    #[error("{program} wrote more than {limit} bytes to stdout and was killed")]
+    Flood { program: String, limit: usize },
+    /// The caller cancelled; the process group was killed.
+    #[error("{program} was cancelled")]
+    Cancelled { program: String },
+    /// A persistent worker broke its line protocol or died mid-call.
+    #[error("{program}: {message}")]
+    Protocol { program: String, message: String },
+    /// Reading or writing its pipes failed.
+    #[error("talking to {program} failed: {source}")]
+    Io {
+        program: String,
+        source: std::io::Error,
+    },
+}
+
+/// One child to run to completion.
+#[derive(Debug)]
+pub struct OneShot<'a> {
+    /// Program and arguments (never through a shell).
+    pub argv: &'a [String],
+    /// Written to stdin, which is then closed.
+    pub stdin: &'a [u8],
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// Extra environment variables.
+    pub env: &'a [(String, String)],
+    /// Kill the group after this long.
+    pub timeout: Duration,
+    /// Kill the group if stdout grows past this many bytes.
+    pub max_stdout: usize,
+}
+
+/// A started child, waiting for its input.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The process.
+    child: tokio::process::Child,
+    /// Its process group (= its pid).
+    pub pgid: Option<i32>,
+    /// argv[0], for messages.
+    program: String,
+}
+
+impl Spawned {
+    /// Take the pipes (for a long-lived worker) and the pid.
+    pub fn take_pipes(
+        &mut self,
+    ) -> (
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+        tokio::process::ChildStderr,
+        u32,
+    ) {
+        let c = &mut self.child;
+        let pid = c.id().unwrap_or_default();
+        (
+            c.stdin.take().expect("piped stdin"),
+            c.stdout.take().expect("piped stdout"),
+            c.stderr.take().expect("piped stderr"),
+            pid,
+        )
+    }
+
+    /// Whether it already exited (a prespawned child that died while idle).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+    }
+}
+
+/// Start `argv` in its own process group with piped stdio.
+pub fn spawn(argv: &[String], cwd: &Path, env: &[(String, String)]) -> Result<Spawned, ProcError> {
+    let program = argv.first().cloned().unwrap_or_default();
+    let mut cmd = Command::new(&program);
+    cmd.args(argv.get(1..).unwrap_or_default())
+        .current_dir(cwd)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn().map_err(|source| ProcError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pgid = child.id().map(|p| p as i32);
+    Ok(Spawned {
+        child,
+        pgid,
+        program,
+    })
+}
+
+/// Feed a started child its input and collect its output, killing its
+/// whole group on timeout, flood or cancellation (and in any case once
+/// the leader has exited, so nothing it started outlives the call).
+pub async fn drive(
+    mut spawned: Spawned,
+    input: &[u8],
+    timeout: Duration,
+    max_stdout: usize,
+    cancel: &CancellationToken,
+) -> Result<Output, ProcError> {
+    let program = spawned.program.clone();
+    let child = &mut spawned.child;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let write = async move {
+        // A child that exits without reading its input is not an error.
+        let _ = stdin.write_all(input).await;
+        drop(stdin);
+    };
+    let limit = max_stdout;
+    let flood = || ProcError::Flood {
+        program: program.clone(),
+        limit,
+    };
+    let io = |source| ProcError::Io {
+        program: program.clone(),
+        source,
+    };
+    // try_join stops at the first failure, so a flood ends the wait at once.
+    let work = async {
+        tokio::try_join!(
+            async {
+                write.await;
+                Ok(())
+            },
+            async {
+                read_bounded(stdout, limit)
+                    .await
+                    .map_err(|e| e.into_proc(flood, io))
+            },
+            async {
+                read_bounded(stderr, limit)
+                    .await
+                    .map_err(|e| e.into_proc(flood, io))
+            },
+            async { child.wait().await.map_err(io) },
+        )
+    };
+    let result = tokio::select! {
+        r = work => r,
+        _ = tokio::time::sleep(timeout) => Err(ProcError::Timeout { program: program.clone(), secs: timeout.as_secs_f64() }),
+        _ = cancel.cancelled() => Err(ProcError::Cancelled { program: program.clone() }),
+    };
+    let ((), stdout, stderr, status) = result?;
+    Ok(Output {
+        code: status.code(),
+        stdout,
+        stderr,
+    })
+}
+
+/// Run a child to completion (or kill it) and collect its output.
+pub async fn run(job: OneShot<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
+    let spawned = spawn(job.argv, job.cwd, job.env)?;
+    drive(spawned, job.stdin, job.timeout, job.max_stdout, cancel).await
+}
+
+/// Why reading a pipe stopped early.
+enum ReadError {
+    /// More than the limit arrived.
+    Flood,
+    /// The pipe failed.
+    Io(std::io::Error),
+}
+
+impl ReadError {
+    fn into_proc(
+        self,
+        flood: impl Fn() -> ProcError,
+        io: impl Fn(std::io::Error) -> ProcError,
+    ) -> ProcError {
+        match self {
+            ReadError::Flood => flood(),
+            ReadError::Io(e) => io(e),
+        }
+    }
+}
+
+/// Read to EOF, failing as soon as more than `limit` bytes arrive.
+async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Vec<u8>, ReadError> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = r.read(&mut chunk).await.map_err(ReadError::Io)?;
+        if n == 0 {
+            return Ok(buf);
+        }
+        if buf.len() + n > limit {
+            return Err(ReadError::Flood);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// SIGKILL a whole process group (ignoring "no such group").
+pub fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}

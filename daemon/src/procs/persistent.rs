@@ -1,0 +1,212 @@
+//! `mode = "persistent"`: one long-lived worker per script that reads one
+//! JSON request per line on stdin and writes one JSON reply per line on
+//! stdout, an `id` field pairing them. A worker that dies, floods, hangs
+//! past a call's timeout or writes garbage is killed; the calls waiting on
+//! it fail (closed), and the next call starts a fresh worker.
+
+use super::child::{kill_group, spawn, ProcError};
+use super::Script;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::ChildStdin;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// Replies waiting for their line, by request id.
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
+
+/// A persistent worker, started on first use and restarted after it dies.
+#[derive(Default)]
+pub struct Worker {
+    /// The running process, if any.
+    live: tokio::sync::Mutex<Option<Live>>,
+    /// Next request id.
+    next_id: std::sync::atomic::AtomicU64,
+    /// Starts so far.
+    starts: std::sync::atomic::AtomicU64,
+}
+
+/// A running worker process.
+struct Live {
+    /// Requests go here.
+    stdin: ChildStdin,
+    /// Its process group.
+    pgid: Option<i32>,
+    /// Calls waiting for replies.
+    pending: Pending,
+    /// Cancelled when the worker is gone.
+    dead: CancellationToken,
+    /// Its pid, for `policy/status` and tests.
+    pid: u32,
+    /// Which start of the worker this is.
+    gen: u64,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.dead.cancel();
+        kill_group(self.pgid);
+    }
+}
+
+impl Worker {
+    /// The pid of the running worker, if one runs.
+    pub async fn pid(&self) -> Option<u32> {
+        self.live
+            .lock()
+            .await
+            .as_ref()
+            .filter(|l| !l.dead.is_cancelled())
+            .map(|l| l.pid)
+    }
+
+    /// Kill the worker (daemon shutdown).
+    pub async fn stop(&self) {
+        self.live.lock().await.take();
+    }
+
+    /// Send `request` (a JSON object; an `id` is added) and wait for the
+    /// reply with the same id (returned without it).
+    pub async fn call(
+        &self,
+        script: &Script,
+        request: &Value,
+        timeout: Duration,
+        max_line: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ProcError> {
+        let program = script.argv.first().cloned().unwrap_or_default();
+        let Value::Object(fields) = request else {
+            return Err(ProcError::Protocol {
+                program,
+                message: "persistent mode needs a JSON object request".into(),
+            });
+        };
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut line = Map::with_capacity(fields.len() + 1);
+        line.insert("id".into(), Value::from(id));
+        line.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut text = serde_json::to_string(&line).expect("JSON serializes");
+        text.push('\n');
+
+        let (tx, rx) = oneshot::channel();
+        let gen = {
+            let mut guard = self.live.lock().await;
+            if guard.as_ref().is_none_or(|l| l.dead.is_cancelled()) {
+                let gen = self
+                    .starts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                *guard = Some(start(script, max_line, gen)?);
+            }
+            let live = guard.as_mut().expect("just started");
+            live.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, tx);
+            if let Err(source) = live.stdin.write_all(text.as_bytes()).await {
+                guard.take();
+                return Err(ProcError::Io { program, source });
+            }
+            live.gen
+        };
+        let outcome = tokio::select! {
+            r = rx => r.unwrap_or_else(|_| Err("the worker exited before replying".into())),
+            _ = tokio::time::sleep(timeout) => {
+                // A hung worker would hang every later call: replace it.
+                self.kill_if(gen).await;
+                return Err(ProcError::Timeout { program, secs: timeout.as_secs_f64() });
+            }
+            _ = cancel.cancelled() => return Err(ProcError::Cancelled { program }),
+        };
+        outcome.map_err(|message| ProcError::Protocol { program, message })
+    }
+
+    /// Kill the worker if it is still generation `gen`.
+    async fn kill_if(&self, gen: u64) {
+        let mut guard = self.live.lock().await;
+        if guard.as_ref().is_some_and(|l| l.gen == gen) {
+            guard.take();
+        }
+    }
+}
+
+/// Start the worker process and its stdout/stderr readers.
+fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> {
+    let mut spawned = spawn(&script.argv, &script.cwd, &script.env)?;
+    let (stdin, stdout, stderr, pid) = spawned.take_pipes();
+    let pgid = spawned.pgid;
+    let pending: Pending = Arc::default();
+    let dead = CancellationToken::new();
+    let program = script.argv.first().cloned().unwrap_or_default();
+    {
+        let (pending, dead) = (pending.clone(), dead.clone());
+        tokio::spawn(async move {
+            // Holding `spawned` here keeps the process alive exactly as
+            // long as its stdout is being read.
+            let _spawned = spawned;
+            let mut lines = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            let why = loop {
+                buf.clear();
+                let mut limited = (&mut lines).take(max_line as u64 + 1);
+                let read = tokio::select! {
+                    r = limited.read_until(b'\n', &mut buf) => r,
+                    _ = dead.cancelled() => break "the worker was stopped".to_owned(),
+                };
+                match read {
+                    Ok(0) => break "the worker exited".to_owned(),
+                    Err(e) => break format!("reading the worker's stdout failed: {e}"),
+                    Ok(_) if buf.len() > max_line => {
+                        break format!("the worker wrote a line longer than {max_line} bytes")
+                    }
+                    Ok(_) => {}
+                }
+                let reply: Value = match serde_json::from_slice(&buf) {
+                    Ok(v) => v,
+                    Err(e) => break format!("the worker wrote a line that is not JSON: {e}"),
+                };
+                let Some(id) = reply.get("id").and_then(Value::as_u64) else {
+                    break "the worker wrote a reply without a numeric `id`".to_owned();
+                };
+                let mut reply = reply;
+                if let Some(obj) = reply.as_object_mut() {
+                    obj.remove("id");
+                }
+                if let Some(tx) = pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id)
+                {
+                    let _ = tx.send(Ok(reply));
+                }
+            };
+            tracing::warn!("persistent worker {program}: {why}");
+            dead.cancel();
+            for (_, tx) in pending.lock().unwrap_or_else(|p| p.into_inner()).drain() {
+                let _ = tx.send(Err(why.clone()));
+            }
+        });
+    }
+    {
+        let program = script.argv.first().cloned().unwrap_or_default();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(target: "swivald::procs::stderr", "{program}: {line}");
+            }
+        });
+    }
+    Ok(Live {
+        stdin,
+        pgid,
+        pending,
+        dead,
+        pid,
+        gen,
+    })
+}

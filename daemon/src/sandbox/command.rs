@@ -1,0 +1,528 @@
+//! `run_command`: run one argv (never through a shell) with cwd = base
+//! dir, stdin from /dev/null, stdout and stderr merged into one pipe, in
+//! its own process group, through the helper when the session is
+//! sandboxed. The whole group is killed when the command ends, times out
+//! or is cancelled, so nothing it started outlives the call. The result is
+//! Swival's: `Exit code: N` or `error: command timed out after Ns` first,
+//! then the output; more than 10 KB goes to a spill file.
+
+use super::policy::{self, CommandPolicy};
+use super::spill;
+use super::status::{self, HelperPlan, SandboxCapabilities, SandboxStatus};
+use super::{ExecSpec, EXEC_FLAG};
+use crate::config::SandboxMode;
+use serde_json::Value;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+/// Command output shown inline at most; more is spilled.
+pub const INLINE_LIMIT: usize = 10 * 1024;
+/// Command output kept at most (the rest is drained and dropped).
+pub const CAPTURE_LIMIT: usize = 1024 * 1024;
+/// How long output may keep arriving after the group was killed (a
+/// process that left the group can hold the pipe open forever).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Everything a session fixes once about how its commands run.
+#[derive(Debug, Clone)]
+pub struct CommandEnv {
+    /// What may run.
+    pub policy: CommandPolicy,
+    /// Working directory of every command (canonical).
+    pub base_dir: PathBuf,
+    /// The helper's plan; `None` runs commands directly (builtin mode, or
+    /// a kernel that enforces nothing).
+    pub plan: Option<HelperPlan>,
+    /// The swivald executable re-run as the helper.
+    pub helper: PathBuf,
+}
+
+impl CommandEnv {
+    /// The environment for a session, and the status to report for it.
+    /// `allow_dirs` are the read-write allow-dirs; `hide_dirs` are hidden
+    /// from commands (swivald's socket directory); `caps` come from
+    /// [`super::probe`] run with the same `helper`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        policy: CommandPolicy,
+        base_dir: &Path,
+        allow_dirs: &[PathBuf],
+        mode: SandboxMode,
+        network_allowed: bool,
+        caps: &SandboxCapabilities,
+        hide_dirs: Vec<PathBuf>,
+        helper: PathBuf,
+    ) -> (CommandEnv, SandboxStatus) {
+        let write_dirs = std::iter::once(base_dir.to_owned())
+            .chain(allow_dirs.iter().cloned())
+            .collect();
+        let (status, plan) = status::plan(mode, network_allowed, caps, write_dirs, hide_dirs);
+        let env = CommandEnv {
+            policy,
+            base_dir: base_dir.to_owned(),
+            plan,
+            helper,
+        };
+        (env, status)
+    }
+}
+
+/// The `run_command` tool: repair and check the model's arguments, run,
+/// and add Swival's `(auto-corrected: …)` note when the argument was
+/// repaired.
+pub async fn run_command_tool(
+    env: &CommandEnv,
+    args: &Value,
+    cancel: &CancellationToken,
+) -> String {
+    let call = match policy::parse_call(args) {
+        Ok(c) => c,
+        Err(e) => return format!("error: {e}"),
+    };
+    let result = run_command(env, &call.argv, call.timeout, cancel).await;
+    match call.repair_note {
+        Some(note) => format!("{result}\n(auto-corrected: {note})"),
+        None => result,
+    }
+}
+
+/// How the command ended.
+enum Ending {
+    /// It exited (code, or minus the signal number as Python reports it).
+    Exited(i32),
+    /// The timeout passed.
+    TimedOut,
+    /// The caller cancelled.
+    Cancelled,
+}
+
+/// Run `argv` under `env` and return the tool result.
+pub async fn run_command(
+    env: &CommandEnv,
+    argv: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> String {
+    let program = match policy::check(argv, &env.policy, &env.base_dir) {
+        Ok(p) => p,
+        Err(e) => return format!("error: {e}"),
+    };
+    if !env.base_dir.is_dir() {
+        return format!(
+            "error: base directory does not exist or is not a directory: {}",
+            env.base_dir.display()
+        );
+    }
+    let tmp = match &env.plan {
+        Some(_) => match RunTempDir::create() {
+            Ok(t) => Some(t),
+            Err(e) => return format!("error: cannot create the command's temp directory: {e}"),
+        },
+        None => None,
+    };
+    let (reader, writer) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(p) => p,
+        Err(e) => return format!("error: cannot create a pipe for the command's output: {e}"),
+    };
+    let mut cmd = match build(env, &program, argv, tmp.as_ref(), writer) {
+        Ok(c) => c,
+        Err(e) => return format!("error: cannot prepare the command: {e}"),
+    };
+    let spawned = cmd.spawn();
+    // The Command holds our copy of the pipe's write end; without dropping
+    // it the reader never sees EOF.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return format!("error: failed to start command {}: {e}", program.display()),
+    };
+    let _group = GroupGuard(child.id().map(|p| p as i32));
+    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader) {
+        Ok(p) => p,
+        Err(e) => return format!("error: cannot read the command's output: {e}"),
+    };
+
+    let mut capture = Capture::default();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut open = true;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let ending = loop {
+        tokio::select! {
+            n = pipe.read(&mut chunk), if open => match n {
+                Ok(0) | Err(_) => open = false,
+                Ok(n) => capture.push(&chunk[..n]),
+            },
+            status = child.wait() => break match status {
+                Ok(s) => Ending::Exited(s.code().unwrap_or_else(|| -s.signal().unwrap_or(0))),
+                Err(e) => return format!("error: waiting for the command failed: {e}"),
+            },
+            () = &mut deadline => break Ending::TimedOut,
+            () = cancel.cancelled() => break Ending::Cancelled,
+        }
+    };
+    // Nothing the command started outlives the call.
+    _group.kill();
+    if !matches!(ending, Ending::Exited(_)) {
+        let _ = child.wait().await;
+    }
+    let drain = tokio::time::sleep(DRAIN_GRACE);
+    tokio::pin!(drain);
+    while open {
+        tokio::select! {
+            n = pipe.read(&mut chunk) => match n {
+                Ok(0) | Err(_) => open = false,
+                Ok(n) => capture.push(&chunk[..n]),
+            },
+            () = &mut drain => break,
+        }
+    }
+    drop(tmp);
+    format_result(&env.base_dir, ending, timeout, capture)
+}
+
+/// The process to spawn: the helper with the plan, or the program itself.
+fn build(
+    env: &CommandEnv,
+    program: &Path,
+    argv: &[String],
+    tmp: Option<&RunTempDir>,
+    out: OwnedFd,
+) -> std::io::Result<tokio::process::Command> {
+    let mut cmd = match (&env.plan, tmp) {
+        (Some(plan), Some(tmp)) => {
+            let mut plan = plan.clone();
+            plan.write_dirs.push(tmp.0.clone());
+            let spec = ExecSpec {
+                program: program.to_owned(),
+                plan,
+            };
+            let spec = serde_json::to_string(&spec).map_err(std::io::Error::other)?;
+            let mut cmd = tokio::process::Command::new(&env.helper);
+            cmd.arg(EXEC_FLAG).arg(spec).arg("--").args(argv);
+            cmd.env("TMPDIR", &tmp.0);
+            cmd
+        }
+        _ => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.as_std_mut().arg0(&argv[0]);
+            cmd.args(&argv[1..]);
+            cmd
+        }
+    };
+    cmd.current_dir(&env.base_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out.try_clone()?))
+        .stderr(Stdio::from(out))
+        .process_group(0)
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
+/// Swival's result text, spilled when over [`INLINE_LIMIT`].
+fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Capture) -> String {
+    let head = match ending {
+        Ending::Exited(0) => None,
+        Ending::Exited(code) => Some(format!("Exit code: {code}")),
+        Ending::TimedOut => Some(format!(
+            "error: command timed out after {}s",
+            seconds(timeout)
+        )),
+        Ending::Cancelled => Some("error: command was cancelled".to_owned()),
+    };
+    let output = String::from_utf8_lossy(&capture.bytes);
+    let mut parts: Vec<&str> = Vec::new();
+    if let Some(h) = &head {
+        parts.push(h);
+    }
+    if !output.is_empty() {
+        parts.push(&output);
+    }
+    if capture.truncated {
+        parts.push("[output truncated at 1MB]");
+    }
+    if parts.is_empty() {
+        return "(no output)".into();
+    }
+    let result = parts.join("\n");
+    if result.len() <= INLINE_LIMIT {
+        return result;
+    }
+    let saved = spill::save_large_output(&result, base, INLINE_LIMIT, capture.truncated, None);
+    match head {
+        Some(h) => format!("{saved}\n{h}"),
+        None => saved,
+    }
+}
+
+/// `30` for whole seconds, `2.5` otherwise.
+fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}
+
+/// The output kept so far.
+#[derive(Default)]
+struct Capture {
+    /// At most [`CAPTURE_LIMIT`] bytes.
+    bytes: Vec<u8>,
+    /// More arrived and was dropped.
+    truncated: bool,
+}
+
+impl Capture {
+    fn push(&mut self, data: &[u8]) {
+        let room = CAPTURE_LIMIT - self.bytes.len();
+        if data.len() > room {
+            self.truncated = true;
+        }
+        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+    }
+}
+
+/// SIGKILLs the process group when dropped, whatever path the call took.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn kill(&self) {
+        crate::procs::kill_group(self.0);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The command's private TMPDIR (writable under Landlock), removed with
+/// everything in it when the run ends.
+struct RunTempDir(PathBuf);
+
+impl RunTempDir {
+    fn create() -> std::io::Result<RunTempDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path = std::env::temp_dir().join(format!("swivald-run-{}", spill::random_hex(8)));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(RunTempDir(path))
+    }
+}
+
+impl Drop for RunTempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A builtin-mode environment allowing the given programs from /usr/bin or /bin.
+    fn env(base: &Path, names: &[&str]) -> CommandEnv {
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let map = policy::resolve_whitelist(&names, base, "/usr/bin:/bin".as_ref()).unwrap();
+        CommandEnv {
+            policy: CommandPolicy::Whitelist(map),
+            base_dir: base.canonicalize().unwrap(),
+            plan: None,
+            helper: PathBuf::from("/nonexistent"),
+        }
+    }
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn arguments_reach_the_program_literally_in_the_base_dir() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["echo", "pwd"]);
+        let c = CancellationToken::new();
+        let out = run_command(
+            &env,
+            &argv(&["echo", "$(id)", "; rm -rf x"]),
+            Duration::from_secs(10),
+            &c,
+        )
+        .await;
+        assert_eq!(out, "$(id) ; rm -rf x\n");
+        let out = run_command(&env, &argv(&["pwd"]), Duration::from_secs(10), &c).await;
+        assert_eq!(out.trim_end(), env.base_dir.display().to_string());
+    }
+
+    #[tokio::test]
+    async fn nonzero_exit_is_reported_with_the_output() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["sh"]);
+        let c = CancellationToken::new();
+        let out = run_command(
+            &env,
+            &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(10),
+            &c,
+        )
+        .await;
+        assert_eq!(out, "Exit code: 3\nout\nerr\n");
+    }
+
+    #[tokio::test]
+    async fn command_not_in_whitelist_is_an_error_result() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["echo"]);
+        let out = run_command(
+            &env,
+            &argv(&["rm", "-rf", "x"]),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            "error: command 'rm' is not allowed. Allowed commands: echo"
+        );
+    }
+
+    #[tokio::test]
+    async fn empty_output_says_so() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["true"]);
+        let out = run_command(
+            &env,
+            &argv(&["true"]),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(out, "(no output)");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group_and_keeps_partial_output() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["sh"]);
+        let script = "sleep 60 & echo $! > grandchild.pid; echo started; sleep 60";
+        let start = std::time::Instant::now();
+        let out = run_command(
+            &env,
+            &argv(&["sh", "-c", script]),
+            Duration::from_secs(1),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(out, "error: command timed out after 1s\nstarted\n");
+        let pid: i32 = std::fs::read_to_string(base.path().join("grandchild.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(gone(pid), "grandchild {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_the_group() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["sleep"]);
+        let c = CancellationToken::new();
+        let c2 = c.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            c2.cancel();
+        });
+        let out = run_command(&env, &argv(&["sleep", "60"]), Duration::from_secs(30), &c).await;
+        assert_eq!(out, "error: command was cancelled");
+    }
+
+    #[tokio::test]
+    async fn large_output_is_spilled_with_the_exit_code_after_the_preview() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["sh"]);
+        let out = run_command(
+            &env,
+            &argv(&["sh", "-c", "seq 1 5000; exit 2"]),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(
+            out.starts_with("Command output too large for context ("),
+            "{out}"
+        );
+        assert!(out.ends_with("[/preview]\nExit code: 2"), "{out}");
+        let rel = out
+            .lines()
+            .find_map(|l| l.strip_prefix("Full output saved to: "))
+            .unwrap();
+        let saved = std::fs::read_to_string(base.path().join(rel)).unwrap();
+        let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+        assert_eq!(saved, format!("Exit code: 2\n{expected}"));
+    }
+
+    #[tokio::test]
+    async fn repaired_string_argument_gets_a_note() {
+        let base = tempfile::tempdir().unwrap();
+        let env = env(base.path(), &["echo"]);
+        let out = run_command_tool(
+            &env,
+            &serde_json::json!({"command": "echo hi"}),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            out,
+            "hi\n\n(auto-corrected: run_command received a string; converted to argv array)"
+        );
+    }
+
+    #[test]
+    fn capture_keeps_one_megabyte() {
+        let mut c = Capture::default();
+        c.push(&vec![b'a'; CAPTURE_LIMIT - 1]);
+        c.push(b"bc");
+        assert_eq!(c.bytes.len(), CAPTURE_LIMIT);
+        assert!(c.truncated);
+    }
+
+    #[test]
+    fn whitelist_map_is_sorted_in_errors() {
+        let p = CommandPolicy::Whitelist(BTreeMap::new());
+        assert_eq!(
+            policy::check(&argv(&["x"]), &p, Path::new("/")).unwrap_err(),
+            "command 'x' is not allowed. Allowed commands: (none)"
+        );
+    }
+
+    /// Whether `pid` is dead (gone, or a zombie nobody reaped yet).
+    pub(crate) fn gone(pid: i32) -> bool {
+        for _ in 0..50 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => return true,
+                Ok(stat) => {
+                    let state = stat
+                        .rsplit(')')
+                        .next()
+                        .and_then(|s| s.split_whitespace().next());
+                    if state == Some("Z") || state == Some("X") {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}

@@ -1,0 +1,109 @@
+//! Running commands and fetching URLs for the model, confined by the
+//! kernel where it can (SPEC §6).
+//!
+//! - `policy.rs` — which program a `run_command` call would run (the
+//!   whitelist pinned at session creation, the per-call check, argument
+//!   repair). Pure.
+//! - `status.rs` — what the kernel can enforce ([`SandboxCapabilities`],
+//!   from [`probe`]), what a session gets ([`SandboxStatus`]) and the
+//!   helper's plan. Pure.
+//! - `linux.rs` — the helper mode: swivald re-executed as
+//!   `swivald --sandbox-exec <plan> -- argv...` applies namespaces,
+//!   Landlock and seccomp to itself, then execs the command.
+//! - `command.rs` — `run_command`: spawn (through the helper under
+//!   `sandbox = "os"`), capture, timeout and cancel kill the whole process
+//!   group, format Swival's result.
+//! - `ssrf.rs`, `fetch.rs` — `fetch_url` and the address checks.
+//! - `spill.rs` — output too large for the context goes to
+//!   `.swival/cmd_output_*.txt`.
+//!
+//! **Invariant:** a status never claims more than the helper enforces: both
+//! come from [`status::plan`], and the helper refuses to run a command when
+//! a step of its plan fails.
+
+pub mod command;
+pub mod fetch;
+#[cfg(target_os = "linux")]
+mod linux;
+pub mod policy;
+pub mod spill;
+pub mod ssrf;
+pub mod status;
+
+pub use command::{run_command, run_command_tool, CommandEnv};
+pub use fetch::{fetch_url, fetch_url_tool, FetchEnv};
+pub use policy::{check, resolve_whitelist, CommandPolicy};
+pub use ssrf::is_forbidden;
+pub use status::{NetBlock, SandboxCapabilities, SandboxStatus};
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// First argument that turns swivald into the helper that confines and
+/// execs one command.
+pub const EXEC_FLAG: &str = "--sandbox-exec";
+/// First argument that turns swivald into the capability probe.
+pub const PROBE_FLAG: &str = "--sandbox-probe";
+
+/// What the daemon hands the helper: the program to exec and the plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ExecSpec {
+    /// Absolute path of the program (already checked against the policy).
+    pub program: PathBuf,
+    /// What to apply before exec.
+    pub plan: status::HelperPlan,
+}
+
+/// Run as the helper or the probe when argv says so; `None` means this is
+/// the daemon. `main` calls it before parsing arguments and before any
+/// thread exists (creating a user namespace needs a single thread).
+pub fn main_if_helper() -> Option<ExitCode> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::main_if_helper()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The executable to re-run as the helper: this very program, even if its
+/// file was replaced since it started.
+pub fn default_helper() -> PathBuf {
+    PathBuf::from("/proc/self/exe")
+}
+
+/// Find out what the kernel lets the helper enforce by running
+/// `helper --sandbox-probe` (a throwaway process that tries each step).
+/// Call it once at daemon start; it never fails, it reports.
+pub async fn probe(helper: &Path) -> SandboxCapabilities {
+    if !cfg!(target_os = "linux") {
+        return SandboxCapabilities::none("kernel sandboxing is implemented on Linux only");
+    }
+    let run = tokio::process::Command::new(helper)
+        .arg(PROBE_FLAG)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = match tokio::time::timeout(Duration::from_secs(10), run).await {
+        Err(_) => return SandboxCapabilities::none("the sandbox probe did not answer within 10 s"),
+        Ok(Err(e)) => {
+            return SandboxCapabilities::none(&format!(
+                "cannot run the sandbox probe {}: {e}",
+                helper.display()
+            ))
+        }
+        Ok(Ok(out)) => out,
+    };
+    match serde_json::from_slice::<SandboxCapabilities>(&out.stdout) {
+        Ok(caps) if out.status.success() => caps,
+        _ => SandboxCapabilities::none(&format!(
+            "the sandbox probe failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}

@@ -1,0 +1,386 @@
+//! `todo`: Swival's per-session checklist (`swival/todo.py`). Actions
+//! add/done/remove/clear/list, at most 50 items of 500 characters, every
+//! action answers with the whole list as JSON. The list is mirrored to
+//! `.swival/todo.md`; items other sessions wrote there are kept on disk but
+//! not taken into this session's list.
+
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Most items one session may add.
+pub const MAX_ITEMS: usize = 50;
+/// Most characters in one item.
+pub const MAX_ITEM_CHARS: usize = 500;
+const ACTIONS: &str = "add, clear, done, list, remove";
+
+/// One checklist entry.
+#[derive(Debug, Clone, PartialEq)]
+struct Item {
+    /// The task text.
+    text: String,
+    /// Whether it is done.
+    done: bool,
+}
+
+/// One session's checklist.
+#[derive(Debug, Default)]
+pub struct TodoList {
+    /// This session's items, in order.
+    items: Vec<Item>,
+    /// Where the list is mirrored (`<base>/.swival/todo.md`), if anywhere.
+    file: Option<PathBuf>,
+    /// Keys (case-folded text) this session removed, so a save drops them
+    /// from the file too.
+    removed: HashSet<String>,
+}
+
+fn key(text: &str) -> String {
+    text.to_lowercase()
+}
+
+/// Parse `- [ ] task` / `- [x] task` lines.
+fn parse(text: &str) -> Vec<Item> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if let Some(t) = l.strip_prefix("- [x] ") {
+                Some(Item {
+                    text: t.into(),
+                    done: true,
+                })
+            } else {
+                l.strip_prefix("- [ ] ").map(|t| Item {
+                    text: t.into(),
+                    done: false,
+                })
+            }
+        })
+        .collect()
+}
+
+/// The `tasks` argument (or Swival's legacy `task`) as a list of trimmed
+/// strings; a JSON-encoded array inside a string is unwrapped.
+fn tasks(args: &Value) -> Result<Vec<String>, String> {
+    let raw = match (args.get("tasks"), args.get("task")) {
+        (Some(t), _) | (None, Some(t)) if !t.is_null() => t,
+        _ => return Err("error: action requires a 'tasks' parameter".into()),
+    };
+    let to_list = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(s) => {
+                let s = s.trim();
+                if s.starts_with('[') {
+                    if let Ok(Value::Array(a)) = serde_json::from_str::<Value>(s) {
+                        return a.iter().map(item_text).collect();
+                    }
+                }
+                vec![s.to_owned()]
+            }
+            Value::Array(a) => a.iter().map(item_text).collect(),
+            other => vec![other.to_string()],
+        }
+    };
+    let list = to_list(raw);
+    if list.is_empty() {
+        return Err("error: 'tasks' must not be empty".into());
+    }
+    Ok(list)
+}
+
+fn item_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.trim().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+impl TodoList {
+    /// A list mirrored to `<base>/.swival/todo.md`.
+    pub fn new(base: &Path) -> TodoList {
+        TodoList {
+            file: Some(base.join(".swival/todo.md")),
+            ..TodoList::default()
+        }
+    }
+
+    /// Items not yet done.
+    pub fn remaining(&self) -> usize {
+        self.items.iter().filter(|i| !i.done).count()
+    }
+
+    /// Run one `todo` call.
+    pub fn call(&mut self, args: &Value) -> Result<String, String> {
+        let action = args.get("action").and_then(Value::as_str).unwrap_or("");
+        match action {
+            "list" => return Ok(self.response("list", &[], &[])),
+            "clear" => {
+                self.removed.extend(self.items.iter().map(|i| key(&i.text)));
+                self.items.clear();
+                self.save();
+                return Ok(self.response("clear", &[], &[]));
+            }
+            "add" | "done" | "remove" => {}
+            other => {
+                return Err(format!(
+                    "error: invalid action '{other}', expected one of: {ACTIONS}"
+                ))
+            }
+        }
+        let given = tasks(args)?;
+        let mut errors: Vec<Value> = Vec::new();
+        let mut valid = Vec::new();
+        for t in &given {
+            if t.is_empty() {
+                errors.push(json!({"task": "", "reason": "empty or whitespace-only task"}));
+            } else if t.chars().count() > MAX_ITEM_CHARS {
+                let short: String = t.chars().take(80).collect();
+                errors.push(json!({"task": short, "reason": format!("exceeds {MAX_ITEM_CHARS} character limit")}));
+            } else {
+                valid.push(t.clone());
+            }
+        }
+        if valid.is_empty() {
+            return Err(match given.as_slice() {
+                [one] if one.is_empty() => {
+                    format!("error: '{action}' requires a non-empty 'tasks' parameter")
+                }
+                [_] => format!(
+                    "error: task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it"
+                ),
+                _ => format!(
+                    "error: all {} items failed — no valid tasks provided",
+                    given.len()
+                ),
+            });
+        }
+        let mut skipped = Vec::new();
+        let mut succeeded = 0;
+        for t in &valid {
+            let outcome = match action {
+                "add" => self.add(t, &mut skipped),
+                "done" => self.find(t).map(|i| self.items[i].done = true),
+                _ => self.find(t).map(|i| {
+                    let item = self.items.remove(i);
+                    self.removed.insert(key(&item.text));
+                }),
+            };
+            match outcome {
+                Ok(()) => succeeded += 1,
+                Err(reason) => errors.push(json!({"task": t, "reason": reason})),
+            }
+        }
+        if succeeded == 0 {
+            let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
+            if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
+                return Err(format!(
+                    "error: todo list full ({MAX_ITEMS} items max per session)"
+                ));
+            }
+            let first = reasons.first().copied().unwrap_or("failed");
+            return Err(if valid.len() == 1 && given.len() == 1 {
+                format!("error: {first}")
+            } else {
+                format!("error: all {} items failed — {first}", errors.len())
+            });
+        }
+        self.save();
+        Ok(self.response(action, &skipped, &errors))
+    }
+
+    fn add(&mut self, task: &str, skipped: &mut Vec<String>) -> Result<(), String> {
+        if self.items.iter().any(|i| key(&i.text) == key(task)) {
+            skipped.push(task.to_owned());
+            return Ok(());
+        }
+        if self.items.len() >= MAX_ITEMS {
+            return Err("todo list full".into());
+        }
+        self.removed.remove(&key(task));
+        self.items.push(Item {
+            text: task.to_owned(),
+            done: false,
+        });
+        Ok(())
+    }
+
+    /// The one item `task` names: exact, else prefix, else substring
+    /// (case-insensitive); several at the first level that has any is an
+    /// error listing them.
+    fn find(&self, task: &str) -> Result<usize, String> {
+        let k = key(task);
+        let tests: [&dyn Fn(&str) -> bool; 3] =
+            [&|t| t == k, &|t| t.starts_with(&k), &|t| t.contains(&k)];
+        for test in tests {
+            let hits: Vec<usize> = (0..self.items.len())
+                .filter(|&i| test(&key(&self.items[i].text)))
+                .collect();
+            match hits.as_slice() {
+                [] => continue,
+                [one] => return Ok(*one),
+                many => {
+                    let listed: Vec<String> = many
+                        .iter()
+                        .take(5)
+                        .map(|&i| format!("'{}'", self.items[i].text))
+                        .collect();
+                    return Err(format!(
+                        "'{task}' matches multiple items — be more specific: {}",
+                        listed.join("; ")
+                    ));
+                }
+            }
+        }
+        Err(format!("no task matching '{task}'"))
+    }
+
+    fn response(&self, action: &str, skipped: &[String], errors: &[Value]) -> String {
+        let items: Vec<Value> = self
+            .items
+            .iter()
+            .map(|i| json!({"task": i.text, "done": i.done}))
+            .collect();
+        let mut r = json!({
+            "action": action,
+            "total": self.items.len(),
+            "remaining": self.remaining(),
+            "items": items,
+        });
+        if !skipped.is_empty() {
+            r["skipped"] = json!(skipped);
+        }
+        if !errors.is_empty() {
+            r["errors"] = json!(errors);
+        }
+        r.to_string()
+    }
+
+    /// Mirror the list to `.swival/todo.md`, keeping other sessions' items.
+    /// Best effort: the list in memory is what the model works with.
+    fn save(&mut self) {
+        let Some(file) = &self.file else { return };
+        let on_disk = std::fs::read_to_string(file)
+            .map(|t| parse(&t))
+            .unwrap_or_default();
+        let mut lines = Vec::new();
+        let mut written = HashSet::new();
+        for item in &mut self.items {
+            let k = key(&item.text);
+            // Another session may have finished it meanwhile.
+            if on_disk.iter().any(|d| key(&d.text) == k && d.done) {
+                item.done = true;
+            }
+            written.insert(k);
+            lines.push(format!(
+                "- [{}] {}",
+                if item.done { "x" } else { " " },
+                item.text
+            ));
+        }
+        for d in on_disk {
+            let k = key(&d.text);
+            if !written.contains(&k) && !self.removed.contains(&k) {
+                written.insert(k);
+                lines.push(format!("- [{}] {}", if d.done { "x" } else { " " }, d.text));
+            }
+        }
+        let text = if lines.is_empty() {
+            String::new()
+        } else {
+            lines.join("\n") + "\n"
+        };
+        let result = file
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(file, text));
+        if let Err(e) = result {
+            tracing::warn!(path = %file.display(), error = %e, "cannot save the todo list");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(t: &mut TodoList, args: Value) -> Value {
+        serde_json::from_str(&t.call(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn add_done_remove_list_answer_with_the_whole_list() {
+        let d = tempfile::tempdir().unwrap();
+        let mut t = TodoList::new(d.path());
+        let r = call(
+            &mut t,
+            json!({"action": "add", "tasks": ["Write tests", "Fix bug"]}),
+        );
+        assert_eq!(r["total"], 2);
+        assert_eq!(r["remaining"], 2);
+        let r = call(&mut t, json!({"action": "done", "tasks": "write"}));
+        assert_eq!(r["items"][0], json!({"task": "Write tests", "done": true}));
+        assert_eq!(r["remaining"], 1);
+        let r = call(&mut t, json!({"action": "add", "tasks": "fix BUG"}));
+        assert_eq!(r["skipped"], json!(["fix BUG"]));
+        let r = call(&mut t, json!({"action": "remove", "tasks": "Fix"}));
+        assert_eq!(r["total"], 1);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(),
+            "- [x] Write tests\n"
+        );
+        let r = call(&mut t, json!({"action": "list"}));
+        assert_eq!(r["action"], "list");
+        let r = call(&mut t, json!({"action": "clear"}));
+        assert_eq!(r["total"], 0);
+    }
+
+    #[test]
+    fn limits_are_50_items_and_500_chars() {
+        let mut t = TodoList::default();
+        let many: Vec<String> = (0..50).map(|i| format!("task {i}")).collect();
+        call(&mut t, json!({"action": "add", "tasks": many}));
+        let err = t
+            .call(&json!({"action": "add", "tasks": "one more"}))
+            .unwrap_err();
+        assert_eq!(err, "error: todo list full (50 items max per session)");
+        let err = t
+            .call(&json!({"action": "add", "tasks": "x".repeat(501)}))
+            .unwrap_err();
+        assert!(err.contains("exceeds 500 character limit"), "{err}");
+    }
+
+    #[test]
+    fn ambiguous_and_unknown_tasks_are_errors() {
+        let mut t = TodoList::default();
+        call(
+            &mut t,
+            json!({"action": "add", "tasks": ["fix a", "fix b"]}),
+        );
+        let err = t
+            .call(&json!({"action": "done", "tasks": "fix"}))
+            .unwrap_err();
+        assert!(err.contains("matches multiple items"), "{err}");
+        let err = t
+            .call(&json!({"action": "done", "tasks": "zzz"}))
+            .unwrap_err();
+        assert_eq!(err, "error: no task matching 'zzz'");
+        let err = t.call(&json!({"action": "frobnicate"})).unwrap_err();
+        assert!(err.contains("invalid action"), "{err}");
+        let err = t.call(&json!({"action": "add"})).unwrap_err();
+        assert!(err.contains("requires a 'tasks' parameter"), "{err}");
+    }
+
+    #[test]
+    fn other_sessions_items_in_the_file_are_kept() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".swival")).unwrap();
+        std::fs::write(d.path().join(".swival/todo.md"), "- [ ] theirs\n").unwrap();
+        let mut t = TodoList::new(d.path());
+        let r = call(&mut t, json!({"action": "add", "tasks": "mine"}));
+        assert_eq!(r["total"], 1);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(),
+            "- [ ] mine\n- [ ] theirs\n"
+        );
+    }
+}

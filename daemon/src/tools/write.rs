@@ -1,0 +1,368 @@
+//! `write_file` (content or `move_from`) and `edit_file`: the tools that
+//! change files, behind the path policy's write check and the
+//! read-before-write guard. The matching itself is in `edit.rs`.
+
+use super::args::{opt_bool, opt_int, opt_str, req_str};
+use super::edit;
+use super::files::checksum;
+use super::path::Access;
+use super::ToolBox;
+use serde_json::Value;
+use std::path::Path;
+
+/// Swival's text for the read-before-write guard.
+pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
+
+impl ToolBox {
+    /// The read-before-write guard: an existing file may be changed only
+    /// after this session read or wrote it.
+    pub(super) fn check_write(&self, path: &Path) -> Result<(), String> {
+        if self.read_guard && path.exists() && !self.tracker.seen(path) {
+            return Err(READ_FIRST.into());
+        }
+        Ok(())
+    }
+}
+
+/// `write_file {file_path, content?, move_from?}`: exactly one of the two.
+pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+    let requested = req_str(args, "file_path")?;
+    // Empty strings count as "not given", as in Swival.
+    let content = match args.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() && opt_str(args, "move_from")?.is_some() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        // A model sending an object for a JSON file: write it as JSON.
+        Some(other) => Some(serde_json::to_string_pretty(other).unwrap_or_default()),
+    };
+    let move_from = opt_str(args, "move_from")?.filter(|s| !s.is_empty());
+    let path = tb.policy.resolve(requested, Access::Write)?;
+    match (content, move_from) {
+        (Some(_), Some(_)) => Err(format!("error: write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry.")),
+        (None, None) => Err(format!("error: write_file requires exactly one of 'content' or 'move_from'. To create or overwrite {requested}, pass 'content' as a string (use \"\" for an empty file). To rename an existing file to {requested}, pass 'move_from' with the source path. Retry with one of these arguments.")),
+        (Some(content), None) => {
+            if path.is_dir() {
+                return Err(format!(
+                    "error: {requested} is a directory; give a file path"
+                ));
+            }
+            tb.check_write(&path)?;
+            create_parent(&path, requested)?;
+            std::fs::write(&path, content.as_bytes())
+                .map_err(|e| format!("error: cannot write {requested}: {e}"))?;
+            tb.tracker.mark(&path);
+            Ok(format!(
+                "Wrote {} bytes to {requested}\n[checksum={}]",
+                content.len(),
+                checksum(content.as_bytes())
+            ))
+        }
+        (None, Some(source)) => move_file(tb, requested, &path, source),
+    }
+}
+
+fn create_parent(path: &Path, requested: &str) -> Result<(), String> {
+    match path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent)
+            .map_err(|e| format!("error: cannot create the directories for {requested}: {e}")),
+        None => Ok(()),
+    }
+}
+
+/// Rename `source` to `dest` (a file or a symlink, never a directory).
+fn move_file(
+    tb: &mut ToolBox,
+    requested: &str,
+    dest: &Path,
+    source: &str,
+) -> Result<String, String> {
+    if dest.is_dir() {
+        return Err(format!(
+            "error: {requested} is a directory; give the destination's full file path"
+        ));
+    }
+    tb.check_write(dest)?;
+    let resolved_source = tb.policy.resolve(source, Access::Write)?;
+    if resolved_source == dest {
+        return Err(format!("error: write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path."));
+    }
+    // The entry itself, so a symlink is moved rather than its target.
+    let original = tb.policy.unresolved(source)?;
+    let meta = std::fs::symlink_metadata(&original)
+        .map_err(|_| format!("error: move_from not found: {source}"))?;
+    if meta.is_dir() {
+        return Err(format!("error: move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory."));
+    }
+    create_parent(dest, requested)?;
+    rename_or_copy(&original, dest)
+        .map_err(|e| format!("error: cannot move {source} to {requested}: {e}"))?;
+    tb.tracker.mark(dest);
+    Ok(format!("Moved {source} -> {requested}"))
+}
+
+/// `rename`, falling back to copy-and-remove across filesystems.
+pub fn rename_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            let meta = std::fs::symlink_metadata(from)?;
+            if meta.file_type().is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(from)?, to)?;
+            } else {
+                std::fs::copy(from, to)?;
+            }
+            std::fs::remove_file(from)
+        }
+        other => other,
+    }
+}
+
+/// `edit_file {file_path, old_string, new_string, replace_all?, line_number?, checksum?}`.
+pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+    let requested = req_str(args, "file_path")?;
+    let old = req_str(args, "old_string")?;
+    let new = req_str(args, "new_string")?;
+    let replace_all = opt_bool(args, "replace_all")?.unwrap_or(false);
+    let line_number = opt_int(args, "line_number")?
+        .filter(|&n| n > 0)
+        .map(|n| n as usize);
+    let path = tb.policy.resolve(requested, Access::Write)?;
+    if !path.is_file() {
+        return Err(if path.exists() {
+            format!("error: {requested} is not a regular file; edit_file edits text files")
+        } else {
+            format!("error: file does not exist: {requested}; use write_file to create it")
+        });
+    }
+    tb.check_write(&path)?;
+    let fail = |reason: String| edit_error(&reason, requested);
+    let bytes = std::fs::read(&path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    // Only a well-formed checksum is a guard; models sometimes send junk.
+    if let Some(expected) = opt_str(args, "checksum")?
+        .map(str::trim)
+        .filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+    {
+        let actual = checksum(&bytes);
+        if !expected.eq_ignore_ascii_case(&actual) {
+            return Err(fail(format!("checksum mismatch: you sent {expected}, the file now has {actual}. The file changed since you last read it. Re-read and retry.")));
+        }
+    }
+    if old.is_empty() {
+        return Err(fail(edit::EditError::EmptyOld.to_string()));
+    }
+    let content = String::from_utf8(bytes).map_err(|e| {
+        fail(format!(
+            "the file is not valid UTF-8 text ({e}); edit_file only handles text files"
+        ))
+    })?;
+    let updated = edit::replace(&content, old, new, replace_all, line_number)
+        .map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&path, updated.as_bytes())
+        .map_err(|e| fail(format!("cannot write the file: {e}")))?;
+    tb.tracker.mark(&path);
+    // From disk, so the next edit's checksum guard agrees with it.
+    let written = std::fs::read(&path).unwrap_or_else(|_| updated.into_bytes());
+    Ok(format!(
+        "Edited {requested}\n[checksum={}]",
+        checksum(&written)
+    ))
+}
+
+/// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
+/// details on later lines (candidates, closest match) follow the first.
+fn edit_error(reason: &str, requested: &str) -> String {
+    match reason.split_once('\n') {
+        Some((first, rest)) => format!("error: edit_file: {first} (in {requested})\n{rest}"),
+        None => format!("error: edit_file: {reason} (in {requested})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::files::read_file;
+    use super::super::test_toolbox as toolbox;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overwrite_needs_a_read_first() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("e.txt"), "old").unwrap();
+        let mut tb = toolbox(d.path());
+        let err =
+            write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
+        assert_eq!(err, READ_FIRST);
+        read_file(&mut tb, &json!({"file_path": "e.txt"})).unwrap();
+        write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("e.txt")).unwrap(),
+            "new"
+        );
+    }
+
+    #[test]
+    fn the_guard_is_off_with_no_read_guard() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("e.txt"), "old").unwrap();
+        let mut tb = toolbox(d.path());
+        tb.read_guard = false;
+        write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
+    }
+
+    #[test]
+    fn new_files_and_parents_are_created() {
+        let d = tempfile::tempdir().unwrap();
+        let out = write_file(
+            &mut toolbox(d.path()),
+            &json!({"file_path": "x/y/z.txt", "content": "hi"}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            format!("Wrote 2 bytes to x/y/z.txt\n[checksum={}]", checksum(b"hi"))
+        );
+    }
+
+    #[test]
+    fn content_and_move_from_are_exclusive() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tb = toolbox(d.path());
+        let both = json!({"file_path": "a", "content": "x", "move_from": "b"});
+        assert!(write_file(&mut tb, &both)
+            .unwrap_err()
+            .contains("mutually exclusive"));
+        let neither = json!({"file_path": "a"});
+        assert!(write_file(&mut tb, &neither)
+            .unwrap_err()
+            .contains("exactly one of 'content' or 'move_from'"));
+    }
+
+    #[test]
+    fn move_from_renames_files_and_symlinks_but_not_directories() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "A").unwrap();
+        std::os::unix::fs::symlink("a-target", d.path().join("link")).unwrap();
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        let mut tb = toolbox(d.path());
+        let out = write_file(
+            &mut tb,
+            &json!({"file_path": "sub/b.txt", "move_from": "a.txt"}),
+        )
+        .unwrap();
+        assert_eq!(out, "Moved a.txt -> sub/b.txt");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("sub/b.txt")).unwrap(),
+            "A"
+        );
+        assert!(!d.path().join("a.txt").exists());
+        write_file(&mut tb, &json!({"file_path": "link2", "move_from": "link"})).unwrap();
+        assert_eq!(
+            std::fs::read_link(d.path().join("link2")).unwrap(),
+            Path::new("a-target")
+        );
+        let err = write_file(&mut tb, &json!({"file_path": "d2", "move_from": "dir"})).unwrap_err();
+        assert!(err.contains("is a directory"), "{err}");
+        let err = write_file(
+            &mut tb,
+            &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("same location"), "{err}");
+    }
+
+    #[test]
+    fn move_onto_an_unread_existing_file_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), "A").unwrap();
+        std::fs::write(d.path().join("b"), "B").unwrap();
+        let err = write_file(
+            &mut toolbox(d.path()),
+            &json!({"file_path": "b", "move_from": "a"}),
+        )
+        .unwrap_err();
+        assert_eq!(err, READ_FIRST);
+    }
+
+    #[test]
+    fn edit_replaces_and_returns_the_new_checksum() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("e.rs"), "let a = 1;\n").unwrap();
+        let mut tb = toolbox(d.path());
+        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
+        let out = edit_file(
+            &mut tb,
+            &json!({"file_path": "e.rs", "old_string": "1", "new_string": "2",
+                    "checksum": checksum(b"let a = 1;\n")}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            format!("Edited e.rs\n[checksum={}]", checksum(b"let a = 2;\n"))
+        );
+    }
+
+    #[test]
+    fn edit_needs_a_read_and_a_matching_checksum() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
+        let mut tb = toolbox(d.path());
+        let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
+        assert_eq!(edit_file(&mut tb, &args).unwrap_err(), READ_FIRST);
+        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
+        let err = edit_file(&mut tb, &args).unwrap_err();
+        assert!(
+            err.starts_with("error: edit_file: checksum mismatch"),
+            "{err}"
+        );
+        assert!(err.ends_with("(in e.rs)"), "{err}");
+        // A malformed checksum is ignored.
+        let args =
+            json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
+        edit_file(&mut tb, &args).unwrap();
+    }
+
+    #[test]
+    fn edit_of_a_missing_file_says_to_use_write_file() {
+        let d = tempfile::tempdir().unwrap();
+        let err = edit_file(
+            &mut toolbox(d.path()),
+            &json!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "error: file does not exist: n.rs; use write_file to create it"
+        );
+    }
+
+    #[test]
+    fn edit_errors_put_the_path_on_the_first_line() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("e.rs"), "a\na\n").unwrap();
+        let mut tb = toolbox(d.path());
+        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
+        let err = edit_file(
+            &mut tb,
+            &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}),
+        )
+        .unwrap_err();
+        let first = err.lines().next().unwrap();
+        assert!(
+            first.starts_with("error: edit_file: multiple matches (2 found)"),
+            "{err}"
+        );
+        assert!(first.ends_with("(in e.rs)"), "{err}");
+        assert!(err.contains("\n  line 2: 'a'"), "{err}");
+    }
+
+    #[test]
+    fn protected_files_cannot_be_edited() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("swival.toml"), "x = 1\n").unwrap();
+        let err = edit_file(
+            &mut toolbox(d.path()),
+            &json!({"file_path": "swival.toml", "old_string": "1", "new_string": "2"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("protected"), "{err}");
+    }
+}
