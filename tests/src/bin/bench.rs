@@ -9,6 +9,7 @@
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use swival_tests::mock::{MockProvider, Step};
 use swival_tests::{init_params, TestEnv};
@@ -197,6 +198,70 @@ fn main() {
         "≤ 1 ms".into(),
     ));
 
+    // One filter stage per mode, with a Python identity filter: the extra
+    // wall time per turn over the unfiltered runs above.
+    // The interpreter itself, not a version-manager shim in front of it.
+    let python = if Path::new("/usr/bin/python3").exists() {
+        "#!/usr/bin/python3"
+    } else {
+        "#!/usr/bin/env python3"
+    };
+    let oneshot = swival_tests::script(
+        &project,
+        "identity.py",
+        &format!("{python}\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({{'messages': req['messages']}}))\n"),
+    );
+    let persistent = swival_tests::script(
+        &project,
+        "identity-worker.py",
+        &format!("{python}\nimport json, sys\nfor line in sys.stdin:\n    req = json.loads(line)\n    print(json.dumps({{'id': req['id'], 'messages': req['messages']}}), flush=True)\n"),
+    );
+    let base_turn = percentile(&per_turn, 0.5);
+    for (label, stage) in [
+        ("oneshot", json!({"command": oneshot, "mode": "oneshot"})),
+        (
+            "prespawn = 2",
+            json!({"command": oneshot, "mode": "oneshot", "prespawn": 2}),
+        ),
+        (
+            "persistent",
+            json!({"command": persistent, "mode": "persistent"}),
+        ),
+    ] {
+        let mut turns = Vec::new();
+        for _ in 0..15 {
+            let mock = MockProvider::start(six());
+            let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true, "filters": [stage.clone()]});
+            let sid = nd.ok(
+                "session/create",
+                json!({"base_dir": project, "config": cfg}),
+            )["session_id"]
+                .clone();
+            let t = Instant::now();
+            let run = nd.ok(
+                "run/start",
+                json!({"session_id": sid, "task": "read a.txt six times"}),
+            )["run_id"]
+                .clone();
+            let r = nd.ok("run/wait", json!({"run_id": run}));
+            assert_eq!(r["outcome"], "success", "{r}");
+            turns.push(t.elapsed() / 7);
+        }
+        turns.sort();
+        let cost = percentile(&turns, 0.5).saturating_sub(base_turn);
+        rows.push((
+            format!(
+                "one filter stage, Python identity filter, {label}: added wall time per call (p50)"
+            ),
+            millis(cost),
+            if label == "persistent" {
+                "≤ 0.5 ms".into()
+            } else {
+                "".into()
+            },
+        ));
+    }
+
     // The same task through `swivalctl run`, end to end.
     let mut e2e = Vec::new();
     for _ in 0..20 {
@@ -284,7 +349,7 @@ fn main() {
     for (m, r, t) in &rows {
         md.push_str(&format!("| {m} | {r} | {t} |\n"));
     }
-    md.push_str("\nNot measured yet (their features have not landed): filter stage cost per process mode, 64 concurrent sessions × 10 turns, RSS per active session, socket-activated cold start.\n");
+    md.push_str("\nNot measured yet: 64 concurrent sessions × 10 turns, RSS per active session, socket-activated cold start (issue 9).\n");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../BENCHMARKS.md");
     std::fs::write(path, &md).expect("write BENCHMARKS.md");
     print!("{md}");
