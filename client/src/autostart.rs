@@ -27,9 +27,7 @@ pub async fn connect_or_start(socket: &Path) -> Result<(Client, Option<u32>), Cl
 
 /// The swivald executable: beside the current executable, else on PATH.
 pub fn daemon_exe() -> Result<PathBuf, ClientError> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("swivald")));
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("swivald")));
     if let Some(p) = beside.filter(|p| p.is_file()) {
         return Ok(p);
     }
@@ -50,40 +48,21 @@ pub async fn start(socket: &Path) -> Result<u32, ClientError> {
     let exe = daemon_exe()?;
     let dir = socket.parent().unwrap_or(Path::new("/"));
     // The daemon checks this directory; create it as the daemon would.
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
     let log_path = dir.join("swivald.log");
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| {
-            ClientError::StartFailed(format!(
-                "cannot start swivald: cannot open its log {}: {e}",
-                log_path.display()
-            ))
-        })?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| {
+        ClientError::StartFailed(format!("cannot start swivald: cannot open its log {}: {e}", log_path.display()))
+    })?;
     let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
     let mut cmd = Command::new(&exe);
-    cmd.arg("--socket")
-        .arg(socket)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log);
+    cmd.arg("--socket").arg(socket).stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
     // SAFETY: setsid is async-signal-safe; it detaches the daemon from our
     // terminal and process group so Ctrl-C here does not reach it.
     unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
+        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ClientError::StartFailed(format!("cannot start {}: {e}", exe.display())))?;
+    let mut child =
+        cmd.spawn().map_err(|e| ClientError::StartFailed(format!("cannot start {}: {e}", exe.display())))?;
     let pid = child.id();
     let deadline = Instant::now() + START_TIMEOUT;
     loop {

@@ -11,10 +11,10 @@ use serde_json::value::RawValue;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swival_protocol::{
-    methods, ConfigResolveParams, ConfigResolveResult, DaemonStatus, ErrorCode, Event,
-    InitializeParams, InitializeResult, PeerInfo, RunCancelResult, RunId, RunRef, RunResult,
-    RunStartParams, RunStartResult, Seq, SessionCreateParams, SessionCreateResult, SessionDetail,
-    SessionId, SessionListResult, SessionRef, SubscribeParams, PROTOCOL_VERSION,
+    methods, ConfigResolveParams, ConfigResolveResult, DaemonStatus, ErrorCode, Event, InitializeParams,
+    InitializeResult, PeerInfo, RunCancelResult, RunId, RunRef, RunResult, RunStartParams, RunStartResult, Seq,
+    SessionCreateParams, SessionCreateResult, SessionDetail, SessionId, SessionListResult, SessionRef, SubscribeParams,
+    PROTOCOL_VERSION,
 };
 use tokio::net::UnixStream;
 
@@ -29,10 +29,7 @@ pub enum ClientError {
     NoDaemon { path: PathBuf },
     /// The socket exists but connecting failed for another reason.
     #[error("cannot connect to swivald on {path}: {source}")]
-    Connect {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Connect { path: PathBuf, source: std::io::Error },
     /// The WebSocket handshake over the socket failed.
     #[error("swivald on {path} did not accept the connection: {message}")]
     Handshake { path: PathBuf, message: String },
@@ -95,38 +92,25 @@ pub struct Client {
 impl Client {
     /// Connect to the daemon on `path` and complete the WebSocket handshake.
     pub async fn connect(path: &Path) -> Result<Client, ClientError> {
-        let stream = UnixStream::connect(path)
-            .await
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
-                    ClientError::NoDaemon {
-                        path: path.to_owned(),
-                    }
-                }
-                _ => ClientError::Connect {
-                    path: path.to_owned(),
-                    source,
-                },
-            })?;
+        let stream = UnixStream::connect(path).await.map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ClientError::NoDaemon { path: path.to_owned() }
+            }
+            _ => ClientError::Connect { path: path.to_owned(), source },
+        })?;
         let url = url::Url::parse("ws://localhost/").expect("static url");
         let (tx, rx) = WsTransportClientBuilder::default()
             .max_request_size(MAX_MESSAGE)
             .max_response_size(MAX_MESSAGE)
             .build_with_stream(url, stream)
             .await
-            .map_err(|e| ClientError::Handshake {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| ClientError::Handshake { path: path.to_owned(), message: e.to_string() })?;
         let rpc = ClientBuilder::default()
             // Calls like run/wait legitimately last as long as a run.
             .request_timeout(Duration::from_secs(7 * 24 * 3600))
             .max_buffer_capacity_per_subscription(4096)
             .build_with_tokio(tx, rx);
-        Ok(Client {
-            rpc,
-            path: path.to_owned(),
-        })
+        Ok(Client { rpc, path: path.to_owned() })
     }
 
     /// The socket this client is connected to.
@@ -135,19 +119,12 @@ impl Client {
     }
 
     /// Call `method` with `params` sent by name, decode the result.
-    pub async fn call<P: Serialize, R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: &P,
-    ) -> Result<R, ClientError> {
+    pub async fn call<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, ClientError> {
         Ok(self.rpc.request(method, Named::new(params)?).await?)
     }
 
     /// Call a method that takes no params.
-    pub async fn call_no_params<R: DeserializeOwned>(
-        &self,
-        method: &str,
-    ) -> Result<R, ClientError> {
+    pub async fn call_no_params<R: DeserializeOwned>(&self, method: &str) -> Result<R, ClientError> {
         Ok(self.rpc.request(method, jsonrpsee::rpc_params![]).await?)
     }
 
@@ -158,19 +135,13 @@ impl Client {
         params: &P,
         unsubscribe: &str,
     ) -> Result<Subscription<N>, ClientError> {
-        Ok(self
-            .rpc
-            .subscribe(method, Named::new(params)?, unsubscribe)
-            .await?)
+        Ok(self.rpc.subscribe(method, Named::new(params)?, unsubscribe).await?)
     }
 
     /// `initialize` as this library.
     pub async fn initialize(&self, client_name: &str) -> Result<InitializeResult, ClientError> {
         let params = InitializeParams {
-            client: PeerInfo {
-                name: client_name.into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-            },
+            client: PeerInfo { name: client_name.into(), version: env!("CARGO_PKG_VERSION").into() },
             protocol_version: PROTOCOL_VERSION,
         };
         self.call(methods::INITIALIZE, &params).await
@@ -184,20 +155,14 @@ impl Client {
     /// `daemon/shutdown`. A connection closed by the stopping daemon
     /// before its reply arrived counts as success.
     pub async fn shutdown(&self) -> Result<(), ClientError> {
-        match self
-            .call_no_params::<serde_json::Value>(methods::DAEMON_SHUTDOWN)
-            .await
-        {
+        match self.call_no_params::<serde_json::Value>(methods::DAEMON_SHUTDOWN).await {
             Ok(_) | Err(ClientError::Transport(_)) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
     /// `session/create`.
-    pub async fn create_session(
-        &self,
-        params: &SessionCreateParams,
-    ) -> Result<SessionCreateResult, ClientError> {
+    pub async fn create_session(&self, params: &SessionCreateParams) -> Result<SessionCreateResult, ClientError> {
         self.call(methods::SESSION_CREATE, params).await
     }
 
@@ -208,69 +173,34 @@ impl Client {
 
     /// `session/get`.
     pub async fn session(&self, session_id: &SessionId) -> Result<SessionDetail, ClientError> {
-        self.call(
-            methods::SESSION_GET,
-            &SessionRef {
-                session_id: session_id.clone(),
-            },
-        )
-        .await
+        self.call(methods::SESSION_GET, &SessionRef { session_id: session_id.clone() }).await
     }
 
     /// `run/start`.
-    pub async fn start_run(
-        &self,
-        session_id: &SessionId,
-        task: &str,
-    ) -> Result<RunId, ClientError> {
-        let params = RunStartParams {
-            session_id: session_id.clone(),
-            task: task.to_owned(),
-        };
+    pub async fn start_run(&self, session_id: &SessionId, task: &str) -> Result<RunId, ClientError> {
+        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned() };
         let r: RunStartResult = self.call(methods::RUN_START, &params).await?;
         Ok(r.run_id)
     }
 
     /// `run/cancel`.
     pub async fn cancel_run(&self, run_id: &RunId) -> Result<bool, ClientError> {
-        let r: RunCancelResult = self
-            .call(
-                methods::RUN_CANCEL,
-                &RunRef {
-                    run_id: run_id.clone(),
-                },
-            )
-            .await?;
+        let r: RunCancelResult = self.call(methods::RUN_CANCEL, &RunRef { run_id: run_id.clone() }).await?;
         Ok(r.cancelled)
     }
 
     /// `run/wait`.
     pub async fn wait_run(&self, run_id: &RunId) -> Result<RunResult, ClientError> {
-        self.call(
-            methods::RUN_WAIT,
-            &RunRef {
-                run_id: run_id.clone(),
-            },
-        )
-        .await
+        self.call(methods::RUN_WAIT, &RunRef { run_id: run_id.clone() }).await
     }
 
     /// `report/get`.
     pub async fn report(&self, run_id: &RunId) -> Result<serde_json::Value, ClientError> {
-        self.call(
-            methods::REPORT_GET,
-            &RunRef {
-                run_id: run_id.clone(),
-            },
-        )
-        .await
+        self.call(methods::REPORT_GET, &RunRef { run_id: run_id.clone() }).await
     }
 
     /// `config/resolve`.
-    pub async fn resolve_config(
-        &self,
-        params: &ConfigResolveParams,
-    ) -> Result<ConfigResolveResult, ClientError> {
+    pub async fn resolve_config(&self, params: &ConfigResolveParams) -> Result<ConfigResolveResult, ClientError> {
         self.call(methods::CONFIG_RESOLVE, params).await
     }
 
@@ -280,16 +210,8 @@ impl Client {
         session_id: &SessionId,
         from_seq: u64,
     ) -> Result<Subscription<Event>, ClientError> {
-        let params = SubscribeParams {
-            session_id: session_id.clone(),
-            from_seq: Some(Seq(from_seq)),
-        };
-        self.subscribe(
-            methods::SESSION_SUBSCRIBE,
-            &params,
-            methods::SESSION_UNSUBSCRIBE,
-        )
-        .await
+        let params = SubscribeParams { session_id: session_id.clone(), from_seq: Some(Seq(from_seq)) };
+        self.subscribe(methods::SESSION_SUBSCRIBE, &params, methods::SESSION_UNSUBSCRIBE).await
     }
 
     /// Whether the connection is still up.

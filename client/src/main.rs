@@ -76,12 +76,8 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let socket =
-        swival_protocol::paths::socket_path(cli.socket.as_deref(), nix::unistd::getuid().as_raw());
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let socket = swival_protocol::paths::socket_path(cli.socket.as_deref(), nix::unistd::getuid().as_raw());
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return cmd::fail(&e),
     };
@@ -91,12 +87,9 @@ fn main() -> ExitCode {
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
             Command::Run(args) => cmd::run::run(&socket, *args).await,
             Command::Sessions { json } => cmd::session::list(&socket, json).await,
-            Command::Attach {
-                session,
-                from_seq,
-                follow,
-                json,
-            } => cmd::session::attach(&socket, session, from_seq, follow, json).await,
+            Command::Attach { session, from_seq, follow, json } => {
+                cmd::session::attach(&socket, session, from_seq, follow, json).await
+            }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }

@@ -12,13 +12,7 @@ const PLIST: &str = include_str!("../../launchd/com.swival.swivald.plist");
 pub fn service_unit(exe: &Path) -> String {
     SERVICE_UNIT
         .lines()
-        .map(|l| {
-            if l.starts_with("ExecStart=") {
-                format!("ExecStart={}", exe.display())
-            } else {
-                l.to_owned()
-            }
-        })
+        .map(|l| if l.starts_with("ExecStart=") { format!("ExecStart={}", exe.display()) } else { l.to_owned() })
         .collect::<Vec<_>>()
         .join("\n")
         + "\n"
@@ -44,26 +38,19 @@ pub struct Installed {
 
 /// Write the units (Linux) or the plist (macOS) for the current user.
 pub fn install(exe: &Path, socket: &Path) -> std::io::Result<Installed> {
-    let base = directories::BaseDirs::new().ok_or_else(|| {
-        std::io::Error::other("cannot determine the home directory (is HOME set?)")
-    })?;
+    let base = directories::BaseDirs::new()
+        .ok_or_else(|| std::io::Error::other("cannot determine the home directory (is HOME set?)"))?;
     if cfg!(target_os = "macos") {
         let dir = base.home_dir().join("Library/LaunchAgents");
         std::fs::create_dir_all(&dir)?;
         if let Some(sock_dir) = socket.parent() {
             use std::os::unix::fs::DirBuilderExt;
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(sock_dir);
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(sock_dir);
         }
         let path = dir.join("com.swival.swivald.plist");
         std::fs::write(&path, plist(exe, socket))?;
         let next_step = format!("launchctl bootstrap gui/$(id -u) {}", path.display());
-        Ok(Installed {
-            files: vec![path],
-            next_step,
-        })
+        Ok(Installed { files: vec![path], next_step })
     } else {
         let dir = base.config_dir().join("systemd/user");
         std::fs::create_dir_all(&dir)?;
@@ -73,9 +60,7 @@ pub fn install(exe: &Path, socket: &Path) -> std::io::Result<Installed> {
         std::fs::write(&service_path, service_unit(exe))?;
         Ok(Installed {
             files: vec![socket_path, service_path],
-            next_step:
-                "systemctl --user daemon-reload && systemctl --user enable --now swivald.socket"
-                    .into(),
+            next_step: "systemctl --user daemon-reload && systemctl --user enable --now swivald.socket".into(),
         })
     }
 }
@@ -98,10 +83,7 @@ mod tests {
 
     #[test]
     fn plist_has_sockets_entry_with_paths_filled_in() {
-        let p = plist(
-            Path::new("/usr/local/bin/swivald"),
-            Path::new("/tmp/swival-501/swivald.sock"),
-        );
+        let p = plist(Path::new("/usr/local/bin/swivald"), Path::new("/tmp/swival-501/swivald.sock"));
         assert!(p.contains("<key>Sockets</key>"));
         assert!(p.contains("<string>/usr/local/bin/swivald</string>"));
         assert!(p.contains("<string>/tmp/swival-501/swivald.sock</string>"));

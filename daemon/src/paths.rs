@@ -31,10 +31,7 @@ pub fn state_dir() -> PathBuf {
 pub enum DirError {
     /// Creating or inspecting the directory failed.
     #[error("cannot prepare socket directory {dir}: {source}")]
-    Io {
-        dir: PathBuf,
-        source: std::io::Error,
-    },
+    Io { dir: PathBuf, source: std::io::Error },
     /// Something other than a directory is in the way.
     #[error("socket directory {dir} is not a directory; remove it or pick another socket path with --socket")]
     NotADirectory { dir: PathBuf },
@@ -42,17 +39,16 @@ pub enum DirError {
     #[error("socket directory {dir} is owned by uid {owner}, not by you (uid {me}); remove it or pick another socket path with --socket")]
     WrongOwner { dir: PathBuf, owner: u32, me: u32 },
     /// Group or others may enter it.
-    #[error("socket directory {dir} has mode {mode:04o}, which lets group or others in; fix it with `chmod 700 {dir}`")]
+    #[error(
+        "socket directory {dir} has mode {mode:04o}, which lets group or others in; fix it with `chmod 700 {dir}`"
+    )]
     TooOpen { dir: PathBuf, mode: u32 },
 }
 
 /// Create the socket's directory (0700) if missing, then check that it is a
 /// real directory owned by us with no group/other permission bits.
 pub fn prepare_socket_dir(dir: &Path) -> Result<(), DirError> {
-    let io = |source| DirError::Io {
-        dir: dir.to_owned(),
-        source,
-    };
+    let io = |source| DirError::Io { dir: dir.to_owned(), source };
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -62,33 +58,21 @@ pub fn prepare_socket_dir(dir: &Path) -> Result<(), DirError> {
             if let Some(parent) = dir.parent() {
                 std::fs::create_dir_all(parent).map_err(io)?;
             }
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(io)?;
+            std::fs::DirBuilder::new().mode(0o700).create(dir).map_err(io)?;
         }
         Err(e) => return Err(io(e)),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(io)?;
     if !meta.is_dir() {
-        return Err(DirError::NotADirectory {
-            dir: dir.to_owned(),
-        });
+        return Err(DirError::NotADirectory { dir: dir.to_owned() });
     }
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
-        return Err(DirError::WrongOwner {
-            dir: dir.to_owned(),
-            owner: meta.uid(),
-            me,
-        });
+        return Err(DirError::WrongOwner { dir: dir.to_owned(), owner: meta.uid(), me });
     }
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
-        return Err(DirError::TooOpen {
-            dir: dir.to_owned(),
-            mode,
-        });
+        return Err(DirError::TooOpen { dir: dir.to_owned(), mode });
     }
     Ok(())
 }
@@ -99,10 +83,7 @@ mod tests {
 
     #[test]
     fn explicit_socket_path_wins() {
-        assert_eq!(
-            socket_path(Some(Path::new("/x/y.sock"))),
-            PathBuf::from("/x/y.sock")
-        );
+        assert_eq!(socket_path(Some(Path::new("/x/y.sock"))), PathBuf::from("/x/y.sock"));
     }
 
     #[test]
@@ -130,9 +111,6 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("f");
         std::fs::write(&dir, "").unwrap();
-        assert!(matches!(
-            prepare_socket_dir(&dir),
-            Err(DirError::NotADirectory { .. })
-        ));
+        assert!(matches!(prepare_socket_dir(&dir), Err(DirError::NotADirectory { .. })));
     }
 }

@@ -18,10 +18,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let connections = Arc::new(ConnectionCount::default());
     spawn_signal_handler(shutdown.clone())?;
 
-    let state_dir = settings
-        .state_dir
-        .clone()
-        .unwrap_or_else(crate::paths::state_dir);
+    let state_dir = settings.state_dir.clone().unwrap_or_else(crate::paths::state_dir);
     let store = Arc::new(Store::open(&state_dir.join("swivald.db"))?);
     let stopping = CancellationToken::new();
     let grace = Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0));
@@ -77,15 +74,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             service::notify_stopping();
         });
     }
-    transport::serve(
-        listener,
-        module.into(),
-        rpc::SUBSCRIPTION_METHODS,
-        limits,
-        connections,
-        shutdown,
-    )
-    .await?;
+    transport::serve(listener, module.into(), rpc::SUBSCRIPTION_METHODS, limits, connections, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -46,10 +46,7 @@ fn take_systemd_socket() -> Result<Option<ActivatedSocket>, ActivationError> {
     // SAFETY: systemd passes us ownership of fd (LISTEN_PID matched us), we
     // checked it is a Unix stream listener, and nothing else owns it.
     let listener = unsafe { UnixListener::from_raw_fd(fd) };
-    Ok(Some(ActivatedSocket {
-        listener,
-        activation: Activation::Systemd,
-    }))
+    Ok(Some(ActivatedSocket { listener, activation: Activation::Systemd }))
 }
 
 fn check_unix_listener(fd: RawFd) -> Result<(), ActivationError> {
@@ -92,10 +89,7 @@ fn take_launchd_socket() -> Result<Option<ActivatedSocket>, ActivationError> {
     check_unix_listener(fd)?;
     // SAFETY: launchd gave us this descriptor.
     let listener = unsafe { UnixListener::from_raw_fd(fd) };
-    Ok(Some(ActivatedSocket {
-        listener,
-        activation: Activation::Launchd,
-    }))
+    Ok(Some(ActivatedSocket { listener, activation: Activation::Launchd }))
 }
 
 #[cfg(not(target_os = "macos"))]

@@ -69,10 +69,7 @@ impl Default for Settings {
 pub enum SettingsError {
     /// The file exists but could not be read.
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     /// The file is not valid TOML for these settings (unknown key, wrong type).
     #[error("invalid daemon settings in {path}: {message}")]
     Invalid { path: PathBuf, message: String },
@@ -84,15 +81,8 @@ impl Settings {
     pub fn load(path: &Path, required: bool) -> Result<Settings, SettingsError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
-                return Ok(Settings::default())
-            }
-            Err(source) => {
-                return Err(SettingsError::Read {
-                    path: path.to_owned(),
-                    source,
-                })
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => return Ok(Settings::default()),
+            Err(source) => return Err(SettingsError::Read { path: path.to_owned(), source }),
         };
         toml::from_str(&text).map_err(|e| SettingsError::Invalid {
             path: path.to_owned(),

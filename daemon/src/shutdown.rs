@@ -20,9 +20,7 @@ impl Default for Shutdown {
 impl Shutdown {
     /// A latch that has not been triggered.
     pub fn new() -> Self {
-        Shutdown {
-            tx: Arc::new(watch::channel(false).0),
-        }
+        Shutdown { tx: Arc::new(watch::channel(false).0) }
     }
 
     /// Begin shutting down. Triggering twice is harmless.

@@ -69,12 +69,18 @@ impl ErrorCode {
         match self {
             ErrorCode::SessionNotFound => "No session has that id; list sessions with session/list.",
             ErrorCode::RunNotFound => "No run has that id; runs of a session are in session/get.",
-            ErrorCode::SessionBusy => "The session has a run in flight; wait for it (run/wait) or cancel it (run/cancel).",
+            ErrorCode::SessionBusy => {
+                "The session has a run in flight; wait for it (run/wait) or cancel it (run/cancel)."
+            }
             ErrorCode::Overloaded => "A daemon-wide limit is reached; retry later or raise the limit in swivald.toml.",
             ErrorCode::ConfigInvalid => "The configuration is invalid; the message names the key and the file to fix.",
             ErrorCode::BlockedByPolicy => "A policy stage refused the request; the message gives its reason.",
-            ErrorCode::MessageTooLarge => "The message exceeds max_message_size; send less or raise the limit in swivald.toml.",
-            ErrorCode::UnsupportedProtocol => "The daemon speaks an older protocol; upgrade swivald or use an older client.",
+            ErrorCode::MessageTooLarge => {
+                "The message exceeds max_message_size; send less or raise the limit in swivald.toml."
+            }
+            ErrorCode::UnsupportedProtocol => {
+                "The daemon speaks an older protocol; upgrade swivald or use an older client."
+            }
             ErrorCode::ShuttingDown => "The daemon is shutting down; reconnect once it has restarted.",
         }
     }

@@ -30,6 +30,14 @@ pub const RUN_CANCEL: &str = "run/cancel";
 pub const RUN_WAIT: &str = "run/wait";
 /// Swival's report JSON of a finished run.
 pub const REPORT_GET: &str = "report/get";
+/// Register a client hook (notifications: `hooks/invoke`).
+pub const HOOKS_REGISTER: &str = "hooks/register";
+/// The notification method of `hooks/register`.
+pub const HOOKS_INVOKE: &str = "hooks/invoke";
+/// Remove a client hook (closing the connection also does).
+pub const HOOKS_UNREGISTER: &str = "hooks/unregister";
+/// A client hook's answer to one invocation.
+pub const HOOKS_RESPOND: &str = "hooks/respond";
 /// What guards a session: filters, hooks, reviewer, sandbox.
 pub const POLICY_STATUS: &str = "policy/status";
 /// The effective configuration for a base directory, with sources.
@@ -38,58 +46,22 @@ pub const CONFIG_RESOLVE: &str = "config/resolve";
 /// Every method the daemon answers, with a one-line summary, in the order
 /// the documentation lists them.
 pub const ALL: &[(&str, &str)] = &[
-    (
-        INITIALIZE,
-        "Handshake: client and protocol version in, server info and capabilities out.",
-    ),
-    (
-        DAEMON_STATUS,
-        "Daemon pid, version, uptime, socket path and open connections.",
-    ),
-    (
-        DAEMON_SHUTDOWN,
-        "Stop accepting connections, finish in-flight work within the grace period, exit 0.",
-    ),
-    (
-        SESSION_CREATE,
-        "Create a session: base_dir, config overrides, title.",
-    ),
-    (
-        SESSION_LIST,
-        "Every session with its state and last event seq.",
-    ),
-    (
-        SESSION_GET,
-        "One session: summary, effective config, runs and stored conversation.",
-    ),
-    (
-        SESSION_CLOSE,
-        "Close a session; a run in flight is cancelled.",
-    ),
-    (
-        SESSION_SUBSCRIBE,
-        "Stream a session's stored and live events from a seq (notifications: session/event).",
-    ),
+    (INITIALIZE, "Handshake: client and protocol version in, server info and capabilities out."),
+    (DAEMON_STATUS, "Daemon pid, version, uptime, socket path and open connections."),
+    (DAEMON_SHUTDOWN, "Stop accepting connections, finish in-flight work within the grace period, exit 0."),
+    (SESSION_CREATE, "Create a session: base_dir, config overrides, title."),
+    (SESSION_LIST, "Every session with its state and last event seq."),
+    (SESSION_GET, "One session: summary, effective config, runs and stored conversation."),
+    (SESSION_CLOSE, "Close a session; a run in flight is cancelled."),
+    (SESSION_SUBSCRIBE, "Stream a session's stored and live events from a seq (notifications: session/event)."),
     (SESSION_UNSUBSCRIBE, "End a session/subscribe subscription."),
-    (
-        RUN_START,
-        "Start a run; refused with session_busy while another runs.",
-    ),
-    (
-        RUN_CANCEL,
-        "Cancel a run: between turns and tools, killing running children.",
-    ),
+    (RUN_START, "Start a run; refused with session_busy while another runs."),
+    (RUN_CANCEL, "Cancel a run: between turns and tools, killing running children."),
     (RUN_WAIT, "Wait for a run to finish and return its result."),
-    (
-        REPORT_GET,
-        "Swival's report JSON (version 1) of a finished run.",
-    ),
-    (
-        POLICY_STATUS,
-        "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256.",
-    ),
-    (
-        CONFIG_RESOLVE,
-        "The effective configuration for a base directory, with the layer that set each key.",
-    ),
+    (REPORT_GET, "Swival's report JSON (version 1) of a finished run."),
+    (HOOKS_REGISTER, "Register a client hook for some points; invocations arrive as hooks/invoke notifications."),
+    (HOOKS_UNREGISTER, "End a hooks/register subscription."),
+    (HOOKS_RESPOND, "Answer one hooks/invoke with the hook's result."),
+    (POLICY_STATUS, "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256."),
+    (CONFIG_RESOLVE, "The effective configuration for a base directory, with the layer that set each key."),
 ];

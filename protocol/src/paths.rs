@@ -13,11 +13,7 @@ pub fn socket_path(explicit: Option<&Path>, uid: u32) -> PathBuf {
     if let Some(p) = explicit {
         return p.to_owned();
     }
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(p) = env("SWIVALD_SOCKET") {
         return p;
     }
@@ -34,9 +30,6 @@ mod tests {
 
     #[test]
     fn explicit_socket_path_wins() {
-        assert_eq!(
-            socket_path(Some(Path::new("/x/y.sock")), 7),
-            PathBuf::from("/x/y.sock")
-        );
+        assert_eq!(socket_path(Some(Path::new("/x/y.sock")), 7), PathBuf::from("/x/y.sock"));
     }
 }

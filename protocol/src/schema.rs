@@ -20,76 +20,31 @@ fn schema<T: JsonSchema>() -> Value {
 }
 
 fn method_docs() -> Vec<MethodDoc> {
-    let doc = |name, params: Option<Value>, result: Value| MethodDoc {
-        name,
-        params,
-        result,
-    };
+    let doc = |name, params: Option<Value>, result: Value| MethodDoc { name, params, result };
     vec![
-        doc(
-            methods::INITIALIZE,
-            Some(schema::<InitializeParams>()),
-            schema::<InitializeResult>(),
-        ),
+        doc(methods::INITIALIZE, Some(schema::<InitializeParams>()), schema::<InitializeResult>()),
         doc(methods::DAEMON_STATUS, None, schema::<DaemonStatus>()),
         doc(methods::DAEMON_SHUTDOWN, None, schema::<ShutdownResult>()),
-        doc(
-            methods::SESSION_CREATE,
-            Some(schema::<SessionCreateParams>()),
-            schema::<SessionCreateResult>(),
-        ),
+        doc(methods::SESSION_CREATE, Some(schema::<SessionCreateParams>()), schema::<SessionCreateResult>()),
         doc(methods::SESSION_LIST, None, schema::<SessionListResult>()),
-        doc(
-            methods::SESSION_GET,
-            Some(schema::<SessionRef>()),
-            schema::<SessionDetail>(),
-        ),
-        doc(
-            methods::SESSION_CLOSE,
-            Some(schema::<SessionRef>()),
-            schema::<SessionInfo>(),
-        ),
+        doc(methods::SESSION_GET, Some(schema::<SessionRef>()), schema::<SessionDetail>()),
+        doc(methods::SESSION_CLOSE, Some(schema::<SessionRef>()), schema::<SessionInfo>()),
         // The result of a subscription is its notifications' payload.
-        doc(
-            methods::SESSION_SUBSCRIBE,
-            Some(schema::<SubscribeParams>()),
-            schema::<Event>(),
-        ),
-        doc(
-            methods::SESSION_UNSUBSCRIBE,
-            None,
-            json!({"type": "boolean"}),
-        ),
-        doc(
-            methods::RUN_START,
-            Some(schema::<RunStartParams>()),
-            schema::<RunStartResult>(),
-        ),
-        doc(
-            methods::RUN_CANCEL,
-            Some(schema::<RunRef>()),
-            schema::<RunCancelResult>(),
-        ),
-        doc(
-            methods::RUN_WAIT,
-            Some(schema::<RunRef>()),
-            schema::<RunResult>(),
-        ),
+        doc(methods::SESSION_SUBSCRIBE, Some(schema::<SubscribeParams>()), schema::<Event>()),
+        doc(methods::SESSION_UNSUBSCRIBE, None, json!({"type": "boolean"})),
+        doc(methods::RUN_START, Some(schema::<RunStartParams>()), schema::<RunStartResult>()),
+        doc(methods::RUN_CANCEL, Some(schema::<RunRef>()), schema::<RunCancelResult>()),
+        doc(methods::RUN_WAIT, Some(schema::<RunRef>()), schema::<RunResult>()),
         doc(
             methods::REPORT_GET,
             Some(schema::<RunRef>()),
             json!({"type": "object", "description": "Swival report v1"}),
         ),
-        doc(
-            methods::POLICY_STATUS,
-            Some(schema::<SessionRef>()),
-            schema::<PolicyStatus>(),
-        ),
-        doc(
-            methods::CONFIG_RESOLVE,
-            Some(schema::<ConfigResolveParams>()),
-            schema::<ConfigResolveResult>(),
-        ),
+        doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
+        doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
+        doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
+        doc(methods::POLICY_STATUS, Some(schema::<SessionRef>()), schema::<PolicyStatus>()),
+        doc(methods::CONFIG_RESOLVE, Some(schema::<ConfigResolveParams>()), schema::<ConfigResolveResult>()),
     ]
 }
 
@@ -108,10 +63,8 @@ pub fn document() -> Value {
             }),
         );
     }
-    let errors: Vec<Value> = ErrorCode::ALL
-        .iter()
-        .map(|c| json!({"code": c.code(), "name": c, "meaning": c.meaning()}))
-        .collect();
+    let errors: Vec<Value> =
+        ErrorCode::ALL.iter().map(|c| json!({"code": c.code(), "name": c, "meaning": c.meaning()})).collect();
     json!({
         "title": "swivald JSON-RPC protocol",
         "protocol_version": crate::PROTOCOL_VERSION,
@@ -151,20 +104,14 @@ mod tests {
     fn every_method_has_a_summary_and_a_schema_entry() {
         let docs: Vec<&str> = method_docs().iter().map(|d| d.name).collect();
         let listed: Vec<&str> = methods::ALL.iter().map(|(m, _)| *m).collect();
-        assert_eq!(
-            docs, listed,
-            "methods::ALL and the schema list the same methods in the same order"
-        );
+        assert_eq!(docs, listed, "methods::ALL and the schema list the same methods in the same order");
     }
 
     #[test]
     fn every_method_has_a_schema_entry() {
         let doc = document();
         for (name, _) in methods::ALL {
-            assert!(
-                doc["methods"].get(*name).is_some(),
-                "{name} is missing from the schema"
-            );
+            assert!(doc["methods"].get(*name).is_some(), "{name} is missing from the schema");
         }
     }
 

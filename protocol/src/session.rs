@@ -7,23 +7,17 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A session's id (`s_` followed by hex).
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct SessionId(pub String);
 
 /// A run's id (`r_` followed by hex).
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct RunId(pub String);
 
 /// Per-session event sequence number, starting at 1, without gaps.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Seq(pub u64);
 
@@ -425,6 +419,20 @@ pub enum EventKind {
         /// What it decided: `accept`, `retry` or `error`.
         verdict: String,
     },
+    /// A hook decided something.
+    Hook {
+        /// `before_llm_call`, `after_llm_call` or `before_response_emit`.
+        point: String,
+        /// The hook (its command, or `rpc:<name>`).
+        hook: String,
+        /// `pass`, `modify`, `block` or `ignored_failure`.
+        decision: String,
+        /// Why, when it blocked or failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// How long it took.
+        duration_s: f64,
+    },
     /// Something the user should know; the run goes on.
     Warning {
         /// The message.
@@ -513,4 +521,57 @@ pub struct SandboxStatus {
     pub enforced: Vec<String>,
     /// Guards the kernel or the configuration does not provide, said plainly.
     pub not_enforced: Vec<String>,
+}
+
+/// `hooks/register` params: a client hook, consulted until the connection closes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRegisterParams {
+    /// A name for events and `policy/status`.
+    pub name: String,
+    /// Points to be consulted at: `before_llm_call`, `after_llm_call`, `before_response_emit`.
+    pub points: Vec<String>,
+    /// Lower runs first (default 0); ties keep registration order.
+    #[serde(default)]
+    pub priority: i64,
+    /// How long an answer may take (default 10000).
+    #[serde(default = "default_hook_timeout_ms")]
+    pub timeout_ms: u64,
+    /// `block` (default: a failure or timeout blocks) or `ignore`.
+    #[serde(default = "default_on_failure")]
+    pub on_failure: String,
+}
+
+fn default_hook_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_on_failure() -> String {
+    "block".into()
+}
+
+/// One `hooks/invoke` notification: answer it with `hooks/respond`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookInvocation {
+    /// Echo this in `hooks/respond`.
+    pub call_id: String,
+    /// The point.
+    pub point: String,
+    /// The point's payload (see docs/hooks.md).
+    pub payload: Value,
+}
+
+/// `hooks/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRespondParams {
+    /// From the invocation.
+    pub call_id: String,
+    /// The hook's result object (see docs/hooks.md).
+    pub result: Value,
+}
+
+/// `hooks/respond` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRespondResult {
+    /// False when no call waits for that id any more (it timed out).
+    pub accepted: bool,
 }

@@ -32,11 +32,7 @@ pub fn bin_dir() -> PathBuf {
 /// Path of a workspace binary; panics with the fix when it was not built.
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(
-        p.is_file(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        p.display()
-    );
+    assert!(p.is_file(), "{} is missing: build the workspace first (cargo build --workspace)", p.display());
     p
 }
 
@@ -55,26 +51,15 @@ impl Default for TestEnv {
 impl TestEnv {
     /// A fresh temporary home.
     pub fn new() -> TestEnv {
-        let dir = tempfile::Builder::new()
-            .prefix("sv")
-            .tempdir_in("/tmp")
-            .expect("tempdir");
+        let dir = tempfile::Builder::new().prefix("sv").tempdir_in("/tmp").expect("tempdir");
         for sub in ["config", "state", "cache", "run", "home"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join("run"),
-            std::fs::Permissions::from_mode(0o700),
-        )
-        .unwrap();
+        std::fs::set_permissions(dir.path().join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
         // Retries back off in milliseconds, not seconds, so fault tests stay quick.
         std::fs::create_dir_all(dir.path().join("config/swival")).unwrap();
-        std::fs::write(
-            dir.path().join("config/swival/swivald.toml"),
-            "provider_backoff_base_s = 0.01\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("config/swival/swivald.toml"), "provider_backoff_base_s = 0.01\n").unwrap();
         TestEnv { dir }
     }
 
@@ -141,8 +126,7 @@ impl TestEnv {
     /// Start swivald with extra arguments and wait for READY=1.
     pub fn start_daemon_with(&self, args: &[&str]) -> Daemon {
         let cmd = self.command(&bin("swivald"));
-        Daemon::spawn(self, cmd, args)
-            .unwrap_or_else(|e| panic!("swivald did not start: {e}\nlog:\n{}", self.log()))
+        Daemon::spawn(self, cmd, args).unwrap_or_else(|e| panic!("swivald did not start: {e}\nlog:\n{}", self.log()))
     }
 }
 
@@ -164,24 +148,15 @@ impl Daemon {
         let notify_path = env.root().join(format!("notify-{}", rand_suffix()));
         let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
         notify.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(env.log_path())
-            .unwrap();
-        cmd.args(args)
-            .env("NOTIFY_SOCKET", &notify_path)
-            .stdout(Stdio::null())
-            .stderr(log);
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(env.log_path()).unwrap();
+        cmd.args(args).env("NOTIFY_SOCKET", &notify_path).stdout(Stdio::null()).stderr(log);
         let mut child = cmd.spawn().map_err(|e| format!("spawn: {e}"))?;
         let socket = socket_arg(args).unwrap_or_else(|| env.socket());
         let mut daemon_notify = notify;
         loop {
             // READY=1, or the daemon exiting first (seen via a short poll of
             // try_wait between datagrams).
-            daemon_notify
-                .set_read_timeout(Some(Duration::from_millis(200)))
-                .unwrap();
+            daemon_notify.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
             match recv_line(&mut daemon_notify) {
                 Some(msg) if msg.contains("READY=1") => break,
                 Some(_) => continue,
@@ -193,11 +168,7 @@ impl Daemon {
             }
         }
         daemon_notify.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        Ok(Daemon {
-            child,
-            socket,
-            notify: daemon_notify,
-        })
+        Ok(Daemon { child, socket, notify: daemon_notify })
     }
 
     /// The daemon's pid.
@@ -238,19 +209,13 @@ impl Drop for Daemon {
 }
 
 fn socket_arg(args: &[&str]) -> Option<PathBuf> {
-    args.windows(2)
-        .find(|w| w[0] == "--socket")
-        .map(|w| PathBuf::from(w[1]))
+    args.windows(2).find(|w| w[0] == "--socket").map(|w| PathBuf::from(w[1]))
 }
 
 fn rand_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Receive one notification datagram as text; `None` on timeout.
@@ -275,14 +240,9 @@ pub struct NdConn {
 impl NdConn {
     /// Connect to `socket`.
     pub fn connect(socket: &Path) -> NdConn {
-        let s = UnixStream::connect(socket)
-            .unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
+        let s = UnixStream::connect(socket).unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
         s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        NdConn {
-            reader: BufReader::new(s.try_clone().unwrap()),
-            writer: s,
-            next_id: 1,
-        }
+        NdConn { reader: BufReader::new(s.try_clone().unwrap()), writer: s, next_id: 1 }
     }
 
     /// Write raw bytes followed by a newline.
@@ -349,36 +309,20 @@ pub fn http_post(socket: &Path, body: &str) -> (u16, String) {
     .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).expect("read http reply");
-    let status = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
 }
 
 /// Start swivald as systemd would: `listener` as fd 3, `LISTEN_FDS=1`,
 /// `LISTEN_PID` set to the daemon's own pid (by a shell that then execs
 /// it), and a notification socket; returns once READY=1 arrives.
-pub fn activated_daemon(
-    env: &TestEnv,
-    listener: &std::os::unix::net::UnixListener,
-    path: &Path,
-) -> Daemon {
+pub fn activated_daemon(env: &TestEnv, listener: &std::os::unix::net::UnixListener, path: &Path) -> Daemon {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     let fd = listener.as_raw_fd();
     let mut cmd = env.command(Path::new("/bin/sh"));
-    cmd.args([
-        "-c",
-        "LISTEN_PID=$$ exec \"$0\"",
-        bin("swivald").to_str().unwrap(),
-    ])
-    .env("LISTEN_FDS", "1");
+    cmd.args(["-c", "LISTEN_PID=$$ exec \"$0\"", bin("swivald").to_str().unwrap()]).env("LISTEN_FDS", "1");
     // SAFETY: dup2 is async-signal-safe; it puts the listener on fd 3.
     unsafe {
         cmd.pre_exec(move || {
@@ -389,8 +333,8 @@ pub fn activated_daemon(
             Ok(())
         });
     }
-    let mut d = Daemon::spawn(env, cmd, &[])
-        .unwrap_or_else(|e| panic!("activated swivald did not start: {e}\n{}", env.log()));
+    let mut d =
+        Daemon::spawn(env, cmd, &[]).unwrap_or_else(|e| panic!("activated swivald did not start: {e}\n{}", env.log()));
     d.socket = path.to_owned();
     d
 }
@@ -416,10 +360,7 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
         if stat.contains(") Z ") {
             continue;
         }
-        if String::from_utf8_lossy(&cmdline)
-            .replace('\0', " ")
-            .contains(needle)
-        {
+        if String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle) {
             out.push(pid);
         }
     }

@@ -93,10 +93,7 @@ impl Step {
 
     /// A text reply with the given finish reason (e.g. `"length"`).
     pub fn text_with_finish(content: impl Into<String>, finish_reason: &str) -> Step {
-        Step::Text {
-            content: content.into(),
-            finish_reason: finish_reason.to_owned(),
-        }
+        Step::Text { content: content.into(), finish_reason: finish_reason.to_owned() }
     }
 
     /// A reply calling tools: `(id, name, arguments)` per call.
@@ -104,11 +101,7 @@ impl Step {
         Step::ToolCalls(
             calls
                 .into_iter()
-                .map(|(id, name, arguments)| ToolCall {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                    arguments,
-                })
+                .map(|(id, name, arguments)| ToolCall { id: id.to_owned(), name: name.to_owned(), arguments })
                 .collect(),
         )
     }
@@ -125,11 +118,7 @@ impl Step {
 
     /// A bare HTTP status with this body.
     pub fn status(code: u16, body: impl Into<String>) -> Step {
-        Step::Status {
-            code,
-            body: body.into(),
-            retry_after: None,
-        }
+        Step::Status { code, body: body.into(), retry_after: None }
     }
 
     /// An HTTP error with an OpenAI-style body
@@ -141,11 +130,7 @@ impl Step {
     /// Adds a `Retry-After` header to a [`Step::Status`] step.
     pub fn with_retry_after(self, value: impl fmt::Display) -> Step {
         match self {
-            Step::Status { code, body, .. } => Step::Status {
-                code,
-                body,
-                retry_after: Some(value.to_string()),
-            },
+            Step::Status { code, body, .. } => Step::Status { code, body, retry_after: Some(value.to_string()) },
             other => panic!("mock: with_retry_after applies to Step::status only, not {other:?}"),
         }
     }
@@ -192,9 +177,7 @@ pub struct Gate {
 impl Gate {
     /// A closed gate.
     pub fn new() -> Gate {
-        Gate {
-            opened: Arc::new(watch::Sender::new(false)),
-        }
+        Gate { opened: Arc::new(watch::Sender::new(false)) }
     }
 
     /// Releases every reply held by this gate, now and later.
@@ -222,9 +205,7 @@ impl Default for Gate {
 
 impl fmt::Debug for Gate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Gate")
-            .field("open", &self.is_open())
-            .finish()
+        f.debug_struct("Gate").field("open", &self.is_open()).finish()
     }
 }
 
@@ -281,11 +262,8 @@ impl MockProvider {
     /// Starts a server on `127.0.0.1:0` that plays `script`. Needs no runtime
     /// from the caller.
     pub fn start(script: Vec<Step>) -> MockProvider {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("mock provider: cannot bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("mock provider: cannot make the listener non-blocking");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("mock provider: cannot bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("mock provider: cannot make the listener non-blocking");
         let addr = listener.local_addr().expect("mock provider: no local addr");
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -313,12 +291,7 @@ impl MockProvider {
                 drop(runtime);
             })
             .expect("mock provider: cannot spawn its thread");
-        MockProvider {
-            shared,
-            addr,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        }
+        MockProvider { shared, addr, shutdown: Some(tx), thread: Some(thread) }
     }
 
     /// Sets the model id advertised and echoed (default `mock-model`).
@@ -365,12 +338,7 @@ impl MockProvider {
 
     /// The body of every chat request, in arrival order.
     pub fn requests(&self) -> Vec<Value> {
-        self.shared
-            .lock()
-            .log
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
+        self.shared.lock().log.iter().map(|r| r.body.clone()).collect()
     }
 
     /// The headers of every chat request (names lowercased), in arrival order.
@@ -399,12 +367,7 @@ impl MockProvider {
                 drop(state);
                 panic!("mock provider: waited {WAIT_LIMIT:?} for {n} chat requests, only {got} arrived");
             }
-            state = self
-                .shared
-                .arrived
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            state = self.shared.arrived.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 }
@@ -420,13 +383,8 @@ impl Drop for MockProvider {
     }
 }
 
-async fn accept_loop(
-    listener: std::net::TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: oneshot::Receiver<()>,
-) {
-    let listener = tokio::net::TcpListener::from_std(listener)
-        .expect("mock provider: cannot register the listener");
+async fn accept_loop(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("mock provider: cannot register the listener");
     loop {
         tokio::select! {
             _ = &mut shutdown => return,
@@ -449,9 +407,8 @@ async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         let kill = service_kill.clone();
         async move { Ok::<_, Infallible>(route(req, &shared, &kill).await) }
     });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+    let conn =
+        hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         _ = conn => {}
         _ = kill.notified() => {}
@@ -530,17 +487,10 @@ impl Shared {
 /// Answers one chat request as `step` says.
 async fn respond(step: Step, reply: &Reply, kill: &Notify) -> Response<Body> {
     match step {
-        Step::Text {
-            content,
-            finish_reason,
-        } => reply.complete(Some(content), Vec::new(), finish_reason),
+        Step::Text { content, finish_reason } => reply.complete(Some(content), Vec::new(), finish_reason),
         Step::ToolCalls(calls) => reply.complete(None, calls, "tool_calls".to_owned()),
         Step::Empty => reply.complete(None, Vec::new(), "stop".to_owned()),
-        Step::Status {
-            code,
-            body,
-            retry_after,
-        } => {
+        Step::Status { code, body, retry_after } => {
             let mut response = json_response(code, body);
             if let Some(value) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
                 response.headers_mut().insert(RETRY_AFTER, value);
@@ -579,9 +529,7 @@ fn header_map(headers: &hyper::HeaderMap) -> HashMap<String, String> {
     let mut map: HashMap<String, String> = HashMap::new();
     for (name, value) in headers {
         let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-        map.entry(name.as_str().to_owned())
-            .and_modify(|old| *old = format!("{old}, {value}"))
-            .or_insert(value);
+        map.entry(name.as_str().to_owned()).and_modify(|old| *old = format!("{old}, {value}")).or_insert(value);
     }
     map
 }
@@ -606,28 +554,16 @@ struct Reply {
 }
 
 impl Reply {
-    fn complete(
-        &self,
-        content: Option<String>,
-        calls: Vec<ToolCall>,
-        finish: String,
-    ) -> Response<Body> {
+    fn complete(&self, content: Option<String>, calls: Vec<ToolCall>, finish: String) -> Response<Body> {
         if self.stream {
             sse_response(self.events(content.as_deref(), &calls, &finish), false)
         } else {
-            json_response(
-                200,
-                self.completion_json(content, &calls, &finish).to_string(),
-            )
+            json_response(200, self.completion_json(content, &calls, &finish).to_string())
         }
     }
 
     fn usage(&self, content: Option<&str>, calls: &[ToolCall]) -> Value {
-        let chars = content.map_or(0, str::len)
-            + calls
-                .iter()
-                .map(|c| c.arguments.to_string().len())
-                .sum::<usize>();
+        let chars = content.map_or(0, str::len) + calls.iter().map(|c| c.arguments.to_string().len()).sum::<usize>();
         let completion_tokens = chars as u64 / 4 + 1;
         json!({
             "prompt_tokens": self.prompt_tokens,
@@ -685,8 +621,7 @@ impl Reply {
             }
             events.push(self.chunk(delta, None));
             for piece in split(&call.arguments.to_string(), 3) {
-                let delta =
-                    json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]});
+                let delta = json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]});
                 events.push(self.chunk(delta, None));
             }
         }
@@ -703,11 +638,7 @@ impl Reply {
 
     /// Events of a reply long enough to be cut after its third event.
     fn partial_events(&self) -> Vec<String> {
-        self.events(
-            Some("this reply is cut off before it ever ends"),
-            &[],
-            "stop",
-        )
+        self.events(Some("this reply is cut off before it ever ends"), &[], "stop")
     }
 }
 
@@ -718,26 +649,15 @@ fn split(text: &str, max: usize) -> Vec<String> {
     if chars.is_empty() {
         return Vec::new();
     }
-    let pieces = if chars.len() <= 3 {
-        1
-    } else {
-        max.min(chars.len())
-    };
+    let pieces = if chars.len() <= 3 { 1 } else { max.min(chars.len()) };
     let size = chars.len().div_ceil(pieces);
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
 fn json_response(code: u16, body: String) -> Response<Body> {
-    let mut response = Response::new(
-        Full::new(Bytes::from(body))
-            .map_err(|never| match never {})
-            .boxed(),
-    );
-    *response.status_mut() =
-        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut response = Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -790,12 +710,8 @@ mod tests {
     impl Client {
         fn connect(mock: &MockProvider) -> Client {
             let stream = TcpStream::connect(mock.addr()).expect("connect to mock");
-            stream
-                .set_read_timeout(Some(WAIT_LIMIT))
-                .expect("read timeout");
-            Client {
-                conn: BufReader::new(stream),
-            }
+            stream.set_read_timeout(Some(WAIT_LIMIT)).expect("read timeout");
+            Client { conn: BufReader::new(stream) }
         }
 
         fn send(&mut self, method: &str, path: &str, body: &str) -> Option<Raw> {
@@ -804,10 +720,7 @@ mod tests {
                  Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             );
-            self.conn
-                .get_mut()
-                .write_all(request.as_bytes())
-                .expect("write request");
+            self.conn.get_mut().write_all(request.as_bytes()).expect("write request");
             self.read_response()
         }
 
@@ -861,12 +774,7 @@ mod tests {
                 r.read_to_end(&mut body).ok()?;
             }
             let body = String::from_utf8_lossy(&body).into_owned();
-            Some(Raw {
-                status,
-                headers,
-                body,
-                complete,
-            })
+            Some(Raw { status, headers, body, complete })
         }
     }
 
@@ -880,10 +788,7 @@ mod tests {
 
     /// The `data:` payloads of an SSE body, in order.
     fn sse_data(body: &str) -> Vec<String> {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .map(str::to_owned)
-            .collect()
+        body.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned).collect()
     }
 
     fn stream_request() -> Value {
@@ -901,19 +806,14 @@ mod tests {
         assert_eq!(reply["choices"][0]["message"]["content"], "hello there");
         assert_eq!(reply["choices"][0]["finish_reason"], "stop");
         let usage = &reply["usage"];
-        let sum =
-            usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap();
+        let sum = usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap();
         assert_eq!(usage["total_tokens"].as_u64(), Some(sum));
     }
 
     #[test]
     fn tool_calls_reply_has_openai_shape() {
         let args = json!({"path": "src/main.rs"});
-        let mock = MockProvider::start(vec![Step::tool_calls(vec![(
-            "call_1",
-            "read_file",
-            args.clone(),
-        )])]);
+        let mock = MockProvider::start(vec![Step::tool_calls(vec![("call_1", "read_file", args.clone())])]);
         let reply = json_body(&chat_once(&mock, json!({"messages": []})));
         let choice = &reply["choices"][0];
         assert_eq!(choice["finish_reason"], "tool_calls");
@@ -922,8 +822,7 @@ mod tests {
         assert_eq!(call["id"], "call_1");
         assert_eq!(call["type"], "function");
         assert_eq!(call["function"]["name"], "read_file");
-        let sent: Value =
-            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        let sent: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
         assert_eq!(sent, args);
     }
 
@@ -935,23 +834,15 @@ mod tests {
         assert_eq!(raw.headers["content-type"], "text/event-stream");
         let data = sse_data(&raw.body);
         assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-        let chunks: Vec<Value> = data[..data.len() - 1]
-            .iter()
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect();
+        let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
         let deltas: Vec<&str> = chunks
             .iter()
             .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
             .filter(|s| !s.is_empty())
             .collect();
-        assert!(
-            deltas.len() >= 2,
-            "text should arrive in several deltas: {deltas:?}"
-        );
+        assert!(deltas.len() >= 2, "text should arrive in several deltas: {deltas:?}");
         assert_eq!(deltas.concat(), text);
-        assert!(chunks
-            .iter()
-            .any(|c| c["choices"][0]["finish_reason"] == "stop"));
+        assert!(chunks.iter().any(|c| c["choices"][0]["finish_reason"] == "stop"));
         assert!(chunks.last().unwrap()["usage"]["total_tokens"].is_u64());
     }
 
@@ -961,28 +852,14 @@ mod tests {
         let mock = MockProvider::start(vec![Step::tool_call("call_9", "write_file", args.clone())]);
         let raw = chat_once(&mock, stream_request());
         let data = sse_data(&raw.body);
-        let chunks: Vec<Value> = data[..data.len() - 1]
-            .iter()
-            .map(|d| serde_json::from_str(d).unwrap())
-            .collect();
-        let calls: Vec<&Value> = chunks
-            .iter()
-            .filter_map(|c| c["choices"][0]["delta"]["tool_calls"].get(0))
-            .collect();
+        let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+        let calls: Vec<&Value> = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["tool_calls"].get(0)).collect();
         assert_eq!(calls[0]["id"], "call_9");
         assert_eq!(calls[0]["function"]["name"], "write_file");
-        assert!(
-            calls.len() >= 3,
-            "arguments should be fragmented: {calls:?}"
-        );
-        let joined: String = calls
-            .iter()
-            .filter_map(|c| c["function"]["arguments"].as_str())
-            .collect();
+        assert!(calls.len() >= 3, "arguments should be fragmented: {calls:?}");
+        let joined: String = calls.iter().filter_map(|c| c["function"]["arguments"].as_str()).collect();
         assert_eq!(serde_json::from_str::<Value>(&joined).unwrap(), args);
-        assert!(chunks
-            .iter()
-            .any(|c| c["choices"][0]["finish_reason"] == "tool_calls"));
+        assert!(chunks.iter().any(|c| c["choices"][0]["finish_reason"] == "tool_calls"));
     }
 
     #[test]
@@ -1005,10 +882,7 @@ mod tests {
     fn exhausted_script_answers_fallback_text_and_counts() {
         let mock = MockProvider::start(vec![Step::text("only one")]);
         let mut client = Client::connect(&mock);
-        assert_eq!(
-            json_body(&client.chat(json!({})))["choices"][0]["message"]["content"],
-            "only one"
-        );
+        assert_eq!(json_body(&client.chat(json!({})))["choices"][0]["message"]["content"], "only one");
         assert_eq!(mock.exhausted_hits(), 0);
         let reply = json_body(&client.chat(json!({})));
         assert_eq!(reply["choices"][0]["message"]["content"], EXHAUSTED_REPLY);
@@ -1022,10 +896,7 @@ mod tests {
         client.chat(json!({"messages": [{"role": "user", "content": "first marker"}]}));
         client.chat(json!({"messages": [{"role": "user", "content": "second marker"}]}));
         assert_eq!(mock.request_count(), 2);
-        assert_eq!(
-            mock.requests()[1]["messages"][0]["content"],
-            "second marker"
-        );
+        assert_eq!(mock.requests()[1]["messages"][0]["content"], "second marker");
         assert_eq!(mock.request_headers()[0]["authorization"], "Bearer sk-test");
         let text = mock.requests_text();
         assert!(text.contains("first marker") && text.contains("second marker"));
@@ -1036,9 +907,7 @@ mod tests {
     fn malformed_request_is_logged_but_keeps_its_step() {
         let mock = MockProvider::start(vec![Step::text("kept")]);
         let mut client = Client::connect(&mock);
-        let bad = client
-            .send("POST", "/v1/chat/completions", "{not json")
-            .unwrap();
+        let bad = client.send("POST", "/v1/chat/completions", "{not json").unwrap();
         assert_eq!(bad.status, 400);
         assert_eq!(mock.requests()[0], "{not json");
         let good = json_body(&client.chat(json!({})));
@@ -1055,19 +924,14 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 let stream = TcpStream::connect(addr).unwrap();
-                let mut client = Client {
-                    conn: BufReader::new(stream),
-                };
+                let mut client = Client { conn: BufReader::new(stream) };
                 tx.send(client.chat(json!({}))).unwrap();
             });
             mock.wait_for_requests(1);
             assert!(rx.try_recv().is_err(), "reply escaped a closed gate");
             gate.open();
             let raw = rx.recv().expect("client thread ended without a reply");
-            assert_eq!(
-                json_body(&raw)["choices"][0]["message"]["content"],
-                "released"
-            );
+            assert_eq!(json_body(&raw)["choices"][0]["message"]["content"], "released");
         });
     }
 
@@ -1076,19 +940,14 @@ mod tests {
         let mock = MockProvider::start(vec![Step::hang(), Step::text("still alive")]);
         let addr = mock.addr();
         let hung = std::thread::spawn(move || {
-            let mut client = Client {
-                conn: BufReader::new(TcpStream::connect(addr).unwrap()),
-            };
+            let mut client = Client { conn: BufReader::new(TcpStream::connect(addr).unwrap()) };
             client.send("POST", "/v1/chat/completions", "{}").is_none()
         });
         mock.wait_for_requests(1);
         let reply = json_body(&chat_once(&mock, json!({})));
         assert_eq!(reply["choices"][0]["message"]["content"], "still alive");
         drop(mock);
-        assert!(
-            hung.join().unwrap(),
-            "hung request should end with a closed socket"
-        );
+        assert!(hung.join().unwrap(), "hung request should end with a closed socket");
     }
 
     #[test]
@@ -1105,19 +964,12 @@ mod tests {
         let cut = chat_once(&mock, stream_request());
         assert_eq!(cut.status, 200);
         assert!(!cut.complete && !cut.body.contains("[DONE]"));
-        assert!(
-            sse_data(&cut.body).len() >= 2,
-            "some chunks come before the drop: {}",
-            cut.body
-        );
+        assert!(sse_data(&cut.body).len() >= 2, "some chunks come before the drop: {}", cut.body);
 
         let truncated = chat_once(&mock, stream_request());
         assert!(truncated.complete && !truncated.body.contains("[DONE]"));
         let last = sse_data(&truncated.body).pop().unwrap();
-        assert!(
-            serde_json::from_str::<Value>(&last).is_err(),
-            "last chunk should be cut: {last}"
-        );
+        assert!(serde_json::from_str::<Value>(&last).is_err(), "last chunk should be cut: {last}");
 
         let garbage = chat_once(&mock, json!({}));
         assert_eq!(garbage.status, 200);
@@ -1126,16 +978,11 @@ mod tests {
 
     #[test]
     fn models_endpoint_and_unknown_paths() {
-        let mock = MockProvider::start(vec![])
-            .with_model("tiny")
-            .with_context_length(4096);
+        let mock = MockProvider::start(vec![]).with_model("tiny").with_context_length(4096);
         let mut client = Client::connect(&mock);
         let models = client.send("GET", "/v1/models", "").unwrap();
         let model = &json_body(&models)["data"][0];
-        assert_eq!(
-            (model["id"].as_str(), model["context_length"].as_u64()),
-            (Some("tiny"), Some(4096))
-        );
+        assert_eq!((model["id"].as_str(), model["context_length"].as_u64()), (Some("tiny"), Some(4096)));
         assert_eq!(client.send("GET", "/v1/nope", "").unwrap().status, 404);
         assert_eq!(mock.request_count(), 0);
     }

@@ -18,13 +18,8 @@ fn with(mut base: Value, extra: Value) -> Value {
 }
 
 fn run_to_end(c: &mut NdConn, base: &Path, config: Value, task: &str) -> (String, Value) {
-    let sid = c.ok(
-        "session/create",
-        json!({"base_dir": base, "config": config}),
-    )["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sid =
+        c.ok("session/create", json!({"base_dir": base, "config": config}))["session_id"].as_str().unwrap().to_owned();
     let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
     (sid, c.ok("run/wait", json!({"run_id": run})))
 }
@@ -60,19 +55,11 @@ fn redacting_filter_keeps_the_url_from_the_provider_but_not_from_the_tool() {
     ]);
     let mut c = daemon.nd();
     let cfg = with(provider(&mock), json!({"llm_filter": filter}));
-    let (_, r) = run_to_end(
-        &mut c,
-        &project,
-        cfg,
-        "collect links from http://internal.example.corp/index",
-    );
+    let (_, r) = run_to_end(&mut c, &project, cfg, "collect links from http://internal.example.corp/index");
     assert_eq!(r["outcome"], "success", "{r}");
     assert_eq!(mock.request_count(), 3);
     let sent = mock.requests_text();
-    assert!(
-        !sent.contains("internal.example.corp"),
-        "the provider saw the internal URL: {sent}"
-    );
+    assert!(!sent.contains("internal.example.corp"), "the provider saw the internal URL: {sent}");
     assert!(sent.contains("[REDACTED]"));
     let written = std::fs::read_to_string(project.join("links.txt")).unwrap();
     assert_eq!(written, "see http://internal.example.corp/wiki");
@@ -82,45 +69,23 @@ fn redacting_filter_keeps_the_url_from_the_provider_but_not_from_the_tool() {
 fn each_filter_failure_blocks_with_swivals_message_and_sends_nothing() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
-    let py = |body: &str| {
-        format!("#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\n{body}\n")
-    };
+    let py = |body: &str| format!("#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\n{body}\n");
     let cases: Vec<(&str, String, &str)> = vec![
         (
             "allow_false_reason",
             py(r#"print(json.dumps({"allow": False, "reason": "contains secrets"}))"#),
             "LLM filter blocked request: contains secrets",
         ),
-        (
-            "allow_false",
-            py(r#"print(json.dumps({"allow": False}))"#),
-            "LLM filter blocked request: blocked by filter",
-        ),
+        ("allow_false", py(r#"print(json.dumps({"allow": False}))"#), "LLM filter blocked request: blocked by filter"),
         (
             "nonzero_valid_json",
             py("print(json.dumps({\"messages\": req[\"messages\"]}))\nsys.exit(3)"),
             "LLM filter blocked request: filter exited with code 3",
         ),
-        (
-            "invalid_json",
-            py("print('{not json')"),
-            "LLM filter blocked request: filter returned invalid JSON",
-        ),
-        (
-            "empty_stdout",
-            py("pass"),
-            "LLM filter blocked request: filter returned invalid JSON",
-        ),
-        (
-            "array",
-            py("print('[]')"),
-            "LLM filter blocked request: filter output is not a JSON object",
-        ),
-        (
-            "missing_messages",
-            py("print('{}')"),
-            "LLM filter blocked request: filter output missing 'messages' key",
-        ),
+        ("invalid_json", py("print('{not json')"), "LLM filter blocked request: filter returned invalid JSON"),
+        ("empty_stdout", py("pass"), "LLM filter blocked request: filter returned invalid JSON"),
+        ("array", py("print('[]')"), "LLM filter blocked request: filter output is not a JSON object"),
+        ("missing_messages", py("print('{}')"), "LLM filter blocked request: filter output missing 'messages' key"),
         (
             "invalid_role",
             py(r#"print(json.dumps({"messages": [{"role": "robot", "content": "x"}]}))"#),
@@ -171,15 +136,8 @@ fn each_filter_failure_blocks_with_swivals_message_and_sends_nothing() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
-        assert!(
-            stderr.contains(expected),
-            "{name}: expected {expected:?} in {stderr}"
-        );
-        assert_eq!(
-            mock.request_count(),
-            0,
-            "{name}: the provider received a request"
-        );
+        assert!(stderr.contains(expected), "{name}: expected {expected:?} in {stderr}");
+        assert_eq!(mock.request_count(), 0, "{name}: the provider received a request");
         let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         assert_eq!(r["result"]["outcome"], "error", "{name}");
         assert!(out.stdout.is_empty(), "{name}");
@@ -192,22 +150,12 @@ fn filter_timeout_blocks_the_call() {
     let daemon = env.start_daemon();
     let project = env.project("p");
     script(&project, "slow.sh", "#!/bin/sh\nsleep 30\n");
-    std::fs::write(
-        project.join("swival.toml"),
-        "[[filters]]\ncommand = \"./slow.sh\"\ntimeout_s = 1\n",
-    )
-    .unwrap();
+    std::fs::write(project.join("swival.toml"), "[[filters]]\ncommand = \"./slow.sh\"\ntimeout_s = 1\n").unwrap();
     let mock = MockProvider::start(vec![Step::text("never")]);
     let mut c = daemon.nd();
     let (_, r) = run_to_end(&mut c, &project, provider(&mock), "t");
     assert_eq!(r["outcome"], "error");
-    assert!(
-        r["error"]
-            .as_str()
-            .unwrap()
-            .contains("filter command timed out after 1s"),
-        "{r}"
-    );
+    assert!(r["error"].as_str().unwrap().contains("filter command timed out after 1s"), "{r}");
     assert_eq!(mock.request_count(), 0);
     assert!(
         processes_mentioning(&project.join("slow.sh").display().to_string()).is_empty(),
@@ -224,26 +172,14 @@ fn missing_filter_executable_is_a_setup_error_exit_1() {
     let report = project.join("r.json");
     let out = env
         .swivalctl(&daemon, &project)
-        .args([
-            "run",
-            "--provider",
-            "generic",
-            "--base-url",
-            &mock.base_url(),
-            "--llm-filter",
-            "./nope.sh",
-            "--report",
-        ])
+        .args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--llm-filter", "./nope.sh", "--report"])
         .arg(&report)
         .arg("t")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("llm_filter executable not found or not executable"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("llm_filter executable not found or not executable"), "{stderr}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["result"]["outcome"], "error");
 }
@@ -266,35 +202,21 @@ fn second_stage_gets_the_first_stages_output_and_never_runs_after_a_block() {
     script(&project, "block.py", "#!/usr/bin/env python3\nimport sys\nsys.stdin.read()\nprint('{\"allow\": false, \"reason\": \"stage 1 says no\"}')\n");
     let mock = MockProvider::start(vec![Step::text("ok")]);
     let mut c = daemon.nd();
-    let cfg = with(
-        provider(&mock),
-        json!({"llm_filter": ["./stage1.py", "./stage2.py"]}),
-    );
+    let cfg = with(provider(&mock), json!({"llm_filter": ["./stage1.py", "./stage2.py"]}));
     let (_, r) = run_to_end(&mut c, &project, cfg, "t");
     assert_eq!(r["outcome"], "success");
-    let saw: Value =
-        serde_json::from_str(&std::fs::read_to_string(project.join("stage2-saw.json")).unwrap())
-            .unwrap();
+    let saw: Value = serde_json::from_str(&std::fs::read_to_string(project.join("stage2-saw.json")).unwrap()).unwrap();
     assert_eq!(saw["call_kind"], "agent");
     assert_eq!(saw["provider"], "generic");
     assert!(saw["tools"].is_array());
-    assert_eq!(
-        saw["messages"].as_array().unwrap().last().unwrap()["content"],
-        "added by stage 1"
-    );
+    assert_eq!(saw["messages"].as_array().unwrap().last().unwrap()["content"], "added by stage 1");
     assert!(mock.requests_text().contains("added by stage 1"));
 
     std::fs::remove_file(project.join("stage2-saw.json")).unwrap();
-    let cfg = with(
-        provider(&mock),
-        json!({"llm_filter": ["./block.py", "./stage2.py"]}),
-    );
+    let cfg = with(provider(&mock), json!({"llm_filter": ["./block.py", "./stage2.py"]}));
     let (_, r) = run_to_end(&mut c, &project, cfg, "t");
     assert!(r["error"].as_str().unwrap().contains("stage 1 says no"));
-    assert!(
-        !project.join("stage2-saw.json").exists(),
-        "stage 2 ran after stage 1 blocked"
-    );
+    assert!(!project.join("stage2-saw.json").exists(), "stage 2 ran after stage 1 blocked");
 }
 
 const WORKER: &str = r#"#!/usr/bin/env python3
@@ -314,11 +236,8 @@ fn persistent_worker_serves_every_call_and_a_dead_worker_fails_closed_then_resta
     let daemon = env.start_daemon();
     let project = env.project("p");
     script(&project, "worker.py", WORKER);
-    std::fs::write(
-        project.join("swival.toml"),
-        "[[filters]]\ncommand = \"./worker.py\"\nmode = \"persistent\"\n",
-    )
-    .unwrap();
+    std::fs::write(project.join("swival.toml"), "[[filters]]\ncommand = \"./worker.py\"\nmode = \"persistent\"\n")
+        .unwrap();
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "think", json!({"thought": "one"})),
         Step::tool_call("c2", "think", json!({"thought": "two"})),
@@ -330,23 +249,14 @@ fn persistent_worker_serves_every_call_and_a_dead_worker_fails_closed_then_resta
     let pids = std::fs::read_to_string(project.join("worker-pids.txt")).unwrap();
     let pids: Vec<&str> = pids.lines().collect();
     assert_eq!(pids.len(), 3);
-    assert!(
-        pids.iter().all(|p| *p == pids[0]),
-        "one worker serves every call: {pids:?}"
-    );
+    assert!(pids.iter().all(|p| *p == pids[0]), "one worker serves every call: {pids:?}");
 
     // The worker dies on this call: it fails closed, nothing is sent.
     let before = mock.request_count();
     let run = c.ok("run/start", json!({"session_id": sid, "task": "DIE now"}))["run_id"].clone();
     let r = c.ok("run/wait", json!({"run_id": run}));
     assert_eq!(r["outcome"], "error");
-    assert!(
-        r["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("LLM filter blocked request:"),
-        "{r}"
-    );
+    assert!(r["error"].as_str().unwrap().starts_with("LLM filter blocked request:"), "{r}");
     assert_eq!(mock.request_count(), before);
 
     // A fresh worker serves the next call (the earlier DIE message is still
@@ -377,10 +287,7 @@ fn reviewer_retry_then_accept_runs_two_rounds_and_delivers_only_the_final_answer
     let daemon = env.start_daemon();
     let project = env.project("p");
     script(&project, "review.py", REVIEWER);
-    let mock = MockProvider::start(vec![
-        Step::text("first draft"),
-        Step::text("final answer, tests mentioned"),
-    ]);
+    let mock = MockProvider::start(vec![Step::text("first draft"), Step::text("final answer, tests mentioned")]);
     let out = env
         .swivalctl(&daemon, &project)
         .args([
@@ -397,23 +304,14 @@ fn reviewer_retry_then_accept_runs_two_rounds_and_delivers_only_the_final_answer
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "final answer, tests mentioned\n"
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "final answer, tests mentioned\n");
     let second = mock.requests()[1]["messages"].as_array().unwrap().clone();
     let feedback = second.last().unwrap();
     assert_eq!(feedback["role"], "user");
     let text = feedback["content"].as_str().unwrap();
     assert!(
-        text.starts_with("[REVIEWER FEEDBACK — Round 1]\n")
-            && text.contains("Please mention the tests."),
+        text.starts_with("[REVIEWER FEEDBACK — Round 1]\n") && text.contains("Please mention the tests."),
         "{text}"
     );
     let log: Vec<Value> = std::fs::read_to_string(project.join("review-log.jsonl"))
@@ -438,16 +336,8 @@ fn reviewer_errors_accept_with_a_warning() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let cases = [
-        (
-            "exit2",
-            "#!/bin/sh\ncat >/dev/null\nexit 2\n",
-            "exited with code 2",
-        ),
-        (
-            "exit7",
-            "#!/bin/sh\ncat >/dev/null\nexit 7\n",
-            "exited with code 7",
-        ),
+        ("exit2", "#!/bin/sh\ncat >/dev/null\nexit 2\n", "exited with code 2"),
+        ("exit7", "#!/bin/sh\ncat >/dev/null\nexit 7\n", "exited with code 7"),
         ("timeout", "#!/bin/sh\nsleep 30\n", "timed out"),
         ("deleted", "#!/bin/sh\nexit 0\n", "failed"),
     ];
@@ -456,15 +346,8 @@ fn reviewer_errors_accept_with_a_warning() {
         let project = env.project(name);
         let reviewer = script(&project, "review.sh", body);
         let mock = MockProvider::start(vec![Step::text("the answer")]);
-        let cfg = with(
-            provider(&mock),
-            json!({"reviewer": reviewer, "reviewer_timeout_s": 1}),
-        );
-        let sid = c.ok(
-            "session/create",
-            json!({"base_dir": project, "config": cfg}),
-        )["session_id"]
-            .clone();
+        let cfg = with(provider(&mock), json!({"reviewer": reviewer, "reviewer_timeout_s": 1}));
+        let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
         if name == "deleted" {
             std::fs::remove_file(&reviewer).unwrap();
         }
@@ -496,17 +379,10 @@ fn max_review_rounds_reached_accepts_the_last_answer() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let project = env.project("p");
-    let reviewer = script(
-        &project,
-        "never.sh",
-        "#!/bin/sh\ncat >/dev/null\necho 'still not good'\nexit 1\n",
-    );
+    let reviewer = script(&project, "never.sh", "#!/bin/sh\ncat >/dev/null\necho 'still not good'\nexit 1\n");
     let mock = MockProvider::start(vec![Step::text("a1"), Step::text("a2"), Step::text("a3")]);
     let mut c = daemon.nd();
-    let cfg = with(
-        provider(&mock),
-        json!({"reviewer": reviewer, "max_review_rounds": 2}),
-    );
+    let cfg = with(provider(&mock), json!({"reviewer": reviewer, "max_review_rounds": 2}));
     let (_, r) = run_to_end(&mut c, &project, cfg, "t");
     assert_eq!(r["outcome"], "success");
     assert_eq!(r["answer"], "a2");
@@ -521,31 +397,16 @@ fn policy_status_lists_stages_and_reviewer_with_digests() {
     let project = env.project("p");
     let filter = script(&project, "f.py", REDACT);
     let reviewer = script(&project, "r.py", REVIEWER);
-    std::fs::write(
-        project.join("swival.toml"),
-        "[[filters]]\ncommand = \"./f.py\"\nmode = \"persistent\"\n",
-    )
-    .unwrap();
+    std::fs::write(project.join("swival.toml"), "[[filters]]\ncommand = \"./f.py\"\nmode = \"persistent\"\n").unwrap();
     let mut c = daemon.nd();
-    let cfg =
-        json!({"provider": "generic", "base_url": "http://127.0.0.1:9/v1", "reviewer": reviewer});
-    let sid = c.ok(
-        "session/create",
-        json!({"base_dir": project, "config": cfg}),
-    )["session_id"]
-        .clone();
+    let cfg = json!({"provider": "generic", "base_url": "http://127.0.0.1:9/v1", "reviewer": reviewer});
+    let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
     let st = c.ok("policy/status", json!({"session_id": sid}));
     let stage = &st["filters"][0];
     assert_eq!(stage["mode"], "persistent");
     use sha2_like::hex_sha256;
-    assert_eq!(
-        stage["files"][0]["sha256"],
-        hex_sha256(&std::fs::read(&filter).unwrap())
-    );
-    assert_eq!(
-        st["reviewer"]["files"][0]["sha256"],
-        hex_sha256(&std::fs::read(&reviewer).unwrap())
-    );
+    assert_eq!(stage["files"][0]["sha256"], hex_sha256(&std::fs::read(&filter).unwrap()));
+    assert_eq!(st["reviewer"]["files"][0]["sha256"], hex_sha256(&std::fs::read(&reviewer).unwrap()));
     assert!(st["sandbox"]["mode"].is_string());
 }
 
@@ -560,11 +421,7 @@ mod sha2_like {
             .expect("sha256sum");
         child.stdin.take().unwrap().write_all(bytes).unwrap();
         let out = child.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .to_owned()
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_owned()
     }
 }
 
@@ -574,11 +431,7 @@ fn sixteen_sessions_with_filter_and_reviewer_finish_and_leave_no_children() {
     let daemon = env.start_daemon();
     let shared = env.project("scripts");
     let filter = script(&shared, "pass-filter.py", REDACT);
-    let reviewer = script(
-        &shared,
-        "ok-reviewer.sh",
-        "#!/bin/sh\ncat >/dev/null\nexit 0\n",
-    );
+    let reviewer = script(&shared, "ok-reviewer.sh", "#!/bin/sh\ncat >/dev/null\nexit 0\n");
     let mut c = daemon.nd();
     let mut runs = Vec::new();
     let mut mocks = Vec::new();
@@ -588,19 +441,9 @@ fn sixteen_sessions_with_filter_and_reviewer_finish_and_leave_no_children() {
             Step::tool_call("c", "think", json!({"thought": "x"})),
             Step::text(format!("answer {i}")),
         ]);
-        let cfg = with(
-            provider(&mock),
-            json!({"llm_filter": filter, "reviewer": reviewer}),
-        );
-        let sid = c.ok(
-            "session/create",
-            json!({"base_dir": project, "config": cfg}),
-        )["session_id"]
-            .clone();
-        runs.push((
-            i,
-            c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone(),
-        ));
+        let cfg = with(provider(&mock), json!({"llm_filter": filter, "reviewer": reviewer}));
+        let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
+        runs.push((i, c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone()));
         mocks.push(mock);
     }
     for (i, run) in runs {
@@ -608,8 +451,5 @@ fn sixteen_sessions_with_filter_and_reviewer_finish_and_leave_no_children() {
         assert_eq!(r["answer"], format!("answer {i}"), "{r}");
     }
     let scripts_dir = shared.display().to_string();
-    assert!(
-        processes_mentioning(&scripts_dir).is_empty(),
-        "children left behind"
-    );
+    assert!(processes_mentioning(&scripts_dir).is_empty(), "children left behind");
 }

@@ -9,32 +9,14 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continu
     let env = TestEnv::new();
     let project = env.project("p");
     let gate = Gate::new();
-    let mock = MockProvider::start(vec![
-        Step::text("first answer"),
-        Step::gated(Step::text("never delivered"), &gate),
-    ]);
+    let mock = MockProvider::start(vec![Step::text("first answer"), Step::gated(Step::text("never delivered"), &gate)]);
     let mut daemon = env.start_daemon();
     let mut c = daemon.nd();
     let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
-    let sid = c.ok(
-        "session/create",
-        json!({"base_dir": project, "config": config}),
-    )["session_id"]
-        .clone();
-    let done = c.ok(
-        "run/start",
-        json!({"session_id": sid, "task": "first task"}),
-    )["run_id"]
-        .clone();
-    assert_eq!(
-        c.ok("run/wait", json!({"run_id": done}))["outcome"],
-        "success"
-    );
-    let inflight = c.ok(
-        "run/start",
-        json!({"session_id": sid, "task": "second task"}),
-    )["run_id"]
-        .clone();
+    let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
+    let done = c.ok("run/start", json!({"session_id": sid, "task": "first task"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": done}))["outcome"], "success");
+    let inflight = c.ok("run/start", json!({"session_id": sid, "task": "second task"}))["run_id"].clone();
     mock.wait_for_requests(2);
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
     daemon.wait_exit();
@@ -50,15 +32,9 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continu
     assert_eq!(runs[0]["outcome"], "success");
     assert_eq!(runs[1]["run_id"], inflight);
     assert_eq!(runs[1]["outcome"], "interrupted");
-    assert_eq!(
-        c.ok("run/wait", json!({"run_id": inflight}))["outcome"],
-        "interrupted"
-    );
+    assert_eq!(c.ok("run/wait", json!({"run_id": inflight}))["outcome"], "interrupted");
     // The interrupted run's stream ends with its one run_finished.
-    c.ok(
-        "session/subscribe",
-        json!({"session_id": sid, "from_seq": 1}),
-    );
+    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
     let mut finished = 0;
     loop {
         let ev = c.read();
@@ -79,21 +55,11 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continu
     // A new run works, and the provider sees the earlier conversation.
     mock.push(Step::text("third answer"));
     let mut c2 = daemon.nd();
-    let run = c2.ok(
-        "run/start",
-        json!({"session_id": sid, "task": "third task"}),
-    )["run_id"]
-        .clone();
-    assert_eq!(
-        c2.ok("run/wait", json!({"run_id": run}))["answer"],
-        "third answer"
-    );
+    let run = c2.ok("run/start", json!({"session_id": sid, "task": "third task"}))["run_id"].clone();
+    assert_eq!(c2.ok("run/wait", json!({"run_id": run}))["answer"], "third answer");
     let last = mock.requests().last().unwrap().clone();
     let text = last["messages"].to_string();
-    assert!(
-        text.contains("first task") && text.contains("first answer") && text.contains("third task"),
-        "{text}"
-    );
+    assert!(text.contains("first task") && text.contains("first answer") && text.contains("third task"), "{text}");
 }
 
 #[test]
@@ -105,33 +71,15 @@ fn ctrl_c_in_swivalctl_cancels_the_run_and_exits_130() {
     let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate)]);
     let child = env
         .swivalctl(&daemon, &project)
-        .args([
-            "run",
-            "--provider",
-            "generic",
-            "--base-url",
-            &mock.base_url(),
-            "--model",
-            "m",
-            "wait",
-        ])
+        .args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "m", "wait"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     mock.wait_for_requests(1);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
     let mut c = daemon.nd();
     let sessions = c.ok("session/list", json!({}));
@@ -150,11 +98,7 @@ fn sigterm_with_a_run_in_flight_interrupts_it_and_exits_0() {
     let mut daemon = env.start_daemon();
     let mut c = daemon.nd();
     let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
-    let sid = c.ok(
-        "session/create",
-        json!({"base_dir": project, "config": config}),
-    )["session_id"]
-        .clone();
+    let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
     let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
     mock.wait_for_requests(1);
     daemon.signal(nix::sys::signal::Signal::SIGTERM);

@@ -63,11 +63,7 @@ fn daemon_shutdown_answers_then_exits_zero() {
 fn swivalctl_status_starts_a_daemon_when_none_runs() {
     let env = TestEnv::new();
     assert!(!env.socket().exists());
-    let out = env
-        .command(&bin("swivalctl"))
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
+    let out = env.command(&bin("swivalctl")).args(["status", "--json"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("started swivald"), "{stderr}");
@@ -75,53 +71,28 @@ fn swivalctl_status_starts_a_daemon_when_none_runs() {
     assert_eq!(status["socket"], json!(env.socket().display().to_string()));
     let pid = status["pid"].as_i64().unwrap();
     // A second status finds the same daemon and starts nothing.
-    let out = env
-        .command(&bin("swivalctl"))
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
+    let out = env.command(&bin("swivalctl")).args(["status", "--json"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("started"));
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(again["pid"].as_i64(), Some(pid));
     // `daemon stop` stops it and the socket goes away.
-    let out = env
-        .command(&bin("swivalctl"))
-        .args(["daemon", "stop"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.command(&bin("swivalctl")).args(["daemon", "stop"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!env.socket().exists());
-    assert!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err()
-            || zombie_or_gone(pid)
-    );
+    assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err() || zombie_or_gone(pid));
 }
 
 fn zombie_or_gone(pid: i64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.contains(") Z "))
-        .unwrap_or(true)
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
 }
 
 #[test]
 fn swivalctl_socket_flag_and_env_select_the_daemon() {
     let env = TestEnv::new();
-    let daemon = env.start_daemon_with(&[
-        "--socket",
-        env.root().join("run/other/x.sock").to_str().unwrap(),
-    ]);
+    let daemon = env.start_daemon_with(&["--socket", env.root().join("run/other/x.sock").to_str().unwrap()]);
     let out = env
         .command(&bin("swivalctl"))
-        .args([
-            "--socket",
-            daemon.socket.to_str().unwrap(),
-            "status",
-            "--json",
-        ])
+        .args(["--socket", daemon.socket.to_str().unwrap(), "status", "--json"])
         .output()
         .unwrap();
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -144,11 +115,7 @@ fn swivalctl_reports_why_a_daemon_could_not_start() {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env
-        .command(&bin("swivalctl"))
-        .arg("status")
-        .output()
-        .unwrap();
+    let out = env.command(&bin("swivalctl")).arg("status").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("chmod 700"), "{stderr}");
@@ -157,23 +124,12 @@ fn swivalctl_reports_why_a_daemon_could_not_start() {
 #[test]
 fn daemon_install_writes_units_with_the_absolute_daemon_path() {
     let env = TestEnv::new();
-    let out = env
-        .command(&bin("swivalctl"))
-        .args(["daemon", "install"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.command(&bin("swivalctl")).args(["daemon", "install"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let unit_dir = env.root().join("config/systemd/user");
     let service = std::fs::read_to_string(unit_dir.join("swivald.service")).unwrap();
     let exe = std::fs::canonicalize(bin("swivald")).unwrap();
-    assert!(
-        service.contains(&format!("ExecStart={}\n", exe.display())),
-        "{service}"
-    );
+    assert!(service.contains(&format!("ExecStart={}\n", exe.display())), "{service}");
     assert!(service.contains("Type=notify"));
     let socket = std::fs::read_to_string(unit_dir.join("swivald.socket")).unwrap();
     assert!(socket.contains("SocketMode=0600"));

@@ -12,10 +12,7 @@ fn ndjson_initialize_and_status_replies() {
     let init = c.ok("initialize", init_params());
     assert_eq!(init["server"]["name"], "swivald");
     assert_eq!(init["protocol_version"], 1);
-    assert!(init["capabilities"]["methods"]
-        .as_array()
-        .unwrap()
-        .contains(&json!("daemon/status")));
+    assert!(init["capabilities"]["methods"].as_array().unwrap().contains(&json!("daemon/status")));
     let status = c.ok("daemon/status", json!({}));
     assert_eq!(status["pid"], json!(daemon.pid()));
     assert_eq!(status["connections"], 1);
@@ -27,15 +24,10 @@ fn ndjson_initialize_and_status_replies() {
 fn newer_protocol_version_is_refused() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
-    let reply = daemon.nd().call(
-        "initialize",
-        json!({"client": {"name": "t", "version": "9"}, "protocol_version": 99}),
-    );
+    let reply =
+        daemon.nd().call("initialize", json!({"client": {"name": "t", "version": "9"}, "protocol_version": 99}));
     assert_eq!(reply["error"]["code"], -32008, "{reply}");
-    assert!(reply["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("upgrade swivald"));
+    assert!(reply["error"]["message"].as_str().unwrap().contains("upgrade swivald"));
 }
 
 #[test]
@@ -87,10 +79,7 @@ fn notification_gets_no_reply() {
     c.send_raw(br#"{"jsonrpc":"2.0","method":"daemon/status"}"#);
     c.send_raw(br#"{"jsonrpc":"2.0","id":"after","method":"daemon/status"}"#);
     let reply = c.read();
-    assert_eq!(
-        reply["id"], "after",
-        "the notification was answered: {reply}"
-    );
+    assert_eq!(reply["id"], "after", "the notification was answered: {reply}");
 }
 
 #[test]
@@ -111,23 +100,15 @@ fn over_limit_message_gets_error_and_daemon_keeps_serving() {
     let env = TestEnv::new();
     let daemon = env.start_daemon_with(&["--max-message-size", "4096"]);
     let mut c = daemon.nd();
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"daemon/status","params":{{"pad":"{}"}}}}"#,
-        "x".repeat(10_000)
-    );
+    let big =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"daemon/status","params":{{"pad":"{}"}}}}"#, "x".repeat(10_000));
     c.send_raw(big.as_bytes());
     let reply = c.read();
     assert_eq!(reply["error"]["code"], -32007, "{reply}");
-    assert!(reply["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("max_message_size"));
+    assert!(reply["error"]["message"].as_str().unwrap().contains("max_message_size"));
     // Same connection, then a new one, both still served.
     assert_eq!(c.ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
-    assert_eq!(
-        daemon.nd().ok("daemon/status", json!({}))["pid"],
-        json!(daemon.pid())
-    );
+    assert_eq!(daemon.nd().ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
     // The HTTP framing has the same limit.
     let (code, _) = http_post(&daemon.socket, &big);
     assert_eq!(code, 413);
@@ -137,10 +118,7 @@ fn over_limit_message_gets_error_and_daemon_keeps_serving() {
 fn http_post_returns_the_same_results() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
-    let (code, body) = http_post(
-        &daemon.socket,
-        r#"{"jsonrpc":"2.0","id":7,"method":"daemon/status"}"#,
-    );
+    let (code, body) = http_post(&daemon.socket, r#"{"jsonrpc":"2.0","id":7,"method":"daemon/status"}"#);
     assert_eq!(code, 200, "{body}");
     let reply: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(reply["id"], 7);
@@ -158,10 +136,7 @@ fn http_post_returns_the_same_results() {
 fn client_library_speaks_websocket_over_the_socket() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let client = swivalctl::Client::connect(&daemon.socket).await.unwrap();
         let init = client.initialize("tests").await.unwrap();
@@ -177,16 +152,8 @@ fn client_library_speaks_websocket_over_the_socket() {
 fn socket_is_0600_in_a_0700_directory() {
     let env = TestEnv::new();
     let _daemon = env.start_daemon();
-    let sock_mode = std::fs::metadata(env.socket())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    let dir_mode = std::fs::metadata(env.socket().parent().unwrap())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
+    let sock_mode = std::fs::metadata(env.socket()).unwrap().permissions().mode() & 0o777;
+    let dir_mode = std::fs::metadata(env.socket().parent().unwrap()).unwrap().permissions().mode() & 0o777;
     assert_eq!(sock_mode, 0o600);
     assert_eq!(dir_mode, 0o700);
 }
@@ -230,10 +197,7 @@ fn second_daemon_on_the_same_path_exits_and_first_keeps_serving() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("already serving"), "{err}");
-    assert_eq!(
-        daemon.nd().ok("daemon/status", json!({}))["pid"],
-        json!(daemon.pid())
-    );
+    assert_eq!(daemon.nd().ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
 }
 
 #[test]
@@ -246,10 +210,7 @@ fn stale_socket_file_is_replaced() {
     drop(std::os::unix::net::UnixListener::bind(env.socket()).unwrap());
     assert!(env.socket().exists());
     let daemon = env.start_daemon();
-    assert_eq!(
-        daemon.nd().ok("daemon/status", json!({}))["pid"],
-        json!(daemon.pid())
-    );
+    assert_eq!(daemon.nd().ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
     assert!(env.log().contains("removing stale socket"), "{}", env.log());
 }
 
@@ -290,21 +251,10 @@ print("REPLY" if data else "CLOSED")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("CLOSED"),
-        "uid 65534 got: {stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        env.log().contains("refused a connection from uid 65534"),
-        "{}",
-        env.log()
-    );
+    assert!(stdout.contains("CLOSED"), "uid 65534 got: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(env.log().contains("refused a connection from uid 65534"), "{}", env.log());
     // Our own uid is still served on the same socket.
-    assert_eq!(
-        daemon.nd().ok("daemon/status", json!({}))["pid"],
-        json!(daemon.pid())
-    );
+    assert_eq!(daemon.nd().ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
 }
 
 use std::os::unix::process::CommandExt;

@@ -20,10 +20,7 @@ pub enum Action {
 pub async fn connect(socket: &Path) -> Result<Client, ClientError> {
     let (client, started) = autostart::connect_or_start(socket).await?;
     if let Some(pid) = started {
-        eprintln!(
-            "swivalctl: started swivald (pid {pid}) on {}",
-            socket.display()
-        );
+        eprintln!("swivalctl: started swivald (pid {pid}) on {}", socket.display());
     }
     client.initialize("swivalctl").await?;
     Ok(client)
@@ -34,10 +31,7 @@ pub async fn status(socket: &Path, json: bool) -> Result<ExitCode, ClientError> 
     let client = connect(socket).await?;
     let s = client.status().await?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&s).expect("status serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&s).expect("status serializes"));
     } else {
         println!(
             "swivald {} running: pid {}, up {:.1}s, {} connection(s), socket {} ({:?})",
@@ -53,10 +47,7 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
         Action::Start => {
             let client = connect(socket).await?;
             let s = client.status().await?;
-            println!(
-                "swivald {} running: pid {} on {}",
-                s.version, s.pid, s.socket
-            );
+            println!("swivald {} running: pid {} on {}", s.version, s.pid, s.socket);
         }
         Action::Stop => {
             let client = match Client::connect(socket).await {
@@ -76,9 +67,8 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
         Action::Install => {
             let exe = autostart::daemon_exe()?;
             let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-            let installed = units::install(&exe, socket).map_err(|e| {
-                ClientError::StartFailed(format!("cannot install the service files: {e}"))
-            })?;
+            let installed = units::install(&exe, socket)
+                .map_err(|e| ClientError::StartFailed(format!("cannot install the service files: {e}")))?;
             for f in &installed.files {
                 println!("wrote {}", f.display());
             }

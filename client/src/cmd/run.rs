@@ -101,19 +101,11 @@ fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
             "openrouter" => Some("OPENROUTER_API_KEY"),
             _ => None,
         };
-        if let Some(key) = env
-            .and_then(|e| std::env::var(e).ok())
-            .filter(|k| a.api_key.is_none() && !k.is_empty())
-        {
+        if let Some(key) = env.and_then(|e| std::env::var(e).ok()).filter(|k| a.api_key.is_none() && !k.is_empty()) {
             put("api_key", json!(key));
         }
     }
-    for (k, v) in [
-        ("model", &a.model),
-        ("base_url", &a.base_url),
-        ("api_key", &a.api_key),
-        ("reviewer", &a.reviewer),
-    ] {
+    for (k, v) in [("model", &a.model), ("base_url", &a.base_url), ("api_key", &a.api_key), ("reviewer", &a.reviewer)] {
         if let Some(v) = v {
             put(k, json!(v));
         }
@@ -134,11 +126,7 @@ fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
         put("llm_filter", json!(a.llm_filter));
     }
     if let Some(list) = &a.allowed_commands {
-        let names: Vec<&str> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
+        let names: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
         put("allowed_commands", json!(names));
     }
     let abs = |p: &PathBuf| {
@@ -149,23 +137,14 @@ fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
         }
     };
     if !a.allow_dir.is_empty() {
-        put(
-            "allowed_dirs",
-            json!(a.allow_dir.iter().map(abs).collect::<Vec<_>>()),
-        );
+        put("allowed_dirs", json!(a.allow_dir.iter().map(abs).collect::<Vec<_>>()));
     }
     if !a.allow_dir_ro.is_empty() {
-        put(
-            "allowed_dirs_ro",
-            json!(a.allow_dir_ro.iter().map(abs).collect::<Vec<_>>()),
-        );
+        put("allowed_dirs_ro", json!(a.allow_dir_ro.iter().map(abs).collect::<Vec<_>>()));
     }
-    for (k, on) in [
-        ("yolo", a.yolo),
-        ("no_history", a.no_history),
-        ("cache", a.cache),
-        ("encrypt_secrets", a.encrypt_secrets),
-    ] {
+    for (k, on) in
+        [("yolo", a.yolo), ("no_history", a.no_history), ("cache", a.cache), ("encrypt_secrets", a.encrypt_secrets)]
+    {
         if on {
             put(k, json!(true));
         }
@@ -178,14 +157,10 @@ fn read_task(a: &RunArgs) -> Result<String, String> {
         return Ok(t.clone());
     }
     if std::io::stdin().is_terminal() {
-        return Err(
-            "a task is required: swivalctl run \"what to do\" (or pipe it on stdin)".into(),
-        );
+        return Err("a task is required: swivalctl run \"what to do\" (or pipe it on stdin)".into());
     }
     let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
+    std::io::stdin().read_to_string(&mut s).map_err(|e| format!("cannot read the task from stdin: {e}"))?;
     let s = s.trim().to_owned();
     if s.is_empty() {
         return Err("question is required (stdin was empty)".into());
@@ -230,17 +205,11 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
                     (created.session_id, 1)
                 }
                 Err(ClientError::Rpc {
-                    kind: Some(swival_protocol::ErrorCode::ConfigInvalid),
-                    message,
-                    data,
-                    ..
+                    kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, ..
                 }) => {
                     // Bad config is a usage error (2); a script that cannot
                     // run is a run failure (1), with a report, as in Swival.
-                    let code = data
-                        .as_ref()
-                        .and_then(|d| d["exit_code"].as_i64())
-                        .unwrap_or(2);
+                    let code = data.as_ref().and_then(|d| d["exit_code"].as_i64()).unwrap_or(2);
                     eprintln!("Error: {message}");
                     if code == 1 {
                         if let Some(path) = &a.report {
@@ -254,9 +223,8 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         }
     };
     // Ctrl-C cancels the run in the daemon; listen before the run exists.
-    let mut interrupt =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
     // Subscribe before starting, so no event of the run is missed.
     let mut events = client.subscribe_events(&session_id, from_seq).await?;
     let run_id = client.start_run(&session_id, &task).await?;
@@ -264,10 +232,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);
     }
-    let progress = Progress {
-        quiet: a.quiet,
-        json: a.json,
-    };
+    let progress = Progress { quiet: a.quiet, json: a.json };
     let mut cancelled = false;
     let result = loop {
         let next = tokio::select! {
@@ -281,11 +246,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         };
         let event = match next {
             Some(Ok(e)) => e,
-            Some(Err(e)) => {
-                return Err(ClientError::Transport(format!(
-                    "bad event from swivald: {e}"
-                )))
-            }
+            Some(Err(e)) => return Err(ClientError::Transport(format!("bad event from swivald: {e}"))),
             None => break client.wait_run(&run_id).await?,
         };
         if event.run_id.as_ref() != Some(&run_id) {
@@ -357,11 +318,7 @@ impl Progress {
     pub fn show(&self, event: &Event) {
         if self.json {
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string(event).expect("events serialize")
-            );
+            let _ = writeln!(out, "{}", serde_json::to_string(event).expect("events serialize"));
             return;
         }
         if self.quiet {
@@ -369,24 +326,10 @@ impl Progress {
         }
         let line = match &event.kind {
             EventKind::TurnStarted { turn, max_turns } => format!("turn {turn}/{max_turns}"),
-            EventKind::ToolCall {
-                name, arguments, ..
-            } => format!("  → {name}({})", preview(arguments, 80)),
-            EventKind::ToolResult {
-                succeeded: false,
-                content,
-                ..
-            } => format!("    {}", preview(content, 160)),
-            EventKind::Retry {
-                attempt,
-                delay_s,
-                reason,
-                ..
-            } => {
-                format!(
-                    "  retry {attempt} in {delay_s:.1}s: {}",
-                    preview(reason, 160)
-                )
+            EventKind::ToolCall { name, arguments, .. } => format!("  → {name}({})", preview(arguments, 80)),
+            EventKind::ToolResult { succeeded: false, content, .. } => format!("    {}", preview(content, 160)),
+            EventKind::Retry { attempt, delay_s, reason, .. } => {
+                format!("  retry {attempt} in {delay_s:.1}s: {}", preview(reason, 160))
             }
             EventKind::Warning { message } => format!("warning: {message}"),
             _ => return,

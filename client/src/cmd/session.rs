@@ -13,10 +13,7 @@ pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
     let list = client.list_sessions().await?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&list).expect("serializes")
-        );
+        println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
     for s in &list.sessions {
@@ -42,9 +39,7 @@ pub async fn attach(
     json: bool,
 ) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
-    let mut events = client
-        .subscribe_events(&SessionId(session), from_seq)
-        .await?;
+    let mut events = client.subscribe_events(&SessionId(session), from_seq).await?;
     let progress = Progress { quiet: false, json };
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| ClientError::Transport(e.to_string()))?;
@@ -77,23 +72,12 @@ pub async fn cancel(socket: &Path, run: String) -> Result<ExitCode, ClientError>
 }
 
 /// `swivalctl config`: the effective config for a base dir, with sources.
-pub async fn show(
-    socket: &Path,
-    base_dir: Option<PathBuf>,
-    json: bool,
-) -> Result<ExitCode, ClientError> {
+pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Result<ExitCode, ClientError> {
     let cwd = std::env::current_dir()
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-    let base = base_dir
-        .map(|p| if p.is_absolute() { p } else { cwd.join(p) })
-        .unwrap_or(cwd);
+    let base = base_dir.map(|p| if p.is_absolute() { p } else { cwd.join(p) }).unwrap_or(cwd);
     let client = connect(socket).await?;
-    let r = client
-        .resolve_config(&ConfigResolveParams {
-            base_dir: base.display().to_string(),
-            config: None,
-        })
-        .await?;
+    let r = client.resolve_config(&ConfigResolveParams { base_dir: base.display().to_string(), config: None }).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
         return Ok(ExitCode::SUCCESS);

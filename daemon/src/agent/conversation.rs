@@ -24,11 +24,7 @@ pub struct Conversation {
 impl Conversation {
     /// Wrap messages loaded from (or already in) the store.
     pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Value>) -> Conversation {
-        Conversation {
-            store,
-            session,
-            messages,
-        }
+        Conversation { store, session, messages }
     }
 
     /// The messages.
@@ -38,8 +34,7 @@ impl Conversation {
 
     /// Append a message and store it.
     pub fn push(&mut self, message: Value) -> Result<(), StoreError> {
-        self.store
-            .put_message(&self.session, self.messages.len(), &message)?;
+        self.store.put_message(&self.session, self.messages.len(), &message)?;
         self.messages.push(message);
         Ok(())
     }
@@ -48,11 +43,7 @@ impl Conversation {
     /// was cancelled mid-turn) a placeholder result, so the conversation
     /// stays well-formed for the provider.
     pub fn complete_orphans(&mut self) -> Result<(), StoreError> {
-        let Some(pos) = self
-            .messages
-            .iter()
-            .rposition(|m| m.get("tool_calls").is_some())
-        else {
+        let Some(pos) = self.messages.iter().rposition(|m| m.get("tool_calls").is_some()) else {
             return Ok(());
         };
         if self.messages[pos + 1..].iter().any(|m| m["role"] != "tool") {
@@ -60,11 +51,7 @@ impl Conversation {
         }
         let answered: HashSet<String> = self.messages[pos + 1..]
             .iter()
-            .filter_map(|m| {
-                m.get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
+            .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned))
             .collect();
         let missing: Vec<String> = self.messages[pos]["tool_calls"]
             .as_array()
@@ -78,6 +65,12 @@ impl Conversation {
             self.push(json!({"role": "tool", "tool_call_id": id, "content": INTERRUPTED_RESULT}))?;
         }
         Ok(())
+    }
+
+    /// Change messages in place and store the whole conversation again.
+    pub fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
+        change(&mut self.messages);
+        self.store.replace_messages(&self.session, &self.messages)
     }
 
     /// The last non-empty assistant text, for exhausted runs.

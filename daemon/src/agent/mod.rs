@@ -6,7 +6,9 @@
 pub mod conversation;
 pub mod prompt;
 
+use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
+use crate::pipeline::hooks::{self, merge::Decision};
 use crate::pipeline::Pipeline;
 use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
@@ -16,13 +18,12 @@ use crate::tools::ToolBox;
 use conversation::Conversation;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use swival_protocol::{EventKind, RunId};
+use swival_protocol::{EventKind, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Nudge after an empty reply.
-pub const EMPTY_NUDGE: &str =
-    "Your response was empty. Please continue working on the task using the available tools.";
+pub const EMPTY_NUDGE: &str = "Your response was empty. Please continue working on the task using the available tools.";
 /// Nudge after a reply cut off by the output limit.
 pub const TRUNCATED_NUDGE: &str =
     "Your response was cut off. Please use the provided tools to complete the task step by step.";
@@ -40,6 +41,8 @@ pub enum LoopEnd {
     Cancelled,
     /// The run failed; the message says why.
     Failed(String),
+    /// A hook blocked the run; the reason.
+    Blocked(String),
 }
 
 impl From<StoreError> for LoopEnd {
@@ -74,8 +77,45 @@ pub struct AgentRun<'a> {
     pub llm_slots: &'a Semaphore,
     /// Stats and timeline.
     pub record: &'a mut RunRecord,
-    /// The session's policy pipeline (filters now; hooks later).
+    /// The session's policy pipeline.
     pub pipeline: &'a Pipeline,
+    /// The session, for hook payloads.
+    pub session_id: &'a SessionId,
+}
+
+/// Run the hooks of `point`, record each decision (event and report), and
+/// return the merged decision.
+pub async fn consult(
+    pipeline: &Pipeline,
+    events: &EventLog,
+    run_id: &RunId,
+    record: &mut RunRecord,
+    point: HookPoint,
+    payload: &Value,
+    cancel: &CancellationToken,
+) -> Result<Decision, hooks::Cancelled> {
+    let (decision, records) = pipeline.hooks.run(point, payload, cancel).await?;
+    for r in records {
+        let reason = r.effect.reason().map(str::to_owned);
+        let duration_s = r.duration.as_secs_f64();
+        record.event(json!({
+            "type": "hook",
+            "point": hooks::point_name(point),
+            "hook": r.hook,
+            "decision": r.effect.name(),
+            "reason": reason,
+            "duration_s": (duration_s * 1000.0).round() / 1000.0,
+        }));
+        let kind = EventKind::Hook {
+            point: hooks::point_name(point).into(),
+            hook: r.hook,
+            decision: r.effect.name().into(),
+            reason,
+            duration_s,
+        };
+        let _ = events.emit(Some(run_id), kind);
+    }
+    Ok(decision)
 }
 
 /// Why a provider call did not produce a reply.
@@ -85,6 +125,8 @@ enum CallError {
     Cancelled,
     /// The call failed for good; the message says why.
     Failed(String),
+    /// A hook blocked it; the reason.
+    Blocked(String),
 }
 
 /// Forwards provider progress to the event log.
@@ -95,17 +137,16 @@ struct Observer<'a> {
     run_id: &'a RunId,
     /// The turn.
     turn: u64,
+    /// Whether text deltas may be shown.
+    stream_text: bool,
 }
 
 impl CallObserver for Observer<'_> {
     fn text_delta(&self, text: &str) {
-        let _ = self.events.emit(
-            Some(self.run_id),
-            EventKind::TextDelta {
-                turn: self.turn,
-                text: text.to_owned(),
-            },
-        );
+        if !self.stream_text {
+            return;
+        }
+        let _ = self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text: text.to_owned() });
     }
 
     fn retry(&self, attempt: u32, delay: Duration, reason: &str) {
@@ -121,11 +162,7 @@ impl CallObserver for Observer<'_> {
 
 /// Rough token count: four characters a token, as Swival's fallback does.
 pub fn estimate_tokens(messages: &[Value], tools: &[Value]) -> u64 {
-    let chars: usize = messages
-        .iter()
-        .chain(tools)
-        .map(|v| v.to_string().len())
-        .sum();
+    let chars: usize = messages.iter().chain(tools).map(|v| v.to_string().len()).sum();
     (chars / 4) as u64
 }
 
@@ -137,42 +174,83 @@ impl AgentRun<'_> {
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
         // Swival's command provider is not told about tools.
-        let tools = if self.provider.settings.kind == ProviderKind::Command {
-            Vec::new()
-        } else {
-            self.tools.schemas()
-        };
+        let tools =
+            if self.provider.settings.kind == ProviderKind::Command { Vec::new() } else { self.tools.schemas() };
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
             }
-            let _ = self.events.emit(
-                Some(self.run_id),
-                EventKind::TurnStarted {
-                    turn,
-                    max_turns: self.max_turns,
-                },
-            );
+            let _ = self.events.emit(Some(self.run_id), EventKind::TurnStarted { turn, max_turns: self.max_turns });
             let reply = match self.call_llm(turn, &tools).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
                 Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
+                Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
             };
+            // after_llm_call: the hooks see the reply and every proposed
+            // call before anything runs.
+            let mut kept: Option<std::collections::BTreeSet<String>> = None;
+            let mut drop_reason = String::new();
+            if self.pipeline.hooks.any(HookPoint::AfterLlmCall) {
+                let calls: Vec<Value> = reply
+                    .tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                    .collect();
+                let payload = json!({
+                    "session_id": self.session_id,
+                    "run_id": self.run_id,
+                    "turn": turn,
+                    "assistant": {"content": reply.content, "tool_calls": calls},
+                });
+                let decision = match consult(
+                    self.pipeline,
+                    self.events,
+                    self.run_id,
+                    self.record,
+                    HookPoint::AfterLlmCall,
+                    &payload,
+                    self.cancel,
+                )
+                .await
+                {
+                    Ok(d) => d,
+                    Err(hooks::Cancelled) => return Ok(LoopEnd::Cancelled),
+                };
+                if let Some((_, reason)) = decision.blocked {
+                    // Keep the conversation well-formed: every call gets a result, none runs.
+                    if !reply.tool_calls.is_empty() {
+                        self.conversation.push(reply.to_message())?;
+                        for call in &reply.tool_calls {
+                            let content = format!("error: blocked by policy: {reason}");
+                            self.conversation
+                                .push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
+                        }
+                    }
+                    return Ok(LoopEnd::Blocked(reason));
+                }
+                let ids: Vec<String> = reply.tool_calls.iter().map(|c| c.id.clone()).collect();
+                drop_reason = decision
+                    .reasons
+                    .first()
+                    .map(|(_, r)| r.clone())
+                    .unwrap_or_else(|| "dropped by an after_llm_call hook".into());
+                kept = Some(hooks::kept(&decision, &ids));
+            }
             let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
             if reply.tool_calls.is_empty() {
                 let truncated = reply.finish_reason.as_deref() == Some("length");
                 if text.is_empty() {
+                    self.conversation.push(json!({"role": "assistant", "content": "(empty response)"}))?;
                     self.conversation
-                        .push(json!({"role": "assistant", "content": "(empty response)"}))?;
-                    self.conversation.push(
-                        json!({"role": "user", "content": EMPTY_NUDGE, "_swival_synthetic": true}),
-                    )?;
+                        .push(json!({"role": "user", "content": EMPTY_NUDGE, "_swival_synthetic": true}))?;
                     continue;
                 }
                 self.conversation.push(reply.to_message())?;
                 if truncated {
-                    self.conversation.push(json!({"role": "user", "content": TRUNCATED_NUDGE, "_swival_synthetic": true}))?;
+                    self.conversation
+                        .push(json!({"role": "user", "content": TRUNCATED_NUDGE, "_swival_synthetic": true}))?;
                     continue;
                 }
                 return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
@@ -180,7 +258,14 @@ impl AgentRun<'_> {
             self.conversation.push(reply.to_message())?;
             for call in &reply.tool_calls {
                 if self.cancel.is_cancelled() {
-                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": CANCELLED_RESULT}))?;
+                    self.conversation
+                        .push(json!({"role": "tool", "tool_call_id": call.id, "content": CANCELLED_RESULT}))?;
+                    continue;
+                }
+                if kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
+                    let content = format!("error: blocked by policy: {drop_reason}");
+                    self.record.tool_call(turn, &call.name, &call.arguments, &content, 0.0);
+                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
                     continue;
                 }
                 let kind = EventKind::ToolCall {
@@ -192,11 +277,9 @@ impl AgentRun<'_> {
                 let _ = self.events.emit(Some(self.run_id), kind);
                 let started = Instant::now();
                 let tools = &mut *self.tools;
-                let result =
-                    tokio::task::block_in_place(|| tools.call(&call.name, &call.arguments));
+                let result = tokio::task::block_in_place(|| tools.call(&call.name, &call.arguments));
                 let elapsed = started.elapsed().as_secs_f64();
-                self.record
-                    .tool_call(turn, &call.name, &call.arguments, &result, elapsed);
+                self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
                 let kind = EventKind::ToolResult {
                     turn,
                     id: call.id.clone(),
@@ -206,8 +289,7 @@ impl AgentRun<'_> {
                     content: result.chars().take(4096).collect(),
                 };
                 let _ = self.events.emit(Some(self.run_id), kind);
-                self.conversation
-                    .push(json!({"role": "tool", "tool_call_id": call.id, "content": result}))?;
+                self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}))?;
             }
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
@@ -218,14 +300,46 @@ impl AgentRun<'_> {
 
     /// One logical provider call: the filter chain, then the provider
     /// under the daemon-wide slot limit.
-    async fn call_llm(
-        &mut self,
-        turn: u64,
-        tools: &[Value],
-    ) -> Result<crate::provider::Reply, CallError> {
-        let messages = self.conversation.messages();
-        let estimate = estimate_tokens(messages, tools);
+    async fn call_llm(&mut self, turn: u64, tools: &[Value]) -> Result<crate::provider::Reply, CallError> {
         let started = Instant::now();
+        let mut offered: Vec<Value> = tools.to_vec();
+        let mut replaced: Option<Vec<Value>> = None;
+        if self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
+            let payload = json!({
+                "session_id": self.session_id,
+                "run_id": self.run_id,
+                "turn": turn,
+                "call_kind": CallKind::Agent.as_str(),
+                "provider": self.provider.settings.kind.as_str(),
+                "model": self.model,
+                "messages": self.conversation.messages(),
+                "tools": tools,
+            });
+            let decision = consult(
+                self.pipeline,
+                self.events,
+                self.run_id,
+                self.record,
+                HookPoint::BeforeLlmCall,
+                &payload,
+                self.cancel,
+            )
+            .await
+            .map_err(|_| CallError::Cancelled)?;
+            if let Some((_, reason)) = decision.blocked {
+                let estimate = estimate_tokens(self.conversation.messages(), tools);
+                self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                return Err(CallError::Blocked(reason));
+            }
+            if let Some(keep) = &decision.tools {
+                offered
+                    .retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
+            }
+            replaced = decision.messages;
+        }
+        let tools = offered.as_slice();
+        let messages = replaced.as_deref().unwrap_or(self.conversation.messages());
+        let estimate = estimate_tokens(messages, tools);
         let filtered;
         let outbound: &[Value] = if self.pipeline.filters.is_empty() {
             messages
@@ -240,21 +354,10 @@ impl AgentRun<'_> {
             let (events, run_id) = (self.events, self.run_id);
             let on_stderr = |stage: &filter::Stage, line: &str| {
                 tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
-                let kind = EventKind::Stderr {
-                    source: format!("filter {}", stage.display),
-                    text: line.to_owned(),
-                };
+                let kind = EventKind::Stderr { source: format!("filter {}", stage.display), text: line.to_owned() };
                 let _ = events.emit(Some(run_id), kind);
             };
-            match filter::apply(
-                &self.pipeline.filters,
-                &self.pipeline.runner,
-                input,
-                self.cancel,
-                &on_stderr,
-            )
-            .await
-            {
+            match filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await {
                 Ok(m) => {
                     filtered = m;
                     &filtered
@@ -272,24 +375,16 @@ impl AgentRun<'_> {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
-        let req = ChatRequest {
-            messages: outbound,
-            tools,
-            max_tokens,
-        };
-        let observer = Observer {
-            events: self.events,
-            run_id: self.run_id,
-            turn,
-        };
+        let req = ChatRequest { messages: outbound, tools, max_tokens };
+        // With before_response_emit hooks, text reaches clients only after them.
+        let stream_text = !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
+        let observer = Observer { events: self.events, run_id: self.run_id, turn, stream_text };
         let result = {
             let _permit = tokio::select! {
                 p = self.llm_slots.acquire() => p.map_err(|_| CallError::Cancelled)?,
                 _ = self.cancel.cancelled() => return Err(CallError::Cancelled),
             };
-            self.provider
-                .chat(self.model, &req, &observer, self.cancel)
-                .await
+            self.provider.chat(self.model, &req, &observer, self.cancel).await
         };
         match result {
             Ok((reply, retries)) => {

@@ -33,20 +33,14 @@ pub const COMMAND_PROVIDER_PROMPT: &str =
     "You are a helpful assistant. Answer the user's question directly and concisely.";
 
 /// The system prompt for a session in `base_dir`, or the replacement text.
-pub fn system_prompt(
-    base_dir: &Path,
-    replacement: Option<&str>,
-    with_instructions: bool,
-) -> String {
+pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructions: bool) -> String {
     if let Some(text) = replacement {
         return text.to_owned();
     }
     let mut out = BASE.to_owned();
     if with_instructions {
         if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
-            out.push_str(&format!(
-                "\n\n<project-instructions>\n{claude}\n</project-instructions>"
-            ));
+            out.push_str(&format!("\n\n<project-instructions>\n{claude}\n</project-instructions>"));
         }
         if let Some(agents) = read_capped(&base_dir.join("AGENTS.md"), INSTRUCTIONS_BUDGET) {
             out.push_str(&format!(
@@ -69,10 +63,7 @@ fn read_capped(path: &Path, budget: usize) -> Option<String> {
     let mut rest = text.as_str();
     while let Some(start) = rest.find("<!--") {
         clean.push_str(&rest[..start]);
-        rest = rest[start..]
-            .find("-->")
-            .map(|end| &rest[start + end + 3..])
-            .unwrap_or("");
+        rest = rest[start..].find("-->").map(|end| &rest[start + end + 3..]).unwrap_or("");
     }
     clean.push_str(rest);
     let clean = clean.trim();
@@ -89,11 +80,8 @@ mod tests {
     #[test]
     fn agents_md_is_included_without_comments_and_capped() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(
-            d.path().join("AGENTS.md"),
-            format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)),
-        )
-        .unwrap();
+        std::fs::write(d.path().join("AGENTS.md"), format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)))
+            .unwrap();
         let p = system_prompt(d.path(), None, true);
         assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
         assert!(!p.contains("hidden-note"));

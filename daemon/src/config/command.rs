@@ -32,8 +32,7 @@ impl Command {
 
     /// The command as one shell-quoted line, for messages and listings.
     pub fn display(&self) -> String {
-        shlex::try_join(self.argv.iter().map(String::as_str))
-            .unwrap_or_else(|_| self.argv.join(" "))
+        shlex::try_join(self.argv.iter().map(String::as_str)).unwrap_or_else(|_| self.argv.join(" "))
     }
 }
 
@@ -43,17 +42,9 @@ impl Command {
 /// Splitting uses the `shlex` crate, which follows POSIX quoting like
 /// Python's `shlex.split`, with one difference: a word starting with `#`
 /// begins a comment there, while Python keeps it as an argument.
-pub(super) fn parse_command(
-    text: &str,
-    key: &str,
-    origin: &Origin,
-) -> Result<Command, ConfigError> {
+pub(super) fn parse_command(text: &str, key: &str, origin: &Origin) -> Result<Command, ConfigError> {
     // Swival's labels: `malformed llm_filter command: …`, `reviewer command is empty`.
-    let label = if key.ends_with(".command") {
-        key.to_owned()
-    } else {
-        format!("{key} command")
-    };
+    let label = if key.ends_with(".command") { key.to_owned() } else { format!("{key} command") };
     let mut argv = shlex::split(text).ok_or_else(|| {
         origin.invalid(format!(
             "malformed {label}: no closing quotation or a trailing backslash in {text:?}; fix the quoting"
@@ -64,17 +55,10 @@ pub(super) fn parse_command(
     };
     if is_path_like(program) {
         let expanded = expand_tilde(program, key, origin)?;
-        let absolute = if expanded.is_absolute() {
-            expanded
-        } else {
-            resolve_non_strict(&origin.dir.join(expanded))
-        };
+        let absolute = if expanded.is_absolute() { expanded } else { resolve_non_strict(&origin.dir.join(expanded)) };
         argv[0] = absolute.to_string_lossy().into_owned();
     }
-    Ok(Command {
-        argv,
-        source_dir: origin.dir.clone(),
-    })
+    Ok(Command { argv, source_dir: origin.dir.clone() })
 }
 
 /// Swival's path-like test for a program, regex `^(?:[/~]|\.\.?/|[^/]+/)`:
@@ -89,11 +73,7 @@ pub(super) fn is_path_like(token: &str) -> bool {
 /// so `../sibling` stays visible in the result).
 pub(super) fn resolve_path(text: &str, key: &str, origin: &Origin) -> Result<PathBuf, ConfigError> {
     let expanded = expand_tilde(text, key, origin)?;
-    Ok(if expanded.is_absolute() {
-        expanded
-    } else {
-        origin.dir.join(expanded)
-    })
+    Ok(if expanded.is_absolute() { expanded } else { origin.dir.join(expanded) })
 }
 
 /// Expand a leading `~` or `~/`; `~user` is refused rather than guessed.
@@ -102,17 +82,14 @@ fn expand_tilde(text: &str, key: &str, origin: &Origin) -> Result<PathBuf, Confi
         return Ok(PathBuf::from(text));
     };
     if !(rest.is_empty() || rest.starts_with('/')) {
-        return Err(origin.invalid(format!(
-            "'{key}': '~user' paths such as {text:?} are not supported; write the full path"
-        )));
+        return Err(
+            origin.invalid(format!("'{key}': '~user' paths such as {text:?} are not supported; write the full path"))
+        );
     }
-    let home = directories::BaseDirs::new()
-        .map(|b| b.home_dir().to_path_buf())
-        .ok_or_else(|| {
-            origin.invalid(format!(
-                "'{key}': cannot expand '~' in {text:?}: no home directory is known; write the full path"
-            ))
-        })?;
+    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).ok_or_else(|| {
+        origin
+            .invalid(format!("'{key}': cannot expand '~' in {text:?}: no home directory is known; write the full path"))
+    })?;
     Ok(home.join(rest.trim_start_matches('/')))
 }
 
@@ -144,11 +121,7 @@ mod tests {
     use super::*;
 
     fn origin(dir: &Path) -> Origin {
-        Origin {
-            source: "cfg".into(),
-            label: "cfg".into(),
-            dir: dir.to_path_buf(),
-        }
+        Origin { source: "cfg".into(), label: "cfg".into(), dir: dir.to_path_buf() }
     }
 
     #[test]
@@ -163,32 +136,20 @@ mod tests {
 
     #[test]
     fn quoted_arguments_are_kept_together() {
-        let cmd = parse_command(
-            "python3 'a b' \"c d\" e",
-            "reviewer",
-            &origin(Path::new("/cfg")),
-        )
-        .unwrap();
+        let cmd = parse_command("python3 'a b' \"c d\" e", "reviewer", &origin(Path::new("/cfg"))).unwrap();
         assert_eq!(cmd.argv, ["python3", "a b", "c d", "e"]);
     }
 
     #[test]
     fn unclosed_quote_is_malformed_command() {
         let err = parse_command("x 'y", "llm_filter", &origin(Path::new("/cfg"))).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("cfg: malformed llm_filter command:"),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("cfg: malformed llm_filter command:"), "{err}");
     }
 
     #[test]
     fn blank_command_is_empty_command() {
         let err = parse_command("   ", "reviewer", &origin(Path::new("/cfg"))).unwrap_err();
-        assert!(
-            err.to_string().contains("reviewer command is empty"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("reviewer command is empty"), "{err}");
     }
 
     #[test]
@@ -201,8 +162,7 @@ mod tests {
 
     #[test]
     fn tilde_user_is_refused() {
-        let err =
-            resolve_path("~bob/x", "allowed_dirs[0]", &origin(Path::new("/cfg"))).unwrap_err();
+        let err = resolve_path("~bob/x", "allowed_dirs[0]", &origin(Path::new("/cfg"))).unwrap_err();
         assert!(err.to_string().contains("'~user'"), "{err}");
     }
 

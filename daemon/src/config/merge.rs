@@ -33,19 +33,12 @@ impl Layer {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_owned(),
-                    source,
-                })
-            }
+            Err(source) => return Err(ConfigError::Read { path: path.to_owned(), source }),
         };
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::Toml {
-                path: path.to_owned(),
-                message: e.to_string().trim_end().to_owned(),
-            })?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Toml {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
         let mut map = Map::new();
         for (key, value) in table {
             let value = toml_to_json(value, &key, &origin)?;
@@ -59,25 +52,17 @@ impl Layer {
         match value {
             Value::Object(map) => Layer::from_map(map.clone(), origin),
             Value::Null => Layer::from_map(Map::new(), origin),
-            other => Err(origin.invalid(format!(
-                "expected an object of config keys, got {}",
-                type_name(other)
-            ))),
+            other => Err(origin.invalid(format!("expected an object of config keys, got {}", type_name(other)))),
         }
     }
 
     fn from_map(map: Map<String, Value>, origin: Origin) -> Result<Layer, ConfigError> {
         let is_set = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
         if map.get("commands").is_some_and(Value::is_array) && is_set("allowed_commands") {
-            return Err(origin.invalid(
-                "'commands' (list form) and 'allowed_commands' both set the command whitelist; keep one",
-            ));
+            return Err(origin
+                .invalid("'commands' (list form) and 'allowed_commands' both set the command whitelist; keep one"));
         }
-        let mut layer = Layer {
-            origin: Arc::new(origin),
-            values: BTreeMap::new(),
-            profiles: BTreeMap::new(),
-        };
+        let mut layer = Layer { origin: Arc::new(origin), values: BTreeMap::new(), profiles: BTreeMap::new() };
         for (key, value) in map {
             if value.is_null() {
                 continue;
@@ -89,10 +74,7 @@ impl Layer {
                     key,
                 });
             };
-            match (
-                &spec.kind,
-                normalize(&spec.kind, &key, value, &layer.origin)?,
-            ) {
+            match (&spec.kind, normalize(&spec.kind, &key, value, &layer.origin)?) {
                 (Kind::Profiles, Value::Object(profiles)) => {
                     for (name, body) in profiles {
                         if let Value::Object(body) = body {
@@ -125,19 +107,12 @@ struct Entry {
 
 impl Entry {
     fn new(value: Value, origin: &Arc<Origin>, source: String) -> Entry {
-        Entry {
-            value,
-            origin: Arc::clone(origin),
-            source,
-        }
+        Entry { value, origin: Arc::clone(origin), source }
     }
 }
 
 /// Merge file layers (lowest first), the selected profile, then the request.
-pub(super) fn merge(
-    files: Vec<Layer>,
-    request: Option<Layer>,
-) -> Result<EffectiveConfig, ConfigError> {
+pub(super) fn merge(files: Vec<Layer>, request: Option<Layer>) -> Result<EffectiveConfig, ConfigError> {
     let profiles = merge_profiles(files.iter().chain(request.iter()))?;
     let mut entries = BTreeMap::new();
     for layer in &files {
@@ -146,25 +121,13 @@ pub(super) fn merge(
     // Selection: the request's active_profile (`--profile`), else the files'.
     let chosen = request
         .as_ref()
-        .and_then(|r| {
-            r.values
-                .get("active_profile")
-                .map(|v| (v.clone(), r.origin.clone()))
-        })
-        .or_else(|| {
-            entries
-                .get("active_profile")
-                .map(|e| (e.value.clone(), e.origin.clone()))
-        });
+        .and_then(|r| r.values.get("active_profile").map(|v| (v.clone(), r.origin.clone())))
+        .or_else(|| entries.get("active_profile").map(|e| (e.value.clone(), e.origin.clone())));
     if let Some((name, origin)) = chosen {
         let name = name.as_str().unwrap_or_default();
         let Some(body) = profiles.get(name) else {
             let known: Vec<&str> = profiles.keys().map(String::as_str).collect();
-            let known = if known.is_empty() {
-                "(none defined)".to_owned()
-            } else {
-                known.join(", ")
-            };
+            let known = if known.is_empty() { "(none defined)".to_owned() } else { known.join(", ") };
             return Err(origin.invalid(format!(
                 "profile '{name}' not found. Known profiles: {known}; define [profiles.{name}] or fix active_profile"
             )));
@@ -191,19 +154,15 @@ fn merge_profiles<'a>(
             let source = format!("{} [profiles.{name}]", layer.origin.source);
             let merged = profiles.entry(name.clone()).or_default();
             for (key, value) in body {
-                merged.insert(
-                    key.clone(),
-                    Entry::new(value.clone(), &layer.origin, source.clone()),
-                );
+                merged.insert(key.clone(), Entry::new(value.clone(), &layer.origin, source.clone()));
             }
             last_origin.insert(name.clone(), Arc::clone(&layer.origin));
         }
     }
     for (name, body) in &profiles {
         if !body.contains_key("provider") {
-            return Err(last_origin[name].invalid(format!(
-                "profiles.{name}: 'provider' is required (after merging all config layers)"
-            )));
+            return Err(last_origin[name]
+                .invalid(format!("profiles.{name}: 'provider' is required (after merging all config layers)")));
         }
     }
     Ok(profiles)
@@ -213,10 +172,7 @@ fn merge_profiles<'a>(
 /// except server tables, which merge by server name.
 fn overlay(entries: &mut BTreeMap<String, Entry>, layer: &Layer) {
     for (key, value) in &layer.values {
-        let by_name = matches!(
-            schema::key(key).map(|s| &s.kind),
-            Some(Kind::NamedTables(_))
-        );
+        let by_name = matches!(schema::key(key).map(|s| &s.kind), Some(Kind::NamedTables(_)));
         let value = match (entries.get(key).map(|e| &e.value), value) {
             (Some(Value::Object(old)), Value::Object(new)) if by_name => {
                 let mut merged = old.clone();
@@ -225,10 +181,7 @@ fn overlay(entries: &mut BTreeMap<String, Entry>, layer: &Layer) {
             }
             _ => value.clone(),
         };
-        entries.insert(
-            key.clone(),
-            Entry::new(value, &layer.origin, layer.origin.source.clone()),
-        );
+        entries.insert(key.clone(), Entry::new(value, &layer.origin, layer.origin.source.clone()));
     }
 }
 
@@ -245,13 +198,10 @@ fn finish(entries: BTreeMap<String, Entry>) -> Result<EffectiveConfig, ConfigErr
     }
     // The key table and the struct are kept in step by tests; a failure
     // here is a bug in swivald, not in the user's config.
-    let mut config: SessionConfig =
-        serde_json::from_value(Value::Object(acted)).map_err(|e| ConfigError::Invalid {
-            origin: "swivald".to_owned(),
-            message: format!(
-                "internal error while building the session config ({e}); please report it"
-            ),
-        })?;
+    let mut config: SessionConfig = serde_json::from_value(Value::Object(acted)).map_err(|e| ConfigError::Invalid {
+        origin: "swivald".to_owned(),
+        message: format!("internal error while building the session config ({e}); please report it"),
+    })?;
     config.kept = KeptKeys(kept);
     if config.provider == ProviderKind::Command {
         if let (Some(model), Some(entry)) = (&config.model, entries.get("model")) {
@@ -272,10 +222,7 @@ fn finish(entries: BTreeMap<String, Entry>) -> Result<EffectiveConfig, ConfigErr
 
 /// The checks no single value can fail: conflicting keys, possibly from
 /// different layers. The message names every layer involved.
-fn check_combinations(
-    config: &SessionConfig,
-    entries: &BTreeMap<String, Entry>,
-) -> Result<(), ConfigError> {
+fn check_combinations(config: &SessionConfig, entries: &BTreeMap<String, Entry>) -> Result<(), ConfigError> {
     let fail = |keys: &[&str], message: String| {
         let mut labels: Vec<&str> = Vec::new();
         for entry in keys.iter().filter_map(|k| entries.get(*k)) {
@@ -283,19 +230,10 @@ fn check_combinations(
                 labels.push(&entry.origin.label);
             }
         }
-        let origin = if labels.is_empty() {
-            "built-in defaults".to_owned()
-        } else {
-            labels.join(" and ")
-        };
+        let origin = if labels.is_empty() { "built-in defaults".to_owned() } else { labels.join(" and ") };
         Err(ConfigError::Invalid { origin, message })
     };
-    if config.no_system_prompt
-        && config
-            .system_prompt
-            .as_deref()
-            .is_some_and(|p| !p.is_empty())
-    {
+    if config.no_system_prompt && config.system_prompt.as_deref().is_some_and(|p| !p.is_empty()) {
         return fail(
             &["system_prompt", "no_system_prompt"],
             "'system_prompt' and 'no_system_prompt' are mutually exclusive; remove one".to_owned(),
@@ -315,8 +253,7 @@ fn check_combinations(
     if config.provider == ProviderKind::Generic && config.base_url.is_none() {
         return fail(
             &["provider"],
-            "provider 'generic' needs base_url, e.g. base_url = \"http://127.0.0.1:8000/v1\""
-                .to_owned(),
+            "provider 'generic' needs base_url, e.g. base_url = \"http://127.0.0.1:8000/v1\"".to_owned(),
         );
     }
     if config.provider == ProviderKind::Command && config.model.is_none() {
@@ -325,10 +262,7 @@ fn check_combinations(
             "provider 'command' needs model = the command that reads the transcript and prints the reply".to_owned(),
         );
     }
-    let stages = config
-        .filters
-        .iter()
-        .map(|f| ("filters", f.mode, f.prespawn));
+    let stages = config.filters.iter().map(|f| ("filters", f.mode, f.prespawn));
     let hooks = config.hooks.iter().map(|h| ("hooks", h.mode, h.prespawn));
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for (key, mode, prespawn) in stages.chain(hooks) {

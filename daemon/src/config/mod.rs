@@ -39,12 +39,11 @@ mod tests;
 
 pub use command::Command;
 pub use stages::{
-    CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern,
-    DEFAULT_FILTER_TIMEOUT_S, DEFAULT_HOOK_TIMEOUT_S,
+    CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
+    DEFAULT_HOOK_TIMEOUT_S,
 };
 pub use types::{
-    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret,
-    SessionConfig,
+    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret, SessionConfig,
 };
 
 use serde::Serialize;
@@ -143,28 +142,17 @@ impl Origin {
     /// A config file's layer: relative paths resolve against its directory.
     fn file(path: &Path) -> Origin {
         let shown = path.display().to_string();
-        Origin {
-            source: shown.clone(),
-            label: shown,
-            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        }
+        Origin { source: shown.clone(), label: shown, dir: path.parent().map(Path::to_path_buf).unwrap_or_default() }
     }
 
     /// The `session/create` layer: relative paths resolve against the base dir.
     fn request(base_dir: &Path) -> Origin {
-        Origin {
-            source: SOURCE_REQUEST.to_owned(),
-            label: REQUEST_LABEL.to_owned(),
-            dir: base_dir.to_path_buf(),
-        }
+        Origin { source: SOURCE_REQUEST.to_owned(), label: REQUEST_LABEL.to_owned(), dir: base_dir.to_path_buf() }
     }
 
     /// A [`ConfigError::Invalid`] located at this layer.
     fn invalid(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            origin: self.label.clone(),
-            message: message.into(),
-        }
+        ConfigError::Invalid { origin: self.label.clone(), message: message.into() }
     }
 }
 
@@ -191,10 +179,7 @@ pub fn load(
     let project = base_dir.join(PROJECT_FILE);
     files.extend(merge::Layer::from_file(&project, Origin::file(&project))?);
     let request = match request {
-        Some(value) => Some(merge::Layer::from_request(
-            value,
-            Origin::request(base_dir),
-        )?),
+        Some(value) => Some(merge::Layer::from_request(value, Origin::request(base_dir))?),
         None => None,
     };
     merge::merge(files, request)

@@ -27,11 +27,7 @@ pub(super) fn type_name(value: &Value) -> &'static str {
 
 /// Convert a parsed TOML value found at `key`. Dates and non-finite floats
 /// have no place in this config and are refused here.
-pub(super) fn toml_to_json(
-    value: toml::Value,
-    key: &str,
-    origin: &Origin,
-) -> Result<Value, ConfigError> {
+pub(super) fn toml_to_json(value: toml::Value, key: &str, origin: &Origin) -> Result<Value, ConfigError> {
     Ok(match value {
         toml::Value::String(s) => Value::String(s),
         toml::Value::Integer(i) => Value::from(i),
@@ -42,8 +38,8 @@ pub(super) fn toml_to_json(
         },
         toml::Value::Datetime(d) => {
             return Err(origin.invalid(format!(
-            "'{key}' is a TOML date/time ({d}); no key takes one, quote it if a string was meant"
-        )))
+                "'{key}' is a TOML date/time ({d}); no key takes one, quote it if a string was meant"
+            )))
         }
         toml::Value::Array(items) => Value::Array(
             items
@@ -74,12 +70,7 @@ fn wrong_type(kind: &Kind, key: &str, value: &Value, origin: &Origin) -> ConfigE
 }
 
 /// Check `value` for `key` against `kind` and return its normal form.
-pub(super) fn normalize(
-    kind: &Kind,
-    key: &str,
-    value: Value,
-    origin: &Origin,
-) -> Result<Value, ConfigError> {
+pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
     match kind {
         Kind::Bool => match value {
             Value::Bool(_) => Ok(value),
@@ -93,19 +84,10 @@ pub(super) fn normalize(
             if names.contains(&text.as_str()) {
                 return Ok(Value::String(text));
             }
-            let listed = names
-                .iter()
-                .map(|n| format!("'{n}'"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            Err(origin.invalid(format!(
-                "'{key}' must be one of {listed}, got '{text}'{}",
-                enum_hint(key, &text)
-            )))
+            let listed = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+            Err(origin.invalid(format!("'{key}' must be one of {listed}, got '{text}'{}", enum_hint(key, &text))))
         }
-        Kind::StrList => list(kind, key, value, origin, |k, v| {
-            string(&Kind::Str, k, v, origin).map(Value::String)
-        }),
+        Kind::StrList => list(kind, key, value, origin, |k, v| string(&Kind::Str, k, v, origin).map(Value::String)),
         Kind::Path => {
             let text = string(kind, key, value, origin)?;
             path_value(&text, key, origin)
@@ -126,25 +108,25 @@ pub(super) fn normalize(
             }),
             other => Err(wrong_type(kind, key, &other, origin)),
         },
-        Kind::CommandPolicy => match value {
-            Value::String(text) => match text.as_str() {
-                "all" | "none" => Ok(Value::String(text)),
-                "ask" => Err(origin.invalid(format!(
-                    "'{key}' = \"ask\" needs interactive approval, which swivald does not have; \
+        Kind::CommandPolicy => {
+            match value {
+                Value::String(text) => match text.as_str() {
+                    "all" | "none" => Ok(Value::String(text)),
+                    "ask" => Err(origin.invalid(format!(
+                        "'{key}' = \"ask\" needs interactive approval, which swivald does not have; \
                      list the programs in allowed_commands, or use \"all\" or \"none\""
-                ))),
-                _ => Err(origin.invalid(format!(
-                    "'{key}' must be 'all', 'none', or a list of command names, got '{text}'"
-                ))),
-            },
-            Value::Array(_) => command_names(kind, key, value, origin),
-            other => Err(wrong_type(kind, key, &other, origin)),
-        },
+                    ))),
+                    _ => Err(origin
+                        .invalid(format!("'{key}' must be 'all', 'none', or a list of command names, got '{text}'"))),
+                },
+                Value::Array(_) => command_names(kind, key, value, origin),
+                other => Err(wrong_type(kind, key, &other, origin)),
+            }
+        }
         Kind::CommandNames => command_names(kind, key, value, origin),
         Kind::HexKey => {
             let text = string(kind, key, value, origin)?;
-            let ok =
-                matches!(text.len(), 32 | 48 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
+            let ok = matches!(text.len(), 32 | 48 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
             if ok {
                 Ok(Value::String(text))
             } else {
@@ -156,9 +138,7 @@ pub(super) fn normalize(
         }
         Kind::Cidrs => list(kind, key, value, origin, |k, v| {
             let text = string(&Kind::Str, k, v, origin)?;
-            let cidr: Cidr = text
-                .parse()
-                .map_err(|e| origin.invalid(format!("'{k}': {e}")))?;
+            let cidr: Cidr = text.parse().map_err(|e| origin.invalid(format!("'{k}': {e}")))?;
             Ok(Value::String(cidr.to_string()))
         }),
         Kind::Table => match value {
@@ -216,33 +196,19 @@ fn string(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Strin
     }
 }
 
-fn int(
-    kind: &Kind,
-    key: &str,
-    value: &Value,
-    min: i64,
-    origin: &Origin,
-) -> Result<i64, ConfigError> {
+fn int(kind: &Kind, key: &str, value: &Value, min: i64, origin: &Origin) -> Result<i64, ConfigError> {
     let n = match value {
         Value::Number(n) if !n.is_f64() => n,
         other => return Err(wrong_type(kind, key, other, origin)),
     };
-    let n = n
-        .as_i64()
-        .ok_or_else(|| origin.invalid(format!("'{key}' is out of range, got {n}")))?;
+    let n = n.as_i64().ok_or_else(|| origin.invalid(format!("'{key}' is out of range, got {n}")))?;
     if n < min {
         return Err(origin.invalid(format!("'{key}' must be at least {min}, got {n}")));
     }
     Ok(n)
 }
 
-fn float(
-    kind: &Kind,
-    key: &str,
-    value: &Value,
-    positive: bool,
-    origin: &Origin,
-) -> Result<f64, ConfigError> {
+fn float(kind: &Kind, key: &str, value: &Value, positive: bool, origin: &Origin) -> Result<f64, ConfigError> {
     let f = match value {
         Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
         other => return Err(wrong_type(kind, key, other, origin)),
@@ -256,12 +222,7 @@ fn float(
     Ok(f)
 }
 
-fn object(
-    kind: &Kind,
-    key: &str,
-    value: Value,
-    origin: &Origin,
-) -> Result<Map<String, Value>, ConfigError> {
+fn object(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Map<String, Value>, ConfigError> {
     match value {
         Value::Object(map) => Ok(map),
         other => Err(wrong_type(kind, key, &other, origin)),
@@ -298,12 +259,7 @@ fn command_value(text: &str, key: &str, origin: &Origin) -> Result<Value, Config
 }
 
 /// Bare program names for the `run_command` whitelist.
-fn command_names(
-    kind: &Kind,
-    key: &str,
-    value: Value,
-    origin: &Origin,
-) -> Result<Value, ConfigError> {
+fn command_names(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
     list(kind, key, value, origin, |k, v| {
         let name = string(&Kind::Str, k, v, origin)?;
         if name.is_empty() || name.contains(['/', '\\']) || name.chars().any(char::is_whitespace) {
@@ -338,10 +294,7 @@ fn table(
         };
         out.insert(name, normalize(&spec.kind, &sub, value, origin)?);
     }
-    if let Some(missing) = fields
-        .iter()
-        .find(|f| f.required && !out.contains_key(f.name))
-    {
+    if let Some(missing) = fields.iter().find(|f| f.required && !out.contains_key(f.name)) {
         return Err(origin.invalid(format!("{key}: missing required key '{}'", missing.name)));
     }
     Ok(out)
@@ -349,11 +302,7 @@ fn table(
 
 /// One `[profiles.NAME]` table: only LLM keys, each checked like the
 /// top-level key of the same name.
-fn profile(
-    key: &str,
-    map: Map<String, Value>,
-    origin: &Origin,
-) -> Result<Map<String, Value>, ConfigError> {
+fn profile(key: &str, map: Map<String, Value>, origin: &Origin) -> Result<Map<String, Value>, ConfigError> {
     let mut out = Map::new();
     for (name, value) in map {
         if value.is_null() {

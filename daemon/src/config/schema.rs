@@ -73,9 +73,7 @@ impl Kind {
             Kind::Float { .. } => "int or float",
             Kind::Str | Kind::Enum(_) | Kind::Path | Kind::Command | Kind::HexKey => "str",
             Kind::CommandList | Kind::CommandPolicy => "str or list",
-            Kind::StrList | Kind::PathList | Kind::CommandNames | Kind::Cidrs | Kind::Tables(_) => {
-                "list"
-            }
+            Kind::StrList | Kind::PathList | Kind::CommandNames | Kind::Cidrs | Kind::Tables(_) => "list",
             Kind::Table | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
         }
     }
@@ -113,33 +111,15 @@ pub(super) struct Field {
 }
 
 /// Provider names; must match `ProviderKind`'s serde names (tested).
-pub(super) const PROVIDER_NAMES: &[&str] = &[
-    "lmstudio",
-    "llamacpp",
-    "ollama",
-    "openai",
-    "openrouter",
-    "generic",
-    "command",
-];
+pub(super) const PROVIDER_NAMES: &[&str] =
+    &["lmstudio", "llamacpp", "ollama", "openai", "openrouter", "generic", "command"];
 
 /// Providers Swival has and swivald does not.
-pub(super) const SWIVAL_ONLY_PROVIDERS: &[&str] = &[
-    "huggingface",
-    "google",
-    "chatgpt",
-    "bedrock",
-    "applefm",
-    "geap",
-    "vertexai",
-];
+pub(super) const SWIVAL_ONLY_PROVIDERS: &[&str] =
+    &["huggingface", "google", "chatgpt", "bedrock", "applefm", "geap", "vertexai"];
 
 const fn field(name: &'static str, kind: Kind, required: bool) -> Field {
-    Field {
-        name,
-        kind,
-        required,
-    }
+    Field { name, kind, required }
 }
 
 const ANY_INT: Kind = Kind::Int { min: i64::MIN };
@@ -202,10 +182,8 @@ const SERVE_SKILL_FIELDS: &[Field] = &[
 ];
 
 /// `[audit]`.
-const AUDIT_FIELDS: &[Field] = &[
-    field("force_review", Kind::StrList, false),
-    field("patch_max_turns", Kind::Int { min: 1 }, false),
-];
+const AUDIT_FIELDS: &[Field] =
+    &[field("force_review", Kind::StrList, false), field("patch_max_turns", Kind::Int { min: 1 }, false)];
 
 /// `[experimental]`.
 const EXPERIMENTAL_FIELDS: &[Field] = &[
@@ -237,19 +215,11 @@ pub(super) const PROFILE_KEYS: &[&str] = &[
 ];
 
 const fn acted(name: &'static str, kind: Kind) -> KeySpec {
-    KeySpec {
-        name,
-        kind,
-        support: Support::Acted,
-    }
+    KeySpec { name, kind, support: Support::Acted }
 }
 
 const fn kept(name: &'static str, kind: Kind) -> KeySpec {
-    KeySpec {
-        name,
-        kind,
-        support: Support::Kept,
-    }
+    KeySpec { name, kind, support: Support::Kept }
 }
 
 /// Every accepted top-level key.
@@ -295,10 +265,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("encrypt_secrets", Kind::Bool),
     acted("encrypt_secrets_key", Kind::HexKey),
     acted("encrypt_secrets_tweak", Kind::Str),
-    acted(
-        "encrypt_secrets_patterns",
-        Kind::Tables(SECRET_PATTERN_FIELDS),
-    ),
+    acted("encrypt_secrets_patterns", Kind::Tables(SECRET_PATTERN_FIELDS)),
     acted("sandbox", Kind::Enum(SandboxMode::NAMES)),
     acted("command_network", Kind::Bool),
     acted("fetch_allow_networks", Kind::Cidrs),
@@ -384,10 +351,7 @@ pub(super) fn field_of(fields: &'static [Field], name: &str) -> Option<&'static 
 /// name (edit distance at most 2, or a known alias), else `; remove it`.
 pub(super) fn unknown_key_hint<'a>(unknown: &str, known: impl Iterator<Item = &'a str>) -> String {
     let known: Vec<&str> = known.collect();
-    let alias = ALIASES
-        .iter()
-        .find(|(from, to)| *from == unknown && known.contains(to))
-        .map(|(_, to)| *to);
+    let alias = ALIASES.iter().find(|(from, to)| *from == unknown && known.contains(to)).map(|(_, to)| *to);
     let close = known
         .iter()
         .map(|k| (edit_distance(unknown, k), *k))
@@ -409,9 +373,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
             diagonal = above;
         }
     }

@@ -41,8 +41,7 @@ pub enum HookPoint {
 
 impl HookPoint {
     /// The names accepted in config.
-    pub(super) const NAMES: &'static [&'static str] =
-        &["before_llm_call", "after_llm_call", "before_response_emit"];
+    pub(super) const NAMES: &'static [&'static str] = &["before_llm_call", "after_llm_call", "before_response_emit"];
 }
 
 /// What a hook's own failure (error, timeout, malformed output) means.
@@ -89,12 +88,7 @@ pub struct FilterStage {
 impl FilterStage {
     /// A stage given as a plain command (`llm_filter`): every option at its default.
     pub fn with_defaults(command: Command) -> FilterStage {
-        FilterStage {
-            command,
-            timeout_s: DEFAULT_FILTER_TIMEOUT_S,
-            mode: ProcessMode::Oneshot,
-            prespawn: 0,
-        }
+        FilterStage { command, timeout_s: DEFAULT_FILTER_TIMEOUT_S, mode: ProcessMode::Oneshot, prespawn: 0 }
     }
 }
 

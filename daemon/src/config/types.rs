@@ -98,9 +98,7 @@ pub enum ReasoningEffort {
 
 impl ReasoningEffort {
     /// The names accepted in config.
-    pub(super) const NAMES: &'static [&'static str] = &[
-        "none", "minimal", "low", "medium", "high", "xhigh", "default",
-    ];
+    pub(super) const NAMES: &'static [&'static str] = &["none", "minimal", "low", "medium", "high", "xhigh", "default"];
 
     /// The value as sent to the provider.
     pub fn as_str(self) -> &'static str {
@@ -157,12 +155,8 @@ impl Cidr {
     /// Whether `ip` lies in this network (IPv4-mapped IPv6 counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                mask(u32::from(ip).into(), 32, self.prefix) == u32::from(net).into()
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                mask(u128::from(ip), 128, self.prefix) == u128::from(net)
-            }
+            (IpAddr::V4(net), IpAddr::V4(ip)) => mask(u32::from(ip).into(), 32, self.prefix) == u32::from(net).into(),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => mask(u128::from(ip), 128, self.prefix) == u128::from(net),
             _ => false,
         }
     }
@@ -174,11 +168,7 @@ fn mask(value: u128, bits: u8, prefix: u8) -> u128 {
         return 0;
     }
     let keep = u128::MAX << (bits - prefix);
-    let width = if bits == 128 {
-        u128::MAX
-    } else {
-        (1u128 << bits) - 1
-    };
+    let width = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
     value & keep & width
 }
 
@@ -190,9 +180,8 @@ impl FromStr for Cidr {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
         };
-        let addr: IpAddr = addr.parse().map_err(|_| {
-            format!("{text:?} is not an IP network; write it like 10.0.0.0/8 or fd00::/8")
-        })?;
+        let addr: IpAddr =
+            addr.parse().map_err(|_| format!("{text:?} is not an IP network; write it like 10.0.0.0/8 or fd00::/8"))?;
         let bits = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => bits,
@@ -249,12 +238,9 @@ fn redact(value: &Value) -> Value {
                 .map(|(k, v)| {
                     let v = if SECRET_FIELDS.contains(&k.as_str()) {
                         match v {
-                            Value::Object(inner) => Value::Object(
-                                inner
-                                    .keys()
-                                    .map(|ik| (ik.clone(), Value::from(REDACTED)))
-                                    .collect(),
-                            ),
+                            Value::Object(inner) => {
+                                Value::Object(inner.keys().map(|ik| (ik.clone(), Value::from(REDACTED))).collect())
+                            }
                             _ => Value::from(REDACTED),
                         }
                     } else {
@@ -441,12 +427,7 @@ impl SessionConfig {
     /// commands first (in list order, every option at its default), then
     /// the `[[filters]]` tables in file order.
     pub fn filter_stages(&self) -> Vec<FilterStage> {
-        self.llm_filter
-            .iter()
-            .cloned()
-            .map(FilterStage::with_defaults)
-            .chain(self.filters.iter().cloned())
-            .collect()
+        self.llm_filter.iter().cloned().map(FilterStage::with_defaults).chain(self.filters.iter().cloned()).collect()
     }
 
     /// The file tools' reach: `files` when set, else `all` under `yolo`,
@@ -466,9 +447,7 @@ impl SessionConfig {
     pub fn command_access(&self) -> CommandAccess<'_> {
         match self.commands {
             Some(CommandsMode::None) => CommandAccess::Off,
-            _ if !self.allowed_commands.is_empty() => {
-                CommandAccess::Whitelist(&self.allowed_commands)
-            }
+            _ if !self.allowed_commands.is_empty() => CommandAccess::Whitelist(&self.allowed_commands),
             Some(CommandsMode::All) => CommandAccess::Unrestricted,
             None if self.yolo => CommandAccess::Unrestricted,
             None => CommandAccess::Off,

@@ -106,17 +106,9 @@ pub async fn apply(
         match out.code {
             Some(0) => {}
             Some(code) => {
-                return Err(FilterError::Blocked(format!(
-                    "filter exited with code {code}: {}",
-                    stage.display
-                )))
+                return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)))
             }
-            None => {
-                return Err(FilterError::Blocked(format!(
-                    "filter was killed by a signal: {}",
-                    stage.display
-                )))
-            }
+            None => return Err(FilterError::Blocked(format!("filter was killed by a signal: {}", stage.display))),
         }
         messages = parse_output(&out.stdout).map_err(FilterError::Blocked)?;
     }
@@ -134,10 +126,7 @@ fn run_failure(e: &ProcError, stage: &Stage) -> String {
             format!("filter command timed out after {secs}s: {}", stage.display)
         }
         ProcError::Flood { limit, .. } => {
-            format!(
-                "filter wrote more than {limit} bytes to stdout and was killed: {}",
-                stage.display
-            )
+            format!("filter wrote more than {limit} bytes to stdout and was killed: {}", stage.display)
         }
         other => format!("filter failed: {other}"),
     }
@@ -177,13 +166,8 @@ fn normalize(m: &Value) -> Value {
 /// Assistant messages with neither content nor tool calls get a placeholder,
 /// since providers reject them.
 fn sanitize_empty_assistant(mut m: Value) -> Value {
-    let empty_content = m
-        .get("content")
-        .is_none_or(|c| c.is_null() || c.as_str() == Some(""));
-    let no_calls = m
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .is_none_or(|a| a.is_empty());
+    let empty_content = m.get("content").is_none_or(|c| c.is_null() || c.as_str() == Some(""));
+    let no_calls = m.get("tool_calls").and_then(Value::as_array).is_none_or(|a| a.is_empty());
     if m.get("role").and_then(Value::as_str) == Some("assistant") && empty_content && no_calls {
         m["content"] = json!("(empty response)");
     }
@@ -193,22 +177,13 @@ fn sanitize_empty_assistant(mut m: Value) -> Value {
 /// Swival's checks on a stage's stdout, in Swival's order; the error is
 /// the detail text.
 pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, String> {
-    let v: Value =
-        serde_json::from_slice(stdout).map_err(|e| format!("filter returned invalid JSON: {e}"))?;
+    let v: Value = serde_json::from_slice(stdout).map_err(|e| format!("filter returned invalid JSON: {e}"))?;
     let obj = v.as_object().ok_or("filter output is not a JSON object")?;
     if obj.get("allow") == Some(&Value::Bool(false)) {
-        return Err(obj
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or("blocked by filter")
-            .to_owned());
+        return Err(obj.get("reason").and_then(Value::as_str).unwrap_or("blocked by filter").to_owned());
     }
-    let messages = obj
-        .get("messages")
-        .ok_or("filter output missing 'messages' key")?;
-    let list = messages
-        .as_array()
-        .ok_or("filter returned non-list messages")?;
+    let messages = obj.get("messages").ok_or("filter output missing 'messages' key")?;
+    let list = messages.as_array().ok_or("filter returned non-list messages")?;
     for (i, m) in list.iter().enumerate() {
         validate_message(i, m)?;
     }
@@ -216,22 +191,13 @@ pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, String> {
 }
 
 fn validate_message(i: usize, m: &Value) -> Result<(), String> {
-    let obj = m
-        .as_object()
-        .ok_or_else(|| format!("filter message [{i}] is not a dict"))?;
+    let obj = m.as_object().ok_or_else(|| format!("filter message [{i}] is not a dict"))?;
     let role = obj.get("role");
-    if !matches!(
-        role.and_then(Value::as_str),
-        Some("system" | "user" | "assistant" | "tool")
-    ) {
+    if !matches!(role.and_then(Value::as_str), Some("system" | "user" | "assistant" | "tool")) {
         let shown = role.map(Value::to_string).unwrap_or_else(|| "None".into());
         return Err(format!("filter message [{i}] has invalid role: {shown}"));
     }
-    let non_empty = |k: &str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
-    };
+    let non_empty = |k: &str| obj.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty());
     if role.and_then(Value::as_str) == Some("tool") && !non_empty("tool_call_id") {
         return Err(format!("filter message [{i}] (tool) missing tool_call_id"));
     }
@@ -244,14 +210,8 @@ fn validate_message(i: usize, m: &Value) -> Result<(), String> {
         Some(_) => return Err(format!("filter message [{i}] tool_calls is not a list")),
     };
     for (j, c) in calls.iter().enumerate() {
-        let call = c
-            .as_object()
-            .ok_or_else(|| format!("filter message [{i}] tool_calls[{j}] is not a dict"))?;
-        if !call
-            .get("id")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
-        {
+        let call = c.as_object().ok_or_else(|| format!("filter message [{i}] tool_calls[{j}] is not a dict"))?;
+        if call.get("id").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
             return Err(format!("filter message [{i}] tool_calls[{j}] missing id"));
         }
         let name_ok = call
@@ -261,9 +221,7 @@ fn validate_message(i: usize, m: &Value) -> Result<(), String> {
             .and_then(Value::as_str)
             .is_some_and(|n| !n.is_empty());
         if !name_ok {
-            return Err(format!(
-                "filter message [{i}] tool_calls[{j}] missing function.name"
-            ));
+            return Err(format!("filter message [{i}] tool_calls[{j}] missing function.name"));
         }
     }
     Ok(())
@@ -279,24 +237,15 @@ mod tests {
 
     #[test]
     fn allow_false_blocks_with_reason_or_default() {
-        assert_eq!(
-            err(r#"{"allow": false, "reason": "no secrets"}"#),
-            "no secrets"
-        );
+        assert_eq!(err(r#"{"allow": false, "reason": "no secrets"}"#), "no secrets");
         assert_eq!(err(r#"{"allow": false}"#), "blocked by filter");
         // A string "false" does not block; the messages are then required.
-        assert_eq!(
-            err(r#"{"allow": "false"}"#),
-            "filter output missing 'messages' key"
-        );
+        assert_eq!(err(r#"{"allow": "false"}"#), "filter output missing 'messages' key");
     }
 
     #[test]
     fn allow_false_wins_over_messages() {
-        assert_eq!(
-            err(r#"{"allow": false, "messages": []}"#),
-            "blocked by filter"
-        );
+        assert_eq!(err(r#"{"allow": false, "messages": []}"#), "blocked by filter");
     }
 
     #[test]
@@ -305,22 +254,10 @@ mod tests {
         assert!(err("not json").starts_with("filter returned invalid JSON: "));
         assert_eq!(err("[1]"), "filter output is not a JSON object");
         assert_eq!(err("{}"), "filter output missing 'messages' key");
-        assert_eq!(
-            err(r#"{"messages": {}}"#),
-            "filter returned non-list messages"
-        );
-        assert_eq!(
-            err(r#"{"messages": [3]}"#),
-            "filter message [0] is not a dict"
-        );
-        assert_eq!(
-            err(r#"{"messages": [{"role": "bot"}]}"#),
-            r#"filter message [0] has invalid role: "bot""#
-        );
-        assert_eq!(
-            err(r#"{"messages": [{"content": "x"}]}"#),
-            "filter message [0] has invalid role: None"
-        );
+        assert_eq!(err(r#"{"messages": {}}"#), "filter returned non-list messages");
+        assert_eq!(err(r#"{"messages": [3]}"#), "filter message [0] is not a dict");
+        assert_eq!(err(r#"{"messages": [{"role": "bot"}]}"#), r#"filter message [0] has invalid role: "bot""#);
+        assert_eq!(err(r#"{"messages": [{"content": "x"}]}"#), "filter message [0] has invalid role: None");
         assert_eq!(
             err(r#"{"messages": [{"role": "tool", "content": "x"}]}"#),
             "filter message [0] (tool) missing tool_call_id"
@@ -340,17 +277,14 @@ mod tests {
             "filter message [1] tool_calls[0] missing id"
         );
         assert_eq!(
-            err(
-                r#"{"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {}}]}]}"#
-            ),
+            err(r#"{"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {}}]}]}"#),
             "filter message [0] tool_calls[0] missing function.name"
         );
     }
 
     #[test]
     fn valid_output_replaces_messages_and_keeps_extra_keys() {
-        let out =
-            parse_output(br#"{"messages": [{"role": "user", "content": "hi", "x": 1}]}"#).unwrap();
+        let out = parse_output(br#"{"messages": [{"role": "user", "content": "hi", "x": 1}]}"#).unwrap();
         assert_eq!(out, vec![json!({"role": "user", "content": "hi", "x": 1})]);
         assert!(parse_output(br#"{"messages": []}"#).unwrap().is_empty());
     }

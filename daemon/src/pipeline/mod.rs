@@ -3,11 +3,14 @@
 //! response cache join it here. Built once per session from its config.
 
 pub mod filter;
+pub mod hooks;
 pub mod reviewer;
 
 use crate::config::{Command, ProcessMode, SessionConfig};
 use crate::procs::{Mode, ProcessRunner, Script};
 use filter::Stage;
+use hooks::rpc::HookRegistry;
+use hooks::{CommandEntry, Hooks};
 use reviewer::Reviewer;
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::PermissionsExt;
@@ -25,9 +28,11 @@ pub struct Pipeline {
     pub filters: Vec<Stage>,
     /// The reviewer, if configured.
     pub reviewer: Option<Reviewer>,
+    /// Command hooks and the client hook registry.
+    pub hooks: Hooks,
 }
 
-fn mode_of(mode: ProcessMode, prespawn: u32) -> Mode {
+pub(crate) fn mode_of(mode: ProcessMode, prespawn: u32) -> Mode {
     match (mode, prespawn) {
         (ProcessMode::Persistent, _) => Mode::Persistent,
         (ProcessMode::Oneshot, 0) => Mode::Oneshot,
@@ -45,30 +50,19 @@ fn mode_name(mode: Mode) -> &'static str {
 
 /// Find `program` as the OS would: a path as given, a bare name on PATH.
 pub fn locate(program: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        p.is_file()
-            && p.metadata()
-                .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
-    };
+    let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
         let p = PathBuf::from(program);
         return executable(&p).then_some(p);
     }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(program))
-        .find(|p| executable(p))
+    std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|d| d.join(program)).find(|p| executable(p))
 }
 
 /// Swival's start-up check: the program must be on PATH or an executable file.
 fn check(command: &Command, key: &str) -> Result<(), String> {
     match locate(command.program()) {
         Some(_) => Ok(()),
-        None => Err(format!(
-            "{key} executable not found or not executable: {}",
-            command.program()
-        )),
+        None => Err(format!("{key} executable not found or not executable: {}", command.program())),
     }
 }
 
@@ -79,16 +73,13 @@ impl Pipeline {
         cfg: &SessionConfig,
         base_dir: &Path,
         runner: Arc<ProcessRunner>,
+        registry: Arc<HookRegistry>,
     ) -> Result<Pipeline, String> {
         let mut filters = Vec::new();
         for stage in cfg.filter_stages() {
             check(&stage.command, "llm_filter")?;
             filters.push(Stage {
-                script: Script {
-                    argv: stage.command.argv.clone(),
-                    cwd: base_dir.to_owned(),
-                    env: Vec::new(),
-                },
+                script: Script { argv: stage.command.argv.clone(), cwd: base_dir.to_owned(), env: Vec::new() },
                 mode: mode_of(stage.mode, stage.prespawn),
                 timeout: Duration::from_secs_f64(stage.timeout_s.max(0.001)),
                 display: stage.command.display(),
@@ -107,14 +98,13 @@ impl Pipeline {
             }
             None => None,
         };
+        let mut commands = Vec::new();
         for hook in &cfg.hooks {
             check(&hook.command, "hook")?;
+            commands.push(CommandEntry::new(hook, base_dir, &registry));
         }
-        Ok(Pipeline {
-            runner,
-            filters,
-            reviewer,
-        })
+        let hooks = Hooks { commands, registry, runner: runner.clone() };
+        Ok(Pipeline { runner, filters, reviewer, hooks })
     }
 
     /// `policy/status` entries for the filter stages.
@@ -130,6 +120,47 @@ impl Pipeline {
                 files: digests(&s.script.argv),
             })
             .collect()
+    }
+
+    /// `policy/status` entries for the hooks, command and client, in running order per point.
+    pub fn hook_status(&self) -> Vec<ScriptStatus> {
+        let mut out: Vec<(i64, u64, ScriptStatus)> = self
+            .hooks
+            .commands
+            .iter()
+            .map(|c| {
+                (
+                    c.priority,
+                    c.order,
+                    ScriptStatus {
+                        command: c.name.clone(),
+                        mode: mode_name(c.mode).into(),
+                        timeout_s: c.timeout.as_secs_f64(),
+                        point: Some(hooks::point_name(c.point).into()),
+                        priority: Some(c.priority),
+                        files: digests(&c.script.argv),
+                    },
+                )
+            })
+            .collect();
+        for r in self.hooks.registry.all() {
+            for point in &r.points {
+                out.push((
+                    r.priority,
+                    r.order,
+                    ScriptStatus {
+                        command: format!("rpc:{}", r.name),
+                        mode: "rpc".into(),
+                        timeout_s: r.timeout.as_secs_f64(),
+                        point: Some(hooks::point_name(*point).into()),
+                        priority: Some(r.priority),
+                        files: Vec::new(),
+                    },
+                ));
+            }
+        }
+        out.sort_by_key(|(p, o, _)| (*p, *o));
+        out.into_iter().map(|(_, _, s)| s).collect()
     }
 
     /// The `policy/status` entry for the reviewer.
@@ -150,17 +181,11 @@ impl Pipeline {
 pub fn digests(argv: &[String]) -> Vec<FileDigest> {
     let mut out = Vec::new();
     for (i, arg) in argv.iter().enumerate() {
-        let path = if i == 0 {
-            locate(arg)
-        } else {
-            Some(PathBuf::from(arg)).filter(|p| p.is_absolute() && p.is_file())
-        };
+        let path =
+            if i == 0 { locate(arg) } else { Some(PathBuf::from(arg)).filter(|p| p.is_absolute() && p.is_file()) };
         if let Some(path) = path {
             if let Ok(bytes) = std::fs::read(&path) {
-                out.push(FileDigest {
-                    path: path.display().to_string(),
-                    sha256: hex::encode(Sha256::digest(&bytes)),
-                });
+                out.push(FileDigest { path: path.display().to_string(), sha256: hex::encode(Sha256::digest(&bytes)) });
             }
         }
     }

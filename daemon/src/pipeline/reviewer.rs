@@ -73,18 +73,12 @@ impl Reviewer {
     ) -> (Verdict, Round) {
         let mut argv = self.argv.clone();
         argv.push(self.base_dir.display().to_string());
-        let mut env = vec![
-            ("SWIVAL_TASK".to_owned(), task.to_owned()),
-            ("SWIVAL_REVIEW_ROUND".to_owned(), round.to_string()),
-        ];
+        let mut env =
+            vec![("SWIVAL_TASK".to_owned(), task.to_owned()), ("SWIVAL_REVIEW_ROUND".to_owned(), round.to_string())];
         if !model.is_empty() {
             env.push(("SWIVAL_MODEL".to_owned(), model.to_owned()));
         }
-        let script = Script {
-            argv,
-            cwd: self.base_dir.clone(),
-            env,
-        };
+        let script = Script { argv, cwd: self.base_dir.clone(), env };
         let call = Call {
             script: &script,
             mode: Mode::Oneshot,
@@ -95,27 +89,13 @@ impl Reviewer {
         let out = match runner.call(call, cancel).await {
             Ok(out) => out,
             Err(ProcError::Cancelled { .. }) => {
-                return (
-                    Verdict::Cancelled,
-                    Round {
-                        exit_code: None,
-                        feedback: String::new(),
-                        stderr: String::new(),
-                    },
-                )
+                return (Verdict::Cancelled, Round { exit_code: None, feedback: String::new(), stderr: String::new() })
             }
             Err(e) => {
-                let why = format!(
-                    "reviewer {} failed ({e}); accepting the answer",
-                    self.display
-                );
+                let why = format!("reviewer {} failed ({e}); accepting the answer", self.display);
                 return (
                     Verdict::Error(why),
-                    Round {
-                        exit_code: None,
-                        feedback: String::new(),
-                        stderr: String::new(),
-                    },
+                    Round { exit_code: None, feedback: String::new(), stderr: String::new() },
                 );
             }
         };
@@ -127,14 +107,10 @@ impl Reviewer {
         let verdict = match out.code {
             Some(0) => Verdict::Accept,
             Some(1) => Verdict::Retry(round_rec.feedback.clone()),
-            Some(code) => Verdict::Error(format!(
-                "reviewer {} exited with code {code}; accepting the answer",
-                self.display
-            )),
-            None => Verdict::Error(format!(
-                "reviewer {} was killed by a signal; accepting the answer",
-                self.display
-            )),
+            Some(code) => {
+                Verdict::Error(format!("reviewer {} exited with code {code}; accepting the answer", self.display))
+            }
+            None => Verdict::Error(format!("reviewer {} was killed by a signal; accepting the answer", self.display)),
         };
         (verdict, round_rec)
     }

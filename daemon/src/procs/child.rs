@@ -26,10 +26,7 @@ pub struct Output {
 pub enum ProcError {
     /// The program could not be started.
     #[error("cannot run {program}: {source}")]
-    Spawn {
-        program: String,
-        source: std::io::Error,
-    },
+    Spawn { program: String, source: std::io::Error },
     /// It ran past its timeout and was killed with its process group.
     #[error("{program} timed out after {secs}s and was killed")]
     Timeout { program: String, secs: f64 },
@@ -44,10 +41,7 @@ pub enum ProcError {
     Protocol { program: String, message: String },
     /// Reading or writing its pipes failed.
     #[error("talking to {program} failed: {source}")]
-    Io {
-        program: String,
-        source: std::io::Error,
-    },
+    Io { program: String, source: std::io::Error },
 }
 
 /// One child to run to completion.
@@ -82,12 +76,7 @@ impl Spawned {
     /// Take the pipes (for a long-lived worker) and the pid.
     pub fn take_pipes(
         &mut self,
-    ) -> (
-        tokio::process::ChildStdin,
-        tokio::process::ChildStdout,
-        tokio::process::ChildStderr,
-        u32,
-    ) {
+    ) -> (tokio::process::ChildStdin, tokio::process::ChildStdout, tokio::process::ChildStderr, u32) {
         let c = &mut self.child;
         let pid = c.id().unwrap_or_default();
         (
@@ -122,16 +111,9 @@ pub fn spawn(argv: &[String], cwd: &Path, env: &[(String, String)]) -> Result<Sp
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|source| ProcError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let child = cmd.spawn().map_err(|source| ProcError::Spawn { program: program.clone(), source })?;
     let pgid = child.id().map(|p| p as i32);
-    Ok(Spawned {
-        child,
-        pgid,
-        program,
-    })
+    Ok(Spawned { child, pgid, program })
 }
 
 /// Feed a started child its input and collect its output, killing its
@@ -155,14 +137,8 @@ pub async fn drive(
         drop(stdin);
     };
     let limit = max_stdout;
-    let flood = || ProcError::Flood {
-        program: program.clone(),
-        limit,
-    };
-    let io = |source| ProcError::Io {
-        program: program.clone(),
-        source,
-    };
+    let flood = || ProcError::Flood { program: program.clone(), limit };
+    let io = |source| ProcError::Io { program: program.clone(), source };
     // try_join stops at the first failure, so a flood ends the wait at once.
     let work = async {
         tokio::try_join!(
@@ -170,16 +146,8 @@ pub async fn drive(
                 write.await;
                 Ok(())
             },
-            async {
-                read_bounded(stdout, limit)
-                    .await
-                    .map_err(|e| e.into_proc(flood, io))
-            },
-            async {
-                read_bounded(stderr, limit)
-                    .await
-                    .map_err(|e| e.into_proc(flood, io))
-            },
+            async { read_bounded(stdout, limit).await.map_err(|e| e.into_proc(flood, io)) },
+            async { read_bounded(stderr, limit).await.map_err(|e| e.into_proc(flood, io)) },
             async { child.wait().await.map_err(io) },
         )
     };
@@ -189,11 +157,7 @@ pub async fn drive(
         _ = cancel.cancelled() => Err(ProcError::Cancelled { program: program.clone() }),
     };
     let ((), stdout, stderr, status) = result?;
-    Ok(Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
+    Ok(Output { code: status.code(), stdout, stderr })
 }
 
 /// Run a child to completion (or kill it) and collect its output.
@@ -211,11 +175,7 @@ enum ReadError {
 }
 
 impl ReadError {
-    fn into_proc(
-        self,
-        flood: impl Fn() -> ProcError,
-        io: impl Fn(std::io::Error) -> ProcError,
-    ) -> ProcError {
+    fn into_proc(self, flood: impl Fn() -> ProcError, io: impl Fn(std::io::Error) -> ProcError) -> ProcError {
         match self {
             ReadError::Flood => flood(),
             ReadError::Io(e) => io(e),
@@ -242,9 +202,6 @@ async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Ve
 /// SIGKILL a whole process group (ignoring "no such group").
 pub fn kill_group(pgid: Option<i32>) {
     if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
     }
 }

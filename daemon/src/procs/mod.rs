@@ -75,19 +75,11 @@ pub struct ProcessRunner {
 impl ProcessRunner {
     /// A runner allowing `max_children` calls to run at once.
     pub fn new(max_children: usize) -> ProcessRunner {
-        ProcessRunner {
-            slots: Semaphore::new(max_children.max(1)),
-            pools: Mutex::default(),
-            workers: Mutex::default(),
-        }
+        ProcessRunner { slots: Semaphore::new(max_children.max(1)), pools: Mutex::default(), workers: Mutex::default() }
     }
 
     /// Run one call to completion.
-    pub async fn call(
-        &self,
-        call: Call<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Output, ProcError> {
+    pub async fn call(&self, call: Call<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
         let program = || call.script.argv.first().cloned().unwrap_or_default();
         let _slot = tokio::select! {
             s = self.slots.acquire() => s.map_err(|_| ProcError::Cancelled { program: program() })?,
@@ -103,15 +95,11 @@ impl ProcessRunner {
                 drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
             }
             Mode::Persistent => {
-                let request: serde_json::Value =
-                    serde_json::from_slice(call.input).map_err(|e| ProcError::Protocol {
-                        program: program(),
-                        message: format!("request is not JSON: {e}"),
-                    })?;
-                let reply = self
-                    .worker(call.script)
-                    .call(call.script, &request, call.timeout, call.max_stdout, cancel)
-                    .await?;
+                let request: serde_json::Value = serde_json::from_slice(call.input).map_err(|e| {
+                    ProcError::Protocol { program: program(), message: format!("request is not JSON: {e}") }
+                })?;
+                let reply =
+                    self.worker(call.script).call(call.script, &request, call.timeout, call.max_stdout, cancel).await?;
                 Ok(Output {
                     code: Some(0),
                     stdout: serde_json::to_vec(&reply).expect("JSON serializes"),
@@ -125,33 +113,17 @@ impl ProcessRunner {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools
             .entry(script.clone())
-            .or_insert_with(|| {
-                Arc::new(Pool {
-                    script: script.clone(),
-                    size: size as usize,
-                    ready: Mutex::default(),
-                })
-            })
+            .or_insert_with(|| Arc::new(Pool { script: script.clone(), size: size as usize, ready: Mutex::default() }))
             .clone()
     }
 
     fn worker(&self, script: &Script) -> Arc<Worker> {
-        self.workers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(script.clone())
-            .or_default()
-            .clone()
+        self.workers.lock().unwrap_or_else(|p| p.into_inner()).entry(script.clone()).or_default().clone()
     }
 
     /// The pid of a script's persistent worker, if it runs.
     pub async fn worker_pid(&self, script: &Script) -> Option<u32> {
-        let worker = self
-            .workers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(script)
-            .cloned();
+        let worker = self.workers.lock().unwrap_or_else(|p| p.into_inner()).get(script).cloned();
         match worker {
             Some(w) => w.pid().await,
             None => None,
@@ -161,13 +133,7 @@ impl ProcessRunner {
     /// Kill every prespawned process and persistent worker.
     pub async fn shutdown(&self) {
         self.pools.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        let workers: Vec<_> = self
-            .workers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, w)| w)
-            .collect();
+        let workers: Vec<_> = self.workers.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, w)| w).collect();
         for w in workers {
             w.stop().await;
         }

@@ -55,12 +55,7 @@ impl Drop for Live {
 impl Worker {
     /// The pid of the running worker, if one runs.
     pub async fn pid(&self) -> Option<u32> {
-        self.live
-            .lock()
-            .await
-            .as_ref()
-            .filter(|l| !l.dead.is_cancelled())
-            .map(|l| l.pid)
+        self.live.lock().await.as_ref().filter(|l| !l.dead.is_cancelled()).map(|l| l.pid)
     }
 
     /// Kill the worker (daemon shutdown).
@@ -80,14 +75,9 @@ impl Worker {
     ) -> Result<Value, ProcError> {
         let program = script.argv.first().cloned().unwrap_or_default();
         let Value::Object(fields) = request else {
-            return Err(ProcError::Protocol {
-                program,
-                message: "persistent mode needs a JSON object request".into(),
-            });
+            return Err(ProcError::Protocol { program, message: "persistent mode needs a JSON object request".into() });
         };
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut line = Map::with_capacity(fields.len() + 1);
         line.insert("id".into(), Value::from(id));
         line.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -98,16 +88,11 @@ impl Worker {
         let gen = {
             let mut guard = self.live.lock().await;
             if guard.as_ref().is_none_or(|l| l.dead.is_cancelled()) {
-                let gen = self
-                    .starts
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let gen = self.starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 *guard = Some(start(script, max_line, gen)?);
             }
             let live = guard.as_mut().expect("just started");
-            live.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, tx);
+            live.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
             if let Err(source) = live.stdin.write_all(text.as_bytes()).await {
                 guard.take();
                 return Err(ProcError::Io { program, source });
@@ -177,11 +162,7 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
                 if let Some(obj) = reply.as_object_mut() {
                     obj.remove("id");
                 }
-                if let Some(tx) = pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id)
-                {
+                if let Some(tx) = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
                     let _ = tx.send(Ok(reply));
                 }
             };
@@ -201,12 +182,5 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
             }
         });
     }
-    Ok(Live {
-        stdin,
-        pgid,
-        pending,
-        dead,
-        pid,
-        gen,
-    })
+    Ok(Live { stdin, pgid, pending, dead, pid, gen })
 }

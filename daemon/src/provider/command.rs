@@ -18,16 +18,10 @@ pub fn transcript(messages: &[Value]) -> String {
     let mut names = std::collections::HashMap::new();
     let mut blocks = Vec::new();
     for m in messages {
-        for tc in m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(id), Some(name)) = (
-                tc.get("id").and_then(Value::as_str),
-                tc.pointer("/function/name").and_then(Value::as_str),
-            ) {
+        for tc in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            if let (Some(id), Some(name)) =
+                (tc.get("id").and_then(Value::as_str), tc.pointer("/function/name").and_then(Value::as_str))
+            {
                 names.insert(id.to_owned(), name.to_owned());
             }
         }
@@ -36,11 +30,7 @@ pub fn transcript(messages: &[Value]) -> String {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Array(parts)) => parts
                 .iter()
-                .map(|p| {
-                    p.get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or("[image omitted]")
-                })
+                .map(|p| p.get("text").and_then(Value::as_str).unwrap_or("[image omitted]"))
                 .collect::<Vec<_>>()
                 .join("\n"),
             _ => String::new(),
@@ -49,14 +39,8 @@ pub fn transcript(messages: &[Value]) -> String {
             continue;
         }
         let header = if role == "tool" {
-            let id = m
-                .get("tool_call_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            format!(
-                "[tool:{}]",
-                names.get(id).map(String::as_str).unwrap_or("unknown")
-            )
+            let id = m.get("tool_call_id").and_then(Value::as_str).unwrap_or_default();
+            format!("[tool:{}]", names.get(id).map(String::as_str).unwrap_or("unknown"))
         } else {
             format!("[{role}]")
         };
@@ -71,15 +55,9 @@ pub async fn call(
     req: &ChatRequest<'_>,
     cancel: &CancellationToken,
 ) -> Result<Reply, ProviderError> {
-    let argv = settings
-        .command
-        .as_deref()
-        .filter(|a| !a.is_empty())
-        .ok_or_else(|| {
-            ProviderError::Config(
-                "provider = \"command\" needs `model` set to the command to run".into(),
-            )
-        })?;
+    let argv = settings.command.as_deref().filter(|a| !a.is_empty()).ok_or_else(|| {
+        ProviderError::Config("provider = \"command\" needs `model` set to the command to run".into())
+    })?;
     let input = transcript(req.messages);
     let job = procs::OneShot {
         argv,
@@ -97,23 +75,12 @@ pub async fn call(
     if out.code != Some(0) {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
         let detail = if stderr.is_empty() { stdout } else { stderr };
-        return Err(ProviderError::Command(format!(
-            "{} exited with {:?}: {detail}",
-            argv[0], out.code
-        )));
+        return Err(ProviderError::Command(format!("{} exited with {:?}: {detail}", argv[0], out.code)));
     }
     if stdout.is_empty() {
-        return Err(ProviderError::Command(format!(
-            "{} printed nothing",
-            argv[0]
-        )));
+        return Err(ProviderError::Command(format!("{} printed nothing", argv[0])));
     }
-    Ok(Reply {
-        content: Some(stdout),
-        tool_calls: Vec::new(),
-        finish_reason: Some("stop".into()),
-        usage: None,
-    })
+    Ok(Reply { content: Some(stdout), tool_calls: Vec::new(), finish_reason: Some("stop".into()), usage: None })
 }
 
 #[cfg(test)]
@@ -129,9 +96,6 @@ mod tests {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}),
             json!({"role": "tool", "tool_call_id": "c1", "content": "1: hello"}),
         ];
-        assert_eq!(
-            transcript(&msgs),
-            "[system]\nsys\n\n[user]\ntask\n\n[tool:read_file]\n1: hello"
-        );
+        assert_eq!(transcript(&msgs), "[system]\nsys\n\n[user]\ntask\n\n[tool:read_file]\n1: hello");
     }
 }

@@ -141,18 +141,14 @@ impl Reply {
     pub fn to_message(&self) -> Value {
         let mut m = Map::new();
         m.insert("role".into(), json!("assistant"));
-        m.insert(
-            "content".into(),
-            self.content
-                .clone()
-                .map(Value::String)
-                .unwrap_or(Value::Null),
-        );
+        m.insert("content".into(), self.content.clone().map(Value::String).unwrap_or(Value::Null));
         if !self.tool_calls.is_empty() {
             let calls: Vec<Value> = self
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .map(
+                    |c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}),
+                )
                 .collect();
             m.insert("tool_calls".into(), Value::Array(calls));
         }
@@ -173,11 +169,7 @@ pub trait CallObserver: Send + Sync {
 pub enum ProviderError {
     /// The provider answered with an error status.
     #[error("provider returned HTTP {status}: {message}")]
-    Http {
-        status: u16,
-        message: String,
-        retry_after: Option<Duration>,
-    },
+    Http { status: u16, message: String, retry_after: Option<Duration> },
     /// No usable answer: connection failure, timeout, dropped or malformed reply.
     #[error("provider request failed: {0}")]
     Transport(String),
@@ -195,10 +187,7 @@ pub enum ProviderError {
     Cancelled,
     /// Every attempt failed; the last error is kept.
     #[error("LLM call failed after {attempts} attempts: {last}")]
-    Exhausted {
-        attempts: u32,
-        last: Box<ProviderError>,
-    },
+    Exhausted { attempts: u32, last: Box<ProviderError> },
 }
 
 impl ProviderError {
@@ -229,10 +218,7 @@ pub struct ChatRequest<'a> {
 pub fn request_body(settings: &ProviderSettings, model: &str, req: &ChatRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert(
-        "messages".into(),
-        Value::Array(req.messages.iter().map(wire_message).collect()),
-    );
+    body.insert("messages".into(), Value::Array(req.messages.iter().map(wire_message).collect()));
     body.insert("max_tokens".into(), json!(req.max_tokens));
     if !req.tools.is_empty() {
         body.insert("tools".into(), Value::Array(req.tools.to_vec()));
@@ -247,11 +233,7 @@ pub fn request_body(settings: &ProviderSettings, model: &str, req: &ChatRequest<
     if let Some(s) = settings.seed {
         body.insert("seed".into(), json!(s));
     }
-    if let Some(effort) = settings
-        .reasoning_effort
-        .as_deref()
-        .filter(|e| *e != "default")
-    {
+    if let Some(effort) = settings.reasoning_effort.as_deref().filter(|e| *e != "default") {
         body.insert("reasoning_effort".into(), json!(effort));
     }
     if let Some(extra) = &settings.extra_body {
@@ -269,10 +251,7 @@ pub fn request_body(settings: &ProviderSettings, model: &str, req: &ChatRequest<
 fn wire_message(m: &Value) -> Value {
     match m {
         Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            map.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect(),
         ),
         other => other.clone(),
     }
@@ -311,21 +290,12 @@ impl Provider {
     }
 
     /// Model and context window: from settings, else from `/v1/models`.
-    pub async fn discover(
-        &self,
-        configured_window: Option<u64>,
-    ) -> Result<Discovered, ProviderError> {
+    pub async fn discover(&self, configured_window: Option<u64>) -> Result<Discovered, ProviderError> {
         if self.settings.kind == ProviderKind::Command {
-            return Ok(Discovered {
-                model: "command".into(),
-                context_window: configured_window,
-            });
+            return Ok(Discovered { model: "command".into(), context_window: configured_window });
         }
         if let (Some(model), Some(window)) = (&self.settings.model, configured_window) {
-            return Ok(Discovered {
-                model: model.clone(),
-                context_window: Some(window),
-            });
+            return Ok(Discovered { model: model.clone(), context_window: Some(window) });
         }
         let models = openai::list_models(&self.http, &self.settings).await;
         let model = match (&self.settings.model, &models) {
@@ -346,15 +316,9 @@ impl Provider {
         };
         let window = configured_window.or_else(|| {
             let list = models.as_ref().ok()?;
-            list.iter()
-                .find(|m| m.id == model)
-                .or(if list.len() == 1 { list.first() } else { None })?
-                .context_window
+            list.iter().find(|m| m.id == model).or(if list.len() == 1 { list.first() } else { None })?.context_window
         });
-        Ok(Discovered {
-            model,
-            context_window: window,
-        })
+        Ok(Discovered { model, context_window: window })
     }
 
     /// One logical call: attempts with backoff until success, a permanent
@@ -380,8 +344,7 @@ impl Provider {
                         ProviderError::Http { retry_after, .. } => *retry_after,
                         _ => None,
                     };
-                    let delay = hinted
-                        .unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
+                    let delay = hinted.unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
                     retries += 1;
                     observer.retry(retries, delay, &e.to_string());
                     tokio::select! {
@@ -390,10 +353,7 @@ impl Provider {
                     }
                 }
                 Err(e) if e.is_retryable() && attempts > 1 => {
-                    return Err(ProviderError::Exhausted {
-                        attempts,
-                        last: Box::new(e),
-                    })
+                    return Err(ProviderError::Exhausted { attempts, last: Box::new(e) })
                 }
                 Err(e) => return Err(e),
             }
@@ -409,15 +369,7 @@ impl Provider {
     ) -> Result<Reply, ProviderError> {
         match self.settings.kind {
             ProviderKind::Command => command::call(&self.settings, req, cancel).await,
-            _ => {
-                openai::chat(
-                    &self.http,
-                    &self.settings,
-                    &request_body(&self.settings, model, req),
-                    observer,
-                )
-                .await
-            }
+            _ => openai::chat(&self.http, &self.settings, &request_body(&self.settings, model, req), observer).await,
         }
     }
 }
@@ -452,62 +404,27 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let body = request_body(
-            &settings(),
-            "m",
-            &ChatRequest {
-                messages: &msgs,
-                tools: &tools,
-                max_tokens: 100,
-            },
-        );
+        let body = request_body(&settings(), "m", &ChatRequest { messages: &msgs, tools: &tools, max_tokens: 100 });
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
         assert_eq!(body["max_tokens"], 100);
-        assert_eq!(
-            body["messages"][0],
-            json!({"role": "user", "content": "hi"})
-        );
-        assert!(
-            body.get("temperature").is_none(),
-            "unset sampling params are not sent"
-        );
+        assert_eq!(body["messages"][0], json!({"role": "user", "content": "hi"}));
+        assert!(body.get("temperature").is_none(), "unset sampling params are not sent");
         assert!(body.get("stream").is_none());
     }
 
     #[test]
     fn no_tools_means_no_tool_choice() {
-        let body = request_body(
-            &settings(),
-            "m",
-            &ChatRequest {
-                messages: &[],
-                tools: &[],
-                max_tokens: 1,
-            },
-        );
+        let body = request_body(&settings(), "m", &ChatRequest { messages: &[], tools: &[], max_tokens: 1 });
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
     #[test]
     fn extra_body_is_merged_at_the_top() {
         let mut s = settings();
-        s.extra_body = Some(
-            json!({"chat_template_kwargs": {"enable_thinking": false}})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
+        s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let body = request_body(
-            &s,
-            "m",
-            &ChatRequest {
-                messages: &[],
-                tools: &[],
-                max_tokens: 1,
-            },
-        );
+        let body = request_body(&s, "m", &ChatRequest { messages: &[], tools: &[], max_tokens: 1 });
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);
     }

@@ -16,10 +16,7 @@ pub struct ModelEntry {
     pub context_window: Option<u64>,
 }
 
-fn authorized(
-    req: reqwest::RequestBuilder,
-    settings: &ProviderSettings,
-) -> reqwest::RequestBuilder {
+fn authorized(req: reqwest::RequestBuilder, settings: &ProviderSettings) -> reqwest::RequestBuilder {
     let req = req.header(reqwest::header::USER_AGENT, &settings.user_agent);
     match &settings.api_key {
         Some(key) => req.bearer_auth(key),
@@ -39,34 +36,18 @@ pub async fn list_models(
         .await
         .map_err(|e| ProviderError::Transport(e.to_string()))?;
     let status = resp.status();
-    let body: Value = resp
-        .json()
-        .await
-        .map_err(|e| ProviderError::Malformed(e.to_string()))?;
+    let body: Value = resp.json().await.map_err(|e| ProviderError::Malformed(e.to_string()))?;
     if !status.is_success() {
-        return Err(ProviderError::Http {
-            status: status.as_u16(),
-            message: error_message(&body),
-            retry_after: None,
-        });
+        return Err(ProviderError::Http { status: status.as_u16(), message: error_message(&body), retry_after: None });
     }
-    let entries = body
-        .get("data")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let entries = body.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
     Ok(entries
         .iter()
         .filter_map(|e| {
             let id = e.get("id").and_then(Value::as_str)?.to_owned();
-            let context_window = [
-                "context_length",
-                "max_model_len",
-                "max_context_length",
-                "context_window",
-            ]
-            .iter()
-            .find_map(|k| e.get(*k).and_then(Value::as_u64));
+            let context_window = ["context_length", "max_model_len", "max_context_length", "context_window"]
+                .iter()
+                .find_map(|k| e.get(*k).and_then(Value::as_u64));
             Some(ModelEntry { id, context_window })
         })
         .collect())
@@ -79,10 +60,7 @@ pub async fn chat(
     body: &Value,
     observer: &dyn CallObserver,
 ) -> Result<Reply, ProviderError> {
-    let url = format!(
-        "{}/chat/completions",
-        settings.base_url.trim_end_matches('/')
-    );
+    let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
     let resp = authorized(http.post(&url), settings)
         .timeout(settings.timeout)
         .json(body)
@@ -91,20 +69,12 @@ pub async fn chat(
         .map_err(|e| ProviderError::Transport(describe(&e)))?;
     let status = resp.status();
     if !status.is_success() {
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
+        let retry_after =
+            resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
         let text = resp.text().await.unwrap_or_default();
-        let message = serde_json::from_str::<Value>(&text)
-            .map(|v| error_message(&v))
-            .unwrap_or_else(|_| preview(&text));
-        return Err(ProviderError::Http {
-            status: status.as_u16(),
-            message,
-            retry_after,
-        });
+        let message =
+            serde_json::from_str::<Value>(&text).map(|v| error_message(&v)).unwrap_or_else(|_| preview(&text));
+        return Err(ProviderError::Http { status: status.as_u16(), message, retry_after });
     }
     let streamed = resp
         .headers()
@@ -115,22 +85,14 @@ pub async fn chat(
         let mut resp = resp;
         let mut assembler = StreamAssembler::default();
         let mut on_text = |t: &str| observer.text_delta(t);
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| ProviderError::Transport(describe(&e)))?
-        {
+        while let Some(chunk) = resp.chunk().await.map_err(|e| ProviderError::Transport(describe(&e)))? {
             assembler.feed(&chunk, &mut on_text)?;
         }
         return assembler.finish();
     }
-    let text = resp
-        .text()
-        .await
-        .map_err(|e| ProviderError::Transport(describe(&e)))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
-        ProviderError::Malformed(format!("reply is not JSON ({e}): {}", preview(&text)))
-    })?;
+    let text = resp.text().await.map_err(|e| ProviderError::Transport(describe(&e)))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| ProviderError::Malformed(format!("reply is not JSON ({e}): {}", preview(&text))))?;
     parse_completion(&value)
 }
 
@@ -141,20 +103,12 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
         .get("choices")
         .and_then(Value::as_array)
         .filter(|c| !c.is_empty())
-        .ok_or_else(|| {
-            ProviderError::Malformed(format!("reply has no choices: {}", preview(&v.to_string())))
-        })?;
+        .ok_or_else(|| ProviderError::Malformed(format!("reply has no choices: {}", preview(&v.to_string()))))?;
     let choice = choices
         .iter()
-        .find(|c| {
-            c.pointer("/message/tool_calls")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty())
-        })
+        .find(|c| c.pointer("/message/tool_calls").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
         .unwrap_or(&choices[0]);
-    let msg = choice
-        .get("message")
-        .ok_or_else(|| ProviderError::Malformed("choice has no message".into()))?;
+    let msg = choice.get("message").ok_or_else(|| ProviderError::Malformed("choice has no message".into()))?;
     let tool_calls = msg
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -168,27 +122,16 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
                 Some(other) => other.to_string(),
             };
             Some(ToolCall {
-                id: tc
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                id: tc.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
                 name: f.get("name").and_then(Value::as_str)?.to_owned(),
                 arguments,
             })
         })
         .collect();
     Ok(Reply {
-        content: msg
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned),
+        content: msg.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned),
         tool_calls,
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
         usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
     })
 }

@@ -44,10 +44,7 @@ mod tests {
         let base = Duration::from_secs(2);
         for (retry, nominal) in [(0u32, 2.0f64), (1, 4.0), (2, 8.0), (3, 16.0), (6, 30.0)] {
             let d = backoff_delay(base, retry).as_secs_f64();
-            assert!(
-                d >= nominal * 0.75 - 1e-9 && d <= nominal * 1.25 + 1e-9,
-                "retry {retry}: {d}"
-            );
+            assert!(d >= nominal * 0.75 - 1e-9 && d <= nominal * 1.25 + 1e-9, "retry {retry}: {d}");
         }
     }
 

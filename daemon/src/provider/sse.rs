@@ -21,11 +21,7 @@ pub struct StreamAssembler {
 
 impl StreamAssembler {
     /// Feed raw bytes; `on_text` gets each text delta.
-    pub fn feed(
-        &mut self,
-        bytes: &[u8],
-        on_text: &mut dyn FnMut(&str),
-    ) -> Result<(), ProviderError> {
+    pub fn feed(&mut self, bytes: &[u8], on_text: &mut dyn FnMut(&str)) -> Result<(), ProviderError> {
         self.pending.extend_from_slice(bytes);
         while let Some(pos) = self.pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=pos).collect();
@@ -44,13 +40,10 @@ impl StreamAssembler {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            ProviderError::Malformed(format!("stream chunk is not JSON ({e}): {}", preview(data)))
-        })?;
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Malformed(format!("stream chunk is not JSON ({e}): {}", preview(data))))?;
         if let Some(err) = chunk.get("error") {
-            return Err(ProviderError::Transport(format!(
-                "provider error in stream: {err}"
-            )));
+            return Err(ProviderError::Transport(format!("provider error in stream: {err}")));
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
             self.reply.usage = Some(usage.clone());
@@ -70,22 +63,10 @@ impl StreamAssembler {
                 on_text(text);
             }
         }
-        for tc in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let index = tc
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(self.calls.len() as u64) as usize;
+        for tc in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(self.calls.len() as u64) as usize;
             while self.calls.len() <= index {
-                self.calls.push(ToolCall {
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                });
+                self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
             }
             let call = &mut self.calls[index];
             if let Some(id) = tc.get("id").and_then(Value::as_str) {
@@ -106,16 +87,10 @@ impl StreamAssembler {
     /// The assembled reply; an error when the stream ended early.
     pub fn finish(mut self) -> Result<Reply, ProviderError> {
         if !self.done && self.reply.finish_reason.is_none() {
-            return Err(ProviderError::Transport(
-                "the stream ended before the reply was complete".into(),
-            ));
+            return Err(ProviderError::Transport("the stream ended before the reply was complete".into()));
         }
         self.reply.content = (!self.text.is_empty()).then_some(self.text);
-        self.reply.tool_calls = self
-            .calls
-            .into_iter()
-            .filter(|c| !c.name.is_empty())
-            .collect();
+        self.reply.tool_calls = self.calls.into_iter().filter(|c| !c.name.is_empty()).collect();
         Ok(self.reply)
     }
 }

@@ -55,20 +55,9 @@ impl RunRecord {
     }
 
     /// Record a tool call and its result.
-    pub fn tool_call(
-        &mut self,
-        turn: u64,
-        name: &str,
-        raw_args: &str,
-        result: &str,
-        duration_s: f64,
-    ) {
+    pub fn tool_call(&mut self, turn: u64, name: &str, raw_args: &str, result: &str, duration_s: f64) {
         let failed = crate::tools::is_error(result);
-        let counts = self
-            .stats
-            .tool_calls_by_name
-            .entry(name.to_owned())
-            .or_default();
+        let counts = self.stats.tool_calls_by_name.entry(name.to_owned()).or_default();
         self.stats.tool_calls_total += 1;
         if failed {
             counts.failed += 1;
@@ -182,10 +171,7 @@ mod tests {
         assert_eq!(r["result"]["outcome"], "success");
         assert_eq!(r["stats"]["turns"], 1);
         assert_eq!(r["stats"]["llm_calls"], 1);
-        assert_eq!(
-            r["stats"]["tool_calls_by_name"]["read_file"],
-            json!({"succeeded": 1, "failed": 1})
-        );
+        assert_eq!(r["stats"]["tool_calls_by_name"]["read_file"], json!({"succeeded": 1, "failed": 1}));
         assert_eq!(r["stats"]["review_rounds"], 0);
         assert_eq!(r["timeline"].as_array().unwrap().len(), 3);
         assert_eq!(r["timeline"][2]["arguments"], Value::Null);

@@ -5,17 +5,13 @@ use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 use swival_protocol::{
-    methods, Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo,
-    ShutdownResult, PROTOCOL_VERSION,
+    methods, Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo, ShutdownResult,
+    PROTOCOL_VERSION,
 };
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_method(methods::INITIALIZE, |params, ctx, _| {
-        initialize(params.parse()?, ctx)
-    })?;
-    module.register_method(methods::DAEMON_STATUS, |_, ctx, _| {
-        Ok::<_, ErrorObjectOwned>(status(ctx))
-    })?;
+    module.register_method(methods::INITIALIZE, |params, ctx, _| initialize(params.parse()?, ctx))?;
+    module.register_method(methods::DAEMON_STATUS, |_, ctx, _| Ok::<_, ErrorObjectOwned>(status(ctx)))?;
     module.register_method(methods::DAEMON_SHUTDOWN, |_, ctx, _| {
         tracing::info!("shutdown requested over RPC");
         // Let this reply reach a WebSocket client before its connection is
@@ -30,10 +26,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     Ok(())
 }
 
-fn initialize(
-    params: InitializeParams,
-    ctx: &DaemonContext,
-) -> Result<InitializeResult, ErrorObjectOwned> {
+fn initialize(params: InitializeParams, ctx: &DaemonContext) -> Result<InitializeResult, ErrorObjectOwned> {
     if params.protocol_version > PROTOCOL_VERSION {
         return Err(app_error(
             ErrorCode::UnsupportedProtocol,
@@ -46,10 +39,7 @@ fn initialize(
         ));
     }
     Ok(InitializeResult {
-        server: PeerInfo {
-            name: "swivald".into(),
-            version: crate::VERSION.into(),
-        },
+        server: PeerInfo { name: "swivald".into(), version: crate::VERSION.into() },
         protocol_version: PROTOCOL_VERSION,
         capabilities: Capabilities {
             framings: vec!["ndjson".into(), "http".into(), "websocket".into()],

@@ -5,6 +5,7 @@
 //! on both framings.
 
 mod daemon;
+mod hooks;
 mod session;
 
 use crate::shutdown::Shutdown;
@@ -35,21 +36,19 @@ pub struct DaemonContext {
 }
 
 /// Subscription methods (their names open a notification stream).
-pub const SUBSCRIPTION_METHODS: &[&str] = &[swival_protocol::methods::SESSION_SUBSCRIBE];
+pub const SUBSCRIPTION_METHODS: &[&str] =
+    &[swival_protocol::methods::SESSION_SUBSCRIBE, swival_protocol::methods::HOOKS_REGISTER];
 
 /// Build the module with every method registered.
 pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     let mut module = RpcModule::new(ctx);
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");
+    hooks::register(&mut module).expect("method names are unique");
     module
 }
 
 /// A JSON-RPC error carrying one of our application codes.
 pub fn app_error(code: ErrorCode, message: impl Into<String>) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(
-        code.code(),
-        message.into(),
-        Some(serde_json::json!({ "kind": code })),
-    )
+    ErrorObjectOwned::owned(code.code(), message.into(), Some(serde_json::json!({ "kind": code })))
 }

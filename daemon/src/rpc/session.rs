@@ -6,9 +6,8 @@ use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
 use swival_protocol::{
-    methods, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult, RunRef,
-    RunStartParams, RunStartResult, SessionCreateParams, SessionListResult, SessionRef,
-    SubscribeParams,
+    methods, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult, RunRef, RunStartParams,
+    RunStartResult, SessionCreateParams, SessionListResult, SessionRef, SubscribeParams,
 };
 
 /// The JSON-RPC error for a session failure.
@@ -27,9 +26,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
             );
         }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
-        SessionError::Store(_) => {
-            return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
-        }
+        SessionError::Store(_) => return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>),
     };
     app_error(code, e.to_string())
 }
@@ -37,16 +34,10 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     module.register_method(methods::SESSION_CREATE, |params, ctx, _| {
         let p: SessionCreateParams = params.parse()?;
-        ctx.sessions
-            .create(&p.base_dir, p.config, p.title)
-            .map_err(rpc_error)
+        ctx.sessions.create(&p.base_dir, p.config, p.title).map_err(rpc_error)
     })?;
     module.register_async_method(methods::SESSION_LIST, |_, ctx, _| async move {
-        ctx.sessions
-            .list()
-            .await
-            .map(|sessions| SessionListResult { sessions })
-            .map_err(rpc_error)
+        ctx.sessions.list().await.map(|sessions| SessionListResult { sessions }).map_err(rpc_error)
     })?;
     module.register_async_method(methods::SESSION_GET, |params, ctx, _| async move {
         let p: SessionRef = params.parse()?;
@@ -58,19 +49,11 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
         let p: RunStartParams = params.parse()?;
-        ctx.sessions
-            .start_run(&p.session_id, p.task)
-            .await
-            .map(|run_id| RunStartResult { run_id })
-            .map_err(rpc_error)
+        ctx.sessions.start_run(&p.session_id, p.task).await.map(|run_id| RunStartResult { run_id }).map_err(rpc_error)
     })?;
     module.register_async_method(methods::RUN_CANCEL, |params, ctx, _| async move {
         let p: RunRef = params.parse()?;
-        ctx.sessions
-            .cancel(&p.run_id)
-            .await
-            .map(|cancelled| RunCancelResult { cancelled })
-            .map_err(rpc_error)
+        ctx.sessions.cancel(&p.run_id).await.map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
     })?;
     module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
         let p: RunRef = params.parse()?;
@@ -86,10 +69,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
         let p: ConfigResolveParams = params.parse()?;
-        let effective = ctx
-            .sessions
-            .resolve_config(&p.base_dir, p.config.as_ref())
-            .map_err(rpc_error)?;
+        let effective = ctx.sessions.resolve_config(&p.base_dir, p.config.as_ref()).map_err(rpc_error)?;
         Ok::<_, ErrorObjectOwned>(ConfigResolveResult {
             config: crate::session::public_config(&effective),
             sources: effective.sources,
@@ -116,10 +96,7 @@ async fn subscribe(
             return Ok(());
         }
     };
-    let mut events = match ctx
-        .sessions
-        .subscribe(&p.session_id, p.from_seq.map(|s| s.0).unwrap_or(1))
-    {
+    let mut events = match ctx.sessions.subscribe(&p.session_id, p.from_seq.map(|s| s.0).unwrap_or(1)) {
         Ok(rx) => rx,
         Err(e) => {
             pending.reject(rpc_error(e)).await;

@@ -44,7 +44,7 @@ pub struct CommandEnv {
 
 impl CommandEnv {
     /// The environment for a session, and the status to report for it.
-    /// `allow_dirs` are the read-write allow-dirs; `hide_dirs` are hidden
+    /// `allow_dirs` are the read-write allow-dirs; `hide_paths` are hidden
     /// from commands (swivald's socket directory); `caps` come from
     /// [`super::probe`] run with the same `helper`.
     #[allow(clippy::too_many_arguments)]
@@ -55,19 +55,12 @@ impl CommandEnv {
         mode: SandboxMode,
         network_allowed: bool,
         caps: &SandboxCapabilities,
-        hide_dirs: Vec<PathBuf>,
+        hide_paths: Vec<PathBuf>,
         helper: PathBuf,
     ) -> (CommandEnv, SandboxStatus) {
-        let write_dirs = std::iter::once(base_dir.to_owned())
-            .chain(allow_dirs.iter().cloned())
-            .collect();
-        let (status, plan) = status::plan(mode, network_allowed, caps, write_dirs, hide_dirs);
-        let env = CommandEnv {
-            policy,
-            base_dir: base_dir.to_owned(),
-            plan,
-            helper,
-        };
+        let write_dirs = std::iter::once(base_dir.to_owned()).chain(allow_dirs.iter().cloned()).collect();
+        let (status, plan) = status::plan(mode, network_allowed, caps, write_dirs, hide_paths);
+        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper };
         (env, status)
     }
 }
@@ -75,11 +68,7 @@ impl CommandEnv {
 /// The `run_command` tool: repair and check the model's arguments, run,
 /// and add Swival's `(auto-corrected: …)` note when the argument was
 /// repaired.
-pub async fn run_command_tool(
-    env: &CommandEnv,
-    args: &Value,
-    cancel: &CancellationToken,
-) -> String {
+pub async fn run_command_tool(env: &CommandEnv, args: &Value, cancel: &CancellationToken) -> String {
     let call = match policy::parse_call(args) {
         Ok(c) => c,
         Err(e) => return format!("error: {e}"),
@@ -102,21 +91,13 @@ enum Ending {
 }
 
 /// Run `argv` under `env` and return the tool result.
-pub async fn run_command(
-    env: &CommandEnv,
-    argv: &[String],
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> String {
+pub async fn run_command(env: &CommandEnv, argv: &[String], timeout: Duration, cancel: &CancellationToken) -> String {
     let program = match policy::check(argv, &env.policy, &env.base_dir) {
         Ok(p) => p,
         Err(e) => return format!("error: {e}"),
     };
     if !env.base_dir.is_dir() {
-        return format!(
-            "error: base directory does not exist or is not a directory: {}",
-            env.base_dir.display()
-        );
+        return format!("error: base directory does not exist or is not a directory: {}", env.base_dir.display());
     }
     let tmp = match &env.plan {
         Some(_) => match RunTempDir::create() {
@@ -125,7 +106,7 @@ pub async fn run_command(
         },
         None => None,
     };
-    let (reader, writer) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+    let (reader, writer) = match output_pipe() {
         Ok(p) => p,
         Err(e) => return format!("error: cannot create a pipe for the command's output: {e}"),
     };
@@ -141,12 +122,30 @@ pub async fn run_command(
         Ok(c) => c,
         Err(e) => return format!("error: failed to start command {}: {e}", program.display()),
     };
-    let _group = GroupGuard(child.id().map(|p| p as i32));
-    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader) {
+    let group = GroupGuard(child.id().map(|p| p as i32));
+    let pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader) {
         Ok(p) => p,
         Err(e) => return format!("error: cannot read the command's output: {e}"),
     };
+    let (ending, capture) = match supervise(&mut child, pipe, &group, timeout, cancel).await {
+        Ok(r) => r,
+        Err(e) => return format!("error: {e}"),
+    };
+    drop(tmp);
+    format_result(&env.base_dir, ending, timeout, capture)
+}
 
+/// Collect the merged output until the command exits, times out or is
+/// cancelled; then kill its whole group and take what is left in the pipe
+/// (bounded by [`DRAIN_GRACE`], since a process that left the group can
+/// hold the pipe open).
+async fn supervise(
+    child: &mut tokio::process::Child,
+    mut pipe: tokio::net::unix::pipe::Receiver,
+    group: &GroupGuard,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<(Ending, Capture), String> {
     let mut capture = Capture::default();
     let mut chunk = vec![0u8; 16 * 1024];
     let mut open = true;
@@ -160,14 +159,13 @@ pub async fn run_command(
             },
             status = child.wait() => break match status {
                 Ok(s) => Ending::Exited(s.code().unwrap_or_else(|| -s.signal().unwrap_or(0))),
-                Err(e) => return format!("error: waiting for the command failed: {e}"),
+                Err(e) => return Err(format!("waiting for the command failed: {e}")),
             },
             () = &mut deadline => break Ending::TimedOut,
             () = cancel.cancelled() => break Ending::Cancelled,
         }
     };
-    // Nothing the command started outlives the call.
-    _group.kill();
+    group.kill();
     if !matches!(ending, Ending::Exited(_)) {
         let _ = child.wait().await;
     }
@@ -182,8 +180,7 @@ pub async fn run_command(
             () = &mut drain => break,
         }
     }
-    drop(tmp);
-    format_result(&env.base_dir, ending, timeout, capture)
+    Ok((ending, capture))
 }
 
 /// The process to spawn: the helper with the plan, or the program itself.
@@ -198,10 +195,7 @@ fn build(
         (Some(plan), Some(tmp)) => {
             let mut plan = plan.clone();
             plan.write_dirs.push(tmp.0.clone());
-            let spec = ExecSpec {
-                program: program.to_owned(),
-                plan,
-            };
+            let spec = ExecSpec { program: program.to_owned(), plan };
             let spec = serde_json::to_string(&spec).map_err(std::io::Error::other)?;
             let mut cmd = tokio::process::Command::new(&env.helper);
             cmd.arg(EXEC_FLAG).arg(spec).arg("--").args(argv);
@@ -229,10 +223,7 @@ fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Captur
     let head = match ending {
         Ending::Exited(0) => None,
         Ending::Exited(code) => Some(format!("Exit code: {code}")),
-        Ending::TimedOut => Some(format!(
-            "error: command timed out after {}s",
-            seconds(timeout)
-        )),
+        Ending::TimedOut => Some(format!("error: command timed out after {}s", seconds(timeout))),
         Ending::Cancelled => Some("error: command was cancelled".to_owned()),
     };
     let output = String::from_utf8_lossy(&capture.bytes);
@@ -318,8 +309,30 @@ impl RunTempDir {
 
 impl Drop for RunTempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        // A command may leave many files; do not stall the runtime on them.
+        let path = std::mem::take(&mut self.0);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(move || std::fs::remove_dir_all(path))),
+            Err(_) => drop(std::fs::remove_dir_all(path)),
+        }
     }
+}
+
+/// A pipe whose ends are close-on-exec from birth, so a command spawned
+/// concurrently cannot inherit them and hold our reader open.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+fn output_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+}
+
+/// A pipe, close-on-exec right after creation (no `pipe2` here).
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+fn output_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let (r, w) = nix::unistd::pipe()?;
+    fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok((r, w))
 }
 
 #[cfg(test)]
@@ -348,13 +361,7 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["echo", "pwd"]);
         let c = CancellationToken::new();
-        let out = run_command(
-            &env,
-            &argv(&["echo", "$(id)", "; rm -rf x"]),
-            Duration::from_secs(10),
-            &c,
-        )
-        .await;
+        let out = run_command(&env, &argv(&["echo", "$(id)", "; rm -rf x"]), Duration::from_secs(10), &c).await;
         assert_eq!(out, "$(id) ; rm -rf x\n");
         let out = run_command(&env, &argv(&["pwd"]), Duration::from_secs(10), &c).await;
         assert_eq!(out.trim_end(), env.base_dir.display().to_string());
@@ -365,13 +372,9 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["sh"]);
         let c = CancellationToken::new();
-        let out = run_command(
-            &env,
-            &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
-            Duration::from_secs(10),
-            &c,
-        )
-        .await;
+        let out =
+            run_command(&env, &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(10), &c)
+                .await;
         assert_eq!(out, "Exit code: 3\nout\nerr\n");
     }
 
@@ -379,30 +382,16 @@ mod tests {
     async fn command_not_in_whitelist_is_an_error_result() {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["echo"]);
-        let out = run_command(
-            &env,
-            &argv(&["rm", "-rf", "x"]),
-            Duration::from_secs(10),
-            &CancellationToken::new(),
-        )
-        .await;
-        assert_eq!(
-            out,
-            "error: command 'rm' is not allowed. Allowed commands: echo"
-        );
+        let out =
+            run_command(&env, &argv(&["rm", "-rf", "x"]), Duration::from_secs(10), &CancellationToken::new()).await;
+        assert_eq!(out, "error: command 'rm' is not allowed. Allowed commands: echo");
     }
 
     #[tokio::test]
     async fn empty_output_says_so() {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["true"]);
-        let out = run_command(
-            &env,
-            &argv(&["true"]),
-            Duration::from_secs(10),
-            &CancellationToken::new(),
-        )
-        .await;
+        let out = run_command(&env, &argv(&["true"]), Duration::from_secs(10), &CancellationToken::new()).await;
         assert_eq!(out, "(no output)");
     }
 
@@ -412,24 +401,11 @@ mod tests {
         let env = env(base.path(), &["sh"]);
         let script = "sleep 60 & echo $! > grandchild.pid; echo started; sleep 60";
         let start = std::time::Instant::now();
-        let out = run_command(
-            &env,
-            &argv(&["sh", "-c", script]),
-            Duration::from_secs(1),
-            &CancellationToken::new(),
-        )
-        .await;
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "took {:?}",
-            start.elapsed()
-        );
+        let out =
+            run_command(&env, &argv(&["sh", "-c", script]), Duration::from_secs(1), &CancellationToken::new()).await;
+        assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
         assert_eq!(out, "error: command timed out after 1s\nstarted\n");
-        let pid: i32 = std::fs::read_to_string(base.path().join("grandchild.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid: i32 = std::fs::read_to_string(base.path().join("grandchild.pid")).unwrap().trim().parse().unwrap();
         assert!(gone(pid), "grandchild {pid} survived");
     }
 
@@ -458,15 +434,9 @@ mod tests {
             &CancellationToken::new(),
         )
         .await;
-        assert!(
-            out.starts_with("Command output too large for context ("),
-            "{out}"
-        );
+        assert!(out.starts_with("Command output too large for context ("), "{out}");
         assert!(out.ends_with("[/preview]\nExit code: 2"), "{out}");
-        let rel = out
-            .lines()
-            .find_map(|l| l.strip_prefix("Full output saved to: "))
-            .unwrap();
+        let rel = out.lines().find_map(|l| l.strip_prefix("Full output saved to: ")).unwrap();
         let saved = std::fs::read_to_string(base.path().join(rel)).unwrap();
         let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
         assert_eq!(saved, format!("Exit code: 2\n{expected}"));
@@ -476,16 +446,8 @@ mod tests {
     async fn repaired_string_argument_gets_a_note() {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["echo"]);
-        let out = run_command_tool(
-            &env,
-            &serde_json::json!({"command": "echo hi"}),
-            &CancellationToken::new(),
-        )
-        .await;
-        assert_eq!(
-            out,
-            "hi\n\n(auto-corrected: run_command received a string; converted to argv array)"
-        );
+        let out = run_command_tool(&env, &serde_json::json!({"command": "echo hi"}), &CancellationToken::new()).await;
+        assert_eq!(out, "hi\n\n(auto-corrected: run_command received a string; converted to argv array)");
     }
 
     #[test]
@@ -512,10 +474,7 @@ mod tests {
             match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
                 Err(_) => return true,
                 Ok(stat) => {
-                    let state = stat
-                        .rsplit(')')
-                        .next()
-                        .and_then(|s| s.split_whitespace().next());
+                    let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
                     if state == Some("Z") || state == Some("X") {
                         return true;
                     }

@@ -37,7 +37,8 @@ const TEXT_TYPES: &[&str] = &[
     "application/rss+xml",
     "application/atom+xml",
 ];
-const USER_AGENT: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+const USER_AGENT: &str =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
 
 /// What a session fixes once for `fetch_url`.
 #[derive(Debug, Clone)]
@@ -85,12 +86,8 @@ pub fn parse_call(args: &Value) -> Result<FetchCall, String> {
         Some(Value::String(s)) if s == "text" => FetchFormat::Text,
         Some(Value::String(s)) if s == "html" => FetchFormat::Html,
         Some(other) => {
-            let shown = other
-                .as_str()
-                .map_or_else(|| other.to_string(), str::to_owned);
-            return Err(format!(
-                "invalid format '{shown}', must be 'markdown', 'text', or 'html'"
-            ));
+            let shown = other.as_str().map_or_else(|| other.to_string(), str::to_owned);
+            return Err(format!("invalid format '{shown}', must be 'markdown', 'text', or 'html'"));
         }
     };
     let timeout = match args.get("timeout") {
@@ -109,11 +106,7 @@ pub fn parse_call(args: &Value) -> Result<FetchCall, String> {
             return Err(format!("timeout must be a number, got {kind}"));
         }
     };
-    Ok(FetchCall {
-        url,
-        format,
-        timeout,
-    })
+    Ok(FetchCall { url, format, timeout })
 }
 
 /// The `fetch_url` tool: check the arguments, fetch, return the result.
@@ -126,19 +119,9 @@ pub async fn fetch_url_tool(env: &FetchEnv, args: &Value) -> String {
 
 /// Fetch `url` and return the tool result: the page behind Swival's
 /// untrusted-content header, or an `error: …` line.
-pub async fn fetch_url(
-    env: &FetchEnv,
-    url: &str,
-    format: FetchFormat,
-    timeout: Duration,
-) -> String {
+pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: Duration) -> String {
     let text = match tokio::time::timeout(timeout, fetch(env, url, format)).await {
-        Err(_) => {
-            return format!(
-                "error: request timed out after {} seconds",
-                trim_secs(timeout)
-            )
-        }
+        Err(_) => return format!("error: request timed out after {} seconds", trim_secs(timeout)),
         Ok(Err(e)) => return format!("error: {e}"),
         Ok(Ok(text)) => text,
     };
@@ -146,10 +129,7 @@ pub async fn fetch_url(
     if text.len() <= env.max_inline {
         return header + &text;
     }
-    let untrusted = Untrusted {
-        source: "fetch_url",
-        origin: url,
-    };
+    let untrusted = Untrusted { source: "fetch_url", origin: url };
     header + &spill::save_large_output(&text, &env.base_dir, env.max_inline, false, Some(untrusted))
 }
 
@@ -162,10 +142,7 @@ async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<St
         let host = url.host_str().unwrap_or_default().to_owned();
         let resp = client
             .get(url.clone())
-            .header(
-                ACCEPT,
-                "text/markdown,text/html,text/plain,application/json,*/*;q=0.8",
-            )
+            .header(ACCEPT, "text/markdown,text/html,text/plain,application/json,*/*;q=0.8")
             .header(ACCEPT_LANGUAGE, "en-US,en;q=0.9")
             .send()
             .await
@@ -179,41 +156,32 @@ async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<St
                 .headers()
                 .get(LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
-                    format!(
-                        "HTTP {} redirect without a Location header",
-                        status.as_u16()
-                    )
-                })?;
-            url = url
-                .join(location)
-                .map_err(|e| format!("bad redirect location '{location}': {e}"))?;
+                .ok_or_else(|| format!("HTTP {} redirect without a Location header", status.as_u16()))?;
+            url = url.join(location).map_err(|e| format!("bad redirect location '{location}': {e}"))?;
             continue;
         }
         if !status.is_success() {
-            return Err(format!(
-                "HTTP {} — {}",
-                status.as_u16(),
-                status.canonical_reason().unwrap_or("")
-            ));
+            return Err(format!("HTTP {} — {}", status.as_u16(), status.canonical_reason().unwrap_or("")));
         }
-        let content_type = resp.headers().get(CONTENT_TYPE).cloned();
-        let (mime, charset) = parse_content_type(content_type.as_ref());
-        if !is_text(&mime) {
-            return Err(format!(
-                "binary content (content-type: {mime}), cannot display as text"
-            ));
-        }
-        let body = read_capped(resp).await?;
-        if body[..body.len().min(SNIFF)].contains(&0) {
-            return Err(
-                "binary content detected (null bytes found), cannot display as text".into(),
-            );
-        }
-        let text = decode(&body, charset.as_deref());
-        return Ok(convert(&text, &mime, format));
+        return read_page(resp, format).await;
     }
     Err(format!("too many redirects (limit is {MAX_REDIRECTS})"))
+}
+
+/// The final response as text: type checked, size capped, decoded,
+/// converted.
+async fn read_page(resp: reqwest::Response, format: FetchFormat) -> Result<String, String> {
+    let content_type = resp.headers().get(CONTENT_TYPE).cloned();
+    let (mime, charset) = parse_content_type(content_type.as_ref());
+    if !is_text(&mime) {
+        return Err(format!("binary content (content-type: {mime}), cannot display as text"));
+    }
+    let body = read_capped(resp).await?;
+    if body[..body.len().min(SNIFF)].contains(&0) {
+        return Err("binary content detected (null bytes found), cannot display as text".into());
+    }
+    let text = decode(&body, charset.as_deref());
+    Ok(convert(&text, &mime, format))
 }
 
 fn parse_url(s: &str) -> Result<Url, String> {
@@ -241,28 +209,18 @@ struct Pinned {
 async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
     match url.scheme() {
         "http" | "https" => {}
-        other => {
-            return Err(format!(
-                "url scheme '{other}' is not allowed, must be http or https"
-            ))
-        }
+        other => return Err(format!("url scheme '{other}' is not allowed, must be http or https")),
     }
     let port = url.port_or_known_default().unwrap_or(80);
     match url.host() {
         None => Err("could not parse hostname from url".into()),
         Some(Host::Ipv4(ip)) => {
             check_address(IpAddr::V4(ip), allow)?;
-            Ok(Pinned {
-                name: None,
-                addrs: vec![SocketAddr::new(IpAddr::V4(ip), port)],
-            })
+            Ok(Pinned { name: None, addrs: vec![SocketAddr::new(IpAddr::V4(ip), port)] })
         }
         Some(Host::Ipv6(ip)) => {
             check_address(IpAddr::V6(ip), allow)?;
-            Ok(Pinned {
-                name: None,
-                addrs: vec![SocketAddr::new(IpAddr::V6(ip), port)],
-            })
+            Ok(Pinned { name: None, addrs: vec![SocketAddr::new(IpAddr::V6(ip), port)] })
         }
         Some(Host::Domain(name)) => {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
@@ -275,10 +233,7 @@ async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
             for a in &addrs {
                 check_address(a.ip(), allow)?;
             }
-            Ok(Pinned {
-                name: Some(name.to_owned()),
-                addrs,
-            })
+            Ok(Pinned { name: Some(name.to_owned()), addrs })
         }
     }
 }
@@ -286,15 +241,12 @@ async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
 /// A client that connects only to the pinned addresses: no proxy (a proxy
 /// would resolve the name itself), no automatic redirects.
 fn client(pinned: &Pinned) -> Result<reqwest::Client, String> {
-    let mut b = reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(USER_AGENT);
+    let mut b =
+        reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).user_agent(USER_AGENT);
     if let Some(name) = &pinned.name {
         b = b.resolve_to_addrs(name, &pinned.addrs);
     }
-    b.build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
+    b.build().map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
 }
 
 /// MIME type (lower case, without parameters) and charset.
@@ -306,9 +258,7 @@ fn parse_content_type(v: Option<&HeaderValue>) -> (String, Option<String>) {
     let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     let charset = parts.find_map(|p| {
         let (k, v) = p.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| v.trim().trim_matches('"').to_ascii_lowercase())
+        k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches('"').to_ascii_lowercase())
     });
     (mime, charset)
 }
@@ -324,11 +274,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
         return Err(too_large());
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("reading the response failed: {}", chain(&e)))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading the response failed: {}", chain(&e)))? {
         if body.len() + chunk.len() > MAX_BODY {
             return Err(too_large());
         }
@@ -342,9 +288,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
 fn decode(body: &[u8], charset: Option<&str>) -> String {
     let latin1 = |b: &[u8]| b.iter().map(|&c| char::from(c)).collect::<String>();
     match charset {
-        Some("iso-8859-1" | "latin1" | "latin-1" | "windows-1252" | "us-ascii" | "ascii") => {
-            latin1(body)
-        }
+        Some("iso-8859-1" | "latin1" | "latin-1" | "windows-1252" | "us-ascii" | "ascii") => latin1(body),
         _ => match std::str::from_utf8(body) {
             Ok(s) => s.to_owned(),
             Err(_) => latin1(body),
@@ -361,11 +305,12 @@ fn convert(text: &str, mime: &str, format: FetchFormat) -> String {
     }
     /// Wide enough that paragraphs are not re-wrapped.
     const WIDTH: usize = 10_000;
-    let config = match format {
-        FetchFormat::Text => html2text::config::plain_no_decorate(),
-        _ => html2text::config::plain(),
+    let converted = match format {
+        FetchFormat::Text => html2text::config::with_decorator(html2text::render::TrivialDecorator::new())
+            .string_from_read(text.as_bytes(), WIDTH),
+        _ => html2text::config::plain().string_from_read(text.as_bytes(), WIDTH),
     };
-    match config.string_from_read(text.as_bytes(), WIDTH) {
+    match converted {
         Ok(s) => collapse_blank_lines(&s),
         // The converter gave up (pathological nesting): the raw page is
         // still text, so return it rather than nothing.
@@ -423,11 +368,7 @@ mod tests {
 
     fn env() -> (tempfile::TempDir, FetchEnv) {
         let dir = tempfile::tempdir().unwrap();
-        let env = FetchEnv {
-            base_dir: dir.path().to_owned(),
-            allow_networks: Vec::new(),
-            max_inline: 50 * 1024,
-        };
+        let env = FetchEnv { base_dir: dir.path().to_owned(), allow_networks: Vec::new(), max_inline: 50 * 1024 };
         (dir, env)
     }
 
@@ -441,10 +382,7 @@ mod tests {
         for (url, addr) in [
             ("http://127.0.0.1/", "127.0.0.1"),
             ("http://10.0.0.1/", "10.0.0.1"),
-            (
-                "http://169.254.169.254/latest/meta-data/",
-                "169.254.169.254",
-            ),
+            ("http://169.254.169.254/latest/meta-data/", "169.254.169.254"),
             ("http://100.100.100.200/", "100.100.100.200"),
             ("http://[::1]:8080/", "::1"),
             ("http://[fc00::1]/", "fc00::1"),
@@ -464,34 +402,19 @@ mod tests {
     #[tokio::test]
     async fn a_name_resolving_to_loopback_is_refused() {
         let out = get("http://localhost:9/").await;
-        assert!(
-            out.starts_with("error: url resolves to private/internal address ("),
-            "{out}"
-        );
+        assert!(out.starts_with("error: url resolves to private/internal address ("), "{out}");
     }
 
     #[tokio::test]
     async fn only_http_and_https_are_allowed() {
-        assert_eq!(
-            get("file:///etc/passwd").await,
-            "error: url scheme 'file' is not allowed, must be http or https"
-        );
-        assert_eq!(
-            get("ftp://example.com/x").await,
-            "error: url scheme 'ftp' is not allowed, must be http or https"
-        );
-        assert_eq!(
-            get("example.com").await,
-            "error: url scheme '' is not allowed, must be http or https"
-        );
+        assert_eq!(get("file:///etc/passwd").await, "error: url scheme 'file' is not allowed, must be http or https");
+        assert_eq!(get("ftp://example.com/x").await, "error: url scheme 'ftp' is not allowed, must be http or https");
+        assert_eq!(get("example.com").await, "error: url scheme '' is not allowed, must be http or https");
     }
 
     #[test]
     fn arguments_are_checked() {
-        assert_eq!(
-            parse_call(&json!({})).unwrap_err(),
-            "url must be a non-empty string"
-        );
+        assert_eq!(parse_call(&json!({})).unwrap_err(), "url must be a non-empty string");
         assert!(parse_call(&json!({"url": "http://x", "format": "pdf"}))
             .unwrap_err()
             .starts_with("invalid format 'pdf'"));
@@ -499,8 +422,7 @@ mod tests {
             parse_call(&json!({"url": "http://x", "timeout": "5"})).unwrap_err(),
             "timeout must be a number, got str"
         );
-        let call =
-            parse_call(&json!({"url": "http://x", "timeout": 500, "format": "text"})).unwrap();
+        let call = parse_call(&json!({"url": "http://x", "timeout": 500, "format": "text"})).unwrap();
         assert_eq!(call.timeout, MAX_TIMEOUT);
         assert_eq!(call.format, FetchFormat::Text);
     }
@@ -508,10 +430,7 @@ mod tests {
     #[test]
     fn content_types_are_sorted_into_text_and_binary() {
         let ct = |s: &str| parse_content_type(Some(&HeaderValue::from_str(s).unwrap()));
-        assert_eq!(
-            ct("Text/HTML; charset=\"UTF-8\""),
-            ("text/html".into(), Some("utf-8".into()))
-        );
+        assert_eq!(ct("Text/HTML; charset=\"UTF-8\""), ("text/html".into(), Some("utf-8".into())));
         assert!(is_text("application/json") && is_text("") && is_text("text/csv"));
         assert!(!is_text("image/png") && !is_text("application/octet-stream"));
     }
@@ -520,18 +439,13 @@ mod tests {
     fn html_becomes_readable_text() {
         let page = "<html><head><title>T</title><style>p{}</style><script>var x=1;</script></head><body><h1>Hello</h1><p>Some <b>bold</b> text and a <a href=\"/x\">link</a>.</p><ul><li>one</li><li>two</li></ul></body></html>";
         let md = convert(page, "text/html", FetchFormat::Markdown);
-        assert!(
-            md.contains("Hello") && md.contains("bold") && md.contains("one"),
-            "{md}"
-        );
+        assert!(md.contains("# Hello") && md.contains("[link][1]") && md.contains("* one"), "{md}");
+        assert!(md.contains("[1]: /x"), "{md}");
         assert!(!md.contains("<p>") && !md.contains("var x"), "{md}");
         let text = convert(page, "text/html", FetchFormat::Text);
         assert!(text.contains("Some bold text and a link."), "{text}");
         assert_eq!(convert(page, "text/html", FetchFormat::Html), page);
-        assert_eq!(
-            convert("# md", "text/markdown", FetchFormat::Markdown),
-            "# md"
-        );
+        assert_eq!(convert("# md", "text/markdown", FetchFormat::Markdown), "# md");
     }
 
     #[test]

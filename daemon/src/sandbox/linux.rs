@@ -13,8 +13,7 @@
 use super::status::{HelperPlan, NetBlock, SandboxCapabilities};
 use super::{ExecSpec, EXEC_FLAG, PROBE_FLAG};
 use landlock::{
-    Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    Scope, ABI,
+    Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -67,11 +66,8 @@ pub fn main_if_helper() -> Option<ExitCode> {
 fn exec(rest: Vec<OsString>) -> Result<Infallible, String> {
     let mut rest = rest.into_iter();
     let spec = rest.next().ok_or("missing the plan after --sandbox-exec")?;
-    let spec: ExecSpec = serde_json::from_str(
-        spec.to_str()
-            .ok_or("the plan after --sandbox-exec is not UTF-8")?,
-    )
-    .map_err(|e| format!("bad plan after --sandbox-exec: {e}"))?;
+    let spec: ExecSpec = serde_json::from_str(spec.to_str().ok_or("the plan after --sandbox-exec is not UTF-8")?)
+        .map_err(|e| format!("bad plan after --sandbox-exec: {e}"))?;
     if rest.next().as_deref() != Some("--".as_ref()) {
         return Err("expected -- between the plan and the command".into());
     }
@@ -80,10 +76,7 @@ fn exec(rest: Vec<OsString>) -> Result<Infallible, String> {
         return Err("no command after --".into());
     };
     confine(&spec.plan)?;
-    let err = std::process::Command::new(&spec.program)
-        .arg0(arg0)
-        .args(&argv[1..])
-        .exec();
+    let err = std::process::Command::new(&spec.program).arg0(arg0).args(&argv[1..]).exec();
     Err(format!("cannot run {}: {err}", spec.program.display()))
 }
 
@@ -105,7 +98,7 @@ fn confine(plan: &HelperPlan) -> Result<(), String> {
 
 /// A user namespace mapping only our own uid and gid, with a private
 /// network namespace (no interface up) and/or a private mount namespace
-/// where `hide_dirs` are covered by an empty read-only tmpfs. Capabilities
+/// where `hide_paths` are covered (see [`hide`]). Capabilities
 /// gained in the namespace are dropped before exec, so a command running
 /// as uid 0 cannot undo the mounts or configure the network.
 fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
@@ -115,7 +108,7 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
     if plan.net == Some(NetBlock::Namespace) {
         flags |= CloneFlags::CLONE_NEWNET;
     }
-    if !plan.hide_dirs.is_empty() {
+    if !plan.hide_paths.is_empty() {
         flags |= CloneFlags::CLONE_NEWNS;
     }
     unshare(flags).map_err(|e| format!("cannot create a user namespace: unshare: {e}"))?;
@@ -129,27 +122,36 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
         .map_err(|e| format!("cannot write /proc/self/uid_map: {e}"))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
         .map_err(|e| format!("cannot write /proc/self/gid_map: {e}"))?;
-    if !plan.hide_dirs.is_empty() {
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )
-        .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
-        for dir in plan.hide_dirs.iter().filter(|d| d.is_dir()) {
-            mount(
-                Some("tmpfs"),
-                dir,
-                Some("tmpfs"),
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                Some("size=4k,mode=0555"),
-            )
-            .map_err(|e| format!("cannot hide {}: mount tmpfs: {e}", dir.display()))?;
+    if !plan.hide_paths.is_empty() {
+        mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+            .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
+        for path in &plan.hide_paths {
+            hide(path)?;
         }
     }
     drop_capabilities()
+}
+
+/// Cover `path` in this mount namespace: a directory with an empty
+/// read-only tmpfs, anything else (swivald's socket) with /dev/null, so
+/// connecting to it is refused. A path that does not exist has nothing to
+/// hide.
+fn hide(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let result = if meta.is_dir() {
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=4k,mode=0555"),
+        )
+    } else {
+        mount(Some("/dev/null"), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+    };
+    result.map_err(|e| format!("cannot hide {}: mount: {e}", path.display()))
 }
 
 /// Empty the bounding and ambient sets, so exec leaves no capability.
@@ -166,20 +168,9 @@ fn drop_capabilities() -> Result<(), String> {
         }
     }
     // SAFETY: prctl with integer arguments only.
-    let rc = unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        )
-    };
+    let rc = unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
     if rc != 0 {
-        return Err(format!(
-            "cannot clear ambient capabilities: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("cannot clear ambient capabilities: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -190,17 +181,13 @@ fn drop_capabilities() -> Result<(), String> {
 /// `write_dirs`. Fails when the kernel enforces nothing.
 fn landlock(write_dirs: &[PathBuf]) -> Result<(), String> {
     let e = |what: &str, err: &dyn std::fmt::Display| format!("Landlock: {what}: {err}");
-    let fd =
-        |p: &Path| PathFd::new(p).map_err(|err| e(&format!("cannot open {}", p.display()), &err));
+    let fd = |p: &Path| PathFd::new(p).map_err(|err| e(&format!("cannot open {}", p.display()), &err));
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_WANTED))
         .and_then(|r| r.scope(Scope::from_all(ABI_WANTED)))
         .and_then(|r| r.create())
         .map_err(|err| e("cannot create a ruleset", &err))?
-        .add_rule(PathBeneath::new(
-            fd(Path::new("/"))?,
-            AccessFs::from_read(ABI_WANTED),
-        ))
+        .add_rule(PathBeneath::new(fd(Path::new("/"))?, AccessFs::from_read(ABI_WANTED)))
         .map_err(|err| e("cannot allow reading /", &err))?;
     for dir in write_dirs {
         ruleset = ruleset
@@ -212,14 +199,9 @@ fn landlock(write_dirs: &[PathBuf]) -> Result<(), String> {
             .add_rule(PathBeneath::new(fd(dev)?, AccessFs::from_file(ABI_WANTED)))
             .map_err(|err| e(&format!("cannot allow writing {}", dev.display()), &err))?;
     }
-    let status = ruleset
-        .restrict_self()
-        .map_err(|err| e("cannot enforce the ruleset", &err))?;
+    let status = ruleset.restrict_self().map_err(|err| e("cannot enforce the ruleset", &err))?;
     if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(format!(
-            "Landlock is not enforced by this kernel ({})",
-            landlock_unavailable_reason()
-        ));
+        return Err(format!("Landlock is not enforced by this kernel ({})", landlock_unavailable_reason()));
     }
     Ok(())
 }
@@ -246,7 +228,9 @@ fn landlock_abi() -> Result<u32, i32> {
 fn landlock_unavailable_reason() -> String {
     match landlock_abi() {
         Ok(abi) => format!("the kernel reports ABI {abi}"),
-        Err(libc::EOPNOTSUPP) => "Landlock is built into the kernel but not enabled; add landlock to the lsm= boot parameter".into(),
+        Err(libc::EOPNOTSUPP) => {
+            "Landlock is built into the kernel but not enabled; add landlock to the lsm= boot parameter".into()
+        }
         Err(libc::ENOSYS) => "the kernel has no Landlock (needs Linux 5.13 with CONFIG_SECURITY_LANDLOCK)".into(),
         Err(errno) => format!("landlock_create_ruleset failed with errno {errno}"),
     }
@@ -256,13 +240,12 @@ fn landlock_unavailable_reason() -> String {
 /// could open sockets without the socket call) fail with EACCES.
 fn deny_ip_sockets() -> Result<(), String> {
     use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+        TargetArch,
     };
     let e = |err: seccompiler::Error| format!("seccomp: {err}");
-    let arch: TargetArch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
+    let arch: TargetArch =
+        std::env::consts::ARCH.try_into().map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
     let domain = |af: libc::c_int| -> Result<SeccompRule, String> {
         let cond = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64)
             .map_err(|err| format!("seccomp: {err}"))?;
@@ -278,16 +261,9 @@ fn deny_ip_sockets() -> Result<(), String> {
         rules.insert(libc::SYS_socket | X32_SYSCALL_BIT, ip_domains);
     }
     rules.insert(libc::SYS_io_uring_setup, Vec::new());
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
-        arch,
-    )
-    .map_err(|err| format!("seccomp: {err}"))?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32), arch)
+        .map_err(|err| format!("seccomp: {err}"))?;
+    let program: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
     seccompiler::apply_filter(&program).map_err(e)
 }
 
@@ -299,7 +275,7 @@ fn probe() -> SandboxCapabilities {
         landlock: false,
         write_dirs: Vec::new(),
         net: Some(NetBlock::Namespace),
-        hide_dirs: vec![scratch.clone()],
+        hide_paths: vec![scratch.clone()],
     };
     match enter_namespaces(&ns_plan) {
         Ok(()) => caps.user_namespaces = true,

@@ -91,10 +91,7 @@ pub async fn probe(helper: &Path) -> SandboxCapabilities {
     let out = match tokio::time::timeout(Duration::from_secs(10), run).await {
         Err(_) => return SandboxCapabilities::none("the sandbox probe did not answer within 10 s"),
         Ok(Err(e)) => {
-            return SandboxCapabilities::none(&format!(
-                "cannot run the sandbox probe {}: {e}",
-                helper.display()
-            ))
+            return SandboxCapabilities::none(&format!("cannot run the sandbox probe {}: {e}", helper.display()))
         }
         Ok(Ok(out)) => out,
     };

@@ -33,19 +33,11 @@ impl CommandPolicy {
     /// The policy for a session: resolves a whitelist against `path`
     /// (normally the daemon's `PATH`). The error names the command and says
     /// what to do; session creation should fail with it.
-    pub fn from_access(
-        access: CommandAccess<'_>,
-        base_dir: &Path,
-        path: &OsStr,
-    ) -> Result<CommandPolicy, String> {
+    pub fn from_access(access: CommandAccess<'_>, base_dir: &Path, path: &OsStr) -> Result<CommandPolicy, String> {
         Ok(match access {
             CommandAccess::Off => CommandPolicy::Off,
-            CommandAccess::Whitelist(names) => {
-                CommandPolicy::Whitelist(resolve_whitelist(names, base_dir, path)?)
-            }
-            CommandAccess::Unrestricted => CommandPolicy::Unrestricted {
-                path: path.to_owned(),
-            },
+            CommandAccess::Whitelist(names) => CommandPolicy::Whitelist(resolve_whitelist(names, base_dir, path)?),
+            CommandAccess::Unrestricted => CommandPolicy::Unrestricted { path: path.to_owned() },
         })
     }
 
@@ -67,11 +59,7 @@ impl CommandPolicy {
 /// symlink-free location. A missing name, a name that is not bare, or one
 /// that resolves inside `base_dir` (which the model can write, so it could
 /// replace the program) is an error naming the command.
-pub fn resolve_whitelist(
-    names: &[String],
-    base_dir: &Path,
-    path: &OsStr,
-) -> Result<BTreeMap<String, PathBuf>, String> {
+pub fn resolve_whitelist(names: &[String], base_dir: &Path, path: &OsStr) -> Result<BTreeMap<String, PathBuf>, String> {
     let base = std::fs::canonicalize(base_dir)
         .map_err(|e| format!("cannot resolve base directory {}: {e}", base_dir.display()))?;
     let mut out = BTreeMap::new();
@@ -86,9 +74,7 @@ pub fn resolve_whitelist(
             ));
         }
         let found = which(name, path).ok_or_else(|| {
-            format!(
-                "command '{name}' not found on PATH; install it or remove it from allowed_commands"
-            )
+            format!("command '{name}' not found on PATH; install it or remove it from allowed_commands")
         })?;
         let pinned = std::fs::canonicalize(&found)
             .map_err(|e| format!("cannot resolve command '{name}' ({}): {e}", found.display()))?;
@@ -133,10 +119,9 @@ pub fn check(argv: &[String], policy: &CommandPolicy, base_dir: &Path) -> Result
         ));
     }
     match policy {
-        CommandPolicy::Off => Err(
-            "commands are disabled in this session (no allowed_commands and no yolo). Adjust your plan."
-                .into(),
-        ),
+        CommandPolicy::Off => {
+            Err("commands are disabled in this session (no allowed_commands and no yolo). Adjust your plan.".into())
+        }
         CommandPolicy::Whitelist(map) => {
             let allowed = || {
                 if map.is_empty() {
@@ -151,31 +136,20 @@ pub fn check(argv: &[String], policy: &CommandPolicy, base_dir: &Path) -> Result
                     allowed()
                 ));
             }
-            map.get(name.as_str()).cloned().ok_or_else(|| {
-                format!(
-                    "command '{name}' is not allowed. Allowed commands: {}",
-                    allowed()
-                )
-            })
+            map.get(name.as_str())
+                .cloned()
+                .ok_or_else(|| format!("command '{name}' is not allowed. Allowed commands: {}", allowed()))
         }
         CommandPolicy::Unrestricted { path } => {
             if name.contains('/') {
                 let candidate = Path::new(name);
-                let joined = if candidate.is_absolute() {
-                    candidate.to_owned()
-                } else {
-                    base_dir.join(candidate)
-                };
+                let joined = if candidate.is_absolute() { candidate.to_owned() } else { base_dir.join(candidate) };
                 if !is_executable_file(&joined) {
-                    return Err(format!(
-                        "command executable not found: \"{}\"",
-                        joined.display()
-                    ));
+                    return Err(format!("command executable not found: \"{}\"", joined.display()));
                 }
                 Ok(joined)
             } else {
-                which(name, path)
-                    .ok_or_else(|| format!("command not found on PATH: '{name}'"))
+                which(name, path).ok_or_else(|| format!("command not found on PATH: '{name}'"))
             }
         }
     }
@@ -210,8 +184,8 @@ pub struct CommandCall {
 
 /// Characters that mean a string was written for a shell.
 const SHELL_CHARS: &[char] = &[
-    '|', '&', ';', '>', '<', '$', '`', '\\', '"', '\'', '*', '?', '~', '#', '!', '{', '}', '(',
-    ')', '[', ']', '\n', '\r',
+    '|', '&', ';', '>', '<', '$', '`', '\\', '"', '\'', '*', '?', '~', '#', '!', '{', '}', '(', ')', '[', ']', '\n',
+    '\r',
 ];
 
 /// Check and repair the model's `run_command` arguments (`command`,
@@ -221,9 +195,7 @@ const SHELL_CHARS: &[char] = &[
 pub fn parse_call(args: &Value) -> Result<CommandCall, String> {
     let timeout = parse_timeout(args.get("timeout"));
     let (argv, repair_note) = match args.get("command") {
-        None | Some(Value::Null) => {
-            return Err("run_command needs a non-empty 'command' array".into())
-        }
+        None | Some(Value::Null) => return Err("run_command needs a non-empty 'command' array".into()),
         Some(Value::Array(items)) => (strings(items)?, None),
         Some(Value::String(s)) => {
             if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(s) {
@@ -247,29 +219,16 @@ pub fn parse_call(args: &Value) -> Result<CommandCall, String> {
                 Some("run_command received a string; converted to argv array".into()),
             )
         }
-        Some(other) => {
-            return Err(format!(
-                "\"command\" must be an array of strings, got {}",
-                type_name(other)
-            ))
-        }
+        Some(other) => return Err(format!("\"command\" must be an array of strings, got {}", type_name(other))),
     };
     finish(argv, timeout, repair_note)
 }
 
-fn finish(
-    argv: Vec<String>,
-    timeout: Duration,
-    repair_note: Option<String>,
-) -> Result<CommandCall, String> {
+fn finish(argv: Vec<String>, timeout: Duration, repair_note: Option<String>) -> Result<CommandCall, String> {
     if argv.is_empty() {
         return Err("run_command needs a non-empty 'command' array".into());
     }
-    Ok(CommandCall {
-        argv,
-        timeout,
-        repair_note,
-    })
+    Ok(CommandCall { argv, timeout, repair_note })
 }
 
 fn strings(items: &[Value]) -> Result<Vec<String>, String> {
@@ -278,10 +237,7 @@ fn strings(items: &[Value]) -> Result<Vec<String>, String> {
         .enumerate()
         .map(|(i, v)| match v {
             Value::String(s) => Ok(s.clone()),
-            other => Err(format!(
-                "\"command\" must be an array of strings; argument {i} is {}",
-                type_name(other)
-            )),
+            other => Err(format!("\"command\" must be an array of strings; argument {i} is {}", type_name(other))),
         })
         .collect()
 }
@@ -290,9 +246,7 @@ fn strings(items: &[Value]) -> Result<Vec<String>, String> {
 /// the default.
 fn parse_timeout(v: Option<&Value>) -> Duration {
     match v.and_then(Value::as_f64) {
-        Some(secs) if secs.is_finite() => {
-            Duration::from_secs_f64(secs.clamp(1.0, MAX_TIMEOUT.as_secs_f64()))
-        }
+        Some(secs) if secs.is_finite() => Duration::from_secs_f64(secs.clamp(1.0, MAX_TIMEOUT.as_secs_f64())),
         _ => DEFAULT_TIMEOUT,
     }
 }
@@ -327,20 +281,15 @@ mod tests {
     fn whitelist_pins_names_to_absolute_paths() {
         let bins = bin_dir_with(&["tool"]);
         let base = tempfile::tempdir().unwrap();
-        let map =
-            resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap();
-        assert_eq!(
-            map["tool"],
-            std::fs::canonicalize(bins.path().join("tool")).unwrap()
-        );
+        let map = resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap();
+        assert_eq!(map["tool"], std::fs::canonicalize(bins.path().join("tool")).unwrap());
     }
 
     #[test]
     fn whitelist_missing_command_is_named() {
         let bins = bin_dir_with(&[]);
         let base = tempfile::tempdir().unwrap();
-        let err = resolve_whitelist(&["nosuch".into()], base.path(), bins.path().as_os_str())
-            .unwrap_err();
+        let err = resolve_whitelist(&["nosuch".into()], base.path(), bins.path().as_os_str()).unwrap_err();
         assert!(err.contains("'nosuch' not found on PATH"), "{err}");
     }
 
@@ -365,16 +314,14 @@ mod tests {
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
         let bins = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(&real, bins.path().join("tool")).unwrap();
-        let err =
-            resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap_err();
+        let err = resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap_err();
         assert!(err.contains("inside the base directory"), "{err}");
     }
 
     #[test]
     fn whitelist_entry_with_a_slash_is_refused() {
         let base = tempfile::tempdir().unwrap();
-        let err =
-            resolve_whitelist(&["/bin/ls".into()], base.path(), OsStr::new("/bin")).unwrap_err();
+        let err = resolve_whitelist(&["/bin/ls".into()], base.path(), OsStr::new("/bin")).unwrap_err();
         assert!(err.contains("bare command name"), "{err}");
     }
 
@@ -405,19 +352,13 @@ mod tests {
     #[test]
     fn name_not_in_whitelist_is_refused_with_the_list() {
         let err = check(&argv(&["rm", "-rf", "x"]), &whitelist(), Path::new("/p")).unwrap_err();
-        assert_eq!(
-            err,
-            "command 'rm' is not allowed. Allowed commands: git, ls"
-        );
+        assert_eq!(err, "command 'rm' is not allowed. Allowed commands: git, ls");
     }
 
     #[test]
     fn path_instead_of_name_is_refused_under_whitelist() {
         let err = check(&argv(&["/usr/bin/ls"]), &whitelist(), Path::new("/p")).unwrap_err();
-        assert!(
-            err.starts_with("command must be a bare name, not a path"),
-            "{err}"
-        );
+        assert!(err.starts_with("command must be a bare name, not a path"), "{err}");
     }
 
     #[test]
@@ -429,9 +370,7 @@ mod tests {
 
     #[test]
     fn cd_to_root_is_refused() {
-        let p = CommandPolicy::Unrestricted {
-            path: "/bin".into(),
-        };
+        let p = CommandPolicy::Unrestricted { path: "/bin".into() };
         let err = check(&argv(&["cd", "/"]), &p, Path::new("/p")).unwrap_err();
         assert!(err.contains("filesystem root"), "{err}");
         assert!(err.contains("/p"), "{err}");
@@ -440,13 +379,8 @@ mod tests {
     #[test]
     fn unrestricted_looks_up_path_and_base_relative_names() {
         let bins = bin_dir_with(&["tool"]);
-        let p = CommandPolicy::Unrestricted {
-            path: bins.path().as_os_str().to_owned(),
-        };
-        assert_eq!(
-            check(&argv(&["tool"]), &p, Path::new("/p")).unwrap(),
-            bins.path().join("tool")
-        );
+        let p = CommandPolicy::Unrestricted { path: bins.path().as_os_str().to_owned() };
+        assert_eq!(check(&argv(&["tool"]), &p, Path::new("/p")).unwrap(), bins.path().join("tool"));
         let err = check(&argv(&["missing"]), &p, Path::new("/p")).unwrap_err();
         assert_eq!(err, "command not found on PATH: 'missing'");
         let rel = check(&argv(&["./tool"]), &p, bins.path()).unwrap();
@@ -490,11 +424,7 @@ mod tests {
 
     #[test]
     fn timeout_is_clamped_and_defaults() {
-        let t = |v: Value| {
-            parse_call(&json!({"command": ["ls"], "timeout": v}))
-                .unwrap()
-                .timeout
-        };
+        let t = |v: Value| parse_call(&json!({"command": ["ls"], "timeout": v})).unwrap().timeout;
         assert_eq!(t(json!(0)), Duration::from_secs(1));
         assert_eq!(t(json!(10_000)), MAX_TIMEOUT);
         assert_eq!(t(json!("soon")), DEFAULT_TIMEOUT);

@@ -50,26 +50,15 @@ pub fn save_large_output(
     untrusted: Option<Untrusted<'_>>,
 ) -> String {
     sweep(base);
-    let header = untrusted
-        .map(|u| untrusted_header(u.source, u.origin))
-        .unwrap_or_default();
+    let header = untrusted.map(|u| untrusted_header(u.source, u.origin)).unwrap_or_default();
     let path = match write_spill_file(base, &header, output) {
         Ok(p) => p,
-        Err(why) => {
-            return format!(
-                "{}\n[output truncated — failed to {why}]",
-                truncate_utf8(output, inline_limit)
-            )
-        }
+        Err(why) => return format!("{}\n[output truncated — failed to {why}]", truncate_utf8(output, inline_limit)),
     };
     schedule_removal(path.clone());
     let rel = path.strip_prefix(base).unwrap_or(&path);
     let size_kb = output.len() as f64 / 1024.0;
-    let saved = if was_truncated {
-        "Output (possibly truncated) saved to"
-    } else {
-        "Full output saved to"
-    };
+    let saved = if was_truncated { "Output (possibly truncated) saved to" } else { "Full output saved to" };
     let mut parts = vec!["[preview]".to_owned()];
     if !header.is_empty() {
         parts.push(header.trim_end_matches('\n').to_owned());
@@ -78,10 +67,7 @@ pub fn save_large_output(
     parts.push(preview.text.to_owned());
     if preview.text.len() < output.len() {
         parts.push(if preview.partial_line {
-            format!(
-                "[... preview truncated within line {}; use read_file for full output]",
-                preview.last_line
-            )
+            format!("[... preview truncated within line {}; use read_file for full output]", preview.last_line)
         } else {
             format!(
                 "[... preview includes lines 1-{}; use read_file offset={} for more]",
@@ -109,9 +95,7 @@ fn write_spill_file(base: &Path, header: &str, output: &str) -> Result<PathBuf, 
         std::fs::canonicalize(&scratch).map_err(|e| format!("resolve {SCRATCH}/: {e}"))?,
     );
     if !canon_scratch.starts_with(&canon_base) {
-        return Err(format!(
-            "write temp file: {SCRATCH}/ resolves outside the base directory"
-        ));
+        return Err(format!("write temp file: {SCRATCH}/ resolves outside the base directory"));
     }
     let name = format!("cmd_output_{}.txt", random_hex(6));
     let path = scratch.join(name);
@@ -151,10 +135,7 @@ pub fn sweep(base: &Path) -> usize {
         if !(name.starts_with("cmd_output_") && name.ends_with(".txt")) {
             continue;
         }
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < cutoff);
+        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
         if old && std::fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
@@ -193,16 +174,8 @@ fn extract_preview(output: &str) -> Preview<'_> {
             }
         }
     }
-    let last_line = if text.is_empty() {
-        0
-    } else {
-        text.matches('\n').count() + 1
-    };
-    Preview {
-        text,
-        last_line,
-        partial_line,
-    }
+    let last_line = if text.is_empty() { 0 } else { text.matches('\n').count() + 1 };
+    Preview { text, last_line, partial_line }
 }
 
 /// The longest prefix of `s` of at most `limit` bytes that ends on a
@@ -233,34 +206,21 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let output: String = (1..=5000).map(|i| format!("{i}\n")).collect();
         let shown = save_large_output(&output, base.path(), 10_240, false, None);
-        assert!(
-            shown.starts_with("Command output too large for context ("),
-            "{shown}"
-        );
-        let rel = shown
-            .lines()
-            .find_map(|l| l.strip_prefix("Full output saved to: "))
-            .unwrap();
-        assert!(
-            rel.starts_with(".swival/cmd_output_") && rel.ends_with(".txt"),
-            "{rel}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(base.path().join(rel)).unwrap(),
-            output
-        );
+        assert!(shown.starts_with("Command output too large for context ("), "{shown}");
+        let rel = shown.lines().find_map(|l| l.strip_prefix("Full output saved to: ")).unwrap();
+        assert!(rel.starts_with(".swival/cmd_output_") && rel.ends_with(".txt"), "{rel}");
+        assert_eq!(std::fs::read_to_string(base.path().join(rel)).unwrap(), output);
         assert!(shown.contains("[preview]\n1\n2\n"), "{shown}");
         assert!(
-            shown.contains(
-                "[... preview includes lines 1-50; use read_file offset=51 for more]\n[/preview]"
-            ),
+            shown.contains("[... preview includes lines 1-50; use read_file offset=51 for more]\n[/preview]"),
             "{shown}"
         );
     }
 
     #[test]
     fn one_long_line_preview_is_cut_within_the_line() {
-        let p = extract_preview(&"x".repeat(5000));
+        let long = "x".repeat(5000);
+        let p = extract_preview(&long);
         assert_eq!(p.text.len(), PREVIEW_BYTES);
         assert!(p.partial_line);
         assert_eq!(p.last_line, 1);
@@ -283,23 +243,12 @@ mod tests {
             base.path(),
             51_200,
             false,
-            Some(Untrusted {
-                source: "fetch_url",
-                origin: "http://example.com/",
-            }),
+            Some(Untrusted { source: "fetch_url", origin: "http://example.com/" }),
         );
-        let rel = shown
-            .lines()
-            .find_map(|l| l.strip_prefix("Full output saved to: "))
-            .unwrap();
+        let rel = shown.lines().find_map(|l| l.strip_prefix("Full output saved to: ")).unwrap();
         let saved = std::fs::read_to_string(base.path().join(rel)).unwrap();
-        assert!(saved.starts_with(
-            "[UNTRUSTED EXTERNAL CONTENT]\nsource: fetch_url\norigin: http://example.com/\n"
-        ));
-        assert!(
-            shown.contains("[preview]\n[UNTRUSTED EXTERNAL CONTENT]"),
-            "{shown}"
-        );
+        assert!(saved.starts_with("[UNTRUSTED EXTERNAL CONTENT]\nsource: fetch_url\norigin: http://example.com/\n"));
+        assert!(shown.contains("[preview]\n[UNTRUSTED EXTERNAL CONTENT]"), "{shown}");
     }
 
     #[test]
@@ -308,7 +257,12 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), base.path().join(".swival")).unwrap();
         let shown = save_large_output(&"z".repeat(20_000), base.path(), 10_240, false, None);
-        assert!(shown.contains("[output truncated — failed to write temp file: .swival/ resolves outside the base directory]"), "{shown}");
+        assert!(
+            shown.contains(
+                "[output truncated — failed to write temp file: .swival/ resolves outside the base directory]"
+            ),
+            "{shown}"
+        );
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 
@@ -325,12 +279,7 @@ mod tests {
         }
         let past = SystemTime::now() - Duration::from_secs(3600);
         for p in [&old, &other] {
-            std::fs::File::options()
-                .write(true)
-                .open(p)
-                .unwrap()
-                .set_modified(past)
-                .unwrap();
+            std::fs::File::options().write(true).open(p).unwrap().set_modified(past).unwrap();
         }
         assert_eq!(sweep(base.path()), 1);
         assert!(!old.exists() && new.exists() && other.exists());

@@ -25,9 +25,7 @@ pub fn check_address(ip: IpAddr, allow: &[Cidr]) -> Result<(), String> {
     if allow.iter().any(|net| net.contains(ip)) || !is_forbidden(ip) {
         Ok(())
     } else {
-        Err(format!(
-            "url resolves to private/internal address ({ip}), blocked for security"
-        ))
+        Err(format!("url resolves to private/internal address ({ip}), blocked for security"))
     }
 }
 
@@ -92,9 +90,7 @@ fn v6_forbidden(ip: Ipv6Addr) -> bool {
     if !in_net(0x2000 << 112, 3) {
         return true;
     }
-    V6_FORBIDDEN_IN_GLOBAL
-        .iter()
-        .any(|(net, len)| in_net(*net, *len))
+    V6_FORBIDDEN_IN_GLOBAL.iter().any(|(net, len)| in_net(*net, *len))
 }
 
 #[cfg(test)]
@@ -164,10 +160,7 @@ mod tests {
         let allow: Vec<Cidr> = vec!["127.0.0.2/32".parse().unwrap()];
         assert!(check_address(ip("127.0.0.2"), &allow).is_ok());
         let err = check_address(ip("127.0.0.1"), &allow).unwrap_err();
-        assert_eq!(
-            err,
-            "url resolves to private/internal address (127.0.0.1), blocked for security"
-        );
+        assert_eq!(err, "url resolves to private/internal address (127.0.0.1), blocked for security");
         assert!(check_address(ip("8.8.8.8"), &[]).is_ok());
     }
 }

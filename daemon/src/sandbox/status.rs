@@ -8,7 +8,7 @@
 
 use crate::config::SandboxMode;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Landlock ABI that confines connecting to named Unix sockets.
 pub const LANDLOCK_ABI_UNIX_SOCKETS: u32 = 9;
@@ -74,15 +74,15 @@ pub struct HelperPlan {
     pub write_dirs: Vec<PathBuf>,
     /// How to remove the network, if at all.
     pub net: Option<NetBlock>,
-    /// Directories covered by an empty read-only tmpfs in a private mount
-    /// namespace (swivald's socket directory), so commands cannot reach them.
-    pub hide_dirs: Vec<PathBuf>,
+    /// Paths covered in a private mount namespace so commands cannot reach
+    /// them (swivald's socket or its directory).
+    pub hide_paths: Vec<PathBuf>,
 }
 
 impl HelperPlan {
     /// Whether the plan needs a user namespace.
     pub fn user_namespace(&self) -> bool {
-        self.net == Some(NetBlock::Namespace) || !self.hide_dirs.is_empty()
+        self.net == Some(NetBlock::Namespace) || !self.hide_paths.is_empty()
     }
 }
 
@@ -117,12 +117,9 @@ impl SandboxStatus {
         if !self.helper {
             return match self.mode {
                 SandboxMode::Builtin => {
-                    "builtin: in-process checks only, commands are not confined by the kernel"
-                        .into()
+                    "builtin: in-process checks only, commands are not confined by the kernel".into()
                 }
-                SandboxMode::Os => {
-                    "os requested but nothing can be enforced here: in-process checks only".into()
-                }
+                SandboxMode::Os => "os requested but nothing can be enforced here: in-process checks only".into(),
             };
         }
         let fs = match self.landlock_abi {
@@ -133,12 +130,8 @@ impl SandboxStatus {
         };
         let net = match (self.network_allowed, self.network_block) {
             (true, _) => "network allowed".to_owned(),
-            (false, Some(NetBlock::Namespace)) => {
-                "network removed (private network namespace)".into()
-            }
-            (false, Some(NetBlock::Seccomp)) => {
-                "network removed (seccomp denies IP sockets)".into()
-            }
+            (false, Some(NetBlock::Namespace)) => "network removed (private network namespace)".into(),
+            (false, Some(NetBlock::Seccomp)) => "network removed (seccomp denies IP sockets)".into(),
             (false, None) => "network NOT removed".into(),
         };
         format!("os: {fs}; {net}")
@@ -146,8 +139,9 @@ impl SandboxStatus {
 }
 
 /// The status a session gets and the plan for its commands, from the
-/// configuration and what the kernel offers. `hide_dirs` are the
-/// directories to hide from commands (swivald's socket directory).
+/// configuration and what the kernel offers. `hide_paths` are hidden from
+/// commands (swivald's socket, or its own directory); one that would cover
+/// a write dir or the temp dir is dropped, and the status says so.
 /// `write_dirs` must include the base dir and the read-write allow-dirs;
 /// the per-run temp dir is added for each run.
 pub fn plan(
@@ -155,39 +149,12 @@ pub fn plan(
     network_allowed: bool,
     caps: &SandboxCapabilities,
     write_dirs: Vec<PathBuf>,
-    hide_dirs: Vec<PathBuf>,
+    hide_paths: Vec<PathBuf>,
 ) -> (SandboxStatus, Option<HelperPlan>) {
-    let mut not_enforced = Vec::new();
     if mode == SandboxMode::Builtin || !caps.any() {
-        let why = if mode == SandboxMode::Builtin {
-            "sandbox = \"builtin\"".to_owned()
-        } else {
-            format!(
-                "the kernel offers no sandboxing here ({})",
-                caps.landlock_error.as_deref().unwrap_or("unknown reason")
-            )
-        };
-        not_enforced.push(format!(
-            "{why}: commands can write anywhere the user can, outside the base directory too"
-        ));
-        if !network_allowed {
-            not_enforced.push(format!(
-                "{why}: command_network = false is not enforced; commands can use the network"
-            ));
-        }
-        let status = SandboxStatus {
-            mode,
-            helper: false,
-            filesystem_confined: false,
-            landlock_abi: None,
-            network_allowed,
-            network_block: None,
-            daemon_socket_hidden: false,
-            not_enforced,
-        };
-        return (status, None);
+        return (unconfined(mode, network_allowed, caps), None);
     }
-
+    let mut not_enforced = Vec::new();
     let landlock = caps.landlock_abi.is_some();
     match caps.landlock_abi {
         None => not_enforced.push(format!(
@@ -219,19 +186,20 @@ pub fn plan(
         None
     };
 
-    let unix_confined = caps
-        .landlock_abi
-        .is_some_and(|abi| abi >= LANDLOCK_ABI_UNIX_SOCKETS);
-    let hide_dirs = if caps.user_namespaces {
-        hide_dirs
+    let unix_confined = caps.landlock_abi.is_some_and(|abi| abi >= LANDLOCK_ABI_UNIX_SOCKETS);
+    let hide_paths: Vec<PathBuf> = if caps.user_namespaces {
+        hide_paths.into_iter().filter(|h| !covers_needed(h, &write_dirs)).collect()
     } else {
         Vec::new()
     };
-    let socket_hidden = !hide_dirs.is_empty();
+    let socket_hidden = !hide_paths.is_empty();
     if !socket_hidden && !unix_confined {
-        not_enforced.push(format!(
-            "commands can connect to named Unix sockets, swivald's own included (needs user namespaces or Landlock ABI {LANDLOCK_ABI_UNIX_SOCKETS})"
-        ));
+        let why = if caps.user_namespaces {
+            "no hideable socket path was given"
+        } else {
+            "needs user namespaces or Landlock ABI 9"
+        };
+        not_enforced.push(format!("commands can connect to named Unix sockets, swivald's own included ({why})"));
     }
 
     let status = SandboxStatus {
@@ -244,13 +212,41 @@ pub fn plan(
         daemon_socket_hidden: socket_hidden,
         not_enforced,
     };
-    let plan = HelperPlan {
-        landlock,
-        write_dirs,
-        net,
-        hide_dirs,
-    };
+    let plan = HelperPlan { landlock, write_dirs, net, hide_paths };
     (status, Some(plan))
+}
+
+/// The status when commands run without the helper (builtin mode, or a
+/// kernel that enforces nothing): every kernel-side promise is listed as
+/// not enforced.
+fn unconfined(mode: SandboxMode, network_allowed: bool, caps: &SandboxCapabilities) -> SandboxStatus {
+    let why = if mode == SandboxMode::Builtin {
+        "sandbox = \"builtin\"".to_owned()
+    } else {
+        format!("the kernel offers no sandboxing here ({})", caps.landlock_error.as_deref().unwrap_or("unknown reason"))
+    };
+    let mut not_enforced =
+        vec![format!("{why}: commands can write anywhere the user can, outside the base directory too")];
+    if !network_allowed {
+        not_enforced.push(format!("{why}: command_network = false is not enforced; commands can use the network"));
+    }
+    SandboxStatus {
+        mode,
+        helper: false,
+        filesystem_confined: false,
+        landlock_abi: None,
+        network_allowed,
+        network_block: None,
+        daemon_socket_hidden: false,
+        not_enforced,
+    }
+}
+
+/// Whether hiding `path` would also hide a directory commands must write
+/// (a write dir, or the temp dir their per-run TMPDIR lives in).
+fn covers_needed(path: &Path, write_dirs: &[PathBuf]) -> bool {
+    let tmp = std::env::temp_dir();
+    write_dirs.iter().chain(std::iter::once(&tmp)).any(|d| d.starts_with(path))
 }
 
 #[cfg(test)]
@@ -270,13 +266,8 @@ mod tests {
 
     #[test]
     fn full_kernel_enforces_everything_asked() {
-        let (status, plan) = plan(
-            SandboxMode::Os,
-            false,
-            &full(),
-            vec!["/p".into()],
-            vec!["/run/user/1/swival".into()],
-        );
+        let (status, plan) =
+            plan(SandboxMode::Os, false, &full(), vec!["/p".into()], vec!["/run/user/1/swival".into()]);
         let plan = plan.unwrap();
         assert!(plan.landlock && plan.user_namespace());
         assert_eq!(plan.net, Some(NetBlock::Namespace));
@@ -286,18 +277,12 @@ mod tests {
 
     #[test]
     fn seccomp_is_the_fallback_without_user_namespaces() {
-        let caps = SandboxCapabilities {
-            user_namespaces: false,
-            user_namespaces_error: Some("EPERM".into()),
-            ..full()
-        };
+        let caps =
+            SandboxCapabilities { user_namespaces: false, user_namespaces_error: Some("EPERM".into()), ..full() };
         let (status, plan) = plan(SandboxMode::Os, false, &caps, vec![], vec!["/s".into()]);
         assert_eq!(plan.unwrap().net, Some(NetBlock::Seccomp));
         assert_eq!(status.network_block, Some(NetBlock::Seccomp));
-        assert!(status
-            .not_enforced
-            .iter()
-            .any(|w| w.contains("named Unix sockets")));
+        assert!(status.not_enforced.iter().any(|w| w.contains("named Unix sockets")));
     }
 
     #[test]
@@ -310,10 +295,18 @@ mod tests {
         let (status, plan) = plan(SandboxMode::Os, true, &caps, vec![], vec![]);
         assert!(!plan.unwrap().landlock);
         assert!(!status.filesystem_confined);
-        assert!(
-            status.not_enforced[0].contains("Landlock is unavailable (Landlock is not enabled)")
-        );
+        assert!(status.not_enforced[0].contains("Landlock is unavailable (Landlock is not enabled)"));
         assert!(status.summary().contains("writes NOT confined"));
+    }
+
+    #[test]
+    fn a_hide_path_covering_a_write_dir_or_tmp_is_dropped() {
+        let tmp_parent = std::env::temp_dir().parent().unwrap().to_owned();
+        let (status, plan) =
+            plan(SandboxMode::Os, false, &full(), vec!["/home/u/project".into()], vec!["/home/u".into(), tmp_parent]);
+        assert!(plan.unwrap().hide_paths.is_empty());
+        assert!(!status.daemon_socket_hidden);
+        assert!(status.not_enforced.iter().any(|w| w.contains("named Unix sockets")));
     }
 
     #[test]
@@ -330,10 +323,6 @@ mod tests {
         let caps = SandboxCapabilities::none("not Linux");
         let (status, plan) = plan(SandboxMode::Os, false, &caps, vec![], vec![]);
         assert!(plan.is_none());
-        assert!(
-            status.not_enforced[0].contains("not Linux"),
-            "{:?}",
-            status.not_enforced
-        );
+        assert!(status.not_enforced[0].contains("not Linux"), "{:?}", status.not_enforced);
     }
 }

@@ -48,14 +48,7 @@ impl EventLog {
     /// The log of `session`.
     pub fn new(store: Arc<Store>, session: SessionId) -> EventLog {
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
-        EventLog {
-            inner: Arc::new(Inner {
-                store,
-                session,
-                tx,
-                order: Mutex::new(()),
-            }),
-        }
+        EventLog { inner: Arc::new(Inner { store, session, tx, order: Mutex::new(()) }) }
     }
 
     /// Store and broadcast an event of `run`.
@@ -64,16 +57,8 @@ impl EventLog {
     }
 
     /// Store the run's terminal event together with its result and report.
-    pub fn finish(
-        &self,
-        result: &RunResult,
-        report: &serde_json::Value,
-    ) -> Result<Seq, StoreError> {
-        self.append(
-            Some(&result.run_id),
-            EventKind::RunFinished(result.end()),
-            Some((result, report)),
-        )
+    pub fn finish(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
+        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), Some((result, report)))
     }
 
     fn append(
@@ -82,17 +67,10 @@ impl EventLog {
         kind: EventKind,
         finish: Option<(&RunResult, &serde_json::Value)>,
     ) -> Result<Seq, StoreError> {
-        let mut event = Event {
-            seq: Seq(0),
-            session_id: self.inner.session.clone(),
-            run_id: run.cloned(),
-            time: now(),
-            kind,
-        };
+        let mut event =
+            Event { seq: Seq(0), session_id: self.inner.session.clone(), run_id: run.cloned(), time: now(), kind };
         let _order = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
-        self.inner
-            .store
-            .append_event(&mut event, finish.map(|(r, rep)| (&r.run_id, r, rep)))?;
+        self.inner.store.append_event(&mut event, finish.map(|(r, rep)| (&r.run_id, r, rep)))?;
         let seq = event.seq;
         // No receivers is fine: nobody is subscribed right now.
         let _ = self.inner.tx.send(event);
@@ -129,16 +107,9 @@ impl EventLog {
 
     /// Send stored events from `next`; the next seq to expect, or `None`
     /// when the receiver is gone.
-    async fn catch_up(
-        &self,
-        mut next: u64,
-        out: &mpsc::Sender<Event>,
-    ) -> Result<Option<u64>, StoreError> {
+    async fn catch_up(&self, mut next: u64, out: &mpsc::Sender<Event>) -> Result<Option<u64>, StoreError> {
         loop {
-            let page = self
-                .inner
-                .store
-                .events_from(&self.inner.session, next, PAGE)?;
+            let page = self.inner.store.events_from(&self.inner.session, next, PAGE)?;
             let n = page.len();
             for e in page {
                 next = e.seq.0 + 1;

@@ -13,13 +13,10 @@ pub fn append(base_dir: &Path, task: &str, answer: &str) -> std::io::Result<()> 
     let dir = base_dir.join(".swival");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("HISTORY.md");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("HISTORY.md.lock"))?;
+    let lock = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("HISTORY.md.lock"))?;
     // Serialise writers (several sessions may share a base dir).
-    let _guard = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| std::io::Error::from(e))?;
+    let _guard =
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))?;
     let question: String = task.chars().take(200).collect();
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let stamp = stamp.trim_end_matches('Z').replace('T', " ");

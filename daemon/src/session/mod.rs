@@ -13,6 +13,7 @@ mod run;
 
 use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
+use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
@@ -25,8 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swival_protocol::{
-    Event, EventKind, RunId, RunResult, SessionCreateResult, SessionDetail, SessionId, SessionInfo,
-    SessionState,
+    Event, EventKind, RunId, RunResult, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
 };
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -100,6 +100,8 @@ pub(crate) struct Shared {
     pub llm_slots: Semaphore,
     /// Runs filters, hooks and reviewers.
     pub runner: Arc<ProcessRunner>,
+    /// Client hooks, daemon-wide.
+    pub hooks: Arc<HookRegistry>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
     /// Cancelled when the daemon stops: every run ends.
@@ -144,24 +146,16 @@ fn random_id(prefix: &str) -> String {
 fn check_base_dir(base_dir: &str) -> Result<PathBuf, SessionError> {
     let p = Path::new(base_dir);
     if !p.is_absolute() {
-        return Err(SessionError::Config(format!(
-            "base_dir {base_dir:?} is not absolute; pass an absolute path"
-        )));
+        return Err(SessionError::Config(format!("base_dir {base_dir:?} is not absolute; pass an absolute path")));
     }
-    let canon = p.canonicalize().map_err(|e| {
-        SessionError::Config(format!(
-            "base_dir {base_dir}: {e}; pass an existing directory"
-        ))
-    })?;
+    let canon = p
+        .canonicalize()
+        .map_err(|e| SessionError::Config(format!("base_dir {base_dir}: {e}; pass an existing directory")))?;
     if !canon.is_dir() {
-        return Err(SessionError::Config(format!(
-            "base_dir {base_dir} is not a directory"
-        )));
+        return Err(SessionError::Config(format!("base_dir {base_dir} is not a directory")));
     }
     if canon.parent().is_none() {
-        return Err(SessionError::Config(
-            "base_dir / (the filesystem root) is never allowed".into(),
-        ));
+        return Err(SessionError::Config("base_dir / (the filesystem root) is never allowed".into()));
     }
     Ok(canon)
 }
@@ -180,6 +174,7 @@ impl Sessions {
             http: crate::provider::Provider::http_client(),
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
+            hooks: Arc::default(),
             settings,
             stopping,
         });
@@ -204,18 +199,10 @@ impl Sessions {
     }
 
     /// The effective configuration `session/create` would use.
-    pub fn resolve_config(
-        &self,
-        base_dir: &str,
-        request: Option<&Value>,
-    ) -> Result<EffectiveConfig, SessionError> {
+    pub fn resolve_config(&self, base_dir: &str, request: Option<&Value>) -> Result<EffectiveConfig, SessionError> {
         let base = check_base_dir(base_dir)?;
-        config::load(
-            &base,
-            self.shared.settings.global_config.as_deref(),
-            request,
-        )
-        .map_err(|e| SessionError::Config(e.to_string()))
+        config::load(&base, self.shared.settings.global_config.as_deref(), request)
+            .map_err(|e| SessionError::Config(e.to_string()))
     }
 
     /// `session/create`.
@@ -226,12 +213,8 @@ impl Sessions {
         title: Option<String>,
     ) -> Result<SessionCreateResult, SessionError> {
         let base = check_base_dir(base_dir)?;
-        let effective = config::load(
-            &base,
-            self.shared.settings.global_config.as_deref(),
-            request.as_ref(),
-        )
-        .map_err(|e| SessionError::Config(e.to_string()))?;
+        let effective = config::load(&base, self.shared.settings.global_config.as_deref(), request.as_ref())
+            .map_err(|e| SessionError::Config(e.to_string()))?;
         let id = SessionId(random_id("s_"));
         let row = SessionRow {
             id: id.clone(),
@@ -247,15 +230,8 @@ impl Sessions {
         let session = self.build(&row, effective, Vec::new())?;
         self.shared.store.insert_session(&row)?;
         let config = row.config.clone();
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), session);
-        Ok(SessionCreateResult {
-            session_id: id,
-            config,
-            warnings: Vec::new(),
-        })
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), session);
+        Ok(SessionCreateResult { session_id: id, config, warnings: Vec::new() })
     }
 
     fn build(
@@ -268,9 +244,8 @@ impl Sessions {
         let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
             dirs.iter()
                 .map(|d| {
-                    let c = d.canonicalize().map_err(|e| {
-                        SessionError::Config(format!("{key}: {}: {e}", d.display()))
-                    })?;
+                    let c =
+                        d.canonicalize().map_err(|e| SessionError::Config(format!("{key}: {}: {e}", d.display())))?;
                     if !c.is_dir() || c.parent().is_none() {
                         return Err(SessionError::Config(format!(
                             "{key}: {} must be a directory other than /",
@@ -287,7 +262,7 @@ impl Sessions {
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
             yolo: config.config.yolo,
         };
-        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone())
+        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(SessionError::Setup)?;
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
@@ -313,18 +288,10 @@ impl Sessions {
         if let Some(s) = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
             return Ok(s.clone());
         }
-        let row = self
-            .shared
-            .store
-            .session(id)?
-            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         let request = Some(&row.request).filter(|r| !r.is_null());
-        let effective = config::load(
-            Path::new(&row.base_dir),
-            self.shared.settings.global_config.as_deref(),
-            request,
-        )
-        .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
+        let effective = config::load(Path::new(&row.base_dir), self.shared.settings.global_config.as_deref(), request)
+            .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = self.shared.store.messages(id)?;
         let session = self.build(&row, effective, messages)?;
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -336,12 +303,7 @@ impl Sessions {
         let rows = self.shared.store.sessions()?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            let live = self
-                .live
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&row.id)
-                .cloned();
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(&row.id).cloned();
             let running = match live {
                 Some(s) => s.state.lock().await.active.is_some(),
                 None => false,
@@ -353,19 +315,9 @@ impl Sessions {
 
     /// `session/get`.
     pub async fn detail(&self, id: &SessionId) -> Result<SessionDetail, SessionError> {
-        let row = self
-            .shared
-            .store
-            .session(id)?
-            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         let running = self.get(id)?.state.lock().await.active.is_some();
-        let runs = self
-            .shared
-            .store
-            .runs(id)?
-            .iter()
-            .map(RunRow::info)
-            .collect();
+        let runs = self.shared.store.runs(id)?.iter().map(RunRow::info).collect();
         Ok(SessionDetail {
             info: info(&row, running),
             config: row.config.clone(),
@@ -385,11 +337,7 @@ impl Sessions {
             }
         }
         self.shared.store.close_session(id)?;
-        let row = self
-            .shared
-            .store
-            .session(id)?
-            .ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(info(&row, false))
     }
 
@@ -404,15 +352,9 @@ impl Sessions {
             return Err(SessionError::Closed(id.clone()));
         }
         if let Some((run, _)) = &st.active {
-            return Err(SessionError::Busy {
-                session: id.clone(),
-                run: run.clone(),
-            });
+            return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
         }
-        let (conversation, tools) = st
-            .idle
-            .take()
-            .expect("an idle session holds its conversation");
+        let (conversation, tools) = st.idle.take().expect("an idle session holds its conversation");
         let run_id = RunId(random_id("r_"));
         let cancel = self.shared.stopping.child_token();
         let row = RunRow {
@@ -430,10 +372,7 @@ impl Sessions {
         st.active = Some((run_id.clone(), cancel.clone()));
         drop(st);
         let (done_tx, done_rx) = watch::channel(None);
-        self.runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(run_id.clone(), done_rx);
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), done_rx);
         let job = run::RunJob {
             shared: self.shared.clone(),
             session,
@@ -443,6 +382,7 @@ impl Sessions {
             conversation,
             tools,
             done: done_tx,
+            run_start: 0,
         };
         self.tasks.spawn(job.execute());
         Ok(run_id)
@@ -450,11 +390,7 @@ impl Sessions {
 
     /// `run/cancel`: true when the run was in flight.
     pub async fn cancel(&self, run: &RunId) -> Result<bool, SessionError> {
-        let row = self
-            .shared
-            .store
-            .run(run)?
-            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
         if row.result.is_some() {
             return Ok(false);
         }
@@ -471,44 +407,24 @@ impl Sessions {
 
     /// `run/wait`.
     pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {
-        let rx = self
-            .runs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(run)
-            .cloned();
+        let rx = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(run).cloned();
         if let Some(mut rx) = rx {
             if let Ok(r) = rx.wait_for(Option::is_some).await {
                 return Ok(r.clone().expect("waited for Some"));
             }
         }
-        let row = self
-            .shared
-            .store
-            .run(run)?
-            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        Ok(row
-            .result
-            .unwrap_or_else(|| crate::store::interrupted_result(run)))
+        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        Ok(row.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
     }
 
     /// `report/get`.
     pub fn report(&self, run: &RunId) -> Result<Value, SessionError> {
-        let row = self
-            .shared
-            .store
-            .run(run)?
-            .ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        row.report
-            .ok_or_else(|| SessionError::NoReport(run.clone()))
+        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        row.report.ok_or_else(|| SessionError::NoReport(run.clone()))
     }
 
     /// `session/subscribe`: events from `from` (stored, then live) into `out`.
-    pub fn subscribe(
-        &self,
-        id: &SessionId,
-        from: u64,
-    ) -> Result<mpsc::Receiver<Event>, SessionError> {
+    pub fn subscribe(&self, id: &SessionId, from: u64) -> Result<mpsc::Receiver<Event>, SessionError> {
         let session = self.get(id)?;
         let (tx, rx) = mpsc::channel(256);
         tokio::spawn(async move {
@@ -525,26 +441,25 @@ impl Sessions {
     pub async fn shutdown(&self, grace: Duration) {
         self.shared.stopping.cancel();
         self.tasks.close();
-        if tokio::time::timeout(grace, self.tasks.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace, self.tasks.wait()).await.is_err() {
             tracing::warn!("some runs did not end within the grace period");
         }
         self.shared.runner.shutdown().await;
     }
 
+    /// The daemon-wide registry of client hooks.
+    pub fn hook_registry(&self) -> Arc<HookRegistry> {
+        self.shared.hooks.clone()
+    }
+
     /// `policy/status`.
-    pub fn policy_status(
-        &self,
-        id: &SessionId,
-    ) -> Result<swival_protocol::PolicyStatus, SessionError> {
+    pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
         let session = self.get(id)?;
         let p = &session.pipeline;
         Ok(swival_protocol::PolicyStatus {
             session_id: id.clone(),
             filters: p.filter_status(),
-            hooks: Vec::new(),
+            hooks: p.hook_status(),
             reviewer: p.reviewer_status(),
             sandbox: swival_protocol::SandboxStatus {
                 mode: "builtin".into(),

@@ -5,7 +5,8 @@
 
 use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
-use crate::agent::{prompt, AgentRun, LoopEnd};
+use crate::agent::{consult, prompt, AgentRun, LoopEnd};
+use crate::config::HookPoint;
 use crate::config::SessionConfig;
 use crate::pipeline::reviewer::{self, Verdict};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
@@ -37,14 +38,21 @@ pub(super) struct RunJob {
     pub tools: ToolBox,
     /// Where run/wait learns the result.
     pub done: watch::Sender<Option<RunResult>>,
+    /// Index of this run's task message in the conversation.
+    pub run_start: usize,
 }
+
+/// What replaces the run's assistant text and tool-call arguments in the
+/// stored conversation when a before_response_emit hook blocks the answer.
+const WITHHELD: &str = "[response withheld by policy]";
 
 /// A generic base URL gets `/v1` unless it already ends in `/vN`.
 fn normalise_base_url(url: &str) -> String {
     let trimmed = url.trim_end_matches('/');
-    let has_version = trimmed.rsplit('/').next().is_some_and(|last| {
-        last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit())
-    });
+    let has_version = trimmed
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit()));
     if has_version {
         trimmed.to_owned()
     } else {
@@ -74,25 +82,14 @@ pub fn provider_settings(
         .api_key
         .as_ref()
         .map(|k| k.expose().to_owned())
-        .or_else(|| {
-            kind.key_env()
-                .and_then(|v| std::env::var(v).ok())
-                .filter(|k| !k.is_empty())
-        })
+        .or_else(|| kind.key_env().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty()))
         .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
     Ok(ProviderSettings {
         kind,
         base_url,
         api_key,
-        model: if kind == ProviderKind::Command {
-            None
-        } else {
-            cfg.model.clone()
-        },
-        user_agent: cfg
-            .user_agent
-            .clone()
-            .unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
+        model: if kind == ProviderKind::Command { None } else { cfg.model.clone() },
+        user_agent: cfg.user_agent.clone().unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
         timeout: Duration::from_secs_f64(cfg.provider_timeout.max(1.0)),
         attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),
         backoff_base,
@@ -113,26 +110,19 @@ impl RunJob {
     pub async fn execute(mut self) {
         let session = self.session.clone();
         let cfg = &session.config.config;
-        let _ = session.events.emit(
-            Some(&self.run_id),
-            EventKind::RunStarted {
-                task: self.task.clone(),
-            },
-        );
+        let _ = session.events.emit(Some(&self.run_id), EventKind::RunStarted { task: self.task.clone() });
         let mut record = RunRecord::default();
         let (end, model) = self.drive(cfg, &mut record).await;
+        let end = self.response_hooks(end, &mut record).await;
         let (outcome, answer, error) = match end {
+            LoopEnd::Blocked(reason) => (Outcome::Blocked, None, Some(format!("blocked by policy: {reason}"))),
             LoopEnd::Answer(a) => (Outcome::Success, Some(a), None),
-            LoopEnd::Exhausted(last) => (
-                Outcome::Exhausted,
-                last,
-                Some(format!("max_turns ({}) exhausted", cfg.max_turns)),
-            ),
-            LoopEnd::Cancelled if self.shared.stopping.is_cancelled() => (
-                Outcome::Interrupted,
-                None,
-                Some("the daemon shut down while this run was in flight".to_owned()),
-            ),
+            LoopEnd::Exhausted(last) => {
+                (Outcome::Exhausted, last, Some(format!("max_turns ({}) exhausted", cfg.max_turns)))
+            }
+            LoopEnd::Cancelled if self.shared.stopping.is_cancelled() => {
+                (Outcome::Interrupted, None, Some("the daemon shut down while this run was in flight".to_owned()))
+            }
             LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned())),
             LoopEnd::Failed(e) => (Outcome::Error, None, Some(e)),
         };
@@ -140,9 +130,7 @@ impl RunJob {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
                 if let Err(e) = history::append(&session.base_dir, &self.task, a) {
                     let message = format!("could not append to .swival/HISTORY.md: {e}");
-                    let _ = session
-                        .events
-                        .emit(Some(&self.run_id), EventKind::Warning { message });
+                    let _ = session.events.emit(Some(&self.run_id), EventKind::Warning { message });
                 }
             }
         }
@@ -175,14 +163,88 @@ impl RunJob {
         let _ = self.done.send(Some(result));
     }
 
+    /// before_response_emit: the hooks may rewrite or block the answer. A
+    /// block withholds it and clears the run's assistant content (tool-call
+    /// arguments included) from the stored conversation and the report, so
+    /// it reaches no later turn, history, cache or report.
+    async fn response_hooks(&mut self, end: LoopEnd, record: &mut RunRecord) -> LoopEnd {
+        let session = self.session.clone();
+        let LoopEnd::Answer(answer) = &end else { return end };
+        if !session.pipeline.hooks.any(HookPoint::BeforeResponseEmit) {
+            return end;
+        }
+        let start = self.run_start + 1;
+        let texts: Vec<(usize, String)> = self.conversation.messages()[start.min(self.conversation.messages().len())..]
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m["role"] == "assistant")
+            .filter_map(|(i, m)| {
+                m["content"].as_str().filter(|t| !t.trim().is_empty()).map(|t| (start + i, t.to_owned()))
+            })
+            .collect();
+        let payload = json!({
+            "session_id": session.id,
+            "run_id": self.run_id,
+            "task": self.task,
+            "content": answer,
+            "all_content": texts.iter().map(|(_, t)| t).collect::<Vec<_>>(),
+        });
+        let decision = match consult(
+            &session.pipeline,
+            &session.events,
+            &self.run_id,
+            record,
+            HookPoint::BeforeResponseEmit,
+            &payload,
+            &self.cancel,
+        )
+        .await
+        {
+            Ok(d) => d,
+            Err(_) => return LoopEnd::Cancelled,
+        };
+        if let Some((_, reason)) = decision.blocked {
+            let stored = self.conversation.rewrite(|msgs| {
+                for m in msgs.iter_mut().skip(start).filter(|m| m["role"] == "assistant") {
+                    m["content"] = json!(WITHHELD);
+                    for call in m.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
+                        call["function"]["arguments"] = json!("{}");
+                    }
+                }
+            });
+            for e in record.timeline.iter_mut().filter(|e| e["type"] == "tool_call") {
+                e["arguments"] = Value::Null;
+            }
+            if let Err(e) = stored {
+                return LoopEnd::Failed(format!("could not clear the withheld answer: {e}"));
+            }
+            return LoopEnd::Blocked(reason);
+        }
+        let mut new_answer = answer.clone();
+        let rewrites: Vec<(usize, String)> = match (decision.all_content, decision.content) {
+            (Some(all), _) => texts.iter().zip(all).map(|((i, _), t)| (*i, t)).collect(),
+            (None, Some(c)) => texts.last().map(|(i, _)| vec![(*i, c.clone())]).unwrap_or_default(),
+            (None, None) => return end,
+        };
+        // The answer delivered is what the last answer message now says.
+        let last = texts.last().map(|(j, _)| *j);
+        if let Some((_, t)) = rewrites.iter().find(|(i, _)| Some(*i) == last) {
+            new_answer = t.clone();
+        }
+        if let Err(e) = self.conversation.rewrite(|msgs| {
+            for (i, t) in &rewrites {
+                msgs[*i]["content"] = json!(t);
+            }
+        }) {
+            return LoopEnd::Failed(format!("could not store the rewritten answer: {e}"));
+        }
+        LoopEnd::Answer(new_answer)
+    }
+
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
-        let settings = match provider_settings(
-            cfg,
-            &self.session.base_dir,
-            self.shared.settings.backoff_base,
-        ) {
+        let settings = match provider_settings(cfg, &self.session.base_dir, self.shared.settings.backoff_base) {
             Ok(s) => s,
             Err(e) => return (LoopEnd::Failed(e), String::new()),
         };
@@ -192,19 +254,13 @@ impl RunJob {
                 let replacement = cfg
                     .system_prompt
                     .as_deref()
-                    .or((cfg.provider == ProviderKind::Command)
-                        .then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let text = prompt::system_prompt(
-                    &self.session.base_dir,
-                    replacement,
-                    !cfg.no_instructions,
-                );
-                self.conversation
-                    .push(json!({"role": "system", "content": text}))?;
+                    .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
+                let text = prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions);
+                self.conversation.push(json!({"role": "system", "content": text}))?;
             }
             self.conversation.complete_orphans()?;
-            self.conversation
-                .push(json!({"role": "user", "content": self.task}))
+            self.run_start = self.conversation.messages().len();
+            self.conversation.push(json!({"role": "user", "content": self.task}))
         })();
         if let Err(e) = prepared {
             return (LoopEnd::from(e), String::new());
@@ -236,22 +292,15 @@ impl RunJob {
                 llm_slots: &self.shared.llm_slots,
                 record,
                 pipeline,
+                session_id: &self.session.id,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {
                 return (end, model);
             };
             round += 1;
-            let (verdict, rec) = reviewer
-                .review(
-                    &pipeline.runner,
-                    answer,
-                    &self.task,
-                    &model,
-                    round,
-                    &self.cancel,
-                )
-                .await;
+            let (verdict, rec) =
+                reviewer.review(&pipeline.runner, answer, &self.task, &model, round, &self.cancel).await;
             let verdict_name = match &verdict {
                 Verdict::Accept => "accept",
                 Verdict::Retry(_) => "retry",
@@ -261,13 +310,12 @@ impl RunJob {
             record.stats.review_rounds += 1;
             for line in rec.stderr.lines() {
                 tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
-                let kind = EventKind::Stderr {
-                    source: format!("reviewer {}", reviewer.display),
-                    text: line.to_owned(),
-                };
+                let kind =
+                    EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
                 let _ = self.session.events.emit(Some(&self.run_id), kind);
             }
-            let mut entry = json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
+            let mut entry =
+                json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
             if !rec.stderr.is_empty() {
                 entry["stderr"] = json!(rec.stderr);
             }
@@ -280,10 +328,7 @@ impl RunJob {
             };
             let _ = self.session.events.emit(Some(&self.run_id), kind);
             let warn = |message: String| {
-                let _ = self
-                    .session
-                    .events
-                    .emit(Some(&self.run_id), EventKind::Warning { message });
+                let _ = self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
             };
             match verdict {
                 Verdict::Retry(feedback) if round < reviewer.max_rounds => {
@@ -294,10 +339,7 @@ impl RunJob {
                     turn_offset = record.stats.turns;
                 }
                 Verdict::Retry(_) => {
-                    warn(format!(
-                        "max_review_rounds ({}) reached; accepting the last answer",
-                        reviewer.max_rounds
-                    ));
+                    warn(format!("max_review_rounds ({}) reached; accepting the last answer", reviewer.max_rounds));
                     return (end, model);
                 }
                 Verdict::Error(why) => {

@@ -16,10 +16,7 @@ use swival_protocol::{Event, Outcome, RunId, RunInfo, RunResult, Seq, SessionId}
 pub enum StoreError {
     /// SQLite refused an operation.
     #[error("database {path}: {source}")]
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
+    Sqlite { path: PathBuf, source: rusqlite::Error },
     /// A stored JSON value did not decode.
     #[error("database {path}: corrupt stored value: {message}")]
     Corrupt { path: PathBuf, message: String },
@@ -124,44 +121,26 @@ CREATE TABLE IF NOT EXISTS events (
 impl Store {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let err = |source| StoreError::Sqlite {
-            path: path.to_owned(),
-            source,
-        };
+        let err = |source| StoreError::Sqlite { path: path.to_owned(), source };
         if let Some(dir) = path.parent() {
             use std::os::unix::fs::DirBuilderExt;
-            let _ = std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir);
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
         }
         let conn = Connection::open(path).map_err(err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-            path: path.to_owned(),
-        })
+        Ok(Store { conn: Mutex::new(conn), path: path.to_owned() })
     }
 
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&conn).map_err(|source| StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        })
+        f(&conn).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
     }
 
     fn decode<T: serde::de::DeserializeOwned>(&self, text: &str) -> Result<T, StoreError> {
-        serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
-            message: e.to_string(),
-        })
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
     }
 
     /// Record a new session.
@@ -199,21 +178,19 @@ impl Store {
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
         rows.into_iter()
-            .map(
-                |(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
-                    Ok(SessionRow {
-                        id: SessionId(id),
-                        base_dir,
-                        title,
-                        config: self.decode(&config)?,
-                        request: self.decode(&request)?,
-                        created_at,
-                        closed,
-                        last_seq: last_seq as u64,
-                        run_count: runs as u64,
-                    })
-                },
-            )
+            .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
+                Ok(SessionRow {
+                    id: SessionId(id),
+                    base_dir,
+                    title,
+                    config: self.decode(&config)?,
+                    request: self.decode(&request)?,
+                    created_at,
+                    closed,
+                    last_seq: last_seq as u64,
+                    run_count: runs as u64,
+                })
+            })
             .collect()
     }
 
@@ -224,20 +201,13 @@ impl Store {
 
     /// Mark a session closed.
     pub fn close_session(&self, id: &SessionId) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE sessions SET closed = 1 WHERE id = ?1",
-                params![id.0],
-            )
-            .map(drop)
-        })
+        self.with(|c| c.execute("UPDATE sessions SET closed = 1 WHERE id = ?1", params![id.0]).map(drop))
     }
 
     /// The stored conversation.
     pub fn messages(&self, id: &SessionId) -> Result<Vec<Value>, StoreError> {
         let bodies = self.with(|c| {
-            let mut st =
-                c.prepare("SELECT body FROM messages WHERE session_id = ?1 ORDER BY idx")?;
+            let mut st = c.prepare("SELECT body FROM messages WHERE session_id = ?1 ORDER BY idx")?;
             let rows = st.query_map(params![id.0], |r| r.get::<_, String>(0))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
@@ -282,12 +252,7 @@ impl Store {
     }
 
     /// Record a run's result and report.
-    pub fn finish_run(
-        &self,
-        id: &RunId,
-        result: &RunResult,
-        report: &Value,
-    ) -> Result<(), StoreError> {
+    pub fn finish_run(&self, id: &RunId, result: &RunResult, report: &Value) -> Result<(), StoreError> {
         let result = serde_json::to_string(result).expect("results serialize");
         self.with(|c| {
             c.execute(
@@ -365,10 +330,7 @@ impl Store {
             )?;
             event.seq = Seq(seq as u64);
             let body = serde_json::to_string(&*event).expect("events serialize");
-            tx.execute(
-                "INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)",
-                params![session, seq, body],
-            )?;
+            tx.execute("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)", params![session, seq, body])?;
             if let Some((run, result, report)) = finish {
                 let result = serde_json::to_string(result).expect("results serialize");
                 tx.execute(
@@ -381,43 +343,21 @@ impl Store {
     }
 
     /// Stored events with `seq >= from`, in order, at most `limit`.
-    pub fn events_from(
-        &self,
-        session: &SessionId,
-        from: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+    pub fn events_from(&self, session: &SessionId, from: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
         let bodies = self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT body FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
-            )?;
-            let rows = st.query_map(params![session.0, from as i64, limit as i64], |r| {
-                r.get::<_, String>(0)
-            })?;
+            let mut st =
+                c.prepare("SELECT body FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3")?;
+            let rows = st.query_map(params![session.0, from as i64, limit as i64], |r| r.get::<_, String>(0))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
         bodies.iter().map(|b| self.decode(b)).collect()
     }
 }
 
-type RunTuple = (
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-);
+type RunTuple = (String, String, String, String, Option<String>, Option<String>);
 
 fn run_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunTuple> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-    ))
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
 }
 
 /// The result recorded for a run the daemon lost (crash or kill).
@@ -427,9 +367,7 @@ pub fn interrupted_result(run: &RunId) -> RunResult {
         outcome: Outcome::Interrupted,
         answer: None,
         exit_code: Outcome::Interrupted.exit_code(),
-        error: Some(
-            "the daemon stopped while this run was in flight; start a new run to continue".into(),
-        ),
+        error: Some("the daemon stopped while this run was in flight; start a new run to continue".into()),
         stats: Default::default(),
     }
 }
@@ -472,18 +410,11 @@ mod tests {
                 session_id: id.clone(),
                 run_id: None,
                 time: "t".into(),
-                kind: EventKind::Warning {
-                    message: "w".into(),
-                },
+                kind: EventKind::Warning { message: "w".into() },
             };
             s.append_event(&mut e, None).unwrap();
         }
-        let seqs: Vec<u64> = s
-            .events_from(&id, 2, 100)
-            .unwrap()
-            .iter()
-            .map(|e| e.seq.0)
-            .collect();
+        let seqs: Vec<u64> = s.events_from(&id, 2, 100).unwrap().iter().map(|e| e.seq.0).collect();
         assert_eq!(seqs, [2, 3]);
         assert_eq!(s.session(&id).unwrap().unwrap().last_seq, 3);
     }
@@ -492,14 +423,8 @@ mod tests {
     fn messages_round_trip_in_order() {
         let (_d, s) = store();
         let id = session(&s);
-        s.put_message(
-            &id,
-            0,
-            &serde_json::json!({"role": "system", "content": "a"}),
-        )
-        .unwrap();
-        s.put_message(&id, 1, &serde_json::json!({"role": "user", "content": "b"}))
-            .unwrap();
+        s.put_message(&id, 0, &serde_json::json!({"role": "system", "content": "a"})).unwrap();
+        s.put_message(&id, 1, &serde_json::json!({"role": "user", "content": "b"})).unwrap();
         let m = s.messages(&id).unwrap();
         assert_eq!(m[1]["content"], "b");
         s.replace_messages(&id, &m[..1]).unwrap();

@@ -9,10 +9,7 @@ pub fn req_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
     match args.get(key) {
         Some(Value::String(s)) => Ok(s),
         None | Some(Value::Null) => Err(format!("error: missing required argument '{key}'")),
-        Some(other) => Err(format!(
-            "error: '{key}' must be a string, got {}",
-            type_name(other)
-        )),
+        Some(other) => Err(format!("error: '{key}' must be a string, got {}", type_name(other))),
     }
 }
 
@@ -21,10 +18,7 @@ pub fn opt_str<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, String
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!(
-            "error: '{key}' must be a string, got {}",
-            type_name(other)
-        )),
+        Some(other) => Err(format!("error: '{key}' must be a string, got {}", type_name(other))),
     }
 }
 
@@ -38,15 +32,10 @@ pub fn opt_int(args: &Value, key: &str) -> Result<Option<i64>, String> {
             .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
             .map(Some)
             .ok_or_else(|| format!("error: '{key}' must be an integer, got {n}")),
-        Some(Value::String(s)) => s
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("error: '{key}' must be an integer, got \"{s}\"")),
-        Some(other) => Err(format!(
-            "error: '{key}' must be an integer, got {}",
-            type_name(other)
-        )),
+        Some(Value::String(s)) => {
+            s.trim().parse().map(Some).map_err(|_| format!("error: '{key}' must be an integer, got \"{s}\""))
+        }
+        Some(other) => Err(format!("error: '{key}' must be an integer, got {}", type_name(other))),
     }
 }
 
@@ -85,16 +74,12 @@ mod tests {
         let a = json!({"n": "12", "b": true, "f": 3.0});
         assert_eq!(opt_int(&a, "n").unwrap(), Some(12));
         assert_eq!(opt_int(&a, "f").unwrap(), Some(3));
-        assert!(opt_int(&a, "b")
-            .unwrap_err()
-            .contains("'b' must be an integer"));
+        assert!(opt_int(&a, "b").unwrap_err().contains("'b' must be an integer"));
         assert_eq!(opt_int(&a, "missing").unwrap(), None);
     }
 
     #[test]
     fn missing_required_string_names_the_argument() {
-        assert!(req_str(&json!({}), "file_path")
-            .unwrap_err()
-            .contains("'file_path'"));
+        assert!(req_str(&json!({}), "file_path").unwrap_err().contains("'file_path'"));
     }
 }

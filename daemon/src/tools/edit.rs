@@ -109,11 +109,7 @@ impl fmt::Display for Closest {
         } else {
             format!("lines {}-{last}", self.first_line)
         };
-        writeln!(
-            f,
-            "Closest match ({range}, {:.0}% similar):",
-            self.ratio * 100.0
-        )?;
+        writeln!(f, "Closest match ({range}, {:.0}% similar):", self.ratio * 100.0)?;
         writeln!(f, "  your old_string:")?;
         for l in self.needle.trim_end_matches('\n').split('\n') {
             writeln!(f, "    {l}")?;
@@ -199,10 +195,7 @@ impl<'a> Lines<'a> {
 }
 
 fn exact_spans(content: &str, old: &str) -> Vec<Span> {
-    content
-        .match_indices(old)
-        .map(|(i, m)| (i, i + m.len()))
-        .collect()
+    content.match_indices(old).map(|(i, m)| (i, i + m.len())).collect()
 }
 
 /// Windows of whole lines equal to `old`'s lines after trimming (and
@@ -218,12 +211,7 @@ fn fuzzy_spans(lines: &Lines<'_>, old: &str, pass: Pass) -> Vec<Span> {
         }
     };
     let with_newline = old.ends_with('\n');
-    let wanted: Vec<String> = old
-        .strip_suffix('\n')
-        .unwrap_or(old)
-        .split('\n')
-        .map(prep)
-        .collect();
+    let wanted: Vec<String> = old.strip_suffix('\n').unwrap_or(old).split('\n').map(prep).collect();
     let k = wanted.len();
     if k > lines.len() {
         return Vec::new();
@@ -349,21 +337,24 @@ pub fn replace(
                 .collect(),
         });
     }
-    if let Some(target) = line_number {
-        if !fallback.is_empty() {
-            let distinct = outermost(fallback);
-            if let [only] = distinct[..] {
-                // A stale line number with a single real location: the
-                // model meant that one.
-                return Ok(replace_span(content, only, old, new));
-            }
-            return Err(EditError::NotAtLine {
-                line: target,
-                candidates: distinct.iter().map(|&s| lines.span_lines(s).0).collect(),
-            });
-        }
+    if let (Some(target), false) = (line_number, fallback.is_empty()) {
+        return stale_line(&lines, fallback, target).map(|s| replace_span(content, s, old, new));
     }
     Err(EditError::NotFound(closest(&lines, old)))
+}
+
+/// `line_number` touched no candidate. The same match nests across passes,
+/// so count distinct locations: exactly one means the line number was
+/// stale and that one is meant; several are listed.
+fn stale_line(lines: &Lines<'_>, fallback: Vec<Span>, target: usize) -> Result<Span, EditError> {
+    let distinct = outermost(fallback);
+    match distinct[..] {
+        [only] => Ok(only),
+        _ => Err(EditError::NotAtLine {
+            line: target,
+            candidates: distinct.iter().map(|&s| lines.span_lines(s).0).collect(),
+        }),
+    }
 }
 
 /// The spans not contained in another (the same match found by several
@@ -392,10 +383,7 @@ fn ratio(a: &str, b: &str, deadline: Instant) -> f32 {
     if 2.0 * la.min(lb) as f32 / ((la + lb) as f32) < CLOSEST_THRESHOLD {
         return 0.0;
     }
-    similar::TextDiff::configure()
-        .deadline(deadline)
-        .diff_chars(a, b)
-        .ratio()
+    similar::TextDiff::configure().deadline(deadline).diff_chars(a, b).ratio()
 }
 
 /// The region of the file most like `old`, if one is at least
@@ -416,12 +404,7 @@ fn closest(lines: &Lines<'_>, old: &str) -> Option<Closest> {
         if Instant::now() > deadline {
             break;
         }
-        let score = needle
-            .iter()
-            .zip(&trimmed[i..i + k])
-            .map(|(n, h)| ratio(n, h, deadline))
-            .sum::<f32>()
-            / k as f32;
+        let score = needle.iter().zip(&trimmed[i..i + k]).map(|(n, h)| ratio(n, h, deadline)).sum::<f32>() / k as f32;
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, i));
         }
@@ -479,11 +462,7 @@ mod tests {
             err,
             EditError::Ambiguous {
                 count: 3,
-                candidates: vec![
-                    (1, "a = 1".into()),
-                    (3, "a = 1".into()),
-                    (5, "a = 1".into())
-                ]
+                candidates: vec![(1, "a = 1".into()), (3, "a = 1".into()), (5, "a = 1".into())]
             }
         );
         let msg = err.to_string();
@@ -507,13 +486,7 @@ mod tests {
     #[test]
     fn line_number_missing_every_candidate_names_them() {
         let err = replace("a\nb\na\nc\n", "a", "A", false, Some(4)).unwrap_err();
-        assert_eq!(
-            err,
-            EditError::NotAtLine {
-                line: 4,
-                candidates: vec![1, 3]
-            }
-        );
+        assert_eq!(err, EditError::NotAtLine { line: 4, candidates: vec![1, 3] });
         assert!(err.to_string().contains("matches found at lines 1, 3"));
     }
 
@@ -540,25 +513,16 @@ mod tests {
 
     #[test]
     fn identical_and_empty_old_string_are_refused() {
-        assert_eq!(
-            replace("a", "a", "a", false, None),
-            Err(EditError::Identical)
-        );
+        assert_eq!(replace("a", "a", "a", false, None), Err(EditError::Identical));
         assert_eq!(replace("a", "", "b", false, None), Err(EditError::EmptyOld));
     }
 
     #[test]
     fn miss_reports_the_closest_region_with_line_numbers() {
-        let content =
-            "fn a() {}\nfn compute_total(items: &[u32]) -> u32 {\n    items.iter().sum()\n}\n";
-        let err = replace(
-            content,
-            "fn compute_totals(items: &[u64]) -> u64 {\n    items.iter().sum()",
-            "x",
-            false,
-            None,
-        )
-        .unwrap_err();
+        let content = "fn a() {}\nfn compute_total(items: &[u32]) -> u32 {\n    items.iter().sum()\n}\n";
+        let err =
+            replace(content, "fn compute_totals(items: &[u64]) -> u64 {\n    items.iter().sum()", "x", false, None)
+                .unwrap_err();
         let EditError::NotFound(Some(c)) = &err else {
             panic!("expected a closest match, got {err:?}");
         };
@@ -566,10 +530,7 @@ mod tests {
         assert_eq!(c.lines.len(), 2);
         let msg = err.to_string();
         assert!(msg.contains("Closest match (lines 2-3"), "{msg}");
-        assert!(
-            msg.contains("    2: fn compute_total(items: &[u32]) -> u32 {"),
-            "{msg}"
-        );
+        assert!(msg.contains("    2: fn compute_total(items: &[u32]) -> u32 {"), "{msg}");
     }
 
     #[test]

@@ -36,12 +36,7 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
 pub fn cut_line(line: &str) -> std::borrow::Cow<'_, str> {
     match line.char_indices().nth(MAX_LINE_CHARS) {
         None => line.into(),
-        Some((at, _)) => format!(
-            "{}… [line truncated: {} chars]",
-            &line[..at],
-            line.chars().count()
-        )
-        .into(),
+        Some((at, _)) => format!("{}… [line truncated: {} chars]", &line[..at], line.chars().count()).into(),
     }
 }
 
@@ -77,11 +72,7 @@ impl Window {
             (None, Some(t)) => Some(t.max(1) as usize),
             (_, None) => None,
         };
-        Ok(Window {
-            offset: offset.unwrap_or(1).max(1) as usize,
-            limit,
-            tail,
-        })
+        Ok(Window { offset: offset.unwrap_or(1).max(1) as usize, limit, tail })
     }
 
     /// How the request reads in a `read_multiple_files` section.
@@ -124,15 +115,10 @@ fn missing_note(tb: &ToolBox, path: &Path) -> Option<&'static str> {
 fn read_page(path: &Path, requested: &str, w: Window) -> Result<Page, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
     if looks_binary(&bytes) {
-        return Err(format!(
-            "error: binary file detected: {requested}; read_file only shows text"
-        ));
+        return Err(format!("error: binary file detected: {requested}; read_file only shows text"));
     }
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        format!(
-            "error: failed to decode {requested} as UTF-8: {e}; read_file only shows UTF-8 text"
-        )
-    })?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| format!("error: failed to decode {requested} as UTF-8: {e}; read_file only shows UTF-8 text"))?;
     // `lines()` splits on `\n` and drops a trailing `\r`, like Python's
     // `splitlines()` does for the common cases.
     let lines: Vec<&str> = text.lines().collect();
@@ -179,9 +165,7 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
             if let Some(note) = missing_note(tb, &path) {
                 return Ok(note.into());
             }
-            return Err(format!(
-                "error: path does not exist: {requested}; check the name with list_files"
-            ));
+            return Err(format!("error: path does not exist: {requested}; check the name with list_files"));
         }
         Err(e) => return Err(format!("error: cannot read {requested}: {e}")),
     };
@@ -194,11 +178,7 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     }
     let mut out = page.body;
     if page.remaining > 0 {
-        let _ = write!(
-            out,
-            "\n[{} more lines, use offset={} to continue]",
-            page.remaining, page.next_offset
-        );
+        let _ = write!(out, "\n[{} more lines, use offset={} to continue]", page.remaining, page.next_offset);
     }
     if !out.is_empty() {
         out.push('\n');
@@ -264,19 +244,11 @@ fn section(title: &str, request: &str, result: Result<(PathBuf, Page), String>) 
             if page.remaining > 0 {
                 let _ = write!(s, "\n[next_offset={}]", page.next_offset);
             }
-            Section {
-                text: s,
-                ok: true,
-                read: page.counts_as_read.then_some(path),
-            }
+            Section { text: s, ok: true, read: page.counts_as_read.then_some(path) }
         }
         Err(e) => {
             let _ = write!(s, "status: error\nrequest: {request}\n{e}");
-            Section {
-                text: s,
-                ok: false,
-                read: None,
-            }
+            Section { text: s, ok: false, read: None }
         }
     }
 }
@@ -291,19 +263,12 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
             return section(
                 &format!("file {}", index + 1),
                 default_request,
-                Err(format!(
-                    "error: expected a path string or an object with file_path, got {}",
-                    type_name(other)
-                )),
+                Err(format!("error: expected a path string or an object with file_path, got {}", type_name(other))),
             )
         }
     };
     let Some(requested) = spec.get("file_path").and_then(Value::as_str) else {
-        return section(
-            &format!("file {}", index + 1),
-            default_request,
-            Err("error: missing file_path".into()),
-        );
+        return section(&format!("file {}", index + 1), default_request, Err("error: missing file_path".into()));
     };
     let window = match Window::from_args(&spec) {
         Ok(w) => w,
@@ -312,9 +277,7 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
     let request = window.describe();
     let result = tb.policy.resolve(requested, Access::Read).and_then(|path| {
         match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => {
-                return Err("error: is a directory, use read_file to list directories".into())
-            }
+            Ok(m) if m.is_dir() => return Err("error: is a directory, use read_file to list directories".into()),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("error: path does not exist: {requested}"))
@@ -362,10 +325,7 @@ pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, Str
         used += size;
         sections.push(section.text);
     }
-    let mut out = format!(
-        "files_succeeded: {ok}\nfiles_with_errors: {failed}\nbatch_truncated: {}",
-        skipped > 0
-    );
+    let mut out = format!("files_succeeded: {ok}\nfiles_with_errors: {failed}\nbatch_truncated: {}", skipped > 0);
     for s in &sections {
         out.push_str("\n\n");
         out.push_str(s);
@@ -390,25 +350,19 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a.txt"), "one\ntwo\n").unwrap();
         let out = read_file(&mut toolbox(d.path()), &json!({"file_path": "a.txt"})).unwrap();
-        assert_eq!(
-            out,
-            format!("1: one\n2: two\n[checksum={}]", checksum(b"one\ntwo\n"))
-        );
+        assert_eq!(out, format!("1: one\n2: two\n[checksum={}]", checksum(b"one\ntwo\n")));
     }
 
     #[test]
     fn large_file_reads_in_pages_that_cover_it_all() {
         let d = tempfile::tempdir().unwrap();
-        let text: String = (0..4000)
-            .map(|i| format!("line {i} {}\n", "x".repeat(40)))
-            .collect();
+        let text: String = (0..4000).map(|i| format!("line {i} {}\n", "x".repeat(40))).collect();
         std::fs::write(d.path().join("big.txt"), &text).unwrap();
         let mut tb = toolbox(d.path());
         let mut offset = 1;
         let mut seen = Vec::new();
         loop {
-            let out =
-                read_file(&mut tb, &json!({"file_path": "big.txt", "offset": offset})).unwrap();
+            let out = read_file(&mut tb, &json!({"file_path": "big.txt", "offset": offset})).unwrap();
             assert!(out.len() <= MAX_READ_BYTES + 200);
             for l in out.lines().filter(|l| !l.starts_with('[')) {
                 let (_, body) = l.split_once(": ").unwrap();
@@ -438,11 +392,7 @@ mod tests {
         let mut tb = toolbox(d.path());
         let out = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
         assert!(out.starts_with("3: c\n4: d\n[checksum="), "{out}");
-        let err = read_file(
-            &mut tb,
-            &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2}),
-        )
-        .unwrap_err();
+        let err = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err();
         assert!(err.contains("cannot combine 'offset' and 'tail_lines'"));
     }
 
@@ -489,8 +439,7 @@ mod tests {
     fn read_multiple_files_refuses_more_than_twenty() {
         let d = tempfile::tempdir().unwrap();
         let files: Vec<String> = (0..21).map(|i| format!("f{i}")).collect();
-        let err =
-            read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err();
+        let err = read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err();
         assert!(err.contains("maximum is 20"));
     }
 
@@ -501,15 +450,15 @@ mod tests {
         for i in 0..3 {
             std::fs::write(d.path().join(format!("{i}.txt")), big.repeat(30)).unwrap();
         }
-        let out = read_multiple_files(
-            &mut toolbox(d.path()),
-            &json!({"files": ["0.txt", "1.txt", "2.txt"]}),
-        )
-        .unwrap();
+        let mut tb = toolbox(d.path());
+        let out = read_multiple_files(&mut tb, &json!({"files": ["0.txt", "1.txt", "2.txt"]})).unwrap();
+        assert!(tb.tracker.seen(&tb.policy.base.join("0.txt")));
+        assert!(
+            !tb.tracker.seen(&tb.policy.base.join("1.txt")),
+            "a skipped file was never shown, so it does not count as read"
+        );
         assert!(out.contains("batch_truncated: true"), "{}", &out[..200]);
-        assert!(out.ends_with(
-            "[batch_truncated: 2 file(s) skipped due to size limit; read them in another call]"
-        ));
+        assert!(out.ends_with("[batch_truncated: 2 file(s) skipped due to size limit; read them in another call]"));
     }
 
     #[test]

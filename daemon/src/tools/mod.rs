@@ -18,7 +18,7 @@ mod todo;
 mod trash;
 mod write;
 
-use path::PathPolicy;
+use path::{Access, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -60,13 +60,12 @@ pub struct ToolBox {
 impl ToolBox {
     /// A toolbox for a session whose paths follow `policy`.
     pub fn new(policy: PathPolicy) -> ToolBox {
-        let todo = todo::TodoList::new(&policy.base);
         ToolBox {
             policy,
             tracker: ReadTracker::default(),
             read_guard: true,
             thinking: think::Thinking::default(),
-            todo,
+            todo: todo::TodoList::default(),
         }
     }
 
@@ -88,9 +87,7 @@ impl ToolBox {
         } else {
             match serde_json::from_str::<Value>(raw_args) {
                 Ok(v @ Value::Object(_)) => v,
-                Ok(other) => {
-                    return format!("error: tool arguments must be a JSON object, got {other}")
-                }
+                Ok(other) => return format!("error: tool arguments must be a JSON object, got {other}"),
                 Err(e) => return format!("error: invalid JSON in tool arguments: {e}"),
             }
         };
@@ -102,7 +99,12 @@ impl ToolBox {
             "list_files" => search::list_files(self, &args),
             "grep" => search::grep(self, &args),
             "think" => self.thinking.call(&args),
-            "todo" => self.todo.call(&args),
+            "todo" => {
+                // Mirrored only where the policy allows: a `.swival` that
+                // is a symlink leading outside keeps the list in memory.
+                let file = self.policy.resolve(".swival/todo.md", Access::Write).ok();
+                self.todo.call(&args, file.as_deref())
+            }
             "delete_file" => trash::delete_file(self, &args, call_id),
             other => {
                 let names: Vec<String> = self
@@ -110,10 +112,7 @@ impl ToolBox {
                     .iter()
                     .filter_map(|s| s.pointer("/function/name")?.as_str().map(str::to_owned))
                     .collect();
-                Err(format!(
-                    "error: unknown tool '{other}'. Available tools: {}",
-                    names.join(", ")
-                ))
+                Err(format!("error: unknown tool '{other}'. Available tools: {}", names.join(", ")))
             }
         };
         result.unwrap_or_else(|e| e)
@@ -128,12 +127,7 @@ pub fn is_error(result: &str) -> bool {
 /// A toolbox on `dir` with no extra directories, for unit tests.
 #[cfg(test)]
 fn test_toolbox(dir: &Path) -> ToolBox {
-    ToolBox::new(PathPolicy {
-        base: dir.canonicalize().unwrap(),
-        allow_rw: vec![],
-        allow_ro: vec![],
-        yolo: false,
-    })
+    ToolBox::new(PathPolicy { base: dir.canonicalize().unwrap(), allow_rw: vec![], allow_ro: vec![], yolo: false })
 }
 
 #[cfg(test)]
@@ -144,11 +138,8 @@ mod tests {
     fn schemas_are_in_swivals_order_and_all_dispatch() {
         let d = tempfile::tempdir().unwrap();
         let mut tb = test_toolbox(d.path());
-        let names: Vec<String> = tb
-            .schemas()
-            .iter()
-            .map(|s| s["function"]["name"].as_str().unwrap().to_owned())
-            .collect();
+        let names: Vec<String> =
+            tb.schemas().iter().map(|s| s["function"]["name"].as_str().unwrap().to_owned()).collect();
         assert_eq!(
             names,
             [
@@ -173,15 +164,9 @@ mod tests {
     fn unknown_tools_and_bad_json_are_errors() {
         let d = tempfile::tempdir().unwrap();
         let mut tb = test_toolbox(d.path());
-        assert!(tb
-            .call("nope", "{}")
-            .starts_with("error: unknown tool 'nope'"));
-        assert!(tb
-            .call("read_file", "{bad")
-            .starts_with("error: invalid JSON"));
-        assert!(tb
-            .call("read_file", "[1]")
-            .starts_with("error: tool arguments must be"));
+        assert!(tb.call("nope", "{}").starts_with("error: unknown tool 'nope'"));
+        assert!(tb.call("read_file", "{bad").starts_with("error: invalid JSON"));
+        assert!(tb.call("read_file", "[1]").starts_with("error: tool arguments must be"));
     }
 
     #[test]
@@ -194,18 +179,9 @@ mod tests {
         let calls = [
             ("read_file", r#"{"file_path": "../outside.txt"}"#),
             ("read_multiple_files", r#"{"files": ["../outside.txt"]}"#),
-            (
-                "write_file",
-                r#"{"file_path": "../outside.txt", "content": "y"}"#,
-            ),
-            (
-                "write_file",
-                r#"{"file_path": "in.txt", "move_from": "../outside.txt"}"#,
-            ),
-            (
-                "edit_file",
-                r#"{"file_path": "../outside.txt", "old_string": "x", "new_string": "y"}"#,
-            ),
+            ("write_file", r#"{"file_path": "../outside.txt", "content": "y"}"#),
+            ("write_file", r#"{"file_path": "in.txt", "move_from": "../outside.txt"}"#),
+            ("edit_file", r#"{"file_path": "../outside.txt", "old_string": "x", "new_string": "y"}"#),
             ("delete_file", r#"{"file_path": "../outside.txt"}"#),
             ("list_files", r#"{"pattern": "*", "path": ".."}"#),
             ("grep", r#"{"pattern": "x", "path": "../outside.txt"}"#),
@@ -214,9 +190,25 @@ mod tests {
             let out = tb.call(name, args);
             assert!(out.contains("outside the base directory"), "{name}: {out}");
         }
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("outside.txt")).unwrap(),
-            "x"
-        );
+        assert_eq!(std::fs::read_to_string(d.path().join("outside.txt")).unwrap(), "x");
+    }
+
+    #[test]
+    fn a_swival_dir_leading_outside_gets_no_todo_file_and_no_trash() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("p");
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, base.join(".swival")).unwrap();
+        std::fs::write(base.join("f.txt"), "x\n").unwrap();
+        let mut tb = test_toolbox(&base);
+        let out = tb.call("todo", r#"{"action": "add", "tasks": "t"}"#);
+        assert!(out.contains("\"total\":1"), "{out}");
+        tb.call("read_file", r#"{"file_path": "f.txt"}"#);
+        let out = tb.call("delete_file", r#"{"file_path": "f.txt"}"#);
+        assert!(out.contains("outside the base directory"), "{out}");
+        assert!(base.join("f.txt").exists());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     }
 }

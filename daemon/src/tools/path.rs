@@ -34,23 +34,16 @@ impl PathPolicy {
     /// `access`; the error text is the tool result to return.
     pub fn resolve(&self, requested: &str, access: Access) -> Result<PathBuf, String> {
         if requested.trim().is_empty() {
-            return Err(
-                "error: the path is empty; pass a path relative to the project root".into(),
-            );
+            return Err("error: the path is empty; pass a path relative to the project root".into());
         }
         let joined = self.unresolved(requested)?;
-        let resolved = canonicalize_lenient(&joined)
-            .map_err(|e| format!("error: cannot resolve path {requested}: {e}"))?;
+        let resolved =
+            canonicalize_lenient(&joined).map_err(|e| format!("error: cannot resolve path {requested}: {e}"))?;
         if resolved.parent().is_none() {
-            return Err(format!(
-                "error: path {requested} resolves to the filesystem root, which is never allowed"
-            ));
+            return Err(format!("error: path {requested} resolves to the filesystem root, which is never allowed"));
         }
         if access == Access::Write
-            && resolved
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| PROTECTED.contains(&n))
+            && resolved.file_name().and_then(|n| n.to_str()).is_some_and(|n| PROTECTED.contains(&n))
         {
             return Err(format!(
                 "error: {requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it"
@@ -66,7 +59,9 @@ impl PathPolicy {
         if inside(&self.allow_ro) {
             return match access {
                 Access::Read => Ok(resolved),
-                Access::Write => Err(format!("error: {requested} is in a read-only directory (allowed_dirs_ro); it can be read but not written")),
+                Access::Write => Err(format!(
+                    "error: {requested} is in a read-only directory (allowed_dirs_ro); it can be read but not written"
+                )),
             };
         }
         Err(format!(
@@ -82,11 +77,7 @@ impl PathPolicy {
     /// itself, so a symlink can be moved or deleted rather than its target.
     pub fn unresolved(&self, requested: &str) -> Result<PathBuf, String> {
         let expanded = expand_home(requested)?;
-        Ok(if expanded.is_absolute() {
-            expanded
-        } else {
-            self.base.join(expanded)
-        })
+        Ok(if expanded.is_absolute() { expanded } else { self.base.join(expanded) })
     }
 
     /// How to show `p` to the model: relative to the base dir when inside
@@ -125,11 +116,7 @@ pub fn canonicalize_lenient(p: &Path) -> std::io::Result<PathBuf> {
 }
 
 fn resolve_from(mut out: PathBuf, p: &Path, links: &mut usize) -> std::io::Result<PathBuf> {
-    let p = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    };
+    let p = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) };
     let mut missing = false;
     for c in p.components() {
         match c {
@@ -154,11 +141,7 @@ fn resolve_from(mut out: PathBuf, p: &Path, links: &mut usize) -> std::io::Resul
                         let target = std::fs::read_link(&out)?;
                         out.pop();
                         let base = std::mem::take(&mut out);
-                        let target = if target.is_absolute() {
-                            target
-                        } else {
-                            base.join(target)
-                        };
+                        let target = if target.is_absolute() { target } else { base.join(target) };
                         out = resolve_from(PathBuf::new(), &target, links)?;
                     }
                     Ok(_) => {}
@@ -176,22 +159,14 @@ mod tests {
     use super::*;
 
     fn policy(base: &Path) -> PathPolicy {
-        PathPolicy {
-            base: base.canonicalize().unwrap(),
-            allow_rw: vec![],
-            allow_ro: vec![],
-            yolo: false,
-        }
+        PathPolicy { base: base.canonicalize().unwrap(), allow_rw: vec![], allow_ro: vec![], yolo: false }
     }
 
     #[test]
     fn relative_paths_resolve_inside_the_base() {
         let d = tempfile::tempdir().unwrap();
         let p = policy(d.path());
-        assert_eq!(
-            p.resolve("a/b.txt", Access::Write).unwrap(),
-            p.base.join("a/b.txt")
-        );
+        assert_eq!(p.resolve("a/b.txt", Access::Write).unwrap(), p.base.join("a/b.txt"));
     }
 
     #[test]
@@ -202,10 +177,7 @@ mod tests {
         let p = policy(&base);
         for bad in ["../outside.txt", "/etc/passwd", "/"] {
             let err = p.resolve(bad, Access::Read).unwrap_err();
-            assert!(
-                err.starts_with("error:") && err.contains(bad),
-                "{bad}: {err}"
-            );
+            assert!(err.starts_with("error:") && err.contains(bad), "{bad}: {err}");
         }
     }
 
@@ -239,19 +211,13 @@ mod tests {
         p.allow_ro = vec![ro.canonicalize().unwrap()];
         let f = ro.join("f.txt");
         assert!(p.resolve(f.to_str().unwrap(), Access::Read).is_ok());
-        assert!(p
-            .resolve(f.to_str().unwrap(), Access::Write)
-            .unwrap_err()
-            .contains("read-only"));
+        assert!(p.resolve(f.to_str().unwrap(), Access::Write).unwrap_err().contains("read-only"));
     }
 
     #[test]
     fn swival_toml_cannot_be_written() {
         let d = tempfile::tempdir().unwrap();
-        assert!(policy(d.path())
-            .resolve("swival.toml", Access::Write)
-            .unwrap_err()
-            .contains("protected"));
+        assert!(policy(d.path()).resolve("swival.toml", Access::Write).unwrap_err().contains("protected"));
     }
 
     #[test]
@@ -278,9 +244,7 @@ mod tests {
         let evil = d.path().join("proj-evil");
         std::fs::create_dir(&base).unwrap();
         std::fs::create_dir(&evil).unwrap();
-        let err = policy(&base)
-            .resolve(evil.join("x").to_str().unwrap(), Access::Read)
-            .unwrap_err();
+        let err = policy(&base).resolve(evil.join("x").to_str().unwrap(), Access::Read).unwrap_err();
         assert!(err.contains("outside the base directory"), "{err}");
     }
 
@@ -291,10 +255,7 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         let p = policy(&base);
         assert!(p.resolve("missing/../../x", Access::Write).is_err());
-        assert_eq!(
-            p.resolve("missing/../x", Access::Write).unwrap(),
-            p.base.join("x")
-        );
+        assert_eq!(p.resolve("missing/../x", Access::Write).unwrap(), p.base.join("x"));
     }
 
     #[test]
@@ -305,18 +266,14 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         std::fs::create_dir(&out).unwrap();
         std::os::unix::fs::symlink(&out, base.join("door")).unwrap();
-        let err = policy(&base)
-            .resolve("door/new.txt", Access::Write)
-            .unwrap_err();
+        let err = policy(&base).resolve("door/new.txt", Access::Write).unwrap_err();
         assert!(err.contains("door/new.txt"), "{err}");
     }
 
     #[test]
     fn tilde_user_paths_are_refused() {
         let d = tempfile::tempdir().unwrap();
-        let err = policy(d.path())
-            .resolve("~root/x", Access::Read)
-            .unwrap_err();
+        let err = policy(d.path()).resolve("~root/x", Access::Read).unwrap_err();
         assert!(err.contains("~user"), "{err}");
     }
 
@@ -355,9 +312,6 @@ mod tests {
         std::os::unix::fs::symlink("a/b", base.join("l")).unwrap();
         let p = policy(&base);
         // l/.. is a, not the base: the link is followed before `..`.
-        assert_eq!(
-            p.resolve("l/../new.txt", Access::Write).unwrap(),
-            p.base.join("a/new.txt")
-        );
+        assert_eq!(p.resolve("l/../new.txt", Access::Write).unwrap(), p.base.join("a/new.txt"));
     }
 }

@@ -56,9 +56,7 @@ fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, 
         // Symlinks count when they lead to a file the policy allows; a
         // regular file under the (canonical) root is inside it already.
         let meta = if ft.is_symlink() {
-            let allowed = path
-                .to_str()
-                .is_some_and(|p| tb.policy.resolve(p, Access::Read).is_ok());
+            let allowed = path.to_str().is_some_and(|p| tb.policy.resolve(p, Access::Read).is_ok());
             match std::fs::metadata(path) {
                 Ok(m) if allowed && m.is_file() => m,
                 _ => continue,
@@ -73,10 +71,7 @@ fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, 
             continue;
         };
         if keep(&rel.to_string_lossy()) {
-            found.push(Found {
-                path: path.to_owned(),
-                mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            });
+            found.push(Found { path: path.to_owned(), mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) });
         }
     }
     (found, false)
@@ -98,11 +93,7 @@ fn glob(pattern: &str) -> Result<GlobMatcher, String> {
 
 /// Swival refuses `..` in relative patterns, which could reach outside.
 fn check_relative_pattern(pattern: &str) -> Result<(), String> {
-    if Path::new(pattern)
-        .components()
-        .any(|c| c == Component::ParentDir)
-        || pattern.split('\\').any(|c| c == "..")
-    {
+    if Path::new(pattern).components().any(|c| c == Component::ParentDir) || pattern.split('\\').any(|c| c == "..") {
         return Err(format!(
             "error: pattern '{pattern}' contains '..', which is not allowed; set 'path' to the directory to search instead"
         ));
@@ -114,16 +105,10 @@ fn check_relative_pattern(pattern: &str) -> Result<(), String> {
 /// rest: `/opt/lib/**/*.rs` → (`/opt/lib`, `**/*.rs`).
 fn split_absolute_glob(pattern: &str) -> (String, String) {
     let parts: Vec<&str> = pattern.split('/').collect();
-    let at = parts
-        .iter()
-        .position(|p| p.contains(['*', '?', '[', ']', '{', '}']))
-        .unwrap_or(parts.len());
+    let at = parts.iter().position(|p| p.contains(['*', '?', '[', ']', '{', '}'])).unwrap_or(parts.len());
     let root = parts[..at].join("/");
     let rest = parts[at..].join("/");
-    (
-        if root.is_empty() { "/".into() } else { root },
-        if rest.is_empty() { "*".into() } else { rest },
-    )
+    (if root.is_empty() { "/".into() } else { root }, if rest.is_empty() { "*".into() } else { rest })
 }
 
 /// Expand a leading `~` in a pattern the way paths are expanded.
@@ -197,9 +182,7 @@ pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         notes.push(format!("Search stopped after visiting {MAX_WALK} entries; results may be incomplete and not globally sorted by mtime."));
     }
     if shown < total {
-        notes.push(format!(
-            "Showing first {shown} of {total} matches (by mtime, newest first)."
-        ));
+        notes.push(format!("Showing first {shown} of {total} matches (by mtime, newest first)."));
     }
     if !notes.is_empty() {
         let _ = write!(out, "\n({} Narrow the path or pattern.)", notes.join(" "));
@@ -234,10 +217,49 @@ fn include_filter(include: Option<&str>) -> Result<impl Fn(&str) -> bool, String
     };
     Ok(move |rel: &str| match &matchers {
         None => true,
-        Some((full, name)) => {
-            full.is_match(rel) || name.is_match(rel.rsplit('/').next().unwrap_or(rel))
-        }
+        Some((full, name)) => full.is_match(rel) || name.is_match(rel.rsplit('/').next().unwrap_or(rel)),
     })
+}
+
+/// The files `grep` looks at: `root` itself when it is a file (whatever
+/// `include` says), else the walk under it filtered by `include`.
+fn grep_candidates(tb: &ToolBox, root: &Path, path: &str, include: Option<&str>) -> Result<Vec<Found>, String> {
+    if root.is_file() {
+        let mtime = std::fs::metadata(root).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+        return Ok(vec![Found { path: root.to_owned(), mtime }]);
+    }
+    if !root.is_dir() {
+        return Err(format!("error: path is not a directory: {path}"));
+    }
+    Ok(walk(tb, root, include_filter(include)?).0)
+}
+
+/// Every line of `candidates` matching `regex`; binary and non-UTF-8 files
+/// are skipped silently, as in Swival.
+fn search_files(candidates: Vec<Found>, regex: &regex::Regex) -> (Vec<Searched>, Vec<Hit>) {
+    let mut searched: Vec<Searched> = Vec::new();
+    let mut hits: Vec<Hit> = Vec::new();
+    for found in candidates {
+        let Ok(bytes) = std::fs::read(&found.path) else {
+            continue;
+        };
+        if looks_binary(&bytes) {
+            continue;
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        let before = hits.len();
+        for (i, line) in text.lines().enumerate() {
+            if regex.is_match(line) {
+                hits.push(Hit { file: searched.len(), line: i + 1 });
+            }
+        }
+        if hits.len() > before {
+            searched.push(Searched { found, lines: text.lines().map(str::to_owned).collect() });
+        }
+    }
+    (searched, hits)
 }
 
 /// `grep {pattern, path?, include?, case_insensitive?, context_lines?}`.
@@ -257,59 +279,14 @@ pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         .build()
         .map_err(|e| format!("error: invalid regex '{pattern}': {e}\n(The syntax is Rust's regex crate: no lookaround or backreferences.)"))?;
     let root = search_root(tb, path)?;
-    let candidates = if root.is_file() {
-        // A single file is searched whatever `include` says.
-        let mtime = std::fs::metadata(&root)
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        vec![Found {
-            path: root.clone(),
-            mtime,
-        }]
-    } else if root.is_dir() {
-        let keep = include_filter(include)?;
-        walk(tb, &root, keep).0
-    } else {
-        return Err(format!("error: path is not a directory: {path}"));
-    };
-    let mut searched: Vec<Searched> = Vec::new();
-    let mut hits: Vec<Hit> = Vec::new();
-    for found in candidates {
-        // Binary and non-UTF-8 files are skipped silently, as in Swival.
-        let Ok(bytes) = std::fs::read(&found.path) else {
-            continue;
-        };
-        if looks_binary(&bytes) {
-            continue;
-        }
-        let Ok(text) = String::from_utf8(bytes) else {
-            continue;
-        };
-        let before = hits.len();
-        for (i, line) in text.lines().enumerate() {
-            if regex.is_match(line) {
-                hits.push(Hit {
-                    file: searched.len(),
-                    line: i + 1,
-                });
-            }
-        }
-        if hits.len() > before {
-            searched.push(Searched {
-                found,
-                lines: text.lines().map(str::to_owned).collect(),
-            });
-        }
-    }
+    let candidates = grep_candidates(tb, &root, path, include)?;
+    let (searched, mut hits) = search_files(candidates, &regex);
     if hits.is_empty() {
         return Ok("No matches found.".into());
     }
     hits.sort_by(|a, b| {
         let (fa, fb) = (&searched[a.file].found, &searched[b.file].found);
-        fb.mtime
-            .cmp(&fa.mtime)
-            .then_with(|| fa.path.cmp(&fb.path))
-            .then(a.line.cmp(&b.line))
+        fb.mtime.cmp(&fa.mtime).then_with(|| fa.path.cmp(&fb.path)).then(a.line.cmp(&b.line))
     });
     let total = hits.len();
     hits.truncate(MAX_GREP);
@@ -319,13 +296,7 @@ pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
 /// Swival's grep output: a count, then per file a `<path>:` heading and
 /// `  Line n: text` lines; with context, match lines end in `  <<<` and
 /// blocks are separated by `  --`.
-fn format_grep(
-    tb: &ToolBox,
-    searched: &[Searched],
-    hits: &[Hit],
-    total: usize,
-    context: usize,
-) -> String {
+fn format_grep(tb: &ToolBox, searched: &[Searched], hits: &[Hit], total: usize, context: usize) -> String {
     let mut out = format!("Found {total} match{}", if total == 1 { "" } else { "es" });
     let mut byte_cut = false;
     let mut push = |out: &mut String, line: String| -> bool {
@@ -352,10 +323,7 @@ fn format_grep(
         // Blocks of (first, last) line numbers, merged when they touch.
         let mut blocks: Vec<(usize, usize)> = Vec::new();
         for &l in &lines_hit {
-            let (first, last) = (
-                l.saturating_sub(context).max(1),
-                (l + context).min(s.lines.len()),
-            );
+            let (first, last) = (l.saturating_sub(context).max(1), (l + context).min(s.lines.len()));
             match blocks.last_mut() {
                 Some(b) if first <= b.1 + 1 => b.1 = b.1.max(last),
                 _ => blocks.push((first, last)),
@@ -376,9 +344,7 @@ fn format_grep(
         }
     }
     if total > hits.len() || byte_cut {
-        out.push_str(
-            "\n(Results truncated: showing first 100 matches. Use a more specific pattern or path.)",
-        );
+        out.push_str("\n(Results truncated: showing first 100 matches. Use a more specific pattern or path.)");
     }
     out
 }
@@ -412,11 +378,7 @@ mod tests {
         file(d.path(), "README.md", "", 1);
         let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "**/*.rs"})).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
-        let out = list_files(
-            &mut toolbox(d.path()),
-            &json!({"pattern": "*.rs", "path": "src"}),
-        )
-        .unwrap();
+        let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "*.rs", "path": "src"})).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
     }
 
@@ -430,10 +392,7 @@ mod tests {
         file(d.path(), "keep.rs", "", 0);
         let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "**/*"})).unwrap();
         let lines: Vec<&str> = out.lines().collect();
-        assert!(
-            lines.contains(&"keep.rs") && lines.contains(&".gitignore"),
-            "{out}"
-        );
+        assert!(lines.contains(&"keep.rs") && lines.contains(&".gitignore"), "{out}");
         assert_eq!(lines.len(), 2, "{out}");
     }
 
@@ -461,10 +420,7 @@ mod tests {
         assert!(err.contains("'..'"), "{err}");
         let err = list_files(&mut tb, &json!({"pattern": "/etc/*.conf"})).unwrap_err();
         assert!(err.contains("outside the base directory"), "{err}");
-        assert_eq!(
-            list_files(&mut tb, &json!({"pattern": "*.nothing"})).unwrap(),
-            "No files matched the pattern."
-        );
+        assert_eq!(list_files(&mut tb, &json!({"pattern": "*.nothing"})).unwrap(), "No files matched the pattern.");
     }
 
     #[test]
@@ -481,12 +437,7 @@ mod tests {
     #[test]
     fn grep_groups_by_file_newest_first() {
         let d = tempfile::tempdir().unwrap();
-        file(
-            d.path(),
-            "old.rs",
-            "fn a() {}\nlet x = 1;\nfn b() {}\n",
-            100,
-        );
+        file(d.path(), "old.rs", "fn a() {}\nlet x = 1;\nfn b() {}\n", 100);
         file(d.path(), "new.rs", "fn c() {}\n", 1);
         file(d.path(), "bin.dat", "fn \0 binary", 0);
         let out = grep(&mut toolbox(d.path()), &json!({"pattern": "^fn "})).unwrap();
@@ -499,12 +450,7 @@ mod tests {
     #[test]
     fn grep_include_case_and_context() {
         let d = tempfile::tempdir().unwrap();
-        file(
-            d.path(),
-            "a.py",
-            "one\nTWO\nthree\nfour\nfive\nsix\ntwo\n",
-            0,
-        );
+        file(d.path(), "a.py", "one\nTWO\nthree\nfour\nfive\nsix\ntwo\n", 0);
         file(d.path(), "b.txt", "two\n", 0);
         let out = grep(
             &mut toolbox(d.path()),
@@ -525,9 +471,7 @@ mod tests {
         let out = grep(&mut toolbox(d.path()), &json!({"pattern": "hit"})).unwrap();
         assert!(out.starts_with("Found 150 matches\n"));
         assert_eq!(out.matches("  Line ").count(), 100);
-        assert!(out.ends_with(
-            "\n(Results truncated: showing first 100 matches. Use a more specific pattern or path.)"
-        ));
+        assert!(out.ends_with("\n(Results truncated: showing first 100 matches. Use a more specific pattern or path.)"));
     }
 
     #[test]
@@ -536,10 +480,7 @@ mod tests {
         file(d.path(), ".gitignore", "ignored.txt\n", 0);
         file(d.path(), "ignored.txt", "needle\n", 0);
         let mut tb = toolbox(d.path());
-        assert_eq!(
-            grep(&mut tb, &json!({"pattern": "needle"})).unwrap(),
-            "No matches found."
-        );
+        assert_eq!(grep(&mut tb, &json!({"pattern": "needle"})).unwrap(), "No matches found.");
         let err = grep(&mut tb, &json!({"pattern": "(unclosed"})).unwrap_err();
         assert!(err.starts_with("error: invalid regex '(unclosed'"), "{err}");
     }

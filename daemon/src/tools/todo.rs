@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Most items one session may add.
 pub const MAX_ITEMS: usize = 50;
@@ -28,8 +28,6 @@ struct Item {
 pub struct TodoList {
     /// This session's items, in order.
     items: Vec<Item>,
-    /// Where the list is mirrored (`<base>/.swival/todo.md`), if anywhere.
-    file: Option<PathBuf>,
     /// Keys (case-folded text) this session removed, so a save drops them
     /// from the file too.
     removed: HashSet<String>,
@@ -45,15 +43,9 @@ fn parse(text: &str) -> Vec<Item> {
         .filter_map(|l| {
             let l = l.trim();
             if let Some(t) = l.strip_prefix("- [x] ") {
-                Some(Item {
-                    text: t.into(),
-                    done: true,
-                })
+                Some(Item { text: t.into(), done: true })
             } else {
-                l.strip_prefix("- [ ] ").map(|t| Item {
-                    text: t.into(),
-                    done: false,
-                })
+                l.strip_prefix("- [ ] ").map(|t| Item { text: t.into(), done: false })
             }
         })
         .collect()
@@ -95,65 +87,71 @@ fn item_text(v: &Value) -> String {
     }
 }
 
-impl TodoList {
-    /// A list mirrored to `<base>/.swival/todo.md`.
-    pub fn new(base: &Path) -> TodoList {
-        TodoList {
-            file: Some(base.join(".swival/todo.md")),
-            ..TodoList::default()
+/// Split `given` into valid tasks and per-item errors (empty, too long);
+/// an error when none is valid.
+fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), String> {
+    let mut errors: Vec<Value> = Vec::new();
+    let mut valid = Vec::new();
+    for t in given {
+        if t.is_empty() {
+            errors.push(json!({"task": "", "reason": "empty or whitespace-only task"}));
+        } else if t.chars().count() > MAX_ITEM_CHARS {
+            let short: String = t.chars().take(80).collect();
+            errors.push(json!({"task": short, "reason": format!("exceeds {MAX_ITEM_CHARS} character limit")}));
+        } else {
+            valid.push(t.clone());
         }
     }
+    if !valid.is_empty() {
+        return Ok((valid, errors));
+    }
+    Err(match given {
+        [one] if one.is_empty() => {
+            format!("error: '{action}' requires a non-empty 'tasks' parameter")
+        }
+        [_] => {
+            format!("error: task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it")
+        }
+        _ => format!("error: all {} items failed — no valid tasks provided", given.len()),
+    })
+}
 
+/// The error when no item of a call succeeded (Swival's wording).
+fn all_failed(action: &str, single: bool, errors: &[Value]) -> String {
+    let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
+    if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
+        return format!("error: todo list full ({MAX_ITEMS} items max per session)");
+    }
+    let first = reasons.first().copied().unwrap_or("failed");
+    if single {
+        format!("error: {first}")
+    } else {
+        format!("error: all {} items failed — {first}", errors.len())
+    }
+}
+
+impl TodoList {
     /// Items not yet done.
     pub fn remaining(&self) -> usize {
         self.items.iter().filter(|i| !i.done).count()
     }
 
-    /// Run one `todo` call.
-    pub fn call(&mut self, args: &Value) -> Result<String, String> {
+    /// Run one `todo` call; changes are mirrored to `file` when given.
+    pub fn call(&mut self, args: &Value, file: Option<&Path>) -> Result<String, String> {
         let action = args.get("action").and_then(Value::as_str).unwrap_or("");
         match action {
             "list" => return Ok(self.response("list", &[], &[])),
             "clear" => {
                 self.removed.extend(self.items.iter().map(|i| key(&i.text)));
                 self.items.clear();
-                self.save();
+                self.save(file);
                 return Ok(self.response("clear", &[], &[]));
             }
             "add" | "done" | "remove" => {}
-            other => {
-                return Err(format!(
-                    "error: invalid action '{other}', expected one of: {ACTIONS}"
-                ))
-            }
+            other => return Err(format!("error: invalid action '{other}', expected one of: {ACTIONS}")),
         }
         let given = tasks(args)?;
-        let mut errors: Vec<Value> = Vec::new();
-        let mut valid = Vec::new();
-        for t in &given {
-            if t.is_empty() {
-                errors.push(json!({"task": "", "reason": "empty or whitespace-only task"}));
-            } else if t.chars().count() > MAX_ITEM_CHARS {
-                let short: String = t.chars().take(80).collect();
-                errors.push(json!({"task": short, "reason": format!("exceeds {MAX_ITEM_CHARS} character limit")}));
-            } else {
-                valid.push(t.clone());
-            }
-        }
-        if valid.is_empty() {
-            return Err(match given.as_slice() {
-                [one] if one.is_empty() => {
-                    format!("error: '{action}' requires a non-empty 'tasks' parameter")
-                }
-                [_] => format!(
-                    "error: task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it"
-                ),
-                _ => format!(
-                    "error: all {} items failed — no valid tasks provided",
-                    given.len()
-                ),
-            });
-        }
+        let (valid, mut errors) = validate(action, &given)?;
         let mut skipped = Vec::new();
         let mut succeeded = 0;
         for t in &valid {
@@ -171,20 +169,9 @@ impl TodoList {
             }
         }
         if succeeded == 0 {
-            let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
-            if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
-                return Err(format!(
-                    "error: todo list full ({MAX_ITEMS} items max per session)"
-                ));
-            }
-            let first = reasons.first().copied().unwrap_or("failed");
-            return Err(if valid.len() == 1 && given.len() == 1 {
-                format!("error: {first}")
-            } else {
-                format!("error: all {} items failed — {first}", errors.len())
-            });
+            return Err(all_failed(action, valid.len() + given.len() == 2, &errors));
         }
-        self.save();
+        self.save(file);
         Ok(self.response(action, &skipped, &errors))
     }
 
@@ -197,10 +184,7 @@ impl TodoList {
             return Err("todo list full".into());
         }
         self.removed.remove(&key(task));
-        self.items.push(Item {
-            text: task.to_owned(),
-            done: false,
-        });
+        self.items.push(Item { text: task.to_owned(), done: false });
         Ok(())
     }
 
@@ -209,25 +193,16 @@ impl TodoList {
     /// error listing them.
     fn find(&self, task: &str) -> Result<usize, String> {
         let k = key(task);
-        let tests: [&dyn Fn(&str) -> bool; 3] =
-            [&|t| t == k, &|t| t.starts_with(&k), &|t| t.contains(&k)];
+        let tests: [&dyn Fn(&str) -> bool; 3] = [&|t| t == k, &|t| t.starts_with(&k), &|t| t.contains(&k)];
         for test in tests {
-            let hits: Vec<usize> = (0..self.items.len())
-                .filter(|&i| test(&key(&self.items[i].text)))
-                .collect();
+            let hits: Vec<usize> = (0..self.items.len()).filter(|&i| test(&key(&self.items[i].text))).collect();
             match hits.as_slice() {
                 [] => continue,
                 [one] => return Ok(*one),
                 many => {
-                    let listed: Vec<String> = many
-                        .iter()
-                        .take(5)
-                        .map(|&i| format!("'{}'", self.items[i].text))
-                        .collect();
-                    return Err(format!(
-                        "'{task}' matches multiple items — be more specific: {}",
-                        listed.join("; ")
-                    ));
+                    let listed: Vec<String> =
+                        many.iter().take(5).map(|&i| format!("'{}'", self.items[i].text)).collect();
+                    return Err(format!("'{task}' matches multiple items — be more specific: {}", listed.join("; ")));
                 }
             }
         }
@@ -235,11 +210,7 @@ impl TodoList {
     }
 
     fn response(&self, action: &str, skipped: &[String], errors: &[Value]) -> String {
-        let items: Vec<Value> = self
-            .items
-            .iter()
-            .map(|i| json!({"task": i.text, "done": i.done}))
-            .collect();
+        let items: Vec<Value> = self.items.iter().map(|i| json!({"task": i.text, "done": i.done})).collect();
         let mut r = json!({
             "action": action,
             "total": self.items.len(),
@@ -257,11 +228,9 @@ impl TodoList {
 
     /// Mirror the list to `.swival/todo.md`, keeping other sessions' items.
     /// Best effort: the list in memory is what the model works with.
-    fn save(&mut self) {
-        let Some(file) = &self.file else { return };
-        let on_disk = std::fs::read_to_string(file)
-            .map(|t| parse(&t))
-            .unwrap_or_default();
+    fn save(&mut self, file: Option<&Path>) {
+        let Some(file) = file else { return };
+        let on_disk = std::fs::read_to_string(file).map(|t| parse(&t)).unwrap_or_default();
         let mut lines = Vec::new();
         let mut written = HashSet::new();
         for item in &mut self.items {
@@ -271,11 +240,7 @@ impl TodoList {
                 item.done = true;
             }
             written.insert(k);
-            lines.push(format!(
-                "- [{}] {}",
-                if item.done { "x" } else { " " },
-                item.text
-            ));
+            lines.push(format!("- [{}] {}", if item.done { "x" } else { " " }, item.text));
         }
         for d in on_disk {
             let k = key(&d.text);
@@ -284,15 +249,8 @@ impl TodoList {
                 lines.push(format!("- [{}] {}", if d.done { "x" } else { " " }, d.text));
             }
         }
-        let text = if lines.is_empty() {
-            String::new()
-        } else {
-            lines.join("\n") + "\n"
-        };
-        let result = file
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(file, text));
+        let text = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
+        let result = file.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(file, text));
         if let Err(e) = result {
             tracing::warn!(path = %file.display(), error = %e, "cannot save the todo list");
         }
@@ -304,33 +262,32 @@ mod tests {
     use super::*;
 
     fn call(t: &mut TodoList, args: Value) -> Value {
-        serde_json::from_str(&t.call(&args).unwrap()).unwrap()
+        serde_json::from_str(&t.call(&args, None).unwrap()).unwrap()
+    }
+
+    fn call_saving(t: &mut TodoList, dir: &Path, args: Value) -> Value {
+        let file = dir.join(".swival/todo.md");
+        serde_json::from_str(&t.call(&args, Some(&file)).unwrap()).unwrap()
     }
 
     #[test]
     fn add_done_remove_list_answer_with_the_whole_list() {
         let d = tempfile::tempdir().unwrap();
-        let mut t = TodoList::new(d.path());
-        let r = call(
-            &mut t,
-            json!({"action": "add", "tasks": ["Write tests", "Fix bug"]}),
-        );
+        let mut t = TodoList::default();
+        let r = call_saving(&mut t, d.path(), json!({"action": "add", "tasks": ["Write tests", "Fix bug"]}));
         assert_eq!(r["total"], 2);
         assert_eq!(r["remaining"], 2);
-        let r = call(&mut t, json!({"action": "done", "tasks": "write"}));
+        let r = call_saving(&mut t, d.path(), json!({"action": "done", "tasks": "write"}));
         assert_eq!(r["items"][0], json!({"task": "Write tests", "done": true}));
         assert_eq!(r["remaining"], 1);
-        let r = call(&mut t, json!({"action": "add", "tasks": "fix BUG"}));
+        let r = call_saving(&mut t, d.path(), json!({"action": "add", "tasks": "fix BUG"}));
         assert_eq!(r["skipped"], json!(["fix BUG"]));
-        let r = call(&mut t, json!({"action": "remove", "tasks": "Fix"}));
+        let r = call_saving(&mut t, d.path(), json!({"action": "remove", "tasks": "Fix"}));
         assert_eq!(r["total"], 1);
-        assert_eq!(
-            std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(),
-            "- [x] Write tests\n"
-        );
-        let r = call(&mut t, json!({"action": "list"}));
+        assert_eq!(std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(), "- [x] Write tests\n");
+        let r = call_saving(&mut t, d.path(), json!({"action": "list"}));
         assert_eq!(r["action"], "list");
-        let r = call(&mut t, json!({"action": "clear"}));
+        let r = call_saving(&mut t, d.path(), json!({"action": "clear"}));
         assert_eq!(r["total"], 0);
     }
 
@@ -339,34 +296,23 @@ mod tests {
         let mut t = TodoList::default();
         let many: Vec<String> = (0..50).map(|i| format!("task {i}")).collect();
         call(&mut t, json!({"action": "add", "tasks": many}));
-        let err = t
-            .call(&json!({"action": "add", "tasks": "one more"}))
-            .unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err();
         assert_eq!(err, "error: todo list full (50 items max per session)");
-        let err = t
-            .call(&json!({"action": "add", "tasks": "x".repeat(501)}))
-            .unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err();
         assert!(err.contains("exceeds 500 character limit"), "{err}");
     }
 
     #[test]
     fn ambiguous_and_unknown_tasks_are_errors() {
         let mut t = TodoList::default();
-        call(
-            &mut t,
-            json!({"action": "add", "tasks": ["fix a", "fix b"]}),
-        );
-        let err = t
-            .call(&json!({"action": "done", "tasks": "fix"}))
-            .unwrap_err();
+        call(&mut t, json!({"action": "add", "tasks": ["fix a", "fix b"]}));
+        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err();
         assert!(err.contains("matches multiple items"), "{err}");
-        let err = t
-            .call(&json!({"action": "done", "tasks": "zzz"}))
-            .unwrap_err();
+        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err();
         assert_eq!(err, "error: no task matching 'zzz'");
-        let err = t.call(&json!({"action": "frobnicate"})).unwrap_err();
+        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err();
         assert!(err.contains("invalid action"), "{err}");
-        let err = t.call(&json!({"action": "add"})).unwrap_err();
+        let err = t.call(&json!({"action": "add"}), None).unwrap_err();
         assert!(err.contains("requires a 'tasks' parameter"), "{err}");
     }
 
@@ -375,12 +321,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join(".swival")).unwrap();
         std::fs::write(d.path().join(".swival/todo.md"), "- [ ] theirs\n").unwrap();
-        let mut t = TodoList::new(d.path());
-        let r = call(&mut t, json!({"action": "add", "tasks": "mine"}));
+        let mut t = TodoList::default();
+        let r = call_saving(&mut t, d.path(), json!({"action": "add", "tasks": "mine"}));
         assert_eq!(r["total"], 1);
-        assert_eq!(
-            std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(),
-            "- [ ] mine\n- [ ] theirs\n"
-        );
+        assert_eq!(std::fs::read_to_string(d.path().join(".swival/todo.md")).unwrap(), "- [ ] mine\n- [ ] theirs\n");
     }
 }

@@ -24,8 +24,7 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
     let resolved = tb.policy.resolve(requested, Access::Write)?;
     // The entry itself: a symlink is trashed, not its target.
     let original = tb.policy.unresolved(requested)?;
-    let meta = std::fs::symlink_metadata(&original)
-        .map_err(|_| format!("error: file not found: {requested}"))?;
+    let meta = std::fs::symlink_metadata(&original).map_err(|_| format!("error: file not found: {requested}"))?;
     let is_link = meta.file_type().is_symlink();
     if meta.is_dir() {
         return Err(format!("error: {requested} is a directory. delete_file only removes regular files and symlinks (no recursive directory removal). List the directory with list_files, then delete each file individually."));
@@ -33,19 +32,14 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
     if !is_link {
         tb.check_write(&resolved)?;
     }
-    let trash = tb.policy.base.join(".swival/trash");
-    std::fs::create_dir_all(&trash)
-        .map_err(|e| format!("error: cannot create {}: {e}", trash.display()))?;
+    let trash = tb.policy.resolve(".swival/trash", Access::Write)?;
+    std::fs::create_dir_all(&trash).map_err(|e| format!("error: cannot create {}: {e}", trash.display()))?;
     let _lock = lock(&trash)?;
     prune(&trash, None);
     let id = trash_id();
     let dir = trash.join(&id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("error: cannot create {}: {e}", dir.display()))?;
-    let name = original
-        .file_name()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("file"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("error: cannot create {}: {e}", dir.display()))?;
+    let name = original.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("file"));
     rename_or_copy(&original, &dir.join(name))
         .map_err(|e| format!("error: cannot move {requested} to the trash: {e}"))?;
     if !is_link {
@@ -96,13 +90,7 @@ fn tree_size(p: &Path) -> u64 {
     if !meta.is_dir() {
         return meta.len();
     }
-    std::fs::read_dir(p)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| tree_size(&e.path()))
-                .sum()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir(p).map(|rd| rd.filter_map(Result::ok).map(|e| tree_size(&e.path())).sum()).unwrap_or(0)
 }
 
 /// Drop entries older than [`MAX_AGE`], then the oldest until the trash is
@@ -156,9 +144,7 @@ mod tests {
         let mut tb = toolbox(d.path());
         read_file(&mut tb, &json!({"file_path": "gone.txt"})).unwrap();
         let out = delete_file(&mut tb, &json!({"file_path": "gone.txt"}), "call_7").unwrap();
-        let id = out
-            .strip_prefix("Trashed gone.txt -> .swival/trash/")
-            .unwrap();
+        let id = out.strip_prefix("Trashed gone.txt -> .swival/trash/").unwrap();
         assert_eq!(id.len(), 32);
         assert!(!d.path().join("gone.txt").exists());
         let trashed = d.path().join(".swival/trash").join(id).join("gone.txt");
@@ -177,10 +163,7 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        assert_eq!(
-            delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err(),
-            READ_FIRST
-        );
+        assert_eq!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err(), READ_FIRST);
         let err = delete_file(&mut tb, &json!({"file_path": "dir"}), "").unwrap_err();
         assert!(err.contains("is a directory"), "{err}");
         let err = delete_file(&mut tb, &json!({"file_path": "nope"}), "").unwrap_err();
@@ -203,10 +186,7 @@ mod tests {
         let old = d.path().join("old");
         std::fs::create_dir_all(&old).unwrap();
         let long_ago = SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
-        std::fs::File::open(&old)
-            .unwrap()
-            .set_modified(long_ago)
-            .unwrap();
+        std::fs::File::open(&old).unwrap().set_modified(long_ago).unwrap();
         std::fs::create_dir_all(d.path().join("new")).unwrap();
         prune(d.path(), None);
         assert!(!old.exists());

@@ -70,16 +70,9 @@ fn create_parent(path: &Path, requested: &str) -> Result<(), String> {
 }
 
 /// Rename `source` to `dest` (a file or a symlink, never a directory).
-fn move_file(
-    tb: &mut ToolBox,
-    requested: &str,
-    dest: &Path,
-    source: &str,
-) -> Result<String, String> {
+fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, String> {
     if dest.is_dir() {
-        return Err(format!(
-            "error: {requested} is a directory; give the destination's full file path"
-        ));
+        return Err(format!("error: {requested} is a directory; give the destination's full file path"));
     }
     tb.check_write(dest)?;
     let resolved_source = tb.policy.resolve(source, Access::Write)?;
@@ -88,14 +81,12 @@ fn move_file(
     }
     // The entry itself, so a symlink is moved rather than its target.
     let original = tb.policy.unresolved(source)?;
-    let meta = std::fs::symlink_metadata(&original)
-        .map_err(|_| format!("error: move_from not found: {source}"))?;
+    let meta = std::fs::symlink_metadata(&original).map_err(|_| format!("error: move_from not found: {source}"))?;
     if meta.is_dir() {
         return Err(format!("error: move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory."));
     }
     create_parent(dest, requested)?;
-    rename_or_copy(&original, dest)
-        .map_err(|e| format!("error: cannot move {source} to {requested}: {e}"))?;
+    rename_or_copy(&original, dest).map_err(|e| format!("error: cannot move {source} to {requested}: {e}"))?;
     tb.tracker.mark(dest);
     Ok(format!("Moved {source} -> {requested}"))
 }
@@ -122,9 +113,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let old = req_str(args, "old_string")?;
     let new = req_str(args, "new_string")?;
     let replace_all = opt_bool(args, "replace_all")?.unwrap_or(false);
-    let line_number = opt_int(args, "line_number")?
-        .filter(|&n| n > 0)
-        .map(|n| n as usize);
+    let line_number = opt_int(args, "line_number")?.filter(|&n| n > 0).map(|n| n as usize);
     let path = tb.policy.resolve(requested, Access::Write)?;
     if !path.is_file() {
         return Err(if path.exists() {
@@ -137,9 +126,8 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let fail = |reason: String| edit_error(&reason, requested);
     let bytes = std::fs::read(&path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
     // Only a well-formed checksum is a guard; models sometimes send junk.
-    if let Some(expected) = opt_str(args, "checksum")?
-        .map(str::trim)
-        .filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+    if let Some(expected) =
+        opt_str(args, "checksum")?.map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
     {
         let actual = checksum(&bytes);
         if !expected.eq_ignore_ascii_case(&actual) {
@@ -149,22 +137,14 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     if old.is_empty() {
         return Err(fail(edit::EditError::EmptyOld.to_string()));
     }
-    let content = String::from_utf8(bytes).map_err(|e| {
-        fail(format!(
-            "the file is not valid UTF-8 text ({e}); edit_file only handles text files"
-        ))
-    })?;
-    let updated = edit::replace(&content, old, new, replace_all, line_number)
-        .map_err(|e| fail(e.to_string()))?;
-    std::fs::write(&path, updated.as_bytes())
-        .map_err(|e| fail(format!("cannot write the file: {e}")))?;
+    let content = String::from_utf8(bytes)
+        .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
+    let updated = edit::replace(&content, old, new, replace_all, line_number).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&path, updated.as_bytes()).map_err(|e| fail(format!("cannot write the file: {e}")))?;
     tb.tracker.mark(&path);
     // From disk, so the next edit's checksum guard agrees with it.
     let written = std::fs::read(&path).unwrap_or_else(|_| updated.into_bytes());
-    Ok(format!(
-        "Edited {requested}\n[checksum={}]",
-        checksum(&written)
-    ))
+    Ok(format!("Edited {requested}\n[checksum={}]", checksum(&written)))
 }
 
 /// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
@@ -188,15 +168,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
-        let err =
-            write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
+        let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
         assert_eq!(err, READ_FIRST);
         read_file(&mut tb, &json!({"file_path": "e.txt"})).unwrap();
         write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("e.txt")).unwrap(),
-            "new"
-        );
+        assert_eq!(std::fs::read_to_string(d.path().join("e.txt")).unwrap(), "new");
     }
 
     #[test]
@@ -211,15 +187,8 @@ mod tests {
     #[test]
     fn new_files_and_parents_are_created() {
         let d = tempfile::tempdir().unwrap();
-        let out = write_file(
-            &mut toolbox(d.path()),
-            &json!({"file_path": "x/y/z.txt", "content": "hi"}),
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            format!("Wrote 2 bytes to x/y/z.txt\n[checksum={}]", checksum(b"hi"))
-        );
+        let out = write_file(&mut toolbox(d.path()), &json!({"file_path": "x/y/z.txt", "content": "hi"})).unwrap();
+        assert_eq!(out, format!("Wrote 2 bytes to x/y/z.txt\n[checksum={}]", checksum(b"hi")));
     }
 
     #[test]
@@ -227,13 +196,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut tb = toolbox(d.path());
         let both = json!({"file_path": "a", "content": "x", "move_from": "b"});
-        assert!(write_file(&mut tb, &both)
-            .unwrap_err()
-            .contains("mutually exclusive"));
+        assert!(write_file(&mut tb, &both).unwrap_err().contains("mutually exclusive"));
         let neither = json!({"file_path": "a"});
-        assert!(write_file(&mut tb, &neither)
-            .unwrap_err()
-            .contains("exactly one of 'content' or 'move_from'"));
+        assert!(write_file(&mut tb, &neither).unwrap_err().contains("exactly one of 'content' or 'move_from'"));
     }
 
     #[test]
@@ -243,29 +208,15 @@ mod tests {
         std::os::unix::fs::symlink("a-target", d.path().join("link")).unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        let out = write_file(
-            &mut tb,
-            &json!({"file_path": "sub/b.txt", "move_from": "a.txt"}),
-        )
-        .unwrap();
+        let out = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "a.txt"})).unwrap();
         assert_eq!(out, "Moved a.txt -> sub/b.txt");
-        assert_eq!(
-            std::fs::read_to_string(d.path().join("sub/b.txt")).unwrap(),
-            "A"
-        );
+        assert_eq!(std::fs::read_to_string(d.path().join("sub/b.txt")).unwrap(), "A");
         assert!(!d.path().join("a.txt").exists());
         write_file(&mut tb, &json!({"file_path": "link2", "move_from": "link"})).unwrap();
-        assert_eq!(
-            std::fs::read_link(d.path().join("link2")).unwrap(),
-            Path::new("a-target")
-        );
+        assert_eq!(std::fs::read_link(d.path().join("link2")).unwrap(), Path::new("a-target"));
         let err = write_file(&mut tb, &json!({"file_path": "d2", "move_from": "dir"})).unwrap_err();
         assert!(err.contains("is a directory"), "{err}");
-        let err = write_file(
-            &mut tb,
-            &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"}),
-        )
-        .unwrap_err();
+        let err = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"})).unwrap_err();
         assert!(err.contains("same location"), "{err}");
     }
 
@@ -274,11 +225,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a"), "A").unwrap();
         std::fs::write(d.path().join("b"), "B").unwrap();
-        let err = write_file(
-            &mut toolbox(d.path()),
-            &json!({"file_path": "b", "move_from": "a"}),
-        )
-        .unwrap_err();
+        let err = write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err();
         assert_eq!(err, READ_FIRST);
     }
 
@@ -294,10 +241,7 @@ mod tests {
                     "checksum": checksum(b"let a = 1;\n")}),
         )
         .unwrap();
-        assert_eq!(
-            out,
-            format!("Edited e.rs\n[checksum={}]", checksum(b"let a = 2;\n"))
-        );
+        assert_eq!(out, format!("Edited e.rs\n[checksum={}]", checksum(b"let a = 2;\n")));
     }
 
     #[test]
@@ -309,29 +253,20 @@ mod tests {
         assert_eq!(edit_file(&mut tb, &args).unwrap_err(), READ_FIRST);
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
         let err = edit_file(&mut tb, &args).unwrap_err();
-        assert!(
-            err.starts_with("error: edit_file: checksum mismatch"),
-            "{err}"
-        );
+        assert!(err.starts_with("error: edit_file: checksum mismatch"), "{err}");
         assert!(err.ends_with("(in e.rs)"), "{err}");
         // A malformed checksum is ignored.
-        let args =
-            json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
+        let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
         edit_file(&mut tb, &args).unwrap();
     }
 
     #[test]
     fn edit_of_a_missing_file_says_to_use_write_file() {
         let d = tempfile::tempdir().unwrap();
-        let err = edit_file(
-            &mut toolbox(d.path()),
-            &json!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}),
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            "error: file does not exist: n.rs; use write_file to create it"
-        );
+        let err =
+            edit_file(&mut toolbox(d.path()), &json!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}))
+                .unwrap_err();
+        assert_eq!(err, "error: file does not exist: n.rs; use write_file to create it");
     }
 
     #[test]
@@ -340,16 +275,9 @@ mod tests {
         std::fs::write(d.path().join("e.rs"), "a\na\n").unwrap();
         let mut tb = toolbox(d.path());
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
-        let err = edit_file(
-            &mut tb,
-            &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}),
-        )
-        .unwrap_err();
+        let err = edit_file(&mut tb, &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"})).unwrap_err();
         let first = err.lines().next().unwrap();
-        assert!(
-            first.starts_with("error: edit_file: multiple matches (2 found)"),
-            "{err}"
-        );
+        assert!(first.starts_with("error: edit_file: multiple matches (2 found)"), "{err}");
         assert!(first.ends_with("(in e.rs)"), "{err}");
         assert!(err.contains("\n  line 2: 'a'"), "{err}");
     }

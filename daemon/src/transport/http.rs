@@ -9,14 +9,8 @@ pub(super) async fn serve<S>(io: S, shared: &Shared)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let svc = shared
-        .http
-        .clone()
-        .build(shared.methods.clone(), shared.stop.clone());
-    if let Err(e) =
-        jsonrpsee::server::serve_with_graceful_shutdown(io, svc, shared.stop.clone().shutdown())
-            .await
-    {
+    let svc = shared.http.clone().build(shared.methods.clone(), shared.stop.clone());
+    if let Err(e) = jsonrpsee::server::serve_with_graceful_shutdown(io, svc, shared.stop.clone().shutdown()).await {
         tracing::debug!("http connection ended: {e}");
     }
 }

@@ -42,10 +42,7 @@ pub enum BindError {
     NoParent(PathBuf),
     /// Any other I/O failure.
     #[error("cannot listen on {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 /// The listening socket, before the runtime starts.
@@ -67,14 +64,9 @@ impl Listener {
     /// nobody listens on, refuse if a daemon already answers, create the
     /// socket 0600.
     pub fn bind(path: &Path) -> Result<Listener, BindError> {
-        let io = |source| BindError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .ok_or_else(|| BindError::NoParent(path.to_owned()))?;
+        let io = |source| BindError::Io { path: path.to_owned(), source };
+        let dir =
+            path.parent().filter(|d| !d.as_os_str().is_empty()).ok_or_else(|| BindError::NoParent(path.to_owned()))?;
         prepare_socket_dir(dir)?;
         remove_stale(path)?;
         // The umask makes the socket 0600 from its first instant.
@@ -101,18 +93,9 @@ impl Listener {
 
     /// Use a socket handed over by the service manager, which owns its file.
     pub fn activated(socket: ActivatedSocket) -> Listener {
-        let path = socket
-            .listener
-            .local_addr()
-            .ok()
-            .and_then(|a| a.as_pathname().map(Path::to_owned))
-            .unwrap_or_default();
-        Listener {
-            std: socket.listener,
-            path,
-            activation: socket.activation,
-            owned_file: None,
-        }
+        let path =
+            socket.listener.local_addr().ok().and_then(|a| a.as_pathname().map(Path::to_owned)).unwrap_or_default();
+        Listener { std: socket.listener, path, activation: socket.activation, owned_file: None }
     }
 
     /// The socket's path.
@@ -143,10 +126,7 @@ impl Listener {
 
 /// Remove `path` if it is a socket nobody listens on.
 fn remove_stale(path: &Path) -> Result<(), BindError> {
-    let io = |source| BindError::Io {
-        path: path.to_owned(),
-        source,
-    };
+    let io = |source| BindError::Io { path: path.to_owned(), source };
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -158,10 +138,7 @@ fn remove_stale(path: &Path) -> Result<(), BindError> {
     match std::os::unix::net::UnixStream::connect(path) {
         Ok(_) => Err(BindError::AlreadyServing(path.to_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            tracing::info!(
-                "removing stale socket {} (no daemon listens on it)",
-                path.display()
-            );
+            tracing::info!("removing stale socket {} (no daemon listens on it)", path.display());
             std::fs::remove_file(path).map_err(io)
         }
         Err(e) => Err(io(e)),
@@ -253,9 +230,7 @@ pub async fn serve(
         subscription_methods,
         max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
         max_subscriptions: limits.max_subscriptions as usize,
-        http: jsonrpsee::server::Server::builder()
-            .set_config(config)
-            .to_service_builder(),
+        http: jsonrpsee::server::Server::builder().set_config(config).to_service_builder(),
         stop,
         shutdown: shutdown.clone(),
     });
@@ -285,9 +260,7 @@ pub async fn serve(
                 continue;
             }
             Err(e) => {
-                tracing::warn!(
-                    "refused a connection whose peer credentials could not be read: {e}"
-                );
+                tracing::warn!("refused a connection whose peer credentials could not be read: {e}");
                 continue;
             }
         }
@@ -296,32 +269,18 @@ pub async fn serve(
         let shared = shared.clone();
         tracker.spawn(serve_connection(stream, guard, shared, over_limit));
     }
-    tracing::info!(
-        "shutting down: no new connections; waiting up to {:?} for in-flight requests",
-        limits.grace
-    );
+    tracing::info!("shutting down: no new connections; waiting up to {:?} for in-flight requests", limits.grace);
     let _ = server_handle.stop();
     tracker.close();
-    if tokio::time::timeout(limits.grace, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "grace period over; dropping {} connection(s) still open",
-            connections.open()
-        );
+    if tokio::time::timeout(limits.grace, tracker.wait()).await.is_err() {
+        tracing::warn!("grace period over; dropping {} connection(s) still open", connections.open());
     }
     listener.remove_socket_file();
     Ok(())
 }
 
 /// Sniff the framing from the first byte and serve the connection with it.
-async fn serve_connection(
-    mut stream: UnixStream,
-    guard: ConnectionGuard,
-    shared: Arc<Shared>,
-    over_limit: bool,
-) {
+async fn serve_connection(mut stream: UnixStream, guard: ConnectionGuard, shared: Arc<Shared>, over_limit: bool) {
     let mut first = [0u8; 1];
     let n = tokio::select! {
         _ = shared.shutdown.wait() => return,

@@ -47,10 +47,7 @@ where
         subscriptions: Arc::new(AtomicUsize::new(0)),
         closed: CancellationToken::new(),
     });
-    let mut reader = LineReader {
-        inner: BufReader::new(rd),
-        max: shared.max_message_size,
-    };
+    let mut reader = LineReader { inner: BufReader::new(rd), max: shared.max_message_size };
     let mut inflight = JoinSet::new();
     loop {
         let line = tokio::select! {
@@ -68,8 +65,7 @@ where
                     "message of {len} bytes exceeds max_message_size ({} bytes); send a smaller message or raise max_message_size in swivald.toml",
                     shared.max_message_size
                 );
-                conn.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg))
-                    .await;
+                conn.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg)).await;
             }
             Ok(Line::Eof) | Err(_) => break,
         }
@@ -128,11 +124,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             let used = chunk.len() + usize::from(newline.is_some());
             self.inner.consume(used);
             if newline.is_some() {
-                return Ok(if too_long {
-                    Line::TooLong(seen)
-                } else {
-                    Line::Message(buf)
-                });
+                return Ok(if too_long { Line::TooLong(seen) } else { Line::Message(buf) });
             }
         }
     }
@@ -163,10 +155,7 @@ struct Answer {
 
 impl Answer {
     fn plain(reply: String) -> Answer {
-        Answer {
-            reply,
-            stream: None,
-        }
+        Answer { reply, stream: None }
     }
 }
 
@@ -197,13 +186,7 @@ impl Conn {
     /// Answer one line: a single call or a batch.
     async fn handle(self: Arc<Self>, bytes: Vec<u8>) {
         let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self
-                .send(error_reply(
-                    None,
-                    -32700,
-                    "Parse error: the line is not valid UTF-8",
-                ))
-                .await;
+            return self.send(error_reply(None, -32700, "Parse error: the line is not valid UTF-8")).await;
         };
         let text = text.trim();
         if text.is_empty() {
@@ -214,9 +197,7 @@ impl Conn {
                 return self.send(parse_error(text)).await;
             };
             if items.is_empty() {
-                return self
-                    .send(error_reply(None, -32600, "Invalid request: empty batch"))
-                    .await;
+                return self.send(error_reply(None, -32600, "Invalid request: empty batch")).await;
             }
             let mut replies = Vec::new();
             let mut streams = Vec::new();
@@ -257,19 +238,12 @@ impl Conn {
         };
         let id = raw.id;
         let invalid = |why: &str| {
-            Some(Answer::plain(error_reply(
-                id.filter(|i| valid_id(i)),
-                -32600,
-                &format!("Invalid request: {why}"),
-            )))
+            Some(Answer::plain(error_reply(id.filter(|i| valid_id(i)), -32600, &format!("Invalid request: {why}"))))
         };
         if raw.jsonrpc != Some("2.0") {
             return invalid("\"jsonrpc\" must be \"2.0\"");
         }
-        let Some(method) = raw
-            .method
-            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-        else {
+        let Some(method) = raw.method.and_then(|m| serde_json::from_str::<String>(m.get()).ok()) else {
             return invalid("\"method\" must be a string");
         };
         if let Some(id) = id {
@@ -284,11 +258,7 @@ impl Conn {
                 let msg = format!(
                     "this connection already holds {limit} subscriptions (max_subscriptions_per_connection); unsubscribe first or open another connection"
                 );
-                return Some(Answer::plain(error_reply(
-                    id,
-                    ErrorCode::Overloaded.code(),
-                    &msg,
-                )));
+                return Some(Answer::plain(error_reply(id, ErrorCode::Overloaded.code(), &msg)));
             }
         }
         // A notification is executed with a placeholder id and its reply dropped.
@@ -302,13 +272,7 @@ impl Conn {
         };
         let (reply, mut notifications) = match run(&self.shared.methods, request_text).await {
             Ok(r) => r,
-            Err(e) => {
-                return Some(Answer::plain(error_reply(
-                    id,
-                    -32600,
-                    &format!("Invalid request: {e}"),
-                )))
-            }
+            Err(e) => return Some(Answer::plain(error_reply(id, -32600, &format!("Invalid request: {e}")))),
         };
         id?;
         let stream = match notifications.try_recv() {
@@ -316,10 +280,7 @@ impl Conn {
             _ if !is_subscription => None,
             first => Some((first.ok(), notifications)),
         };
-        Some(Answer {
-            reply: reply.get().to_owned(),
-            stream,
-        })
+        Some(Answer { reply: reply.get().to_owned(), stream })
     }
 
     /// Copy a subscription's notifications onto the connection until either
@@ -359,33 +320,20 @@ async fn run(
 }
 
 fn valid_id(id: &RawValue) -> bool {
-    matches!(
-        id.get().as_bytes().first(),
-        Some(b'"' | b'-' | b'0'..=b'9' | b'n')
-    )
+    matches!(id.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9' | b'n'))
 }
 
 fn rebuild_with_id(method: &str, params: Option<&RawValue>) -> String {
     let method = serde_json::to_string(method).expect("strings serialize");
     match params {
-        Some(p) => format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":{method},"params":{}}}"#,
-            p.get()
-        ),
+        Some(p) => format!(r#"{{"jsonrpc":"2.0","id":0,"method":{method},"params":{}}}"#, p.get()),
         None => format!(r#"{{"jsonrpc":"2.0","id":0,"method":{method}}}"#),
     }
 }
 
 fn parse_error(text: &str) -> String {
-    let detail = serde_json::from_str::<serde_json::Value>(text)
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    error_reply(
-        None,
-        -32700,
-        &format!("Parse error: {detail}; send one JSON-RPC 2.0 message per line"),
-    )
+    let detail = serde_json::from_str::<serde_json::Value>(text).err().map(|e| e.to_string()).unwrap_or_default();
+    error_reply(None, -32700, &format!("Parse error: {detail}; send one JSON-RPC 2.0 message per line"))
 }
 
 /// A JSON-RPC error response with `id` (null when unknown).

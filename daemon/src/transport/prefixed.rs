@@ -23,20 +23,12 @@ pub struct Prefixed<S, G = ()> {
 impl<S, G> Prefixed<S, G> {
     /// Put `first` back in front of `inner`; keep `guard` alive with it.
     pub fn new(first: u8, inner: S, guard: G) -> Self {
-        Prefixed {
-            first: Some(first),
-            inner,
-            _guard: guard,
-        }
+        Prefixed { first: Some(first), inner, _guard: guard }
     }
 }
 
 impl<S: AsyncRead + Unpin, G: Unpin> AsyncRead for Prefixed<S, G> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         if buf.remaining() > 0 {
             if let Some(b) = self.first.take() {
                 buf.put_slice(&[b]);
@@ -48,11 +40,7 @@ impl<S: AsyncRead + Unpin, G: Unpin> AsyncRead for Prefixed<S, G> {
 }
 
 impl<S: AsyncWrite + Unpin, G: Unpin> AsyncWrite for Prefixed<S, G> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

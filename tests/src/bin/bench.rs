@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use swival_tests::mock::{MockProvider, Step};
 use swival_tests::{init_params, TestEnv};
 
-const COMMAND: &str =
-    "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench";
+const COMMAND: &str = "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench";
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -82,14 +81,9 @@ fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
+        .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()))
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!("{cpu}, {cores} cores, Linux {}", kernel.trim())
 }
@@ -115,11 +109,7 @@ fn main() {
     });
     rows.push((
         "round trip `daemon/status`, newline-delimited (p50 / p99)".into(),
-        format!(
-            "{} / {}",
-            micros(percentile(&lat, 0.5)),
-            micros(percentile(&lat, 0.99))
-        ),
+        format!("{} / {}", micros(percentile(&lat, 0.5)), micros(percentile(&lat, 0.99))),
         "p50 ≤ 100 µs".into(),
     ));
 
@@ -133,32 +123,19 @@ fn main() {
     });
     rows.push((
         "round trip `daemon/status`, HTTP POST keep-alive (p50 / p99)".into(),
-        format!(
-            "{} / {}",
-            micros(percentile(&lat, 0.5)),
-            micros(percentile(&lat, 0.99))
-        ),
+        format!("{} / {}", micros(percentile(&lat, 0.5)), micros(percentile(&lat, 0.99))),
         "p50 ≤ 100 µs".into(),
     ));
 
     // WebSocket through the client library.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = rt
-        .block_on(swivalctl::Client::connect(&daemon.socket))
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = rt.block_on(swivalctl::Client::connect(&daemon.socket)).unwrap();
     let lat = measure(10_000, || {
         rt.block_on(client.status()).unwrap();
     });
     rows.push((
         "round trip `daemon/status`, WebSocket via the client library (p50 / p99)".into(),
-        format!(
-            "{} / {}",
-            micros(percentile(&lat, 0.5)),
-            micros(percentile(&lat, 0.99))
-        ),
+        format!("{} / {}", micros(percentile(&lat, 0.5)), micros(percentile(&lat, 0.99))),
         "p50 ≤ 100 µs".into(),
     ));
 
@@ -166,9 +143,8 @@ fn main() {
     let project = env.project("bench");
     std::fs::write(project.join("a.txt"), "hello\n").unwrap();
     let six = || {
-        let mut s: Vec<Step> = (0..6)
-            .map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "a.txt"})))
-            .collect();
+        let mut s: Vec<Step> =
+            (0..6).map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "a.txt"}))).collect();
         s.push(Step::text("done"));
         s
     };
@@ -176,17 +152,9 @@ fn main() {
     for _ in 0..30 {
         let mock = MockProvider::start(six());
         let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
-        let sid = nd.ok(
-            "session/create",
-            json!({"base_dir": project, "config": cfg}),
-        )["session_id"]
-            .clone();
+        let sid = nd.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
         let t = Instant::now();
-        let run = nd.ok(
-            "run/start",
-            json!({"session_id": sid, "task": "read a.txt six times"}),
-        )["run_id"]
-            .clone();
+        let run = nd.ok("run/start", json!({"session_id": sid, "task": "read a.txt six times"}))["run_id"].clone();
         let r = nd.ok("run/wait", json!({"run_id": run}));
         assert_eq!(r["outcome"], "success");
         per_turn.push(t.elapsed() / 7);
@@ -201,11 +169,7 @@ fn main() {
     // One filter stage per mode, with a Python identity filter: the extra
     // wall time per turn over the unfiltered runs above.
     // The interpreter itself, not a version-manager shim in front of it.
-    let python = if Path::new("/usr/bin/python3").exists() {
-        "#!/usr/bin/python3"
-    } else {
-        "#!/usr/bin/env python3"
-    };
+    let python = if Path::new("/usr/bin/python3").exists() { "#!/usr/bin/python3" } else { "#!/usr/bin/env python3" };
     let oneshot = swival_tests::script(
         &project,
         "identity.py",
@@ -219,30 +183,16 @@ fn main() {
     let base_turn = percentile(&per_turn, 0.5);
     for (label, stage) in [
         ("oneshot", json!({"command": oneshot, "mode": "oneshot"})),
-        (
-            "prespawn = 2",
-            json!({"command": oneshot, "mode": "oneshot", "prespawn": 2}),
-        ),
-        (
-            "persistent",
-            json!({"command": persistent, "mode": "persistent"}),
-        ),
+        ("prespawn = 2", json!({"command": oneshot, "mode": "oneshot", "prespawn": 2})),
+        ("persistent", json!({"command": persistent, "mode": "persistent"})),
     ] {
         let mut turns = Vec::new();
         for _ in 0..15 {
             let mock = MockProvider::start(six());
             let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true, "filters": [stage.clone()]});
-            let sid = nd.ok(
-                "session/create",
-                json!({"base_dir": project, "config": cfg}),
-            )["session_id"]
-                .clone();
+            let sid = nd.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
             let t = Instant::now();
-            let run = nd.ok(
-                "run/start",
-                json!({"session_id": sid, "task": "read a.txt six times"}),
-            )["run_id"]
-                .clone();
+            let run = nd.ok("run/start", json!({"session_id": sid, "task": "read a.txt six times"}))["run_id"].clone();
             let r = nd.ok("run/wait", json!({"run_id": run}));
             assert_eq!(r["outcome"], "success", "{r}");
             turns.push(t.elapsed() / 7);
@@ -250,15 +200,9 @@ fn main() {
         turns.sort();
         let cost = percentile(&turns, 0.5).saturating_sub(base_turn);
         rows.push((
-            format!(
-                "one filter stage, Python identity filter, {label}: added wall time per call (p50)"
-            ),
+            format!("one filter stage, Python identity filter, {label}: added wall time per call (p50)"),
             millis(cost),
-            if label == "persistent" {
-                "≤ 0.5 ms".into()
-            } else {
-                "".into()
-            },
+            if label == "persistent" { "≤ 0.5 ms".into() } else { "".into() },
         ));
     }
 
@@ -289,11 +233,7 @@ fn main() {
     e2e.sort();
     rows.push((
         "`swivalctl run` of a 6-call task, end to end (p50 / p99)".into(),
-        format!(
-            "{} / {}",
-            millis(percentile(&e2e, 0.5)),
-            millis(percentile(&e2e, 0.99))
-        ),
+        format!("{} / {}", millis(percentile(&e2e, 0.5)), millis(percentile(&e2e, 0.99))),
         "≤ 50 ms".into(),
     ));
 
@@ -301,15 +241,15 @@ fn main() {
     let before = rss_kib(pid);
     let n = 500;
     for _ in 0..n {
-        nd.ok("session/create", json!({"base_dir": project, "config": {"provider": "generic", "base_url": "http://127.0.0.1:9/v1"}}));
+        nd.ok(
+            "session/create",
+            json!({"base_dir": project, "config": {"provider": "generic", "base_url": "http://127.0.0.1:9/v1"}}),
+        );
     }
     let after = rss_kib(pid);
     rows.push((
         format!("RSS per idle session ({n} sessions created)"),
-        format!(
-            "{:.1} KiB",
-            (after.saturating_sub(before)) as f64 / n as f64
-        ),
+        format!("{:.1} KiB", (after.saturating_sub(before)) as f64 / n as f64),
         "≤ 256 KB".into(),
     ));
     rows.push((
@@ -341,10 +281,7 @@ fn main() {
     let mut md = String::from("# Benchmarks\n\nProduced by:\n\n```sh\n");
     md.push_str(COMMAND);
     md.push_str("\n```\n\n");
-    md.push_str(&format!(
-        "Machine: {}. Release build; mock provider in-process at zero latency.\n\n",
-        machine()
-    ));
+    md.push_str(&format!("Machine: {}. Release build; mock provider in-process at zero latency.\n\n", machine()));
     md.push_str("| measure | result | target |\n|---|---|---|\n");
     for (m, r, t) in &rows {
         md.push_str(&format!("| {m} | {r} | {t} |\n"));

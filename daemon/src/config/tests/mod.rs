@@ -26,11 +26,7 @@ impl Fixture {
         let global = root.join("xdg/swival/config.toml");
         std::fs::create_dir_all(&base).unwrap();
         std::fs::create_dir_all(global.parent().unwrap()).unwrap();
-        Fixture {
-            _tmp: tmp,
-            base,
-            global,
-        }
+        Fixture { _tmp: tmp, base, global }
     }
 
     fn global(self, text: &str) -> Fixture {
@@ -94,11 +90,7 @@ fn project_overrides_global() {
     let cfg = f.config(None);
     assert_eq!(cfg.max_turns, 20);
     assert_eq!(cfg.model.as_deref(), Some("g"));
-    assert_eq!(
-        cfg.allowed_commands,
-        ["cat"],
-        "a later list replaces the earlier one"
-    );
+    assert_eq!(cfg.allowed_commands, ["cat"], "a later list replaces the earlier one");
 }
 
 #[test]
@@ -106,11 +98,7 @@ fn request_overrides_project() {
     let f = Fixture::new().project("max_turns = 20\ntemperature = 0.5");
     let cfg = f.config(Some(json!({"max_turns": 3, "temperature": null})));
     assert_eq!(cfg.max_turns, 3);
-    assert_eq!(
-        cfg.temperature,
-        Some(0.5),
-        "null in the request means not given"
-    );
+    assert_eq!(cfg.temperature, Some(0.5), "null in the request means not given");
 }
 
 #[test]
@@ -119,49 +107,33 @@ fn unknown_key_fails_naming_key_and_file() {
     let err = f.error(None);
     assert_eq!(
         err,
-        format!(
-            "{}: unknown config key 'max_turn'; did you mean 'max_turns'?",
-            f.project_path().display()
-        )
+        format!("{}: unknown config key 'max_turn'; did you mean 'max_turns'?", f.project_path().display())
     );
 }
 
 #[test]
 fn unknown_key_in_request_names_the_request() {
     let err = Fixture::new().error(Some(json!({"bogus_key_name": 1})));
-    assert_eq!(
-        err,
-        "session/create config: unknown config key 'bogus_key_name'; remove it"
-    );
+    assert_eq!(err, "session/create config: unknown config key 'bogus_key_name'; remove it");
 }
 
 #[test]
 fn wrong_type_fails_naming_key_expected_and_got() {
     let f = Fixture::new().global("max_turns = \"ten\"");
-    assert_eq!(
-        f.error(None),
-        format!("{}: 'max_turns' expected int, got str", f.global.display())
-    );
+    assert_eq!(f.error(None), format!("{}: 'max_turns' expected int, got str", f.global.display()));
 }
 
 #[test]
 fn bool_is_rejected_for_int_key() {
     let err = Fixture::new().error(Some(json!({"retries": true})));
-    assert_eq!(
-        err,
-        "session/create config: 'retries' expected int, got bool"
-    );
+    assert_eq!(err, "session/create config: 'retries' expected int, got bool");
 }
 
 #[test]
 fn bool_is_rejected_for_float_and_str_keys() {
     let f = Fixture::new();
-    assert!(f
-        .error(Some(json!({"temperature": false})))
-        .ends_with("'temperature' expected int or float, got bool"));
-    assert!(f
-        .error(Some(json!({"model": true})))
-        .ends_with("'model' expected str, got bool"));
+    assert!(f.error(Some(json!({"temperature": false}))).ends_with("'temperature' expected int or float, got bool"));
+    assert!(f.error(Some(json!({"model": true}))).ends_with("'model' expected str, got bool"));
 }
 
 #[test]
@@ -175,27 +147,19 @@ fn int_is_accepted_for_float_key() {
 #[test]
 fn float_is_rejected_for_int_key() {
     let err = Fixture::new().error(Some(json!({"max_turns": 2.5})));
-    assert_eq!(
-        err,
-        "session/create config: 'max_turns' expected int, got float"
-    );
+    assert_eq!(err, "session/create config: 'max_turns' expected int, got float");
 }
 
 #[test]
 fn list_element_of_wrong_type_names_its_index() {
     let f = Fixture::new().project("allowed_dirs = [\"a\", 3]");
-    assert!(f
-        .error(None)
-        .ends_with("'allowed_dirs[1]' expected str, got int"));
+    assert!(f.error(None).ends_with("'allowed_dirs[1]' expected str, got int"));
 }
 
 #[test]
 fn out_of_range_value_is_refused() {
     let err = Fixture::new().error(Some(json!({"retries": 0})));
-    assert_eq!(
-        err,
-        "session/create config: 'retries' must be at least 1, got 0"
-    );
+    assert_eq!(err, "session/create config: 'retries' must be at least 1, got 0");
 }
 
 #[test]
@@ -208,18 +172,14 @@ fn enum_value_outside_the_set_lists_allowed_values() {
     );
     assert!(err.contains("use 'generic'"), "{err}");
     let err = Fixture::new().error(Some(json!({"sandbox": "agentfs"})));
-    assert!(
-        err.contains("'sandbox' must be one of 'os', 'builtin', got 'agentfs'"),
-        "{err}"
-    );
+    assert!(err.contains("'sandbox' must be one of 'os', 'builtin', got 'agentfs'"), "{err}");
 }
 
 #[test]
 fn enum_names_in_the_table_match_the_types() {
     fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(names: &[&str]) {
         for name in names {
-            let value: T =
-                serde_json::from_value(json!(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let value: T = serde_json::from_value(json!(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(serde_json::to_value(value).unwrap(), json!(name));
         }
     }
@@ -238,11 +198,8 @@ fn key_table_matches_session_config_fields() {
         panic!("SessionConfig serializes as an object");
     };
     let mut fields: Vec<&str> = fields.keys().map(String::as_str).collect();
-    let mut acted: Vec<&str> = schema::KEYS
-        .iter()
-        .filter(|k| k.support == schema::Support::Acted)
-        .map(|k| k.name)
-        .collect();
+    let mut acted: Vec<&str> =
+        schema::KEYS.iter().filter(|k| k.support == schema::Support::Acted).map(|k| k.name).collect();
     fields.sort_unstable();
     acted.sort_unstable();
     assert_eq!(fields, acted);
@@ -264,51 +221,32 @@ fn system_prompt_with_no_system_prompt_is_refused() {
 fn system_prompt_conflict_across_layers_names_both() {
     let f = Fixture::new().global("system_prompt = \"be brief\"");
     let err = f.error(Some(json!({"no_system_prompt": true})));
-    assert!(
-        err.starts_with(&format!(
-            "{} and session/create config: ",
-            f.global.display()
-        )),
-        "{err}"
-    );
+    assert!(err.starts_with(&format!("{} and session/create config: ", f.global.display())), "{err}");
 }
 
 #[test]
 fn sources_record_which_layer_set_each_key() {
-    let f = Fixture::new()
-        .global("max_turns = 7\nmodel = \"m\"")
-        .project("max_turns = 8\nnetwork = \"none\"");
+    let f = Fixture::new().global("max_turns = 7\nmodel = \"m\"").project("max_turns = 8\nnetwork = \"none\"");
     let eff = f.load(Some(json!({"yolo": true}))).unwrap();
     let project = f.project_path().display().to_string();
     assert_eq!(eff.sources["max_turns"], project);
     assert_eq!(eff.sources["model"], f.global.display().to_string());
     assert_eq!(eff.sources["yolo"], "request");
     assert_eq!(eff.sources["retries"], "default");
-    assert_eq!(
-        eff.sources["network"], project,
-        "kept Swival keys are recorded too"
-    );
-    assert!(
-        !eff.sources.contains_key("aws_profile"),
-        "unset kept keys are not listed"
-    );
+    assert_eq!(eff.sources["network"], project, "kept Swival keys are recorded too");
+    assert!(!eff.sources.contains_key("aws_profile"), "unset kept keys are not listed");
 }
 
 #[test]
 fn invalid_toml_names_the_file() {
     let f = Fixture::new().project("max_turns = = 3");
-    assert!(f
-        .error(None)
-        .starts_with(&format!("{}: invalid TOML: ", f.project_path().display())));
+    assert!(f.error(None).starts_with(&format!("{}: invalid TOML: ", f.project_path().display())));
 }
 
 #[test]
 fn request_that_is_not_an_object_is_refused() {
     let err = Fixture::new().error(Some(json!(["max_turns"])));
-    assert_eq!(
-        err,
-        "session/create config: expected an object of config keys, got list"
-    );
+    assert_eq!(err, "session/create config: expected an object of config keys, got list");
 }
 
 #[test]
@@ -320,49 +258,31 @@ fn active_profile_sits_between_project_and_request() {
     assert_eq!(eff.config.provider, ProviderKind::Openai);
     assert_eq!(eff.config.model.as_deref(), Some("smaller"));
     assert_eq!(eff.config.temperature, Some(0.9));
-    assert_eq!(
-        eff.sources["model"],
-        format!("{} [profiles.fast]", f.project_path().display())
-    );
-    assert_eq!(
-        eff.sources["provider"],
-        format!("{} [profiles.fast]", f.global.display())
-    );
+    assert_eq!(eff.sources["model"], format!("{} [profiles.fast]", f.project_path().display()));
+    assert_eq!(eff.sources["provider"], format!("{} [profiles.fast]", f.global.display()));
 }
 
 #[test]
 fn unknown_active_profile_is_refused() {
     let f = Fixture::new().project("[profiles.a]\nprovider = \"ollama\"\n");
     let err = f.error(Some(json!({"active_profile": "b"})));
-    assert!(
-        err.starts_with("session/create config: profile 'b' not found. Known profiles: a"),
-        "{err}"
-    );
+    assert!(err.starts_with("session/create config: profile 'b' not found. Known profiles: a"), "{err}");
 }
 
 #[test]
 fn non_llm_key_in_profile_is_refused() {
     let f = Fixture::new().project("[profiles.a]\nprovider = \"ollama\"\nyolo = true\n");
-    assert!(f
-        .error(None)
-        .contains("profiles.a: 'yolo' is not allowed in a profile"));
+    assert!(f.error(None).contains("profiles.a: 'yolo' is not allowed in a profile"));
 }
 
 #[test]
 fn kept_swival_keys_are_kept_and_checked() {
-    let f = Fixture::new()
-        .project("no_skills = true\nskills_dir = [\"sk\"]\n[mcp_servers.a]\ncommand = \"x\"\n");
-    let cfg = f.config(Some(
-        json!({"mcp_servers": {"b": {"url": "http://h", "headers": {"Authorization": "t"}}}}),
-    ));
+    let f = Fixture::new().project("no_skills = true\nskills_dir = [\"sk\"]\n[mcp_servers.a]\ncommand = \"x\"\n");
+    let cfg = f.config(Some(json!({"mcp_servers": {"b": {"url": "http://h", "headers": {"Authorization": "t"}}}})));
     assert_eq!(cfg.kept.0["no_skills"], json!(true));
     assert_eq!(cfg.kept.0["skills_dir"], json!([f.base.join("sk")]));
     let servers = cfg.kept.0["mcp_servers"].as_object().unwrap();
-    assert_eq!(
-        servers.keys().collect::<Vec<_>>(),
-        ["a", "b"],
-        "server tables merge by name"
-    );
+    assert_eq!(servers.keys().collect::<Vec<_>>(), ["a", "b"], "server tables merge by name");
     assert!(Fixture::new()
         .error(Some(json!({"lifecycle_timeout": "x"})))
         .contains("'lifecycle_timeout' expected int, got str"));
@@ -382,10 +302,7 @@ fn serialized_config_hides_secrets() {
     }
     assert!(!format!("{cfg:?}").contains("sk-live-123"));
     let json: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        json["mcp_servers"]["a"]["env"]["TOKEN"], "<redacted>",
-        "kept keys serialize flat"
-    );
+    assert_eq!(json["mcp_servers"]["a"]["env"]["TOKEN"], "<redacted>", "kept keys serialize flat");
 }
 
 #[test]
@@ -396,14 +313,8 @@ fn bad_encryption_key_is_refused() {
 
 #[test]
 fn fetch_allow_networks_are_parsed_as_cidrs() {
-    let cfg = Fixture::new().config(Some(
-        json!({"fetch_allow_networks": ["10.1.2.3/8", "fd00::/8", "192.168.1.5"]}),
-    ));
-    let nets: Vec<String> = cfg
-        .fetch_allow_networks
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let cfg = Fixture::new().config(Some(json!({"fetch_allow_networks": ["10.1.2.3/8", "fd00::/8", "192.168.1.5"]})));
+    let nets: Vec<String> = cfg.fetch_allow_networks.iter().map(ToString::to_string).collect();
     assert_eq!(nets, ["10.0.0.0/8", "fd00::/8", "192.168.1.5/32"]);
     assert!(cfg.fetch_allow_networks[0].contains("10.200.0.1".parse().unwrap()));
     assert!(cfg.fetch_allow_networks[0].contains("::ffff:10.0.0.1".parse().unwrap()));

@@ -45,33 +45,20 @@ prespawn = 2
     let programs: Vec<&str> = stages.iter().map(|s| s.command.program()).collect();
     assert_eq!(programs, ["first", "second", "third", "fourth", "fifth"]);
     assert_eq!(argv(&stages[1].command), ["second", "a b"]);
-    assert_eq!(
-        (stages[2].timeout_s, stages[2].mode, stages[2].prespawn),
-        (30.0, ProcessMode::Oneshot, 0)
-    );
-    assert_eq!(
-        (stages[3].timeout_s, stages[3].mode),
-        (5.0, ProcessMode::Persistent)
-    );
+    assert_eq!((stages[2].timeout_s, stages[2].mode, stages[2].prespawn), (30.0, ProcessMode::Oneshot, 0));
+    assert_eq!((stages[3].timeout_s, stages[3].mode), (5.0, ProcessMode::Persistent));
     assert_eq!(stages[4].prespawn, 2);
 }
 
 #[test]
 fn path_like_filter_command_resolves_against_the_config_dir_and_bare_name_stays() {
-    let f =
-        Fixture::new().global("llm_filter = [\"./filters/redact.py --x\", \"redact\", \"bin/f\"]");
+    let f = Fixture::new().global("llm_filter = [\"./filters/redact.py --x\", \"redact\", \"bin/f\"]");
     let cfg = f.config(None);
     let dir = f.global.parent().unwrap();
-    assert_eq!(
-        argv(&cfg.llm_filter[0])[0],
-        dir.join("filters/redact.py").to_str().unwrap()
-    );
+    assert_eq!(argv(&cfg.llm_filter[0])[0], dir.join("filters/redact.py").to_str().unwrap());
     assert_eq!(argv(&cfg.llm_filter[0])[1], "--x");
     assert_eq!(argv(&cfg.llm_filter[1]), ["redact"]);
-    assert_eq!(
-        argv(&cfg.llm_filter[2])[0],
-        dir.join("bin/f").to_str().unwrap()
-    );
+    assert_eq!(argv(&cfg.llm_filter[2])[0], dir.join("bin/f").to_str().unwrap());
     assert_eq!(cfg.llm_filter[0].source_dir, dir);
 }
 
@@ -83,35 +70,21 @@ fn request_commands_and_dirs_resolve_against_the_base_dir() {
         "allowed_dirs": ["../shared", "/abs"],
     })));
     let reviewer = cfg.reviewer.unwrap();
-    assert_eq!(
-        argv(&reviewer),
-        [f.base.join("review.sh").to_str().unwrap(), "--strict"]
-    );
-    assert_eq!(
-        cfg.allowed_dirs,
-        [f.base.join("../shared"), PathBuf::from("/abs")]
-    );
+    assert_eq!(argv(&reviewer), [f.base.join("review.sh").to_str().unwrap(), "--strict"]);
+    assert_eq!(cfg.allowed_dirs, [f.base.join("../shared"), PathBuf::from("/abs")]);
 }
 
 #[test]
 fn file_dirs_resolve_against_their_own_file() {
-    let f = Fixture::new()
-        .global("allowed_dirs_ro = [\"docs\"]")
-        .project("allowed_dirs = [\"sub\"]");
+    let f = Fixture::new().global("allowed_dirs_ro = [\"docs\"]").project("allowed_dirs = [\"sub\"]");
     let cfg = f.config(None);
-    assert_eq!(
-        cfg.allowed_dirs_ro,
-        [f.global.parent().unwrap().join("docs")]
-    );
+    assert_eq!(cfg.allowed_dirs_ro, [f.global.parent().unwrap().join("docs")]);
     assert_eq!(cfg.allowed_dirs, [f.base.join("sub")]);
 }
 
 #[test]
 fn tilde_in_dirs_expands_to_home() {
-    let home = directories::BaseDirs::new()
-        .unwrap()
-        .home_dir()
-        .to_path_buf();
+    let home = directories::BaseDirs::new().unwrap().home_dir().to_path_buf();
     let cfg = Fixture::new().config(Some(json!({"allowed_dirs": ["~/data"]})));
     assert_eq!(cfg.allowed_dirs, [home.join("data")]);
 }
@@ -119,10 +92,7 @@ fn tilde_in_dirs_expands_to_home() {
 #[test]
 fn malformed_filter_command_is_refused() {
     let err = Fixture::new().error(Some(json!({"llm_filter": "f 'oops"})));
-    assert!(
-        err.starts_with("session/create config: malformed llm_filter command:"),
-        "{err}"
-    );
+    assert!(err.starts_with("session/create config: malformed llm_filter command:"), "{err}");
     let err = Fixture::new().error(Some(json!({"filters": [{"command": ""}]})));
     assert!(err.contains("filters[0].command is empty"), "{err}");
 }
@@ -136,76 +106,52 @@ fn hook_tables_get_their_defaults() {
     let hooks = f.config(None).hooks;
     assert_eq!(hooks.len(), 2);
     assert_eq!(hooks[0].point, HookPoint::AfterLlmCall);
-    assert_eq!(
-        (hooks[0].priority, hooks[0].timeout_s, hooks[0].on_failure),
-        (0, 10.0, OnFailure::Block)
-    );
+    assert_eq!((hooks[0].priority, hooks[0].timeout_s, hooks[0].on_failure), (0, 10.0, OnFailure::Block));
     assert_eq!(hooks[0].mode, ProcessMode::Oneshot);
-    assert_eq!(
-        (hooks[1].priority, hooks[1].timeout_s, hooks[1].on_failure),
-        (-1, 2.5, OnFailure::Ignore)
-    );
+    assert_eq!((hooks[1].priority, hooks[1].timeout_s, hooks[1].on_failure), (-1, 2.5, OnFailure::Ignore));
 }
 
 #[test]
 fn unknown_key_inside_hooks_fails_naming_its_table() {
-    let f = Fixture::new()
-        .project("[[hooks]]\npoint = \"before_llm_call\"\ncommand = \"x\"\ncomand = \"y\"\n");
+    let f = Fixture::new().project("[[hooks]]\npoint = \"before_llm_call\"\ncommand = \"x\"\ncomand = \"y\"\n");
     assert_eq!(
         f.error(None),
-        format!(
-            "{}: unknown config key 'hooks[0].comand'; did you mean 'command'?",
-            f.project_path().display()
-        )
+        format!("{}: unknown config key 'hooks[0].comand'; did you mean 'command'?", f.project_path().display())
     );
 }
 
 #[test]
 fn hook_without_point_is_refused() {
     let err = Fixture::new().error(Some(json!({"hooks": [{"command": "x"}]})));
-    assert_eq!(
-        err,
-        "session/create config: hooks[0]: missing required key 'point'"
-    );
+    assert_eq!(err, "session/create config: hooks[0]: missing required key 'point'");
 }
 
 #[test]
 fn bad_hook_point_lists_the_points() {
-    let err = Fixture::new().error(Some(
-        json!({"hooks": [{"point": "before", "command": "x"}]}),
-    ));
-    assert!(err.contains("'hooks[0].point' must be one of 'before_llm_call', 'after_llm_call', 'before_response_emit'"), "{err}");
-}
-
-#[test]
-fn prespawn_with_persistent_mode_is_refused() {
-    let err = Fixture::new().error(Some(
-        json!({"filters": [{"command": "x", "mode": "persistent", "prespawn": 1}]}),
-    ));
+    let err = Fixture::new().error(Some(json!({"hooks": [{"point": "before", "command": "x"}]})));
     assert!(
-        err.contains("filters[0]: prespawn applies to mode = \"oneshot\" only"),
+        err.contains("'hooks[0].point' must be one of 'before_llm_call', 'after_llm_call', 'before_response_emit'"),
         "{err}"
     );
 }
 
 #[test]
+fn prespawn_with_persistent_mode_is_refused() {
+    let err = Fixture::new().error(Some(json!({"filters": [{"command": "x", "mode": "persistent", "prespawn": 1}]})));
+    assert!(err.contains("filters[0]: prespawn applies to mode = \"oneshot\" only"), "{err}");
+}
+
+#[test]
 fn commands_list_form_is_the_whitelist() {
-    let cfg = Fixture::new()
-        .project("commands = [\"git\", \"ls\"]")
-        .config(None);
+    let cfg = Fixture::new().project("commands = [\"git\", \"ls\"]").config(None);
     assert_eq!(cfg.allowed_commands, ["git", "ls"]);
-    assert_eq!(
-        cfg.command_access(),
-        CommandAccess::Whitelist(&["git".to_owned(), "ls".to_owned()])
-    );
+    assert_eq!(cfg.command_access(), CommandAccess::Whitelist(&["git".to_owned(), "ls".to_owned()]));
 }
 
 #[test]
 fn commands_ask_and_path_names_are_refused() {
     let f = Fixture::new();
-    assert!(f
-        .error(Some(json!({"commands": "ask"})))
-        .contains("interactive approval"));
+    assert!(f.error(Some(json!({"commands": "ask"}))).contains("interactive approval"));
     assert!(f
         .error(Some(json!({"allowed_commands": ["./x"]})))
         .contains("'allowed_commands[0]' must be a bare program name"));
@@ -214,17 +160,9 @@ fn commands_ask_and_path_names_are_refused() {
 #[test]
 fn yolo_opens_commands_and_files_unless_set_explicitly() {
     let cfg = Fixture::new().config(Some(json!({"yolo": true})));
-    assert_eq!(
-        (cfg.command_access(), cfg.files_mode()),
-        (CommandAccess::Unrestricted, FilesMode::All)
-    );
-    let cfg = Fixture::new().config(Some(
-        json!({"yolo": true, "files": "none", "commands": "none"}),
-    ));
-    assert_eq!(
-        (cfg.command_access(), cfg.files_mode()),
-        (CommandAccess::Off, FilesMode::None)
-    );
+    assert_eq!((cfg.command_access(), cfg.files_mode()), (CommandAccess::Unrestricted, FilesMode::All));
+    let cfg = Fixture::new().config(Some(json!({"yolo": true, "files": "none", "commands": "none"})));
+    assert_eq!((cfg.command_access(), cfg.files_mode()), (CommandAccess::Off, FilesMode::None));
 }
 
 #[test]
@@ -233,10 +171,7 @@ fn command_provider_model_is_split_and_resolved() {
     let cfg = f.config(None);
     assert_eq!(cfg.model.as_deref(), Some("./llm.sh --fast"));
     let cmd = cfg.model_command.unwrap();
-    assert_eq!(
-        argv(&cmd),
-        [f.base.join("llm.sh").to_str().unwrap(), "--fast"]
-    );
+    assert_eq!(argv(&cmd), [f.base.join("llm.sh").to_str().unwrap(), "--fast"]);
 }
 
 #[test]
@@ -248,8 +183,5 @@ fn generic_provider_without_base_url_is_refused() {
 #[test]
 fn output_tokens_above_context_window_are_refused() {
     let err = Fixture::new().error(Some(json!({"max_context_tokens": 1000})));
-    assert!(
-        err.contains("'max_output_tokens' (32768) must not exceed 'max_context_tokens' (1000)"),
-        "{err}"
-    );
+    assert!(err.contains("'max_output_tokens' (32768) must not exceed 'max_context_tokens' (1000)"), "{err}");
 }

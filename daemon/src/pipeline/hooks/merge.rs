@@ -1,0 +1,295 @@
+//! The merge rules of SPEC §7 for all hooks of one point, as one pure
+//! function over the hooks' replies in running order (ascending priority,
+//! then registration order):
+//! - each hook sees the state left by the ones before it;
+//! - a content field (`messages`, `content`, `all_content`) set by an
+//!   earlier hook is locked for later ones (first writer wins); `content`
+//!   and `all_content` lock each other, since both rewrite the answer;
+//! - tool allowlists and kept tool calls only narrow (intersection);
+//! - `block` is a one-way latch; the first blocker's reason is reported,
+//!   and no later hook runs;
+//! - a hook that failed, timed out or answered malformed output counts as
+//!   a block unless it is configured `on_failure = "ignore"`.
+
+use crate::config::{HookPoint, OnFailure};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// What one hook answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Its JSON output.
+    Output(Value),
+    /// It failed, timed out or could not be reached; the text says how.
+    Failed(String),
+}
+
+/// The combined decision of a point's hooks so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    /// Replacement messages (`before_llm_call`).
+    pub messages: Option<Vec<Value>>,
+    /// Names of tools to keep (`before_llm_call`); `None`: all.
+    pub tools: Option<BTreeSet<String>>,
+    /// Ids of tool calls to keep (`after_llm_call`); `None`: all.
+    pub tool_calls: Option<BTreeSet<String>>,
+    /// Replacement for the last answer text (`before_response_emit`).
+    pub content: Option<String>,
+    /// Replacements for the run's answer texts, in order (`before_response_emit`).
+    pub all_content: Option<Vec<String>>,
+    /// The first blocker: (hook, reason).
+    pub blocked: Option<(String, String)>,
+    /// (hook, reason) of hooks that changed something and said why.
+    pub reasons: Vec<(String, String)>,
+}
+
+/// What one hook's reply did, for events and the report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Nothing changed.
+    Pass,
+    /// It changed something.
+    Modify,
+    /// It blocked.
+    Block(String),
+    /// It failed and was passed over (`on_failure = "ignore"`).
+    Ignored(String),
+}
+
+impl Effect {
+    /// The name used in events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Effect::Pass => "pass",
+            Effect::Modify => "modify",
+            Effect::Block(_) => "block",
+            Effect::Ignored(_) => "ignored_failure",
+        }
+    }
+
+    /// The reason, if any.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Effect::Block(r) | Effect::Ignored(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// Fields each point accepts in a reply.
+fn allowed(point: HookPoint) -> &'static [&'static str] {
+    match point {
+        HookPoint::BeforeLlmCall => &["messages", "tools", "block", "reason"],
+        HookPoint::AfterLlmCall => &["tool_calls", "block", "reason"],
+        HookPoint::BeforeResponseEmit => &["content", "all_content", "block", "reason"],
+    }
+}
+
+fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
+    v.as_array()
+        .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| format!("'{key}' must be a list of strings"))
+}
+
+impl Decision {
+    /// Whether a hook has blocked.
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.is_some()
+    }
+
+    /// Fold one hook's reply into the decision.
+    pub fn apply(&mut self, point: HookPoint, hook: &str, on_failure: OnFailure, reply: Reply) -> Effect {
+        if self.is_blocked() {
+            return Effect::Pass;
+        }
+        let failure = |why: String| match on_failure {
+            OnFailure::Ignore => Effect::Ignored(why),
+            OnFailure::Block => Effect::Block(format!("hook {hook} failed: {why}")),
+        };
+        let effect = match reply {
+            Reply::Failed(why) => failure(why),
+            Reply::Output(v) => match self.merge(point, hook, &v) {
+                Ok(effect) => effect,
+                Err(why) => failure(format!("malformed output: {why}")),
+            },
+        };
+        if let Effect::Block(reason) = &effect {
+            self.blocked = Some((hook.to_owned(), reason.clone()));
+        }
+        effect
+    }
+
+    /// Merge a well-formed reply; `Err` when it is malformed.
+    fn merge(&mut self, point: HookPoint, hook: &str, v: &Value) -> Result<Effect, String> {
+        let obj = v.as_object().ok_or("the output is not a JSON object")?;
+        if let Some(k) = obj.keys().find(|k| !allowed(point).contains(&k.as_str())) {
+            return Err(format!("'{k}' is not a field of a {point:?} result"));
+        }
+        let reason = match obj.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("'reason' must be a string".into()),
+        };
+        match obj.get("block") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => return Ok(Effect::Block(reason.unwrap_or_else(|| "blocked by hook".into()))),
+            Some(_) => return Err("'block' must be a boolean".into()),
+        }
+        // Check every field before changing anything: a malformed reply
+        // must not leave half its changes behind.
+        let messages = match obj.get("messages") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(m)) if m.iter().all(Value::is_object) => Some(m.clone()),
+            Some(_) => return Err("'messages' must be a list of message objects".into()),
+        };
+        let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
+        let tools = field("tools").map(|t| strings(t, "tools")).transpose()?;
+        let calls = field("tool_calls").map(|t| strings(t, "tool_calls")).transpose()?;
+        let content = match field("content") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("'content' must be a string".into()),
+        };
+        let all_content = field("all_content").map(|t| strings(t, "all_content")).transpose()?;
+
+        let mut changed = false;
+        if let Some(m) = messages {
+            if self.messages.is_none() {
+                self.messages = Some(m);
+                changed = true;
+            }
+        }
+        for (incoming, slot) in [(tools, &mut self.tools), (calls, &mut self.tool_calls)] {
+            if let Some(keep) = incoming {
+                let keep: BTreeSet<String> = keep.into_iter().collect();
+                let narrowed = match slot.take() {
+                    Some(prev) => prev.intersection(&keep).cloned().collect(),
+                    None => keep,
+                };
+                *slot = Some(narrowed);
+                changed = true;
+            }
+        }
+        let answer_locked = self.content.is_some() || self.all_content.is_some();
+        if !answer_locked {
+            if let Some(c) = content {
+                self.content = Some(c);
+                changed = true;
+            } else if let Some(all) = all_content {
+                self.all_content = Some(all);
+                changed = true;
+            }
+        }
+        if changed {
+            if let Some(r) = reason {
+                self.reasons.push((hook.to_owned(), r));
+            }
+            return Ok(Effect::Modify);
+        }
+        Ok(Effect::Pass)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const B: HookPoint = HookPoint::BeforeLlmCall;
+    const A: HookPoint = HookPoint::AfterLlmCall;
+    const E: HookPoint = HookPoint::BeforeResponseEmit;
+
+    fn out(v: Value) -> Reply {
+        Reply::Output(v)
+    }
+
+    fn set(items: &[&str]) -> Option<BTreeSet<String>> {
+        Some(items.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn first_writer_of_messages_wins() {
+        let mut d = Decision::default();
+        d.apply(B, "h1", OnFailure::Block, out(json!({"messages": [{"role": "user", "content": "one"}]})));
+        let e = d.apply(B, "h2", OnFailure::Block, out(json!({"messages": [{"role": "user", "content": "two"}]})));
+        assert_eq!(e, Effect::Pass);
+        assert_eq!(d.messages.unwrap()[0]["content"], "one");
+    }
+
+    #[test]
+    fn tool_lists_only_narrow() {
+        let mut d = Decision::default();
+        d.apply(B, "h1", OnFailure::Block, out(json!({"tools": ["read_file", "grep"]})));
+        d.apply(B, "h2", OnFailure::Block, out(json!({"tools": ["grep", "write_file"]})));
+        assert_eq!(d.tools, set(&["grep"]));
+        let mut d = Decision::default();
+        d.apply(A, "h1", OnFailure::Block, out(json!({"tool_calls": ["c1"]})));
+        d.apply(A, "h2", OnFailure::Block, out(json!({"tool_calls": ["c1", "c2"]})));
+        assert_eq!(d.tool_calls, set(&["c1"]), "a later hook cannot widen");
+    }
+
+    #[test]
+    fn block_latches_with_the_first_reason() {
+        let mut d = Decision::default();
+        assert_eq!(
+            d.apply(B, "h1", OnFailure::Block, out(json!({"block": true, "reason": "tainted"}))),
+            Effect::Block("tainted".into())
+        );
+        d.apply(B, "h2", OnFailure::Block, out(json!({"block": true, "reason": "other"})));
+        d.apply(B, "h3", OnFailure::Block, out(json!({"block": false})));
+        assert_eq!(d.blocked, Some(("h1".into(), "tainted".into())));
+    }
+
+    #[test]
+    fn failures_block_unless_ignored() {
+        let mut d = Decision::default();
+        assert_eq!(
+            d.apply(B, "h", OnFailure::Ignore, Reply::Failed("timed out".into())),
+            Effect::Ignored("timed out".into())
+        );
+        assert!(!d.is_blocked());
+        let e = d.apply(B, "h", OnFailure::Block, Reply::Failed("timed out".into()));
+        assert!(matches!(e, Effect::Block(r) if r.contains("timed out")));
+    }
+
+    #[test]
+    fn malformed_output_counts_as_failure_and_changes_nothing() {
+        for bad in [
+            json!("text"),
+            json!({"tools": "grep"}),
+            json!({"block": "yes"}),
+            json!({"content": 3}),
+            json!({"messages": [1]}),
+        ] {
+            let mut d = Decision::default();
+            let e = d.apply(B, "h", OnFailure::Block, out(bad.clone()));
+            assert!(matches!(e, Effect::Block(_)), "{bad}");
+        }
+        let mut d = Decision::default();
+        let e = d.apply(B, "h", OnFailure::Ignore, out(json!({"tools": ["a"], "content": 3})));
+        assert!(matches!(e, Effect::Ignored(_)));
+        assert_eq!(d.tools, None, "a malformed reply leaves nothing behind");
+    }
+
+    #[test]
+    fn fields_of_another_point_are_malformed() {
+        let mut d = Decision::default();
+        assert!(matches!(d.apply(A, "h", OnFailure::Block, out(json!({"content": "x"}))), Effect::Block(_)));
+    }
+
+    #[test]
+    fn content_and_all_content_lock_each_other() {
+        let mut d = Decision::default();
+        d.apply(E, "h1", OnFailure::Block, out(json!({"all_content": ["a", "b"]})));
+        assert_eq!(d.apply(E, "h2", OnFailure::Block, out(json!({"content": "x"}))), Effect::Pass);
+        assert_eq!(d.all_content, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(d.content, None);
+    }
+
+    #[test]
+    fn empty_reply_passes() {
+        let mut d = Decision::default();
+        assert_eq!(d.apply(E, "h", OnFailure::Block, out(json!({}))), Effect::Pass);
+        assert_eq!(d, Decision::default());
+    }
+}

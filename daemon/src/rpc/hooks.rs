@@ -1,0 +1,101 @@
+//! `hooks/register` (a subscription of `hooks/invoke` notifications) and
+//! `hooks/respond`.
+
+use super::DaemonContext;
+use crate::config::{HookPoint, OnFailure};
+use crate::pipeline::hooks::rpc::Registration;
+use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage};
+use std::sync::Arc;
+use std::time::Duration;
+use swival_protocol::{methods, HookInvocation, HookRegisterParams, HookRespondParams, HookRespondResult};
+
+fn invalid(message: String) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(-32602, message, None::<()>)
+}
+
+fn point(name: &str) -> Result<HookPoint, ErrorObjectOwned> {
+    match name {
+        "before_llm_call" => Ok(HookPoint::BeforeLlmCall),
+        "after_llm_call" => Ok(HookPoint::AfterLlmCall),
+        "before_response_emit" => Ok(HookPoint::BeforeResponseEmit),
+        other => Err(invalid(format!(
+            "unknown hook point {other:?}; use before_llm_call, after_llm_call or before_response_emit"
+        ))),
+    }
+}
+
+fn registration(p: HookRegisterParams) -> Result<Registration, ErrorObjectOwned> {
+    let points = p.points.iter().map(|n| point(n)).collect::<Result<Vec<_>, _>>()?;
+    if points.is_empty() {
+        return Err(invalid("hooks/register needs at least one point".into()));
+    }
+    let on_failure = match p.on_failure.as_str() {
+        "block" => OnFailure::Block,
+        "ignore" => OnFailure::Ignore,
+        other => return Err(invalid(format!("on_failure must be \"block\" or \"ignore\", not {other:?}"))),
+    };
+    Ok(Registration {
+        name: p.name,
+        points,
+        priority: p.priority,
+        timeout: Duration::from_millis(p.timeout_ms.max(1)),
+        on_failure,
+    })
+}
+
+pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
+    module.register_subscription(
+        methods::HOOKS_REGISTER,
+        methods::HOOKS_INVOKE,
+        methods::HOOKS_UNREGISTER,
+        |params, pending, ctx, _| async move { serve(params.parse().and_then(registration), pending, ctx).await },
+    )?;
+    module.register_method(methods::HOOKS_RESPOND, |params, ctx, _| {
+        let p: HookRespondParams = params.parse()?;
+        let accepted = ctx.sessions.hook_registry().respond(&p.call_id, p.result);
+        Ok::<_, ErrorObjectOwned>(HookRespondResult { accepted })
+    })?;
+    Ok(())
+}
+
+/// Hold the registration while the subscription lives; forward invocations.
+async fn serve(
+    reg: Result<Registration, ErrorObjectOwned>,
+    pending: PendingSubscriptionSink,
+    ctx: Arc<DaemonContext>,
+) -> SubscriptionResult {
+    let reg = match reg {
+        Ok(r) => r,
+        Err(e) => {
+            pending.reject(e).await;
+            return Ok(());
+        }
+    };
+    let sink = pending.accept().await?;
+    let registry = ctx.sessions.hook_registry();
+    let name = reg.name.clone();
+    let (id, mut invocations) = registry.register(reg);
+    tracing::info!("client hook {name} registered");
+    loop {
+        tokio::select! {
+            inv = invocations.recv() => {
+                let Some(inv) = inv else { break };
+                let msg = HookInvocation {
+                    call_id: inv.call_id,
+                    point: crate::pipeline::hooks::point_name(inv.point).into(),
+                    payload: inv.payload,
+                };
+                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&msg)?.into();
+                if sink.send(msg).await.is_err() {
+                    break;
+                }
+            }
+            _ = sink.closed() => break,
+        }
+    }
+    registry.unregister(id);
+    tracing::info!("client hook {name} removed (its connection closed)");
+    Ok(())
+}
