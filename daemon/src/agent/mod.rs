@@ -277,7 +277,7 @@ impl AgentRun<'_> {
                 let _ = self.events.emit(Some(self.run_id), kind);
                 let started = Instant::now();
                 let tools = &mut *self.tools;
-                let result = tokio::task::block_in_place(|| tools.call(&call.name, &call.arguments));
+                let result = tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id));
                 let elapsed = started.elapsed().as_secs_f64();
                 self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
                 let kind = EventKind::ToolResult {
