@@ -214,6 +214,19 @@ impl Client {
         self.subscribe(methods::SESSION_SUBSCRIBE, &params, methods::SESSION_UNSUBSCRIBE).await
     }
 
+    /// `policy/check`.
+    pub async fn policy_check(
+        &self,
+        params: &swival_protocol::PolicyCheckParams,
+    ) -> Result<swival_protocol::PolicyCheckResult, ClientError> {
+        self.call(methods::POLICY_CHECK, params).await
+    }
+
+    /// `policy/status`.
+    pub async fn policy_status(&self, session_id: &SessionId) -> Result<swival_protocol::PolicyStatus, ClientError> {
+        self.call(methods::POLICY_STATUS, &SessionRef { session_id: session_id.clone() }).await
+    }
+
     /// Whether the connection is still up.
     pub fn is_connected(&self) -> bool {
         self.rpc.is_connected()

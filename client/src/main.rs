@@ -62,6 +62,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask what the policy allows.
+    Policy {
+        #[command(subcommand)]
+        action: cmd::policy::Action,
+    },
     /// Start, stop or install the daemon.
     Daemon {
         #[command(subcommand)]
@@ -91,6 +96,7 @@ fn main() -> ExitCode {
                 cmd::session::attach(&socket, session, from_seq, follow, json).await
             }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
+            Command::Policy { action } => cmd::policy::run(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }
     });

@@ -21,6 +21,8 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let state_dir = settings.state_dir.clone().unwrap_or_else(crate::paths::state_dir);
     let store = Arc::new(Store::open(&state_dir.join("swivald.db"))?);
     let stopping = CancellationToken::new();
+    let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
+    tracing::info!("command sandbox: {sandbox_caps:?}");
     let grace = Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0));
     let sessions = Arc::new(Sessions::open(
         store,
@@ -29,6 +31,8 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             max_llm_calls: settings.max_concurrent_llm_calls as usize,
             backoff_base: Duration::from_secs_f64(settings.provider_backoff_base_s.max(0.0)),
             max_children: settings.max_children as usize,
+            sandbox_caps,
+            socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
         },
         stopping,
     )?);

@@ -43,6 +43,7 @@ fn method_docs() -> Vec<MethodDoc> {
         doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
         doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
         doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
+        doc(methods::POLICY_CHECK, Some(schema::<PolicyCheckParams>()), schema::<PolicyCheckResult>()),
         doc(methods::POLICY_STATUS, Some(schema::<SessionRef>()), schema::<PolicyStatus>()),
         doc(methods::CONFIG_RESOLVE, Some(schema::<ConfigResolveParams>()), schema::<ConfigResolveResult>()),
     ]

@@ -575,3 +575,27 @@ pub struct HookRespondResult {
     /// False when no call waits for that id any more (it timed out).
     pub accepted: bool,
 }
+
+/// `policy/check` params: would this command run?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyCheckParams {
+    /// Check against this session's policy...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<SessionId>,
+    /// ...or against the configuration of this base directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+    /// The command as the model would give it.
+    pub argv: Vec<String>,
+}
+
+/// `policy/check` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyCheckResult {
+    /// Whether it would run.
+    pub allowed: bool,
+    /// The program that would run (absolute path), when allowed.
+    pub program: Option<String>,
+    /// Why, in one sentence, and under which sandbox.
+    pub reason: String,
+}

@@ -12,6 +12,7 @@ use crate::pipeline::hooks::{self, merge::Decision};
 use crate::pipeline::Pipeline;
 use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
+use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::session::events::EventLog;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
@@ -81,6 +82,10 @@ pub struct AgentRun<'a> {
     pub pipeline: &'a Pipeline,
     /// The session, for hook payloads.
     pub session_id: &'a SessionId,
+    /// How `run_command` runs.
+    pub commands: &'a CommandEnv,
+    /// How `fetch_url` runs.
+    pub fetch: &'a FetchEnv,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and
@@ -174,8 +179,13 @@ impl AgentRun<'_> {
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
         // Swival's command provider is not told about tools.
-        let tools =
-            if self.provider.settings.kind == ProviderKind::Command { Vec::new() } else { self.tools.schemas() };
+        let tools = if self.provider.settings.kind == ProviderKind::Command {
+            Vec::new()
+        } else {
+            let mut t = self.tools.schemas();
+            t.extend(crate::sandbox::tool_schemas(&self.commands.policy));
+            t
+        };
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
             if self.cancel.is_cancelled() {
@@ -276,8 +286,7 @@ impl AgentRun<'_> {
                 };
                 let _ = self.events.emit(Some(self.run_id), kind);
                 let started = Instant::now();
-                let tools = &mut *self.tools;
-                let result = tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id));
+                let result = self.call_tool(call).await;
                 let elapsed = started.elapsed().as_secs_f64();
                 self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
                 let kind = EventKind::ToolResult {
@@ -402,6 +411,32 @@ impl AgentRun<'_> {
             Err(e) => {
                 self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
                 Err(CallError::Failed(e.to_string()))
+            }
+        }
+    }
+
+    /// Run one tool: commands and fetches are async (and cancellable);
+    /// file tools run on this thread.
+    async fn call_tool(&mut self, call: &crate::provider::ToolCall) -> String {
+        let args = || -> Result<Value, String> {
+            match serde_json::from_str::<Value>(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
+                Ok(v @ Value::Object(_)) => Ok(v),
+                Ok(other) => Err(format!("error: tool arguments must be a JSON object, got {other}")),
+                Err(e) => Err(format!("error: invalid JSON in tool arguments: {e}")),
+            }
+        };
+        match call.name.as_str() {
+            "run_command" if self.commands.policy.enabled() => match args() {
+                Ok(a) => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
+                Err(e) => e,
+            },
+            "fetch_url" => match args() {
+                Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
+                Err(e) => e,
+            },
+            _ => {
+                let tools = &mut *self.tools;
+                tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
             }
         }
     }

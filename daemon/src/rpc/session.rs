@@ -67,6 +67,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: SessionRef = params.parse()?;
         ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)
     })?;
+    module.register_method(methods::POLICY_CHECK, |params, ctx, _| {
+        let p: swival_protocol::PolicyCheckParams = params.parse()?;
+        ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv).map_err(rpc_error)
+    })?;
     module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
         let p: ConfigResolveParams = params.parse()?;
         let effective = ctx.sessions.resolve_config(&p.base_dir, p.config.as_ref()).map_err(rpc_error)?;

@@ -16,6 +16,7 @@ use crate::config::{self, EffectiveConfig};
 use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
+use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 use crate::tools::path::PathPolicy;
 use crate::tools::ToolBox;
@@ -76,6 +77,10 @@ pub struct SessionSettings {
     pub backoff_base: Duration,
     /// Most helper processes (filters, hooks, reviewers) running at once.
     pub max_children: usize,
+    /// What the kernel lets the command sandbox enforce (probed at start).
+    pub sandbox_caps: SandboxCapabilities,
+    /// The daemon's socket, hidden from the model's commands.
+    pub socket: Option<PathBuf>,
 }
 
 /// Every session, live or stored.
@@ -124,6 +129,12 @@ pub struct Session {
     pub events: EventLog,
     /// Its policy pipeline.
     pub pipeline: Pipeline,
+    /// How its commands run (whitelist, kernel sandbox plan).
+    pub commands: CommandEnv,
+    /// How `fetch_url` reaches the network.
+    pub fetch: FetchEnv,
+    /// What the sandbox enforces for it.
+    pub sandbox: SandboxStatus,
     /// What may change.
     state: tokio::sync::Mutex<State>,
 }
@@ -230,8 +241,14 @@ impl Sessions {
         let session = self.build(&row, effective, Vec::new())?;
         self.shared.store.insert_session(&row)?;
         let config = row.config.clone();
+        // What the kernel cannot enforce is said plainly, never pretended.
+        let warnings =
+            if session.commands.policy.enabled() { session.sandbox.not_enforced.clone() } else { Vec::new() };
+        for message in &warnings {
+            let _ = session.events.emit(None, EventKind::Warning { message: message.clone() });
+        }
         self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), session);
-        Ok(SessionCreateResult { session_id: id, config, warnings: Vec::new() })
+        Ok(SessionCreateResult { session_id: id, config, warnings })
     }
 
     fn build(
@@ -264,6 +281,28 @@ impl Sessions {
         };
         let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(SessionError::Setup)?;
+        let cfg = &config.config;
+        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        let command_policy =
+            CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
+        // Hide the daemon's socket directory when it is ours alone, else the socket itself.
+        let hide: Vec<PathBuf> = self.shared.settings.socket.iter().cloned().collect();
+        let (commands, sandbox) = CommandEnv::new(
+            command_policy,
+            &base,
+            &policy.allow_rw,
+            cfg.sandbox,
+            cfg.command_network,
+            &self.shared.settings.sandbox_caps,
+            hide,
+            crate::sandbox::default_helper(),
+        );
+        crate::sandbox::spill::sweep(&base);
+        let fetch = FetchEnv {
+            base_dir: base.clone(),
+            allow_networks: cfg.fetch_allow_networks.clone(),
+            max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
+        };
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
@@ -275,6 +314,9 @@ impl Sessions {
             config,
             events: EventLog::new(self.shared.store.clone(), row.id.clone()),
             pipeline,
+            commands,
+            fetch,
+            sandbox,
             state: tokio::sync::Mutex::new(State {
                 idle: Some((conversation, tools)),
                 active: None,
@@ -447,6 +489,39 @@ impl Sessions {
         self.shared.runner.shutdown().await;
     }
 
+    /// `policy/check`: would `argv` run in this session (or under this base
+    /// dir's configuration), and why.
+    pub fn policy_check(
+        &self,
+        session: Option<&SessionId>,
+        base_dir: Option<&str>,
+        argv: &[String],
+    ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
+        let (policy, base, summary) = match (session, base_dir) {
+            (Some(id), _) => {
+                let s = self.get(id)?;
+                (s.commands.policy.clone(), s.base_dir.clone(), s.sandbox.summary())
+            }
+            (None, Some(dir)) => {
+                let effective = self.resolve_config(dir, None)?;
+                let base = check_base_dir(dir)?;
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                let policy = CommandPolicy::from_access(effective.config.command_access(), &base, &path)
+                    .map_err(SessionError::Config)?;
+                (policy, base, format!("sandbox = {:?}", effective.config.sandbox).to_lowercase())
+            }
+            (None, None) => return Err(SessionError::Config("policy/check needs session_id or base_dir".into())),
+        };
+        Ok(match crate::sandbox::check(argv, &policy, &base) {
+            Ok(program) => swival_protocol::PolicyCheckResult {
+                allowed: true,
+                program: Some(program.display().to_string()),
+                reason: format!("would run {} in {} ({summary})", program.display(), base.display()),
+            },
+            Err(reason) => swival_protocol::PolicyCheckResult { allowed: false, program: None, reason },
+        })
+    }
+
     /// The daemon-wide registry of client hooks.
     pub fn hook_registry(&self) -> Arc<HookRegistry> {
         self.shared.hooks.clone()
@@ -461,14 +536,7 @@ impl Sessions {
             filters: p.filter_status(),
             hooks: p.hook_status(),
             reviewer: p.reviewer_status(),
-            sandbox: swival_protocol::SandboxStatus {
-                mode: "builtin".into(),
-                enforced: vec![format!(
-                    "file tools confined to {} and allowed_dirs by the path resolver (in-process)",
-                    session.base_dir.display()
-                )],
-                not_enforced: vec!["no kernel sandbox yet: commands are not available".into()],
-            },
+            sandbox: sandbox_status(&session),
         })
     }
 
@@ -478,6 +546,51 @@ impl Sessions {
             let _ = s.events.emit(None, EventKind::Warning { message });
         }
     }
+}
+
+/// `policy/status`'s sandbox part: what is enforced, in plain words.
+fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
+    let st = &session.sandbox;
+    let mut enforced = vec![format!(
+        "file tools confined to {} and allowed_dirs by the path resolver; / is never reachable",
+        session.base_dir.display()
+    )];
+    let commands = &session.commands.policy;
+    if commands.enabled() {
+        let names = commands.allowed_names();
+        enforced.push(if names.is_empty() {
+            "run_command: any program (yolo), never through a shell".into()
+        } else {
+            format!(
+                "run_command: only {} (resolved to absolute paths at session start), never through a shell",
+                names.join(", ")
+            )
+        });
+        if st.filesystem_confined {
+            enforced.push(format!(
+                "commands may write only in the base dir, allowed_dirs and a per-run TMPDIR (Landlock ABI {})",
+                st.landlock_abi.unwrap_or_default()
+            ));
+        }
+        match (st.network_allowed, st.network_block) {
+            (true, _) => {}
+            (false, Some(crate::sandbox::NetBlock::Namespace)) => {
+                enforced.push("commands have no network (private network namespace)".into())
+            }
+            (false, Some(crate::sandbox::NetBlock::Seccomp)) => {
+                enforced.push("commands cannot open IP sockets (seccomp)".into())
+            }
+            (false, None) => {}
+        }
+        if st.daemon_socket_hidden {
+            enforced.push("swivald's socket is hidden from commands".into());
+        }
+    } else {
+        enforced.push("run_command is off (no allowed_commands, no yolo)".into());
+    }
+    enforced.push("fetch_url refuses loopback, private, link-local, CGNAT, multicast and reserved addresses".into());
+    let not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
+    swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
 }
 
 /// The effective config as shown to clients: the API key is never echoed.

@@ -147,7 +147,7 @@ impl RunJob {
             model: &model,
             provider: cfg.provider.as_str(),
             settings: report_settings(cfg),
-            sandbox: json!({"mode": "builtin"}),
+            sandbox: json!({"mode": session.sandbox.summary()}),
         };
         let report = report::build(&ctx, &result, &record);
         // The session takes its conversation back and the terminal event is
@@ -293,6 +293,8 @@ impl RunJob {
                 record,
                 pipeline,
                 session_id: &self.session.id,
+                commands: &self.session.commands,
+                fetch: &self.session.fetch,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {
