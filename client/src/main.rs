@@ -62,6 +62,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Response cache statistics, or empty it.
+    Cache {
+        #[command(subcommand)]
+        action: cmd::session::CacheAction,
+    },
     /// Ask what the policy allows.
     Policy {
         #[command(subcommand)]
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
             }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
+            Command::Cache { action } => cmd::session::cache(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }
     });

@@ -6,6 +6,7 @@
 //! See ARCHITECTURE.md for the code map and the invariants.
 
 pub mod agent;
+pub mod cache;
 pub mod config;
 pub mod paths;
 pub mod pipeline;

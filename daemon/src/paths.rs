@@ -26,6 +26,11 @@ pub fn state_dir() -> PathBuf {
     user_dir(|b| b.state_dir().or(Some(b.data_local_dir())))
 }
 
+/// `$XDG_CACHE_HOME/swival`.
+pub fn cache_dir() -> PathBuf {
+    user_dir(|b| Some(b.cache_dir()))
+}
+
 /// A socket directory we must not use.
 #[derive(Debug, thiserror::Error)]
 pub enum DirError {

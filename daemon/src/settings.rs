@@ -45,6 +45,10 @@ pub struct Settings {
     /// Most helper processes (filters, hooks, reviewers) running at once;
     /// more wait their turn.
     pub max_children: u32,
+    /// Where the response cache lives (default `$XDG_CACHE_HOME/swival`).
+    pub cache_dir: Option<PathBuf>,
+    /// Size cap of the response cache in bytes; least recently used replies go first.
+    pub max_cache_bytes: u64,
 }
 
 impl Default for Settings {
@@ -60,6 +64,8 @@ impl Default for Settings {
             max_concurrent_llm_calls: 16,
             provider_backoff_base_s: 2.0,
             max_children: 64,
+            cache_dir: None,
+            max_cache_bytes: 256 * 1024 * 1024,
         }
     }
 }

@@ -40,6 +40,10 @@ pub const HOOKS_UNREGISTER: &str = "hooks/unregister";
 pub const HOOKS_RESPOND: &str = "hooks/respond";
 /// What guards a session: filters, hooks, reviewer, sandbox.
 pub const POLICY_STATUS: &str = "policy/status";
+/// Response cache statistics.
+pub const CACHE_STATS: &str = "cache/stats";
+/// Empty the response cache.
+pub const CACHE_CLEAR: &str = "cache/clear";
 /// Whether a command would run, and why.
 pub const POLICY_CHECK: &str = "policy/check";
 /// The effective configuration for a base directory, with sources.
@@ -64,6 +68,8 @@ pub const ALL: &[(&str, &str)] = &[
     (HOOKS_REGISTER, "Register a client hook for some points; invocations arrive as hooks/invoke notifications."),
     (HOOKS_UNREGISTER, "End a hooks/register subscription."),
     (HOOKS_RESPOND, "Answer one hooks/invoke with the hook's result."),
+    (CACHE_STATS, "Response cache: entries, bytes, hits, misses, shared calls."),
+    (CACHE_CLEAR, "Empty the response cache; returns how many entries were removed."),
     (POLICY_CHECK, "Whether run_command would run an argv in a session (or base dir), and why."),
     (POLICY_STATUS, "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256."),
     (CONFIG_RESOLVE, "The effective configuration for a base directory, with the layer that set each key."),

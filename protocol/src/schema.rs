@@ -43,6 +43,12 @@ fn method_docs() -> Vec<MethodDoc> {
         doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
         doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
         doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
+        doc(
+            methods::CACHE_STATS,
+            None,
+            json!({"type": "object", "description": "path, entries, bytes, max_bytes, hits, misses, shared, waiting"}),
+        ),
+        doc(methods::CACHE_CLEAR, None, json!({"type": "object", "properties": {"removed": {"type": "integer"}}})),
         doc(methods::POLICY_CHECK, Some(schema::<PolicyCheckParams>()), schema::<PolicyCheckResult>()),
         doc(methods::POLICY_STATUS, Some(schema::<SessionRef>()), schema::<PolicyStatus>()),
         doc(methods::CONFIG_RESOLVE, Some(schema::<ConfigResolveParams>()), schema::<ConfigResolveResult>()),

@@ -363,6 +363,9 @@ pub enum EventKind {
         prompt_tokens_est: u64,
         /// Retries this call needed.
         retries: u64,
+        /// `hit` (from the response cache) or `shared` (joined an identical call in flight).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache: Option<String>,
     },
     /// The model asked for a tool.
     ToolCall {

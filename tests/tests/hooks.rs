@@ -146,7 +146,7 @@ fn before_response_emit_block_withholds_the_answer_everywhere() {
         Step::text("SECRET-ANSWER final"),
         Step::text("next run answer"),
     ]);
-    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "stream": true,
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "stream": true, "cache": true,
         "hooks": [{"point": "before_response_emit", "command": block}]});
     let mut c = daemon.nd();
     let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].clone();
@@ -171,6 +171,7 @@ fn before_response_emit_block_withholds_the_answer_everywhere() {
     );
     let report = c.ok("report/get", json!({"run_id": run_id})).to_string();
     assert!(!report.contains("SECRET-ANSWER"), "{report}");
+    assert_eq!(c.ok("cache/stats", json!({}))["entries"], 0, "the withheld run left replies in the cache");
     // The next run's request carries none of it.
     std::fs::write(p.join("swival.toml"), "").unwrap();
     let r2 = c.ok("run/start", json!({"session_id": sid, "task": "again"}))["run_id"].clone();

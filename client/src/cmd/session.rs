@@ -90,3 +90,24 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// What to do with the response cache.
+#[derive(Debug, clap::Subcommand)]
+pub enum CacheAction {
+    /// Entries, size, hits, misses and shared calls (JSON).
+    Stats,
+    /// Remove every entry.
+    Clear,
+}
+
+/// `swivalctl cache stats|clear`.
+pub async fn cache(socket: &Path, action: CacheAction) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let method = match action {
+        CacheAction::Stats => swival_protocol::methods::CACHE_STATS,
+        CacheAction::Clear => swival_protocol::methods::CACHE_CLEAR,
+    };
+    let v: Value = client.call_no_params(method).await?;
+    println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+    Ok(ExitCode::SUCCESS)
+}

@@ -6,6 +6,7 @@
 pub mod conversation;
 pub mod prompt;
 
+use crate::cache::{ResponseCache, Served};
 use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
 use crate::pipeline::hooks::{self, merge::Decision};
@@ -86,6 +87,10 @@ pub struct AgentRun<'a> {
     pub commands: &'a CommandEnv,
     /// How `fetch_url` runs.
     pub fetch: &'a FetchEnv,
+    /// The response cache, when the session has `cache = true`.
+    pub cache: Option<&'a ResponseCache>,
+    /// Digest of the session's filters and hooks (part of the cache key).
+    pub policy_digest: &'a str,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and
@@ -121,6 +126,25 @@ pub async fn consult(
         let _ = events.emit(Some(run_id), kind);
     }
     Ok(decision)
+}
+
+/// How a provider call ended, for the report and the `llm_call` event.
+struct CallEnd {
+    /// The provider's finish reason, or `error`.
+    finish_reason: Option<String>,
+    /// The provider's usage object.
+    usage: Option<Value>,
+    /// Transient failures retried.
+    retries: u64,
+    /// `hit` or `shared` when the response cache answered.
+    cache: Option<&'static str>,
+}
+
+impl CallEnd {
+    /// A call that failed or was refused before a reply.
+    fn failed() -> CallEnd {
+        CallEnd { finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
+    }
 }
 
 /// Why a provider call did not produce a reply.
@@ -337,7 +361,7 @@ impl AgentRun<'_> {
             .map_err(|_| CallError::Cancelled)?;
             if let Some((_, reason)) = decision.blocked {
                 let estimate = estimate_tokens(self.conversation.messages(), tools);
-                self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                self.finish_call(turn, started, estimate, CallEnd::failed());
                 return Err(CallError::Blocked(reason));
             }
             if let Some(keep) = &decision.tools {
@@ -374,7 +398,7 @@ impl AgentRun<'_> {
                 Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
                 Err(FilterError::Blocked(detail)) => {
                     let message = format!("LLM filter blocked request: {detail}");
-                    self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                    self.finish_call(turn, started, estimate, CallEnd::failed());
                     return Err(CallError::Failed(message));
                 }
             }
@@ -388,12 +412,44 @@ impl AgentRun<'_> {
         // With before_response_emit hooks, text reaches clients only after them.
         let stream_text = !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
         let observer = Observer { events: self.events, run_id: self.run_id, turn, stream_text };
-        let result = {
+        let call = || async {
             let _permit = tokio::select! {
-                p = self.llm_slots.acquire() => p.map_err(|_| CallError::Cancelled)?,
-                _ = self.cancel.cancelled() => return Err(CallError::Cancelled),
+                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
+                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
             };
             self.provider.chat(self.model, &req, &observer, self.cancel).await
+        };
+        let (result, served) = match self.cache {
+            None => (call().await, None),
+            Some(cache) => {
+                let settings = &self.provider.settings;
+                let body = crate::provider::request_body(settings, self.model, &req);
+                let key = crate::cache::key(crate::cache::KeyParts {
+                    body: &body,
+                    provider: settings.kind.as_str(),
+                    base_url: &settings.base_url,
+                    policy_digest: self.policy_digest,
+                });
+                let cached = cache
+                    .get_or_call(&key, || async {
+                        call().await.map(|(reply, retries)| json!({"reply": reply.to_json(), "retries": retries}))
+                    })
+                    .await;
+                match cached {
+                    Ok((v, how)) => {
+                        self.record.cache_keys.push(key.clone());
+                        let reply = crate::provider::Reply::from_json(&v["reply"]);
+                        let retries = if how == Served::Miss { v["retries"].as_u64().unwrap_or(0) as u32 } else { 0 };
+                        let label = match how {
+                            Served::Hit => Some("hit"),
+                            Served::Shared => Some("shared"),
+                            Served::Miss => None,
+                        };
+                        (Ok((reply, retries)), label)
+                    }
+                    Err(e) => (Err(e), None),
+                }
+            }
         };
         match result {
             Ok((reply, retries)) => {
@@ -401,15 +457,18 @@ impl AgentRun<'_> {
                     turn,
                     started,
                     estimate,
-                    reply.finish_reason.clone(),
-                    reply.usage.clone(),
-                    retries.into(),
+                    CallEnd {
+                        finish_reason: reply.finish_reason.clone(),
+                        usage: reply.usage.clone(),
+                        retries: retries.into(),
+                        cache: served,
+                    },
                 );
                 Ok(reply)
             }
             Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
             Err(e) => {
-                self.finish_call(turn, started, estimate, Some("error".into()), None, 0);
+                self.finish_call(turn, started, estimate, CallEnd::failed());
                 Err(CallError::Failed(e.to_string()))
             }
         }
@@ -442,15 +501,8 @@ impl AgentRun<'_> {
     }
 
     /// Record a finished (or failed) call in the report and the events.
-    fn finish_call(
-        &mut self,
-        turn: u64,
-        started: Instant,
-        estimate: u64,
-        finish_reason: Option<String>,
-        usage: Option<Value>,
-        retries: u64,
-    ) {
+    fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
+        let CallEnd { finish_reason, usage, retries, cache } = end;
         let duration_s = started.elapsed().as_secs_f64();
         self.record.llm_call(&LlmCallRecord {
             turn,
@@ -458,6 +510,7 @@ impl AgentRun<'_> {
             prompt_tokens_est: estimate,
             finish_reason: finish_reason.clone().unwrap_or_default(),
             retries,
+            cache,
         });
         let kind = EventKind::LlmCall {
             turn,
@@ -467,6 +520,7 @@ impl AgentRun<'_> {
             usage,
             prompt_tokens_est: estimate,
             retries,
+            cache: cache.map(str::to_owned),
         };
         let _ = self.events.emit(Some(self.run_id), kind);
     }

@@ -107,6 +107,31 @@ impl Pipeline {
         Ok(Pipeline { runner, filters, reviewer, hooks })
     }
 
+    /// A digest of every filter and hook in force: commands, modes,
+    /// timeouts and the contents of the files they run. Part of the
+    /// response cache key, so changing a filter script misses the cache.
+    pub fn policy_digest(&self) -> String {
+        let mut h = Sha256::new();
+        let mut add = |label: &str, argv: &[String], mode: &str| {
+            h.update(label.as_bytes());
+            for a in argv {
+                h.update(a.as_bytes());
+                h.update(b"\0");
+            }
+            h.update(mode.as_bytes());
+            for d in digests(argv) {
+                h.update(d.sha256.as_bytes());
+            }
+        };
+        for s in &self.filters {
+            add("filter", &s.script.argv, mode_name(s.mode));
+        }
+        for c in &self.hooks.commands {
+            add(hooks::point_name(c.point), &c.script.argv, mode_name(c.mode));
+        }
+        hex::encode(h.finalize())
+    }
+
     /// `policy/status` entries for the filter stages.
     pub fn filter_status(&self) -> Vec<ScriptStatus> {
         self.filters

@@ -137,6 +137,26 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The reply as JSON (for the response cache).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "content": self.content,
+            "tool_calls": self.tool_calls,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+        })
+    }
+
+    /// A reply stored by [`Reply::to_json`].
+    pub fn from_json(v: &Value) -> Reply {
+        Reply {
+            content: v["content"].as_str().map(str::to_owned),
+            tool_calls: serde_json::from_value(v["tool_calls"].clone()).unwrap_or_default(),
+            finish_reason: v["finish_reason"].as_str().map(str::to_owned),
+            usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
+        }
+    }
+
     /// The assistant message to store in the conversation.
     pub fn to_message(&self) -> Value {
         let mut m = Map::new();
@@ -188,6 +208,12 @@ pub enum ProviderError {
     /// Every attempt failed; the last error is kept.
     #[error("LLM call failed after {attempts} attempts: {last}")]
     Exhausted { attempts: u32, last: Box<ProviderError> },
+}
+
+impl From<String> for ProviderError {
+    fn from(message: String) -> Self {
+        ProviderError::Transport(message)
+    }
 }
 
 impl ProviderError {

@@ -12,6 +12,9 @@ pub struct RunRecord {
     pub stats: RunStats,
     /// Timeline events (`llm_call`, `tool_call`, `review`, ...).
     pub timeline: Vec<Value>,
+    /// Response-cache keys this run's replies touched, so a withheld answer
+    /// can be removed from the cache too.
+    pub cache_keys: Vec<String>,
 }
 
 /// One finished provider call, for the record.
@@ -27,6 +30,8 @@ pub struct LlmCallRecord {
     pub finish_reason: String,
     /// Retries the call needed.
     pub retries: u64,
+    /// Served by the response cache (`hit` or `shared`).
+    pub cache: Option<&'static str>,
 }
 
 fn round3(x: f64) -> f64 {
@@ -50,6 +55,9 @@ impl RunRecord {
         });
         if c.retries > 0 {
             e["provider_retries"] = json!(c.retries);
+        }
+        if let Some(how) = c.cache {
+            e["cache"] = json!(how);
         }
         self.timeline.push(e);
     }
@@ -148,6 +156,7 @@ mod tests {
             prompt_tokens_est: 10,
             finish_reason: "tool_calls".into(),
             retries: 0,
+            cache: None,
         });
         rec.tool_call(1, "read_file", "{\"file_path\":\"a\"}", "1: x", 0.01);
         rec.tool_call(1, "read_file", "{", "error: bad", 0.0);

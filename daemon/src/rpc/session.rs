@@ -67,6 +67,12 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: SessionRef = params.parse()?;
         ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)
     })?;
+    module.register_method(methods::CACHE_STATS, |_, ctx, _| {
+        ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error)
+    })?;
+    module.register_method(methods::CACHE_CLEAR, |_, ctx, _| {
+        ctx.sessions.cache().map(|c| serde_json::json!({"removed": c.clear()})).map_err(rpc_error)
+    })?;
     module.register_method(methods::POLICY_CHECK, |params, ctx, _| {
         let p: swival_protocol::PolicyCheckParams = params.parse()?;
         ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv).map_err(rpc_error)

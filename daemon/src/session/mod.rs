@@ -12,6 +12,7 @@ mod history;
 mod run;
 
 use crate::agent::conversation::Conversation;
+use crate::cache::ResponseCache;
 use crate::config::{self, EffectiveConfig};
 use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
@@ -81,6 +82,10 @@ pub struct SessionSettings {
     pub sandbox_caps: SandboxCapabilities,
     /// The daemon's socket, hidden from the model's commands.
     pub socket: Option<PathBuf>,
+    /// The response cache file.
+    pub cache_path: PathBuf,
+    /// Its size cap in bytes.
+    pub max_cache_bytes: u64,
 }
 
 /// Every session, live or stored.
@@ -107,10 +112,25 @@ pub(crate) struct Shared {
     pub runner: Arc<ProcessRunner>,
     /// Client hooks, daemon-wide.
     pub hooks: Arc<HookRegistry>,
+    /// The response cache, opened on first use.
+    pub cache: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
     /// Cancelled when the daemon stops: every run ends.
     pub stopping: CancellationToken,
+}
+
+impl Shared {
+    /// The response cache, opened the first time a session needs it.
+    pub fn cache(&self) -> Result<Arc<ResponseCache>, String> {
+        self.cache
+            .get_or_init(|| {
+                ResponseCache::open(&self.settings.cache_path, self.settings.max_cache_bytes)
+                    .map(Arc::new)
+                    .map_err(|e| format!("{e}; check the cache directory or set cache = false"))
+            })
+            .clone()
+    }
 }
 
 /// One session in memory.
@@ -186,6 +206,7 @@ impl Sessions {
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
             hooks: Arc::default(),
+            cache: std::sync::OnceLock::new(),
             settings,
             stopping,
         });
@@ -520,6 +541,11 @@ impl Sessions {
             },
             Err(reason) => swival_protocol::PolicyCheckResult { allowed: false, program: None, reason },
         })
+    }
+
+    /// The response cache (opened on first use).
+    pub fn cache(&self) -> Result<Arc<ResponseCache>, SessionError> {
+        self.shared.cache().map_err(SessionError::Config)
     }
 
     /// The daemon-wide registry of client hooks.

@@ -215,6 +215,11 @@ impl RunJob {
             for e in record.timeline.iter_mut().filter(|e| e["type"] == "tool_call") {
                 e["arguments"] = Value::Null;
             }
+            if !record.cache_keys.is_empty() {
+                if let Ok(cache) = self.shared.cache() {
+                    cache.forget(&record.cache_keys);
+                }
+            }
             if let Err(e) = stored {
                 return LoopEnd::Failed(format!("could not clear the withheld answer: {e}"));
             }
@@ -275,6 +280,15 @@ impl RunJob {
         };
         let model = discovered.model.clone();
         let pipeline = &self.session.pipeline;
+        let cache = if cfg.cache {
+            match self.shared.cache() {
+                Ok(c) => Some(c),
+                Err(e) => return (LoopEnd::Failed(e), model),
+            }
+        } else {
+            None
+        };
+        let policy_digest = pipeline.policy_digest();
         let mut turn_offset = 0;
         let mut round = 0;
         loop {
@@ -295,6 +309,8 @@ impl RunJob {
                 session_id: &self.session.id,
                 commands: &self.session.commands,
                 fetch: &self.session.fetch,
+                cache: cache.as_deref(),
+                policy_digest: &policy_digest,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {
