@@ -15,6 +15,7 @@ pub mod provider;
 pub mod report;
 pub mod rpc;
 pub mod sandbox;
+pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod session;

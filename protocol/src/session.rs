@@ -422,6 +422,17 @@ pub enum EventKind {
         /// What it decided: `accept`, `retry` or `error`.
         verdict: String,
     },
+    /// The conversation was compacted to fit the context window.
+    Compaction {
+        /// The turn.
+        turn: u64,
+        /// What was done: `truncate_tool_results`, `summarize_middle`, `drop_middle`, joined with `+`.
+        strategy: String,
+        /// Estimated prompt tokens before.
+        tokens_before: u64,
+        /// Estimated prompt tokens after.
+        tokens_after: u64,
+    },
     /// A hook decided something.
     Hook {
         /// `before_llm_call`, `after_llm_call` or `before_response_emit`.

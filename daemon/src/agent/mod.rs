@@ -3,6 +3,7 @@
 //! without tool calls is the final answer; empty and cut-off replies get
 //! Swival's nudges; `max_turns` exhausted ends the run.
 
+mod compact;
 pub mod conversation;
 pub mod prompt;
 
@@ -17,6 +18,7 @@ use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::session::events::EventLog;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
+use compact::is_context_overflow;
 use conversation::Conversation;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -130,6 +132,8 @@ pub async fn consult(
 
 /// How a provider call ended, for the report and the `llm_call` event.
 struct CallEnd {
+    /// Agent turn or summary.
+    kind: CallKind,
     /// The provider's finish reason, or `error`.
     finish_reason: Option<String>,
     /// The provider's usage object.
@@ -142,8 +146,8 @@ struct CallEnd {
 
 impl CallEnd {
     /// A call that failed or was refused before a reply.
-    fn failed() -> CallEnd {
-        CallEnd { finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
+    fn failed(kind: CallKind) -> CallEnd {
+        CallEnd { kind, finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
     }
 }
 
@@ -334,6 +338,34 @@ impl AgentRun<'_> {
     /// One logical provider call: the filter chain, then the provider
     /// under the daemon-wide slot limit.
     async fn call_llm(&mut self, turn: u64, tools: &[Value]) -> Result<crate::provider::Reply, CallError> {
+        if let Some(window) = self.context_window {
+            if estimate_tokens(self.conversation.messages(), tools) * 10 > window * 9 {
+                self.compact(turn, tools, window).await?;
+            }
+        }
+        match self.call_model(turn, CallKind::Agent, None, tools).await {
+            Err(CallError::Failed(e)) if is_context_overflow(&e) => {
+                // The provider says the prompt is too long: compact and try once more.
+                let window =
+                    self.context_window.unwrap_or_else(|| estimate_tokens(self.conversation.messages(), tools));
+                self.compact(turn, tools, window * 3 / 4).await?;
+                self.call_model(turn, CallKind::Agent, None, tools).await
+            }
+            other => other,
+        }
+    }
+
+    /// One provider call through the whole pipeline: `before_llm_call`
+    /// hooks, the filter chain, the response cache (agent calls), the
+    /// provider under the daemon-wide slot limit. `own` replaces the
+    /// conversation as the messages (summary calls).
+    async fn call_model(
+        &mut self,
+        turn: u64,
+        kind: CallKind,
+        own: Option<Vec<Value>>,
+        tools: &[Value],
+    ) -> Result<crate::provider::Reply, CallError> {
         let started = Instant::now();
         let mut offered: Vec<Value> = tools.to_vec();
         let mut replaced: Option<Vec<Value>> = None;
@@ -342,10 +374,10 @@ impl AgentRun<'_> {
                 "session_id": self.session_id,
                 "run_id": self.run_id,
                 "turn": turn,
-                "call_kind": CallKind::Agent.as_str(),
+                "call_kind": kind.as_str(),
                 "provider": self.provider.settings.kind.as_str(),
                 "model": self.model,
-                "messages": self.conversation.messages(),
+                "messages": own.as_deref().unwrap_or(self.conversation.messages()),
                 "tools": tools,
             });
             let decision = consult(
@@ -360,8 +392,8 @@ impl AgentRun<'_> {
             .await
             .map_err(|_| CallError::Cancelled)?;
             if let Some((_, reason)) = decision.blocked {
-                let estimate = estimate_tokens(self.conversation.messages(), tools);
-                self.finish_call(turn, started, estimate, CallEnd::failed());
+                let estimate = estimate_tokens(own.as_deref().unwrap_or(self.conversation.messages()), tools);
+                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                 return Err(CallError::Blocked(reason));
             }
             if let Some(keep) = &decision.tools {
@@ -371,7 +403,7 @@ impl AgentRun<'_> {
             replaced = decision.messages;
         }
         let tools = offered.as_slice();
-        let messages = replaced.as_deref().unwrap_or(self.conversation.messages());
+        let messages = replaced.as_deref().or(own.as_deref()).unwrap_or(self.conversation.messages());
         let estimate = estimate_tokens(messages, tools);
         let filtered;
         let outbound: &[Value] = if self.pipeline.filters.is_empty() {
@@ -380,7 +412,7 @@ impl AgentRun<'_> {
             let input = FilterInput {
                 provider: self.provider.settings.kind.as_str(),
                 model: self.model,
-                call_kind: CallKind::Agent,
+                call_kind: kind,
                 messages,
                 tools,
             };
@@ -398,7 +430,7 @@ impl AgentRun<'_> {
                 Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
                 Err(FilterError::Blocked(detail)) => {
                     let message = format!("LLM filter blocked request: {detail}");
-                    self.finish_call(turn, started, estimate, CallEnd::failed());
+                    self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                     return Err(CallError::Failed(message));
                 }
             }
@@ -410,7 +442,7 @@ impl AgentRun<'_> {
         };
         let req = ChatRequest { messages: outbound, tools, max_tokens };
         // With before_response_emit hooks, text reaches clients only after them.
-        let stream_text = !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
+        let stream_text = kind == CallKind::Agent && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
         let observer = Observer { events: self.events, run_id: self.run_id, turn, stream_text };
         let call = || async {
             let _permit = tokio::select! {
@@ -419,7 +451,8 @@ impl AgentRun<'_> {
             };
             self.provider.chat(self.model, &req, &observer, self.cancel).await
         };
-        let (result, served) = match self.cache {
+        let cache = if kind == CallKind::Agent { self.cache } else { None };
+        let (result, served) = match cache {
             None => (call().await, None),
             Some(cache) => {
                 let settings = &self.provider.settings;
@@ -458,6 +491,7 @@ impl AgentRun<'_> {
                     started,
                     estimate,
                     CallEnd {
+                        kind,
                         finish_reason: reply.finish_reason.clone(),
                         usage: reply.usage.clone(),
                         retries: retries.into(),
@@ -468,7 +502,7 @@ impl AgentRun<'_> {
             }
             Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
             Err(e) => {
-                self.finish_call(turn, started, estimate, CallEnd::failed());
+                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                 Err(CallError::Failed(e.to_string()))
             }
         }
@@ -502,7 +536,7 @@ impl AgentRun<'_> {
 
     /// Record a finished (or failed) call in the report and the events.
     fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
-        let CallEnd { finish_reason, usage, retries, cache } = end;
+        let CallEnd { kind, finish_reason, usage, retries, cache } = end;
         let duration_s = started.elapsed().as_secs_f64();
         self.record.llm_call(&LlmCallRecord {
             turn,
@@ -514,7 +548,7 @@ impl AgentRun<'_> {
         });
         let kind = EventKind::LlmCall {
             turn,
-            call_kind: CallKind::Agent.as_str().into(),
+            call_kind: kind.as_str().into(),
             duration_s,
             finish_reason,
             usage,

@@ -239,7 +239,9 @@ fn check_combinations(config: &SessionConfig, entries: &BTreeMap<String, Entry>)
             "'system_prompt' and 'no_system_prompt' are mutually exclusive; remove one".to_owned(),
         );
     }
-    if let Some(context) = config.max_context_tokens {
+    // Only a max_output_tokens someone set conflicts (as in Swival): the
+    // default is clamped to the window at call time.
+    if let (Some(context), true) = (config.max_context_tokens, entries.contains_key("max_output_tokens")) {
         if config.max_output_tokens > context {
             return fail(
                 &["max_output_tokens", "max_context_tokens"],

@@ -181,7 +181,13 @@ fn generic_provider_without_base_url_is_refused() {
 }
 
 #[test]
-fn output_tokens_above_context_window_are_refused() {
-    let err = Fixture::new().error(Some(json!({"max_context_tokens": 1000})));
-    assert!(err.contains("'max_output_tokens' (32768) must not exceed 'max_context_tokens' (1000)"), "{err}");
+fn output_tokens_set_above_context_window_are_refused() {
+    let err = Fixture::new().error(Some(json!({"max_context_tokens": 1000, "max_output_tokens": 2000})));
+    assert!(err.contains("'max_output_tokens' (2000) must not exceed 'max_context_tokens' (1000)"), "{err}");
+}
+
+#[test]
+fn default_output_tokens_do_not_conflict_with_a_small_window() {
+    let cfg = Fixture::new().load(Some(json!({"max_context_tokens": 1000}))).unwrap();
+    assert_eq!(cfg.config.max_context_tokens, Some(1000));
 }

@@ -1,0 +1,175 @@
+//! Context compaction: when the estimated prompt passes 90 % of the
+//! context window (or the provider says it is too long), old tool results
+//! are truncated first; if that is not enough, the middle turns are
+//! summarised by a `call_kind: "summary"` call that goes through the whole
+//! pipeline (hooks, filters). A summary call that is blocked or fails only
+//! skips the summary: the middle turns are then dropped with a note.
+
+use super::{estimate_tokens, AgentRun, CallError};
+use crate::pipeline::filter::CallKind;
+use serde_json::{json, Value};
+use swival_protocol::EventKind;
+
+/// Tool results longer than this are cut when old.
+const KEEP_CHARS: usize = 300;
+/// Recent messages never touched (the current turns).
+const KEEP_TAIL: usize = 6;
+
+const SUMMARY_PROMPT: &str = "You summarise part of a coding session so the work can continue with less context. \
+Write a compact summary of what was asked, what was found (files, facts, errors) and what was changed, \
+with exact file names and values. No preamble.";
+
+/// Whether a provider error says the prompt is too long (Swival's patterns).
+pub fn is_context_overflow(message: &str) -> bool {
+    let m = message.to_lowercase();
+    let re = regex::Regex::new(
+        r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
+    )
+    .expect("static regex");
+    re.is_match(&m)
+}
+
+/// Cut old tool results (all but the last `KEEP_TAIL` messages) to
+/// `KEEP_CHARS` with a marker; true when anything changed.
+pub fn truncate_old_tool_results(messages: &mut [Value]) -> bool {
+    let end = messages.len().saturating_sub(KEEP_TAIL);
+    let mut changed = false;
+    for m in &mut messages[..end] {
+        if m["role"] != "tool" {
+            continue;
+        }
+        let Some(text) = m["content"].as_str() else { continue };
+        let n = text.chars().count();
+        if n > KEEP_CHARS + 100 {
+            let head: String = text.chars().take(KEEP_CHARS).collect();
+            m["content"] =
+                json!(format!("{head}\n[… {} more characters cut to fit the context window]", n - KEEP_CHARS));
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// The middle of the conversation to summarise: after the first user
+/// message, before the last `KEEP_TAIL` messages, starting and ending at
+/// turn boundaries (a tool result is never separated from its call).
+pub fn middle(messages: &[Value]) -> Option<std::ops::Range<usize>> {
+    let first_user = messages.iter().position(|m| m["role"] == "user")?;
+    let mut end = messages.len().saturating_sub(KEEP_TAIL);
+    // Move back until the tail starts with an assistant or user message.
+    while end > first_user + 1 && messages[end]["role"] == "tool" {
+        end -= 1;
+    }
+    let start = first_user + 1;
+    (end > start + 1).then_some(start..end)
+}
+
+/// The messages as plain text for the summary call.
+fn transcript(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("?");
+            let mut text = m["content"].as_str().unwrap_or("").to_owned();
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                text.push_str(&format!(
+                    "\n[calls {} {}]",
+                    c["function"]["name"].as_str().unwrap_or("?"),
+                    c["function"]["arguments"].as_str().unwrap_or("")
+                ));
+            }
+            format!("[{role}]\n{text}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+impl AgentRun<'_> {
+    /// Bring the conversation under `budget` tokens (90 % of it) as far as
+    /// possible, recording what was done.
+    pub(super) async fn compact(&mut self, turn: u64, tools: &[Value], budget: u64) -> Result<(), CallError> {
+        let limit = budget * 9 / 10;
+        let before = estimate_tokens(self.conversation.messages(), tools);
+        let mut strategy = Vec::new();
+        let mut messages = self.conversation.messages().to_vec();
+        if truncate_old_tool_results(&mut messages) {
+            strategy.push("truncate_tool_results");
+        }
+        if estimate_tokens(&messages, tools) > limit {
+            if let Some(range) = middle(&messages) {
+                let request = vec![
+                    json!({"role": "system", "content": SUMMARY_PROMPT}),
+                    json!({"role": "user", "content": transcript(&messages[range.clone()])}),
+                ];
+                let note = match self.call_model(turn, CallKind::Summary, Some(request), &[]).await {
+                    Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
+                        strategy.push("summarize_middle");
+                        format!("[Summary of earlier turns]\n{}", reply.content.unwrap_or_default())
+                    }
+                    Err(CallError::Cancelled) => return Err(CallError::Cancelled),
+                    // A blocked or failed summary only skips the summary.
+                    _ => {
+                        strategy.push("drop_middle");
+                        format!("[{} earlier messages were dropped to fit the context window]", range.len())
+                    }
+                };
+                let replacement = json!({"role": "user", "content": note, "_swival_synthetic": true});
+                messages.splice(range, [replacement]);
+            }
+        }
+        if strategy.is_empty() {
+            return Ok(());
+        }
+        let after = estimate_tokens(&messages, tools);
+        self.conversation
+            .rewrite(|m| *m = messages)
+            .map_err(|e| CallError::Failed(format!("could not store the compacted conversation: {e}")))?;
+        let strategy = strategy.join("+");
+        self.record.stats.compactions += 1;
+        self.record.event(json!({
+            "type": "compaction", "turn": turn, "strategy": strategy, "tokens_before": before, "tokens_after": after,
+        }));
+        let kind = EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after };
+        let _ = self.events.emit(Some(self.run_id), kind);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_messages_are_recognised() {
+        assert!(is_context_overflow("provider returned HTTP 400: This model's maximum context length is 8192 tokens"));
+        assert!(is_context_overflow("context_length_exceeded"));
+        assert!(!is_context_overflow("provider returned HTTP 401: Incorrect API key provided"));
+    }
+
+    #[test]
+    fn only_old_long_tool_results_are_cut() {
+        let long = "x".repeat(2000);
+        let mut m: Vec<Value> =
+            vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "t"})];
+        for i in 0..4 {
+            m.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}")}]}));
+            m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": long}));
+        }
+        assert!(truncate_old_tool_results(&mut m));
+        assert!(m[3]["content"].as_str().unwrap().contains("cut to fit"));
+        assert_eq!(m[9]["content"].as_str().unwrap().len(), 2000, "recent results stay whole");
+    }
+
+    #[test]
+    fn middle_keeps_head_and_tail_at_turn_boundaries() {
+        let mut m: Vec<Value> = vec![json!({"role": "system"}), json!({"role": "user"})];
+        for _ in 0..6 {
+            m.push(json!({"role": "assistant"}));
+            m.push(json!({"role": "tool"}));
+        }
+        let r = middle(&m).unwrap();
+        assert_eq!(r.start, 2);
+        assert_ne!(m[r.end]["role"], "tool");
+        assert!(r.end <= m.len() - KEEP_TAIL);
+    }
+}

@@ -1,0 +1,254 @@
+//! What a secret looks like: Swival's built-in token patterns (the list and
+//! order of `fast_cipher.tokens`, which Swival uses) and the custom
+//! `[[encrypt_secrets_patterns]]` entries, compiled once per shield.
+//!
+//! Three kinds: *simple* (literal prefix + a body over one alphabet that must
+//! fully match a regex and a minimum length), *structured* (prefix + segments
+//! with separators, each segment encrypted on its own: Slack, SendGrid) and
+//! *heuristic* (no prefix: an exact-length run with high entropy, marked as
+//! `[ENCRYPTED:<name>]` when encrypted).
+
+use super::alphabet::{self, Alphabet};
+use super::cipher::domain_large_enough;
+use super::SecretsError;
+use crate::config::SecretPattern;
+use regex::Regex;
+
+/// One pattern, ready to scan with.
+pub(crate) struct TokenPattern {
+    /// Pattern name; part of the encryption tweak and of heuristic markers.
+    pub(crate) name: String,
+    /// Literal prefix kept as is (empty for heuristic patterns).
+    pub(crate) prefix: String,
+    /// How the rest of the token is recognised.
+    pub(crate) kind: Kind,
+}
+
+/// The three kinds of pattern.
+pub(crate) enum Kind {
+    /// Prefix + body over one alphabet.
+    Simple {
+        /// The body must fully match this (`None`: any run of the alphabet).
+        validator: Option<Regex>,
+        /// Characters a body is made of.
+        alphabet: Alphabet,
+        /// Shortest body, in characters.
+        min_body: usize,
+    },
+    /// Prefix + segments joined by a separator.
+    Structured {
+        /// Where a token may be (unanchored, for scanning).
+        full: Regex,
+        /// The same regex anchored at the start (for "is there one here?").
+        anchored: Regex,
+        /// A match followed by one of these characters is a longer word, not a token.
+        trailing: &'static Alphabet,
+        /// How the body splits into segments.
+        structure: Structure,
+    },
+    /// No prefix: a whole word of exactly the right length and enough entropy.
+    Heuristic {
+        /// Characters the word is made of.
+        alphabet: &'static Alphabet,
+        /// Shortest word, in characters.
+        min_len: usize,
+        /// Longest word, in characters.
+        max_len: usize,
+        /// Lowest Shannon entropy (bits per character).
+        min_entropy: f64,
+        /// Fewest character classes (upper, lower, digit, other).
+        min_classes: usize,
+    },
+}
+
+/// How a structured token's body splits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Structure {
+    /// `<digits>-<digits>-<alnum>[-...]`: at least 3 segments, 20+ characters.
+    Slack,
+    /// `<22 base64url>.<43 base64url>`.
+    SendGrid,
+}
+
+/// Structured segments shorter than this are left as they are (Swival's rule).
+pub(crate) const MIN_SEGMENT_LENGTH: usize = 4;
+
+impl Structure {
+    /// Character between segments.
+    pub(crate) fn separator(self) -> char {
+        match self {
+            Structure::Slack => '-',
+            Structure::SendGrid => '.',
+        }
+    }
+
+    /// The segments of `body` with the alphabet each is encrypted in, or
+    /// `None` when `body` does not have this structure.
+    pub(crate) fn parse(self, body: &str) -> Option<Vec<(&str, &'static Alphabet)>> {
+        match self {
+            Structure::Slack => {
+                let parts: Vec<&str> = body.split('-').collect();
+                if parts.len() < 3 || parts.iter().map(|p| p.len()).sum::<usize>() < 20 {
+                    return None;
+                }
+                parts
+                    .into_iter()
+                    .map(|p| {
+                        if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
+                            Some((p, &*alphabet::DIGITS))
+                        } else if !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                            Some((p, &*alphabet::ALPHANUMERIC))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect()
+            }
+            Structure::SendGrid => {
+                let (first, second) = body.split_once('.')?;
+                (first.chars().count() == 22 && second.chars().count() == 43)
+                    .then(|| vec![(first, &*alphabet::BASE64URL), (second, &*alphabet::BASE64URL)])
+            }
+        }
+    }
+}
+
+impl TokenPattern {
+    /// Whether `body` (what follows the prefix) is a complete token body of
+    /// this pattern. Heuristic patterns have no separate body rule.
+    pub(crate) fn body_valid(&self, body: &str) -> bool {
+        match &self.kind {
+            Kind::Simple { validator, min_body, .. } => {
+                body.chars().count() >= *min_body && validator.as_ref().is_none_or(|v| v.is_match(body))
+            }
+            Kind::Structured { structure, .. } => structure.parse(body).is_some(),
+            Kind::Heuristic { .. } => false,
+        }
+    }
+
+    /// The alphabet radixes this pattern encrypts in.
+    pub(crate) fn radixes(&self) -> Vec<u32> {
+        match &self.kind {
+            Kind::Simple { alphabet, .. } => vec![alphabet.radix()],
+            Kind::Structured { .. } => {
+                vec![alphabet::DIGITS.radix(), alphabet::ALPHANUMERIC.radix(), alphabet::BASE64URL.radix()]
+            }
+            Kind::Heuristic { alphabet, .. } => vec![alphabet.radix()],
+        }
+    }
+}
+
+/// `\A(?:re)\z`: the whole body must match.
+fn anchored(re: &str) -> Result<Regex, regex::Error> {
+    Regex::new(&format!(r"\A(?:{re})\z"))
+}
+
+/// A built-in simple pattern.
+fn simple(name: &str, prefix: &str, body_regex: &str, alphabet: &Alphabet, min_body: usize) -> TokenPattern {
+    let validator = anchored(body_regex).unwrap_or_else(|e| panic!("built-in pattern {name}: {e}"));
+    TokenPattern {
+        name: name.into(),
+        prefix: prefix.into(),
+        kind: Kind::Simple { validator: Some(validator), alphabet: alphabet.clone(), min_body },
+    }
+}
+
+/// A built-in structured pattern.
+fn structured(name: &str, prefix: &str, full: &str, trailing: &'static Alphabet, structure: Structure) -> TokenPattern {
+    let compile = |re: &str| Regex::new(re).unwrap_or_else(|e| panic!("built-in pattern {name}: {e}"));
+    TokenPattern {
+        name: name.into(),
+        prefix: prefix.into(),
+        kind: Kind::Structured {
+            full: compile(full),
+            anchored: compile(&format!(r"\A(?:{full})")),
+            trailing,
+            structure,
+        },
+    }
+}
+
+/// A built-in heuristic pattern.
+fn heuristic(name: &str, alphabet: &'static Alphabet, len: usize) -> TokenPattern {
+    TokenPattern {
+        name: name.into(),
+        prefix: String::new(),
+        kind: Kind::Heuristic { alphabet, min_len: len, max_len: len, min_entropy: 4.0, min_classes: 3 },
+    }
+}
+
+/// Swival's built-in patterns, in Swival's order (longest prefix first; the
+/// order breaks ties between candidates at one position).
+pub(crate) fn builtin() -> Vec<TokenPattern> {
+    use alphabet::{ALPHANUMERIC, ALPHANUMERIC_LOWER, ALPHANUMERIC_UPPER, BASE64, BASE64URL, HEX_LOWER};
+    let slack = |prefix: &str, name: &str| {
+        let full = format!(r"{}[0-9]+-[0-9]+-[A-Za-z0-9]+", regex::escape(prefix));
+        structured(name, prefix, &full, &ALPHANUMERIC, Structure::Slack)
+    };
+    vec![
+        simple("anthropic", "sk-ant-api03-", "[A-Za-z0-9_-]{80,}", &BASE64URL, 80),
+        simple("openai", "sk-proj-", "[A-Za-z0-9_-]{48,}", &BASE64URL, 48),
+        simple("openai-legacy", "sk-", "[A-Za-z0-9]{48}", &ALPHANUMERIC, 48),
+        simple("stripe-secret-live", "sk_live_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
+        simple("stripe-publish-live", "pk_live_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
+        simple("stripe-secret-test", "sk_test_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
+        simple("stripe-publish-test", "pk_test_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
+        simple("vercel", "vercel_", "[A-Za-z0-9_-]{20,}", &BASE64URL, 20),
+        simple("gitlab", "glpat-", "[A-Za-z0-9_-]{20}", &BASE64URL, 20),
+        simple("datadog", "ddapi_", "[a-z0-9]{40}", &ALPHANUMERIC_LOWER, 40),
+        simple("pypi", "pypi-", "[A-Za-z0-9_-]{50,}", &BASE64URL, 50),
+        slack("xoxb-", "slack-bot"),
+        slack("xoxp-", "slack-user"),
+        simple("github-pat", "ghp_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("github-oauth", "gho_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("github-user", "ghu_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("github-server", "ghs_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("github-refresh", "ghr_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("aws-access-key", "AKIA", "[A-Z0-9]{16}", &ALPHANUMERIC_UPPER, 16),
+        simple("google-api", "AIza", "[A-Za-z0-9_-]{35}", &BASE64URL, 35),
+        simple("npm", "npm_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
+        simple("supabase", "sbp_", "[a-f0-9]{40}", &HEX_LOWER, 40),
+        simple("grafana", "glc_", "[A-Za-z0-9_-]{30,}", &BASE64URL, 30),
+        simple("huggingface", "hf_", "[A-Za-z0-9]{34}", &ALPHANUMERIC, 34),
+        structured("sendgrid", "SG.", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", &BASE64URL, Structure::SendGrid),
+        simple("twilio", "SK", "[a-f0-9]{32}", &HEX_LOWER, 32),
+        heuristic("fastly", &BASE64URL, 32),
+        heuristic("aws-secret-key", &BASE64, 40),
+    ]
+}
+
+/// A custom `[[encrypt_secrets_patterns]]` entry with Swival's defaults:
+/// alphanumeric body, `min_body_length = len(prefix) + 8`. `body_alphabet` is
+/// either one of Swival's alphabet names (`ALPHANUMERIC`, `BASE64URL`, ...) or
+/// the literal characters; without `body_regex` any run of the alphabet at
+/// least `min_body_length` long is a body.
+pub(crate) fn custom(entry: &SecretPattern) -> Result<TokenPattern, SecretsError> {
+    let problem = |problem: String| SecretsError::Pattern { name: entry.name.clone(), problem };
+    let prefix = entry.prefix.clone().unwrap_or_default();
+    if prefix.is_empty() {
+        return Err(problem("`prefix` is required and must not be empty".into()));
+    }
+    let alphabet = match entry.body_alphabet.as_deref() {
+        None => alphabet::ALPHANUMERIC.clone(),
+        Some(name_or_chars) => match Alphabet::named(name_or_chars) {
+            Some(named) => named.clone(),
+            None => Alphabet::new(name_or_chars).map_err(problem)?,
+        },
+    };
+    let min_body = match entry.min_body_length {
+        Some(n) => n as usize,
+        None => prefix.chars().count() + 8,
+    };
+    if !domain_large_enough(alphabet.radix(), min_body) {
+        let shortest = (2..).find(|&n| domain_large_enough(alphabet.radix(), n)).unwrap_or(usize::MAX);
+        return Err(problem(format!(
+            "min_body_length {min_body} is too short to encrypt over a {}-character alphabet; use at least {shortest}",
+            alphabet.radix()
+        )));
+    }
+    let validator = match entry.body_regex.as_deref() {
+        None => None,
+        Some(re) => Some(anchored(re).map_err(|e| problem(format!("body_regex does not compile: {e}")))?),
+    };
+    Ok(TokenPattern { name: entry.name.clone(), prefix, kind: Kind::Simple { validator, alphabet, min_body } })
+}
