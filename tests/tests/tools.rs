@@ -252,7 +252,8 @@ fn a_200_kb_file_read_in_pages_reassembles_to_the_whole_file() {
     let offsets = page_offsets(&text);
     assert!(offsets.len() >= 4, "{offsets:?}");
     let calls = offsets.iter().map(|o| ("read_file", json!({"file_path": "big.txt", "offset": o}))).collect();
-    let pages = run_calls(&env, &base, json!({}), calls);
+    // A window large enough that compaction never cuts the pages under test.
+    let pages = run_calls(&env, &base, json!({"max_context_tokens": 1_000_000}), calls);
     let mut seen = String::new();
     for (i, page) in pages.iter().enumerate() {
         assert!(page.len() <= 50 * 1024 + 100, "page {i} is {} bytes", page.len());

@@ -9,6 +9,7 @@ use super::alphabet::Alphabet;
 use super::SecretsError;
 use aes::{Aes128, Aes192, Aes256};
 use fpe::ff1::{FlexibleNumeralString, FF1};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 /// FF1 keyed with one AES key size.
@@ -64,8 +65,8 @@ impl BodyCipher {
         }
         let mut engines = HashMap::new();
         for radix in radixes {
-            if !engines.contains_key(&radix) {
-                engines.insert(radix, Engine::new(key, radix)?);
+            if let Entry::Vacant(slot) = engines.entry(radix) {
+                slot.insert(Engine::new(key, radix)?);
             }
         }
         Ok(BodyCipher { engines })

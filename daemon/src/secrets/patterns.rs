@@ -30,8 +30,8 @@ pub(crate) enum Kind {
     Simple {
         /// The body must fully match this (`None`: any run of the alphabet).
         validator: Option<Regex>,
-        /// Characters a body is made of.
-        alphabet: Alphabet,
+        /// Characters a body is made of (boxed: the lookup table is large).
+        alphabet: Box<Alphabet>,
         /// Shortest body, in characters.
         min_body: usize,
     },
@@ -149,7 +149,7 @@ fn simple(name: &str, prefix: &str, body_regex: &str, alphabet: &Alphabet, min_b
     TokenPattern {
         name: name.into(),
         prefix: prefix.into(),
-        kind: Kind::Simple { validator: Some(validator), alphabet: alphabet.clone(), min_body },
+        kind: Kind::Simple { validator: Some(validator), alphabet: Box::new(alphabet.clone()), min_body },
     }
 }
 
@@ -250,5 +250,6 @@ pub(crate) fn custom(entry: &SecretPattern) -> Result<TokenPattern, SecretsError
         None => None,
         Some(re) => Some(anchored(re).map_err(|e| problem(format!("body_regex does not compile: {e}")))?),
     };
+    let alphabet = Box::new(alphabet);
     Ok(TokenPattern { name: entry.name.clone(), prefix, kind: Kind::Simple { validator, alphabet, min_body } })
 }

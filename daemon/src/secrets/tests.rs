@@ -367,7 +367,7 @@ fn reports_are_encrypted_value_by_value() {
     assert_eq!(encrypted["version"], 1);
     assert_eq!(encrypted["timeline"][0]["succeeded"], true);
     assert_eq!(
-        shield.decrypt_text(&encrypted["result"]["answer"].as_str().unwrap_or_default()),
+        shield.decrypt_text(encrypted["result"]["answer"].as_str().unwrap_or_default()),
         format!("used {github}")
     );
 }
@@ -392,4 +392,20 @@ fn the_shield_can_move_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SecretShield>();
     assert!(format!("{:?}", shield()).contains("known_secrets"));
+}
+
+#[test]
+fn tmp_perf_probe() {
+    let mut shield = shield();
+    for (label, text) in [
+        ("akia", "AKIA".repeat(50_000)),
+        ("skproj", "sk-proj-".repeat(25_000)),
+        ("b64", body(B64URL, 200_000, 5)),
+        ("prose", "The quick brown fox jumps over the lazy dog. ".repeat(5000)),
+        ("ghp", format!("ghp_{}", body(ALNUM, 36, 1)).repeat(5000)),
+    ] {
+        let t = std::time::Instant::now();
+        let out = shield.encrypt_text(&text);
+        eprintln!("{label}: {} bytes in {:?} (changed: {})", text.len(), t.elapsed(), out != text);
+    }
 }
