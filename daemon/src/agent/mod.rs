@@ -15,6 +15,7 @@ use crate::pipeline::Pipeline;
 use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
 use crate::sandbox::{CommandEnv, FetchEnv};
+use crate::secrets::SecretShield;
 use crate::session::events::EventLog;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
@@ -93,6 +94,8 @@ pub struct AgentRun<'a> {
     pub cache: Option<&'a ResponseCache>,
     /// Digest of the session's filters and hooks (part of the cache key).
     pub policy_digest: &'a str,
+    /// Encrypts secrets on the way out and decrypts them in replies.
+    pub shield: Option<&'a mut SecretShield>,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and
@@ -435,6 +438,16 @@ impl AgentRun<'_> {
                 }
             }
         };
+        // Secret encryption comes after hooks and filters (they see
+        // plaintext) and before the cache key and the provider.
+        let encrypted;
+        let outbound: &[Value] = match self.shield.as_deref_mut() {
+            Some(shield) => {
+                encrypted = shield.encrypt_messages(outbound);
+                &encrypted
+            }
+            None => outbound,
+        };
         let configured = self.provider.settings.max_output_tokens;
         let max_tokens = match self.context_window {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
@@ -442,7 +455,10 @@ impl AgentRun<'_> {
         };
         let req = ChatRequest { messages: outbound, tools, max_tokens };
         // With before_response_emit hooks, text reaches clients only after them.
-        let stream_text = kind == CallKind::Agent && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
+        // Streamed text would show ciphertexts (and split them), and must
+        // not reach clients before before_response_emit hooks have run.
+        let stream_text =
+            kind == CallKind::Agent && self.shield.is_none() && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
         let observer = Observer { events: self.events, run_id: self.run_id, turn, stream_text };
         let call = || async {
             let _permit = tokio::select! {
@@ -484,6 +500,17 @@ impl AgentRun<'_> {
                 }
             }
         };
+        // Secrets in the reply go back to their real values before anything
+        // (hooks, tools, the conversation) sees it.
+        let result = result.map(|(mut reply, retries)| {
+            if let Some(shield) = self.shield.as_deref() {
+                reply.content = reply.content.map(|c| shield.decrypt_text(&c));
+                for call in &mut reply.tool_calls {
+                    call.arguments = shield.decrypt_text(&call.arguments);
+                }
+            }
+            (reply, retries)
+        });
         match result {
             Ok((reply, retries)) => {
                 self.finish_call(

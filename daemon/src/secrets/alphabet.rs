@@ -80,6 +80,21 @@ impl Alphabet {
         self.chars[usize::from(n)]
     }
 
+    /// Whether every character is ASCII (then a body's length in characters
+    /// is its length in bytes).
+    pub(crate) fn is_ascii(&self) -> bool {
+        self.other.is_empty()
+    }
+
+    /// Length in characters of `body`, made of this alphabet's characters.
+    pub(crate) fn body_len(&self, body: &str) -> usize {
+        if self.is_ascii() {
+            body.len()
+        } else {
+            body.chars().count()
+        }
+    }
+
     /// Number of characters, the radix bodies are encrypted in.
     pub(crate) fn radix(&self) -> u32 {
         self.chars.len() as u32

@@ -2,8 +2,8 @@
 //! order of `fast_cipher.tokens`, which Swival uses) and the custom
 //! `[[encrypt_secrets_patterns]]` entries, compiled once per shield.
 //!
-//! Three kinds: *simple* (literal prefix + a body over one alphabet that must
-//! fully match a regex and a minimum length), *structured* (prefix + segments
+//! Three kinds: *simple* (literal prefix + a body over one alphabet within a
+//! length range, plus a custom `body_regex` when given), *structured* (prefix + segments
 //! with separators, each segment encrypted on its own: Slack, SendGrid) and
 //! *heuristic* (no prefix: an exact-length run with high entropy, marked as
 //! `[ENCRYPTED:<name>]` when encrypted).
@@ -28,12 +28,16 @@ pub(crate) struct TokenPattern {
 pub(crate) enum Kind {
     /// Prefix + body over one alphabet.
     Simple {
-        /// The body must fully match this (`None`: any run of the alphabet).
-        validator: Option<Regex>,
         /// Characters a body is made of (boxed: the lookup table is large).
         alphabet: Box<Alphabet>,
         /// Shortest body, in characters.
         min_body: usize,
+        /// Longest body, in characters (`None`: unbounded).
+        max_body: Option<usize>,
+        /// A custom `body_regex` the body must also fully match. Swival's
+        /// built-in body regexes are all `[<alphabet>]{min,max}`, so the length
+        /// rule above is exactly them.
+        validator: Option<Regex>,
     },
     /// Prefix + segments joined by a separator.
     Structured {
@@ -118,8 +122,11 @@ impl TokenPattern {
     /// this pattern. Heuristic patterns have no separate body rule.
     pub(crate) fn body_valid(&self, body: &str) -> bool {
         match &self.kind {
-            Kind::Simple { validator, min_body, .. } => {
-                body.chars().count() >= *min_body && validator.as_ref().is_none_or(|v| v.is_match(body))
+            Kind::Simple { alphabet, min_body, max_body, validator } => {
+                let len = alphabet.body_len(body);
+                len >= *min_body
+                    && max_body.is_none_or(|max| len <= max)
+                    && validator.as_ref().is_none_or(|v| v.is_match(body))
             }
             Kind::Structured { structure, .. } => structure.parse(body).is_some(),
             Kind::Heuristic { .. } => false,
@@ -138,18 +145,12 @@ impl TokenPattern {
     }
 }
 
-/// `\A(?:re)\z`: the whole body must match.
-fn anchored(re: &str) -> Result<Regex, regex::Error> {
-    Regex::new(&format!(r"\A(?:{re})\z"))
-}
-
-/// A built-in simple pattern.
-fn simple(name: &str, prefix: &str, body_regex: &str, alphabet: &Alphabet, min_body: usize) -> TokenPattern {
-    let validator = anchored(body_regex).unwrap_or_else(|e| panic!("built-in pattern {name}: {e}"));
+/// A built-in simple pattern: Swival's body regex `[<alphabet>]{min,max}`.
+fn simple(name: &str, prefix: &str, alphabet: &Alphabet, min_body: usize, max_body: Option<usize>) -> TokenPattern {
     TokenPattern {
         name: name.into(),
         prefix: prefix.into(),
-        kind: Kind::Simple { validator: Some(validator), alphabet: Box::new(alphabet.clone()), min_body },
+        kind: Kind::Simple { alphabet: Box::new(alphabet.clone()), min_body, max_body, validator: None },
     }
 }
 
@@ -186,32 +187,32 @@ pub(crate) fn builtin() -> Vec<TokenPattern> {
         structured(name, prefix, &full, &ALPHANUMERIC, Structure::Slack)
     };
     vec![
-        simple("anthropic", "sk-ant-api03-", "[A-Za-z0-9_-]{80,}", &BASE64URL, 80),
-        simple("openai", "sk-proj-", "[A-Za-z0-9_-]{48,}", &BASE64URL, 48),
-        simple("openai-legacy", "sk-", "[A-Za-z0-9]{48}", &ALPHANUMERIC, 48),
-        simple("stripe-secret-live", "sk_live_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
-        simple("stripe-publish-live", "pk_live_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
-        simple("stripe-secret-test", "sk_test_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
-        simple("stripe-publish-test", "pk_test_", "[A-Za-z0-9]{24,}", &ALPHANUMERIC, 24),
-        simple("vercel", "vercel_", "[A-Za-z0-9_-]{20,}", &BASE64URL, 20),
-        simple("gitlab", "glpat-", "[A-Za-z0-9_-]{20}", &BASE64URL, 20),
-        simple("datadog", "ddapi_", "[a-z0-9]{40}", &ALPHANUMERIC_LOWER, 40),
-        simple("pypi", "pypi-", "[A-Za-z0-9_-]{50,}", &BASE64URL, 50),
+        simple("anthropic", "sk-ant-api03-", &BASE64URL, 80, None), // [A-Za-z0-9_-]{80,}
+        simple("openai", "sk-proj-", &BASE64URL, 48, None),         // [A-Za-z0-9_-]{48,}
+        simple("openai-legacy", "sk-", &ALPHANUMERIC, 48, Some(48)), // [A-Za-z0-9]{48}
+        simple("stripe-secret-live", "sk_live_", &ALPHANUMERIC, 24, None), // [A-Za-z0-9]{24,}
+        simple("stripe-publish-live", "pk_live_", &ALPHANUMERIC, 24, None), // [A-Za-z0-9]{24,}
+        simple("stripe-secret-test", "sk_test_", &ALPHANUMERIC, 24, None), // [A-Za-z0-9]{24,}
+        simple("stripe-publish-test", "pk_test_", &ALPHANUMERIC, 24, None), // [A-Za-z0-9]{24,}
+        simple("vercel", "vercel_", &BASE64URL, 20, None),          // [A-Za-z0-9_-]{20,}
+        simple("gitlab", "glpat-", &BASE64URL, 20, Some(20)),       // [A-Za-z0-9_-]{20}
+        simple("datadog", "ddapi_", &ALPHANUMERIC_LOWER, 40, Some(40)), // [a-z0-9]{40}
+        simple("pypi", "pypi-", &BASE64URL, 50, None),              // [A-Za-z0-9_-]{50,}
         slack("xoxb-", "slack-bot"),
         slack("xoxp-", "slack-user"),
-        simple("github-pat", "ghp_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("github-oauth", "gho_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("github-user", "ghu_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("github-server", "ghs_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("github-refresh", "ghr_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("aws-access-key", "AKIA", "[A-Z0-9]{16}", &ALPHANUMERIC_UPPER, 16),
-        simple("google-api", "AIza", "[A-Za-z0-9_-]{35}", &BASE64URL, 35),
-        simple("npm", "npm_", "[A-Za-z0-9]{36}", &ALPHANUMERIC, 36),
-        simple("supabase", "sbp_", "[a-f0-9]{40}", &HEX_LOWER, 40),
-        simple("grafana", "glc_", "[A-Za-z0-9_-]{30,}", &BASE64URL, 30),
-        simple("huggingface", "hf_", "[A-Za-z0-9]{34}", &ALPHANUMERIC, 34),
+        simple("github-pat", "ghp_", &ALPHANUMERIC, 36, Some(36)), // [A-Za-z0-9]{36}
+        simple("github-oauth", "gho_", &ALPHANUMERIC, 36, Some(36)), // [A-Za-z0-9]{36}
+        simple("github-user", "ghu_", &ALPHANUMERIC, 36, Some(36)), // [A-Za-z0-9]{36}
+        simple("github-server", "ghs_", &ALPHANUMERIC, 36, Some(36)), // [A-Za-z0-9]{36}
+        simple("github-refresh", "ghr_", &ALPHANUMERIC, 36, Some(36)), // [A-Za-z0-9]{36}
+        simple("aws-access-key", "AKIA", &ALPHANUMERIC_UPPER, 16, Some(16)), // [A-Z0-9]{16}
+        simple("google-api", "AIza", &BASE64URL, 35, Some(35)),    // [A-Za-z0-9_-]{35}
+        simple("npm", "npm_", &ALPHANUMERIC, 36, Some(36)),        // [A-Za-z0-9]{36}
+        simple("supabase", "sbp_", &HEX_LOWER, 40, Some(40)),      // [a-f0-9]{40}
+        simple("grafana", "glc_", &BASE64URL, 30, None),           // [A-Za-z0-9_-]{30,}
+        simple("huggingface", "hf_", &ALPHANUMERIC, 34, Some(34)), // [A-Za-z0-9]{34}
         structured("sendgrid", "SG.", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", &BASE64URL, Structure::SendGrid),
-        simple("twilio", "SK", "[a-f0-9]{32}", &HEX_LOWER, 32),
+        simple("twilio", "SK", &HEX_LOWER, 32, Some(32)), // [a-f0-9]{32}
         heuristic("fastly", &BASE64URL, 32),
         heuristic("aws-secret-key", &BASE64, 40),
     ]
@@ -248,8 +249,14 @@ pub(crate) fn custom(entry: &SecretPattern) -> Result<TokenPattern, SecretsError
     }
     let validator = match entry.body_regex.as_deref() {
         None => None,
-        Some(re) => Some(anchored(re).map_err(|e| problem(format!("body_regex does not compile: {e}")))?),
+        Some(re) => Some(
+            Regex::new(&format!(r"\A(?:{re})\z")).map_err(|e| problem(format!("body_regex does not compile: {e}")))?,
+        ),
     };
     let alphabet = Box::new(alphabet);
-    Ok(TokenPattern { name: entry.name.clone(), prefix, kind: Kind::Simple { validator, alphabet, min_body } })
+    Ok(TokenPattern {
+        name: entry.name.clone(),
+        prefix,
+        kind: Kind::Simple { alphabet, min_body, max_body: None, validator },
+    })
 }

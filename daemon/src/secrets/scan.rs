@@ -23,6 +23,12 @@ use super::patterns::{Kind, TokenPattern};
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
+/// Longest body looked at, in characters (a custom pattern's longer
+/// `min_body_length` raises it). Real tokens are far shorter; the cap keeps
+/// scanning linear on pathological text (long runs with many prefixes
+/// inside): a longer run is read as if the token ended there.
+const MAX_BODY_CHARS: usize = 512;
+
 /// One token found in the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
@@ -49,7 +55,7 @@ pub(crate) fn scan(text: &str, patterns: &[TokenPattern]) -> Vec<Span> {
     }
     scanner.scan_after_cuts(&mut candidates);
     // Stable sort: at equal keys the pattern order (custom first) decides.
-    candidates.sort_by_key(|s| {
+    candidates.sort_by_cached_key(|s| {
         let prefix_len = patterns[s.pattern].prefix.chars().count();
         (s.start, Reverse(prefix_len), Reverse(text[s.start..s.end].chars().count()))
     });
@@ -110,13 +116,16 @@ impl<'a> Scanner<'a> {
     /// Where a simple token of pattern `index` whose prefix is at `pos` ends.
     fn simple_end(&self, index: usize, pos: usize) -> Option<usize> {
         let pattern = &self.patterns[index];
-        let Kind::Simple { alphabet, min_body, .. } = &pattern.kind else { return None };
+        let Kind::Simple { alphabet, min_body, max_body, .. } = &pattern.kind else { return None };
         let body_start = pos + pattern.prefix.len();
-        let (body_end, body_chars) = run_end(self.text, body_start, |c| alphabet.contains(c));
+        let limit = MAX_BODY_CHARS.max(*min_body);
+        let (body_end, body_chars) = run_end(self.text, body_start, limit, |c| alphabet.contains(c));
         if body_chars < *min_body {
             return None;
         }
-        if let Some(cut) = self.truncated_end(body_start, body_end, |body| pattern.body_valid(body)) {
+        // With an ASCII alphabet a body of at most `max_body` characters is as many bytes.
+        let max_left = max_body.filter(|_| alphabet.is_ascii()).unwrap_or(usize::MAX);
+        if let Some(cut) = self.truncated_end(body_start, body_end, max_left, |body| pattern.body_valid(body)) {
             return Some(cut);
         }
         pattern.body_valid(&self.text[body_start..body_end]).then_some(body_end)
@@ -127,7 +136,9 @@ impl<'a> Scanner<'a> {
         let Kind::Structured { anchored, structure, .. } = &self.patterns[index].kind else { return None };
         let match_end = pos + anchored.find(&self.text[pos..])?.end();
         let body_start = pos + self.patterns[index].prefix.len();
-        if let Some(cut) = self.truncated_end(body_start, match_end, |body| structure.parse(body).is_some()) {
+        if let Some(cut) =
+            self.truncated_end(body_start, match_end, MAX_BODY_CHARS, |body| structure.parse(body).is_some())
+        {
             return Some(cut);
         }
         structure.parse(&self.text[body_start..match_end])?;
@@ -144,10 +155,19 @@ impl<'a> Scanner<'a> {
 
     /// When another token starts inside the body `[body_start, body_end)`,
     /// where to cut the body: the last prefix position inside it such that the
-    /// part before is a valid body and a token really starts there.
-    fn truncated_end(&self, body_start: usize, body_end: usize, valid_left: impl Fn(&str) -> bool) -> Option<usize> {
+    /// part before is a valid body and a token really starts there. Cuts
+    /// leaving more than `max_left` bytes before them cannot be valid and are
+    /// not tried.
+    fn truncated_end(
+        &self,
+        body_start: usize,
+        body_end: usize,
+        max_left: usize,
+        valid_left: impl Fn(&str) -> bool,
+    ) -> Option<usize> {
+        let last = body_end.min(body_start.saturating_add(max_left).saturating_add(1));
         let from = self.prefix_positions.partition_point(|&p| p <= body_start);
-        let to = self.prefix_positions.partition_point(|&p| p < body_end);
+        let to = self.prefix_positions.partition_point(|&p| p < last);
         self.prefix_positions[from..to.max(from)]
             .iter()
             .rev()
@@ -217,7 +237,7 @@ impl<'a> Scanner<'a> {
     fn structured_end_of_match(&self, index: usize, start: usize, end: usize) -> Option<usize> {
         let Kind::Structured { structure, .. } = &self.patterns[index].kind else { return None };
         let body_start = start + self.patterns[index].prefix.len();
-        if let Some(cut) = self.truncated_end(body_start, end, |body| structure.parse(body).is_some()) {
+        if let Some(cut) = self.truncated_end(body_start, end, MAX_BODY_CHARS, |body| structure.parse(body).is_some()) {
             return Some(cut);
         }
         self.not_followed_by_word(index, end).then_some(end)
@@ -235,12 +255,20 @@ impl<'a> Scanner<'a> {
                 i += c.len_utf8();
                 continue;
             }
-            let (end, chars) = run_end(text, i, |c| alphabet.contains(c));
-            if is_boundary_before(text, i) && (*min_len..=*max_len).contains(&chars) && is_boundary_after(text, end) {
-                let word = &text[i..end];
-                if char_classes(word) >= *min_classes && shannon_entropy(word) >= *min_entropy {
-                    out.push(Span { start: i, body_start: i, end, pattern: index });
-                }
+            let (end, chars) = run_end(text, i, usize::MAX, |c| alphabet.contains(c));
+            // In JSON text `\nAbC…` the word starts after the escape's letter.
+            let after_escape = is_json_escape_letter(c) && text[..i].ends_with('\\');
+            let starts = [(i, chars), (i + 1, chars.saturating_sub(1))];
+            let found = starts.into_iter().take(if after_escape { 2 } else { 1 }).find(|&(start, len)| {
+                let word = &text[start..end];
+                is_boundary_before(text, start)
+                    && (*min_len..=*max_len).contains(&len)
+                    && is_boundary_after(text, end)
+                    && char_classes(word) >= *min_classes
+                    && shannon_entropy(word) >= *min_entropy
+            });
+            if let Some((start, _)) = found {
+                out.push(Span { start, body_start: start, end, pattern: index });
             }
             i = end;
         }
@@ -259,13 +287,13 @@ fn find_all(text: &str, needle: &str) -> Vec<usize> {
     found
 }
 
-/// End of the run of characters accepted by `accept` starting at `start`,
-/// and its length in characters.
-fn run_end(text: &str, start: usize, accept: impl Fn(char) -> bool) -> (usize, usize) {
+/// End of the run of characters accepted by `accept` starting at `start`
+/// (at most `limit` of them), and its length in characters.
+fn run_end(text: &str, start: usize, limit: usize, accept: impl Fn(char) -> bool) -> (usize, usize) {
     let mut end = start;
     let mut chars = 0;
     for c in text[start..].chars() {
-        if !accept(c) {
+        if chars == limit || !accept(c) {
             break;
         }
         end += c.len_utf8();
@@ -286,8 +314,13 @@ fn is_boundary_before(text: &str, pos: usize) -> bool {
         None => true,
         Some(c) if !is_word_char(c) => true,
         // `\n`, `\t`, ... inside JSON text end the previous word.
-        Some(c) => matches!(c, 'n' | 't' | 'r' | 'b' | 'f') && before.next() == Some('\\'),
+        Some(c) => is_json_escape_letter(c) && before.next() == Some('\\'),
     }
+}
+
+/// The letter of a JSON whitespace escape (`\n`, `\t`, `\r`, `\b`, `\f`).
+fn is_json_escape_letter(c: char) -> bool {
+    matches!(c, 'n' | 't' | 'r' | 'b' | 'f')
 }
 
 /// Whether a token may end at `pos`.

@@ -260,10 +260,12 @@ fn text_without_secrets_is_unchanged() {
 fn a_key_after_a_json_newline_escape_is_found() {
     let mut shield = shield();
     let github = format!("ghp_{}", body(ALNUM, 36, 81));
-    let args = json!({"content": format!("A=1\n{github}\n")}).to_string();
-    assert!(args.contains(&format!("\\n{github}")));
+    let fastly = body(B64URL, 32, 82);
+    let args = json!({"content": format!("A=1\n{github}\n{fastly}\n")}).to_string();
+    assert!(args.contains(&format!("\\n{github}\\n{fastly}")), "{args}");
     let encrypted = shield.encrypt_text(&args);
-    assert!(!encrypted.contains(&github), "{encrypted}");
+    assert!(!encrypted.contains(&github) && !encrypted.contains(&fastly), "{encrypted}");
+    assert!(encrypted.contains("\\n[ENCRYPTED:fastly]"), "{encrypted}");
     assert_eq!(shield.decrypt_text(&encrypted), args);
 }
 
@@ -395,17 +397,14 @@ fn the_shield_can_move_between_threads() {
 }
 
 #[test]
-fn tmp_perf_probe() {
+fn dense_prefixes_do_not_make_scanning_quadratic() {
+    // Every 4 bytes a prefix whose body runs to the end of the text: without
+    // the body cap and the bounded cut search this took minutes.
     let mut shield = shield();
-    for (label, text) in [
-        ("akia", "AKIA".repeat(50_000)),
-        ("skproj", "sk-proj-".repeat(25_000)),
-        ("b64", body(B64URL, 200_000, 5)),
-        ("prose", "The quick brown fox jumps over the lazy dog. ".repeat(5000)),
-        ("ghp", format!("ghp_{}", body(ALNUM, 36, 1)).repeat(5000)),
-    ] {
-        let t = std::time::Instant::now();
-        let out = shield.encrypt_text(&text);
-        eprintln!("{label}: {} bytes in {:?} (changed: {})", text.len(), t.elapsed(), out != text);
+    let started = std::time::Instant::now();
+    for text in ["AKIA".repeat(25_000), "sk-proj-".repeat(12_500), format!("xoxb-1-1-{}", "AKIA".repeat(25_000))] {
+        let encrypted = shield.encrypt_text(&text);
+        assert_eq!(shield.decrypt_text(&encrypted), text);
     }
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
 }

@@ -18,6 +18,7 @@ use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv, SandboxCapabilities, SandboxStatus};
+use crate::secrets::SecretShield;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 use crate::tools::path::PathPolicy;
 use crate::tools::ToolBox;
@@ -162,7 +163,7 @@ pub struct Session {
 /// A session's mutable part.
 struct State {
     /// The conversation and tools, or `None` while a run has them.
-    idle: Option<(Conversation, ToolBox)>,
+    idle: Option<(Conversation, ToolBox, Option<SecretShield>)>,
     /// The run in flight and its cancel switch.
     active: Option<(RunId, CancellationToken)>,
     /// Closed sessions take no runs.
@@ -324,6 +325,21 @@ impl Sessions {
             allow_networks: cfg.fetch_allow_networks.clone(),
             max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
         };
+        // Secrets are encrypted before anything reaches the provider (not for
+        // the command provider, as in Swival).
+        let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
+            let env_key = std::env::var(crate::secrets::ENCRYPT_KEY_ENV).ok();
+            let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
+            let shield = SecretShield::from_hex_key(
+                key.as_deref(),
+                cfg.encrypt_secrets_tweak.as_deref(),
+                &cfg.encrypt_secrets_patterns,
+            )
+            .map_err(|e| SessionError::Config(format!("encrypt_secrets: {e}")))?;
+            Some(shield)
+        } else {
+            None
+        };
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
@@ -339,7 +355,7 @@ impl Sessions {
             fetch,
             sandbox,
             state: tokio::sync::Mutex::new(State {
-                idle: Some((conversation, tools)),
+                idle: Some((conversation, tools, shield)),
                 active: None,
                 closed: row.closed,
             }),
@@ -417,7 +433,7 @@ impl Sessions {
         if let Some((run, _)) = &st.active {
             return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
         }
-        let (conversation, tools) = st.idle.take().expect("an idle session holds its conversation");
+        let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
         let run_id = RunId(random_id("r_"));
         let cancel = self.shared.stopping.child_token();
         let row = RunRow {
@@ -429,7 +445,7 @@ impl Sessions {
             started_at: events::now(),
         };
         if let Err(e) = self.shared.store.insert_run(&row) {
-            st.idle = Some((conversation, tools));
+            st.idle = Some((conversation, tools, shield));
             return Err(e.into());
         }
         st.active = Some((run_id.clone(), cancel.clone()));
@@ -444,6 +460,7 @@ impl Sessions {
             cancel,
             conversation,
             tools,
+            shield,
             done: done_tx,
             run_start: 0,
         };

@@ -11,6 +11,7 @@ use crate::config::SessionConfig;
 use crate::pipeline::reviewer::{self, Verdict};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::{self, ReportContext, RunRecord};
+use crate::secrets::SecretShield;
 use crate::tools::ToolBox;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -36,6 +37,8 @@ pub(super) struct RunJob {
     pub conversation: Conversation,
     /// Borrowed from the session until the run ends.
     pub tools: ToolBox,
+    /// Borrowed from the session until the run ends: its secret shield.
+    pub shield: Option<SecretShield>,
     /// Where run/wait learns the result.
     pub done: watch::Sender<Option<RunResult>>,
     /// Index of this run's task message in the conversation.
@@ -149,7 +152,15 @@ impl RunJob {
             settings: report_settings(cfg),
             sandbox: json!({"mode": session.sandbox.summary()}),
         };
+        // Reports are written with known credentials encrypted (Swival's rule).
         let report = report::build(&ctx, &result, &record);
+        let report = match self.shield.as_mut() {
+            Some(shield) => shield.encrypt_json(&report),
+            None => match SecretShield::new(None, None, &[]) {
+                Ok(mut throwaway) => throwaway.encrypt_json(&report),
+                Err(_) => report,
+            },
+        };
         // The session takes its conversation back and the terminal event is
         // stored under one lock: a client that sees run_finished can start
         // the next run at once, and no event of that run precedes it.
@@ -157,7 +168,7 @@ impl RunJob {
         if let Err(e) = session.events.finish(&result, &report) {
             tracing::error!("could not store the end of run {}: {e}", self.run_id);
         }
-        st.idle = Some((self.conversation, self.tools));
+        st.idle = Some((self.conversation, self.tools, self.shield));
         st.active = None;
         drop(st);
         let _ = self.done.send(Some(result));
@@ -310,6 +321,7 @@ impl RunJob {
                 commands: &self.session.commands,
                 fetch: &self.session.fetch,
                 cache: cache.as_deref(),
+                shield: self.shield.as_mut(),
                 policy_digest: &policy_digest,
             };
             let end = agent.run().await;
