@@ -58,7 +58,7 @@ fn start_daemon() {
     if let Some(code) = swivald::sandbox::main_if_helper() {
         std::process::exit(if code == std::process::ExitCode::SUCCESS { 0 } else { 1 });
     }
-    let home = tempfile::Builder::new().prefix("swivald-fuzz").tempdir().expect("temporary home").into_path();
+    let home = tempfile::Builder::new().prefix("swivald-fuzz").tempdir().expect("temporary home").keep();
     for (var, sub) in [
         ("HOME", "home"),
         ("XDG_CONFIG_HOME", "config"),

@@ -366,3 +366,43 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
     }
     out
 }
+
+/// Resident set size of process `pid` in KiB (`VmRSS`), 0 when unknown.
+pub fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Poll `cond` until it holds; fails the test naming `what` after
+/// [`IO_TIMEOUT`]. For effects outside the protocol (a marker file a script
+/// writes, a process going away), where there is nothing to block on.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "waited {IO_TIMEOUT:?} for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Subscribe on `c` to `session` from `from_seq` and collect the events
+/// (`params.result` of each `session/event`) up to the next `run_finished`.
+pub fn events_until_finished(c: &mut NdConn, session: &str, from_seq: u64) -> Vec<Value> {
+    c.ok("session/subscribe", json!({"session_id": session, "from_seq": from_seq}));
+    let mut events = Vec::new();
+    loop {
+        let msg = c.read();
+        if msg["method"] != "session/event" {
+            continue;
+        }
+        let event = msg["params"]["result"].clone();
+        let done = event["type"] == "run_finished";
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}

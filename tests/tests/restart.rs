@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use swival_tests::mock::{Gate, MockProvider, Step};
-use swival_tests::TestEnv;
+use swival_tests::{processes_mentioning, script, wait_until, TestEnv};
 
 #[test]
 fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continues() {
@@ -89,23 +89,64 @@ fn ctrl_c_in_swivalctl_cancels_the_run_and_exits_130() {
     gate.open();
 }
 
+/// A filter or reviewer that starts a grandchild (whose command line names
+/// the script's directory), leaves a marker once both run, and never ends.
+const STUCK_SCRIPT: &str = r#"#!/usr/bin/env python3
+import os, subprocess, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+sys.stdin.read()
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", here])
+open(os.path.join(here, os.path.basename(__file__) + ".started"), "w").close()
+time.sleep(600)
+"#;
+
 #[test]
-fn sigterm_with_a_run_in_flight_interrupts_it_and_exits_0() {
+fn sigterm_with_runs_in_flight_interrupts_them_kills_their_children_and_exits_0() {
     let env = TestEnv::new();
-    let project = env.project("p");
+    let scripts = env.project("scripts");
+    let filter = script(&scripts, "stuck-filter.py", STUCK_SCRIPT);
+    let reviewer = script(&scripts, "stuck-reviewer.py", STUCK_SCRIPT);
     let gate = Gate::new();
-    let mock = MockProvider::start(vec![Step::gated(Step::text("never"), &gate)]);
+    let on_provider = MockProvider::start(vec![Step::gated(Step::text("never"), &gate)]);
+    let on_filter = MockProvider::start(vec![Step::text("never asked")]);
+    let on_reviewer = MockProvider::start(vec![Step::text("an answer under review")]);
     let mut daemon = env.start_daemon();
     let mut c = daemon.nd();
-    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
-    let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
-    mock.wait_for_requests(1);
+    let mut start = |name: &str, mock: &MockProvider, extra: serde_json::Value| {
+        let mut config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
+        for (k, v) in extra.as_object().unwrap() {
+            config[k] = v.clone();
+        }
+        let sid =
+            c.ok("session/create", json!({"base_dir": env.project(name), "config": config}))["session_id"].clone();
+        c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone()
+    };
+    let runs = [
+        start("waits-on-provider", &on_provider, json!({})),
+        start("waits-on-filter", &on_filter, json!({"llm_filter": filter})),
+        start("waits-on-reviewer", &on_reviewer, json!({"reviewer": reviewer})),
+    ];
+    on_provider.wait_for_requests(1);
+    wait_until("the filter and the reviewer to start", || {
+        scripts.join("stuck-filter.py.started").exists() && scripts.join("stuck-reviewer.py.started").exists()
+    });
+    let scripts_dir = scripts.display().to_string();
+    assert!(processes_mentioning(&scripts_dir).len() >= 4, "two scripts and two grandchildren should be running");
+
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit().code(), Some(0), "{}", env.log());
-    assert!(!env.socket().exists());
+    assert!(!env.socket().exists(), "the socket file is removed on exit");
+    wait_until("the filter, the reviewer and their children to be killed", || {
+        processes_mentioning(&scripts_dir).is_empty()
+    });
+    assert_eq!(on_filter.request_count(), 0, "the filtered call never went out");
+
     let daemon = env.start_daemon();
-    let r = daemon.nd().ok("run/wait", json!({"run_id": run}));
-    assert_eq!(r["outcome"], "interrupted");
+    let mut c = daemon.nd();
+    for run in runs {
+        let r = c.ok("run/wait", json!({"run_id": run}));
+        assert_eq!(r["outcome"], "interrupted", "{r}");
+    }
     gate.open();
+    assert!(processes_mentioning(&env.root().display().to_string()).is_empty(), "a child outlived its test");
 }
