@@ -26,6 +26,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use swivald::settings::Settings;
@@ -42,12 +43,28 @@ const MAX_MESSAGE_SIZE: u64 = 1024;
 static HOME: OnceLock<PathBuf> = OnceLock::new();
 /// The daemon's socket.
 static SOCKET: OnceLock<PathBuf> = OnceLock::new();
+/// How many times the daemon has stopped (and is being started again).
+static STOPS: AtomicU64 = AtomicU64::new(0);
 
 fuzz_target!(init: start_daemon(), |data: &[u8]| {
     let socket = SOCKET.get().expect("the daemon was started in init");
     let output = exchange(socket, data);
     if matches!(data.first(), Some(b'{' | b'[')) {
         check_ndjson_output(data, &output);
+    }
+    // After `daemon/shutdown` (it stops 50 ms after its reply) the next input
+    // should meet the restarted daemon, not one that is going away.
+    if String::from_utf8_lossy(&output).contains("\"stopping\":true") {
+        let stopped = STOPS.load(Ordering::SeqCst);
+        let deadline = Instant::now() + RESTART_LIMIT;
+        while STOPS.load(Ordering::SeqCst) == stopped {
+            assert!(Instant::now() < deadline, "the daemon did not stop within {RESTART_LIMIT:?} of daemon/shutdown");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        wait_until_serving(socket);
+    } else if output.is_empty() {
+        // The input may have met a daemon that was stopping.
+        wait_until_serving(socket);
     }
 });
 
@@ -95,8 +112,12 @@ fn start_daemon() {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
             let mut listener = first;
             loop {
-                runtime.block_on(swivald::server::run(settings.clone(), listener)).expect("swivald stopped with an error");
-                listener = Listener::bind(&socket).unwrap_or_else(|e| panic!("cannot bind {} again: {e}", socket.display()));
+                runtime
+                    .block_on(swivald::server::run(settings.clone(), listener))
+                    .expect("swivald stopped with an error");
+                STOPS.fetch_add(1, Ordering::SeqCst);
+                listener =
+                    Listener::bind(&socket).unwrap_or_else(|e| panic!("cannot bind {} again: {e}", socket.display()));
             }
         })
         .expect("spawn the daemon thread");
@@ -146,13 +167,26 @@ fn exchange(socket: &Path, data: &[u8]) -> Vec<u8> {
     output
 }
 
+/// Wait until a fresh connection gets an answer to `daemon/status`.
+fn wait_until_serving(socket: &Path) {
+    let deadline = Instant::now() + RESTART_LIMIT;
+    let probe = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/status\"}\n";
+    while !String::from_utf8_lossy(&exchange(socket, probe)).contains("\"result\"") {
+        assert!(Instant::now() < deadline, "the daemon did not serve again within {RESTART_LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Connect, waiting out a restart after an input that said `daemon/shutdown`.
 fn connect(socket: &Path) -> UnixStream {
     let deadline = Instant::now() + RESTART_LIMIT;
     loop {
         match UnixStream::connect(socket) {
             Ok(s) => return s,
-            Err(e) if Instant::now() < deadline && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {
+            Err(e)
+                if Instant::now() < deadline
+                    && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => panic!("the daemon stopped serving {}: {e}", socket.display()),
