@@ -538,13 +538,7 @@ impl AgentRun<'_> {
     /// Run one tool: commands and fetches are async (and cancellable);
     /// file tools run on this thread.
     async fn call_tool(&mut self, call: &crate::provider::ToolCall) -> String {
-        let args = || -> Result<Value, String> {
-            match serde_json::from_str::<Value>(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
-                Ok(v @ Value::Object(_)) => Ok(v),
-                Ok(other) => Err(format!("error: tool arguments must be a JSON object, got {other}")),
-                Err(e) => Err(format!("error: invalid JSON in tool arguments: {e}")),
-            }
-        };
+        let args = || crate::tools::parse_args(&call.arguments);
         match call.name.as_str() {
             "run_command" if self.commands.policy.enabled() => match args() {
                 Ok(a) => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,

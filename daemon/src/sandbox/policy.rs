@@ -6,6 +6,7 @@
 //! execution lives in `command.rs`.
 
 use crate::config::CommandAccess;
+use crate::tools::args::type_name;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -248,17 +249,6 @@ fn parse_timeout(v: Option<&Value>) -> Duration {
     match v.and_then(Value::as_f64) {
         Some(secs) if secs.is_finite() => Duration::from_secs_f64(secs.clamp(1.0, MAX_TIMEOUT.as_secs_f64())),
         _ => DEFAULT_TIMEOUT,
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

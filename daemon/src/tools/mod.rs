@@ -7,7 +7,7 @@
 //! edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft delete),
 //! `search.rs` (list_files, grep), `todo.rs`, `think.rs`, `schema.rs`.
 
-mod args;
+pub(crate) mod args;
 mod edit;
 mod files;
 pub mod path;
@@ -22,6 +22,19 @@ use path::{Access, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+/// A tool call's arguments: a JSON object (empty text counts as `{}`); the
+/// error is the tool result to return.
+pub fn parse_args(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("error: tool arguments must be a JSON object, got {other}")),
+        Err(e) => Err(format!("error: invalid JSON in tool arguments: {e}")),
+    }
+}
 
 /// Files read or written in this session (the read-before-write guard).
 #[derive(Debug, Default)]
@@ -82,14 +95,9 @@ impl ToolBox {
     /// [`ToolBox::call`], knowing the model's id for the call (recorded in
     /// the trash index by `delete_file`).
     pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> String {
-        let args = if raw_args.trim().is_empty() {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_str::<Value>(raw_args) {
-                Ok(v @ Value::Object(_)) => v,
-                Ok(other) => return format!("error: tool arguments must be a JSON object, got {other}"),
-                Err(e) => return format!("error: invalid JSON in tool arguments: {e}"),
-            }
+        let args = match parse_args(raw_args) {
+            Ok(a) => a,
+            Err(e) => return e,
         };
         let result = match name {
             "read_file" => files::read_file(self, &args),
