@@ -21,12 +21,13 @@ with exact file names and values. No preamble.";
 
 /// Whether a provider error says the prompt is too long (Swival's patterns).
 pub fn is_context_overflow(message: &str) -> bool {
-    let m = message.to_lowercase();
-    let re = regex::Regex::new(
-        r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
-    )
-    .expect("static regex");
-    re.is_match(&m)
+    static OVERFLOW: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
+        )
+        .expect("static regex")
+    });
+    OVERFLOW.is_match(&message.to_lowercase())
 }
 
 /// Cut old tool results (all but the last `KEEP_TAIL` messages) to

@@ -156,13 +156,18 @@ impl Store {
 
     /// Every session, oldest first.
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.select_sessions(None)
+    }
+
+    /// Sessions, all of them or the one with `only`'s id, oldest first.
+    fn select_sessions(&self, only: Option<&SessionId>) -> Result<Vec<SessionRow>, StoreError> {
         let rows = self.with(|c| {
-            let mut st = c.prepare(
+            let mut st = c.prepare_cached(
                 "SELECT s.id, s.base_dir, s.title, s.config, s.request, s.created_at, s.closed, s.last_seq,
                         (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id)
-                 FROM sessions s ORDER BY s.created_at, s.rowid",
+                 FROM sessions s WHERE ?1 IS NULL OR s.id = ?1 ORDER BY s.created_at, s.rowid",
             )?;
-            let rows = st.query_map([], |r| {
+            let rows = st.query_map(params![only.map(|id| id.0.as_str())], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
@@ -196,7 +201,7 @@ impl Store {
 
     /// One session.
     pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
-        Ok(self.sessions()?.into_iter().find(|s| &s.id == id))
+        Ok(self.select_sessions(Some(id))?.pop())
     }
 
     /// Mark a session closed.
