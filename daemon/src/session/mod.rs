@@ -300,6 +300,7 @@ impl Sessions {
             allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
             yolo: config.config.yolo,
+            protected: Vec::new(),
         };
         let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(SessionError::Setup)?;

@@ -135,7 +135,13 @@ pub fn is_error(result: &str) -> bool {
 /// A toolbox on `dir` with no extra directories, for unit tests.
 #[cfg(test)]
 fn test_toolbox(dir: &Path) -> ToolBox {
-    ToolBox::new(PathPolicy { base: dir.canonicalize().unwrap(), allow_rw: vec![], allow_ro: vec![], yolo: false })
+    ToolBox::new(PathPolicy {
+        base: dir.canonicalize().unwrap(),
+        allow_rw: vec![],
+        allow_ro: vec![],
+        yolo: false,
+        protected: vec![],
+    })
 }
 
 #[cfg(test)]

@@ -24,6 +24,11 @@ pub struct PathPolicy {
     pub allow_ro: Vec<PathBuf>,
     /// Lift the directory restriction (never the root rule).
     pub yolo: bool,
+    /// Policy the agent may never change (SPEC §6): filter, hook and
+    /// reviewer scripts, the `command` provider, the config files naming
+    /// them, and the directories of those scripts that lie inside the base
+    /// dir. Canonical; a file or a whole directory tree.
+    pub protected: Vec<PathBuf>,
 }
 
 /// File names the agent may never write, wherever they are.
@@ -48,6 +53,14 @@ impl PathPolicy {
             return Err(format!(
                 "error: {requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it"
             ));
+        }
+        if access == Access::Write {
+            if let Some(p) = self.protected.iter().find(|p| resolved.starts_with(p)) {
+                return Err(format!(
+                    "error: {requested} is protected policy ({} is a filter, hook or reviewer script, its directory, or the config naming them) and cannot be written, edited, moved or deleted by the agent; ask the user to change it",
+                    self.display(p)
+                ));
+            }
         }
         if self.yolo {
             return Ok(resolved);
@@ -159,7 +172,13 @@ mod tests {
     use super::*;
 
     fn policy(base: &Path) -> PathPolicy {
-        PathPolicy { base: base.canonicalize().unwrap(), allow_rw: vec![], allow_ro: vec![], yolo: false }
+        PathPolicy {
+            base: base.canonicalize().unwrap(),
+            allow_rw: vec![],
+            allow_ro: vec![],
+            yolo: false,
+            protected: vec![],
+        }
     }
 
     #[test]
@@ -218,6 +237,20 @@ mod tests {
     fn swival_toml_cannot_be_written() {
         let d = tempfile::tempdir().unwrap();
         assert!(policy(d.path()).resolve("swival.toml", Access::Write).unwrap_err().contains("protected"));
+    }
+
+    #[test]
+    fn protected_policy_files_and_directories_refuse_writes_even_in_yolo() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = policy(d.path());
+        p.yolo = true;
+        p.protected = vec![p.base.join("scripts"), p.base.join("hook.sh")];
+        for bad in ["scripts/redact.py", "scripts/helper.py", "scripts/new/x", "hook.sh", "./scripts/../hook.sh"] {
+            let err = p.resolve(bad, Access::Write).unwrap_err();
+            assert!(err.contains("protected policy"), "{bad}: {err}");
+        }
+        assert!(p.resolve("scripts/redact.py", Access::Read).is_ok());
+        assert!(p.resolve("scriptsx/y", Access::Write).is_ok());
     }
 
     #[test]
