@@ -33,6 +33,9 @@ fn main() -> ExitCode {
     if let Some(code) = swivald::sandbox::main_if_helper() {
         return code;
     }
+    // Provider keys and the encryption key leave the environment before
+    // any thread or child exists.
+    swivald::environment::take_secrets();
     let args = Args::parse();
     // Socket activation first: it reads and clears LISTEN_* while the
     // process is still single-threaded.

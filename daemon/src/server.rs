@@ -33,6 +33,11 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             max_children: settings.max_children as usize,
             sandbox_caps,
             socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
+            daemon_dirs: vec![
+                state_dir.clone(),
+                settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir),
+                crate::paths::config_dir(),
+            ],
             cache_path: settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir).join("cache.db"),
             max_cache_bytes: settings.max_cache_bytes,
         },

@@ -496,6 +496,10 @@ pub struct PolicyStatus {
     pub reviewer: Option<ScriptStatus>,
     /// What the sandbox enforces.
     pub sandbox: SandboxStatus,
+    /// Policy the agent cannot change: file tools refuse to write these
+    /// files and directory trees and commands see them read-only.
+    #[serde(default)]
+    pub protected: Vec<String>,
 }
 
 /// One configured script.

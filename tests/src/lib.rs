@@ -406,3 +406,33 @@ pub fn events_until_finished(c: &mut NdConn, session: &str, from_seq: u64) -> Ve
         }
     }
 }
+
+/// Whether no process on the machine has `arg` among its arguments,
+/// waiting up to 5 s for processes that are being killed to go away
+/// (a safety net: a passing test never waits for it).
+pub fn no_process_with_arg(arg: &str) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if processes_with_arg(arg).is_empty() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Live (not zombie) processes with `arg` among their arguments.
+pub fn processes_with_arg(arg: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let has = cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes());
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()).unwrap_or("X");
+            has && state != "Z" && state != "X"
+        })
+        .collect()
+}

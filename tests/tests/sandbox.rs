@@ -44,8 +44,15 @@ fn os_env(
     let map = sandbox::resolve_whitelist(&names, base, TEST_PATH.as_ref())
         .unwrap_or_else(|e| panic!("test programs must be installed: {e}"));
     let base = base.canonicalize().unwrap();
-    let (env, status) =
-        CommandEnv::new(CommandPolicy::Whitelist(map), &base, &[], SandboxMode::Os, network, caps, hide, helper());
+    let input = sandbox::PlanInput {
+        mode: SandboxMode::Os,
+        network_allowed: network,
+        write_dirs: vec![base.clone()],
+        socket: hide.into_iter().next(),
+        ..sandbox::PlanInput::default()
+    };
+    let env_vars = sandbox::command::allowed_environment(std::env::vars_os(), &[]);
+    let (env, status) = CommandEnv::new(CommandPolicy::Whitelist(map), &base, input, caps, helper(), env_vars);
     println!("sandbox status: {}", status.summary());
     for w in &status.not_enforced {
         println!("not enforced: {w}");
@@ -127,16 +134,13 @@ async fn builtin_mode_does_not_confine_and_says_so() {
     let target = outside.path().join("escape.txt");
     let names = vec!["python3".to_owned()];
     let map = sandbox::resolve_whitelist(&names, base.path(), TEST_PATH.as_ref()).unwrap();
-    let (env, status) = CommandEnv::new(
-        CommandPolicy::Whitelist(map),
-        &base.path().canonicalize().unwrap(),
-        &[],
-        SandboxMode::Builtin,
-        false,
-        &caps,
-        vec![],
-        helper(),
-    );
+    let canonical = base.path().canonicalize().unwrap();
+    let input = sandbox::PlanInput {
+        mode: SandboxMode::Builtin,
+        write_dirs: vec![canonical.clone()],
+        ..sandbox::PlanInput::default()
+    };
+    let (env, status) = CommandEnv::new(CommandPolicy::Whitelist(map), &canonical, input, &caps, helper(), vec![]);
     assert!(env.plan.is_none() && !status.filesystem_confined);
     assert!(!status.not_enforced.is_empty());
     let out = run(&env, &["python3", "-c", WRITE_SCRIPT, target.to_str().unwrap()], 30).await;
@@ -186,15 +190,47 @@ async fn timeout_kills_the_command_and_its_grandchild() {
     let caps = capabilities().await;
     let base = tempfile::tempdir().unwrap();
     let (env, _) = os_env(base.path(), &["sh"], false, &caps, vec![]);
-    let script = "sleep 60 & echo $! > grandchild.pid; echo $$ > child.pid; echo started; sleep 60";
+    // Pids inside a PID namespace are not the host's: find the processes
+    // by an argument no other test uses.
+    let script = "sleep 60.101 & echo started; sleep 60.101";
     let start = Instant::now();
     let out = run(&env, &["sh", "-c", script], 1).await;
     assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
     assert_eq!(out, "error: command timed out after 1s\nstarted\n");
-    for name in ["child.pid", "grandchild.pid"] {
-        let pid: i32 = std::fs::read_to_string(base.path().join(name)).unwrap().trim().parse().unwrap();
-        assert!(gone(pid), "{name} {pid} is still running");
+    assert!(swival_tests::no_process_with_arg("60.101"), "a process of the command survived");
+}
+
+#[tokio::test]
+async fn setsid_and_double_forked_descendants_die_with_the_command() {
+    let caps = capabilities().await;
+    if !caps.pid_namespace {
+        println!("SKIPPED: PID namespaces are unavailable here: {:?}", caps.pid_namespace_error);
+        return;
     }
+    let base = tempfile::tempdir().unwrap();
+    let (env, status) = os_env(base.path(), &["sh"], false, &caps, vec![]);
+    assert!(status.pid_namespace);
+    // Both escape the process group; the command itself returns at once.
+    let script = "setsid sleep 60.202 >/dev/null 2>&1 & (sh -c 'sleep 60.202 >/dev/null 2>&1 &') ; echo $$";
+    let out = run(&env, &["sh", "-c", script], 30).await;
+    // The command is the first child of the namespace's init (pid 1).
+    assert_eq!(out, "2\n", "the command does not run in its own PID namespace");
+    assert!(swival_tests::no_process_with_arg("60.202"), "a setsid or double-forked process survived");
+}
+
+#[tokio::test]
+async fn commands_see_only_their_own_processes_in_proc() {
+    let caps = capabilities().await;
+    if !caps.pid_namespace {
+        println!("SKIPPED: PID namespaces are unavailable here: {:?}", caps.pid_namespace_error);
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let (env, _) = os_env(base.path(), &["ls"], false, &caps, vec![]);
+    let out = run(&env, &["ls", "/proc"], 30).await;
+    let pids: Vec<&str> = out.lines().filter(|l| l.chars().all(|c| c.is_ascii_digit())).collect();
+    // init (1) and ls itself.
+    assert_eq!(pids, ["1", "2"], "{out}");
 }
 
 #[tokio::test]

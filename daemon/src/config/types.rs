@@ -355,6 +355,17 @@ pub struct SessionConfig {
     pub command_network: bool,
     /// Private networks `fetch_url` may reach despite the SSRF checks.
     pub fetch_allow_networks: Vec<Cidr>,
+    /// Environment variables commands get beyond the fixed allow-list
+    /// (PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, TMPDIR).
+    pub command_env: Vec<String>,
+    /// Paths hidden from commands besides the daemon's directories and
+    /// the credential stores hidden by default.
+    pub sandbox_hide: Vec<PathBuf>,
+    /// Paths hidden by default that commands may see after all.
+    pub sandbox_expose: Vec<PathBuf>,
+    /// Commands read only system directories, the base dir, the allowed
+    /// dirs and their temp dir (Swival's key).
+    pub sandbox_strict_read: bool,
     /// Stream replies with SSE (non-streaming when false).
     pub stream: bool,
     /// Swival keys accepted but not acted on yet, by key name.
@@ -416,6 +427,10 @@ impl Default for SessionConfig {
             sandbox: SandboxMode::Os,
             command_network: false,
             fetch_allow_networks: Vec::new(),
+            command_env: Vec::new(),
+            sandbox_hide: Vec::new(),
+            sandbox_expose: Vec::new(),
+            sandbox_strict_read: false,
             stream: true,
             kept: KeptKeys::default(),
         }

@@ -7,17 +7,26 @@ pub mod hooks;
 pub mod reviewer;
 
 use crate::config::{Command, ProcessMode, SessionConfig};
-use crate::procs::{Mode, ProcessRunner, Script};
+use crate::procs::pin::pin_argv;
+use crate::procs::{Mode, Pinned, ProcessRunner, Script};
 use filter::Stage;
 use hooks::rpc::HookRegistry;
 use hooks::{CommandEntry, Hooks};
 use reviewer::Reviewer;
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{FileDigest, ScriptStatus};
+
+/// Policy files and directories the agent may never change.
+#[derive(Debug, Clone, Default)]
+pub struct Protection {
+    /// Files and directory trees, canonical, sorted.
+    pub paths: Vec<std::path::PathBuf>,
+    /// What could not be protected, in plain words.
+    pub notes: Vec<String>,
+}
 
 /// One session's pipeline.
 #[derive(Clone)]
@@ -30,6 +39,8 @@ pub struct Pipeline {
     pub reviewer: Option<Reviewer>,
     /// Command hooks and the client hook registry.
     pub hooks: Hooks,
+    /// The files of the `command` provider, pinned at session start.
+    pub provider_pins: Vec<Pinned>,
 }
 
 pub(crate) fn mode_of(mode: ProcessMode, prespawn: u32) -> Mode {
@@ -48,15 +59,7 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-/// Find `program` as the OS would: a path as given, a bare name on PATH.
-pub fn locate(program: &str) -> Option<PathBuf> {
-    let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return executable(&p).then_some(p);
-    }
-    std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|d| d.join(program)).find(|p| executable(p))
-}
+pub use crate::procs::locate;
 
 /// Swival's start-up check: the program must be on PATH or an executable file.
 fn check(command: &Command, key: &str) -> Result<(), String> {
@@ -79,7 +82,12 @@ impl Pipeline {
         for stage in cfg.filter_stages() {
             check(&stage.command, "llm_filter")?;
             filters.push(Stage {
-                script: Script { argv: stage.command.argv.clone(), cwd: base_dir.to_owned(), env: Vec::new() },
+                script: Script {
+                    argv: stage.command.argv.clone(),
+                    cwd: base_dir.to_owned(),
+                    env: Vec::new(),
+                    pins: pin_argv(&stage.command.argv, base_dir),
+                },
                 mode: mode_of(stage.mode, stage.prespawn),
                 timeout: Duration::from_secs_f64(stage.timeout_s.max(0.001)),
                 display: stage.command.display(),
@@ -94,6 +102,7 @@ impl Pipeline {
                     timeout: Duration::from_secs_f64(cfg.reviewer_timeout_s.max(0.001)),
                     max_rounds: cfg.max_review_rounds,
                     display: cmd.display(),
+                    pins: pin_argv(&cmd.argv, base_dir),
                 })
             }
             None => None,
@@ -104,7 +113,49 @@ impl Pipeline {
             commands.push(CommandEntry::new(hook, base_dir, &registry));
         }
         let hooks = Hooks { commands, registry, runner: runner.clone() };
-        Ok(Pipeline { runner, filters, reviewer, hooks })
+        let provider_pins = match (&cfg.model_command, cfg.provider) {
+            (Some(cmd), crate::provider::ProviderKind::Command) => pin_argv(&cmd.argv, base_dir),
+            _ => Vec::new(),
+        };
+        Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins })
+    }
+
+    /// Every file the pipeline runs, as pinned: filter stages, command
+    /// hooks, the reviewer and the `command` provider.
+    pub fn pinned(&self) -> impl Iterator<Item = &Pinned> {
+        let filters = self.filters.iter().flat_map(|s| &s.script.pins);
+        let hooks = self.hooks.commands.iter().flat_map(|c| &c.script.pins);
+        let reviewer = self.reviewer.iter().flat_map(|r| &r.pins);
+        filters.chain(hooks).chain(reviewer).chain(&self.provider_pins)
+    }
+
+    /// What the agent may never change (SPEC §6): every pinned file, the
+    /// directory of each one inside `base_dir` (a filter's helper module
+    /// is policy as well) and the existing `config_files`; all canonical.
+    /// A script directly in the base dir protects only itself, and a note
+    /// says so.
+    pub fn protection(&self, base_dir: &Path, config_files: &[std::path::PathBuf]) -> Protection {
+        let mut paths = Vec::new();
+        let mut notes = Vec::new();
+        for pin in self.pinned() {
+            let Ok(file) = pin.path.canonicalize() else { continue };
+            if file.starts_with(base_dir) {
+                match file.parent() {
+                    Some(dir) if dir != base_dir => paths.push(dir.to_owned()),
+                    _ => notes.push(format!(
+                        "{} lies directly in the base directory, so only the file itself is protected, not modules beside it; move it into a subdirectory to protect its helpers too",
+                        file.display()
+                    )),
+                }
+            }
+            paths.push(file);
+        }
+        paths.extend(config_files.iter().filter_map(|f| f.canonicalize().ok()));
+        paths.sort();
+        paths.dedup();
+        notes.sort();
+        notes.dedup();
+        Protection { paths, notes }
     }
 
     /// A digest of every filter and hook in force: commands, modes,
@@ -112,22 +163,22 @@ impl Pipeline {
     /// response cache key, so changing a filter script misses the cache.
     pub fn policy_digest(&self) -> String {
         let mut h = Sha256::new();
-        let mut add = |label: &str, argv: &[String], mode: &str| {
+        let mut add = |label: &str, script: &Script, mode: &str| {
             h.update(label.as_bytes());
-            for a in argv {
+            for a in &script.argv {
                 h.update(a.as_bytes());
                 h.update(b"\0");
             }
             h.update(mode.as_bytes());
-            for d in digests(argv) {
+            for d in &script.pins {
                 h.update(d.sha256.as_bytes());
             }
         };
         for s in &self.filters {
-            add("filter", &s.script.argv, mode_name(s.mode));
+            add("filter", &s.script, mode_name(s.mode));
         }
         for c in &self.hooks.commands {
-            add(hooks::point_name(c.point), &c.script.argv, mode_name(c.mode));
+            add(hooks::point_name(c.point), &c.script, mode_name(c.mode));
         }
         hex::encode(h.finalize())
     }
@@ -142,7 +193,7 @@ impl Pipeline {
                 timeout_s: s.timeout.as_secs_f64(),
                 point: None,
                 priority: None,
-                files: digests(&s.script.argv),
+                files: digests(&s.script.pins),
             })
             .collect()
     }
@@ -163,7 +214,7 @@ impl Pipeline {
                         timeout_s: c.timeout.as_secs_f64(),
                         point: Some(hooks::point_name(c.point).into()),
                         priority: Some(c.priority),
-                        files: digests(&c.script.argv),
+                        files: digests(&c.script.pins),
                     },
                 )
             })
@@ -196,23 +247,13 @@ impl Pipeline {
             timeout_s: r.timeout.as_secs_f64(),
             point: None,
             priority: None,
-            files: digests(&r.argv),
+            files: digests(&r.pins),
         })
     }
 }
 
-/// SHA-256 of the program and of every argument that names a file (the
-/// script an interpreter runs).
-pub fn digests(argv: &[String]) -> Vec<FileDigest> {
-    let mut out = Vec::new();
-    for (i, arg) in argv.iter().enumerate() {
-        let path =
-            if i == 0 { locate(arg) } else { Some(PathBuf::from(arg)).filter(|p| p.is_absolute() && p.is_file()) };
-        if let Some(path) = path {
-            if let Ok(bytes) = std::fs::read(&path) {
-                out.push(FileDigest { path: path.display().to_string(), sha256: hex::encode(Sha256::digest(&bytes)) });
-            }
-        }
-    }
-    out
+/// The pinned files of a script, as `policy/status` lists them: the
+/// hashes the session pinned, which are what may run.
+pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
+    pins.iter().map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() }).collect()
 }

@@ -34,6 +34,8 @@ pub struct Reviewer {
     pub max_rounds: u64,
     /// The command line, for messages.
     pub display: String,
+    /// The files it runs, pinned when the session started.
+    pub pins: Vec<crate::procs::Pinned>,
 }
 
 /// What one round decided.
@@ -47,6 +49,9 @@ pub enum Verdict {
     Error(String),
     /// The run was cancelled during the review.
     Cancelled,
+    /// The reviewer's pinned files changed: the run is blocked (fail
+    /// closed), unlike Swival's accept-on-error.
+    Tampered(String),
 }
 
 /// One round's record (report timeline and event).
@@ -78,7 +83,7 @@ impl Reviewer {
         if !model.is_empty() {
             env.push(("SWIVAL_MODEL".to_owned(), model.to_owned()));
         }
-        let script = Script { argv, cwd: self.base_dir.clone(), env };
+        let script = Script { argv, cwd: self.base_dir.clone(), env, pins: self.pins.clone() };
         let call = Call {
             script: &script,
             mode: Mode::Oneshot,
@@ -90,6 +95,14 @@ impl Reviewer {
             Ok(out) => out,
             Err(ProcError::Cancelled { .. }) => {
                 return (Verdict::Cancelled, Round { exit_code: None, feedback: String::new(), stderr: String::new() })
+            }
+            // A tampered reviewer must not wave an answer through.
+            Err(e @ ProcError::Changed { .. }) => {
+                let why = format!("reviewer {}: {e}", self.display);
+                return (
+                    Verdict::Tampered(why),
+                    Round { exit_code: None, feedback: String::new(), stderr: String::new() },
+                );
             }
             Err(e) => {
                 let why = format!("reviewer {} failed ({e}); accepting the answer", self.display);

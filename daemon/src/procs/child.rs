@@ -36,6 +36,9 @@ pub enum ProcError {
     /// The caller cancelled; the process group was killed.
     #[error("{program} was cancelled")]
     Cancelled { program: String },
+    /// A pinned policy file is no longer what the session pinned; nothing ran.
+    #[error("policy script {path} changed since this session pinned it (sha256 {pinned} when pinned, {now} now), so it was not run; if you made this change, start a new session to accept it")]
+    Changed { path: String, pinned: String, now: String },
     /// A persistent worker broke its line protocol or died mid-call.
     #[error("{program}: {message}")]
     Protocol { program: String, message: String },
@@ -55,6 +58,8 @@ pub struct OneShot<'a> {
     pub cwd: &'a Path,
     /// Extra environment variables.
     pub env: &'a [(String, String)],
+    /// The files it runs, as pinned; checked right before the spawn.
+    pub pins: &'a [super::Pinned],
     /// Kill the group after this long.
     pub timeout: Duration,
     /// Kill the group if stdout grows past this many bytes.
@@ -99,8 +104,19 @@ impl Drop for Spawned {
     }
 }
 
-/// Start `argv` in its own process group with piped stdio.
-pub fn spawn(argv: &[String], cwd: &Path, env: &[(String, String)]) -> Result<Spawned, ProcError> {
+/// Start a script in its own process group with piped stdio, after
+/// checking its pins.
+pub fn spawn(script: &super::Script) -> Result<Spawned, ProcError> {
+    spawn_argv(&script.argv, &script.cwd, &script.env, &script.pins)
+}
+
+fn spawn_argv(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    pins: &[super::Pinned],
+) -> Result<Spawned, ProcError> {
+    super::pin::verify_all(pins)?;
     let program = argv.first().cloned().unwrap_or_default();
     let mut cmd = Command::new(&program);
     cmd.args(argv.get(1..).unwrap_or_default())
@@ -162,7 +178,7 @@ pub async fn drive(
 
 /// Run a child to completion (or kill it) and collect its output.
 pub async fn run(job: OneShot<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
-    let spawned = spawn(job.argv, job.cwd, job.env)?;
+    let spawned = spawn_argv(job.argv, job.cwd, job.env, job.pins)?;
     drive(spawned, job.stdin, job.timeout, job.max_stdout, cancel).await
 }
 

@@ -13,8 +13,10 @@
 
 mod child;
 mod persistent;
+pub mod pin;
 
 pub use child::{kill_group, run, OneShot, Output, ProcError};
+pub use pin::{locate, Pinned};
 
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
@@ -34,6 +36,9 @@ pub struct Script {
     pub cwd: PathBuf,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// The files it runs, as the session pinned them; checked before every
+    /// spawn and every call.
+    pub pins: Vec<Pinned>,
 }
 
 /// How a script's processes are managed.
@@ -85,9 +90,12 @@ impl ProcessRunner {
             s = self.slots.acquire() => s.map_err(|_| ProcError::Cancelled { program: program() })?,
             _ = cancel.cancelled() => return Err(ProcError::Cancelled { program: program() }),
         };
+        // A prespawned process or a running worker was started from the
+        // file as it was then; what it serves must still be what was pinned.
+        pin::verify_all(&call.script.pins)?;
         match call.mode {
             Mode::Oneshot => {
-                let spawned = spawn(&call.script.argv, &call.script.cwd, &call.script.env)?;
+                let spawned = spawn(call.script)?;
                 drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
             }
             Mode::Prespawn(n) => {
@@ -169,7 +177,7 @@ impl Pool {
         tokio::spawn(async move { pool.refill() });
         match taken {
             Some(s) => Ok(s),
-            None => spawn(&self.script.argv, &self.script.cwd, &self.script.env),
+            None => spawn(&self.script),
         }
     }
 
@@ -178,7 +186,7 @@ impl Pool {
             if self.ready.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.size {
                 return;
             }
-            match spawn(&self.script.argv, &self.script.cwd, &self.script.env) {
+            match spawn(&self.script) {
                 Ok(s) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(s),
                 Err(e) => {
                     tracing::warn!("cannot prespawn {:?}: {e}", self.script.argv);

@@ -122,7 +122,7 @@ impl Worker {
 
 /// Start the worker process and its stdout/stderr readers.
 fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> {
-    let mut spawned = spawn(&script.argv, &script.cwd, &script.env)?;
+    let mut spawned = spawn(script)?;
     let (stdin, stdout, stderr, pid) = spawned.take_pipes();
     let pgid = spawned.pgid;
     let pending: Pending = Arc::default();

@@ -64,6 +64,7 @@ pub async fn call(
         stdin: input.as_bytes(),
         cwd: &settings.cwd,
         env: &[],
+        pins: &settings.command_pins,
         timeout: TIMEOUT,
         max_stdout: MAX_STDOUT,
     };

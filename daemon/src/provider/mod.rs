@@ -108,6 +108,8 @@ pub struct ProviderSettings {
     pub stream: bool,
     /// argv of the `command` provider.
     pub command: Option<Vec<String>>,
+    /// The files of the `command` provider, pinned when the session started.
+    pub command_pins: Vec<crate::procs::Pinned>,
     /// Working directory of the `command` provider.
     pub cwd: std::path::PathBuf,
 }
@@ -406,6 +408,7 @@ mod tests {
 
     fn settings() -> ProviderSettings {
         ProviderSettings {
+            command_pins: Vec::new(),
             kind: ProviderKind::Generic,
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: None,

@@ -8,10 +8,10 @@
 
 use super::policy::{self, CommandPolicy};
 use super::spill;
-use super::status::{self, HelperPlan, SandboxCapabilities, SandboxStatus};
+use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
-use crate::config::SandboxMode;
 use serde_json::Value;
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -40,29 +40,48 @@ pub struct CommandEnv {
     pub plan: Option<HelperPlan>,
     /// The swivald executable re-run as the helper.
     pub helper: PathBuf,
+    /// The whole environment commands get (see [`allowed_environment`]);
+    /// TMPDIR is replaced by the run's own temp dir under the helper.
+    pub env: Vec<(String, OsString)>,
 }
 
 impl CommandEnv {
     /// The environment for a session, and the status to report for it.
-    /// `allow_dirs` are the read-write allow-dirs; `hide_paths` are hidden
-    /// from commands (swivald's socket directory); `caps` come from
+    /// `input.write_dirs` must start with the base dir; `caps` come from
     /// [`super::probe`] run with the same `helper`.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         policy: CommandPolicy,
         base_dir: &Path,
-        allow_dirs: &[PathBuf],
-        mode: SandboxMode,
-        network_allowed: bool,
+        input: PlanInput,
         caps: &SandboxCapabilities,
-        hide_paths: Vec<PathBuf>,
         helper: PathBuf,
+        env: Vec<(String, OsString)>,
     ) -> (CommandEnv, SandboxStatus) {
-        let write_dirs = std::iter::once(base_dir.to_owned()).chain(allow_dirs.iter().cloned()).collect();
-        let (status, plan) = status::plan(mode, network_allowed, caps, write_dirs, hide_paths);
-        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper };
+        let (status, plan) = status::plan(input, caps);
+        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env };
         (env, status)
     }
+}
+
+/// Variables every command gets when set: what programs need to find
+/// themselves, their user and their locale, and nothing that could be a
+/// secret. `LC_*` is matched by prefix.
+pub const ENV_ALLOWED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR"];
+
+/// The environment commands run with: the allow-list [`ENV_ALLOWED`] (and
+/// `LC_*`) plus the names in `extra` (`command_env`), taken from `vars`;
+/// never the rest of the daemon's environment.
+pub fn allowed_environment(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    extra: &[String],
+) -> Vec<(String, OsString)> {
+    let mut out: Vec<(String, OsString)> = vars
+        .into_iter()
+        .filter_map(|(k, v)| k.into_string().ok().map(|k| (k, v)))
+        .filter(|(k, _)| ENV_ALLOWED.contains(&k.as_str()) || k.starts_with("LC_") || extra.contains(k))
+        .collect();
+    out.sort();
+    out
 }
 
 /// The `run_command` tool: repair and check the model's arguments, run,
@@ -199,6 +218,7 @@ fn build(
             let spec = serde_json::to_string(&spec).map_err(std::io::Error::other)?;
             let mut cmd = tokio::process::Command::new(&env.helper);
             cmd.arg(EXEC_FLAG).arg(spec).arg("--").args(argv);
+            cmd.env_clear().envs(env.env.iter().map(|(k, v)| (k, v)));
             cmd.env("TMPDIR", &tmp.0);
             cmd
         }
@@ -206,6 +226,7 @@ fn build(
             let mut cmd = tokio::process::Command::new(program);
             cmd.as_std_mut().arg0(&argv[0]);
             cmd.args(&argv[1..]);
+            cmd.env_clear().envs(env.env.iter().map(|(k, v)| (k, v)));
             cmd
         }
     };
@@ -349,6 +370,7 @@ mod tests {
             base_dir: base.canonicalize().unwrap(),
             plan: None,
             helper: PathBuf::from("/nonexistent"),
+            env: allowed_environment(std::env::vars_os(), &[]),
         }
     }
 
@@ -448,6 +470,15 @@ mod tests {
         let env = env(base.path(), &["echo"]);
         let out = run_command_tool(&env, &serde_json::json!({"command": "echo hi"}), &CancellationToken::new()).await;
         assert_eq!(out, "hi\n\n(auto-corrected: run_command received a string; converted to argv array)");
+    }
+
+    #[test]
+    fn only_allowed_variables_reach_commands() {
+        let vars = [("PATH", "/bin"), ("LC_ALL", "C"), ("OPENAI_API_KEY", "sk-x"), ("FOO", "1"), ("BAR", "2")]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let env = allowed_environment(vars, &["FOO".to_owned()]);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["FOO", "LC_ALL", "PATH"]);
     }
 
     #[test]

@@ -2,10 +2,15 @@
 //! `swivald --sandbox-exec <plan> -- argv...`; `main` hands control here
 //! before it parses arguments or starts a thread, because `unshare` of a
 //! user namespace needs a single-threaded process. The helper confines
-//! itself as the plan says (namespaces, then Landlock, then seccomp) and
-//! execs the target in place, so the target keeps the helper's pid,
-//! process group, pipes and working directory. A failed step is fatal:
-//! the helper never runs a command with less confinement than its plan.
+//! itself as the plan says (namespaces and mounts, then Landlock, then
+//! seccomp) and execs the target, which keeps the helper's process group,
+//! pipes and working directory. With a PID namespace the helper forks a
+//! small init (pid 1 there) that mounts a private /proc and runs the
+//! command as its child; when the command exits, init exits and the kernel
+//! kills everything left in the namespace (setsid and double-forked
+//! processes included); the helper then exits with the command's status.
+//! A failed step is fatal: the helper never runs a command with less
+//! confinement than its plan.
 //!
 //! `swivald --sandbox-probe` tries every mechanism in a throwaway process
 //! and prints the [`SandboxCapabilities`] as JSON.
@@ -72,28 +77,154 @@ fn exec(rest: Vec<OsString>) -> Result<Infallible, String> {
         return Err("expected -- between the plan and the command".into());
     }
     let argv: Vec<OsString> = rest.collect();
-    let Some(arg0) = argv.first() else {
+    if argv.is_empty() {
         return Err("no command after --".into());
-    };
-    confine(&spec.plan)?;
-    let err = std::process::Command::new(&spec.program).arg0(arg0).args(&argv[1..]).exec();
-    Err(format!("cannot run {}: {err}", spec.program.display()))
-}
-
-/// Apply every step of `plan` to this process, in the only order that
-/// works: namespaces and mounts first (Landlock forbids mounting), then
-/// Landlock, then seccomp.
-fn confine(plan: &HelperPlan) -> Result<(), String> {
+    }
+    let plan = &spec.plan;
     if plan.user_namespace() {
         enter_namespaces(plan)?;
     }
-    if plan.landlock {
-        landlock(&plan.write_dirs)?;
+    if plan.pid_namespace {
+        return run_under_init(plan, &spec.program, &argv);
     }
-    if plan.net == Some(NetBlock::Seccomp) {
-        deny_ip_sockets()?;
+    confine_self(plan)?;
+    Err(exec_program(&spec.program, &argv))
+}
+
+/// Exec `program` with `argv` (argv\[0\] kept); returns why it failed.
+fn exec_program(program: &Path, argv: &[OsString]) -> String {
+    let err = std::process::Command::new(program).arg0(&argv[0]).args(&argv[1..]).exec();
+    format!("cannot run {}: {err}", program.display())
+}
+
+/// The steps after namespaces and mounts, in the only order that works:
+/// capabilities dropped, then Landlock (which forbids mounting), then
+/// seccomp.
+fn confine_self(plan: &HelperPlan) -> Result<(), String> {
+    if plan.user_namespace() {
+        drop_capabilities()?;
+    }
+    if plan.landlock {
+        landlock(&plan.write_dirs, plan.read_dirs.as_deref())?;
+    }
+    if plan.seccomp() {
+        let mut families = Vec::new();
+        if plan.net == Some(NetBlock::Seccomp) {
+            families.extend([libc::AF_INET, libc::AF_INET6]);
+        }
+        if plan.deny_unix_sockets {
+            families.push(libc::AF_UNIX);
+        }
+        deny_sockets(&families)?;
     }
     Ok(())
+}
+
+/// The PID namespace path (after `unshare`, so our first child is pid 1
+/// there): fork init, wait for it, and leave with the command's status.
+fn run_under_init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<Infallible, String> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, ForkResult};
+    let (status_r, status_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
+    // SAFETY: the helper is single-threaded (main calls it before any
+    // thread exists), so the child may run arbitrary code.
+    match unsafe { fork() }.map_err(|e| format!("cannot fork the sandbox init: {e}"))? {
+        ForkResult::Child => {
+            drop(status_r);
+            let code = match init(plan, program, argv) {
+                Ok(status) => {
+                    let _ = nix::unistd::write(&status_w, &status.to_ne_bytes());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("swivald sandbox: {e}");
+                    i32::from(HELPER_FAILED)
+                }
+            };
+            // SAFETY: leaving the forked child without running destructors.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => {
+            drop(status_w);
+            let init_status = loop {
+                match waitpid(child, None) {
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => return Err(format!("waiting for the sandbox init failed: {e}")),
+                    Ok(s) => break s,
+                }
+            };
+            let mut raw = [0u8; 4];
+            let got = nix::unistd::read(&status_r, &mut raw).unwrap_or(0);
+            if got != raw.len() {
+                return match init_status {
+                    WaitStatus::Exited(_, code) => Err(format!("the sandbox init failed (exit {code})")),
+                    other => Err(format!("the sandbox init ended: {other:?}")),
+                };
+            }
+            leave_like(i32::from_ne_bytes(raw))
+        }
+    }
+}
+
+/// Exit as the command did: its exit code, or the same signal.
+fn leave_like(status: i32) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: default disposition, then the signal to ourselves.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        std::process::exit(128 + sig);
+    }
+    std::process::exit(libc::WEXITSTATUS(status))
+}
+
+/// pid 1 of the namespace: mount its /proc, start the command, reap every
+/// orphan until the command exits, and return the command's raw wait
+/// status. Returning ends init, which makes the kernel kill whatever is
+/// left in the namespace.
+fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, String> {
+    use nix::unistd::{fork, ForkResult};
+    // SAFETY: prctl with integer arguments only. If the helper dies (the
+    // daemon killed its group), init and with it the namespace die too.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    mount_proc()?;
+    // SAFETY: still single-threaded.
+    let command = match unsafe { fork() }.map_err(|e| format!("cannot fork the command: {e}"))? {
+        ForkResult::Child => {
+            let why = match confine_self(plan) {
+                Ok(()) => exec_program(program, argv),
+                Err(e) => e,
+            };
+            eprintln!("swivald sandbox: {why}");
+            // SAFETY: leaving the forked child without running destructors.
+            unsafe { libc::_exit(i32::from(HELPER_FAILED)) }
+        }
+        ForkResult::Parent { child } => child,
+    };
+    loop {
+        let mut raw = 0;
+        // SAFETY: waitpid on any child with a valid status pointer.
+        let pid = unsafe { libc::waitpid(-1, &mut raw, 0) };
+        if pid == command.as_raw() {
+            return Ok(raw);
+        }
+        if pid < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(format!("init lost its command: {err}"));
+            }
+        }
+    }
+}
+
+/// A /proc for this PID namespace, so commands see only their own processes.
+fn mount_proc() -> Result<(), String> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
+        .map_err(|e| format!("cannot mount a private /proc: {e}"))
 }
 
 /// A user namespace mapping only our own uid and gid, with a private
@@ -108,8 +239,11 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
     if plan.net == Some(NetBlock::Namespace) {
         flags |= CloneFlags::CLONE_NEWNET;
     }
-    if !plan.hide_paths.is_empty() {
+    if plan.mount_namespace() {
         flags |= CloneFlags::CLONE_NEWNS;
+    }
+    if plan.pid_namespace {
+        flags |= CloneFlags::CLONE_NEWPID;
     }
     unshare(flags).map_err(|e| format!("cannot create a user namespace: unshare: {e}"))?;
     match std::fs::write("/proc/self/setgroups", "deny") {
@@ -122,14 +256,48 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
         .map_err(|e| format!("cannot write /proc/self/uid_map: {e}"))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
         .map_err(|e| format!("cannot write /proc/self/gid_map: {e}"))?;
-    if !plan.hide_paths.is_empty() {
+    if plan.mount_namespace() {
         mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
             .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
+        // Read-only binds first: a hidden path inside a policy directory
+        // stays hidden.
+        for path in &plan.readonly_paths {
+            bind_readonly(path)?;
+        }
         for path in &plan.hide_paths {
             hide(path)?;
         }
     }
-    drop_capabilities()
+    Ok(())
+}
+
+/// Bind `path` onto itself read-only, keeping the flags the kernel locks
+/// for mounts inherited into a user namespace (nosuid, nodev, noexec,
+/// atime), so the remount is allowed. A mount point also cannot be renamed
+/// or removed (EBUSY), so the file cannot be replaced either.
+fn bind_readonly(path: &Path) -> Result<(), String> {
+    use nix::sys::statvfs::FsFlags;
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let fail = |what: &str, e: nix::errno::Errno| format!("cannot make {} read-only: {what}: {e}", path.display());
+    mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+        .map_err(|e| fail("bind", e))?;
+    let vfs = nix::sys::statvfs::statvfs(path).map_err(|e| fail("statvfs", e))?;
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (have, keep) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if vfs.flags().contains(have) {
+            flags |= keep;
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(|e| fail("remount", e))
 }
 
 /// Cover `path` in this mount namespace: a directory with an empty
@@ -175,20 +343,25 @@ fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
-/// Landlock: read and execute everywhere, every right in `write_dirs`,
-/// writes to harmless devices; signals and abstract Unix sockets scoped
-/// to the sandbox; on ABI 9 and later, named Unix sockets only inside
-/// `write_dirs`. Fails when the kernel enforces nothing.
-fn landlock(write_dirs: &[PathBuf]) -> Result<(), String> {
+/// Landlock: read and execute everywhere (or, in strict-read mode, only
+/// in `read_dirs`), every right in `write_dirs`, writes to harmless
+/// devices; signals and abstract Unix sockets scoped to the sandbox; on
+/// ABI 9 and later, named Unix sockets only inside `write_dirs`. Fails
+/// when the kernel enforces nothing.
+fn landlock(write_dirs: &[PathBuf], read_dirs: Option<&[PathBuf]>) -> Result<(), String> {
     let e = |what: &str, err: &dyn std::fmt::Display| format!("Landlock: {what}: {err}");
     let fd = |p: &Path| PathFd::new(p).map_err(|err| e(&format!("cannot open {}", p.display()), &err));
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_WANTED))
         .and_then(|r| r.scope(Scope::from_all(ABI_WANTED)))
         .and_then(|r| r.create())
-        .map_err(|err| e("cannot create a ruleset", &err))?
-        .add_rule(PathBeneath::new(fd(Path::new("/"))?, AccessFs::from_read(ABI_WANTED)))
-        .map_err(|err| e("cannot allow reading /", &err))?;
+        .map_err(|err| e("cannot create a ruleset", &err))?;
+    let everything = [PathBuf::from("/")];
+    for dir in read_dirs.unwrap_or(&everything) {
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd(dir)?, AccessFs::from_read(ABI_WANTED)))
+            .map_err(|err| e(&format!("cannot allow reading {}", dir.display()), &err))?;
+    }
     for dir in write_dirs {
         ruleset = ruleset
             .add_rule(PathBeneath::new(fd(dir)?, AccessFs::from_all(ABI_WANTED)))
@@ -236,9 +409,10 @@ fn landlock_unavailable_reason() -> String {
     }
 }
 
-/// seccomp: `socket(AF_INET|AF_INET6, ...)` and `io_uring_setup` (which
-/// could open sockets without the socket call) fail with EACCES.
-fn deny_ip_sockets() -> Result<(), String> {
+/// seccomp: `socket(family, ...)` for each of `families` and
+/// `io_uring_setup` (which could open sockets without the socket call)
+/// fail with EACCES.
+fn deny_sockets(families: &[libc::c_int]) -> Result<(), String> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
         TargetArch,
@@ -251,7 +425,7 @@ fn deny_ip_sockets() -> Result<(), String> {
             .map_err(|err| format!("seccomp: {err}"))?;
         SeccompRule::new(vec![cond]).map_err(|err| format!("seccomp: {err}"))
     };
-    let ip_domains = vec![domain(libc::AF_INET)?, domain(libc::AF_INET6)?];
+    let ip_domains = families.iter().map(|f| domain(*f)).collect::<Result<Vec<_>, _>>()?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_socket, ip_domains.clone());
     #[cfg(target_arch = "x86_64")]
@@ -276,20 +450,61 @@ fn probe() -> SandboxCapabilities {
         write_dirs: Vec::new(),
         net: Some(NetBlock::Namespace),
         hide_paths: vec![scratch.clone()],
+        readonly_paths: Vec::new(),
+        pid_namespace: true,
+        deny_unix_sockets: false,
+        read_dirs: None,
     };
     match enter_namespaces(&ns_plan) {
-        Ok(()) => caps.user_namespaces = true,
-        Err(e) => caps.user_namespaces_error = Some(e),
+        Ok(()) => {
+            caps.user_namespaces = true;
+            match probe_pid_namespace() {
+                Ok(()) => caps.pid_namespace = true,
+                Err(e) => caps.pid_namespace_error = Some(e),
+            }
+        }
+        Err(e) => {
+            caps.pid_namespace_error = Some(e.clone());
+            caps.user_namespaces_error = Some(e);
+        }
     }
-    match landlock(&[scratch]) {
+    match drop_capabilities().and_then(|()| landlock(&[scratch], None)) {
         Ok(()) => caps.landlock_abi = landlock_abi().ok(),
         Err(e) => caps.landlock_error = Some(e),
     }
-    match deny_ip_sockets().and_then(|()| check_ip_sockets_denied()) {
+    match deny_sockets(&[libc::AF_INET, libc::AF_INET6]).and_then(|()| check_ip_sockets_denied()) {
         Ok(()) => caps.seccomp = true,
         Err(e) => caps.seccomp_error = Some(e),
     }
     caps
+}
+
+/// In a fresh PID namespace (already unshared), a child must be pid 1 and
+/// able to mount its own /proc.
+fn probe_pid_namespace() -> Result<(), String> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, ForkResult};
+    // SAFETY: the probe is single-threaded.
+    match unsafe { fork() }.map_err(|e| format!("cannot fork in a PID namespace: {e}"))? {
+        ForkResult::Child => {
+            let code = match mount_proc() {
+                Ok(()) if std::process::id() == 1 => 0,
+                Ok(()) => 2,
+                Err(e) => {
+                    eprintln!("{e}");
+                    1
+                }
+            };
+            // SAFETY: leaving the forked child without running destructors.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+            Ok(WaitStatus::Exited(_, 1)) => Err("a private /proc cannot be mounted (is /proc partly covered, as in some containers?)".into()),
+            Ok(other) => Err(format!("the PID namespace probe ended: {other:?}")),
+            Err(e) => Err(format!("waiting for the PID namespace probe failed: {e}")),
+        },
+    }
 }
 
 /// After the filter: an IPv4 socket must be refused.

@@ -34,7 +34,7 @@ pub use command::{run_command, run_command_tool, CommandEnv};
 pub use fetch::{fetch_url, fetch_url_tool, FetchEnv};
 pub use policy::{check, resolve_whitelist, CommandPolicy};
 pub use ssrf::is_forbidden;
-pub use status::{NetBlock, SandboxCapabilities, SandboxStatus};
+pub use status::{NetBlock, PlanInput, SandboxCapabilities, SandboxStatus};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -68,6 +68,28 @@ pub fn main_if_helper() -> Option<ExitCode> {
     {
         None
     }
+}
+
+/// Credential stores hidden from commands unless `sandbox_expose` names
+/// them: SSH and GPG keys, cloud, GitHub, Docker and Kubernetes
+/// credentials, netrc and git's stored passwords.
+pub fn default_hidden() -> Vec<PathBuf> {
+    let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else {
+        return Vec::new();
+    };
+    [
+        ".ssh",
+        ".aws",
+        ".gnupg",
+        ".config/gh",
+        ".netrc",
+        ".git-credentials",
+        ".docker/config.json",
+        ".kube",
+    ]
+    .iter()
+    .map(|p| home.join(p))
+    .collect()
 }
 
 /// The executable to re-run as the helper: this very program, even if its

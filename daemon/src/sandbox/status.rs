@@ -33,6 +33,12 @@ pub struct SandboxCapabilities {
     pub seccomp: bool,
     /// Why it does not.
     pub seccomp_error: Option<String>,
+    /// A private PID namespace with its own /proc works.
+    #[serde(default)]
+    pub pid_namespace: bool,
+    /// Why it does not.
+    #[serde(default)]
+    pub pid_namespace_error: Option<String>,
 }
 
 impl SandboxCapabilities {
@@ -45,6 +51,8 @@ impl SandboxCapabilities {
             user_namespaces_error: Some(why.to_owned()),
             seccomp: false,
             seccomp_error: Some(why.to_owned()),
+            pid_namespace: false,
+            pid_namespace_error: Some(why.to_owned()),
         }
     }
 
@@ -75,16 +83,70 @@ pub struct HelperPlan {
     /// How to remove the network, if at all.
     pub net: Option<NetBlock>,
     /// Paths covered in a private mount namespace so commands cannot reach
-    /// them (swivald's socket or its directory).
+    /// them (swivald's socket, its state, cache and config directories,
+    /// credential stores).
     pub hide_paths: Vec<PathBuf>,
+    /// Paths bound read-only in the private mount namespace: policy
+    /// scripts, their directories and the config files naming them.
+    #[serde(default)]
+    pub readonly_paths: Vec<PathBuf>,
+    /// Run the command in a private PID namespace under a small init, so
+    /// everything it starts dies with it and /proc shows only its own.
+    #[serde(default)]
+    pub pid_namespace: bool,
+    /// seccomp refuses `socket(AF_UNIX, …)`: no named or abstract Unix
+    /// socket can be reached (socketpair still works).
+    #[serde(default)]
+    pub deny_unix_sockets: bool,
+    /// Strict reads: Landlock allows reading only these (plus `write_dirs`).
+    #[serde(default)]
+    pub read_dirs: Option<Vec<PathBuf>>,
 }
 
 impl HelperPlan {
     /// Whether the plan needs a user namespace.
     pub fn user_namespace(&self) -> bool {
-        self.net == Some(NetBlock::Namespace) || !self.hide_paths.is_empty()
+        self.net == Some(NetBlock::Namespace)
+            || self.mount_namespace()
+            || self.pid_namespace
+    }
+
+    /// Whether the plan needs a private mount namespace.
+    pub fn mount_namespace(&self) -> bool {
+        !self.hide_paths.is_empty() || !self.readonly_paths.is_empty() || self.pid_namespace
+    }
+
+    /// Whether a seccomp filter is installed.
+    pub fn seccomp(&self) -> bool {
+        self.net == Some(NetBlock::Seccomp) || self.deny_unix_sockets
     }
 }
+
+/// What a session asks of the command sandbox.
+#[derive(Debug, Clone, Default)]
+pub struct PlanInput {
+    /// `sandbox` as configured.
+    pub mode: SandboxMode,
+    /// `command_network`.
+    pub network_allowed: bool,
+    /// The base dir and the read-write allow-dirs (the per-run temp dir
+    /// is added for each run).
+    pub write_dirs: Vec<PathBuf>,
+    /// Read-only allow-dirs (readable in strict-read mode).
+    pub read_only_dirs: Vec<PathBuf>,
+    /// swivald's socket (or its directory), hidden from commands.
+    pub socket: Option<PathBuf>,
+    /// Everything else hidden: the daemon's directories, credential stores.
+    pub hide: Vec<PathBuf>,
+    /// Policy files and directories commands must see read-only.
+    pub readonly: Vec<PathBuf>,
+    /// `sandbox_strict_read`.
+    pub strict_read: bool,
+}
+
+/// Directories every program needs to read in strict-read mode.
+pub const SYSTEM_READ_DIRS: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/dev", "/proc", "/sys", "/nix"];
 
 /// What one session's commands get, for `policy/status` and the warning
 /// event. Every field is what is enforced, not what was asked for.
@@ -106,6 +168,17 @@ pub struct SandboxStatus {
     pub network_block: Option<NetBlock>,
     /// swivald's socket directory is hidden from commands.
     pub daemon_socket_hidden: bool,
+    /// Paths hidden from commands (an empty read-only view).
+    pub hidden: Vec<PathBuf>,
+    /// Policy paths commands see read-only.
+    pub readonly: Vec<PathBuf>,
+    /// Commands run in a private PID namespace: their descendants die
+    /// with them and /proc shows only their own processes.
+    pub pid_namespace: bool,
+    /// Commands cannot create Unix sockets (seccomp).
+    pub unix_sockets_blocked: bool,
+    /// Reads limited to system directories, the base dir and allowed dirs.
+    pub strict_read: bool,
     /// One sentence per thing asked for that is not enforced (empty when
     /// everything is). The session emits these as warnings.
     pub not_enforced: Vec<String>,
@@ -139,18 +212,10 @@ impl SandboxStatus {
 }
 
 /// The status a session gets and the plan for its commands, from the
-/// configuration and what the kernel offers. `hide_paths` are hidden from
-/// commands (swivald's socket, or its own directory); one that would cover
-/// a write dir or the temp dir is dropped, and the status says so.
-/// `write_dirs` must include the base dir and the read-write allow-dirs;
-/// the per-run temp dir is added for each run.
-pub fn plan(
-    mode: SandboxMode,
-    network_allowed: bool,
-    caps: &SandboxCapabilities,
-    write_dirs: Vec<PathBuf>,
-    hide_paths: Vec<PathBuf>,
-) -> (SandboxStatus, Option<HelperPlan>) {
+/// configuration and what the kernel offers. A hidden path that would
+/// cover a write dir or the temp dir is dropped, and the status says so.
+pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Option<HelperPlan>) {
+    let PlanInput { mode, network_allowed, write_dirs, read_only_dirs, socket, hide, readonly, strict_read } = input;
     if mode == SandboxMode::Builtin || !caps.any() {
         return (unconfined(mode, network_allowed, caps), None);
     }
@@ -170,6 +235,7 @@ pub fn plan(
             }
         }
     }
+    let userns_why = || caps.user_namespaces_error.as_deref().unwrap_or("unknown reason").to_owned();
 
     let net = if network_allowed {
         None
@@ -180,27 +246,72 @@ pub fn plan(
     } else {
         not_enforced.push(format!(
             "command_network = false is not enforced: no user namespaces ({}) and no seccomp ({}); commands can use the network",
-            caps.user_namespaces_error.as_deref().unwrap_or("unknown reason"),
+            userns_why(),
             caps.seccomp_error.as_deref().unwrap_or("unknown reason")
         ));
         None
     };
 
-    let unix_confined = caps.landlock_abi.is_some_and(|abi| abi >= LANDLOCK_ABI_UNIX_SOCKETS);
-    let hide_paths: Vec<PathBuf> = if caps.user_namespaces {
-        hide_paths.into_iter().filter(|h| !covers_needed(h, &write_dirs)).collect()
-    } else {
-        Vec::new()
-    };
-    let socket_hidden = !hide_paths.is_empty();
-    if !socket_hidden && !unix_confined {
-        let why = if caps.user_namespaces {
-            "no hideable socket path was given"
-        } else {
-            "needs user namespaces or Landlock ABI 9"
-        };
-        not_enforced.push(format!("commands can connect to named Unix sockets, swivald's own included ({why})"));
+    // Unix sockets: seccomp refuses to create them unless the network is
+    // allowed (a named socket is a door out of the sandbox: ssh-agent,
+    // the D-Bus session bus, docker).
+    let deny_unix_sockets = !network_allowed && caps.seccomp;
+    if network_allowed {
+        not_enforced.push("command_network = true: commands can also connect to named Unix sockets the user can reach (ssh-agent, D-Bus, docker) outside the hidden paths".into());
+    } else if !caps.seccomp {
+        not_enforced.push(format!(
+            "commands can connect to named Unix sockets the user can reach (ssh-agent, D-Bus, docker): seccomp is unavailable ({})",
+            caps.seccomp_error.as_deref().unwrap_or("unknown reason")
+        ));
     }
+
+    let (hide_paths, socket_hidden, hidden, readonly_paths) = if caps.user_namespaces {
+        let keep = |h: &PathBuf| !covers_needed(h, &write_dirs);
+        let socket: Vec<PathBuf> = socket.into_iter().filter(keep).collect();
+        let mut hidden: Vec<PathBuf> = hide.into_iter().filter(|h| keep(h) && h.exists()).collect();
+        hidden.sort();
+        hidden.dedup();
+        let socket_hidden = !socket.is_empty();
+        let mut all = socket;
+        all.extend(hidden.iter().cloned());
+        let mut ro: Vec<PathBuf> = readonly.into_iter().filter(|p| p.exists()).collect();
+        ro.sort();
+        ro.dedup();
+        (all, socket_hidden, hidden, ro)
+    } else {
+        if !readonly.is_empty() {
+            not_enforced.push(format!("commands can modify policy scripts and config files where they can write (no user namespaces: {}); a changed script is still refused by its pinned SHA-256", userns_why()));
+        }
+        not_enforced.push(format!("commands can read the daemon's state (other sessions' conversations) and credential stores such as ~/.ssh (no user namespaces: {})", userns_why()));
+        (Vec::new(), false, Vec::new(), Vec::new())
+    };
+    if !socket_hidden && !deny_unix_sockets {
+        not_enforced.push("commands can connect to swivald's own socket".into());
+    }
+
+    let pid_namespace = caps.user_namespaces && caps.pid_namespace;
+    if !pid_namespace {
+        let why = if caps.user_namespaces {
+            caps.pid_namespace_error.clone().unwrap_or_else(|| "unknown reason".into())
+        } else {
+            userns_why()
+        };
+        not_enforced.push(format!("processes a command starts in a new session (setsid, double fork) can outlive it, and /proc shows other processes' command lines (no PID namespace: {why})"));
+    }
+
+    let read_dirs = match (strict_read, landlock) {
+        (false, _) => None,
+        (true, true) => {
+            let mut dirs: Vec<PathBuf> =
+                SYSTEM_READ_DIRS.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+            dirs.extend(read_only_dirs);
+            Some(dirs)
+        }
+        (true, false) => {
+            not_enforced.push("sandbox_strict_read is not enforced: Landlock is unavailable".into());
+            None
+        }
+    };
 
     let status = SandboxStatus {
         mode,
@@ -210,9 +321,23 @@ pub fn plan(
         network_allowed,
         network_block: net,
         daemon_socket_hidden: socket_hidden,
+        hidden,
+        readonly: readonly_paths.clone(),
+        pid_namespace,
+        unix_sockets_blocked: deny_unix_sockets,
+        strict_read: read_dirs.is_some(),
         not_enforced,
     };
-    let plan = HelperPlan { landlock, write_dirs, net, hide_paths };
+    let plan = HelperPlan {
+        landlock,
+        write_dirs,
+        net,
+        hide_paths,
+        readonly_paths,
+        pid_namespace,
+        deny_unix_sockets,
+        read_dirs,
+    };
     (status, Some(plan))
 }
 
@@ -230,6 +355,7 @@ fn unconfined(mode: SandboxMode, network_allowed: bool, caps: &SandboxCapabiliti
     if !network_allowed {
         not_enforced.push(format!("{why}: command_network = false is not enforced; commands can use the network"));
     }
+    not_enforced.push(format!("{why}: commands see the daemon's state, credential stores and Unix sockets, can modify policy scripts (a changed script is still refused by its pinned SHA-256), and what they start can outlive them"));
     SandboxStatus {
         mode,
         helper: false,
@@ -238,6 +364,11 @@ fn unconfined(mode: SandboxMode, network_allowed: bool, caps: &SandboxCapabiliti
         network_allowed,
         network_block: None,
         daemon_socket_hidden: false,
+        hidden: Vec::new(),
+        readonly: Vec::new(),
+        pid_namespace: false,
+        unix_sockets_blocked: false,
+        strict_read: false,
         not_enforced,
     }
 }
@@ -261,17 +392,29 @@ mod tests {
             user_namespaces_error: None,
             seccomp: true,
             seccomp_error: None,
+            pid_namespace: true,
+            pid_namespace_error: None,
+        }
+    }
+
+    fn input(network: bool, write: &[&str], socket: Option<&str>) -> PlanInput {
+        PlanInput {
+            mode: SandboxMode::Os,
+            network_allowed: network,
+            write_dirs: write.iter().map(PathBuf::from).collect(),
+            socket: socket.map(PathBuf::from),
+            ..PlanInput::default()
         }
     }
 
     #[test]
     fn full_kernel_enforces_everything_asked() {
-        let (status, plan) =
-            plan(SandboxMode::Os, false, &full(), vec!["/p".into()], vec!["/run/user/1/swival".into()]);
+        let (status, plan) = plan(input(false, &["/p"], Some("/run/user/1/swival")), &full());
         let plan = plan.unwrap();
-        assert!(plan.landlock && plan.user_namespace());
+        assert!(plan.landlock && plan.user_namespace() && plan.pid_namespace && plan.deny_unix_sockets);
         assert_eq!(plan.net, Some(NetBlock::Namespace));
-        assert!(status.filesystem_confined && status.daemon_socket_hidden);
+        assert!(status.filesystem_confined && status.daemon_socket_hidden && status.pid_namespace);
+        assert!(status.unix_sockets_blocked);
         assert!(status.not_enforced.is_empty(), "{:?}", status.not_enforced);
     }
 
@@ -279,10 +422,20 @@ mod tests {
     fn seccomp_is_the_fallback_without_user_namespaces() {
         let caps =
             SandboxCapabilities { user_namespaces: false, user_namespaces_error: Some("EPERM".into()), ..full() };
-        let (status, plan) = plan(SandboxMode::Os, false, &caps, vec![], vec!["/s".into()]);
-        assert_eq!(plan.unwrap().net, Some(NetBlock::Seccomp));
+        let (status, plan) = plan(input(false, &[], Some("/s")), &caps);
+        let plan = plan.unwrap();
+        assert_eq!(plan.net, Some(NetBlock::Seccomp));
+        assert!(plan.deny_unix_sockets && !plan.pid_namespace && plan.hide_paths.is_empty());
         assert_eq!(status.network_block, Some(NetBlock::Seccomp));
-        assert!(status.not_enforced.iter().any(|w| w.contains("named Unix sockets")));
+        assert!(status.not_enforced.iter().any(|w| w.contains("setsid")), "{:?}", status.not_enforced);
+        assert!(status.not_enforced.iter().any(|w| w.contains("credential stores")), "{:?}", status.not_enforced);
+    }
+
+    #[test]
+    fn allowing_the_network_says_unix_sockets_stay_reachable() {
+        let (status, plan) = plan(input(true, &[], Some("/s")), &full());
+        assert!(!plan.unwrap().deny_unix_sockets);
+        assert!(status.not_enforced.iter().any(|w| w.contains("named Unix sockets")), "{:?}", status.not_enforced);
     }
 
     #[test]
@@ -292,7 +445,7 @@ mod tests {
             landlock_error: Some("Landlock is not enabled".into()),
             ..full()
         };
-        let (status, plan) = plan(SandboxMode::Os, true, &caps, vec![], vec![]);
+        let (status, plan) = plan(input(true, &[], None), &caps);
         assert!(!plan.unwrap().landlock);
         assert!(!status.filesystem_confined);
         assert!(status.not_enforced[0].contains("Landlock is unavailable (Landlock is not enabled)"));
@@ -302,26 +455,41 @@ mod tests {
     #[test]
     fn a_hide_path_covering_a_write_dir_or_tmp_is_dropped() {
         let tmp_parent = std::env::temp_dir().parent().unwrap().to_owned();
-        let (status, plan) =
-            plan(SandboxMode::Os, false, &full(), vec!["/home/u/project".into()], vec!["/home/u".into(), tmp_parent]);
+        let mut i = input(false, &["/home/u/project"], Some("/home/u"));
+        i.hide = vec![tmp_parent];
+        let (status, plan) = plan(i, &full());
         assert!(plan.unwrap().hide_paths.is_empty());
         assert!(!status.daemon_socket_hidden);
-        assert!(status.not_enforced.iter().any(|w| w.contains("named Unix sockets")));
+        assert!(status.hidden.is_empty());
+    }
+
+    #[test]
+    fn strict_read_lists_system_dirs_and_read_only_allow_dirs() {
+        let mut i = input(false, &["/p"], None);
+        i.strict_read = true;
+        i.read_only_dirs = vec!["/ro".into()];
+        let (status, plan) = plan(i, &full());
+        let dirs = plan.unwrap().read_dirs.unwrap();
+        assert!(dirs.contains(&PathBuf::from("/usr")) && dirs.contains(&PathBuf::from("/ro")));
+        assert!(!dirs.iter().any(|d| d == Path::new("/home") || d == Path::new("/root")));
+        assert!(status.strict_read);
     }
 
     #[test]
     fn builtin_mode_says_nothing_is_enforced() {
-        let (status, plan) = plan(SandboxMode::Builtin, false, &full(), vec![], vec![]);
+        let mut i = input(false, &[], None);
+        i.mode = SandboxMode::Builtin;
+        let (status, plan) = plan(i, &full());
         assert!(plan.is_none());
         assert!(!status.helper);
-        assert_eq!(status.not_enforced.len(), 2);
         assert!(status.not_enforced[1].contains("command_network = false is not enforced"));
+        assert!(status.not_enforced[2].contains("outlive them"));
     }
 
     #[test]
     fn nothing_available_falls_back_to_in_process_checks() {
         let caps = SandboxCapabilities::none("not Linux");
-        let (status, plan) = plan(SandboxMode::Os, false, &caps, vec![], vec![]);
+        let (status, plan) = plan(input(false, &[], None), &caps);
         assert!(plan.is_none());
         assert!(status.not_enforced[0].contains("not Linux"), "{:?}", status.not_enforced);
     }

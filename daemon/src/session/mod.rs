@@ -83,6 +83,9 @@ pub struct SessionSettings {
     pub sandbox_caps: SandboxCapabilities,
     /// The daemon's socket, hidden from the model's commands.
     pub socket: Option<PathBuf>,
+    /// The daemon's state, cache and config directories, hidden from the
+    /// model's commands (other sessions' conversations, the trust records).
+    pub daemon_dirs: Vec<PathBuf>,
     /// The response cache file.
     pub cache_path: PathBuf,
     /// Its size cap in bytes.
@@ -156,6 +159,8 @@ pub struct Session {
     pub fetch: FetchEnv,
     /// What the sandbox enforces for it.
     pub sandbox: SandboxStatus,
+    /// Policy files and directories the agent cannot change.
+    pub tools_protected: Vec<PathBuf>,
     /// What may change.
     state: tokio::sync::Mutex<State>,
 }
@@ -302,24 +307,47 @@ impl Sessions {
             yolo: config.config.yolo,
             protected: Vec::new(),
         };
+        let mut policy = policy;
         let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(SessionError::Setup)?;
         let cfg = &config.config;
+        let config_files: Vec<PathBuf> = self
+            .shared
+            .settings
+            .global_config
+            .iter()
+            .cloned()
+            .chain([base.join(config::PROJECT_FILE), base.join(".swival/mcp.json")])
+            .collect();
+        let protection = pipeline.protection(&base, &config_files);
+        policy.protected = protection.paths.clone();
         let path_var = std::env::var_os("PATH").unwrap_or_default();
         let command_policy =
             CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
-        // Hide the daemon's socket directory when it is ours alone, else the socket itself.
-        let hide: Vec<PathBuf> = self.shared.settings.socket.iter().cloned().collect();
-        let (commands, sandbox) = CommandEnv::new(
+        let mut hide = crate::sandbox::default_hidden();
+        hide.retain(|h| !cfg.sandbox_expose.contains(h));
+        hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
+        hide.extend(cfg.sandbox_hide.iter().cloned());
+        let input = crate::sandbox::PlanInput {
+            mode: cfg.sandbox,
+            network_allowed: cfg.command_network,
+            write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
+            read_only_dirs: policy.allow_ro.clone(),
+            socket: self.shared.settings.socket.clone(),
+            hide: hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect(),
+            readonly: protection.paths.clone(),
+            strict_read: cfg.sandbox_strict_read,
+        };
+        let env = crate::sandbox::command::allowed_environment(std::env::vars_os(), &cfg.command_env);
+        let (commands, mut sandbox) = CommandEnv::new(
             command_policy,
             &base,
-            &policy.allow_rw,
-            cfg.sandbox,
-            cfg.command_network,
+            input,
             &self.shared.settings.sandbox_caps,
-            hide,
             crate::sandbox::default_helper(),
+            env,
         );
+        sandbox.not_enforced.extend(protection.notes);
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),
@@ -329,7 +357,7 @@ impl Sessions {
         // Secrets are encrypted before anything reaches the provider (not for
         // the command provider, as in Swival).
         let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
-            let env_key = std::env::var(crate::secrets::ENCRYPT_KEY_ENV).ok();
+            let env_key = crate::environment::secret(crate::secrets::ENCRYPT_KEY_ENV);
             let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
             let shield = SecretShield::from_hex_key(
                 key.as_deref(),
@@ -355,6 +383,7 @@ impl Sessions {
             commands,
             fetch,
             sandbox,
+            tools_protected: protection.paths,
             state: tokio::sync::Mutex::new(State {
                 idle: Some((conversation, tools, shield)),
                 active: None,
@@ -581,6 +610,7 @@ impl Sessions {
             hooks: p.hook_status(),
             reviewer: p.reviewer_status(),
             sandbox: sandbox_status(&session),
+            protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
         })
     }
 
@@ -629,10 +659,35 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
         if st.daemon_socket_hidden {
             enforced.push("swivald's socket is hidden from commands".into());
         }
+        if st.unix_sockets_blocked {
+            enforced.push("commands cannot create Unix sockets (seccomp): ssh-agent, D-Bus, docker and every other named socket are unreachable".into());
+        }
+        if st.pid_namespace {
+            enforced.push("commands run in a private PID namespace: everything they start (setsid and double forks too) is killed when they end, and /proc shows only their own processes".into());
+        }
+        if !st.hidden.is_empty() {
+            let list: Vec<String> = st.hidden.iter().map(|p| p.display().to_string()).collect();
+            enforced.push(format!("hidden from commands: {}", list.join(", ")));
+        }
+        if !st.readonly.is_empty() {
+            let list: Vec<String> = st.readonly.iter().map(|p| p.display().to_string()).collect();
+            enforced.push(format!("read-only for commands (policy): {}", list.join(", ")));
+        }
+        if st.strict_read {
+            enforced.push("commands read only system directories, the base dir, allowed_dirs and their temp dir (sandbox_strict_read)".into());
+        }
+        enforced.push("commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, TMPDIR and the names in command_env from the environment".into());
     } else {
         enforced.push("run_command is off (no allowed_commands, no yolo)".into());
     }
     enforced.push("fetch_url refuses loopback, private, link-local, CGNAT, multicast and reserved addresses".into());
+    if !session.tools_protected.is_empty() {
+        enforced.push(format!(
+            "file tools refuse to change policy: {}",
+            session.tools_protected.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
     let not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
     swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
 }

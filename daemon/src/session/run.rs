@@ -85,7 +85,7 @@ pub fn provider_settings(
         .api_key
         .as_ref()
         .map(|k| k.expose().to_owned())
-        .or_else(|| kind.key_env().and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty()))
+        .or_else(|| kind.key_env().and_then(crate::environment::secret))
         .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
     Ok(ProviderSettings {
         kind,
@@ -104,6 +104,7 @@ pub fn provider_settings(
         reasoning_effort: cfg.reasoning_effort.map(|e| e.as_str().to_owned()),
         stream: cfg.stream,
         command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
+        command_pins: Vec::new(),
         cwd: base_dir.to_owned(),
     })
 }
@@ -261,7 +262,10 @@ impl RunJob {
     /// the model used.
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
         let settings = match provider_settings(cfg, &self.session.base_dir, self.shared.settings.backoff_base) {
-            Ok(s) => s,
+            Ok(mut s) => {
+                s.command_pins = self.session.pipeline.provider_pins.clone();
+                s
+            }
             Err(e) => return (LoopEnd::Failed(e), String::new()),
         };
         let provider = Provider::new(self.shared.http.clone(), settings);
@@ -336,6 +340,7 @@ impl RunJob {
                 Verdict::Retry(_) => "retry",
                 Verdict::Error(_) => "error",
                 Verdict::Cancelled => return (LoopEnd::Cancelled, model),
+                Verdict::Tampered(why) => return (LoopEnd::Blocked(why.clone()), model),
             };
             record.stats.review_rounds += 1;
             for line in rec.stderr.lines() {
@@ -376,7 +381,7 @@ impl RunJob {
                     warn(why);
                     return (end, model);
                 }
-                Verdict::Accept | Verdict::Cancelled => return (end, model),
+                Verdict::Accept | Verdict::Cancelled | Verdict::Tampered(_) => return (end, model),
             }
         }
     }

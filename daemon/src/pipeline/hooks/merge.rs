@@ -22,6 +22,9 @@ pub enum Reply {
     Output(Value),
     /// It failed, timed out or could not be reached; the text says how.
     Failed(String),
+    /// Its pinned script changed, so it did not run: always a block,
+    /// whatever `on_failure` says.
+    Tampered(String),
 }
 
 /// The combined decision of a point's hooks so far.
@@ -108,6 +111,7 @@ impl Decision {
         };
         let effect = match reply {
             Reply::Failed(why) => failure(why),
+            Reply::Tampered(why) => Effect::Block(format!("hook {hook} did not run: {why}")),
             Reply::Output(v) => match self.merge(point, hook, &v) {
                 Ok(effect) => effect,
                 Err(why) => failure(format!("malformed output: {why}")),
@@ -250,6 +254,14 @@ mod tests {
         assert!(!d.is_blocked());
         let e = d.apply(B, "h", OnFailure::Block, Reply::Failed("timed out".into()));
         assert!(matches!(e, Effect::Block(r) if r.contains("timed out")));
+    }
+
+    #[test]
+    fn a_tampered_hook_blocks_even_when_failures_are_ignored() {
+        let mut d = Decision::default();
+        let e = d.apply(B, "h", OnFailure::Ignore, Reply::Tampered("policy script x changed".into()));
+        assert!(matches!(e, Effect::Block(r) if r.contains("policy script x changed")));
+        assert!(d.is_blocked());
     }
 
     #[test]

@@ -52,7 +52,12 @@ impl CommandEntry {
             order: registry.next_order(),
             timeout: Duration::from_secs_f64(h.timeout_s.max(0.001)),
             on_failure: h.on_failure,
-            script: Script { argv: h.command.argv.clone(), cwd: base_dir.to_owned(), env: Vec::new() },
+            script: Script {
+                argv: h.command.argv.clone(),
+                cwd: base_dir.to_owned(),
+                env: Vec::new(),
+                pins: crate::procs::pin::pin_argv(&h.command.argv, base_dir),
+            },
             mode: super::mode_of(h.mode, h.prespawn),
         }
     }
@@ -159,6 +164,7 @@ impl Hooks {
         let out = match self.runner.call(call, cancel).await {
             Ok(out) => out,
             Err(ProcError::Cancelled { .. }) => return Err(Cancelled),
+            Err(e @ ProcError::Changed { .. }) => return Ok(Reply::Tampered(e.to_string())),
             Err(e) => return Ok(Reply::Failed(e.to_string())),
         };
         for line in String::from_utf8_lossy(&out.stderr).lines() {

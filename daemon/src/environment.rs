@@ -1,0 +1,40 @@
+//! The daemon's own environment. Secrets the daemon reads from it (provider
+//! keys, `SWIVAL_ENCRYPT_KEY`) are taken out at start, while the process
+//! is still single-threaded, and kept here in memory only: no child the
+//! daemon starts (scripts, the sandbox helper, commands) inherits them, and
+//! `/proc/<pid>/environ` of the daemon no longer shows them.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Variables taken out of the environment at start.
+pub const SECRET_VARS: &[&str] = &["OPENAI_API_KEY", "OPENROUTER_API_KEY", crate::secrets::ENCRYPT_KEY_ENV];
+
+/// The secrets taken at start, by name.
+static TAKEN: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+
+/// Move [`SECRET_VARS`] from the environment into memory. Call it first in
+/// `main`, before any thread exists (changing the environment is only
+/// sound then).
+pub fn take_secrets() {
+    let mut taken = HashMap::new();
+    for name in SECRET_VARS {
+        if let Ok(value) = std::env::var(name) {
+            taken.insert(*name, value);
+        }
+        // Sound only because main calls this before the runtime or any
+        // other thread starts: nothing reads the environment concurrently.
+        std::env::remove_var(name);
+    }
+    let _ = TAKEN.set(taken);
+}
+
+/// A secret variable: from what [`take_secrets`] took, or, in a process
+/// that never took them (unit tests, the fuzz target), the environment.
+pub fn secret(name: &str) -> Option<String> {
+    match TAKEN.get() {
+        Some(taken) => taken.get(name).cloned(),
+        None => std::env::var(name).ok(),
+    }
+    .filter(|v| !v.is_empty())
+}
