@@ -222,6 +222,14 @@ impl Client {
         self.call(methods::POLICY_CHECK, params).await
     }
 
+    /// `project/trust`.
+    pub async fn trust_project(
+        &self,
+        params: &swival_protocol::ProjectTrustParams,
+    ) -> Result<swival_protocol::ProjectTrustResult, ClientError> {
+        self.call(methods::PROJECT_TRUST, params).await
+    }
+
     /// `policy/status`.
     pub async fn policy_status(&self, session_id: &SessionId) -> Result<swival_protocol::PolicyStatus, ClientError> {
         self.call(methods::POLICY_STATUS, &SessionRef { session_id: session_id.clone() }).await

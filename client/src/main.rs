@@ -67,6 +67,18 @@ enum Command {
         #[command(subcommand)]
         action: cmd::session::CacheAction,
     },
+    /// Trust a project's swival.toml as it is now (it may run programs or
+    /// widen the sandbox); shows what it enables first.
+    Trust {
+        /// Project directory (default: the current directory).
+        dir: Option<PathBuf>,
+        /// Only say whether it is trusted (exit 1 when not); record nothing.
+        #[arg(long)]
+        check: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Ask what the policy allows.
     Policy {
         #[command(subcommand)]
@@ -102,6 +114,7 @@ fn main() -> ExitCode {
             }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
+            Command::Trust { dir, check, json } => cmd::policy::trust(&socket, dir, check, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }

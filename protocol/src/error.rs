@@ -28,11 +28,14 @@ pub enum ErrorCode {
     UnsupportedProtocol,
     /// The daemon is shutting down and takes no new work.
     ShuttingDown,
+    /// The project's config runs programs or widens the sandbox and this
+    /// exact content has not been trusted by the user.
+    UntrustedProject,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and the schema.
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 10] = [
         ErrorCode::SessionNotFound,
         ErrorCode::RunNotFound,
         ErrorCode::SessionBusy,
@@ -42,6 +45,7 @@ impl ErrorCode {
         ErrorCode::MessageTooLarge,
         ErrorCode::UnsupportedProtocol,
         ErrorCode::ShuttingDown,
+        ErrorCode::UntrustedProject,
     ];
 
     /// The integer sent in the JSON-RPC `error.code` field.
@@ -56,6 +60,7 @@ impl ErrorCode {
             ErrorCode::MessageTooLarge => -32007,
             ErrorCode::UnsupportedProtocol => -32008,
             ErrorCode::ShuttingDown => -32009,
+            ErrorCode::UntrustedProject => -32010,
         }
     }
 
@@ -82,6 +87,9 @@ impl ErrorCode {
                 "The daemon speaks an older protocol; upgrade swivald or use an older client."
             }
             ErrorCode::ShuttingDown => "The daemon is shutting down; reconnect once it has restarted.",
+            ErrorCode::UntrustedProject => {
+                "The project's swival.toml runs programs, widens the sandbox or redirects the provider and is not trusted; review it, then run `swivalctl trust DIR` (project/trust)."
+            }
         }
     }
 }

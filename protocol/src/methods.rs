@@ -48,6 +48,8 @@ pub const CACHE_CLEAR: &str = "cache/clear";
 pub const POLICY_CHECK: &str = "policy/check";
 /// The effective configuration for a base directory, with sources.
 pub const CONFIG_RESOLVE: &str = "config/resolve";
+/// Trust a project's `swival.toml` as it is now.
+pub const PROJECT_TRUST: &str = "project/trust";
 
 /// Every method the daemon answers, with a one-line summary, in the order
 /// the documentation lists them.
@@ -73,4 +75,5 @@ pub const ALL: &[(&str, &str)] = &[
     (POLICY_CHECK, "Whether run_command would run an argv in a session (or base dir), and why."),
     (POLICY_STATUS, "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256."),
     (CONFIG_RESOLVE, "The effective configuration for a base directory, with the layer that set each key."),
+    (PROJECT_TRUST, "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports."),
 ];

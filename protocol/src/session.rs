@@ -44,6 +44,34 @@ pub struct SessionCreateParams {
     /// A human title for listings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Accept the project's `swival.toml` for this session even if it is
+    /// not trusted (`swivalctl run --trust`); nothing is recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust: bool,
+}
+
+/// `project/trust` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProjectTrustParams {
+    /// Absolute path of the project directory (the base dir).
+    pub base_dir: String,
+    /// Only report what the file enables and whether it is trusted; record nothing.
+    #[serde(default)]
+    pub check: bool,
+}
+
+/// `project/trust` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProjectTrustResult {
+    /// The project config file (absent when the project has none).
+    pub path: Option<String>,
+    /// Hex SHA-256 of its content now.
+    pub sha256: Option<String>,
+    /// What it enables that needs trust, one line each (empty: nothing
+    /// needs trust).
+    pub enables: Vec<String>,
+    /// Whether this exact content is trusted (after the call, unless `check`).
+    pub trusted: bool,
 }
 
 /// `session/create` result.

@@ -69,6 +69,8 @@ fn before_llm_call_narrows_tools_first_messages_writer_wins_and_block_sends_noth
     assert_eq!(out.status.code(), Some(0), "no hooks in this session yet");
     std::fs::write(p.join("swival.toml"), format!("[[hooks]]\npoint = \"before_llm_call\"\ncommand = \"{block}\"\n"))
         .unwrap();
+    let trusted = env.swivalctl(&daemon, &p).args(["trust"]).output().unwrap();
+    assert_eq!(trusted.status.code(), Some(0), "{}", String::from_utf8_lossy(&trusted.stdout));
     let before = mock.request_count();
     let out = env
         .swivalctl(&daemon, &p)

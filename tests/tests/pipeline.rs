@@ -153,6 +153,7 @@ fn filter_timeout_blocks_the_call() {
     std::fs::write(project.join("swival.toml"), "[[filters]]\ncommand = \"./slow.sh\"\ntimeout_s = 1\n").unwrap();
     let mock = MockProvider::start(vec![Step::text("never")]);
     let mut c = daemon.nd();
+    c.ok("project/trust", json!({"base_dir": project}));
     let (_, r) = run_to_end(&mut c, &project, provider(&mock), "t");
     assert_eq!(r["outcome"], "error");
     assert!(r["error"].as_str().unwrap().contains("filter command timed out after 1s"), "{r}");
@@ -244,6 +245,7 @@ fn persistent_worker_serves_every_call_and_a_dead_worker_fails_closed_then_resta
         Step::text("done"),
     ]);
     let mut c = daemon.nd();
+    c.ok("project/trust", json!({"base_dir": project}));
     let (sid, r) = run_to_end(&mut c, &project, provider(&mock), "three calls");
     assert_eq!(r["outcome"], "success", "{r}");
     let pids = std::fs::read_to_string(project.join("worker-pids.txt")).unwrap();
@@ -399,6 +401,7 @@ fn policy_status_lists_stages_and_reviewer_with_digests() {
     let reviewer = script(&project, "r.py", REVIEWER);
     std::fs::write(project.join("swival.toml"), "[[filters]]\ncommand = \"./f.py\"\nmode = \"persistent\"\n").unwrap();
     let mut c = daemon.nd();
+    c.ok("project/trust", json!({"base_dir": project}));
     let cfg = json!({"provider": "generic", "base_url": "http://127.0.0.1:9/v1", "reviewer": reviewer});
     let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
     let st = c.ok("policy/status", json!({"session_id": sid}));

@@ -53,3 +53,45 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
         }
     }
 }
+
+/// `swivalctl trust [DIR] [--check]`: show what the project's swival.toml
+/// enables and trust its current content. Exits 0 when trusted (or when
+/// nothing needs trust), 1 with `--check` when it is not trusted.
+pub async fn trust(socket: &Path, dir: Option<PathBuf>, check: bool, json: bool) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base = dir.map(|p| if p.is_absolute() { p } else { cwd.join(p) }).unwrap_or(cwd);
+    let client = connect(socket).await?;
+    let params = swival_protocol::ProjectTrustParams { base_dir: base.display().to_string(), check };
+    let result = client.trust_project(&params).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+        return Ok(if result.trusted { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
+    let Some(path) = &result.path else {
+        println!("{} has no swival.toml; nothing to trust", base.display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    if result.enables.is_empty() {
+        println!("{path} runs no programs and widens nothing; it needs no trust");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{path} (sha256 {}):", result.sha256.as_deref().unwrap_or("?"));
+    for line in &result.enables {
+        println!("  - {line}");
+    }
+    Ok(match (check, result.trusted) {
+        (_, true) if !check => {
+            println!("trusted; a changed file must be trusted again");
+            ExitCode::SUCCESS
+        }
+        (_, true) => {
+            println!("trusted");
+            ExitCode::SUCCESS
+        }
+        (_, false) => {
+            println!("not trusted; run `swivalctl trust {}` after reviewing it", base.display());
+            ExitCode::from(1)
+        }
+    })
+}

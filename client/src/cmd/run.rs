@@ -70,6 +70,10 @@ pub struct RunArgs {
     /// Do not append the answer to .swival/HISTORY.md.
     #[arg(long)]
     pub no_history: bool,
+    /// Accept the project's swival.toml for this run even if it is not
+    /// trusted (for scripts and CI); nothing is recorded.
+    #[arg(long)]
+    pub trust: bool,
     /// Use the response cache.
     #[arg(long)]
     pub cache: bool,
@@ -196,6 +200,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
                 base_dir: base_dir.display().to_string(),
                 config: Some(flag_config(&a, &base_dir)),
                 title: Some(task.chars().take(80).collect()),
+                trust: a.trust,
             };
             match client.create_session(&params).await {
                 Ok(created) => {
@@ -217,6 +222,10 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
                         }
                     }
                     return Ok(ExitCode::from(u8::try_from(code).unwrap_or(2)));
+                }
+                Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::UntrustedProject), message, .. }) => {
+                    eprintln!("Error: {message}");
+                    return Ok(ExitCode::from(2));
                 }
                 Err(e) => return Err(e),
             }

@@ -35,6 +35,11 @@ impl Layer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ConfigError::Read { path: path.to_owned(), source }),
         };
+        Layer::from_text(path, &text, origin).map(Some)
+    }
+
+    /// A TOML config file's content, read by the caller.
+    pub(super) fn from_text(path: &Path, text: &str, origin: Origin) -> Result<Layer, ConfigError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Toml {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
@@ -44,7 +49,7 @@ impl Layer {
             let value = toml_to_json(value, &key, &origin)?;
             map.insert(key, value);
         }
-        Layer::from_map(map, origin).map(Some)
+        Layer::from_map(map, origin)
     }
 
     /// The `config` object of `session/create`; `null` means no keys.

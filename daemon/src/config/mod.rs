@@ -32,12 +32,14 @@ mod merge;
 mod parse;
 mod schema;
 mod stages;
+mod trust;
 mod types;
 
 #[cfg(test)]
 mod tests;
 
 pub use command::Command;
+pub use trust::ProjectFile;
 pub use stages::{
     CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
     DEFAULT_HOOK_TIMEOUT_S,
@@ -172,12 +174,25 @@ pub fn load(
     global_path: Option<&Path>,
     request: Option<&serde_json::Value>,
 ) -> Result<EffectiveConfig, ConfigError> {
+    let project = ProjectFile::read(base_dir)?;
+    load_with(base_dir, global_path, project.as_ref(), request)
+}
+
+/// [`load`] with the project file already read (the daemon reads it once,
+/// checks its trust, and loads those same bytes).
+pub fn load_with(
+    base_dir: &Path,
+    global_path: Option<&Path>,
+    project: Option<&ProjectFile>,
+    request: Option<&serde_json::Value>,
+) -> Result<EffectiveConfig, ConfigError> {
     let mut files = Vec::new();
     if let Some(path) = global_path {
         files.extend(merge::Layer::from_file(path, Origin::file(path))?);
     }
-    let project = base_dir.join(PROJECT_FILE);
-    files.extend(merge::Layer::from_file(&project, Origin::file(&project))?);
+    if let Some(p) = project {
+        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
+    }
     let request = match request {
         Some(value) => Some(merge::Layer::from_request(value, Origin::request(base_dir))?),
         None => None,

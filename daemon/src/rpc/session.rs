@@ -17,6 +17,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
         SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
         SessionError::Busy { .. } => ErrorCode::SessionBusy,
         SessionError::Config(_) => ErrorCode::ConfigInvalid,
+        SessionError::Untrusted(_) => ErrorCode::UntrustedProject,
         SessionError::Setup(_) => {
             // Valid config naming something that cannot run: Swival exits 1 here, not 2.
             return ErrorObjectOwned::owned(
@@ -34,7 +35,11 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     module.register_method(methods::SESSION_CREATE, |params, ctx, _| {
         let p: SessionCreateParams = params.parse()?;
-        ctx.sessions.create(&p.base_dir, p.config, p.title).map_err(rpc_error)
+        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust).map_err(rpc_error)
+    })?;
+    module.register_method(methods::PROJECT_TRUST, |params, ctx, _| {
+        let p: swival_protocol::ProjectTrustParams = params.parse()?;
+        ctx.sessions.trust_project(&p.base_dir, p.check).map_err(rpc_error)
     })?;
     module.register_async_method(methods::SESSION_LIST, |_, ctx, _| async move {
         ctx.sessions.list().await.map(|sessions| SessionListResult { sessions }).map_err(rpc_error)

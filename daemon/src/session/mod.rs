@@ -10,6 +10,7 @@
 pub mod events;
 mod history;
 mod run;
+mod trust;
 
 use crate::agent::conversation::Conversation;
 use crate::cache::ResponseCache;
@@ -53,6 +54,9 @@ pub enum SessionError {
     /// The configuration or the base directory is unusable.
     #[error("{0}")]
     Config(String),
+    /// The project config needs the user's trust first.
+    #[error("{0}")]
+    Untrusted(String),
     /// The configuration is valid but names something that cannot run
     /// (a missing or non-executable filter, hook or reviewer script).
     #[error("{0}")]
@@ -249,9 +253,12 @@ impl Sessions {
         base_dir: &str,
         request: Option<Value>,
         title: Option<String>,
+        trust_once: bool,
     ) -> Result<SessionCreateResult, SessionError> {
         let base = check_base_dir(base_dir)?;
-        let effective = config::load(&base, self.shared.settings.global_config.as_deref(), request.as_ref())
+        let (project, accepted) = self.admit_project(&base, trust_once, None)?;
+        let global = self.shared.settings.global_config.as_deref();
+        let effective = config::load_with(&base, global, project.as_ref(), request.as_ref())
             .map_err(|e| SessionError::Config(e.to_string()))?;
         let id = SessionId(random_id("s_"));
         let row = SessionRow {
@@ -267,6 +274,7 @@ impl Sessions {
         };
         let session = self.build(&row, effective, Vec::new())?;
         self.shared.store.insert_session(&row)?;
+        self.remember_project(&id, accepted.as_deref())?;
         let config = row.config.clone();
         // What the kernel cannot enforce is said plainly, never pretended.
         let warnings =
@@ -399,8 +407,15 @@ impl Sessions {
         }
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         let request = Some(&row.request).filter(|r| !r.is_null());
-        let effective = config::load(Path::new(&row.base_dir), self.shared.settings.global_config.as_deref(), request)
-            .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
+        let base = Path::new(&row.base_dir);
+        let accepted = self.shared.store.session_project(id)?;
+        let (project, _) = self.admit_project(base, false, accepted.as_deref()).map_err(|e| match e {
+            SessionError::Untrusted(why) => SessionError::Untrusted(format!("session {id} cannot be loaded: {why}")),
+            other => other,
+        })?;
+        let effective =
+            config::load_with(base, self.shared.settings.global_config.as_deref(), project.as_ref(), request)
+                .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = self.shared.store.messages(id)?;
         let session = self.build(&row, effective, messages)?;
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());

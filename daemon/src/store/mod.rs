@@ -110,6 +110,15 @@ CREATE TABLE IF NOT EXISTS runs (
     report TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, started_at);
+CREATE TABLE IF NOT EXISTS trusted_projects (
+    path TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL,
+    trusted_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_projects (
+    session_id TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -202,6 +211,45 @@ impl Store {
     /// One session.
     pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         Ok(self.select_sessions(Some(id))?.pop())
+    }
+
+    /// The SHA-256 of the project config content the user trusted for
+    /// `path`, if any (one per path: trusting new content replaces it).
+    pub fn trusted_project(&self, path: &str) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            c.query_row("SELECT sha256 FROM trusted_projects WHERE path = ?1", params![path], |r| r.get(0)).optional()
+        })
+    }
+
+    /// Record that the user trusts `path` with content `sha256`.
+    pub fn trust_project(&self, path: &str, sha256: &str, at: &str) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT OR REPLACE INTO trusted_projects (path, sha256, trusted_at) VALUES (?1, ?2, ?3)",
+                params![path, sha256, at],
+            )
+            .map(drop)
+        })
+    }
+
+    /// The project config content a session accepted when it was created
+    /// (trusted, or `--trust`), so it loads again after a restart.
+    pub fn session_project(&self, id: &SessionId) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            c.query_row("SELECT sha256 FROM session_projects WHERE session_id = ?1", params![id.0], |r| r.get(0))
+                .optional()
+        })
+    }
+
+    /// Remember the project config content session `id` accepted.
+    pub fn set_session_project(&self, id: &SessionId, sha256: &str) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT OR REPLACE INTO session_projects (session_id, sha256) VALUES (?1, ?2)",
+                params![id.0, sha256],
+            )
+            .map(drop)
+        })
     }
 
     /// Mark a session closed.
