@@ -1,8 +1,10 @@
 //! The daemon's own environment. Secrets the daemon reads from it (provider
 //! keys, `SWIVAL_ENCRYPT_KEY`) are taken out at start, while the process
 //! is still single-threaded, and kept here in memory only: no child the
-//! daemon starts (scripts, the sandbox helper, commands) inherits them, and
-//! `/proc/<pid>/environ` of the daemon no longer shows them.
+//! daemon starts (scripts, the sandbox helper, commands) inherits them.
+//! (The kernel's copy of the initial environment, `/proc/<pid>/environ`,
+//! is readable only by the same user, and commands cannot see the daemon's
+//! /proc entry from their own PID namespace.)
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

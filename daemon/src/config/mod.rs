@@ -39,11 +39,11 @@ mod types;
 mod tests;
 
 pub use command::Command;
-pub use trust::ProjectFile;
 pub use stages::{
     CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
     DEFAULT_HOOK_TIMEOUT_S,
 };
+pub use trust::ProjectFile;
 pub use types::{
     Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret, SessionConfig,
 };

@@ -500,7 +500,9 @@ fn probe_pid_namespace() -> Result<(), String> {
         }
         ForkResult::Parent { child } => match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            Ok(WaitStatus::Exited(_, 1)) => Err("a private /proc cannot be mounted (is /proc partly covered, as in some containers?)".into()),
+            Ok(WaitStatus::Exited(_, 1)) => {
+                Err("a private /proc cannot be mounted (is /proc partly covered, as in some containers?)".into())
+            }
             Ok(other) => Err(format!("the PID namespace probe ended: {other:?}")),
             Err(e) => Err(format!("waiting for the PID namespace probe failed: {e}")),
         },

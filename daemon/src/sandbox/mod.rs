@@ -77,19 +77,10 @@ pub fn default_hidden() -> Vec<PathBuf> {
     let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else {
         return Vec::new();
     };
-    [
-        ".ssh",
-        ".aws",
-        ".gnupg",
-        ".config/gh",
-        ".netrc",
-        ".git-credentials",
-        ".docker/config.json",
-        ".kube",
-    ]
-    .iter()
-    .map(|p| home.join(p))
-    .collect()
+    [".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".git-credentials", ".docker/config.json", ".kube"]
+        .iter()
+        .map(|p| home.join(p))
+        .collect()
 }
 
 /// The executable to re-run as the helper: this very program, even if its

@@ -106,9 +106,7 @@ pub struct HelperPlan {
 impl HelperPlan {
     /// Whether the plan needs a user namespace.
     pub fn user_namespace(&self) -> bool {
-        self.net == Some(NetBlock::Namespace)
-            || self.mount_namespace()
-            || self.pid_namespace
+        self.net == Some(NetBlock::Namespace) || self.mount_namespace() || self.pid_namespace
     }
 
     /// Whether the plan needs a private mount namespace.
@@ -302,8 +300,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
     let read_dirs = match (strict_read, landlock) {
         (false, _) => None,
         (true, true) => {
-            let mut dirs: Vec<PathBuf> =
-                SYSTEM_READ_DIRS.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+            let mut dirs: Vec<PathBuf> = SYSTEM_READ_DIRS.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
             dirs.extend(read_only_dirs);
             Some(dirs)
         }

@@ -55,8 +55,7 @@ impl Sessions {
         if !check {
             self.shared.store.trust_project(&path, &file.sha256, &events::now())?;
         }
-        let trusted =
-            enables.is_empty() || self.shared.store.trusted_project(&path)?.as_deref() == Some(&file.sha256);
+        let trusted = enables.is_empty() || self.shared.store.trusted_project(&path)?.as_deref() == Some(&file.sha256);
         Ok(ProjectTrustResult { path: Some(path), sha256: Some(file.sha256), enables, trusted })
     }
 
