@@ -341,7 +341,7 @@ fn reviewer_errors_accept_with_a_warning() {
         ("exit2", "#!/bin/sh\ncat >/dev/null\nexit 2\n", "exited with code 2"),
         ("exit7", "#!/bin/sh\ncat >/dev/null\nexit 7\n", "exited with code 7"),
         ("timeout", "#!/bin/sh\nsleep 30\n", "timed out"),
-        ("deleted", "#!/bin/sh\nexit 0\n", "failed"),
+        ("bad-interpreter", "#!/nonexistent/interpreter\nexit 0\n", "failed"),
     ];
     let mut c = daemon.nd();
     for (name, body, expected) in cases {
@@ -350,9 +350,6 @@ fn reviewer_errors_accept_with_a_warning() {
         let mock = MockProvider::start(vec![Step::text("the answer")]);
         let cfg = with(provider(&mock), json!({"reviewer": reviewer, "reviewer_timeout_s": 1}));
         let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
-        if name == "deleted" {
-            std::fs::remove_file(&reviewer).unwrap();
-        }
         c.ok("session/subscribe", json!({"session_id": sid}));
         c.ok("run/start", json!({"session_id": sid, "task": "t"}));
         let mut warning = None;
@@ -374,6 +371,28 @@ fn reviewer_errors_accept_with_a_warning() {
         let warning = warning.unwrap_or_default();
         assert!(warning.contains(expected), "{name}: warning {warning:?}");
     }
+}
+
+#[test]
+fn a_deleted_reviewer_blocks_instead_of_waving_the_answer_through() {
+    // Swival accepts an answer when its reviewer cannot start; a reviewer
+    // removed after the session pinned it is a change to policy, so the
+    // run fails closed instead.
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let project = env.project("p");
+    let reviewer = script(&project, "review.sh", "#!/bin/sh\nexit 0\n");
+    let mock = MockProvider::start(vec![Step::text("the answer")]);
+    let cfg = with(provider(&mock), json!({"reviewer": reviewer}));
+    let sid = c.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
+    std::fs::remove_file(&reviewer).unwrap();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    let r = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(r["outcome"], "blocked", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains("review.sh") && error.contains("unreadable"), "{error}");
+    assert_eq!(r["answer"], Value::Null, "{r}");
 }
 
 #[test]

@@ -363,6 +363,7 @@ fn events_stream_over_websocket_through_the_client_library() {
             base_dir: project.display().to_string(),
             config: Some(json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})),
             title: None,
+            trust: false,
         };
         let sid = client.create_session(&params).await.unwrap().session_id;
         let mut sub = client.subscribe_events(&sid, 1).await.unwrap();

@@ -80,18 +80,11 @@ pub async fn trust(socket: &Path, dir: Option<PathBuf>, check: bool, json: bool)
     for line in &result.enables {
         println!("  - {line}");
     }
-    Ok(match (check, result.trusted) {
-        (_, true) if !check => {
-            println!("trusted; a changed file must be trusted again");
-            ExitCode::SUCCESS
-        }
-        (_, true) => {
-            println!("trusted");
-            ExitCode::SUCCESS
-        }
-        (_, false) => {
-            println!("not trusted; run `swivalctl trust {}` after reviewing it", base.display());
-            ExitCode::from(1)
-        }
-    })
+    if result.trusted {
+        println!("{}", if check { "trusted" } else { "trusted; a changed file must be trusted again" });
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("not trusted; run `swivalctl trust {}` after reviewing it", base.display());
+        Ok(ExitCode::from(1))
+    }
 }

@@ -257,3 +257,42 @@ impl Pipeline {
 pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
     pins.iter().map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() }).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Command;
+
+    fn script(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn command(path: &Path, base: &Path) -> Command {
+        Command { argv: vec![path.display().to_string()], source_dir: base.to_owned() }
+    }
+
+    #[test]
+    fn a_script_in_a_subdirectory_protects_its_directory_and_one_at_the_root_only_itself() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("scripts")).unwrap();
+        script(&base.join("scripts/f.sh"));
+        script(&base.join("review.sh"));
+        let cfg = SessionConfig {
+            llm_filter: vec![command(&base.join("scripts/f.sh"), &base)],
+            reviewer: Some(command(&base.join("review.sh"), &base)),
+            ..SessionConfig::default()
+        };
+        let pipeline = Pipeline::build(&cfg, &base, Arc::new(ProcessRunner::new(1)), Arc::default()).unwrap();
+        let toml = base.join("swival.toml");
+        std::fs::write(&toml, "").unwrap();
+        let p = pipeline.protection(&base, &[toml.clone(), base.join("missing.toml")]);
+        assert!(p.paths.contains(&base.join("scripts")), "{:?}", p.paths);
+        assert!(p.paths.contains(&base.join("review.sh")) && p.paths.contains(&toml), "{:?}", p.paths);
+        assert!(!p.paths.contains(&base), "the whole base dir must never be protected: {:?}", p.paths);
+        assert_eq!(p.notes.len(), 1);
+        assert!(p.notes[0].contains("review.sh") && p.notes[0].contains("subdirectory"), "{:?}", p.notes);
+    }
+}
