@@ -67,6 +67,10 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         max_connections: settings.max_connections,
         max_subscriptions: settings.max_subscriptions_per_connection,
         grace,
+        idle_timeout: settings.idle_timeout(),
+        header_read_timeout: settings.header_read_timeout(),
+        max_batch_len: settings.max_batch_len,
+        max_reply_buffer_bytes: settings.max_reply_buffer_bytes,
     };
 
     tracing::info!(

@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Default largest message, in bytes (16 MiB).
 pub const DEFAULT_MAX_MESSAGE_SIZE: u64 = 16 * 1024 * 1024;
@@ -31,6 +32,18 @@ pub struct Settings {
     pub max_connections: u32,
     /// Most subscriptions one connection may hold.
     pub max_subscriptions_per_connection: u32,
+    /// Seconds a connection may stay idle (no request in flight, no open
+    /// subscription) before the daemon closes it; 0 never closes it.
+    pub idle_timeout_s: f64,
+    /// Seconds an HTTP client gets to send a complete request head (the
+    /// first one, and each next one on a kept-alive connection); 0 waits forever.
+    pub header_read_timeout_s: f64,
+    /// Most requests in one JSON-RPC batch, on every framing.
+    pub max_batch_len: u32,
+    /// Most bytes of replies and notifications queued for one
+    /// newline-delimited connection whose client does not read them; past
+    /// it the connection is closed.
+    pub max_reply_buffer_bytes: u64,
     /// Seconds in-flight requests get to finish after SIGTERM.
     pub shutdown_grace_s: f64,
     /// Log line format.
@@ -58,6 +71,10 @@ impl Default for Settings {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_connections: 1024,
             max_subscriptions_per_connection: 64,
+            idle_timeout_s: 300.0,
+            header_read_timeout_s: 10.0,
+            max_batch_len: 1024,
+            max_reply_buffer_bytes: 4 * DEFAULT_MAX_MESSAGE_SIZE,
             shutdown_grace_s: 10.0,
             log_format: LogFormat::Human,
             state_dir: None,
@@ -82,6 +99,16 @@ pub enum SettingsError {
 }
 
 impl Settings {
+    /// `idle_timeout_s` as a duration; `None` when closing idle connections is off.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        positive_seconds(self.idle_timeout_s)
+    }
+
+    /// `header_read_timeout_s` as a duration; `None` when it is off.
+    pub fn header_read_timeout(&self) -> Option<Duration> {
+        positive_seconds(self.header_read_timeout_s)
+    }
+
     /// Read `path`; a missing file gives the defaults only when `required`
     /// is false (the default location may legitimately not exist).
     pub fn load(path: &Path, required: bool) -> Result<Settings, SettingsError> {
@@ -97,6 +124,12 @@ impl Settings {
     }
 }
 
+/// `s` seconds, or `None` for zero, negative, NaN or a value too large to
+/// be a duration (an infinite timeout is no timeout).
+fn positive_seconds(s: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +142,18 @@ mod tests {
         let err = Settings::load(&path, true).unwrap_err().to_string();
         assert!(err.contains("max_conections"), "{err}");
         assert!(err.contains("swivald.toml"), "{err}");
+    }
+
+    #[test]
+    fn zero_or_infinite_timeouts_are_off() {
+        let mut s = Settings::default();
+        assert_eq!(s.idle_timeout(), Some(Duration::from_secs(300)));
+        s.idle_timeout_s = 0.0;
+        assert_eq!(s.idle_timeout(), None);
+        s.header_read_timeout_s = f64::INFINITY;
+        assert_eq!(s.header_read_timeout(), None);
+        s.header_read_timeout_s = 0.5;
+        assert_eq!(s.header_read_timeout(), Some(Duration::from_millis(500)));
     }
 
     #[test]

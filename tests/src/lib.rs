@@ -70,6 +70,13 @@ impl TestEnv {
         p
     }
 
+    /// Add lines to the daemon's settings (`swivald.toml`) before it starts.
+    pub fn daemon_settings(&self, toml: &str) {
+        let path = self.root().join("config/swival/swivald.toml");
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).expect("open swivald.toml");
+        writeln!(f, "{toml}").expect("write swivald.toml");
+    }
+
     /// Write the global Swival config (`config.toml`).
     pub fn global_config(&self, toml: &str) {
         std::fs::write(self.root().join("config/swival/config.toml"), toml).unwrap();
@@ -265,6 +272,18 @@ impl NdConn {
         match self.reader.read_line(&mut line) {
             Ok(0) | Err(_) => None,
             Ok(_) => serde_json::from_str(&line).ok(),
+        }
+    }
+
+    /// Wait for the daemon to close the connection: panics on a line, or
+    /// when [`IO_TIMEOUT`] passes first.
+    pub fn expect_closed(&mut self) {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Ok(_) => panic!("expected the daemon to close the connection, got {line:?}"),
+            Err(e) => panic!("expected the daemon to close the connection: {e}"),
         }
     }
 

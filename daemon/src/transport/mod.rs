@@ -1,5 +1,7 @@
 //! The socket: binding (stale-socket handling, permissions), the accept
-//! loop, the peer-uid check, and the choice of framing by first byte.
+//! loop, the peer-uid check, admission (`registry.rs`: when full, the
+//! connection idle the longest makes room) and the choice of framing by
+//! first byte.
 //!
 //! Architecture invariant: no TCP listener exists anywhere in the daemon;
 //! every connection arrives here on the Unix socket and goes through the
@@ -8,13 +10,16 @@
 mod http;
 mod ndjson;
 mod prefixed;
+mod registry;
 
 use crate::paths::{prepare_socket_dir, DirError};
 use crate::service::ActivatedSocket;
 use crate::shutdown::Shutdown;
 use jsonrpsee::core::server::Methods;
+use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{ServerConfig, StopHandle, TowerServiceBuilder};
 use prefixed::Prefixed;
+use registry::{Registration, Registry};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -185,7 +190,21 @@ pub struct Limits {
     pub max_subscriptions: u32,
     /// How long in-flight requests get after shutdown begins.
     pub grace: Duration,
+    /// How long a connection may be idle before it is closed; `None`: forever.
+    pub idle_timeout: Option<Duration>,
+    /// How long an HTTP client has to send a request head; `None`: forever.
+    pub header_read_timeout: Option<Duration>,
+    /// Most requests in one batch.
+    pub max_batch_len: u32,
+    /// Most reply bytes queued for one newline-delimited connection.
+    pub max_reply_buffer_bytes: u64,
 }
+
+/// jsonrpsee's per-connection service factory, with our RPC middleware.
+type HttpServiceBuilder = TowerServiceBuilder<
+    tower::layer::util::Stack<http::CallTrackingLayer, tower::layer::util::Identity>,
+    tower::layer::util::Identity,
+>;
 
 /// State every connection task shares.
 struct Shared {
@@ -197,8 +216,14 @@ struct Shared {
     max_message_size: usize,
     /// Most subscriptions per newline-delimited connection.
     max_subscriptions: usize,
+    /// Most requests in one batch, on every framing.
+    max_batch_len: usize,
+    /// Most reply bytes queued for one newline-delimited connection.
+    max_reply_buffer: usize,
+    /// How long an HTTP client has to send a request head.
+    header_read_timeout: Option<Duration>,
     /// jsonrpsee's per-connection service factory for the HTTP framing.
-    http: TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>,
+    http: HttpServiceBuilder,
     /// Tells jsonrpsee's HTTP/WebSocket connections to stop.
     stop: StopHandle,
     /// The daemon's shutdown latch.
@@ -222,18 +247,35 @@ pub async fn serve(
     let config = ServerConfig::builder()
         .max_request_body_size(body_limit)
         .max_response_body_size(body_limit)
-        .max_connections(limits.max_connections)
+        // The registry admits connections. jsonrpsee's own count (HTTP
+        // requests in flight, WebSocket connections) gets room for evicted
+        // connections that are still closing.
+        .max_connections(limits.max_connections.saturating_mul(2))
         .max_subscriptions_per_connection(limits.max_subscriptions)
+        // HTTP batches are counted before jsonrpsee sees them; this bounds
+        // WebSocket ones.
+        .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
         .build();
+    let max_batch_len = limits.max_batch_len as usize;
+    let tracking = http::CallTrackingLayer { methods: methods.clone() };
     let shared = Arc::new(Shared {
         methods,
         subscription_methods,
         max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
         max_subscriptions: limits.max_subscriptions as usize,
-        http: jsonrpsee::server::Server::builder().set_config(config).to_service_builder(),
+        max_batch_len,
+        max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
+        header_read_timeout: limits.header_read_timeout,
+        http: jsonrpsee::server::Server::builder()
+            .set_config(config)
+            .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
+            .to_service_builder(),
         stop,
         shutdown: shutdown.clone(),
     });
+    raise_fd_limit(limits.max_connections);
+    let registry = Registry::new(limits.max_connections, connections.clone());
+    let reaper = limits.idle_timeout.map(|t| tokio::spawn(registry.clone().reap_idle(t)));
     let me = nix::unistd::geteuid().as_raw();
     let tracker = TaskTracker::new();
     loop {
@@ -242,8 +284,11 @@ pub async fn serve(
             accepted = accept.accept() => match accepted {
                 Ok((s, _)) => s,
                 Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
+                    // Out of descriptors: an idle connection gives one back.
+                    // Either way, back off instead of spinning.
+                    let freed = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+                        && registry.evict_longest_idle();
+                    tracing::warn!("accept failed: {e}{}", if freed { "; closed the connection idle the longest" } else { "" });
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -264,12 +309,13 @@ pub async fn serve(
                 continue;
             }
         }
-        let over_limit = connections.open() >= u64::from(limits.max_connections);
-        let guard = connections.enter();
-        let shared = shared.clone();
-        tracker.spawn(serve_connection(stream, guard, shared, over_limit));
+        let admission = registry.admit().ok_or_else(|| connections.enter());
+        tracker.spawn(serve_connection(stream, admission, shared.clone()));
     }
     tracing::info!("shutting down: no new connections; waiting up to {:?} for in-flight requests", limits.grace);
+    if let Some(reaper) = reaper {
+        reaper.abort();
+    }
     let _ = server_handle.stop();
     tracker.close();
     if tokio::time::timeout(limits.grace, tracker.wait()).await.is_err() {
@@ -279,18 +325,39 @@ pub async fn serve(
     Ok(())
 }
 
-/// Sniff the framing from the first byte and serve the connection with it.
-async fn serve_connection(mut stream: UnixStream, guard: ConnectionGuard, shared: Arc<Shared>, over_limit: bool) {
+/// Sniff the framing from the first byte and serve the connection with it;
+/// a connection the registry refused (`Err`, holding only its place in the
+/// open count) gets the `overloaded` answer in its framing.
+async fn serve_connection(
+    mut stream: UnixStream,
+    admission: Result<Registration, ConnectionGuard>,
+    shared: Arc<Shared>,
+) {
+    let closed = match &admission {
+        Ok(registration) => registration.activity().close_token().clone(),
+        Err(_) => tokio_util::sync::CancellationToken::new(),
+    };
+    // A refused client gets as long as an HTTP client has for its head (or
+    // 10 s when that is unlimited) to show which framing the refusal must be
+    // written in.
+    let refusal_deadline = async {
+        match &admission {
+            Err(_) => tokio::time::sleep(shared.header_read_timeout.unwrap_or(Duration::from_secs(10))).await,
+            Ok(_) => std::future::pending().await,
+        }
+    };
     let mut first = [0u8; 1];
     let n = tokio::select! {
         _ = shared.shutdown.wait() => return,
+        _ = closed.cancelled() => return,
+        () = refusal_deadline => return,
         n = stream.read(&mut first) => n,
     };
     if !matches!(n, Ok(1)) {
         return;
     }
     let ndjson = matches!(first[0], b'{' | b'[');
-    if over_limit {
+    let Ok(registration) = admission else {
         let msg = "too many connections (max_connections); close some or raise max_connections in swivald.toml";
         let reply = if ndjson {
             format!(
@@ -302,11 +369,50 @@ async fn serve_connection(mut stream: UnixStream, guard: ConnectionGuard, shared
         };
         let _ = stream.write_all(reply.as_bytes()).await;
         return;
-    }
-    let stream = Prefixed::new(first[0], stream, guard);
+    };
+    let activity = registration.activity().clone();
+    let stream = Prefixed::new(first[0], stream, registration).closed_by(&closed);
     if ndjson {
-        ndjson::serve(stream, shared).await;
+        ndjson::serve(stream, shared, activity).await;
     } else {
-        http::serve(stream, &shared).await;
+        http::serve(stream, &shared, activity).await;
+    }
+}
+
+/// The message for a batch of `len` requests, over `max`.
+fn batch_too_long(len: usize, max: usize) -> String {
+    format!(
+        "batch of {len} requests exceeds max_batch_len ({max}); split it into smaller batches or raise max_batch_len in swivald.toml"
+    )
+}
+
+/// Raise the soft limit on open files to the hard limit: each connection is
+/// a descriptor, and a daemon that runs out of them cannot even accept the
+/// connection that would evict an idle one. Warns when `max_connections`
+/// cannot fit under the limit.
+fn raise_fd_limit(max_connections: u32) {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write `lim`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    // Room for the store, the cache, the listener and helper processes' pipes.
+    const RESERVED: u64 = 256;
+    // rlim_t is not u64 everywhere.
+    #[allow(clippy::unnecessary_cast)]
+    let limit = lim.rlim_cur as u64;
+    if limit < u64::from(max_connections) + RESERVED {
+        tracing::warn!(
+            "the open-file limit ({}) leaves no room for max_connections ({max_connections}) and the daemon's own files; raise it (ulimit -n, LimitNOFILE=) or lower max_connections in swivald.toml",
+            lim.rlim_cur
+        );
     }
 }

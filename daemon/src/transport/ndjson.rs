@@ -4,9 +4,16 @@
 //! jsonrpsee executes each call (`raw_json_request`); this module adds what
 //! a line protocol needs around it: the size limit, parse errors (-32700)
 //! that leave the connection usable, request validation (-32600),
-//! notifications (no reply), batches, and forwarding subscription
-//! notifications onto the connection.
+//! notifications (no reply), batches (at most `max_batch_len` entries),
+//! and forwarding subscription notifications onto the connection.
+//!
+//! What a connection may cost is bounded: a line by `max_message_size`,
+//! requests in flight by [`MAX_IN_FLIGHT`] (past it the next line is not
+//! read until one finishes), and replies waiting for a client that does not
+//! read them by `max_reply_buffer_bytes` (past it the connection is closed:
+//! waiting instead would keep every handler's reply in memory).
 
+use super::registry::Activity;
 use super::Shared;
 use jsonrpsee::core::server::Methods;
 use serde::Deserialize;
@@ -15,57 +22,71 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use swival_protocol::ErrorCode;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// Notifications a subscription may queue before its producer waits.
 const SUBSCRIPTION_BUFFER: usize = 1024;
-/// Replies queued for the writer before request handlers wait.
-const WRITE_QUEUE: usize = 256;
+/// Requests (lines) one connection may have in flight; the next line is read
+/// once one of them finishes.
+const MAX_IN_FLIGHT: usize = 256;
 
-/// Serve one newline-delimited connection until EOF or shutdown, then let
-/// in-flight requests finish and write their replies.
-pub(super) async fn serve<S>(stream: S, shared: Arc<Shared>)
+/// Serve one newline-delimited connection until EOF, shutdown or the
+/// registry closing it, then let in-flight requests finish and write their
+/// replies.
+pub(super) async fn serve<S>(stream: S, shared: Arc<Shared>, activity: Arc<Activity>)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (rd, mut wr) = tokio::io::split(stream);
-    let (out_tx, mut out_rx) = mpsc::channel::<String>(WRITE_QUEUE);
-    let writer = tokio::spawn(async move {
-        while let Some(msg) = out_rx.recv().await {
-            if wr.write_all(msg.as_bytes()).await.is_err() {
-                break;
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let queued = queued.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = out_rx.recv().await {
+                if wr.write_all(msg.as_bytes()).await.is_err() {
+                    break;
+                }
+                queued.fetch_sub(msg.len(), Ordering::AcqRel);
             }
-        }
-        let _ = wr.shutdown().await;
-    });
+            let _ = wr.shutdown().await;
+        })
+    };
 
+    let closing = activity.close_token().clone();
     let conn = Arc::new(Conn {
         shared: shared.clone(),
-        out: out_tx,
-        subscriptions: Arc::new(AtomicUsize::new(0)),
+        out: Outbox { tx: out_tx, queued, max: shared.max_reply_buffer, close: closing.clone() },
+        activity: activity.clone(),
         closed: CancellationToken::new(),
     });
     let mut reader = LineReader { inner: BufReader::new(rd), max: shared.max_message_size };
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut inflight = JoinSet::new();
     loop {
-        let line = tokio::select! {
+        let (line, slot) = tokio::select! {
             biased;
             _ = shared.shutdown.wait() => break,
-            line = reader.next_line() => line,
+            _ = closing.cancelled() => break,
+            next = next_request(&mut reader, &slots) => next,
         };
         match line {
             Ok(Line::Message(bytes)) => {
                 let conn = conn.clone();
-                inflight.spawn(async move { conn.handle(bytes).await });
+                let busy = activity.busy();
+                inflight.spawn(async move {
+                    conn.handle(bytes).await;
+                    drop((busy, slot));
+                });
             }
             Ok(Line::TooLong(len)) => {
                 let msg = format!(
                     "message of {len} bytes exceeds max_message_size ({} bytes); send a smaller message or raise max_message_size in swivald.toml",
                     shared.max_message_size
                 );
-                conn.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg)).await;
+                conn.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg));
             }
             Ok(Line::Eof) | Err(_) => break,
         }
@@ -75,6 +96,49 @@ where
     conn.closed.cancel();
     drop(conn);
     let _ = writer.await;
+}
+
+/// Wait for a free in-flight slot, then read the next line.
+async fn next_request<R: AsyncRead + Unpin>(
+    reader: &mut LineReader<R>,
+    slots: &Arc<Semaphore>,
+) -> (std::io::Result<Line>, tokio::sync::OwnedSemaphorePermit) {
+    let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+    (reader.next_line().await, slot)
+}
+
+/// The connection's outgoing lines, bounded in bytes.
+struct Outbox {
+    /// To the writer task.
+    tx: mpsc::UnboundedSender<String>,
+    /// Bytes handed to the writer and not yet written.
+    queued: Arc<AtomicUsize>,
+    /// `max_reply_buffer_bytes`.
+    max: usize,
+    /// Closes the connection when the client stops reading.
+    close: CancellationToken,
+}
+
+impl Outbox {
+    /// Queue `line`; `false` when the connection is gone or was just closed
+    /// because its client let more than `max` bytes pile up. One line always
+    /// fits when nothing else is queued, however long it is.
+    fn push(&self, line: String) -> bool {
+        let len = line.len();
+        let before = self.queued.fetch_add(len, Ordering::AcqRel);
+        if before > 0 && before + len > self.max {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            if !self.close.is_cancelled() {
+                tracing::warn!(
+                    "closing a connection whose client does not read its replies: {before} bytes are waiting (max_reply_buffer_bytes is {})",
+                    self.max
+                );
+                self.close.cancel();
+            }
+            return false;
+        }
+        self.tx.send(line).is_ok()
+    }
 }
 
 /// One line read from the connection.
@@ -135,9 +199,9 @@ struct Conn {
     /// Daemon-wide transport state.
     shared: Arc<Shared>,
     /// Lines to write; each ends with a newline.
-    out: mpsc::Sender<String>,
-    /// Subscriptions open on this connection.
-    subscriptions: Arc<AtomicUsize>,
+    out: Outbox,
+    /// Requests in flight and subscriptions open, seen by the registry.
+    activity: Arc<Activity>,
     /// Cancelled when the connection is done; ends the forwarders.
     closed: CancellationToken,
 }
@@ -178,15 +242,15 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 }
 
 impl Conn {
-    async fn send(&self, mut line: String) {
+    fn send(&self, mut line: String) {
         line.push('\n');
-        let _ = self.out.send(line).await;
+        self.out.push(line);
     }
 
     /// Answer one line: a single call or a batch.
     async fn handle(self: Arc<Self>, bytes: Vec<u8>) {
         let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self.send(error_reply(None, -32700, "Parse error: the line is not valid UTF-8")).await;
+            return self.send(error_reply(None, -32700, "Parse error: the line is not valid UTF-8"));
         };
         let text = text.trim();
         if text.is_empty() {
@@ -194,10 +258,14 @@ impl Conn {
         }
         if text.starts_with('[') {
             let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) else {
-                return self.send(parse_error(text)).await;
+                return self.send(parse_error(text));
             };
             if items.is_empty() {
-                return self.send(error_reply(None, -32600, "Invalid request: empty batch")).await;
+                return self.send(error_reply(None, -32600, "Invalid request: empty batch"));
+            }
+            if items.len() > self.shared.max_batch_len {
+                let msg = super::batch_too_long(items.len(), self.shared.max_batch_len);
+                return self.send(error_reply(None, ErrorCode::MessageTooLarge.code(), &msg));
             }
             let mut replies = Vec::new();
             let mut streams = Vec::new();
@@ -208,7 +276,7 @@ impl Conn {
                 }
             }
             if !replies.is_empty() {
-                self.send(format!("[{}]", replies.join(","))).await;
+                self.send(format!("[{}]", replies.join(",")));
             }
             for stream in streams {
                 self.forward(stream);
@@ -216,7 +284,7 @@ impl Conn {
         } else if let Some(Answer { reply, stream }) = self.call(text).await {
             // The reply first: a client must learn its subscription id
             // before the first notification arrives.
-            self.send(reply).await;
+            self.send(reply);
             if let Some(stream) = stream {
                 self.forward(stream);
             }
@@ -254,7 +322,7 @@ impl Conn {
         let is_subscription = self.shared.subscription_methods.contains(&method.as_str());
         if is_subscription && id.is_some() {
             let limit = self.shared.max_subscriptions;
-            if self.subscriptions.load(Ordering::Relaxed) >= limit {
+            if self.activity.subscriptions() >= limit {
                 let msg = format!(
                     "this connection already holds {limit} subscriptions (max_subscriptions_per_connection); unsubscribe first or open another connection"
                 );
@@ -284,29 +352,30 @@ impl Conn {
     }
 
     /// Copy a subscription's notifications onto the connection until either
-    /// side ends it. Forwarders share only the writer and the counter, so
-    /// they never keep the connection itself alive.
-    fn forward(&self, (first, mut rx): Stream) {
-        self.subscriptions.fetch_add(1, Ordering::Relaxed);
-        let count = self.subscriptions.clone();
-        let out = self.out.clone();
-        let closed = self.closed.clone();
+    /// side ends it. Forwarders hold the connection (`Conn`), but every one
+    /// ends when `closed` is cancelled, once the reading loop is done.
+    ///
+    /// Called while the request that opened the subscription is still in
+    /// flight, so the connection never looks idle in between.
+    fn forward(self: &Arc<Self>, (first, mut rx): Stream) {
+        self.activity.subscription_opened();
+        let conn = self.clone();
         tokio::spawn(async move {
             let mut next = first;
             loop {
                 if let Some(n) = next.take() {
                     let mut line = n.get().to_owned();
                     line.push('\n');
-                    if out.send(line).await.is_err() {
+                    if !conn.out.push(line) {
                         break;
                     }
                 }
                 next = tokio::select! {
-                    _ = closed.cancelled() => break,
+                    _ = conn.closed.cancelled() => break,
                     n = rx.recv() => match n { Some(n) => Some(n), None => break },
                 };
             }
-            count.fetch_sub(1, Ordering::Relaxed);
+            conn.activity.subscription_closed();
         });
     }
 }
