@@ -374,3 +374,151 @@ fn delete_file_moves_the_file_to_the_trash_and_read_multiple_files_reads_a_batch
     let entry: Value = serde_json::from_str(index.trim()).unwrap();
     assert_eq!(entry["original_path"], "a.txt");
 }
+
+/// What the flipper in the race test did, and what the model saw.
+#[derive(Debug, Default)]
+struct RaceTally {
+    /// Times `d` changed between a directory and a symlink.
+    flips: usize,
+    /// `write_file d/x` results that wrote.
+    written: usize,
+    /// `read_file d/secret` results that read the inside file.
+    read_inside: usize,
+    /// Results refused by the path check (`d` was a symlink then).
+    refused: usize,
+    /// Results refused by the open beneath the base dir (`d` became a
+    /// symlink after the check).
+    refused_late: usize,
+    /// Any other error.
+    other: usize,
+}
+
+#[test]
+fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const MARKER: &str = "OUTSIDE-MARKER-7d3e91";
+    const EACH: usize = 500;
+    const PER_TURN: usize = 50;
+    let env = TestEnv::new();
+    let base = env.project("p");
+    let outside = env.root().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("secret"), MARKER).unwrap();
+    let d = base.join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("secret"), "inside secret\n").unwrap();
+
+    // 500 writes and 500 reads, interleaved, 50 per model turn.
+    let calls: Vec<(String, &str, Value)> = (0..2 * EACH)
+        .map(|k| match k % 2 {
+            0 => (format!("w{k}"), "write_file", json!({"file_path": "d/x", "content": format!("inside {k}\n")})),
+            _ => (format!("r{k}"), "read_file", json!({"file_path": "d/secret"})),
+        })
+        .collect();
+    let mut script: Vec<Step> = calls
+        .chunks(PER_TURN)
+        .map(|turn| Step::tool_calls(turn.iter().map(|(id, name, args)| (id.as_str(), *name, args.clone())).collect()))
+        .collect();
+    script.push(Step::text("done"));
+    let mock = MockProvider::start(script).with_context_length(50_000_000);
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    c.ok("initialize", init_params());
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "mock-model", "max_turns": 100});
+    let sid = c.ok("session/create", json!({"base_dir": base, "config": cfg}))["session_id"].clone();
+
+    // Flip `d` between a directory and a symlink to `outside` as fast as
+    // possible while the run makes its calls: one atomic exchange with
+    // `d.alt` per flip, so `d` is always one or the other, never missing.
+    let alt = base.join("d.alt");
+    std::os::unix::fs::symlink(&outside, &alt).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicUsize::new(0));
+    let flipper = {
+        let (stop, flips, d) = (stop.clone(), flips.clone(), d.clone());
+        std::thread::spawn(move || {
+            use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+            while !stop.load(Ordering::Relaxed) {
+                renameat2(AT_FDCWD, &d, AT_FDCWD, &alt, RenameFlags::RENAME_EXCHANGE).unwrap();
+                flips.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "race"}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(result["answer"], "done", "{result}");
+
+    let names: Vec<String> =
+        std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["secret"], "a file appeared outside the base dir");
+    assert_eq!(read(outside.join("secret")), MARKER);
+    assert!(!mock.requests_text().contains(MARKER), "the outside file reached the model");
+
+    // Every call's result, from the request after its turn.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2 * EACH / PER_TURN + 1);
+    let mut tally = RaceTally { flips: flips.load(Ordering::Relaxed), ..RaceTally::default() };
+    for (turn, batch) in calls.chunks(PER_TURN).enumerate() {
+        let messages = requests[turn + 1]["messages"].as_array().unwrap();
+        for (id, _, _) in batch {
+            let out = messages
+                .iter()
+                .rfind(|m| m["role"] == "tool" && m["tool_call_id"] == id.as_str())
+                .unwrap_or_else(|| panic!("no tool result for {id}"))["content"]
+                .as_str()
+                .unwrap();
+            assert!(!out.contains(MARKER), "{id}: {out}");
+            if out.starts_with("Wrote ") {
+                tally.written += 1;
+            } else if out.contains("1: inside secret") {
+                tally.read_inside += 1;
+            } else if out.contains("is a symlink and was not followed") {
+                tally.refused_late += 1;
+            } else if out.contains("outside the base directory") {
+                tally.refused += 1;
+            } else {
+                assert!(out.starts_with("error:"), "{id}: {out}");
+                tally.other += 1;
+            }
+        }
+    }
+    eprintln!("race tally: {tally:?}");
+    assert!(tally.flips > 2 * EACH, "the flipper barely ran: {tally:?}");
+    assert!(tally.refused + tally.refused_late > 0 && tally.written + tally.read_inside > 0, "{tally:?}");
+}
+
+#[test]
+fn a_cloned_repo_whose_swival_dir_is_a_symlink_gets_its_answer_and_a_warning_but_no_history() {
+    let env = TestEnv::new();
+    let base = env.project("cloned");
+    let outside = env.root().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    // As committed in a repository: `.swival -> ../../outside`.
+    std::os::unix::fs::symlink("../../outside", base.join(".swival")).unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("t1", "todo", json!({"action": "add", "tasks": "look around"})),
+        Step::text("the answer"),
+    ]);
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    c.ok("initialize", init_params());
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "mock-model"});
+    let sid = c.ok("session/create", json!({"base_dir": base, "config": cfg}))["session_id"].clone();
+    c.ok("run/start", json!({"session_id": sid, "task": "summarise the repo"}));
+    let events = swival_tests::events_until_finished(&mut c, sid.as_str().unwrap(), 0);
+    let end = events.last().unwrap();
+    assert_eq!(end["outcome"], "success", "{end}");
+    assert_eq!(end["answer"], "the answer", "{end}");
+    let warnings: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "warning").filter_map(|e| e["message"].as_str()).collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("history was not written") && w.contains(".swival is a symlink and was not followed")),
+        "{warnings:?}"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "something was written through .swival");
+}

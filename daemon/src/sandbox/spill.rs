@@ -2,8 +2,11 @@
 //! `<base>/.swival/cmd_output_<12 hex>.txt` and replaced inline by a
 //! summary and a short preview (Swival's format, so the model reads the
 //! rest with `read_file`). Spill files live ten minutes; [`sweep`] removes
-//! older ones and runs at session start and on every spill.
+//! older ones and runs at session start and on every spill. Every file
+//! operation goes through [`swival_dir`]: a symlinked `.swival` is refused,
+//! and names inside it are created, listed and removed beneath it.
 
+use crate::tools::beneath::{swival_dir, How, Kind, Missing};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -55,7 +58,7 @@ pub fn save_large_output(
         Ok(p) => p,
         Err(why) => return format!("{}\n[output truncated — failed to {why}]", truncate_utf8(output, inline_limit)),
     };
-    schedule_removal(path.clone());
+    schedule_removal(base.to_owned(), path.clone());
     let rel = path.strip_prefix(base).unwrap_or(&path);
     let size_kb = output.len() as f64 / 1024.0;
     let saved = if was_truncated { "Output (possibly truncated) saved to" } else { "Full output saved to" };
@@ -85,25 +88,20 @@ pub fn save_large_output(
 }
 
 /// Create `<base>/.swival/cmd_output_<hex>.txt` holding `header` then
-/// `output`. The scratch directory must resolve inside `base` (a symlink
-/// out of the project is refused) and the file must be new.
+/// `output`. The scratch directory is opened beneath `base` without
+/// following a symlink, and the file must be new.
 fn write_spill_file(base: &Path, header: &str, output: &str) -> Result<PathBuf, String> {
     let scratch = base.join(SCRATCH);
-    std::fs::create_dir_all(&scratch).map_err(|e| format!("create {SCRATCH}/ directory: {e}"))?;
-    let (canon_base, canon_scratch) = (
-        std::fs::canonicalize(base).map_err(|e| format!("resolve the base directory: {e}"))?,
-        std::fs::canonicalize(&scratch).map_err(|e| format!("resolve {SCRATCH}/: {e}"))?,
-    );
-    if !canon_scratch.starts_with(&canon_base) {
-        return Err(format!("write temp file: {SCRATCH}/ resolves outside the base directory"));
+    // Only for the message: `swival_dir` refuses every symlinked `.swival`.
+    if let (Ok(canon_base), Ok(canon_scratch)) = (std::fs::canonicalize(base), std::fs::canonicalize(&scratch)) {
+        if !canon_scratch.starts_with(&canon_base) {
+            return Err(format!("write temp file: {SCRATCH}/ resolves outside the base directory"));
+        }
     }
+    let dir = swival_dir(base, Missing::Create).map_err(|e| format!("open {SCRATCH}/ directory: {e}"))?;
     let name = format!("cmd_output_{}.txt", random_hex(6));
-    let path = scratch.join(name);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| format!("write temp file: {e}"))?;
+    let path = scratch.join(&name);
+    let mut f = dir.open_file(Path::new(&name), How::CreateNew).map_err(|e| format!("write temp file: {e}"))?;
     f.write_all(header.as_bytes())
         .and_then(|()| f.write_all(output.as_bytes()))
         .map_err(|e| format!("write temp file: {e}"))?;
@@ -112,11 +110,15 @@ fn write_spill_file(base: &Path, header: &str, output: &str) -> Result<PathBuf, 
 
 /// Delete the file after [`SPILL_TTL`] when a runtime is there to do it;
 /// [`sweep`] catches the rest.
-fn schedule_removal(path: PathBuf) {
+fn schedule_removal(base: PathBuf, path: PathBuf) {
+    let Some(name) = path.file_name().map(PathBuf::from) else { return };
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn(async move {
             tokio::time::sleep(SPILL_TTL).await;
-            let _ = tokio::fs::remove_file(&path).await;
+            let _ = tokio::task::spawn_blocking(move || {
+                swival_dir(&base, Missing::Fail).and_then(|dir| dir.remove_file(&name))
+            })
+            .await;
         });
     }
 }
@@ -124,19 +126,19 @@ fn schedule_removal(path: PathBuf) {
 /// Remove spill files older than [`SPILL_TTL`] from `<base>/.swival/`;
 /// returns how many went. Call it when a session starts.
 pub fn sweep(base: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(base.join(SCRATCH)) else {
+    let Ok(entries) = swival_dir(base, Missing::Fail).and_then(|dir| Ok((dir.list(Path::new(""))?, dir))) else {
         return 0;
     };
+    let (entries, dir) = entries;
     let cutoff = SystemTime::now() - SPILL_TTL;
     let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+    for entry in entries {
+        let name = entry.name.to_string_lossy();
         if !(name.starts_with("cmd_output_") && name.ends_with(".txt")) {
             continue;
         }
-        let old = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
-        if old && std::fs::remove_file(entry.path()).is_ok() {
+        let old = entry.meta.kind != Kind::Dir && entry.meta.modified < cutoff;
+        if old && dir.remove_file(Path::new(&entry.name)).is_ok() {
             removed += 1;
         }
     }
@@ -264,6 +266,16 @@ mod tests {
             "{shown}"
         );
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_swival_symlink_inside_the_base_is_not_followed_either() {
+        let base = tempfile::tempdir().unwrap();
+        std::fs::create_dir(base.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", base.path().join(".swival")).unwrap();
+        let shown = save_large_output(&"z".repeat(20_000), base.path(), 10_240, false, None);
+        assert!(shown.contains(".swival is a symlink and was not followed]"), "{shown}");
+        assert_eq!(std::fs::read_dir(base.path().join("elsewhere")).unwrap().count(), 0);
     }
 
     #[test]

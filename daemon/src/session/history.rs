@@ -1,6 +1,9 @@
 //! `<base_dir>/.swival/HISTORY.md`: accepted answers, newest last, capped
-//! at 500 KB by dropping the oldest entries whole.
+//! at 500 KB by dropping the oldest entries whole. The file, its lock and
+//! its temporary are reached through [`swival_dir`], so a `.swival` (or any
+//! of them) that is a symlink is refused rather than written through.
 
+use crate::tools::beneath::{swival_dir, How, Missing};
 use std::path::Path;
 
 /// Largest HISTORY.md kept.
@@ -10,10 +13,9 @@ const SEPARATOR: &str = "---\n\n";
 
 /// Append one entry; trim the oldest entries if the file grows past the cap.
 pub fn append(base_dir: &Path, task: &str, answer: &str) -> std::io::Result<()> {
-    let dir = base_dir.join(".swival");
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("HISTORY.md");
-    let lock = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("HISTORY.md.lock"))?;
+    let dir = swival_dir(base_dir, Missing::Create)?;
+    let path = Path::new("HISTORY.md");
+    let lock = dir.open_file(Path::new("HISTORY.md.lock"), How::Lock)?;
     // Serialise writers (several sessions may share a base dir).
     let _guard =
         nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| std::io::Error::from(e))?;
@@ -21,7 +23,11 @@ pub fn append(base_dir: &Path, task: &str, answer: &str) -> std::io::Result<()> 
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let stamp = stamp.trim_end_matches('Z').replace('T', " ");
     let entry = format!("{SEPARATOR}**{stamp}** — *{question}*\n\n{answer}\n\n");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut text = match dir.read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.is_not_found() => String::new(),
+        Err(e) => return Err(e.into()),
+    };
     text.push_str(&entry);
     while text.len() > MAX_BYTES {
         // Drop the oldest entry: everything up to the second separator.
@@ -30,9 +36,8 @@ pub fn append(base_dir: &Path, task: &str, answer: &str) -> std::io::Result<()> 
             None => break,
         };
     }
-    let tmp = dir.join("HISTORY.md.tmp");
-    std::fs::write(&tmp, &text)?;
-    std::fs::rename(&tmp, &path)
+    // Written to HISTORY.md.tmp, created exclusively, then renamed.
+    Ok(dir.replace(path, text.as_bytes())?)
 }
 
 #[cfg(test)]
@@ -46,6 +51,37 @@ mod tests {
         let text = std::fs::read_to_string(d.path().join(".swival/HISTORY.md")).unwrap();
         assert!(text.starts_with("---\n\n**"));
         assert!(text.contains("— *what is 2+2*\n\n4\n\n"));
+    }
+
+    #[test]
+    fn a_symlinked_swival_dir_is_refused_and_nothing_is_written_through_it() {
+        let d = tempfile::tempdir().unwrap();
+        let (base, outside) = (d.path().join("base"), d.path().join("outside"));
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, base.join(".swival")).unwrap();
+        let err = append(&base, "t", "the answer").unwrap_err();
+        assert!(err.to_string().ends_with(".swival is a symlink and was not followed"), "{err}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn planted_symlinks_for_the_temporary_and_the_file_are_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let (base, outside) = (d.path().join("base"), d.path().join("victim"));
+        std::fs::create_dir_all(base.join(".swival")).unwrap();
+        std::fs::write(&outside, "precious").unwrap();
+        std::os::unix::fs::symlink(&outside, base.join(".swival/HISTORY.md.tmp")).unwrap();
+        append(&base, "t", "the answer").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(std::fs::read_to_string(base.join(".swival/HISTORY.md")).unwrap().contains("the answer"));
+        // HISTORY.md itself a symlink: neither read (its target would end up
+        // in the history) nor written through.
+        std::fs::remove_file(base.join(".swival/HISTORY.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, base.join(".swival/HISTORY.md")).unwrap();
+        let err = append(&base, "t", "again").unwrap_err();
+        assert!(err.to_string().contains("HISTORY.md is a symlink and was not followed"), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl RunJob {
         if let Some(a) = answer.as_deref().filter(|a| !a.trim().is_empty()) {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
                 if let Err(e) = history::append(&session.base_dir, &self.task, a) {
-                    let message = format!("could not append to .swival/HISTORY.md: {e}");
+                    let message = format!("history was not written: could not append to .swival/HISTORY.md: {e}");
                     let _ = session.events.emit(Some(&self.run_id), EventKind::Warning { message });
                 }
             }

@@ -4,11 +4,13 @@
 //! least one line counts for the read-before-write guard.
 
 use super::args::{opt_int, req_str, type_name};
+use super::beneath::{Beneath, How, Kind, Meta};
 use super::path::Access;
 use super::ToolBox;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// Most bytes of file content one response carries.
@@ -111,9 +113,35 @@ fn missing_note(tb: &ToolBox, path: &Path) -> Option<&'static str> {
     None
 }
 
-/// Read one page of the text file at `path` (already resolved).
-fn read_page(path: &Path, requested: &str, w: Window) -> Result<Page, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
+/// What `requested` (resolved to `path`) is, opened beneath its root.
+enum Opened {
+    /// It does not exist.
+    Missing,
+    /// A directory, to list.
+    Dir(Beneath, PathBuf),
+    /// A file, open for reading.
+    File(std::fs::File),
+}
+
+/// Open the resolved `path` for reading, beneath the directory it lies in.
+fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, String> {
+    let (dir, rel) = tb.beneath(path)?;
+    let file = match dir.open_file(&rel, How::Read) {
+        Ok(f) => f,
+        Err(e) if e.is_not_found() => return Ok(Opened::Missing),
+        Err(e) => return Err(tb.io_error(requested, "read", e)),
+    };
+    match Meta::of(&file) {
+        Ok(m) if m.is_dir() => Ok(Opened::Dir(dir, rel)),
+        Ok(_) => Ok(Opened::File(file)),
+        Err(e) => Err(format!("error: cannot read {requested}: {e}")),
+    }
+}
+
+/// Read one page of the text file `file` (opened for `requested`).
+fn read_page(mut file: std::fs::File, requested: &str, w: Window) -> Result<Page, String> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
     if looks_binary(&bytes) {
         return Err(format!("error: binary file detected: {requested}; read_file only shows text"));
     }
@@ -159,20 +187,17 @@ fn read_page(path: &Path, requested: &str, w: Window) -> Result<Page, String> {
 pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let requested = req_str(args, "file_path")?;
     let path = tb.policy.resolve(requested, Access::Read)?;
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let file = match open_for_read(tb, &path, requested)? {
+        Opened::Missing => {
             if let Some(note) = missing_note(tb, &path) {
                 return Ok(note.into());
             }
             return Err(format!("error: path does not exist: {requested}; check the name with list_files"));
         }
-        Err(e) => return Err(format!("error: cannot read {requested}: {e}")),
+        Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
+        Opened::File(f) => f,
     };
-    if meta.is_dir() {
-        return list_dir(&path, requested);
-    }
-    let page = read_page(&path, requested, Window::from_args(args)?)?;
+    let page = read_page(file, requested, Window::from_args(args)?)?;
     if page.counts_as_read {
         tb.tracker.mark(&path);
     }
@@ -187,13 +212,16 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     Ok(out)
 }
 
-fn list_dir(path: &Path, requested: &str) -> Result<String, String> {
-    let mut names: Vec<String> = std::fs::read_dir(path)
-        .map_err(|e| format!("error: cannot list {requested}: {e}"))?
-        .filter_map(Result::ok)
+/// The names in the directory `rel` beneath `dir`, directories marked
+/// with `/` (symlinks are not followed to find out).
+fn list_dir(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<String, String> {
+    let mut names: Vec<String> = dir
+        .list(rel)
+        .map_err(|e| tb.io_error(requested, "list", e))?
+        .into_iter()
         .map(|e| {
-            let mut n = e.file_name().to_string_lossy().into_owned();
-            if e.path().is_dir() {
+            let mut n = e.name.to_string_lossy().into_owned();
+            if e.meta.kind == Kind::Dir {
                 n.push('/');
             }
             n
@@ -276,15 +304,12 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
     };
     let request = window.describe();
     let result = tb.policy.resolve(requested, Access::Read).and_then(|path| {
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => return Err("error: is a directory, use read_file to list directories".into()),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(format!("error: path does not exist: {requested}"))
-            }
-            Err(e) => return Err(format!("error: cannot read {requested}: {e}")),
-        }
-        read_page(&path, requested, window).map(|page| (path, page))
+        let file = match open_for_read(tb, &path, requested)? {
+            Opened::Dir(..) => return Err("error: is a directory, use read_file to list directories".into()),
+            Opened::Missing => return Err(format!("error: path does not exist: {requested}")),
+            Opened::File(f) => f,
+        };
+        read_page(file, requested, window).map(|page| (path, page))
     });
     section(requested, &request, result)
 }

@@ -3,11 +3,16 @@
 //!
 //! Every path a tool touches goes through [`path::PathPolicy::resolve`]
 //! (reads with `Access::Read`; writes, moves and deletes with
-//! `Access::Write`). Files: `files.rs` (reads), `write.rs` (write, move,
-//! edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft delete),
-//! `search.rs` (list_files, grep), `todo.rs`, `think.rs`, `schema.rs`.
+//! `Access::Write`), and the I/O on it through [`beneath`]: the directory
+//! the resolved path lies under is opened and the rest is opened beneath
+//! it following no symlink ([`ToolBox::beneath`]), so a path changed after
+//! the check cannot redirect the I/O. Files: `files.rs` (reads), `write.rs`
+//! (write, move, edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft
+//! delete), `search.rs` (list_files, grep), `todo.rs`, `think.rs`,
+//! `schema.rs`.
 
 pub(crate) mod args;
+pub mod beneath;
 mod edit;
 mod files;
 pub mod path;
@@ -18,10 +23,11 @@ mod todo;
 mod trash;
 mod write;
 
+use beneath::Beneath;
 use path::{Access, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// A tool call's arguments: a JSON object (empty text counts as `{}`); the
 /// error is the tool result to return.
@@ -109,9 +115,10 @@ impl ToolBox {
             "think" => self.thinking.call(&args),
             "todo" => {
                 // Mirrored only where the policy allows: a `.swival` that
-                // is a symlink leading outside keeps the list in memory.
-                let file = self.policy.resolve(".swival/todo.md", Access::Write).ok();
-                self.todo.call(&args, file.as_deref())
+                // is a symlink leading outside keeps the list in memory
+                // (and one leading anywhere is never followed).
+                let base = self.policy.resolve(".swival/todo.md", Access::Write).ok().map(|_| self.policy.base.clone());
+                self.todo.call(&args, base.as_deref())
             }
             "delete_file" => trash::delete_file(self, &args, call_id),
             other => {
@@ -124,6 +131,57 @@ impl ToolBox {
             }
         };
         result.unwrap_or_else(|e| e)
+    }
+}
+
+impl ToolBox {
+    /// Open the directory `resolved` (a path the policy accepted) lies
+    /// under — the innermost of the base dir and the allowed dirs holding
+    /// it, or `/` under yolo — and return it with the rest of the path.
+    pub(crate) fn beneath(&self, resolved: &Path) -> Result<(Beneath, PathBuf), String> {
+        let root = std::iter::once(&self.policy.base)
+            .chain(&self.policy.allow_rw)
+            .chain(&self.policy.allow_ro)
+            .filter(|d| resolved.starts_with(d))
+            .max_by_key(|d| d.as_os_str().len())
+            .map(PathBuf::as_path)
+            .or_else(|| self.policy.yolo.then_some(Path::new("/")))
+            .ok_or_else(|| {
+                format!("error: {} is outside the base directory {}", resolved.display(), self.policy.base.display())
+            })?;
+        let rel = resolved.strip_prefix(root).unwrap_or(Path::new("")).to_owned();
+        let dir = Beneath::open(root).map_err(|e| format!("error: cannot open {}: {e}", root.display()))?;
+        Ok((dir, rel))
+    }
+
+    /// The entry `requested` names, its last component not followed (so a
+    /// symlink can be moved or deleted itself): its directory is resolved
+    /// and checked for writing like any path, then opened with
+    /// [`ToolBox::beneath`]. Use it only after `resolve` accepted the same
+    /// string.
+    pub(crate) fn entry(&self, requested: &str) -> Result<(Beneath, PathBuf), String> {
+        let original = self.policy.unresolved(requested)?;
+        let (Some(parent), Some(Component::Normal(name))) = (original.parent(), original.components().next_back())
+        else {
+            // `.`, `..` or `/` at the end: the resolved path is the entry.
+            return self.beneath(&self.policy.resolve(requested, Access::Write)?);
+        };
+        let parent = parent.to_str().ok_or_else(|| format!("error: path {requested} is not valid UTF-8"))?;
+        let (dir, rel) = self.beneath(&self.policy.resolve(parent, Access::Write)?)?;
+        Ok((dir, rel.join(name)))
+    }
+
+    /// The tool result for I/O on `requested` that failed: a symlink met
+    /// beneath the root (it appeared after the check) reads like the
+    /// outside-the-base-dir refusal; anything else is `cannot <what>`.
+    pub(crate) fn io_error(&self, requested: &str, what: &str, e: beneath::Error) -> String {
+        match e {
+            beneath::Error::Symlink(_) => format!(
+                "error: path {requested} was refused: {e} (it changed after the path was checked); only the base directory {} and allowed_dirs are reachable, so do not try to access it by other means",
+                self.policy.base.display()
+            ),
+            beneath::Error::Io(e) => format!("error: cannot {what} {requested}: {e}"),
+        }
     }
 }
 
@@ -224,5 +282,40 @@ mod tests {
         assert!(out.contains("outside the base directory"), "{out}");
         assert!(base.join("f.txt").exists());
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_swival_symlink_leading_inside_the_base_is_not_followed_either() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", d.path().join(".swival")).unwrap();
+        std::fs::write(d.path().join("f.txt"), "x\n").unwrap();
+        let mut tb = test_toolbox(d.path());
+        let out = tb.call("todo", r#"{"action": "add", "tasks": "t"}"#);
+        assert!(out.contains("\"total\":1"), "{out}");
+        tb.call("read_file", r#"{"file_path": "f.txt"}"#);
+        let out = tb.call("delete_file", r#"{"file_path": "f.txt"}"#);
+        assert!(out.starts_with("error: cannot use the trash: "), "{out}");
+        assert!(out.ends_with(".swival is a symlink and was not followed"), "{out}");
+        assert!(d.path().join("f.txt").exists());
+        assert_eq!(std::fs::read_dir(d.path().join("elsewhere")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn file_tools_work_in_allowed_dirs_through_their_own_root() {
+        let d = tempfile::tempdir().unwrap();
+        let (base, extra) = (d.path().join("p"), d.path().join("extra"));
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::create_dir_all(&extra).unwrap();
+        let mut tb = test_toolbox(&base);
+        tb.policy.allow_rw = vec![extra.canonicalize().unwrap()];
+        let target = format!("{}/sub/n.txt", extra.display());
+        let out = tb.call("write_file", &serde_json::json!({"file_path": target, "content": "n"}).to_string());
+        assert!(out.starts_with("Wrote 1 bytes"), "{out}");
+        let out = tb.call("write_file", &serde_json::json!({"file_path": "m.txt", "move_from": target}).to_string());
+        assert_eq!(out, format!("Moved {target} -> m.txt"));
+        assert_eq!(std::fs::read_to_string(base.join("m.txt")).unwrap(), "n");
+        let out = tb.call("read_file", &serde_json::json!({"file_path": extra.join("sub")}).to_string());
+        assert_eq!(out, format!("{}/sub is an empty directory", extra.display()));
     }
 }

@@ -2,8 +2,14 @@
 //! (the `ignore` crate) honours `.gitignore`/`.ignore` files, even outside a
 //! git repository; `.git` is always pruned and hidden files are included.
 //! Results are newest first by mtime and stop at 100, saying so.
+//!
+//! The walk itself goes by path names, so a directory swapped for a symlink
+//! mid-walk could show it names from elsewhere: every file it reports is
+//! therefore checked again beneath its root ([`ToolBox::beneath`]), which
+//! follows no symlink, and `grep` reads each file opened that way.
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
+use super::beneath::Kind;
 use super::files::{cut_line, looks_binary, MAX_READ_BYTES};
 use super::path::Access;
 use super::ToolBox;
@@ -22,10 +28,19 @@ const MAX_WALK: usize = 20_000;
 
 /// A file found by the walk.
 struct Found {
-    /// Absolute path.
+    /// Absolute path, as walked (what the model sees).
     path: PathBuf,
+    /// The canonical path the policy accepted (a symlink's target), to open.
+    real: PathBuf,
     /// Modification time, for newest-first order.
     mtime: SystemTime,
+}
+
+/// The metadata of the file at the canonical `real`, looked up beneath its
+/// root; `None` unless it is a regular file reachable without a symlink.
+fn file_beneath(tb: &ToolBox, real: &Path) -> Option<super::beneath::Meta> {
+    let (dir, rel) = tb.beneath(real).ok()?;
+    dir.metadata(&rel).ok().filter(|m| m.kind == Kind::File)
 }
 
 /// Walk `root` for files, honouring ignore files, skipping `.git`, and
@@ -53,26 +68,28 @@ fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, 
             return (found, true);
         }
         let path = entry.path();
-        // Symlinks count when they lead to a file the policy allows; a
-        // regular file under the (canonical) root is inside it already.
-        let meta = if ft.is_symlink() {
-            let allowed = path.to_str().is_some_and(|p| tb.policy.resolve(p, Access::Read).is_ok());
-            match std::fs::metadata(path) {
-                Ok(m) if allowed && m.is_file() => m,
-                _ => continue,
-            }
-        } else {
-            match entry.metadata() {
-                Ok(m) => m,
-                Err(_) => continue,
-            }
-        };
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
-        if keep(&rel.to_string_lossy()) {
-            found.push(Found { path: path.to_owned(), mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) });
+        if !keep(&rel.to_string_lossy()) {
+            continue;
         }
+        // Symlinks count when they lead to a file the policy allows; a
+        // regular file under the (canonical) root is inside it already,
+        // unless the tree changed during the walk: both are checked again
+        // beneath their root.
+        let real = if ft.is_symlink() {
+            match path.to_str().map(|p| tb.policy.resolve(p, Access::Read)) {
+                Some(Ok(real)) => real,
+                _ => continue,
+            }
+        } else {
+            path.to_owned()
+        };
+        let Some(meta) = file_beneath(tb, &real) else {
+            continue;
+        };
+        found.push(Found { path: path.to_owned(), real, mtime: meta.modified });
     }
     (found, false)
 }
@@ -225,8 +242,8 @@ fn include_filter(include: Option<&str>) -> Result<impl Fn(&str) -> bool, String
 /// `include` says), else the walk under it filtered by `include`.
 fn grep_candidates(tb: &ToolBox, root: &Path, path: &str, include: Option<&str>) -> Result<Vec<Found>, String> {
     if root.is_file() {
-        let mtime = std::fs::metadata(root).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-        return Ok(vec![Found { path: root.to_owned(), mtime }]);
+        let mtime = file_beneath(tb, root).map_or(SystemTime::UNIX_EPOCH, |m| m.modified);
+        return Ok(vec![Found { path: root.to_owned(), real: root.to_owned(), mtime }]);
     }
     if !root.is_dir() {
         return Err(format!("error: path is not a directory: {path}"));
@@ -236,11 +253,16 @@ fn grep_candidates(tb: &ToolBox, root: &Path, path: &str, include: Option<&str>)
 
 /// Every line of `candidates` matching `regex`; binary and non-UTF-8 files
 /// are skipped silently, as in Swival.
-fn search_files(candidates: Vec<Found>, regex: &regex::Regex) -> (Vec<Searched>, Vec<Hit>) {
+fn search_files(tb: &ToolBox, candidates: Vec<Found>, regex: &regex::Regex) -> (Vec<Searched>, Vec<Hit>) {
     let mut searched: Vec<Searched> = Vec::new();
     let mut hits: Vec<Hit> = Vec::new();
     for found in candidates {
-        let Ok(bytes) = std::fs::read(&found.path) else {
+        // Opened beneath its root: a file whose path changed since the walk
+        // into a symlink is skipped, never read.
+        let Ok((dir, rel)) = tb.beneath(&found.real) else {
+            continue;
+        };
+        let Ok(bytes) = dir.read(&rel) else {
             continue;
         };
         if looks_binary(&bytes) {
@@ -280,7 +302,7 @@ pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         .map_err(|e| format!("error: invalid regex '{pattern}': {e}\n(The syntax is Rust's regex crate: no lookaround or backreferences.)"))?;
     let root = search_root(tb, path)?;
     let candidates = grep_candidates(tb, &root, path, include)?;
-    let (searched, mut hits) = search_files(candidates, &regex);
+    let (searched, mut hits) = search_files(tb, candidates, &regex);
     if hits.is_empty() {
         return Ok("No matches found.".into());
     }

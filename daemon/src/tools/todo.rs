@@ -1,9 +1,11 @@
 //! `todo`: Swival's per-session checklist (`swival/todo.py`). Actions
 //! add/done/remove/clear/list, at most 50 items of 500 characters, every
 //! action answers with the whole list as JSON. The list is mirrored to
-//! `.swival/todo.md`; items other sessions wrote there are kept on disk but
-//! not taken into this session's list.
+//! `.swival/todo.md` (through [`beneath::swival_dir`], never through a
+//! symlink); items other sessions wrote there are kept on disk but not
+//! taken into this session's list.
 
+use super::beneath::{self, Missing};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
@@ -136,15 +138,16 @@ impl TodoList {
         self.items.iter().filter(|i| !i.done).count()
     }
 
-    /// Run one `todo` call; changes are mirrored to `file` when given.
-    pub fn call(&mut self, args: &Value, file: Option<&Path>) -> Result<String, String> {
+    /// Run one `todo` call; changes are mirrored to `.swival/todo.md` under
+    /// `base` when given.
+    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, String> {
         let action = args.get("action").and_then(Value::as_str).unwrap_or("");
         match action {
             "list" => return Ok(self.response("list", &[], &[])),
             "clear" => {
                 self.removed.extend(self.items.iter().map(|i| key(&i.text)));
                 self.items.clear();
-                self.save(file);
+                self.save(base);
                 return Ok(self.response("clear", &[], &[]));
             }
             "add" | "done" | "remove" => {}
@@ -171,7 +174,7 @@ impl TodoList {
         if succeeded == 0 {
             return Err(all_failed(action, valid.len() + given.len() == 2, &errors));
         }
-        self.save(file);
+        self.save(base);
         Ok(self.response(action, &skipped, &errors))
     }
 
@@ -228,9 +231,17 @@ impl TodoList {
 
     /// Mirror the list to `.swival/todo.md`, keeping other sessions' items.
     /// Best effort: the list in memory is what the model works with.
-    fn save(&mut self, file: Option<&Path>) {
-        let Some(file) = file else { return };
-        let on_disk = std::fs::read_to_string(file).map(|t| parse(&t)).unwrap_or_default();
+    fn save(&mut self, base: Option<&Path>) {
+        let Some(base) = base else { return };
+        let dir = match beneath::swival_dir(base, Missing::Create) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(base = %base.display(), error = %e, "cannot save the todo list");
+                return;
+            }
+        };
+        let file = Path::new("todo.md");
+        let on_disk = dir.read(file).map(|t| parse(&String::from_utf8_lossy(&t))).unwrap_or_default();
         let mut lines = Vec::new();
         let mut written = HashSet::new();
         for item in &mut self.items {
@@ -250,9 +261,8 @@ impl TodoList {
             }
         }
         let text = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
-        let result = file.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(file, text));
-        if let Err(e) = result {
-            tracing::warn!(path = %file.display(), error = %e, "cannot save the todo list");
+        if let Err(e) = dir.replace(file, text.as_bytes()) {
+            tracing::warn!(base = %base.display(), error = %e, "cannot save the todo list");
         }
     }
 }
@@ -266,8 +276,7 @@ mod tests {
     }
 
     fn call_saving(t: &mut TodoList, dir: &Path, args: Value) -> Value {
-        let file = dir.join(".swival/todo.md");
-        serde_json::from_str(&t.call(&args, Some(&file)).unwrap()).unwrap()
+        serde_json::from_str(&t.call(&args, Some(dir)).unwrap()).unwrap()
     }
 
     #[test]

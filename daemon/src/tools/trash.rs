@@ -2,15 +2,17 @@
 //! `.swival/trash/<id>/<name>` under the base dir and a line is appended to
 //! `.swival/trash/index.jsonl`; entries older than 7 days go, and the trash
 //! is kept under 50 MB (oldest first). A lock file serialises sessions that
-//! share a base dir.
+//! share a base dir. The trash is reached through
+//! [`beneath::swival_dir`]: nothing in it is followed through a symlink.
 
 use super::args::req_str;
+use super::beneath::{self, Beneath, How, Kind, Missing};
 use super::path::Access;
-use super::write::rename_or_copy;
 use super::ToolBox;
 use serde_json::{json, Value};
+use std::ffi::OsString;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// Trash entries older than this are removed.
@@ -23,24 +25,29 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
     let requested = req_str(args, "file_path")?;
     let resolved = tb.policy.resolve(requested, Access::Write)?;
     // The entry itself: a symlink is trashed, not its target.
-    let original = tb.policy.unresolved(requested)?;
-    let meta = std::fs::symlink_metadata(&original).map_err(|_| format!("error: file not found: {requested}"))?;
-    let is_link = meta.file_type().is_symlink();
+    let (source, rel) = tb.entry(requested)?;
+    let meta = source.metadata(&rel).map_err(|e| match e {
+        beneath::Error::Symlink(_) => tb.io_error(requested, "delete", e),
+        beneath::Error::Io(_) => format!("error: file not found: {requested}"),
+    })?;
+    let is_link = meta.kind == Kind::Symlink;
     if meta.is_dir() {
         return Err(format!("error: {requested} is a directory. delete_file only removes regular files and symlinks (no recursive directory removal). List the directory with list_files, then delete each file individually."));
     }
     if !is_link {
-        tb.check_write(&resolved)?;
+        tb.check_write(&resolved, true)?;
     }
-    let trash = tb.policy.resolve(".swival/trash", Access::Write)?;
-    std::fs::create_dir_all(&trash).map_err(|e| format!("error: cannot create {}: {e}", trash.display()))?;
+    // The policy's words when `.swival` leads outside; `swival_dir` refuses
+    // any symlinked `.swival`.
+    tb.policy.resolve(".swival/trash", Access::Write)?;
+    let trash = open_trash(&tb.policy.base).map_err(|e| format!("error: cannot use the trash: {e}"))?;
     let _lock = lock(&trash)?;
     prune(&trash, None);
     let id = trash_id();
-    let dir = trash.join(&id);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("error: cannot create {}: {e}", dir.display()))?;
-    let name = original.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("file"));
-    rename_or_copy(&original, &dir.join(name))
+    trash.mkdir_all(Path::new(&id)).map_err(|e| format!("error: cannot create .swival/trash/{id}: {e}"))?;
+    let name = rel.file_name().map(OsString::from).unwrap_or_else(|| OsString::from("file"));
+    source
+        .rename(&rel, &trash, &Path::new(&id).join(name))
         .map_err(|e| format!("error: cannot move {requested} to the trash: {e}"))?;
     if !is_link {
         // Recreating the same path later is a new file, not an overwrite.
@@ -55,11 +62,7 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
     });
     // The file is already in the trash; a failed index line loses only the
     // record, so it is logged rather than reported as a failed delete.
-    let appended = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(trash.join("index.jsonl"))
-        .and_then(|mut f| writeln!(f, "{entry}"));
+    let appended = trash.open_file(Path::new("index.jsonl"), How::Append).and_then(|mut f| Ok(writeln!(f, "{entry}")?));
     if let Err(e) = appended {
         tracing::warn!(error = %e, "cannot append to the trash index");
     }
@@ -71,61 +74,53 @@ fn trash_id() -> String {
     hex::encode(rand::random::<[u8; 16]>())
 }
 
+/// `<base>/.swival/trash`, created if missing, opened beneath the base dir.
+fn open_trash(base: &Path) -> Result<Beneath, beneath::Error> {
+    let swival = beneath::swival_dir(base, Missing::Create)?;
+    swival.mkdir_all(Path::new("trash"))?;
+    swival.open_dir(Path::new("trash"))
+}
+
 /// An exclusive lock on `.swival/trash/.lock`, held until dropped.
-fn lock(trash: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(trash.join(".lock"))
+fn lock(trash: &Beneath) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+    let file = trash
+        .open_file(Path::new(".lock"), How::Lock)
         .map_err(|e| format!("error: cannot open the trash lock: {e}"))?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| format!("error: cannot lock the trash: {e}"))
 }
 
-fn tree_size(p: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(p) else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
-    }
-    std::fs::read_dir(p).map(|rd| rd.filter_map(Result::ok).map(|e| tree_size(&e.path())).sum()).unwrap_or(0)
-}
-
 /// Drop entries older than [`MAX_AGE`], then the oldest until the trash is
 /// under [`MAX_BYTES`]. `keep` (the entry just added) is never dropped but
 /// counts toward the size.
-fn prune(trash: &Path, keep: Option<&str>) {
-    let Ok(rd) = std::fs::read_dir(trash) else {
+fn prune(trash: &Beneath, keep: Option<&str>) {
+    let Ok(listed) = trash.list(Path::new("")) else {
         return;
     };
     let now = SystemTime::now();
-    let mut entries: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-    for e in rd.filter_map(Result::ok) {
-        let path = e.path();
-        let Ok(meta) = e.metadata() else { continue };
-        if !meta.is_dir() {
+    let mut entries: Vec<(SystemTime, u64, OsString)> = Vec::new();
+    for e in listed {
+        if !e.meta.is_dir() {
             continue;
         }
-        let mtime = meta.modified().unwrap_or(now);
-        let kept = keep.is_some_and(|k| e.file_name() == k);
+        let mtime = e.meta.modified;
+        let kept = keep.is_some_and(|k| e.name == k);
         if !kept && now.duration_since(mtime).unwrap_or_default() > MAX_AGE {
-            let _ = std::fs::remove_dir_all(&path);
+            let _ = trash.remove_tree(Path::new(&e.name));
             continue;
         }
-        entries.push((mtime, tree_size(&path), path));
+        entries.push((mtime, trash.tree_size(Path::new(&e.name)), e.name));
     }
     entries.sort_by_key(|(mtime, _, _)| *mtime);
     let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
-    for (_, size, path) in entries {
+    for (_, size, name) in entries {
         if total <= MAX_BYTES {
             break;
         }
-        if keep.is_some_and(|k| path.file_name().is_some_and(|n| n == k)) {
+        if keep.is_some_and(|k| name == k) {
             continue;
         }
-        let _ = std::fs::remove_dir_all(&path);
+        let _ = trash.remove_tree(Path::new(&name));
         total -= size;
     }
 }
@@ -188,7 +183,7 @@ mod tests {
         let long_ago = SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
         std::fs::File::open(&old).unwrap().set_modified(long_ago).unwrap();
         std::fs::create_dir_all(d.path().join("new")).unwrap();
-        prune(d.path(), None);
+        prune(&Beneath::open(d.path()).unwrap(), None);
         assert!(!old.exists());
         assert!(d.path().join("new").exists());
     }

@@ -3,21 +3,24 @@
 //! read-before-write guard. The matching itself is in `edit.rs`.
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
+use super::beneath::{self, Beneath, How, Kind};
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
 use super::ToolBox;
 use serde_json::Value;
+use std::io::Write as _;
 use std::path::Path;
 
 /// Swival's text for the read-before-write guard.
 pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
 
 impl ToolBox {
-    /// The read-before-write guard: an existing file may be changed only
-    /// after this session read or wrote it.
-    pub(super) fn check_write(&self, path: &Path) -> Result<(), String> {
-        if self.read_guard && path.exists() && !self.tracker.seen(path) {
+    /// The read-before-write guard: an existing file (`exists`, as seen
+    /// beneath its root) may be changed only after this session read or
+    /// wrote it.
+    pub(super) fn check_write(&self, path: &Path, exists: bool) -> Result<(), String> {
+        if self.read_guard && exists && !self.tracker.seen(path) {
             return Err(READ_FIRST.into());
         }
         Ok(())
@@ -41,15 +44,18 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         (Some(_), Some(_)) => Err(format!("error: write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry.")),
         (None, None) => Err(format!("error: write_file requires exactly one of 'content' or 'move_from'. To create or overwrite {requested}, pass 'content' as a string (use \"\" for an empty file). To rename an existing file to {requested}, pass 'move_from' with the source path. Retry with one of these arguments.")),
         (Some(content), None) => {
-            if path.is_dir() {
+            let (dir, rel) = tb.beneath(&path)?;
+            let existing = dir.metadata(&rel).ok();
+            if existing.is_some_and(|m| m.is_dir()) {
                 return Err(format!(
                     "error: {requested} is a directory; give a file path"
                 ));
             }
-            tb.check_write(&path)?;
-            create_parent(&path, requested)?;
-            std::fs::write(&path, content.as_bytes())
-                .map_err(|e| format!("error: cannot write {requested}: {e}"))?;
+            tb.check_write(&path, existing.is_some())?;
+            create_parent(tb, &dir, &rel, requested)?;
+            dir.open_file(&rel, How::Truncate)
+                .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
+                .map_err(|e| tb.io_error(requested, "write", e))?;
             tb.tracker.mark(&path);
             Ok(format!(
                 "Wrote {} bytes to {requested}\n[checksum={}]",
@@ -61,50 +67,42 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     }
 }
 
-fn create_parent(path: &Path, requested: &str) -> Result<(), String> {
-    match path.parent() {
-        Some(parent) => std::fs::create_dir_all(parent)
-            .map_err(|e| format!("error: cannot create the directories for {requested}: {e}")),
+/// Create the missing directories above `rel`, each beneath the last.
+fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<(), String> {
+    match rel.parent() {
+        Some(parent) => dir.mkdir_all(parent).map_err(|e| tb.io_error(requested, "create the directories for", e)),
         None => Ok(()),
     }
 }
 
 /// Rename `source` to `dest` (a file or a symlink, never a directory).
 fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, String> {
-    if dest.is_dir() {
+    let (dest_dir, dest_rel) = tb.beneath(dest)?;
+    let existing = dest_dir.metadata(&dest_rel).ok();
+    if existing.is_some_and(|m| m.is_dir()) {
         return Err(format!("error: {requested} is a directory; give the destination's full file path"));
     }
-    tb.check_write(dest)?;
+    tb.check_write(dest, existing.is_some())?;
     let resolved_source = tb.policy.resolve(source, Access::Write)?;
     if resolved_source == dest {
         return Err(format!("error: write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path."));
     }
     // The entry itself, so a symlink is moved rather than its target.
-    let original = tb.policy.unresolved(source)?;
-    let meta = std::fs::symlink_metadata(&original).map_err(|_| format!("error: move_from not found: {source}"))?;
+    let (source_dir, source_rel) = tb.entry(source)?;
+    let meta = source_dir.metadata(&source_rel).map_err(|e| match e {
+        beneath::Error::Symlink(_) => tb.io_error(source, "read", e),
+        beneath::Error::Io(_) => format!("error: move_from not found: {source}"),
+    })?;
     if meta.is_dir() {
         return Err(format!("error: move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory."));
     }
-    create_parent(dest, requested)?;
-    rename_or_copy(&original, dest).map_err(|e| format!("error: cannot move {source} to {requested}: {e}"))?;
+    create_parent(tb, &dest_dir, &dest_rel, requested)?;
+    source_dir.rename(&source_rel, &dest_dir, &dest_rel).map_err(|e| match e {
+        beneath::Error::Symlink(_) => tb.io_error(requested, "write", e),
+        beneath::Error::Io(e) => format!("error: cannot move {source} to {requested}: {e}"),
+    })?;
     tb.tracker.mark(dest);
     Ok(format!("Moved {source} -> {requested}"))
-}
-
-/// `rename`, falling back to copy-and-remove across filesystems.
-pub fn rename_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
-    match std::fs::rename(from, to) {
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-            let meta = std::fs::symlink_metadata(from)?;
-            if meta.file_type().is_symlink() {
-                std::os::unix::fs::symlink(std::fs::read_link(from)?, to)?;
-            } else {
-                std::fs::copy(from, to)?;
-            }
-            std::fs::remove_file(from)
-        }
-        other => other,
-    }
 }
 
 /// `edit_file {file_path, old_string, new_string, replace_all?, line_number?, checksum?}`.
@@ -115,16 +113,22 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let replace_all = opt_bool(args, "replace_all")?.unwrap_or(false);
     let line_number = opt_int(args, "line_number")?.filter(|&n| n > 0).map(|n| n as usize);
     let path = tb.policy.resolve(requested, Access::Write)?;
-    if !path.is_file() {
-        return Err(if path.exists() {
-            format!("error: {requested} is not a regular file; edit_file edits text files")
-        } else {
-            format!("error: file does not exist: {requested}; use write_file to create it")
-        });
+    let (dir, rel) = tb.beneath(&path)?;
+    match dir.metadata(&rel) {
+        Ok(m) if m.kind == Kind::File => {}
+        Ok(_) => return Err(format!("error: {requested} is not a regular file; edit_file edits text files")),
+        Err(e) if e.is_not_found() => {
+            return Err(format!("error: file does not exist: {requested}; use write_file to create it"))
+        }
+        Err(e) => return Err(tb.io_error(requested, "read", e)),
     }
-    tb.check_write(&path)?;
+    tb.check_write(&path, true)?;
     let fail = |reason: String| edit_error(&reason, requested);
-    let bytes = std::fs::read(&path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    let io_fail = |what: &str, e: beneath::Error| match e {
+        beneath::Error::Symlink(_) => tb.io_error(requested, what, e),
+        beneath::Error::Io(e) => fail(format!("cannot {what} the file: {e}")),
+    };
+    let bytes = dir.read(&rel).map_err(|e| io_fail("read", e))?;
     // Only a well-formed checksum is a guard; models sometimes send junk.
     if let Some(expected) =
         opt_str(args, "checksum")?.map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
@@ -140,10 +144,12 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let content = String::from_utf8(bytes)
         .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
     let updated = edit::replace(&content, old, new, replace_all, line_number).map_err(|e| fail(e.to_string()))?;
-    std::fs::write(&path, updated.as_bytes()).map_err(|e| fail(format!("cannot write the file: {e}")))?;
+    dir.open_file(&rel, How::Rewrite)
+        .and_then(|mut f| Ok(f.write_all(updated.as_bytes())?))
+        .map_err(|e| io_fail("write", e))?;
     tb.tracker.mark(&path);
     // From disk, so the next edit's checksum guard agrees with it.
-    let written = std::fs::read(&path).unwrap_or_else(|_| updated.into_bytes());
+    let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
     Ok(format!("Edited {requested}\n[checksum={}]", checksum(&written)))
 }
 
