@@ -312,22 +312,6 @@ fn helper_refuses_to_run_when_its_plan_cannot_be_applied() {
     assert!(err.starts_with("swivald sandbox: Landlock: cannot open /nonexistent/swivald-test"), "{err}");
 }
 
-/// Whether `pid` is dead (gone, or a zombie nobody reaped yet), waiting
-/// up to five seconds for the kill to land.
-fn gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| Some(s.rsplit(')').next()?.split_whitespace().next()?.to_owned()));
-        match state.as_deref() {
-            None | Some("Z") | Some("X") => return true,
-            _ if Instant::now() > deadline => return false,
-            _ => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-}
-
 // ---- fetch_url ----
 
 /// A tiny HTTP server on one loopback address, for a bounded time.
