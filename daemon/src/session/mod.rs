@@ -314,6 +314,7 @@ impl Sessions {
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
             yolo: config.config.yolo,
             protected: Vec::new(),
+            hidden: Vec::new(),
         };
         let mut policy = policy;
         let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
@@ -336,13 +337,17 @@ impl Sessions {
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
         hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
         hide.extend(cfg.sandbox_hide.iter().cloned());
+        let hide: Vec<PathBuf> = hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect();
+        // File tools never reach a hidden path either, except one that
+        // holds the project itself.
+        policy.hidden = hide.iter().filter(|h| !base.starts_with(h)).cloned().collect();
         let input = crate::sandbox::PlanInput {
             mode: cfg.sandbox,
             network_allowed: cfg.command_network,
             write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
             read_only_dirs: policy.allow_ro.clone(),
             socket: self.shared.settings.socket.clone(),
-            hide: hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect(),
+            hide,
             readonly: protection.paths.clone(),
             strict_read: cfg.sandbox_strict_read,
         };

@@ -199,6 +199,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         allow_ro: vec![],
         yolo: false,
         protected: vec![],
+        hidden: vec![],
     })
 }
 

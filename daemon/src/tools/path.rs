@@ -29,6 +29,10 @@ pub struct PathPolicy {
     /// them, and the directories of those scripts that lie inside the base
     /// dir. Canonical; a file or a whole directory tree.
     pub protected: Vec<PathBuf>,
+    /// Never read nor written, even under yolo: the daemon's own state,
+    /// cache and config directories and credential stores (`~/.ssh`, …),
+    /// the same list commands have hidden. Canonical.
+    pub hidden: Vec<PathBuf>,
 }
 
 /// File names the agent may never write, wherever they are.
@@ -52,6 +56,12 @@ impl PathPolicy {
         {
             return Err(format!(
                 "error: {requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it"
+            ));
+        }
+        if let Some(h) = self.hidden_under(&resolved) {
+            return Err(format!(
+                "error: {requested} is hidden from the agent ({} holds the daemon's state or credentials); ask the user if you need something from it",
+                h.display()
             ));
         }
         if access == Access::Write {
@@ -82,6 +92,11 @@ impl PathPolicy {
             resolved.display(),
             self.base.display()
         ))
+    }
+
+    /// The hidden path `resolved` lies under, if any.
+    pub fn hidden_under(&self, resolved: &Path) -> Option<&Path> {
+        self.hidden.iter().find(|h| resolved.starts_with(h)).map(PathBuf::as_path)
     }
 
     /// The path as the model named it (relative to the base dir, `~`
@@ -178,6 +193,7 @@ mod tests {
             allow_ro: vec![],
             yolo: false,
             protected: vec![],
+            hidden: vec![],
         }
     }
 
@@ -251,6 +267,19 @@ mod tests {
         }
         assert!(p.resolve("scripts/redact.py", Access::Read).is_ok());
         assert!(p.resolve("scriptsx/y", Access::Write).is_ok());
+    }
+
+    #[test]
+    fn hidden_paths_are_neither_read_nor_written_even_in_yolo() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = policy(d.path());
+        p.yolo = true;
+        p.hidden = vec![p.base.join(".ssh")];
+        for access in [Access::Read, Access::Write] {
+            let err = p.resolve(".ssh/id_rsa", access).unwrap_err();
+            assert!(err.contains("hidden from the agent"), "{err}");
+        }
+        assert!(p.resolve(".sshx", Access::Read).is_ok());
     }
 
     #[test]

@@ -47,12 +47,13 @@ fn file_beneath(tb: &ToolBox, real: &Path) -> Option<super::beneath::Meta> {
 /// keeping those `keep` accepts (given the path relative to `root`).
 /// Returns the files and whether the walk stopped at [`MAX_WALK`].
 fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, bool) {
+    let hidden = tb.policy.hidden.clone();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(move |e| e.file_name() != ".git" && !hidden.iter().any(|h| e.path().starts_with(h)))
         .build();
     let mut found = Vec::new();
     let mut visited = 0;
@@ -68,6 +69,9 @@ fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, 
             return (found, true);
         }
         let path = entry.path();
+        if tb.policy.hidden_under(path).is_some() {
+            continue;
+        }
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
@@ -402,6 +406,19 @@ mod tests {
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
         let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "*.rs", "path": "src"})).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
+    }
+
+    #[test]
+    fn hidden_directories_are_neither_listed_nor_searched() {
+        let d = tempfile::tempdir().unwrap();
+        file(d.path(), ".ssh/id_rsa", "PRIVATE KEY", 0);
+        file(d.path(), "notes.txt", "PRIVATE KEY mentioned", 0);
+        let mut tb = toolbox(d.path());
+        tb.policy.hidden = vec![tb.policy.base.join(".ssh")];
+        let out = list_files(&mut tb, &json!({"pattern": "**/*"})).unwrap();
+        assert_eq!(out, "notes.txt");
+        let out = grep(&mut tb, &json!({"pattern": "PRIVATE"})).unwrap();
+        assert!(out.contains("notes.txt") && !out.contains("id_rsa"), "{out}");
     }
 
     #[test]
