@@ -1,10 +1,9 @@
 //! The daemon's own environment. Secrets the daemon reads from it (provider
 //! keys, `SWIVAL_ENCRYPT_KEY`) are taken out at start, while the process
 //! is still single-threaded, and kept here in memory only: no child the
-//! daemon starts (scripts, the sandbox helper, commands) inherits them.
-//! (The kernel's copy of the initial environment, `/proc/<pid>/environ`,
-//! is readable only by the same user, and commands cannot see the daemon's
-//! /proc entry from their own PID namespace.)
+//! daemon starts (scripts, the sandbox helper, commands) inherits them, and
+//! their values are overwritten in the initial environment block, which is
+//! what `/proc/<pid>/environ` shows.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -24,11 +23,29 @@ pub fn take_secrets() {
         if let Ok(value) = std::env::var(name) {
             taken.insert(*name, value);
         }
+        scrub(name);
         // Sound only because main calls this before the runtime or any
         // other thread starts: nothing reads the environment concurrently.
         std::env::remove_var(name);
     }
     let _ = TAKEN.set(taken);
+}
+
+/// Overwrite the value of `name` where the environment block holds it, so
+/// the kernel's copy of the initial environment (`/proc/<pid>/environ`)
+/// no longer shows it.
+fn scrub(name: &str) {
+    let Ok(key) = std::ffi::CString::new(name) else { return };
+    // SAFETY: single-threaded (see take_secrets); getenv returns a pointer
+    // to the NUL-terminated value inside the environment block, which is
+    // writable process memory; only its own bytes are overwritten.
+    unsafe {
+        let value = libc::getenv(key.as_ptr());
+        if !value.is_null() {
+            let len = libc::strlen(value);
+            std::ptr::write_bytes(value, b'*', len);
+        }
+    }
 }
 
 /// A secret variable: from what [`take_secrets`] took, or, in a process

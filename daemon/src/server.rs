@@ -9,7 +9,7 @@ use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::transport::{self, ConnectionCount, Limits, Listener};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`.
@@ -23,13 +23,13 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let stopping = CancellationToken::new();
     let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
     tracing::info!("command sandbox: {sandbox_caps:?}");
-    let grace = Duration::from_secs_f64(settings.shutdown_grace_s.max(0.0));
+    let grace = crate::config::seconds(settings.shutdown_grace_s, 0.0);
     let sessions = Arc::new(Sessions::open(
         store,
         SessionSettings {
             global_config: Some(crate::config::global_config_path()),
             max_llm_calls: settings.max_concurrent_llm_calls as usize,
-            backoff_base: Duration::from_secs_f64(settings.provider_backoff_base_s.max(0.0)),
+            backoff_base: crate::config::seconds(settings.provider_backoff_base_s, 0.0),
             max_children: settings.max_children as usize,
             sandbox_caps,
             socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),

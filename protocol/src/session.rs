@@ -58,6 +58,10 @@ pub struct ProjectTrustParams {
     /// Only report what the file enables and whether it is trusted; record nothing.
     #[serde(default)]
     pub check: bool,
+    /// Trust only if the content still has this SHA-256 (what the user
+    /// was shown); a file changed since is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// `project/trust` result.

@@ -147,6 +147,29 @@ fn a_full_daemon_evicts_the_longest_idle_connection_and_refuses_only_when_all_ar
 }
 
 #[test]
+fn http_clients_stalled_in_their_request_body_do_not_lock_a_new_client_out() {
+    let env = TestEnv::new();
+    env.daemon_settings("max_connections = 3");
+    let daemon = env.start_daemon();
+    // Complete heads announcing a body that never fully arrives: while
+    // the body is awaited the connection counts as idle, so it can be
+    // evicted for a new client.
+    let stalled: Vec<UnixStream> = (0..3)
+        .map(|_| {
+            let mut s = connect(&daemon.socket);
+            let head =
+                "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(b"{\"json").unwrap();
+            s
+        })
+        .collect();
+    let mut c = daemon.nd();
+    assert_status(&daemon, &c.ok("daemon/status", json!({})));
+    drop(stalled);
+}
+
+#[test]
 fn idle_connection_is_closed_after_idle_timeout_but_one_with_a_subscription_is_not() {
     let env = TestEnv::new();
     env.daemon_settings("idle_timeout_s = 1");

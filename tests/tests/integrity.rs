@@ -121,6 +121,43 @@ fn the_model_cannot_rewrite_its_filter_and_the_secret_never_reaches_the_provider
 }
 
 #[test]
+fn moving_the_filters_parent_aside_and_rebuilding_it_around_a_copy_is_refused() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let p = env.project("p");
+    let dir = p.join("tools/filters");
+    std::fs::create_dir_all(&dir).unwrap();
+    script(&dir, "redact.py", REDACT);
+    std::fs::write(dir.join("helper.py"), HELPER).unwrap();
+    std::fs::write(p.join("swival.toml"), "llm_filter = \"./tools/filters/redact.py\"\n").unwrap();
+    c.ok("project/trust", json!({"base_dir": p}));
+    // The protected directory cannot move, but its parent can: the model
+    // moves `tools` aside and rebuilds it with an identical filter and its
+    // own helper module.
+    let rebuild = "import os,shutil\nos.makedirs('tools/filters')\nshutil.copy('moved/filters/redact.py','tools/filters/redact.py')\nopen('tools/filters/helper.py','w').write('def scrub(t): return t')";
+    // Both in one turn, so no filter check falls between them.
+    let mock = MockProvider::start(vec![
+        Step::tool_calls(vec![
+            ("mv", "run_command", json!({"command": ["mv", "tools", "moved"]})),
+            ("py", "run_command", json!({"command": ["python3", "-c", rebuild]})),
+        ]),
+        Step::text("never sent"),
+    ]);
+    let cfg = with(provider(&mock), json!({"allowed_commands": ["mv", "python3"]}));
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].clone();
+    let (r, _) = run(&mut c, &sid, "keep SECRET-123 safe", &mock);
+    assert!(
+        p.join("moved/filters/redact.py").exists() && p.join("tools/filters/helper.py").exists(),
+        "the attack did not run"
+    );
+    assert_eq!(r["outcome"], "error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("moved or replaced"), "{r}");
+    assert!(!mock.requests_text().contains("SECRET-123"), "the secret reached the provider");
+    assert_eq!(mock.request_count(), 1);
+}
+
+#[test]
 fn a_hook_script_rewritten_by_an_unconfined_command_is_detected_and_blocks() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
@@ -236,7 +273,11 @@ fn commands_see_no_daemon_secrets_no_state_no_credentials_and_no_unix_sockets() 
     let pids: Vec<&str> = tools["ps"].lines().filter(|l| l.chars().all(|ch| ch.is_ascii_digit())).collect();
     assert_eq!(pids, ["1", "2"], "{}", tools["ps"]);
     // The daemon took the keys out of its own environment too: nothing it
-    // starts inherits them.
+    // starts inherits them, and its /proc entry no longer shows them.
+    let environ = std::fs::read(format!("/proc/{}/environ", daemon.pid())).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(!environ.contains("sk-daemon-secret") && !environ.contains("00112233445566778899aabbccddeeff"));
+    assert!(environ.contains("tok-xyz"), "only the keys the daemon reads are removed");
     let st = c.ok("policy/status", json!({"session_id": sid}))["sandbox"].to_string();
     assert!(st.contains("cannot create Unix sockets") && st.contains("PID namespace"), "{st}");
 }

@@ -62,8 +62,15 @@ pub async fn trust(socket: &Path, dir: Option<PathBuf>, check: bool, json: bool)
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
     let base = dir.map(|p| if p.is_absolute() { p } else { cwd.join(p) }).unwrap_or(cwd);
     let client = connect(socket).await?;
-    let params = swival_protocol::ProjectTrustParams { base_dir: base.display().to_string(), check };
-    let result = client.trust_project(&params).await?;
+    // Show first, then trust exactly what was shown.
+    let mut params =
+        swival_protocol::ProjectTrustParams { base_dir: base.display().to_string(), check: true, sha256: None };
+    let mut result = client.trust_project(&params).await?;
+    if !check && !result.enables.is_empty() {
+        params.check = false;
+        params.sha256 = result.sha256.clone();
+        result = client.trust_project(&params).await?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
         return Ok(if result.trusted { ExitCode::SUCCESS } else { ExitCode::from(1) });

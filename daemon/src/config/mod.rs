@@ -158,6 +158,17 @@ impl Origin {
     }
 }
 
+/// Longest duration a config value can ask for (a year): anything longer
+/// is as good as forever, and would overflow a deadline.
+const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `s` seconds as a duration, clamped to `[min_s, a year]`; never panics,
+/// whatever a config file or a provider header says (`NaN` gives `min_s`).
+pub fn seconds(s: f64, min_s: f64) -> std::time::Duration {
+    let s = if s.is_nan() { min_s } else { s.clamp(min_s.max(0.0), MAX_SECONDS) };
+    std::time::Duration::from_secs_f64(s)
+}
+
 /// `$XDG_CONFIG_HOME/swival/config.toml` (the platform's config directory
 /// elsewhere): the global Swival config file.
 pub fn global_config_path() -> PathBuf {

@@ -25,28 +25,92 @@ pub struct ProjectFile {
     pub sha256: String,
 }
 
-/// Keys that run programs (always need trust, whatever the value).
-const RUNS_PROGRAMS: &[(&str, &str)] = &[
+/// Keys a project may set without trust: they change how the agent works,
+/// not what it may reach, what runs, or where data goes. Every other key
+/// needs trust (fail closed: a key added later needs trust until it is
+/// judged harmless here).
+const HARMLESS: &[&str] = &[
+    "user_agent",
+    "max_output_tokens",
+    "max_context_tokens",
+    "max_output_lines",
+    "max_output_kb",
+    "temperature",
+    "top_p",
+    "seed",
+    "max_turns",
+    "retries",
+    "provider_timeout",
+    "system_prompt",
+    "no_system_prompt",
+    "files",
+    "no_read_guard",
+    "no_instructions",
+    "no_history",
+    "no_memory",
+    "no_continue",
+    "quiet",
+    "reasoning_effort",
+    "cache",
+    "stream",
+    "color",
+    "show_thinking",
+    "sanitize_thinking",
+    "prompt_cache",
+    "proactive_summaries",
+    "no_skills",
+    "memory_full",
+    "no_mcp",
+    "no_a2a",
+    "no_lifecycle",
+    "serve_name",
+    "serve_description",
+];
+
+/// Why a key needs trust, for the ones worth explaining.
+const REASONS: &[(&str, &str)] = &[
     ("llm_filter", "runs a filter program on every request"),
     ("filters", "runs filter programs on every request"),
     ("hooks", "runs hook programs around every model call"),
     ("reviewer", "runs a reviewer program on every answer"),
     ("mcp_servers", "starts MCP server programs"),
     ("a2a_servers", "connects to A2A agents"),
-];
-
-/// Keys that widen what the agent may do or where data goes.
-const WIDENS: &[(&str, &str)] = &[
     ("allowed_commands", "lets the agent run these programs"),
+    ("commands", "lets the agent run programs"),
     ("allowed_dirs", "opens directories outside the project to the agent"),
     ("allowed_dirs_ro", "opens directories outside the project to the agent (read-only)"),
     ("fetch_allow_networks", "lets fetch_url reach private networks"),
     ("command_env", "passes more environment variables to the agent's commands"),
     ("sandbox_expose", "shows hidden credential stores to the agent's commands"),
+    ("sandbox_hide", "replaces the list of paths hidden from the agent"),
     ("base_url", "sends the project's code and the API key to this address"),
     ("provider", "chooses where the project's code and the API key are sent"),
+    ("api_key", "sends requests under another account"),
+    ("extra_body", "adds fields to every request (it can change what is sent or stored)"),
     ("model", "chooses the model (with provider = \"command\": the program that runs)"),
+    ("yolo", "lets the agent run any program and reach any path"),
+    ("command_network", "gives the agent's commands the network"),
+    ("sandbox", "turns the kernel sandbox of commands off"),
+    ("sandbox_strict_read", "lets commands read outside the project again"),
+    ("encrypt_secrets", "sends secrets to the provider unencrypted"),
+    ("encrypt_secrets_key", "chooses the key secrets are encrypted with"),
+    ("encrypt_secrets_tweak", "chooses how secrets are encrypted"),
+    ("encrypt_secrets_patterns", "replaces the patterns that find secrets"),
+    ("max_review_rounds", "changes how much the reviewer may ask for"),
+    ("reviewer_timeout_s", "changes how long the reviewer may take (a timeout accepts the answer)"),
+    ("active_profile", "selects a profile (it may widen the sandbox)"),
 ];
+
+/// Values that only narrow what the agent may do: no trust needed.
+fn narrows(key: &str, value: &toml::Value) -> bool {
+    match (key, value) {
+        ("yolo" | "command_network", toml::Value::Boolean(false)) => true,
+        ("encrypt_secrets" | "sandbox_strict_read", toml::Value::Boolean(true)) => true,
+        ("sandbox", toml::Value::String(s)) => s == "os",
+        ("commands", toml::Value::String(s)) => s == "none",
+        _ => false,
+    }
+}
 
 impl ProjectFile {
     /// `<base_dir>/swival.toml` as it is now; `None` when there is none.
@@ -82,32 +146,18 @@ impl ProjectFile {
     }
 }
 
-/// The lines for the sensitive keys of one table.
+/// The lines for the keys of one table that need trust.
 fn sensitive(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
-    let line = |key: &str, value: &toml::Value, why: &str| format!("{prefix}{key} = {}: {why}", short(value));
-    for (key, why) in RUNS_PROGRAMS.iter().chain(WIDENS) {
-        if let Some(v) = table.get(*key) {
-            out.push(line(key, v, why));
+    for (key, value) in table {
+        if key == "profiles" || HARMLESS.contains(&key.as_str()) || narrows(key, value) {
+            continue;
         }
-    }
-    let is_true = |k: &str| table.get(k).and_then(toml::Value::as_bool) == Some(true);
-    let is_false = |k: &str| table.get(k).and_then(toml::Value::as_bool) == Some(false);
-    if is_true("yolo") {
-        out.push(format!("{prefix}yolo = true: lets the agent run any program and reach any path"));
-    }
-    if is_true("command_network") {
-        out.push(format!("{prefix}command_network = true: gives the agent's commands the network"));
-    }
-    if table.get("sandbox").and_then(toml::Value::as_str) == Some("builtin") {
-        out.push(format!("{prefix}sandbox = \"builtin\": turns the kernel sandbox of commands off"));
-    }
-    if is_false("encrypt_secrets") {
-        out.push(format!("{prefix}encrypt_secrets = false: sends secrets to the provider unencrypted"));
-    }
-    match table.get("commands") {
-        Some(toml::Value::String(s)) if s == "none" => {}
-        Some(v) => out.push(format!("{prefix}commands = {}: lets the agent run programs", short(v))),
-        None => {}
+        let why = REASONS
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, why)| *why)
+            .unwrap_or("is not one of the keys a project may set without trust");
+        out.push(format!("{prefix}{key} = {}: {why}", short(value)));
     }
 }
 
@@ -158,6 +208,27 @@ mod tests {
         ] {
             assert!(joined.contains(want), "missing {want:?} in {joined}");
         }
+    }
+
+    #[test]
+    fn keys_that_weaken_the_reviewer_encryption_or_hiding_need_trust_and_unknown_ones_too() {
+        let f = file(
+            "reviewer_timeout_s = 0.001\nmax_review_rounds = 0\nencrypt_secrets_key = \"00\"\n\
+             sandbox_hide = []\nsandbox_strict_read = false\napi_key = \"k\"\nextra_body = { store = true }\n\
+             active_profile = \"wide\"\nstorm_breaker = 1\n",
+        );
+        let lines = f.needs_trust().unwrap();
+        assert_eq!(lines.len(), 9, "{lines:#?}");
+        assert!(lines.iter().any(|l| l.starts_with("storm_breaker = 1: is not one of the keys")), "{lines:#?}");
+    }
+
+    #[test]
+    fn huge_or_odd_durations_are_clamped_instead_of_panicking() {
+        use crate::config::seconds;
+        assert_eq!(seconds(1e300, 1.0).as_secs(), 365 * 24 * 3600);
+        assert_eq!(seconds(f64::NAN, 1.0).as_secs(), 1);
+        assert_eq!(seconds(-5.0, 0.0).as_secs(), 0);
+        assert_eq!(seconds(f64::INFINITY, 0.0).as_secs(), 365 * 24 * 3600);
     }
 
     #[test]

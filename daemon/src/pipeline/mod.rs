@@ -16,7 +16,6 @@ use reviewer::Reviewer;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use swival_protocol::{FileDigest, ScriptStatus};
 
 /// Policy files and directories the agent may never change.
@@ -89,7 +88,7 @@ impl Pipeline {
                     pins: pin_argv(&stage.command.argv, base_dir),
                 },
                 mode: mode_of(stage.mode, stage.prespawn),
-                timeout: Duration::from_secs_f64(stage.timeout_s.max(0.001)),
+                timeout: crate::config::seconds(stage.timeout_s, 0.001),
                 display: stage.command.display(),
             });
         }
@@ -99,7 +98,7 @@ impl Pipeline {
                 Some(Reviewer {
                     argv: cmd.argv.clone(),
                     base_dir: base_dir.to_owned(),
-                    timeout: Duration::from_secs_f64(cfg.reviewer_timeout_s.max(0.001)),
+                    timeout: crate::config::seconds(cfg.reviewer_timeout_s, 0.001),
                     max_rounds: cfg.max_review_rounds,
                     display: cmd.display(),
                     pins: pin_argv(&cmd.argv, base_dir),
@@ -138,7 +137,7 @@ impl Pipeline {
         let mut paths = Vec::new();
         let mut notes = Vec::new();
         for pin in self.pinned() {
-            let Ok(file) = pin.path.canonicalize() else { continue };
+            let file = pin.real.clone();
             if file.starts_with(base_dir) {
                 match file.parent() {
                     Some(dir) if dir != base_dir => paths.push(dir.to_owned()),
@@ -150,7 +149,26 @@ impl Pipeline {
             }
             paths.push(file);
         }
-        paths.extend(config_files.iter().filter_map(|f| f.canonicalize().ok()));
+        // Config files are protected whether or not they exist yet.
+        paths.extend(config_files.iter().map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())));
+        let argvs =
+            self.filters.iter().map(|s| &s.script.argv).chain(self.hooks.commands.iter().map(|c| &c.script.argv));
+        for argv in argvs.chain(self.reviewer.iter().map(|r| &r.argv)) {
+            if argv.iter().skip(1).any(|a| a == "-m" || a == "-c") {
+                notes.push(format!(
+                    "`{}` loads code by name (-m or -c): only the files named on its command line are pinned and protected",
+                    argv.join(" ")
+                ));
+            }
+        }
+        for pin in self.pinned() {
+            if pin.real.starts_with(base_dir) && pin.real.extension().is_none() {
+                notes.push(format!(
+                    "{} is a program inside the base directory: libraries it loads from the project (a virtualenv, node_modules) are not protected; install it outside the project",
+                    pin.real.display()
+                ));
+            }
+        }
         paths.sort();
         paths.dedup();
         notes.sort();

@@ -118,8 +118,9 @@ fn spawn_argv(
 ) -> Result<Spawned, ProcError> {
     super::pin::verify_all(pins)?;
     let program = argv.first().cloned().unwrap_or_default();
-    let mut cmd = Command::new(&program);
-    cmd.args(argv.get(1..).unwrap_or_default())
+    let mut cmd = Command::new(super::pin::executable(&program, pins));
+    cmd.arg0(&program)
+        .args(argv.get(1..).unwrap_or_default())
         .current_dir(cwd)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())

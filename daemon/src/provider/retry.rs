@@ -22,7 +22,7 @@ pub fn backoff_delay(base: Duration, retry: u32) -> Duration {
 /// Parse a `Retry-After` header given in seconds (HTTP dates count as absent).
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs).min(MAX_DELAY * 4))
+    (secs.is_finite() && secs >= 0.0).then(|| crate::config::seconds(secs, 0.0).min(MAX_DELAY * 4))
 }
 
 #[cfg(test)]

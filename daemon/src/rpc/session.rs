@@ -39,7 +39,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_method(methods::PROJECT_TRUST, |params, ctx, _| {
         let p: swival_protocol::ProjectTrustParams = params.parse()?;
-        ctx.sessions.trust_project(&p.base_dir, p.check).map_err(rpc_error)
+        ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)
     })?;
     module.register_async_method(methods::SESSION_LIST, |_, ctx, _| async move {
         ctx.sessions.list().await.map(|sessions| SessionListResult { sessions }).map_err(rpc_error)

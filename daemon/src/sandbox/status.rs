@@ -266,13 +266,15 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
     let (hide_paths, socket_hidden, hidden, readonly_paths) = if caps.user_namespaces {
         let keep = |h: &PathBuf| !covers_needed(h, &write_dirs);
         let socket: Vec<PathBuf> = socket.into_iter().filter(keep).collect();
-        let mut hidden: Vec<PathBuf> = hide.into_iter().filter(|h| keep(h) && h.exists()).collect();
+        // Paths that do not exist yet stay in the plan: the helper hides
+        // (or binds) whatever exists when each command starts.
+        let mut hidden: Vec<PathBuf> = hide.into_iter().filter(keep).collect();
         hidden.sort();
         hidden.dedup();
         let socket_hidden = !socket.is_empty();
         let mut all = socket;
         all.extend(hidden.iter().cloned());
-        let mut ro: Vec<PathBuf> = readonly.into_iter().filter(|p| p.exists()).collect();
+        let mut ro: Vec<PathBuf> = readonly;
         ro.sort();
         ro.dedup();
         (all, socket_hidden, hidden, ro)

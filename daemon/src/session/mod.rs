@@ -165,6 +165,8 @@ pub struct Session {
     pub sandbox: SandboxStatus,
     /// Policy files and directories the agent cannot change.
     pub tools_protected: Vec<PathBuf>,
+    /// What could not be protected, in plain words.
+    pub protection_notes: Vec<String>,
     /// What may change.
     state: tokio::sync::Mutex<State>,
 }
@@ -277,8 +279,9 @@ impl Sessions {
         self.remember_project(&id, accepted.as_deref())?;
         let config = row.config.clone();
         // What the kernel cannot enforce is said plainly, never pretended.
-        let warnings =
+        let mut warnings =
             if session.commands.policy.enabled() { session.sandbox.not_enforced.clone() } else { Vec::new() };
+        warnings.extend(session.protection_notes.iter().cloned());
         for message in &warnings {
             let _ = session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
@@ -352,7 +355,7 @@ impl Sessions {
             strict_read: cfg.sandbox_strict_read,
         };
         let env = crate::sandbox::command::allowed_environment(std::env::vars_os(), &cfg.command_env);
-        let (commands, mut sandbox) = CommandEnv::new(
+        let (commands, sandbox) = CommandEnv::new(
             command_policy,
             &base,
             input,
@@ -360,7 +363,6 @@ impl Sessions {
             crate::sandbox::default_helper(),
             env,
         );
-        sandbox.not_enforced.extend(protection.notes);
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),
@@ -397,6 +399,7 @@ impl Sessions {
             fetch,
             sandbox,
             tools_protected: protection.paths,
+            protection_notes: protection.notes,
             state: tokio::sync::Mutex::new(State {
                 idle: Some((conversation, tools, shield)),
                 active: None,
@@ -708,7 +711,8 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
         ));
     }
     enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
-    let not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
+    let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
+    not_enforced.extend(session.protection_notes.iter().cloned());
     swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
 }
 

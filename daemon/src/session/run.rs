@@ -93,7 +93,7 @@ pub fn provider_settings(
         api_key,
         model: if kind == ProviderKind::Command { None } else { cfg.model.clone() },
         user_agent: cfg.user_agent.clone().unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
-        timeout: Duration::from_secs_f64(cfg.provider_timeout.max(1.0)),
+        timeout: crate::config::seconds(cfg.provider_timeout, 1.0),
         attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),
         backoff_base,
         max_output_tokens: cfg.max_output_tokens,

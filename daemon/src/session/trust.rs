@@ -44,7 +44,12 @@ impl Sessions {
 
     /// `project/trust`: record (unless `check`) that the user trusts the
     /// project file of `base_dir` as it is now.
-    pub fn trust_project(&self, base_dir: &str, check: bool) -> Result<ProjectTrustResult, SessionError> {
+    pub fn trust_project(
+        &self,
+        base_dir: &str,
+        check: bool,
+        expected: Option<&str>,
+    ) -> Result<ProjectTrustResult, SessionError> {
         let base = check_base_dir(base_dir)?;
         let project = ProjectFile::read(&base).map_err(|e| SessionError::Config(e.to_string()))?;
         let Some(file) = project else {
@@ -52,6 +57,12 @@ impl Sessions {
         };
         let enables = file.needs_trust().map_err(|e| SessionError::Config(e.to_string()))?;
         let path = file.path.display().to_string();
+        if let Some(shown) = expected.filter(|s| *s != file.sha256) {
+            return Err(SessionError::Untrusted(format!(
+                "{path} changed since it was shown (sha256 {shown} then, {} now); nothing was trusted: review it again",
+                file.sha256
+            )));
+        }
         if !check {
             self.shared.store.trust_project(&path, &file.sha256, &events::now())?;
         }

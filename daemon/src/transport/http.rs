@@ -116,21 +116,25 @@ where
     fn call(&mut self, mut req: hyper::Request<Incoming>) -> Self::Future {
         self.request_seen.notify_one();
         req.extensions_mut().insert(self.activity.clone());
-        let busy = self.activity.busy();
+        let activity = self.activity.clone();
         let (max_body, max_batch_len) = (self.max_body, self.max_batch_len);
         // jsonrpsee's service is always ready, so a clone may be called.
         let mut inner = self.inner.clone();
         Box::pin(async move {
-            let response = if req.method() == hyper::Method::POST && content_type_is_json(&req) {
+            // A client still sending its body counts as idle, so one that
+            // stalls there can be evicted or reaped like any idle one.
+            if req.method() == hyper::Method::POST && content_type_is_json(&req) {
                 match bounded_batch(req, max_body, max_batch_len).await {
-                    Ok(req) => inner.call(req).await,
+                    Ok(req) => {
+                        let _busy = activity.busy();
+                        inner.call(req).await
+                    }
                     Err(refusal) => Ok(refusal),
                 }
             } else {
+                let _busy = activity.busy();
                 inner.call(req.map(HttpBody::new)).await
-            };
-            drop(busy);
-            response
+            }
         })
     }
 }

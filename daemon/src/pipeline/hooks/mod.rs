@@ -50,7 +50,7 @@ impl CommandEntry {
             point: h.point,
             priority: h.priority,
             order: registry.next_order(),
-            timeout: Duration::from_secs_f64(h.timeout_s.max(0.001)),
+            timeout: crate::config::seconds(h.timeout_s, 0.001),
             on_failure: h.on_failure,
             script: Script {
                 argv: h.command.argv.clone(),
