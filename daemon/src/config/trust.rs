@@ -1,10 +1,10 @@
 //! Trust on first use for a project's `swival.toml` (SPEC §6), as direnv's
 //! `allow`, mise's `trust` and VS Code's workspace trust do it. A project
 //! file is code someone else may have written (a cloned repository, or the
-//! model's own command): when it runs programs, widens the sandbox or sends
-//! the code elsewhere, it takes effect only after the user trusted that
-//! exact content (`swivalctl trust`, recorded by SHA-256 in the daemon's
-//! state). The global config and the caller's own flags are the user's and
+//! model's own command): unless it sets only harmless keys (how the agent
+//! works, not what it may reach, what runs or where data goes), it takes
+//! effect only after the user trusted that exact content (`swivalctl
+//! trust`, recorded by SHA-256 in the daemon's state). The global config and the caller's own flags are the user's and
 //! are always trusted.
 //!
 //! The file is read once: its hash is checked and the same bytes are
