@@ -149,7 +149,10 @@ impl ProjectFile {
 /// The lines for the keys of one table that need trust.
 fn sensitive(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
     for (key, value) in table {
-        if key == "profiles" || HARMLESS.contains(&key.as_str()) || narrows(key, value) {
+        // An unknown key is the loader's error to report, not a question
+        // of trust.
+        let known = super::schema::key(key).is_some();
+        if !known || key == "profiles" || HARMLESS.contains(&key.as_str()) || narrows(key, value) {
             continue;
         }
         let why = REASONS
