@@ -7,8 +7,10 @@
 //! when it ends, so exactly one run at a time can touch them; a second
 //! `run/start` meanwhile finds the session busy.
 
+mod build;
 pub mod events;
 mod history;
+mod policy;
 mod run;
 mod trust;
 
@@ -18,10 +20,9 @@ use crate::config::{self, EffectiveConfig};
 use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
-use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv, SandboxCapabilities, SandboxStatus};
+use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::secrets::SecretShield;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
-use crate::tools::path::PathPolicy;
 use crate::tools::ToolBox;
 use events::EventLog;
 use serde_json::Value;
@@ -289,125 +290,6 @@ impl Sessions {
         Ok(SessionCreateResult { session_id: id, config, warnings })
     }
 
-    fn build(
-        &self,
-        row: &SessionRow,
-        config: EffectiveConfig,
-        messages: Vec<Value>,
-    ) -> Result<Arc<Session>, SessionError> {
-        let base = PathBuf::from(&row.base_dir);
-        let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
-            dirs.iter()
-                .map(|d| {
-                    let c =
-                        d.canonicalize().map_err(|e| SessionError::Config(format!("{key}: {}: {e}", d.display())))?;
-                    if !c.is_dir() || c.parent().is_none() {
-                        return Err(SessionError::Config(format!(
-                            "{key}: {} must be a directory other than /",
-                            d.display()
-                        )));
-                    }
-                    Ok(c)
-                })
-                .collect()
-        };
-        let policy = PathPolicy {
-            base: base.clone(),
-            allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
-            allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
-            yolo: config.config.yolo,
-            protected: Vec::new(),
-            hidden: Vec::new(),
-        };
-        let mut policy = policy;
-        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
-            .map_err(SessionError::Setup)?;
-        let cfg = &config.config;
-        let config_files: Vec<PathBuf> = self
-            .shared
-            .settings
-            .global_config
-            .iter()
-            .cloned()
-            .chain([base.join(config::PROJECT_FILE), base.join(".swival/mcp.json")])
-            .collect();
-        let protection = pipeline.protection(&base, &config_files);
-        policy.protected = protection.paths.clone();
-        let path_var = std::env::var_os("PATH").unwrap_or_default();
-        let command_policy =
-            CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
-        let mut hide = crate::sandbox::default_hidden();
-        hide.retain(|h| !cfg.sandbox_expose.contains(h));
-        hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
-        hide.extend(cfg.sandbox_hide.iter().cloned());
-        let hide: Vec<PathBuf> = hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect();
-        // File tools never reach a hidden path either, except one that
-        // holds the project itself.
-        policy.hidden = hide.iter().filter(|h| !base.starts_with(h)).cloned().collect();
-        let input = crate::sandbox::PlanInput {
-            mode: cfg.sandbox,
-            network_allowed: cfg.command_network,
-            write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
-            read_only_dirs: policy.allow_ro.clone(),
-            socket: self.shared.settings.socket.clone(),
-            hide,
-            readonly: protection.paths.clone(),
-            strict_read: cfg.sandbox_strict_read,
-        };
-        let env = crate::sandbox::command::allowed_environment(std::env::vars_os(), &cfg.command_env);
-        let (commands, sandbox) = CommandEnv::new(
-            command_policy,
-            &base,
-            input,
-            &self.shared.settings.sandbox_caps,
-            crate::sandbox::default_helper(),
-            env,
-        );
-        crate::sandbox::spill::sweep(&base);
-        let fetch = FetchEnv {
-            base_dir: base.clone(),
-            allow_networks: cfg.fetch_allow_networks.clone(),
-            max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
-        };
-        // Secrets are encrypted before anything reaches the provider (not for
-        // the command provider, as in Swival).
-        let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
-            let env_key = crate::environment::secret(crate::secrets::ENCRYPT_KEY_ENV);
-            let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
-            let shield = SecretShield::from_hex_key(
-                key.as_deref(),
-                cfg.encrypt_secrets_tweak.as_deref(),
-                &cfg.encrypt_secrets_patterns,
-            )
-            .map_err(|e| SessionError::Config(format!("encrypt_secrets: {e}")))?;
-            Some(shield)
-        } else {
-            None
-        };
-        let mut tools = ToolBox::new(policy);
-        tools.read_guard = !config.config.no_read_guard;
-        let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
-        Ok(Arc::new(Session {
-            id: row.id.clone(),
-            base_dir: base,
-            title: row.title.clone(),
-            created_at: row.created_at.clone(),
-            config,
-            events: EventLog::new(self.shared.store.clone(), row.id.clone()),
-            pipeline,
-            commands,
-            fetch,
-            sandbox,
-            tools_protected: protection.paths,
-            protection_notes: protection.notes,
-            state: tokio::sync::Mutex::new(State {
-                idle: Some((conversation, tools, shield)),
-                active: None,
-                closed: row.closed,
-            }),
-        }))
-    }
-
     /// A session, loaded from the store if this daemon has not seen it yet.
     pub fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
         if let Some(s) = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
@@ -580,39 +462,6 @@ impl Sessions {
         self.shared.runner.shutdown().await;
     }
 
-    /// `policy/check`: would `argv` run in this session (or under this base
-    /// dir's configuration), and why.
-    pub fn policy_check(
-        &self,
-        session: Option<&SessionId>,
-        base_dir: Option<&str>,
-        argv: &[String],
-    ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
-        let (policy, base, summary) = match (session, base_dir) {
-            (Some(id), _) => {
-                let s = self.get(id)?;
-                (s.commands.policy.clone(), s.base_dir.clone(), s.sandbox.summary())
-            }
-            (None, Some(dir)) => {
-                let effective = self.resolve_config(dir, None)?;
-                let base = check_base_dir(dir)?;
-                let path = std::env::var_os("PATH").unwrap_or_default();
-                let policy = CommandPolicy::from_access(effective.config.command_access(), &base, &path)
-                    .map_err(SessionError::Config)?;
-                (policy, base, format!("sandbox = {:?}", effective.config.sandbox).to_lowercase())
-            }
-            (None, None) => return Err(SessionError::Config("policy/check needs session_id or base_dir".into())),
-        };
-        Ok(match crate::sandbox::check(argv, &policy, &base) {
-            Ok(program) => swival_protocol::PolicyCheckResult {
-                allowed: true,
-                program: Some(program.display().to_string()),
-                reason: format!("would run {} in {} ({summary})", program.display(), base.display()),
-            },
-            Err(reason) => swival_protocol::PolicyCheckResult { allowed: false, program: None, reason },
-        })
-    }
-
     /// The response cache (opened on first use).
     pub fn cache(&self) -> Result<Arc<ResponseCache>, SessionError> {
         self.shared.cache().map_err(SessionError::Config)
@@ -623,97 +472,12 @@ impl Sessions {
         self.shared.hooks.clone()
     }
 
-    /// `policy/status`.
-    pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
-        let session = self.get(id)?;
-        let p = &session.pipeline;
-        Ok(swival_protocol::PolicyStatus {
-            session_id: id.clone(),
-            filters: p.filter_status(),
-            hooks: p.hook_status(),
-            reviewer: p.reviewer_status(),
-            sandbox: sandbox_status(&session),
-            protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
-        })
-    }
-
     /// A warning event on a session (used by policy code).
     pub fn warn(&self, id: &SessionId, message: String) {
         if let Ok(s) = self.get(id) {
             let _ = s.events.emit(None, EventKind::Warning { message });
         }
     }
-}
-
-/// `policy/status`'s sandbox part: what is enforced, in plain words.
-fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
-    let st = &session.sandbox;
-    let mut enforced = vec![format!(
-        "file tools confined to {} and allowed_dirs by the path resolver; / is never reachable",
-        session.base_dir.display()
-    )];
-    let commands = &session.commands.policy;
-    if commands.enabled() {
-        let names = commands.allowed_names();
-        enforced.push(if names.is_empty() {
-            "run_command: any program (yolo), never through a shell".into()
-        } else {
-            format!(
-                "run_command: only {} (resolved to absolute paths at session start), never through a shell",
-                names.join(", ")
-            )
-        });
-        if st.filesystem_confined {
-            enforced.push(format!(
-                "commands may write only in the base dir, allowed_dirs and a per-run TMPDIR (Landlock ABI {})",
-                st.landlock_abi.unwrap_or_default()
-            ));
-        }
-        match (st.network_allowed, st.network_block) {
-            (true, _) => {}
-            (false, Some(crate::sandbox::NetBlock::Namespace)) => {
-                enforced.push("commands have no network (private network namespace)".into())
-            }
-            (false, Some(crate::sandbox::NetBlock::Seccomp)) => {
-                enforced.push("commands cannot open IP sockets (seccomp)".into())
-            }
-            (false, None) => {}
-        }
-        if st.daemon_socket_hidden {
-            enforced.push("swivald's socket is hidden from commands".into());
-        }
-        if st.unix_sockets_blocked {
-            enforced.push("commands cannot create Unix sockets (seccomp): ssh-agent, D-Bus, docker and every other named socket are unreachable".into());
-        }
-        if st.pid_namespace {
-            enforced.push("commands run in a private PID namespace: everything they start (setsid and double forks too) is killed when they end, and /proc shows only their own processes".into());
-        }
-        if !st.hidden.is_empty() {
-            let list: Vec<String> = st.hidden.iter().map(|p| p.display().to_string()).collect();
-            enforced.push(format!("hidden from commands: {}", list.join(", ")));
-        }
-        if !st.readonly.is_empty() {
-            let list: Vec<String> = st.readonly.iter().map(|p| p.display().to_string()).collect();
-            enforced.push(format!("read-only for commands (policy): {}", list.join(", ")));
-        }
-        if st.strict_read {
-            enforced.push("commands read only system directories, the base dir, allowed_dirs and their temp dir (sandbox_strict_read)".into());
-        }
-        enforced.push("commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, TMPDIR and the names in command_env from the environment".into());
-    } else {
-        enforced.push("run_command is off (no allowed_commands, no yolo)".into());
-    }
-    enforced.push("fetch_url refuses loopback, private, link-local, CGNAT, multicast and reserved addresses".into());
-    if !session.tools_protected.is_empty() {
-        enforced.push(format!(
-            "file tools refuse to change policy: {}",
-            session.tools_protected.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
-    let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
-    not_enforced.extend(session.protection_notes.iter().cloned());
-    swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
 }
 
 /// The effective config as shown to clients: the API key is never echoed.

@@ -1,0 +1,139 @@
+//! Building a session in memory from its stored row and effective config:
+//! the path policy, the pipeline with its pinned scripts, what is
+//! protected and hidden from the agent, the command sandbox plan and
+//! environment, fetch, secret encryption, the tools and the conversation.
+
+use super::events::EventLog;
+use super::{Session, SessionError, Sessions, State};
+use crate::agent::conversation::Conversation;
+use crate::config::{self, EffectiveConfig};
+use crate::pipeline::Pipeline;
+use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv};
+use crate::secrets::SecretShield;
+use crate::store::SessionRow;
+use crate::tools::path::PathPolicy;
+use crate::tools::ToolBox;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+impl Sessions {
+    pub(super) fn build(
+        &self,
+        row: &SessionRow,
+        config: EffectiveConfig,
+        messages: Vec<Value>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let base = PathBuf::from(&row.base_dir);
+        let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
+            dirs.iter()
+                .map(|d| {
+                    let c =
+                        d.canonicalize().map_err(|e| SessionError::Config(format!("{key}: {}: {e}", d.display())))?;
+                    if !c.is_dir() || c.parent().is_none() {
+                        return Err(SessionError::Config(format!(
+                            "{key}: {} must be a directory other than /",
+                            d.display()
+                        )));
+                    }
+                    Ok(c)
+                })
+                .collect()
+        };
+        let policy = PathPolicy {
+            base: base.clone(),
+            allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
+            allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
+            yolo: config.config.yolo,
+            protected: Vec::new(),
+            hidden: Vec::new(),
+        };
+        let mut policy = policy;
+        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
+            .map_err(SessionError::Setup)?;
+        let cfg = &config.config;
+        let config_files: Vec<PathBuf> = self
+            .shared
+            .settings
+            .global_config
+            .iter()
+            .cloned()
+            .chain([base.join(config::PROJECT_FILE), base.join(".swival/mcp.json")])
+            .collect();
+        let protection = pipeline.protection(&base, &config_files);
+        policy.protected = protection.paths.clone();
+        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        let command_policy =
+            CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
+        let mut hide = crate::sandbox::default_hidden();
+        hide.retain(|h| !cfg.sandbox_expose.contains(h));
+        hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
+        hide.extend(cfg.sandbox_hide.iter().cloned());
+        let hide: Vec<PathBuf> = hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect();
+        // File tools never reach a hidden path either, except one that
+        // holds the project itself.
+        policy.hidden = hide.iter().filter(|h| !base.starts_with(h)).cloned().collect();
+        let input = crate::sandbox::PlanInput {
+            mode: cfg.sandbox,
+            network_allowed: cfg.command_network,
+            write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
+            read_only_dirs: policy.allow_ro.clone(),
+            socket: self.shared.settings.socket.clone(),
+            hide,
+            readonly: protection.paths.clone(),
+            strict_read: cfg.sandbox_strict_read,
+        };
+        let env = crate::sandbox::command::allowed_environment(std::env::vars_os(), &cfg.command_env);
+        let (commands, sandbox) = CommandEnv::new(
+            command_policy,
+            &base,
+            input,
+            &self.shared.settings.sandbox_caps,
+            crate::sandbox::default_helper(),
+            env,
+        );
+        crate::sandbox::spill::sweep(&base);
+        let fetch = FetchEnv {
+            base_dir: base.clone(),
+            allow_networks: cfg.fetch_allow_networks.clone(),
+            max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
+        };
+        // Secrets are encrypted before anything reaches the provider (not for
+        // the command provider, as in Swival).
+        let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
+            let env_key = crate::environment::secret(crate::secrets::ENCRYPT_KEY_ENV);
+            let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
+            let shield = SecretShield::from_hex_key(
+                key.as_deref(),
+                cfg.encrypt_secrets_tweak.as_deref(),
+                &cfg.encrypt_secrets_patterns,
+            )
+            .map_err(|e| SessionError::Config(format!("encrypt_secrets: {e}")))?;
+            Some(shield)
+        } else {
+            None
+        };
+        let mut tools = ToolBox::new(policy);
+        tools.read_guard = !config.config.no_read_guard;
+        let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
+        Ok(Arc::new(Session {
+            id: row.id.clone(),
+            base_dir: base,
+            title: row.title.clone(),
+            created_at: row.created_at.clone(),
+            config,
+            events: EventLog::new(self.shared.store.clone(), row.id.clone()),
+            pipeline,
+            commands,
+            fetch,
+            sandbox,
+            tools_protected: protection.paths,
+            protection_notes: protection.notes,
+            state: tokio::sync::Mutex::new(State {
+                idle: Some((conversation, tools, shield)),
+                active: None,
+                closed: row.closed,
+            }),
+        }))
+    }
+}

@@ -1,0 +1,125 @@
+//! What guards a session, as `policy/status` and `policy/check` report it.
+
+use super::{check_base_dir, Session, SessionError, Sessions};
+use crate::sandbox::CommandPolicy;
+use swival_protocol::SessionId;
+
+impl Sessions {
+    /// `policy/check`: would `argv` run in this session (or under this base
+    /// dir's configuration), and why.
+    pub fn policy_check(
+        &self,
+        session: Option<&SessionId>,
+        base_dir: Option<&str>,
+        argv: &[String],
+    ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
+        let (policy, base, summary) = match (session, base_dir) {
+            (Some(id), _) => {
+                let s = self.get(id)?;
+                (s.commands.policy.clone(), s.base_dir.clone(), s.sandbox.summary())
+            }
+            (None, Some(dir)) => {
+                let effective = self.resolve_config(dir, None)?;
+                let base = check_base_dir(dir)?;
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                let policy = CommandPolicy::from_access(effective.config.command_access(), &base, &path)
+                    .map_err(SessionError::Config)?;
+                (policy, base, format!("sandbox = {:?}", effective.config.sandbox).to_lowercase())
+            }
+            (None, None) => return Err(SessionError::Config("policy/check needs session_id or base_dir".into())),
+        };
+        Ok(match crate::sandbox::check(argv, &policy, &base) {
+            Ok(program) => swival_protocol::PolicyCheckResult {
+                allowed: true,
+                program: Some(program.display().to_string()),
+                reason: format!("would run {} in {} ({summary})", program.display(), base.display()),
+            },
+            Err(reason) => swival_protocol::PolicyCheckResult { allowed: false, program: None, reason },
+        })
+    }
+
+    /// `policy/status`.
+    pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
+        let session = self.get(id)?;
+        let p = &session.pipeline;
+        Ok(swival_protocol::PolicyStatus {
+            session_id: id.clone(),
+            filters: p.filter_status(),
+            hooks: p.hook_status(),
+            reviewer: p.reviewer_status(),
+            sandbox: sandbox_status(&session),
+            protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
+        })
+    }
+}
+
+/// `policy/status`'s sandbox part: what is enforced, in plain words.
+fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
+    let st = &session.sandbox;
+    let mut enforced = vec![format!(
+        "file tools confined to {} and allowed_dirs by the path resolver; / is never reachable",
+        session.base_dir.display()
+    )];
+    let commands = &session.commands.policy;
+    if commands.enabled() {
+        let names = commands.allowed_names();
+        enforced.push(if names.is_empty() {
+            "run_command: any program (yolo), never through a shell".into()
+        } else {
+            format!(
+                "run_command: only {} (resolved to absolute paths at session start), never through a shell",
+                names.join(", ")
+            )
+        });
+        if st.filesystem_confined {
+            enforced.push(format!(
+                "commands may write only in the base dir, allowed_dirs and a per-run TMPDIR (Landlock ABI {})",
+                st.landlock_abi.unwrap_or_default()
+            ));
+        }
+        match (st.network_allowed, st.network_block) {
+            (true, _) => {}
+            (false, Some(crate::sandbox::NetBlock::Namespace)) => {
+                enforced.push("commands have no network (private network namespace)".into())
+            }
+            (false, Some(crate::sandbox::NetBlock::Seccomp)) => {
+                enforced.push("commands cannot open IP sockets (seccomp)".into())
+            }
+            (false, None) => {}
+        }
+        if st.daemon_socket_hidden {
+            enforced.push("swivald's socket is hidden from commands".into());
+        }
+        if st.unix_sockets_blocked {
+            enforced.push("commands cannot create Unix sockets (seccomp): ssh-agent, D-Bus, docker and every other named socket are unreachable".into());
+        }
+        if st.pid_namespace {
+            enforced.push("commands run in a private PID namespace: everything they start (setsid and double forks too) is killed when they end, and /proc shows only their own processes".into());
+        }
+        if !st.hidden.is_empty() {
+            let list: Vec<String> = st.hidden.iter().map(|p| p.display().to_string()).collect();
+            enforced.push(format!("hidden from commands: {}", list.join(", ")));
+        }
+        if !st.readonly.is_empty() {
+            let list: Vec<String> = st.readonly.iter().map(|p| p.display().to_string()).collect();
+            enforced.push(format!("read-only for commands (policy): {}", list.join(", ")));
+        }
+        if st.strict_read {
+            enforced.push("commands read only system directories, the base dir, allowed_dirs and their temp dir (sandbox_strict_read)".into());
+        }
+        enforced.push("commands get only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, TMPDIR and the names in command_env from the environment".into());
+    } else {
+        enforced.push("run_command is off (no allowed_commands, no yolo)".into());
+    }
+    enforced.push("fetch_url refuses loopback, private, link-local, CGNAT, multicast and reserved addresses".into());
+    if !session.tools_protected.is_empty() {
+        enforced.push(format!(
+            "file tools refuse to change policy: {}",
+            session.tools_protected.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
+    let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
+    not_enforced.extend(session.protection_notes.iter().cloned());
+    swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
+}
