@@ -62,6 +62,7 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
             client.shutdown().await?;
             drop(client);
             wait_until_gone(socket).await?;
+            wait_for_exit(pid).await?;
             println!("swivald (pid {pid}) stopped");
         }
         Action::Install => {
@@ -79,6 +80,26 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
 }
 
 /// Wait (bounded) until nothing answers on the socket any more.
+/// Wait (at most 30 s) until process `pid` has exited: the socket goes
+/// away before the daemon finishes stopping.
+async fn wait_for_exit(pid: u32) -> Result<(), ClientError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"))
+            .unwrap_or_else(|_| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok())
+    };
+    while running() {
+        if std::time::Instant::now() > deadline {
+            return Err(ClientError::StartFailed(format!(
+                "swivald (pid {pid}) removed its socket but has not exited 30s after the shutdown request"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
 async fn wait_until_gone(socket: &Path) -> Result<(), ClientError> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while tokio::net::UnixStream::connect(socket).await.is_ok() {

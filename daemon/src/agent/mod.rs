@@ -165,7 +165,16 @@ enum CallError {
     Blocked(String),
 }
 
-/// Forwards provider progress to the event log.
+/// Streamed text is stored and sent at most this often (the first piece
+/// after a quiet spell goes at once)...
+const DELTA_INTERVAL: Duration = Duration::from_millis(16);
+/// ...unless this much is waiting.
+const DELTA_BYTES: usize = 1024;
+
+/// Forwards provider progress to the event log. Text deltas are coalesced
+/// (every event is a stored row): a piece goes out at once when the last
+/// went out at least [`DELTA_INTERVAL`] ago or [`DELTA_BYTES`] are
+/// waiting; the rest waits for the next piece or [`Observer::flush`].
 struct Observer<'a> {
     /// Where events go.
     events: &'a EventLog,
@@ -175,6 +184,22 @@ struct Observer<'a> {
     turn: u64,
     /// Whether text deltas may be shown.
     stream_text: bool,
+    /// Text not sent yet, and when text last went out.
+    pending: std::sync::Mutex<(String, Option<std::time::Instant>)>,
+}
+
+impl Observer<'_> {
+    /// Send whatever text is waiting.
+    fn flush(&self) {
+        let text = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.1 = Some(std::time::Instant::now());
+            std::mem::take(&mut p.0)
+        };
+        if !text.is_empty() {
+            let _ = self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text });
+        }
+    }
 }
 
 impl CallObserver for Observer<'_> {
@@ -182,10 +207,18 @@ impl CallObserver for Observer<'_> {
         if !self.stream_text {
             return;
         }
-        let _ = self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text: text.to_owned() });
+        let due = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.0.push_str(text);
+            p.0.len() >= DELTA_BYTES || p.1.is_none_or(|at| at.elapsed() >= DELTA_INTERVAL)
+        };
+        if due {
+            self.flush();
+        }
     }
 
     fn retry(&self, attempt: u32, delay: Duration, reason: &str) {
+        self.flush();
         let kind = EventKind::Retry {
             turn: self.turn,
             attempt: attempt.into(),
@@ -459,7 +492,8 @@ impl AgentRun<'_> {
         // not reach clients before before_response_emit hooks have run.
         let stream_text =
             kind == CallKind::Agent && self.shield.is_none() && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
-        let observer = Observer { events: self.events, run_id: self.run_id, turn, stream_text };
+        let observer =
+            Observer { events: self.events, run_id: self.run_id, turn, stream_text, pending: Default::default() };
         let call = || async {
             let _permit = tokio::select! {
                 p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
@@ -500,6 +534,8 @@ impl AgentRun<'_> {
                 }
             }
         };
+        // The end of the reply: text still waiting goes out now.
+        observer.flush();
         // Secrets in the reply go back to their real values before anything
         // (hooks, tools, the conversation) sees it.
         let result = result.map(|(mut reply, retries)| {

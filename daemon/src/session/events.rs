@@ -2,7 +2,7 @@
 //! broadcast, so a subscriber that reconnects resumes from any seq and sees
 //! every event exactly once.
 
-use crate::store::{Store, StoreError};
+use crate::store::{EventWith, RunRow, Store, StoreError};
 use std::sync::{Arc, Mutex};
 use swival_protocol::{Event, EventKind, RunId, RunResult, Seq, SessionId};
 use tokio::sync::{broadcast, mpsc};
@@ -53,24 +53,44 @@ impl EventLog {
 
     /// Store and broadcast an event of `run`.
     pub fn emit(&self, run: Option<&RunId>, kind: EventKind) -> Result<Seq, StoreError> {
-        self.append(run, kind, None)
+        self.append(run, kind, EventWith::Nothing, true)
+    }
+
+    /// Store a new run's row together with its `run_started` event, so no
+    /// crash can leave one without the other.
+    pub fn start(&self, run: &RunRow) -> Result<Seq, StoreError> {
+        let kind = EventKind::RunStarted { task: run.task.clone() };
+        self.append(Some(&run.id), kind, EventWith::Start(run), true)
     }
 
     /// Store the run's terminal event together with its result and report.
     pub fn finish(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
-        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), Some((result, report)))
+        let with = EventWith::Finish(&result.run_id, result, report);
+        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), with, true)
+    }
+
+    /// [`EventLog::finish`] that fails at once on a full disk instead of
+    /// waiting for space (start-up bookkeeping).
+    pub fn finish_now(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
+        let with = EventWith::Finish(&result.run_id, result, report);
+        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), with, false)
     }
 
     fn append(
         &self,
         run: Option<&RunId>,
         kind: EventKind,
-        finish: Option<(&RunResult, &serde_json::Value)>,
+        with: EventWith<'_>,
+        wait_for_space: bool,
     ) -> Result<Seq, StoreError> {
         let mut event =
             Event { seq: Seq(0), session_id: self.inner.session.clone(), run_id: run.cloned(), time: now(), kind };
         let _order = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
-        self.inner.store.append_event(&mut event, finish.map(|(r, rep)| (&r.run_id, r, rep)))?;
+        if wait_for_space {
+            self.inner.store.append_event(&mut event, with)?;
+        } else {
+            self.inner.store.append_event_now(&mut event, with)?;
+        }
         let seq = event.seq;
         // No receivers is fine: nobody is subscribed right now.
         let _ = self.inner.tx.send(event);

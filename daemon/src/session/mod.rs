@@ -228,12 +228,20 @@ impl Sessions {
             let report = serde_json::json!({"version": 1, "task": run.task, "result": {
                 "outcome": "interrupted", "answer": null, "exit_code": result.exit_code, "error_message": result.error,
             }});
-            EventLog::new(store.clone(), run.session_id.clone()).finish(&result, &report)?;
-            tracing::warn!(
-                "run {} of session {} was in flight when the daemon stopped; marked interrupted",
-                run.id,
-                run.session_id
-            );
+            // On a full disk this waits for nothing: the daemon still
+            // starts and serves reads, and the next start marks the run.
+            match EventLog::new(store.clone(), run.session_id.clone()).finish_now(&result, &report) {
+                Ok(_) => tracing::warn!(
+                    "run {} of session {} was in flight when the daemon stopped; marked interrupted",
+                    run.id,
+                    run.session_id
+                ),
+                Err(e) => tracing::error!(
+                    "run {} of session {} was in flight when the daemon stopped and cannot be marked interrupted yet: {e}",
+                    run.id,
+                    run.session_id
+                ),
+            }
         }
         Ok(Sessions {
             shared,
@@ -379,7 +387,8 @@ impl Sessions {
             report: None,
             started_at: events::now(),
         };
-        if let Err(e) = self.shared.store.insert_run(&row) {
+        // The run row and its run_started event: one commit.
+        if let Err(e) = session.events.start(&row) {
             st.idle = Some((conversation, tools, shield));
             return Err(e.into());
         }

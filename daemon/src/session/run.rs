@@ -114,7 +114,6 @@ impl RunJob {
     pub async fn execute(mut self) {
         let session = self.session.clone();
         let cfg = &session.config.config;
-        let _ = session.events.emit(Some(&self.run_id), EventKind::RunStarted { task: self.task.clone() });
         let mut record = RunRecord::default();
         let (end, model) = self.drive(cfg, &mut record).await;
         let end = self.response_hooks(end, &mut record).await;

@@ -1,9 +1,13 @@
 //! Persistence: sessions, their conversations, runs and events in SQLite
 //! (`$XDG_STATE_HOME/swival/swivald.db`).
 //!
-//! Architecture invariant: only this module touches SQLite. Writes are
-//! short and happen under one mutex; WAL mode keeps them cheap and makes a
-//! SIGKILL at any moment leave a consistent database.
+//! Architecture invariant: only this module touches SQLite. One thread
+//! (`writer.rs`) owns the write connection and commits whatever is waiting
+//! in one transaction; reads use their own connection and never wait for
+//! a write (WAL). A SIGKILL at any moment leaves a consistent database;
+//! the WAL is kept small (`journal_size_limit`).
+
+mod writer;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
@@ -17,6 +21,9 @@ pub enum StoreError {
     /// SQLite refused an operation.
     #[error("database {path}: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+    /// The writer thread could not be started.
+    #[error("database {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
     /// A stored JSON value did not decode.
     #[error("database {path}: corrupt stored value: {message}")]
     Corrupt { path: PathBuf, message: String },
@@ -78,11 +85,16 @@ impl RunRow {
 
 /// The daemon's database.
 pub struct Store {
-    /// The connection; one writer at a time.
-    conn: Mutex<Connection>,
+    /// The connection reads use.
+    read: Mutex<Connection>,
+    /// The thread every write goes through.
+    writer: writer::Writer,
     /// The file, for error messages.
     path: PathBuf,
 }
+
+/// Largest WAL file kept between checkpoints.
+const WAL_LIMIT_BYTES: i64 = 8 * 1024 * 1024;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -135,17 +147,44 @@ impl Store {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
         }
-        let conn = Connection::open(path).map_err(err)?;
+        let open = || -> rusqlite::Result<Connection> {
+            let conn = Connection::open(path)?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            Ok(conn)
+        };
+        let conn = open().map_err(err)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
+        conn.pragma_update(None, "journal_size_limit", WAL_LIMIT_BYTES).map_err(err)?;
+        // On a full disk an existing database still opens: creating what
+        // already exists writes nothing.
         conn.execute_batch(SCHEMA).map_err(err)?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_owned() })
+        let read = open().map_err(err)?;
+        let writer = writer::Writer::start(conn).map_err(|e| StoreError::Io { path: path.to_owned(), source: e })?;
+        Ok(Store { read: Mutex::new(read), writer, path: path.to_owned() })
     }
 
+    /// Run a query on the read connection.
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.read.lock().unwrap_or_else(|p| p.into_inner());
         f(&conn).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
+    }
+
+    /// Run `f` in the writer's next commit; waits for disk space when the
+    /// disk is full (see `writer.rs`).
+    fn write<T: Send + 'static>(
+        &self,
+        f: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.writer.write(true, f).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
+    }
+
+    /// Like [`Store::write`], but a full disk fails at once instead of waiting.
+    fn write_now<T: Send + 'static>(
+        &self,
+        f: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.writer.write(false, f).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
     }
 
     fn decode<T: serde::de::DeserializeOwned>(&self, text: &str) -> Result<T, StoreError> {
@@ -154,11 +193,13 @@ impl Store {
 
     /// Record a new session.
     pub fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
+        let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
+        let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
+        self.write(move |c| {
+            c.prepare_cached(
                 "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![row.id.0, row.base_dir, row.title, row.config.to_string(), row.request.to_string(), row.created_at],
-            )
+            )?
+            .execute(params![id, base, title, config, request, created])
             .map(drop)
         })
     }
@@ -223,7 +264,8 @@ impl Store {
 
     /// Record that the user trusts `path` with content `sha256`.
     pub fn trust_project(&self, path: &str, sha256: &str, at: &str) -> Result<(), StoreError> {
-        self.with(|c| {
+        let (path, sha256, at) = (path.to_owned(), sha256.to_owned(), at.to_owned());
+        self.write(move |c| {
             c.execute(
                 "INSERT OR REPLACE INTO trusted_projects (path, sha256, trusted_at) VALUES (?1, ?2, ?3)",
                 params![path, sha256, at],
@@ -243,7 +285,8 @@ impl Store {
 
     /// Remember the project config content session `id` accepted.
     pub fn set_session_project(&self, id: &SessionId, sha256: &str) -> Result<(), StoreError> {
-        self.with(|c| {
+        let (id, sha256) = (id.clone(), sha256.to_owned());
+        self.write(move |c| {
             c.execute(
                 "INSERT OR REPLACE INTO session_projects (session_id, sha256) VALUES (?1, ?2)",
                 params![id.0, sha256],
@@ -254,7 +297,8 @@ impl Store {
 
     /// Mark a session closed.
     pub fn close_session(&self, id: &SessionId) -> Result<(), StoreError> {
-        self.with(|c| c.execute("UPDATE sessions SET closed = 1 WHERE id = ?1", params![id.0]).map(drop))
+        let id = id.0.clone();
+        self.write(move |c| c.execute("UPDATE sessions SET closed = 1 WHERE id = ?1", params![id]).map(drop))
     }
 
     /// The stored conversation.
@@ -269,50 +313,26 @@ impl Store {
 
     /// Store message `idx` (insert or replace).
     pub fn put_message(&self, id: &SessionId, idx: usize, body: &Value) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT OR REPLACE INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)",
-                params![id.0, idx as i64, body.to_string()],
-            )
-            .map(drop)
+        let (id, body) = (id.0.clone(), body.to_string());
+        self.write(move |c| {
+            c.prepare_cached("INSERT OR REPLACE INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?
+                .execute(params![id, idx as i64, body])
+                .map(drop)
         })
     }
 
     /// Replace the whole stored conversation (after a rewrite or compaction).
     pub fn replace_messages(&self, id: &SessionId, messages: &[Value]) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.unchecked_transaction()?;
-            tx.execute("DELETE FROM messages WHERE session_id = ?1", params![id.0])?;
-            for (i, m) in messages.iter().enumerate() {
-                tx.execute(
-                    "INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)",
-                    params![id.0, i as i64, m.to_string()],
-                )?;
+        let id = id.0.clone();
+        let bodies: Vec<String> = messages.iter().map(Value::to_string).collect();
+        // The writer's savepoint makes the delete and the inserts one step.
+        self.write(move |c| {
+            c.execute("DELETE FROM messages WHERE session_id = ?1", params![id])?;
+            let mut insert = c.prepare_cached("INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?;
+            for (i, body) in bodies.iter().enumerate() {
+                insert.execute(params![id, i as i64, body])?;
             }
-            tx.commit()
-        })
-    }
-
-    /// Record a run that has just started.
-    pub fn insert_run(&self, run: &RunRow) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO runs (id, session_id, task, started_at) VALUES (?1, ?2, ?3, ?4)",
-                params![run.id.0, run.session_id.0, run.task, run.started_at],
-            )
-            .map(drop)
-        })
-    }
-
-    /// Record a run's result and report.
-    pub fn finish_run(&self, id: &RunId, result: &RunResult, report: &Value) -> Result<(), StoreError> {
-        let result = serde_json::to_string(result).expect("results serialize");
-        self.with(|c| {
-            c.execute(
-                "UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1",
-                params![id.0, result, report.to_string()],
-            )
-            .map(drop)
+            Ok(())
         })
     }
 
@@ -368,31 +388,51 @@ impl Store {
     /// Append an event, giving it the session's next seq. `finish` (when the
     /// event ends a run) is written in the same transaction, so a run's
     /// result and its terminal event are stored together or not at all.
-    pub fn append_event(
-        &self,
-        event: &mut Event,
-        finish: Option<(&RunId, &RunResult, &Value)>,
-    ) -> Result<(), StoreError> {
+    pub fn append_event(&self, event: &mut Event, with: EventWith<'_>) -> Result<(), StoreError> {
+        self.append(event, with, true)
+    }
+
+    /// Like [`Store::append_event`], but failing at once on a full disk
+    /// (start-up bookkeeping must not stop the daemon from serving reads).
+    pub fn append_event_now(&self, event: &mut Event, with: EventWith<'_>) -> Result<(), StoreError> {
+        self.append(event, with, false)
+    }
+
+    fn append(&self, event: &mut Event, with: EventWith<'_>, wait_for_space: bool) -> Result<(), StoreError> {
         let session = event.session_id.0.clone();
-        self.with(|c| {
-            let tx = c.unchecked_transaction()?;
-            let seq: i64 = tx.query_row(
-                "UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq",
-                params![session],
-                |r| r.get(0),
-            )?;
-            event.seq = Seq(seq as u64);
-            let body = serde_json::to_string(&*event).expect("events serialize");
-            tx.execute("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)", params![session, seq, body])?;
-            if let Some((run, result, report)) = finish {
-                let result = serde_json::to_string(result).expect("results serialize");
-                tx.execute(
-                    "UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1",
-                    params![run.0, result, report.to_string()],
-                )?;
+        let mut template = event.clone();
+        let finish = match with {
+            EventWith::Finish(run, result, report) => {
+                Some((run.0.clone(), serde_json::to_string(result).expect("results serialize"), report.to_string()))
             }
-            tx.commit()
-        })
+            _ => None,
+        };
+        let start = match with {
+            EventWith::Start(run) => {
+                Some((run.id.0.clone(), run.session_id.0.clone(), run.task.clone(), run.started_at.clone()))
+            }
+            _ => None,
+        };
+        let job = move |c: &Connection| {
+            if let Some(row) = &start {
+                insert_run(c, row)?;
+            }
+            let seq: i64 = c
+                .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
+                .query_row(params![session], |r| r.get(0))?;
+            template.seq = Seq(seq as u64);
+            let body = serde_json::to_string(&template).expect("events serialize");
+            c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
+                .execute(params![session, seq, body])?;
+            if let Some((run, result, report)) = &finish {
+                c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
+                    .execute(params![run, result, report])?;
+            }
+            Ok(seq)
+        };
+        let seq = if wait_for_space { self.write(job)? } else { self.write_now(job)? };
+        event.seq = Seq(seq as u64);
+        Ok(())
     }
 
     /// Stored events with `seq >= from`, in order, at most `limit`.
@@ -405,6 +445,24 @@ impl Store {
         })?;
         bodies.iter().map(|b| self.decode(b)).collect()
     }
+}
+
+/// What is written in the same commit as an event.
+#[derive(Debug, Clone, Copy)]
+pub enum EventWith<'a> {
+    /// Nothing else.
+    Nothing,
+    /// The run row of the run this event starts (`run_started`).
+    Start(&'a RunRow),
+    /// The result and report of the run this event ends (`run_finished`).
+    Finish(&'a RunId, &'a RunResult, &'a Value),
+}
+
+/// Insert a run row (id, session, task, start time).
+fn insert_run(c: &Connection, row: &(String, String, String, String)) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO runs (id, session_id, task, started_at) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![row.0, row.1, row.2, row.3])
+        .map(drop)
 }
 
 type RunTuple = (String, String, String, String, Option<String>, Option<String>);
@@ -465,7 +523,7 @@ mod tests {
                 time: "t".into(),
                 kind: EventKind::Warning { message: "w".into() },
             };
-            s.append_event(&mut e, None).unwrap();
+            s.append_event(&mut e, EventWith::Nothing).unwrap();
         }
         let seqs: Vec<u64> = s.events_from(&id, 2, 100).unwrap().iter().map(|e| e.seq.0).collect();
         assert_eq!(seqs, [2, 3]);

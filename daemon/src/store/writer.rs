@@ -1,0 +1,217 @@
+//! The one thread that writes the database. Callers hand it a job and wait
+//! for the job's result; the thread takes every job waiting at that moment
+//! and commits them in one transaction (each in its own savepoint, so one
+//! failing job does not undo the others). Concurrent sessions therefore
+//! share commits instead of queueing for one each.
+//!
+//! When the disk is full, the batch is rolled back and tried again until
+//! space returns: what a caller was told is what ends up stored. Jobs that
+//! must not wait for that (start-up bookkeeping) are failed instead.
+
+use rusqlite::{Connection, ErrorCode};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Most jobs committed together.
+const MAX_BATCH: usize = 512;
+/// How long a caller waits before telling the runtime it is blocking.
+const QUICK_WAIT: Duration = Duration::from_millis(20);
+
+/// A unit of work run inside the writer's transaction.
+trait Job: Send {
+    /// Do the work; may run again after the batch was rolled back.
+    fn run(&mut self, c: &Connection) -> rusqlite::Result<()>;
+    /// Whether the caller would rather fail than wait for disk space.
+    fn wait_for_space(&self) -> bool;
+    /// Report the outcome: committed, or this job's error.
+    fn done(self: Box<Self>, result: rusqlite::Result<()>);
+}
+
+/// A job with a typed result, sent back once the batch committed.
+struct Typed<T, F> {
+    f: F,
+    out: Option<T>,
+    wait_for_space: bool,
+    reply: mpsc::SyncSender<rusqlite::Result<T>>,
+}
+
+impl<T: Send, F: FnMut(&Connection) -> rusqlite::Result<T> + Send> Job for Typed<T, F> {
+    fn run(&mut self, c: &Connection) -> rusqlite::Result<()> {
+        self.out = Some((self.f)(c)?);
+        Ok(())
+    }
+
+    fn wait_for_space(&self) -> bool {
+        self.wait_for_space
+    }
+
+    fn done(mut self: Box<Self>, result: rusqlite::Result<()>) {
+        let out = result.map(|()| self.out.take().expect("a committed job has run"));
+        let _ = self.reply.send(out);
+    }
+}
+
+/// The writer thread and the way to it.
+pub(super) struct Writer {
+    /// Jobs go here; `None` once the writer stopped.
+    jobs: Mutex<Option<mpsc::Sender<Box<dyn Job>>>>,
+    /// The thread, joined on drop.
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    /// Start the thread that owns `conn`.
+    pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
+        let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
+        let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, rx))?;
+        Ok(Writer { jobs: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) })
+    }
+
+    /// Run `f` in the writer's next transaction and return its result once
+    /// committed. With `wait_for_space`, a full disk makes this wait (and
+    /// retry) until space returns; without, it fails with SQLITE_FULL.
+    pub(super) fn write<T, F>(&self, wait_for_space: bool, f: F) -> rusqlite::Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (reply, result) = mpsc::sync_channel(1);
+        let job = Box::new(Typed { f, out: None, wait_for_space, reply });
+        let sent = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(jobs) => jobs.send(job).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return Err(stopped());
+        }
+        match result.recv_timeout(QUICK_WAIT) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
+            // A slow commit (a full disk, a busy machine): let the runtime
+            // move its other tasks off this thread while we wait.
+            Err(mpsc::RecvTimeoutError::Timeout) => blocking(|| result.recv().unwrap_or_else(|_| Err(stopped()))),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn stopped() -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
+        Some("the database writer has stopped".into()),
+    )
+}
+
+/// Run `f`, telling a multi-threaded tokio runtime that this thread blocks.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+fn is_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(ErrorCode::DiskFull)
+}
+
+/// The writer thread: batch, commit, answer, until every sender is gone.
+fn serve(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        commit(&conn, batch);
+    }
+}
+
+/// Commit one batch, retrying while the disk is full.
+fn commit(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
+    let mut pause = Duration::from_millis(50);
+    let mut warned = false;
+    loop {
+        match attempt(conn, &mut batch) {
+            Ok(results) => {
+                for (job, result) in batch.into_iter().zip(results) {
+                    job.done(result);
+                }
+                if warned {
+                    tracing::warn!("the state disk has space again; writes go on");
+                }
+                return;
+            }
+            Err(e) if is_full(&e) => {
+                // Jobs that would rather fail than wait leave the batch.
+                let (wait, fail): (Vec<_>, Vec<_>) = batch.into_iter().partition(|j| j.wait_for_space());
+                for job in fail {
+                    job.done(Err(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                        Some("database or disk is full".into()),
+                    )));
+                }
+                batch = wait;
+                if batch.is_empty() {
+                    return;
+                }
+                if !warned {
+                    tracing::error!(
+                        "the state disk is full: {} write(s) wait and are retried until space returns; free some space",
+                        batch.len()
+                    );
+                    warned = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => {
+                let text = e.to_string();
+                for job in batch {
+                    job.done(Err(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                        Some(text.clone()),
+                    )));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// One try: every job in its savepoint, then commit. `Err` (nothing kept)
+/// when the transaction as a whole failed or a job hit a full disk.
+fn attempt(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<Vec<rusqlite::Result<()>>> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let mut results = Vec::with_capacity(batch.len());
+    for job in batch.iter_mut() {
+        let step = conn.execute_batch("SAVEPOINT job").and_then(|()| job.run(conn));
+        match step {
+            Ok(()) => results.push(conn.execute_batch("RELEASE job")),
+            Err(e) if is_full(&e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                results.push(Err(e));
+            }
+        }
+    }
+    if let Err(e) = conn.execute_batch("COMMIT") {
+        let _ = conn.execute_batch("ROLLBACK");
+        return Err(e);
+    }
+    Ok(results)
+}
