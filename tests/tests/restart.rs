@@ -150,3 +150,85 @@ fn sigterm_with_runs_in_flight_interrupts_them_kills_their_children_and_exits_0(
     gate.open();
     assert!(processes_mentioning(&env.root().display().to_string()).is_empty(), "a child outlived its test");
 }
+
+#[test]
+fn sigkill_at_many_moments_never_leaves_a_run_finished_without_its_start_or_a_gap() {
+    const CYCLES: usize = 30;
+    let env = TestEnv::new();
+    let project = env.project("p");
+    // Each run: a few tool turns, so kills land before, during and after them.
+    let mut steps = Vec::new();
+    for i in 0..CYCLES {
+        steps.push(Step::tool_call(&format!("t{i}a"), "think", json!({"thought": "one"})));
+        steps.push(Step::tool_call(&format!("t{i}b"), "think", json!({"thought": "two"})));
+        steps.push(Step::text("done"));
+    }
+    let mock = MockProvider::start(steps);
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
+    let mut sessions = Vec::new();
+    for cycle in 0..CYCLES {
+        let mut daemon = env.start_daemon();
+        let mut c = daemon.nd();
+        let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
+        c.ok("session/subscribe", json!({"session_id": sid}));
+        c.ok("run/start", json!({"session_id": sid, "task": format!("task {cycle}")}));
+        // Kill after a different number of events each cycle (0 = at once).
+        let mut seen = 0;
+        while seen < cycle % 7 {
+            let m = c.read();
+            if m["method"] == "session/event" {
+                seen += 1;
+                if m["params"]["result"]["type"] == "run_finished" {
+                    break;
+                }
+            }
+        }
+        daemon.signal(nix::sys::signal::Signal::SIGKILL);
+        daemon.wait_exit();
+        sessions.push(sid);
+    }
+    // One last start marks what was in flight; then every stream must hold.
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    for sid in &sessions {
+        c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
+        let mut seqs = Vec::new();
+        let mut started = Vec::new();
+        let mut finished = Vec::new();
+        loop {
+            let m = c.read();
+            if m["method"] != "session/event" || &m["params"]["result"]["session_id"] != sid {
+                continue;
+            }
+            let ev = m["params"]["result"].clone();
+            seqs.push(ev["seq"].as_u64().unwrap());
+            match ev["type"].as_str() {
+                Some("run_started") => started.push(ev["run_id"].clone()),
+                Some("run_finished") => {
+                    assert!(started.contains(&ev["run_id"]), "{sid}: run_finished before run_started: {ev}");
+                    finished.push(ev["run_id"].clone());
+                    break;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{sid}: gap or duplicate");
+        assert_eq!(finished.len(), 1, "{sid}");
+        let detail = c.ok("session/get", json!({"session_id": sid}));
+        let runs = detail["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{sid}: {detail}");
+        assert!(!runs[0]["running"].as_bool().unwrap(), "{sid}: a run is still marked running");
+    }
+    drop(c);
+    drop(daemon);
+    let db = env.root().join("state/swival/swivald.db");
+    let check = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('pragma integrity_check').fetchone()[0])",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&check.stderr));
+}

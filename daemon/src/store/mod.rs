@@ -140,8 +140,39 @@ CREATE TABLE IF NOT EXISTS events (
 ";
 
 impl Store {
-    /// Open (creating if needed) the database at `path`.
+    /// Open (creating if needed) the database at `path`. When the normal
+    /// way fails on an existing database (a full disk cannot hold the WAL's
+    /// shared-memory index), it is opened to serve reads only, so the user
+    /// can still read their sessions; writes then fail saying why.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        match Store::open_read_write(path) {
+            Ok(store) => Ok(store),
+            Err(e) if path.exists() => match Store::open_read_only(path) {
+                Ok(store) => {
+                    tracing::error!("{e}; serving reads only until the daemon restarts with free space");
+                    Ok(store)
+                }
+                Err(_) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads only, through one connection in exclusive locking mode (which
+    /// keeps the WAL index in memory, so it needs no new file).
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let err = |source| StoreError::Sqlite { path: path.to_owned(), source };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(err)?;
+        conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0)).map_err(err)?;
+        let why = format!(
+            "the state disk ({}) had no space when the daemon started, so it serves reads only; free some space and restart it",
+            path.display()
+        );
+        Ok(Store { read: Mutex::new(conn), writer: writer::Writer::refusing(why), path: path.to_owned() })
+    }
+
+    fn open_read_write(path: &Path) -> Result<Store, StoreError> {
         let err = |source| StoreError::Sqlite { path: path.to_owned(), source };
         if let Some(dir) = path.parent() {
             use std::os::unix::fs::DirBuilderExt;

@@ -59,6 +59,8 @@ pub(super) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Box<dyn Job>>>>,
     /// The thread, joined on drop.
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Why writes are refused, when there is no thread.
+    refusal: Option<String>,
 }
 
 impl Writer {
@@ -66,7 +68,12 @@ impl Writer {
     pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
         let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, rx))?;
-        Ok(Writer { jobs: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) })
+        Ok(Writer { jobs: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), refusal: None })
+    }
+
+    /// A writer that refuses every write, saying `why`.
+    pub(super) fn refusing(why: String) -> Writer {
+        Writer { jobs: Mutex::new(None), thread: Mutex::new(None), refusal: Some(why) }
     }
 
     /// Run `f` in the writer's next transaction and return its result once
@@ -84,7 +91,13 @@ impl Writer {
             None => false,
         };
         if !sent {
-            return Err(stopped());
+            return Err(match &self.refusal {
+                Some(why) => rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                    Some(why.clone()),
+                ),
+                None => stopped(),
+            });
         }
         match result.recv_timeout(QUICK_WAIT) {
             Ok(r) => r,
