@@ -506,7 +506,7 @@ impl AgentRun<'_> {
             None => (call().await, None),
             Some(cache) => {
                 let settings = &self.provider.settings;
-                let body = crate::provider::request_body(settings, self.model, &req);
+                let body = crate::provider::request_body(settings, self.model, &req).to_value();
                 let key = crate::cache::key(crate::cache::KeyParts {
                     body: &body,
                     provider: settings.kind.as_str(),

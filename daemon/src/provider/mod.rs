@@ -14,6 +14,7 @@ pub use retry::{backoff_delay, is_retryable_status};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -240,48 +241,97 @@ pub struct ChatRequest<'a> {
     pub max_tokens: u64,
 }
 
-/// The JSON body sent to `/chat/completions`: Swival's request shape
-/// (model, messages, tools + tool_choice auto, max_tokens, sampling only
-/// when set, extra_body merged at the top).
-pub fn request_body(settings: &ProviderSettings, model: &str, req: &ChatRequest<'_>) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(req.messages.iter().map(wire_message).collect()));
-    body.insert("max_tokens".into(), json!(req.max_tokens));
+/// The request body as sent (Swival's shape): built from the borrowed
+/// conversation and tool schemas, which are serialised in place rather
+/// than copied into a `Value` first. Keys come out sorted, as a JSON
+/// object would; `extra_body` keys are merged at the top and win.
+pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a ChatRequest<'a>) -> RequestBody<'a> {
+    let mut body: BTreeMap<&'a str, Part<'a>> = BTreeMap::new();
+    body.insert("model", Part::Str(model));
+    body.insert("messages", Part::Messages(req.messages));
+    body.insert("max_tokens", Part::Owned(json!(req.max_tokens)));
     if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(req.tools.to_vec()));
-        body.insert("tool_choice".into(), json!("auto"));
+        body.insert("tools", Part::Values(req.tools));
+        body.insert("tool_choice", Part::Str("auto"));
     }
     if let Some(t) = settings.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature", Part::Owned(json!(t)));
     }
     if let Some(p) = settings.top_p {
-        body.insert("top_p".into(), json!(p));
+        body.insert("top_p", Part::Owned(json!(p)));
     }
     if let Some(s) = settings.seed {
-        body.insert("seed".into(), json!(s));
+        body.insert("seed", Part::Owned(json!(s)));
     }
     if let Some(effort) = settings.reasoning_effort.as_deref().filter(|e| *e != "default") {
-        body.insert("reasoning_effort".into(), json!(effort));
+        body.insert("reasoning_effort", Part::Str(effort));
     }
     if let Some(extra) = &settings.extra_body {
         for (k, v) in extra {
-            body.insert(k.clone(), v.clone());
+            body.insert(k.as_str(), Part::Value(v));
         }
     }
     if settings.stream {
-        body.insert("stream".into(), json!(true));
+        body.insert("stream", Part::Owned(json!(true)));
     }
-    Value::Object(body)
+    RequestBody(body)
+}
+
+/// A request body ready to serialise (see [`request_body`]).
+#[derive(Debug)]
+pub struct RequestBody<'a>(BTreeMap<&'a str, Part<'a>>);
+
+impl RequestBody<'_> {
+    /// The body as a JSON value (for the cache key and tests).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("JSON serializes")
+    }
+}
+
+impl serde::Serialize for RequestBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// One field of a request body.
+#[derive(Debug)]
+enum Part<'a> {
+    /// A string.
+    Str(&'a str),
+    /// A borrowed value.
+    Value(&'a Value),
+    /// A small owned value.
+    Owned(Value),
+    /// Borrowed values, as an array.
+    Values(&'a [Value]),
+    /// Stored messages, as sent (see [`WireMessage`]).
+    Messages(&'a [Value]),
+}
+
+impl serde::Serialize for Part<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Str(v) => v.serialize(s),
+            Part::Value(v) => v.serialize(s),
+            Part::Owned(v) => v.serialize(s),
+            Part::Values(v) => v.serialize(s),
+            Part::Messages(ms) => s.collect_seq(ms.iter().map(WireMessage)),
+        }
+    }
 }
 
 /// A stored message as sent: keys starting with `_` are internal.
-fn wire_message(m: &Value) -> Value {
-    match m {
-        Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => Value::Object(
-            map.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect(),
-        ),
-        other => other.clone(),
+struct WireMessage<'a>(&'a Value);
+
+impl serde::Serialize for WireMessage<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => {
+                s.collect_map(map.iter().filter(|(k, _)| !k.starts_with('_')))
+            }
+            other => other.serialize(s),
+        }
     }
 }
 
@@ -433,7 +483,8 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let body = request_body(&settings(), "m", &ChatRequest { messages: &msgs, tools: &tools, max_tokens: 100 });
+        let req = ChatRequest { messages: &msgs, tools: &tools, max_tokens: 100 };
+        let body = request_body(&settings(), "m", &req).to_value();
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
         assert_eq!(body["max_tokens"], 100);
@@ -444,7 +495,9 @@ mod tests {
 
     #[test]
     fn no_tools_means_no_tool_choice() {
-        let body = request_body(&settings(), "m", &ChatRequest { messages: &[], tools: &[], max_tokens: 1 });
+        let settings = settings();
+        let req = ChatRequest { messages: &[], tools: &[], max_tokens: 1 };
+        let body = request_body(&settings, "m", &req).to_value();
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
@@ -453,7 +506,8 @@ mod tests {
         let mut s = settings();
         s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let body = request_body(&s, "m", &ChatRequest { messages: &[], tools: &[], max_tokens: 1 });
+        let req = ChatRequest { messages: &[], tools: &[], max_tokens: 1 };
+        let body = request_body(&s, "m", &req).to_value();
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);
     }

@@ -57,7 +57,7 @@ pub async fn list_models(
 pub async fn chat(
     http: &reqwest::Client,
     settings: &ProviderSettings,
-    body: &Value,
+    body: &super::RequestBody<'_>,
     observer: &dyn CallObserver,
 ) -> Result<Reply, ProviderError> {
     let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
