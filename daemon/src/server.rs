@@ -60,6 +60,10 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         max_message_size: settings.max_message_size,
         sessions: sessions.clone(),
+        subscriptions: Arc::new(rpc::Subscriptions::new(
+            settings.max_subscriptions,
+            crate::config::seconds(settings.subscriber_stall_s, 0.0),
+        )),
     };
     let module = rpc::module(ctx);
     let limits = Limits {

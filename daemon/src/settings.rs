@@ -44,6 +44,12 @@ pub struct Settings {
     /// newline-delimited connection whose client does not read them; past
     /// it the connection is closed.
     pub max_reply_buffer_bytes: u64,
+    /// Seconds a subscriber may leave its notifications unread before its
+    /// subscription is dropped (with a last notification saying how to
+    /// resume); 0 never drops it.
+    pub subscriber_stall_s: f64,
+    /// Most event subscriptions open at once, daemon-wide.
+    pub max_subscriptions: u32,
     /// Seconds in-flight requests get to finish after SIGTERM.
     pub shutdown_grace_s: f64,
     /// Log line format.
@@ -74,7 +80,9 @@ impl Default for Settings {
             idle_timeout_s: 300.0,
             header_read_timeout_s: 10.0,
             max_batch_len: 1024,
-            max_reply_buffer_bytes: 4 * DEFAULT_MAX_MESSAGE_SIZE,
+            max_reply_buffer_bytes: 8 * 1024 * 1024,
+            subscriber_stall_s: 30.0,
+            max_subscriptions: 4096,
             shutdown_grace_s: 10.0,
             log_format: LogFormat::Human,
             state_dir: None,

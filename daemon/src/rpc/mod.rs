@@ -33,6 +33,51 @@ pub struct DaemonContext {
     pub max_message_size: u64,
     /// Every session and run.
     pub sessions: Arc<crate::session::Sessions>,
+    /// Open event subscriptions, daemon-wide.
+    pub subscriptions: Arc<Subscriptions>,
+}
+
+/// The daemon-wide count of event subscriptions and how long one may
+/// stall before it is dropped.
+#[derive(Debug)]
+pub struct Subscriptions {
+    /// Open now.
+    open: std::sync::atomic::AtomicU32,
+    /// Most at once.
+    max: u32,
+    /// How long a send may wait for the subscriber; zero waits forever.
+    pub stall: std::time::Duration,
+}
+
+impl Subscriptions {
+    /// At most `max` at once; a subscriber stalled for `stall` is dropped.
+    pub fn new(max: u32, stall: std::time::Duration) -> Subscriptions {
+        Subscriptions { open: Default::default(), max: max.max(1), stall }
+    }
+
+    /// A slot, or `None` when `max` are open.
+    pub fn enter(self: &Arc<Self>) -> Option<SubscriptionSlot> {
+        use std::sync::atomic::Ordering;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1))
+            .ok()
+            .map(|_| SubscriptionSlot(self.clone()))
+    }
+
+    /// Open now.
+    pub fn open(&self) -> u32 {
+        self.open.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// One open subscription; the count drops with it.
+#[derive(Debug)]
+pub struct SubscriptionSlot(Arc<Subscriptions>);
+
+impl Drop for SubscriptionSlot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// Subscription methods (their names open a notification stream).

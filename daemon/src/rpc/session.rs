@@ -99,6 +99,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     Ok(())
 }
 
+/// `session/subscribe`: stored then live events, until the client
+/// unsubscribes or disconnects. A client that leaves notifications unread
+/// for `subscriber_stall_s` is dropped: the subscription closes with an
+/// error notification naming the `from_seq` to resume from.
 async fn subscribe(
     params: Result<SubscribeParams, ErrorObjectOwned>,
     pending: jsonrpsee::PendingSubscriptionSink,
@@ -111,6 +115,12 @@ async fn subscribe(
             return Ok(());
         }
     };
+    let Some(_slot) = ctx.subscriptions.enter() else {
+        let why =
+            "too many event subscriptions (max_subscriptions); close some or raise max_subscriptions in swivald.toml";
+        pending.reject(app_error(ErrorCode::Overloaded, why)).await;
+        return Ok(());
+    };
     let mut events = match ctx.sessions.subscribe(&p.session_id, p.from_seq.map(|s| s.0).unwrap_or(1)) {
         Ok(rx) => rx,
         Err(e) => {
@@ -119,13 +129,33 @@ async fn subscribe(
         }
     };
     let sink = pending.accept().await?;
+    let stall = ctx.subscriptions.stall;
     loop {
         tokio::select! {
             event = events.recv() => {
                 let Some(event) = event else { break };
+                let seq = event.seq;
                 let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
-                if sink.send(msg).await.is_err() {
-                    break;
+                let sent = if stall.is_zero() {
+                    Ok(sink.send(msg).await)
+                } else {
+                    tokio::time::timeout(stall, sink.send(msg)).await
+                };
+                match sent {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => break,
+                    Err(_) => {
+                        tracing::warn!(
+                            "dropped a subscriber of {} that left its notifications unread for {stall:?}",
+                            p.session_id
+                        );
+                        return Err(format!(
+                            "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
+                            stall.as_secs_f64(),
+                            seq.0
+                        )
+                        .into());
+                    }
                 }
             }
             _ = sink.closed() => break,
