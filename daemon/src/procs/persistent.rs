@@ -124,7 +124,7 @@ impl Worker {
 fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> {
     let mut spawned = spawn(script)?;
     let (stdin, stdout, stderr, pid) = spawned.take_pipes();
-    let pgid = spawned.pgid;
+    let pgid = spawned.pgid();
     let pending: Pending = Arc::default();
     let dead = CancellationToken::new();
     let program = script.argv.first().cloned().unwrap_or_default();
