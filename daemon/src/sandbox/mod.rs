@@ -10,9 +10,13 @@
 //! - `linux.rs` — the helper mode: swivald re-executed as
 //!   `swivald --sandbox-exec <plan> -- argv...` applies namespaces,
 //!   Landlock and seccomp to itself, then execs the command.
-//! - `command.rs` — `run_command`: spawn (through the helper under
-//!   `sandbox = "os"`), capture, timeout and cancel kill the whole process
-//!   group, format Swival's result.
+//! - `command.rs` — `run_command`: what runs and how (through the helper
+//!   under `sandbox = "os"`), handed to the daemon's process runner as a
+//!   `procs::Launch` (which captures and kills the whole process group on
+//!   timeout and cancel); formats Swival's result.
+//!
+//! Nothing here spawns a process: `procs/` does, for the commands and for
+//! [`probe`].
 //! - `ssrf.rs`, `fetch.rs` — `fetch_url` and the address checks.
 //! - `spill.rs` — output too large for the context goes to
 //!   `.swival/cmd_output_*.txt`.
