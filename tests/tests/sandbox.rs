@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swivald::config::{Cidr, SandboxMode};
+use swivald::procs::ProcessRunner;
 use swivald::sandbox::fetch::{fetch_url, FetchEnv, FetchFormat};
 use swivald::sandbox::{self, run_command, CommandEnv, CommandPolicy, SandboxCapabilities};
 use tokio_util::sync::CancellationToken;
@@ -24,6 +25,11 @@ const TEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 fn helper() -> PathBuf {
     swival_tests::bin("swivald")
+}
+
+/// A process runner as the daemon has one (its default `max_children`).
+fn runner() -> Arc<ProcessRunner> {
+    Arc::new(ProcessRunner::new(64))
 }
 
 async fn capabilities() -> SandboxCapabilities {
@@ -52,7 +58,8 @@ fn os_env(
         ..sandbox::PlanInput::default()
     };
     let env_vars = sandbox::command::allowed_environment(std::env::vars_os(), &[]);
-    let (env, status) = CommandEnv::new(CommandPolicy::Whitelist(map), &base, input, caps, helper(), env_vars);
+    let (env, status) =
+        CommandEnv::new(CommandPolicy::Whitelist(map), &base, input, caps, helper(), env_vars, runner());
     println!("sandbox status: {}", status.summary());
     for w in &status.not_enforced {
         println!("not enforced: {w}");
@@ -140,7 +147,8 @@ async fn builtin_mode_does_not_confine_and_says_so() {
         write_dirs: vec![canonical.clone()],
         ..sandbox::PlanInput::default()
     };
-    let (env, status) = CommandEnv::new(CommandPolicy::Whitelist(map), &canonical, input, &caps, helper(), vec![]);
+    let (env, status) =
+        CommandEnv::new(CommandPolicy::Whitelist(map), &canonical, input, &caps, helper(), vec![], runner());
     assert!(env.plan.is_none() && !status.filesystem_confined);
     assert!(!status.not_enforced.is_empty());
     let out = run(&env, &["python3", "-c", WRITE_SCRIPT, target.to_str().unwrap()], 30).await;

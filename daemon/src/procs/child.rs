@@ -3,11 +3,10 @@
 //! pipe), stdout bounded, and the whole group killed on timeout, flood or
 //! cancellation.
 
+use super::launch::{self, Env, Io, Launch, Started};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 /// What a finished child produced.
@@ -69,20 +68,23 @@ pub struct OneShot<'a> {
 /// A started child, waiting for its input.
 #[derive(Debug)]
 pub struct Spawned {
-    /// The process.
-    child: tokio::process::Child,
-    /// Its process group (= its pid).
-    pub pgid: Option<i32>,
+    /// The process (its whole group is killed when this is dropped).
+    started: Started,
     /// argv[0], for messages.
     program: String,
 }
 
 impl Spawned {
+    /// Its process group.
+    pub fn pgid(&self) -> Option<i32> {
+        self.started.pgid
+    }
+
     /// Take the pipes (for a long-lived worker) and the pid.
     pub fn take_pipes(
         &mut self,
     ) -> (tokio::process::ChildStdin, tokio::process::ChildStdout, tokio::process::ChildStderr, u32) {
-        let c = &mut self.child;
+        let c = &mut self.started.child;
         let pid = c.id().unwrap_or_default();
         (
             c.stdin.take().expect("piped stdin"),
@@ -94,13 +96,7 @@ impl Spawned {
 
     /// Whether it already exited (a prespawned child that died while idle).
     pub fn exited(&mut self) -> bool {
-        !matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        kill_group(self.pgid);
+        !matches!(self.started.child.try_wait(), Ok(None))
     }
 }
 
@@ -118,19 +114,16 @@ fn spawn_argv(
 ) -> Result<Spawned, ProcError> {
     super::pin::verify_all(pins)?;
     let program = argv.first().cloned().unwrap_or_default();
-    let mut cmd = Command::new(super::pin::executable(&program, pins));
-    cmd.arg0(&program)
-        .args(argv.get(1..).unwrap_or_default())
-        .current_dir(cwd)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|source| ProcError::Spawn { program: program.clone(), source })?;
-    let pgid = child.id().map(|p| p as i32);
-    Ok(Spawned { child, pgid, program })
+    let launch = Launch {
+        program: super::pin::executable(&program, pins).to_path_buf(),
+        argv: argv.to_vec(),
+        cwd: Some(cwd.to_owned()),
+        env: Env::Inherit(env.iter().map(|(k, v)| (k.clone(), v.into())).collect()),
+        io: Io::Pipes,
+        through: None,
+    };
+    let started = launch::start(&launch, &program)?;
+    Ok(Spawned { started, program })
 }
 
 /// Feed a started child its input and collect its output, killing its
@@ -144,14 +137,15 @@ pub async fn drive(
     cancel: &CancellationToken,
 ) -> Result<Output, ProcError> {
     let program = spawned.program.clone();
-    let child = &mut spawned.child;
-    let mut stdin = child.stdin.take().expect("piped stdin");
+    let child = &mut spawned.started.child;
+    let stdin = child.stdin.take();
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
     let write = async move {
         // A child that exits without reading its input is not an error.
-        let _ = stdin.write_all(input).await;
-        drop(stdin);
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(input).await;
+        }
     };
     let limit = max_stdout;
     let flood = || ProcError::Flood { program: program.clone(), limit };
@@ -177,10 +171,22 @@ pub async fn drive(
     Ok(Output { code: status.code(), stdout, stderr })
 }
 
-/// Run a child to completion (or kill it) and collect its output.
+/// Run a child to completion (or kill it) and collect its output, outside
+/// the runner's slots (the `command` provider, until it is given the
+/// runner).
 pub async fn run(job: OneShot<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
     let spawned = spawn_argv(job.argv, job.cwd, job.env, job.pins)?;
     drive(spawned, job.stdin, job.timeout, job.max_stdout, cancel).await
+}
+
+/// Start `launch` (which must not take input) and collect its stdout and
+/// stderr, each bounded by `max_output`, killing its group on timeout.
+/// For daemon-level helpers outside any session (the sandbox probe).
+pub async fn output(launch: &Launch, timeout: Duration, max_output: usize) -> Result<Output, ProcError> {
+    debug_assert_eq!(launch.io, Io::NoInput);
+    let program = launch.program.display().to_string();
+    let started = launch::start(launch, &program)?;
+    drive(Spawned { started, program }, &[], timeout, max_output, &CancellationToken::new()).await
 }
 
 /// Why reading a pipe stopped early.

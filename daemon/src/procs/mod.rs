@@ -1,21 +1,34 @@
-//! The one place that spawns helper processes: filter stages, hooks,
-//! reviewers and the `command` provider all run through here.
+//! The one place that spawns processes: filter stages, hooks, reviewers,
+//! the `command` provider, the model's commands (through the sandbox
+//! helper when the session is confined) and the sandbox probe all start
+//! here ([`launch::start`] is the only spawn in the daemon; the invariants
+//! test checks it).
 //!
-//! Every child runs in its own process group; its stdin is written while
-//! stdout and stderr are read; stdout is bounded; the whole group is killed
+//! Every child runs in its own process group and the whole group is killed
 //! on timeout, flood, cancellation (run cancel, session close, daemon
-//! shutdown). A daemon-wide limit bounds the children running at once;
-//! calls beyond it wait their turn. Three modes per script:
+//! shutdown) and when its handle is dropped. A daemon-wide limit
+//! (`max_children`) bounds the children running at once; calls beyond it
+//! wait their turn (cancellably). Policy scripts (`Script`) have their stdin
+//! written while stdout and stderr are read, stdout bounded, their pins
+//! checked before every spawn and every call, and three modes:
 //! - `Oneshot`: Swival's one process per call;
 //! - `Prespawn(n)`: `n` processes of the script started ahead and waiting
 //!   on stdin, refilled in the background, to take spawn time off the call;
 //! - `Persistent`: one long-lived worker speaking one JSON line each way.
+//!
+//! The model's commands are described by a [`Launch`] (no pins: the
+//! sandbox's whitelist and plan decide what runs) and run with stdout and
+//! stderr merged ([`ProcessRunner::run_merged`], `merged.rs`).
 
 mod child;
+mod launch;
+mod merged;
 mod persistent;
 pub mod pin;
 
-pub use child::{kill_group, run, OneShot, Output, ProcError};
+pub use child::{kill_group, output, run, OneShot, Output, ProcError};
+pub use launch::{Env, Io, Launch, Through};
+pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
 pub use pin::{locate, Pinned};
 
 use child::{drive, spawn, Spawned};
@@ -24,7 +37,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 /// A script to run: what, where, with which extra environment.
@@ -71,25 +84,45 @@ pub struct Call<'a> {
 pub struct ProcessRunner {
     /// Children that may run at once.
     slots: Semaphore,
+    /// The size of `slots`.
+    max_children: usize,
     /// Prespawned processes, per script.
     pools: Mutex<HashMap<Script, Arc<Pool>>>,
     /// Persistent workers, per script.
     workers: Mutex<HashMap<Script, Arc<Worker>>>,
 }
 
+impl std::fmt::Debug for ProcessRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessRunner").field("max_children", &self.max_children).finish_non_exhaustive()
+    }
+}
+
 impl ProcessRunner {
     /// A runner allowing `max_children` calls to run at once.
     pub fn new(max_children: usize) -> ProcessRunner {
-        ProcessRunner { slots: Semaphore::new(max_children.max(1)), pools: Mutex::default(), workers: Mutex::default() }
+        let max_children = max_children.max(1);
+        ProcessRunner {
+            slots: Semaphore::new(max_children),
+            max_children,
+            pools: Mutex::default(),
+            workers: Mutex::default(),
+        }
+    }
+
+    /// Wait for a free slot (or for `cancel`).
+    async fn slot(&self, program: &str, cancel: &CancellationToken) -> Result<SemaphorePermit<'_>, ProcError> {
+        let cancelled = || ProcError::Cancelled { program: program.to_owned() };
+        tokio::select! {
+            s = self.slots.acquire() => s.map_err(|_| cancelled()),
+            _ = cancel.cancelled() => Err(cancelled()),
+        }
     }
 
     /// Run one call to completion.
     pub async fn call(&self, call: Call<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
         let program = || call.script.argv.first().cloned().unwrap_or_default();
-        let _slot = tokio::select! {
-            s = self.slots.acquire() => s.map_err(|_| ProcError::Cancelled { program: program() })?,
-            _ = cancel.cancelled() => return Err(ProcError::Cancelled { program: program() }),
-        };
+        let _slot = self.slot(&program(), cancel).await?;
         // A prespawned process or a running worker was started from the
         // file as it was then; what it serves must still be what was pinned.
         pin::verify_all(&call.script.pins)?;
@@ -115,6 +148,28 @@ impl ProcessRunner {
                 })
             }
         }
+    }
+
+    /// Run one of the model's commands in a slot: `launch` must use
+    /// [`Io::Merged`]; at most `max_output` bytes of its output are kept.
+    /// The timeout counts from the spawn, not from the wait for a slot.
+    pub async fn run_merged(
+        &self,
+        launch: &Launch,
+        timeout: Duration,
+        max_output: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Merged, ProcError> {
+        debug_assert_eq!(launch.io, Io::Merged);
+        let program = launch.program.display().to_string();
+        let _slot = self.slot(&program, cancel).await?;
+        let started = launch::start(launch, &program)?;
+        merged::supervise(started, &program, timeout, max_output, cancel).await
+    }
+
+    /// Calls holding a slot now.
+    pub fn running(&self) -> usize {
+        self.max_children - self.slots.available_permits()
     }
 
     fn pool(&self, script: &Script, size: u32) -> Arc<Pool> {
@@ -196,3 +251,6 @@ impl Pool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

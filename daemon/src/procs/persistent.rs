@@ -29,10 +29,25 @@ pub struct Worker {
     starts: std::sync::atomic::AtomicU64,
 }
 
+/// Removes a call's entry from the replies awaited when the call ends,
+/// however it ends.
+struct Forget {
+    /// The worker's awaited replies.
+    pending: Pending,
+    /// This call's request id.
+    id: u64,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+    }
+}
+
 /// A running worker process.
 struct Live {
-    /// Requests go here.
-    stdin: ChildStdin,
+    /// Requests go here, one whole line at a time.
+    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
     /// Its process group.
     pgid: Option<i32>,
     /// Calls waiting for replies.
@@ -85,7 +100,7 @@ impl Worker {
         text.push('\n');
 
         let (tx, rx) = oneshot::channel();
-        let gen = {
+        let (gen, stdin, pending) = {
             let mut guard = self.live.lock().await;
             if guard.as_ref().is_none_or(|l| l.dead.is_cancelled()) {
                 let gen = self.starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -93,20 +108,43 @@ impl Worker {
             }
             let live = guard.as_mut().expect("just started");
             live.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-            if let Err(source) = live.stdin.write_all(text.as_bytes()).await {
-                guard.take();
-                return Err(ProcError::Io { program, source });
-            }
-            live.gen
+            (live.gen, live.stdin.clone(), live.pending.clone())
         };
-        let outcome = tokio::select! {
-            r = rx => r.unwrap_or_else(|_| Err("the worker exited before replying".into())),
-            _ = tokio::time::sleep(timeout) => {
+        // Whatever happens below, this call's reply is no longer awaited.
+        let _forget = Forget { pending, id };
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let timed_out = || ProcError::Timeout { program: program.clone(), secs: timeout.as_secs_f64() };
+        // A worker that stops reading stdin must not hang its callers: the
+        // write (and the wait for the writes queued ahead of it) is bounded
+        // by the call's timeout like the reply is. It runs as its own task
+        // so that a cancelled call still writes its whole line (a line cut
+        // short would garble the stream for every other call); a worker
+        // killed for hanging fails the write, which ends the task.
+        let write = tokio::spawn(async move {
+            let mut stdin = stdin.lock().await;
+            stdin.write_all(text.as_bytes()).await
+        });
+        let written = tokio::select! {
+            r = write => r.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+            () = &mut deadline => {
                 // A hung worker would hang every later call: replace it.
                 self.kill_if(gen).await;
-                return Err(ProcError::Timeout { program, secs: timeout.as_secs_f64() });
+                return Err(timed_out());
             }
-            _ = cancel.cancelled() => return Err(ProcError::Cancelled { program }),
+            () = cancel.cancelled() => return Err(ProcError::Cancelled { program }),
+        };
+        if let Err(source) = written {
+            self.kill_if(gen).await;
+            return Err(ProcError::Io { program, source });
+        }
+        let outcome = tokio::select! {
+            r = rx => r.unwrap_or_else(|_| Err("the worker exited before replying".into())),
+            () = &mut deadline => {
+                self.kill_if(gen).await;
+                return Err(timed_out());
+            }
+            () = cancel.cancelled() => return Err(ProcError::Cancelled { program }),
         };
         outcome.map_err(|message| ProcError::Protocol { program, message })
     }
@@ -124,7 +162,7 @@ impl Worker {
 fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> {
     let mut spawned = spawn(script)?;
     let (stdin, stdout, stderr, pid) = spawned.take_pipes();
-    let pgid = spawned.pgid;
+    let pgid = spawned.pgid();
     let pending: Pending = Arc::default();
     let dead = CancellationToken::new();
     let program = script.argv.first().cloned().unwrap_or_default();
@@ -182,5 +220,5 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
             }
         });
     }
-    Ok(Live { stdin, pgid, pending, dead, pid, gen })
+    Ok(Live { stdin: Arc::new(tokio::sync::Mutex::new(stdin)), pgid, pending, dead, pid, gen })
 }

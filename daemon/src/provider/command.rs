@@ -68,6 +68,8 @@ pub async fn call(
         timeout: TIMEOUT,
         max_stdout: MAX_STDOUT,
     };
+    // Not yet counted under `max_children`: the provider has no handle on
+    // the daemon's runner until `ProviderSettings` carries one.
     let out = procs::run(job, cancel).await.map_err(|e| match e {
         procs::ProcError::Cancelled { .. } => ProviderError::Cancelled,
         other => ProviderError::Command(other.to_string()),

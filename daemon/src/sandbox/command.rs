@@ -1,32 +1,30 @@
 //! `run_command`: run one argv (never through a shell) with cwd = base
 //! dir, stdin from /dev/null, stdout and stderr merged into one pipe, in
 //! its own process group, through the helper when the session is
-//! sandboxed. The whole group is killed when the command ends, times out
-//! or is cancelled, so nothing it started outlives the call. The result is
-//! Swival's: `Exit code: N` or `error: command timed out after Ns` first,
-//! then the output; more than 10 KB goes to a spill file.
+//! sandboxed. This file decides what runs and how (policy check, the
+//! helper's plan, environment, a private TMPDIR) and formats the result;
+//! the daemon's process runner starts it in one of its `max_children`
+//! slots and kills the whole group when the command ends, times out or is
+//! cancelled, so nothing it started outlives the call (`procs/merged.rs`).
+//! The result is Swival's: `Exit code: N` or `error: command timed out
+//! after Ns` first, then the output; more than 10 KB goes to a spill file.
 
 use super::policy::{self, CommandPolicy};
 use super::spill;
 use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
+use crate::procs::{Capture, Ending, Env, Io, Launch, ProcError, ProcessRunner, Through};
 use serde_json::Value;
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 /// Command output shown inline at most; more is spilled.
 pub const INLINE_LIMIT: usize = 10 * 1024;
 /// Command output kept at most (the rest is drained and dropped).
 pub const CAPTURE_LIMIT: usize = 1024 * 1024;
-/// How long output may keep arriving after the group was killed (a
-/// process that left the group can hold the pipe open forever).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Everything a session fixes once about how its commands run.
 #[derive(Debug, Clone)]
@@ -43,12 +41,15 @@ pub struct CommandEnv {
     /// The whole environment commands get (see [`allowed_environment`]);
     /// TMPDIR is replaced by the run's own temp dir under the helper.
     pub env: Vec<(String, OsString)>,
+    /// The daemon's process runner: commands take one of its slots.
+    pub runner: Arc<ProcessRunner>,
 }
 
 impl CommandEnv {
     /// The environment for a session, and the status to report for it.
     /// `input.write_dirs` must start with the base dir; `caps` come from
-    /// [`super::probe`] run with the same `helper`.
+    /// [`super::probe`] run with the same `helper`; `runner` is the
+    /// daemon's, whose `max_children` commands count against.
     pub fn new(
         policy: CommandPolicy,
         base_dir: &Path,
@@ -56,9 +57,10 @@ impl CommandEnv {
         caps: &SandboxCapabilities,
         helper: PathBuf,
         env: Vec<(String, OsString)>,
+        runner: Arc<ProcessRunner>,
     ) -> (CommandEnv, SandboxStatus) {
         let (status, plan) = status::plan(input, caps);
-        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env };
+        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env, runner };
         (env, status)
     }
 }
@@ -99,16 +101,6 @@ pub async fn run_command_tool(env: &CommandEnv, args: &Value, cancel: &Cancellat
     }
 }
 
-/// How the command ended.
-enum Ending {
-    /// It exited (code, or minus the signal number as Python reports it).
-    Exited(i32),
-    /// The timeout passed.
-    TimedOut,
-    /// The caller cancelled.
-    Cancelled,
-}
-
 /// Run `argv` under `env` and return the tool result.
 pub async fn run_command(env: &CommandEnv, argv: &[String], timeout: Duration, cancel: &CancellationToken) -> String {
     let program = match policy::check(argv, &env.policy, &env.base_dir) {
@@ -125,118 +117,47 @@ pub async fn run_command(env: &CommandEnv, argv: &[String], timeout: Duration, c
         },
         None => None,
     };
-    let (reader, writer) = match output_pipe() {
-        Ok(p) => p,
-        Err(e) => return format!("error: cannot create a pipe for the command's output: {e}"),
-    };
-    let mut cmd = match build(env, &program, argv, tmp.as_ref(), writer) {
-        Ok(c) => c,
+    let launch = match launch(env, &program, argv, tmp.as_ref()) {
+        Ok(l) => l,
         Err(e) => return format!("error: cannot prepare the command: {e}"),
     };
-    let spawned = cmd.spawn();
-    // The Command holds our copy of the pipe's write end; without dropping
-    // it the reader never sees EOF.
-    drop(cmd);
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => return format!("error: failed to start command {}: {e}", program.display()),
-    };
-    let group = GroupGuard(child.id().map(|p| p as i32));
-    let pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(reader) {
-        Ok(p) => p,
-        Err(e) => return format!("error: cannot read the command's output: {e}"),
-    };
-    let (ending, capture) = match supervise(&mut child, pipe, &group, timeout, cancel).await {
-        Ok(r) => r,
+    let (ending, capture) = match env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel).await {
+        Ok(m) => (m.ending, m.output),
+        // Cancelled while waiting for a slot: nothing ran.
+        Err(ProcError::Cancelled { .. }) => (Ending::Cancelled, Capture::new(CAPTURE_LIMIT)),
+        Err(ProcError::Spawn { source, .. }) => {
+            return format!("error: failed to start command {}: {source}", program.display())
+        }
+        Err(ProcError::Io { source, .. }) => return format!("error: {source}"),
         Err(e) => return format!("error: {e}"),
     };
     drop(tmp);
     format_result(&env.base_dir, ending, timeout, capture)
 }
 
-/// Collect the merged output until the command exits, times out or is
-/// cancelled; then kill its whole group and take what is left in the pipe
-/// (bounded by [`DRAIN_GRACE`], since a process that left the group can
-/// hold the pipe open).
-async fn supervise(
-    child: &mut tokio::process::Child,
-    mut pipe: tokio::net::unix::pipe::Receiver,
-    group: &GroupGuard,
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> Result<(Ending, Capture), String> {
-    let mut capture = Capture::default();
-    let mut chunk = vec![0u8; 16 * 1024];
-    let mut open = true;
-    let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline);
-    let ending = loop {
-        tokio::select! {
-            n = pipe.read(&mut chunk), if open => match n {
-                Ok(0) | Err(_) => open = false,
-                Ok(n) => capture.push(&chunk[..n]),
-            },
-            status = child.wait() => break match status {
-                Ok(s) => Ending::Exited(s.code().unwrap_or_else(|| -s.signal().unwrap_or(0))),
-                Err(e) => return Err(format!("waiting for the command failed: {e}")),
-            },
-            () = &mut deadline => break Ending::TimedOut,
-            () = cancel.cancelled() => break Ending::Cancelled,
-        }
-    };
-    group.kill();
-    if !matches!(ending, Ending::Exited(_)) {
-        let _ = child.wait().await;
-    }
-    let drain = tokio::time::sleep(DRAIN_GRACE);
-    tokio::pin!(drain);
-    while open {
-        tokio::select! {
-            n = pipe.read(&mut chunk) => match n {
-                Ok(0) | Err(_) => open = false,
-                Ok(n) => capture.push(&chunk[..n]),
-            },
-            () = &mut drain => break,
-        }
-    }
-    Ok((ending, capture))
-}
-
-/// The process to spawn: the helper with the plan, or the program itself.
-fn build(
-    env: &CommandEnv,
-    program: &Path,
-    argv: &[String],
-    tmp: Option<&RunTempDir>,
-    out: OwnedFd,
-) -> std::io::Result<tokio::process::Command> {
-    let mut cmd = match (&env.plan, tmp) {
+/// What to start: the helper with the plan, or the program itself; the
+/// environment is exactly the session's (TMPDIR the run's own under the
+/// helper).
+fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTempDir>) -> serde_json::Result<Launch> {
+    let mut vars = env.env.clone();
+    let through = match (&env.plan, tmp) {
         (Some(plan), Some(tmp)) => {
             let mut plan = plan.clone();
             plan.write_dirs.push(tmp.0.clone());
-            let spec = ExecSpec { program: program.to_owned(), plan };
-            let spec = serde_json::to_string(&spec).map_err(std::io::Error::other)?;
-            let mut cmd = tokio::process::Command::new(&env.helper);
-            cmd.arg(EXEC_FLAG).arg(spec).arg("--").args(argv);
-            cmd.env_clear().envs(env.env.iter().map(|(k, v)| (k, v)));
-            cmd.env("TMPDIR", &tmp.0);
-            cmd
+            let spec = serde_json::to_string(&ExecSpec { program: program.to_owned(), plan })?;
+            vars.push(("TMPDIR".to_owned(), tmp.0.clone().into_os_string()));
+            Some(Through { helper: env.helper.clone(), args: vec![EXEC_FLAG.to_owned(), spec] })
         }
-        _ => {
-            let mut cmd = tokio::process::Command::new(program);
-            cmd.as_std_mut().arg0(&argv[0]);
-            cmd.args(&argv[1..]);
-            cmd.env_clear().envs(env.env.iter().map(|(k, v)| (k, v)));
-            cmd
-        }
+        _ => None,
     };
-    cmd.current_dir(&env.base_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out.try_clone()?))
-        .stderr(Stdio::from(out))
-        .process_group(0)
-        .kill_on_drop(true);
-    Ok(cmd)
+    Ok(Launch {
+        program: program.to_owned(),
+        argv: argv.to_vec(),
+        cwd: Some(env.base_dir.clone()),
+        env: Env::Exact(vars),
+        io: Io::Merged,
+        through,
+    })
 }
 
 /// Swival's result text, spilled when over [`INLINE_LIMIT`].
@@ -281,40 +202,6 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-/// The output kept so far.
-#[derive(Default)]
-struct Capture {
-    /// At most [`CAPTURE_LIMIT`] bytes.
-    bytes: Vec<u8>,
-    /// More arrived and was dropped.
-    truncated: bool,
-}
-
-impl Capture {
-    fn push(&mut self, data: &[u8]) {
-        let room = CAPTURE_LIMIT - self.bytes.len();
-        if data.len() > room {
-            self.truncated = true;
-        }
-        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
-    }
-}
-
-/// SIGKILLs the process group when dropped, whatever path the call took.
-struct GroupGuard(Option<i32>);
-
-impl GroupGuard {
-    fn kill(&self) {
-        crate::procs::kill_group(self.0);
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// The command's private TMPDIR (writable under Landlock), removed with
 /// everything in it when the run ends.
 struct RunTempDir(PathBuf);
@@ -339,23 +226,6 @@ impl Drop for RunTempDir {
     }
 }
 
-/// A pipe whose ends are close-on-exec from birth, so a command spawned
-/// concurrently cannot inherit them and hold our reader open.
-#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-fn output_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-}
-
-/// A pipe, close-on-exec right after creation (no `pipe2` here).
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-fn output_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    let (r, w) = nix::unistd::pipe()?;
-    fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    Ok((r, w))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,6 +241,7 @@ mod tests {
             plan: None,
             helper: PathBuf::from("/nonexistent"),
             env: allowed_environment(std::env::vars_os(), &[]),
+            runner: Arc::new(ProcessRunner::new(4)),
         }
     }
 
@@ -483,7 +354,7 @@ mod tests {
 
     #[test]
     fn capture_keeps_one_megabyte() {
-        let mut c = Capture::default();
+        let mut c = Capture::new(CAPTURE_LIMIT);
         c.push(&vec![b'a'; CAPTURE_LIMIT - 1]);
         c.push(b"bc");
         assert_eq!(c.bytes.len(), CAPTURE_LIMIT);

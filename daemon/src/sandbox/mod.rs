@@ -10,9 +10,13 @@
 //! - `linux.rs` — the helper mode: swivald re-executed as
 //!   `swivald --sandbox-exec <plan> -- argv...` applies namespaces,
 //!   Landlock and seccomp to itself, then execs the command.
-//! - `command.rs` — `run_command`: spawn (through the helper under
-//!   `sandbox = "os"`), capture, timeout and cancel kill the whole process
-//!   group, format Swival's result.
+//! - `command.rs` — `run_command`: what runs and how (through the helper
+//!   under `sandbox = "os"`), handed to the daemon's process runner as a
+//!   `procs::Launch` (which captures and kills the whole process group on
+//!   timeout and cancel); formats Swival's result.
+//!
+//! Nothing here spawns a process: `procs/` does, for the commands and for
+//! [`probe`].
 //! - `ssrf.rs`, `fetch.rs` — `fetch_url` and the address checks.
 //! - `spill.rs` — output too large for the context goes to
 //!   `.swival/cmd_output_*.txt`.
@@ -46,6 +50,8 @@ use std::time::Duration;
 pub const EXEC_FLAG: &str = "--sandbox-exec";
 /// First argument that turns swivald into the capability probe.
 pub const PROBE_FLAG: &str = "--sandbox-probe";
+/// Largest probe report read (it is a few hundred bytes of JSON).
+const PROBE_MAX_OUTPUT: usize = 1024 * 1024;
 
 /// What the daemon hands the helper: the program to exec and the plan.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,23 +102,32 @@ pub async fn probe(helper: &Path) -> SandboxCapabilities {
     if !cfg!(target_os = "linux") {
         return SandboxCapabilities::none("kernel sandboxing is implemented on Linux only");
     }
-    let run = tokio::process::Command::new(helper)
-        .arg(PROBE_FLAG)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = match tokio::time::timeout(Duration::from_secs(10), run).await {
-        Err(_) => return SandboxCapabilities::none("the sandbox probe did not answer within 10 s"),
-        Ok(Err(e)) => {
-            return SandboxCapabilities::none(&format!("cannot run the sandbox probe {}: {e}", helper.display()))
+    let launch = crate::procs::Launch {
+        program: helper.to_owned(),
+        argv: vec![helper.display().to_string(), PROBE_FLAG.to_owned()],
+        cwd: None,
+        env: crate::procs::Env::Inherit(Vec::new()),
+        io: crate::procs::Io::NoInput,
+        through: None,
+    };
+    let out = match crate::procs::output(&launch, Duration::from_secs(10), PROBE_MAX_OUTPUT).await {
+        Err(crate::procs::ProcError::Timeout { .. }) => {
+            return SandboxCapabilities::none("the sandbox probe did not answer within 10 s")
         }
-        Ok(Ok(out)) => out,
+        Err(crate::procs::ProcError::Spawn { source, .. }) => {
+            return SandboxCapabilities::none(&format!("cannot run the sandbox probe {}: {source}", helper.display()))
+        }
+        Err(e) => return SandboxCapabilities::none(&format!("the sandbox probe failed: {e}")),
+        Ok(out) => out,
     };
     match serde_json::from_slice::<SandboxCapabilities>(&out.stdout) {
-        Ok(caps) if out.status.success() => caps,
+        Ok(caps) if out.code == Some(0) => caps,
         _ => SandboxCapabilities::none(&format!(
             "the sandbox probe failed ({}): {}",
-            out.status,
+            match out.code {
+                Some(code) => format!("exit status: {code}"),
+                None => "killed by a signal".to_owned(),
+            },
             String::from_utf8_lossy(&out.stderr).trim()
         )),
     }

@@ -91,6 +91,7 @@ impl Sessions {
             &self.shared.settings.sandbox_caps,
             crate::sandbox::default_helper(),
             env,
+            self.shared.runner.clone(),
         );
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {

@@ -1,0 +1,336 @@
+//! The architecture invariants of ARCHITECTURE.md, checked against the
+//! source tree (after rust-analyzer's `tidy` test): a failure names the
+//! file, the line and the rule, and says what to do.
+//!
+//! In the daemon's sources (`daemon/src/`):
+//! - only `procs/` starts processes (`Command::new`, std or tokio);
+//! - only `store/` and `cache/` use SQLite (`rusqlite`);
+//! - `agent/`, `tools/` and `report/` do not reach into `crate::session`;
+//! - handlers in `rpc/` build no JSON by hand (`json!`): wire types live in
+//!   the protocol crate.
+//!
+//! In every crate of the workspace: no source file over 600 lines, no
+//! function over 80 lines.
+//!
+//! Code that broke a rule before this test existed is listed in [`KNOWN`]
+//! with what it is; the test fails on any violation not listed *and* on a
+//! listed one that no longer occurs, so the list can only shrink: when you
+//! fix one, delete its entry. Never add an entry for new code.
+//! [`ALLOWED`] holds the few deliberate exceptions, each with its reason.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Longest source file, in lines.
+const MAX_FILE_LINES: usize = 600;
+/// Longest function, in lines from `fn` to its closing brace.
+const MAX_FN_LINES: usize = 80;
+/// The workspace's crates (`fuzz/` is outside the workspace).
+const CRATES: &[&str] = &["protocol", "daemon", "client", "tests"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// A process started outside `daemon/src/procs/`.
+    Spawn,
+    /// SQLite used outside `daemon/src/store/` and `daemon/src/cache/`.
+    Sqlite,
+    /// `crate::session` reached from `agent/`, `tools/` or `report/`.
+    SessionImport,
+    /// `json!` in `daemon/src/rpc/`.
+    JsonInRpc,
+    /// A source file over [`MAX_FILE_LINES`].
+    LongFile,
+    /// A function over [`MAX_FN_LINES`].
+    LongFn,
+}
+
+impl Rule {
+    /// What to do instead, for the failure message.
+    fn advice(self) -> &'static str {
+        match self {
+            Rule::Spawn => "only daemon/src/procs/ starts processes: describe the child as a procs::Launch and run it through the ProcessRunner",
+            Rule::Sqlite => "only daemon/src/store/ and daemon/src/cache/ touch SQLite: add a method there",
+            Rule::SessionImport => "agent/, tools/ and report/ must not depend on session/: pass what they need in",
+            Rule::JsonInRpc => "rpc/ handlers build no JSON by hand: add a type to the protocol crate",
+            Rule::LongFile => "split the file by responsibility (600 lines at most)",
+            Rule::LongFn => "split the function (80 lines at most)",
+        }
+    }
+}
+
+/// A rule broken by today's code that someone is expected to fix.
+struct Known {
+    /// Which rule.
+    rule: Rule,
+    /// The file, relative to the workspace root.
+    file: &'static str,
+    /// The function's name ([`Rule::LongFn`]), a piece of the offending
+    /// line (text rules), or "" ([`Rule::LongFile`]).
+    what: &'static str,
+}
+
+/// Known violations, to be fixed (delete the entry when you do).
+const KNOWN: &[Known] = &[
+    // agent/ emits events through session/'s event log and timestamps;
+    // the event sink should be passed in as a trait or a channel.
+    Known { rule: Rule::SessionImport, file: "daemon/src/agent/mod.rs", what: "crate::session::events::EventLog" },
+    Known { rule: Rule::SessionImport, file: "daemon/src/report/mod.rs", what: "crate::session::events::now" },
+    // Error data built by hand in rpc/ instead of a protocol type.
+    Known { rule: Rule::JsonInRpc, file: "daemon/src/rpc/mod.rs", what: "json!({ \"kind\": code })" },
+    Known { rule: Rule::JsonInRpc, file: "daemon/src/rpc/session.rs", what: "\"exit_code\": 1" },
+    Known { rule: Rule::JsonInRpc, file: "daemon/src/rpc/session.rs", what: "\"removed\"" },
+    // Files past 600 lines.
+    Known { rule: Rule::LongFile, file: "protocol/src/session.rs", what: "" },
+    Known { rule: Rule::LongFile, file: "daemon/src/tools/beneath.rs", what: "" },
+    Known { rule: Rule::LongFile, file: "tests/src/mock.rs", what: "" },
+    // Functions past 80 lines.
+    Known { rule: Rule::LongFn, file: "daemon/src/agent/mod.rs", what: "call_model" },
+    Known { rule: Rule::LongFn, file: "daemon/src/agent/mod.rs", what: "turns" },
+    Known { rule: Rule::LongFn, file: "daemon/src/session/run.rs", what: "drive" },
+    Known { rule: Rule::LongFn, file: "daemon/src/session/build.rs", what: "build" },
+    Known { rule: Rule::LongFn, file: "daemon/src/sandbox/status.rs", what: "plan" },
+    Known { rule: Rule::LongFn, file: "daemon/src/config/parse.rs", what: "normalize" },
+    Known { rule: Rule::LongFn, file: "daemon/src/tools/schema.rs", what: "file_tools" },
+    Known { rule: Rule::LongFn, file: "daemon/src/transport/mod.rs", what: "serve" },
+    Known { rule: Rule::LongFn, file: "client/src/cmd/run.rs", what: "run" },
+    Known { rule: Rule::LongFn, file: "tests/src/bin/bench.rs", what: "main" },
+    Known {
+        rule: Rule::LongFn,
+        file: "tests/tests/tools.rs",
+        what: "a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside",
+    },
+];
+
+/// Deliberate exceptions, each with why it is not a violation.
+const ALLOWED: &[(Rule, &str, &str, &str)] = &[(
+    Rule::Spawn,
+    "daemon/src/sandbox/linux.rs",
+    "std::process::Command::new(program)",
+    // The sandbox helper's last step: it replaces the already confined
+    // helper process with the command (`exec`); it starts no process.
+    "the helper execs the command in its own, already confined process",
+)];
+
+/// One broken rule at one place.
+#[derive(Debug)]
+struct Violation {
+    rule: Rule,
+    file: String,
+    line: usize,
+    /// The function's name, the offending line, or the line count.
+    what: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {:?}: {} — {}", self.file, self.line, self.rule, self.what, self.rule.advice())
+    }
+}
+
+impl Violation {
+    fn matches(&self, rule: Rule, file: &str, what: &str) -> bool {
+        self.rule == rule
+            && self.file == file
+            && match rule {
+                Rule::LongFn => self.what.split(' ').next() == Some(what),
+                Rule::LongFile => true,
+                _ => self.what.contains(what),
+            }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_owned()
+}
+
+/// Every `.rs` file under `dir`, sorted, skipping build output.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a line: "" for a comment line.
+fn code(line: &str) -> &str {
+    let t = line.trim_start();
+    if t.starts_with("//") {
+        ""
+    } else {
+        t
+    }
+}
+
+/// Text rules for one daemon file (`rel` starts with `daemon/src/`).
+fn text_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
+    let inside = |dirs: &[&str]| dirs.iter().any(|d| rel.starts_with(&format!("daemon/src/{d}/")));
+    let rules: [(Rule, &[&str], bool); 4] = [
+        (Rule::Spawn, &["Command::new"], !inside(&["procs"])),
+        (Rule::Sqlite, &["rusqlite"], !inside(&["store", "cache"])),
+        (Rule::SessionImport, &["crate::session"], inside(&["agent", "tools", "report"])),
+        (Rule::JsonInRpc, &["json!"], inside(&["rpc"])),
+    ];
+    for (n, line) in text.lines().enumerate() {
+        let code = code(line);
+        for (rule, needles, applies) in &rules {
+            if *applies && needles.iter().any(|needle| code.contains(needle)) {
+                out.push(Violation { rule: *rule, file: rel.to_owned(), line: n + 1, what: code.to_owned() });
+            }
+        }
+    }
+}
+
+/// Every function in `text`: (name, first line (1-based), length in lines).
+/// rustfmt's layout is relied on: a body ends at the first line that is
+/// exactly the `fn` line's indentation followed by `}`.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let indent = &line[..line.len() - t.len()];
+        let mut rest = t;
+        for prefix in ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe ", "extern \"C\" "] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else { continue };
+        let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // Find where the signature ends: `{` opens a body, `;` ends a
+        // declaration without one.
+        let Some(open) = (i..lines.len()).find(|&j| {
+            let l = lines[j].trim_end();
+            l.ends_with('{') || l.ends_with(';') || (j == i && l.ends_with('}'))
+        }) else {
+            continue;
+        };
+        let l = lines[open].trim_end();
+        if l.ends_with(';') {
+            continue;
+        }
+        if l.ends_with('}') {
+            out.push((name, i + 1, 1));
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = (open + 1..lines.len()).find(|&j| lines[j].trim_end() == close) {
+            out.push((name, i + 1, end - i + 1));
+        }
+    }
+    out
+}
+
+/// Size rules for one file.
+fn size_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
+    let lines = text.lines().count();
+    if lines > MAX_FILE_LINES {
+        out.push(Violation { rule: Rule::LongFile, file: rel.to_owned(), line: 1, what: format!("{lines} lines") });
+    }
+    for (name, line, len) in functions(text) {
+        if len > MAX_FN_LINES {
+            out.push(Violation {
+                rule: Rule::LongFn,
+                file: rel.to_owned(),
+                line,
+                what: format!("{name} ({len} lines)"),
+            });
+        }
+    }
+}
+
+fn violations() -> Vec<Violation> {
+    let root = root();
+    let mut files = Vec::new();
+    for krate in CRATES {
+        rust_files(&root.join(krate), &mut files);
+    }
+    let mut out = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"));
+        if rel.starts_with("daemon/src/") {
+            text_rules(&rel, &text, &mut out);
+        }
+        size_rules(&rel, &text, &mut out);
+    }
+    out
+}
+
+#[test]
+fn the_source_tree_keeps_the_architecture_invariants() {
+    let found = violations();
+    let mut problems = Vec::new();
+    for v in &found {
+        let known = KNOWN.iter().any(|k| v.matches(k.rule, k.file, k.what));
+        let allowed = ALLOWED.iter().any(|(rule, file, what, _)| v.matches(*rule, file, what));
+        if !known && !allowed {
+            problems.push(format!("new violation: {v}"));
+        }
+    }
+    for k in KNOWN {
+        if !found.iter().any(|v| v.matches(k.rule, k.file, k.what)) {
+            problems.push(format!(
+                "fixed: {} no longer breaks {:?} ({:?}); delete its entry from KNOWN in tests/tests/invariants.rs",
+                k.file, k.rule, k.what
+            ));
+        }
+    }
+    for (rule, file, what, why) in ALLOWED {
+        if !found.iter().any(|v| v.matches(*rule, file, what)) {
+            problems.push(format!(
+                "stale: the allowed {rule:?} in {file} ({what:?}: {why}) is gone; delete it from ALLOWED in tests/tests/invariants.rs"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "architecture invariants (see ARCHITECTURE.md):\n{}", problems.join("\n"));
+}
+
+#[test]
+fn function_lengths_are_measured_from_fn_to_its_closing_brace() {
+    let text = "\
+trait T {
+    fn declared(&self);
+    fn declared_over_lines(
+        &self,
+    ) -> u32;
+}
+pub(crate) async fn body(
+    x: u32,
+) -> u32 {
+    let s = \"}\";
+    x
+}
+fn one_line() -> u32 { 1 }
+impl X {
+    pub fn method(&self) {
+        if true {
+        }
+    }
+}
+";
+    let got = functions(text);
+    let want = [("body", 7, 6), ("one_line", 13, 1), ("method", 15, 4)].map(|(n, l, c)| (n.to_owned(), l, c));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_spawn_outside_procs_is_reported_with_file_and_line() {
+    let mut out = Vec::new();
+    text_rules(
+        "daemon/src/tools/x.rs",
+        "// Command::new in a comment is fine\nlet c = tokio::process::Command::new(p);\nuse crate::session::Sessions;\n",
+        &mut out,
+    );
+    let shown: Vec<String> = out.iter().map(|v| format!("{}:{}: {:?}", v.file, v.line, v.rule)).collect();
+    assert_eq!(shown, ["daemon/src/tools/x.rs:2: Spawn", "daemon/src/tools/x.rs:3: SessionImport"]);
+}
