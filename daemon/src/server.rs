@@ -24,25 +24,8 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
     tracing::info!("command sandbox: {sandbox_caps:?}");
     let grace = crate::config::seconds(settings.shutdown_grace_s, 0.0);
-    let sessions = Arc::new(Sessions::open(
-        store,
-        SessionSettings {
-            global_config: Some(crate::config::global_config_path()),
-            max_llm_calls: settings.max_concurrent_llm_calls as usize,
-            backoff_base: crate::config::seconds(settings.provider_backoff_base_s, 0.0),
-            max_children: settings.max_children as usize,
-            sandbox_caps,
-            socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
-            daemon_dirs: vec![
-                state_dir.clone(),
-                settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir),
-                crate::paths::config_dir(),
-            ],
-            cache_path: settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir).join("cache.db"),
-            max_cache_bytes: settings.max_cache_bytes,
-        },
-        stopping,
-    )?);
+    let sessions =
+        Arc::new(Sessions::open(store, session_settings(&settings, &listener, state_dir, sandbox_caps), stopping)?);
     {
         // Runs end (as interrupted) as soon as shutdown begins, so requests
         // waiting on them can finish within the grace period.
@@ -96,6 +79,27 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     transport::serve(listener, module.into(), rpc::SUBSCRIPTION_METHODS, limits, connections, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What sessions need from the daemon's settings.
+fn session_settings(
+    settings: &Settings,
+    listener: &Listener,
+    state_dir: std::path::PathBuf,
+    sandbox_caps: crate::sandbox::SandboxCapabilities,
+) -> SessionSettings {
+    let cache_dir = settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir);
+    SessionSettings {
+        global_config: Some(crate::config::global_config_path()),
+        max_llm_calls: settings.max_concurrent_llm_calls as usize,
+        backoff_base: crate::config::seconds(settings.provider_backoff_base_s, 0.0),
+        max_children: settings.max_children as usize,
+        sandbox_caps,
+        socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
+        cache_path: cache_dir.join("cache.db"),
+        daemon_dirs: vec![state_dir, cache_dir, crate::paths::config_dir()],
+        max_cache_bytes: settings.max_cache_bytes,
+    }
 }
 
 fn spawn_signal_handler(shutdown: Shutdown) -> std::io::Result<()> {

@@ -242,6 +242,9 @@ pub struct NdConn {
     writer: UnixStream,
     /// Next request id.
     next_id: u64,
+    /// Notifications that arrived while `call` waited for its reply; `read`
+    /// returns them first, so none is lost.
+    held: std::collections::VecDeque<Value>,
 }
 
 impl NdConn {
@@ -249,7 +252,7 @@ impl NdConn {
     pub fn connect(socket: &Path) -> NdConn {
         let s = UnixStream::connect(socket).unwrap_or_else(|e| panic!("connect {}: {e}", socket.display()));
         s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        NdConn { reader: BufReader::new(s.try_clone().unwrap()), writer: s, next_id: 1 }
+        NdConn { reader: BufReader::new(s.try_clone().unwrap()), writer: s, next_id: 1, held: Default::default() }
     }
 
     /// Write raw bytes followed by a newline.
@@ -258,8 +261,16 @@ impl NdConn {
         self.writer.write_all(b"\n").unwrap();
     }
 
-    /// Read one line and parse it; panics on EOF.
+    /// The next message (held notifications first); panics on EOF.
     pub fn read(&mut self) -> Value {
+        if let Some(held) = self.held.pop_front() {
+            return held;
+        }
+        self.read_line()
+    }
+
+    /// Read one line and parse it; panics on EOF.
+    fn read_line(&mut self) -> Value {
         let mut line = String::new();
         let n = self.reader.read_line(&mut line).expect("read reply");
         assert!(n > 0, "daemon closed the connection");
@@ -294,9 +305,13 @@ impl NdConn {
         let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_raw(req.to_string().as_bytes());
         loop {
-            let reply = self.read();
+            let reply = self.read_line();
             if reply.get("id") == Some(&json!(id)) {
                 return reply;
+            }
+            if reply.get("id").is_none() {
+                self.held.push_back(reply);
+                continue;
             }
         }
     }

@@ -5,6 +5,7 @@
 
 mod compact;
 pub mod conversation;
+mod observer;
 pub mod prompt;
 
 use crate::cache::{ResponseCache, Served};
@@ -12,7 +13,7 @@ use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
 use crate::pipeline::hooks::{self, merge::Decision};
 use crate::pipeline::Pipeline;
-use crate::provider::{CallObserver, ChatRequest, Provider, ProviderError, ProviderKind};
+use crate::provider::{ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
 use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
@@ -21,8 +22,9 @@ use crate::store::StoreError;
 use crate::tools::ToolBox;
 use compact::is_context_overflow;
 use conversation::Conversation;
+use observer::Observer;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use swival_protocol::{EventKind, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -163,70 +165,6 @@ enum CallError {
     Failed(String),
     /// A hook blocked it; the reason.
     Blocked(String),
-}
-
-/// Streamed text is stored and sent at most this often (the first piece
-/// after a quiet spell goes at once)...
-const DELTA_INTERVAL: Duration = Duration::from_millis(16);
-/// ...unless this much is waiting.
-const DELTA_BYTES: usize = 1024;
-
-/// Forwards provider progress to the event log. Text deltas are coalesced
-/// (every event is a stored row): a piece goes out at once when the last
-/// went out at least [`DELTA_INTERVAL`] ago or [`DELTA_BYTES`] are
-/// waiting; the rest waits for the next piece or [`Observer::flush`].
-struct Observer<'a> {
-    /// Where events go.
-    events: &'a EventLog,
-    /// The run.
-    run_id: &'a RunId,
-    /// The turn.
-    turn: u64,
-    /// Whether text deltas may be shown.
-    stream_text: bool,
-    /// Text not sent yet, and when text last went out.
-    pending: std::sync::Mutex<(String, Option<std::time::Instant>)>,
-}
-
-impl Observer<'_> {
-    /// Send whatever text is waiting.
-    fn flush(&self) {
-        let text = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.1 = Some(std::time::Instant::now());
-            std::mem::take(&mut p.0)
-        };
-        if !text.is_empty() {
-            let _ = self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text });
-        }
-    }
-}
-
-impl CallObserver for Observer<'_> {
-    fn text_delta(&self, text: &str) {
-        if !self.stream_text {
-            return;
-        }
-        let due = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.0.push_str(text);
-            p.0.len() >= DELTA_BYTES || p.1.is_none_or(|at| at.elapsed() >= DELTA_INTERVAL)
-        };
-        if due {
-            self.flush();
-        }
-    }
-
-    fn retry(&self, attempt: u32, delay: Duration, reason: &str) {
-        self.flush();
-        let kind = EventKind::Retry {
-            turn: self.turn,
-            attempt: attempt.into(),
-            delay_s: delay.as_secs_f64(),
-            reason: reason.to_owned(),
-        };
-        let _ = self.events.emit(Some(self.run_id), kind);
-    }
 }
 
 /// Rough token count: four characters a token, as Swival's fallback does.

@@ -59,18 +59,38 @@ pub async fn call(
         ProviderError::Config("provider = \"command\" needs `model` set to the command to run".into())
     })?;
     let input = transcript(req.messages);
-    let job = procs::OneShot {
-        argv,
-        stdin: input.as_bytes(),
-        cwd: &settings.cwd,
-        env: &[],
-        pins: &settings.command_pins,
-        timeout: TIMEOUT,
-        max_stdout: MAX_STDOUT,
+    let out = match &settings.runner {
+        // Through the daemon's runner: counted under `max_children`.
+        Some(runner) => {
+            let script = procs::Script {
+                argv: argv.to_vec(),
+                cwd: settings.cwd.clone(),
+                env: Vec::new(),
+                pins: settings.command_pins.clone(),
+            };
+            let call = procs::Call {
+                script: &script,
+                mode: procs::Mode::Oneshot,
+                input: input.as_bytes(),
+                timeout: TIMEOUT,
+                max_stdout: MAX_STDOUT,
+            };
+            runner.call(call, cancel).await
+        }
+        None => {
+            let job = procs::OneShot {
+                argv,
+                stdin: input.as_bytes(),
+                cwd: &settings.cwd,
+                env: &[],
+                pins: &settings.command_pins,
+                timeout: TIMEOUT,
+                max_stdout: MAX_STDOUT,
+            };
+            procs::run(job, cancel).await
+        }
     };
-    // Not yet counted under `max_children`: the provider has no handle on
-    // the daemon's runner until `ProviderSettings` carries one.
-    let out = procs::run(job, cancel).await.map_err(|e| match e {
+    let out = out.map_err(|e| match e {
         procs::ProcError::Cancelled { .. } => ProviderError::Cancelled,
         other => ProviderError::Command(other.to_string()),
     })?;

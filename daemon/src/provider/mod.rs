@@ -111,6 +111,9 @@ pub struct ProviderSettings {
     pub command: Option<Vec<String>>,
     /// The files of the `command` provider, pinned when the session started.
     pub command_pins: Vec<crate::procs::Pinned>,
+    /// The daemon's process runner, so the `command` provider counts under
+    /// `max_children` (`None` in unit tests: a plain spawn).
+    pub runner: Option<std::sync::Arc<crate::procs::ProcessRunner>>,
     /// Working directory of the `command` provider.
     pub cwd: std::path::PathBuf,
 }
@@ -459,6 +462,7 @@ mod tests {
     fn settings() -> ProviderSettings {
         ProviderSettings {
             command_pins: Vec::new(),
+            runner: None,
             kind: ProviderKind::Generic,
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: None,

@@ -105,6 +105,7 @@ pub fn provider_settings(
         stream: cfg.stream,
         command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
         command_pins: Vec::new(),
+        runner: None,
         cwd: base_dir.to_owned(),
     })
 }
@@ -263,6 +264,7 @@ impl RunJob {
         let settings = match provider_settings(cfg, &self.session.base_dir, self.shared.settings.backoff_base) {
             Ok(mut s) => {
                 s.command_pins = self.session.pipeline.provider_pins.clone();
+                s.runner = Some(self.shared.runner.clone());
                 s
             }
             Err(e) => return (LoopEnd::Failed(e), String::new()),
