@@ -40,6 +40,10 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             ],
             cache_path: settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir).join("cache.db"),
             max_cache_bytes: settings.max_cache_bytes,
+            live: crate::session::LiveLimits {
+                max_sessions: settings.max_live_sessions.max(1) as usize,
+                idle_timeout: settings.session_idle_timeout(),
+            },
         },
         stopping,
     )?);
