@@ -55,7 +55,13 @@ fn main() -> ExitCode {
             Err(e) => return fail(&e),
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        // A run's future is deep (agent loop, pipeline, tools); debug builds
+        // need more than the default 2 MiB to poll it.
+        .thread_stack_size(8 * 1024 * 1024)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };

@@ -68,6 +68,13 @@ pub struct Settings {
     pub cache_dir: Option<PathBuf>,
     /// Size cap of the response cache in bytes; least recently used replies go first.
     pub max_cache_bytes: u64,
+    /// Most sessions held in memory; past it the least recently used idle
+    /// ones are dropped (they load again from the store when used).
+    /// Sessions with a run in flight are never dropped.
+    pub max_live_sessions: u32,
+    /// Seconds an idle session (no run in flight) stays in memory unused;
+    /// 0 keeps it until `max_live_sessions` pushes it out.
+    pub session_idle_timeout_s: f64,
 }
 
 impl Default for Settings {
@@ -91,6 +98,8 @@ impl Default for Settings {
             max_children: 64,
             cache_dir: None,
             max_cache_bytes: 256 * 1024 * 1024,
+            max_live_sessions: 1024,
+            session_idle_timeout_s: 600.0,
         }
     }
 }
@@ -110,6 +119,11 @@ impl Settings {
     /// `idle_timeout_s` as a duration; `None` when closing idle connections is off.
     pub fn idle_timeout(&self) -> Option<Duration> {
         positive_seconds(self.idle_timeout_s)
+    }
+
+    /// `session_idle_timeout_s` as a duration; `None` when it is off.
+    pub fn session_idle_timeout(&self) -> Option<Duration> {
+        positive_seconds(self.session_idle_timeout_s)
     }
 
     /// `header_read_timeout_s` as a duration; `None` when it is off.

@@ -58,6 +58,15 @@ pub struct DaemonStatus {
     pub socket: String,
     /// How the listening socket was obtained.
     pub activation: Activation,
+    /// Sessions held in memory right now: those with a run in flight and
+    /// up to `max_live_sessions` idle ones (a closed one leaves once its run
+    /// has ended); every other session is only in the store and loads
+    /// again when used.
+    #[serde(default)]
+    pub live_sessions: u64,
+    /// Runs in flight right now.
+    #[serde(default)]
+    pub runs_in_flight: u64,
 }
 
 /// How the daemon got its listening socket.

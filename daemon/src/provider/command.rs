@@ -75,7 +75,9 @@ pub async fn call(
                 timeout: TIMEOUT,
                 max_stdout: MAX_STDOUT,
             };
-            runner.call(call, cancel).await
+            // Boxed: this future sits deep inside a run's, whose size a
+            // debug build's worker stack has to hold.
+            Box::pin(runner.call(call, cancel)).await
         }
         None => {
             let job = procs::OneShot {

@@ -57,5 +57,7 @@ fn status(ctx: &DaemonContext) -> DaemonStatus {
         connections: ctx.connections.open(),
         socket: ctx.socket.display().to_string(),
         activation: ctx.activation,
+        live_sessions: ctx.sessions.live_sessions() as u64,
+        runs_in_flight: ctx.sessions.runs_in_flight() as u64,
     }
 }

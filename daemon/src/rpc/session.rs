@@ -41,12 +41,12 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: swival_protocol::ProjectTrustParams = params.parse()?;
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)
     })?;
-    module.register_async_method(methods::SESSION_LIST, |_, ctx, _| async move {
-        ctx.sessions.list().await.map(|sessions| SessionListResult { sessions }).map_err(rpc_error)
+    module.register_method(methods::SESSION_LIST, |_, ctx, _| {
+        ctx.sessions.list().map(|sessions| SessionListResult { sessions }).map_err(rpc_error)
     })?;
-    module.register_async_method(methods::SESSION_GET, |params, ctx, _| async move {
+    module.register_method(methods::SESSION_GET, |params, ctx, _| {
         let p: SessionRef = params.parse()?;
-        ctx.sessions.detail(&p.session_id).await.map_err(rpc_error)
+        ctx.sessions.detail(&p.session_id).map_err(rpc_error)
     })?;
     module.register_async_method(methods::SESSION_CLOSE, |params, ctx, _| async move {
         let p: SessionRef = params.parse()?;
@@ -56,9 +56,9 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: RunStartParams = params.parse()?;
         ctx.sessions.start_run(&p.session_id, p.task).await.map(|run_id| RunStartResult { run_id }).map_err(rpc_error)
     })?;
-    module.register_async_method(methods::RUN_CANCEL, |params, ctx, _| async move {
+    module.register_method(methods::RUN_CANCEL, |params, ctx, _| {
         let p: RunRef = params.parse()?;
-        ctx.sessions.cancel(&p.run_id).await.map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
+        ctx.sessions.cancel(&p.run_id).map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
     })?;
     module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
         let p: RunRef = params.parse()?;

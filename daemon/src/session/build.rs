@@ -3,7 +3,6 @@
 //! protected and hidden from the agent, the command sandbox plan and
 //! environment, fetch, secret encryption, the tools and the conversation.
 
-use super::events::EventLog;
 use super::{Session, SessionError, Sessions, State};
 use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
@@ -123,7 +122,7 @@ impl Sessions {
             title: row.title.clone(),
             created_at: row.created_at.clone(),
             config,
-            events: EventLog::new(self.shared.store.clone(), row.id.clone()),
+            events: self.shared.logs.log(&row.id),
             pipeline,
             commands,
             fetch,
@@ -134,6 +133,7 @@ impl Sessions {
                 idle: Some((conversation, tools, shield)),
                 active: None,
                 closed: row.closed,
+                retired: false,
             }),
         }))
     }

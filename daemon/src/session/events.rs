@@ -1,9 +1,14 @@
 //! A session's event log: every event is stored (SQLite) before it is
 //! broadcast, so a subscriber that reconnects resumes from any seq and sees
 //! every event exactly once.
+//!
+//! A session has one log at a time, shared by its copy in memory and its
+//! subscribers ([`Logs`]): a subscriber follows a session that is not in
+//! memory, and keeps receiving its events when it is loaded again.
 
 use crate::store::{EventWith, RunRow, Store, StoreError};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use swival_protocol::{Event, EventKind, RunId, RunResult, Seq, SessionId};
 use tokio::sync::{broadcast, mpsc};
 
@@ -23,17 +28,17 @@ pub fn now() -> String {
 #[derive(Debug, Clone)]
 pub struct EventLog {
     /// Shared state.
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(super) struct Inner {
     /// Where events are stored.
     store: Arc<Store>,
     /// Whose events.
     session: SessionId,
     /// Live fan-out.
-    tx: broadcast::Sender<Event>,
+    pub(super) tx: broadcast::Sender<Event>,
     /// Held across store + broadcast so broadcast order is seq order.
     order: Mutex<()>,
 }
@@ -44,13 +49,48 @@ impl std::fmt::Debug for Store {
     }
 }
 
-impl EventLog {
-    /// The log of `session`.
-    pub fn new(store: Arc<Store>, session: SessionId) -> EventLog {
-        let (tx, _) = broadcast::channel(LIVE_BUFFER);
-        EventLog { inner: Arc::new(Inner { store, session, tx, order: Mutex::new(()) }) }
+/// The event logs in use, one per session, each alive while a session in
+/// memory or a subscriber holds it.
+pub struct Logs {
+    /// Where events are stored.
+    store: Arc<Store>,
+    /// The logs handed out; dead ones are pruned as the map grows.
+    logs: Mutex<LogMap>,
+}
+
+/// [`Logs`]' map and when to prune it next.
+#[derive(Default)]
+struct LogMap {
+    /// Logs by session.
+    by_session: HashMap<SessionId, Weak<Inner>>,
+    /// Prune dead entries once the map is this large.
+    prune_at: usize,
+}
+
+impl Logs {
+    /// No logs yet.
+    pub fn new(store: Arc<Store>) -> Logs {
+        Logs { store, logs: Mutex::new(LogMap { by_session: HashMap::new(), prune_at: 64 }) }
     }
 
+    /// The log of `session`: the one in use, or a new one.
+    pub fn log(&self, session: &SessionId) -> EventLog {
+        let mut map = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(inner) = map.by_session.get(session).and_then(Weak::upgrade) {
+            return EventLog { inner };
+        }
+        let (tx, _) = broadcast::channel(LIVE_BUFFER);
+        let inner = Arc::new(Inner { store: self.store.clone(), session: session.clone(), tx, order: Mutex::new(()) });
+        map.by_session.insert(session.clone(), Arc::downgrade(&inner));
+        if map.by_session.len() >= map.prune_at {
+            map.by_session.retain(|_, log| log.strong_count() > 0);
+            map.prune_at = (map.by_session.len() * 2).max(64);
+        }
+        EventLog { inner }
+    }
+}
+
+impl EventLog {
     /// Store and broadcast an event of `run`.
     pub fn emit(&self, run: Option<&RunId>, kind: EventKind) -> Result<Seq, StoreError> {
         self.append(run, kind, EventWith::Nothing, true)

@@ -1,17 +1,25 @@
-//! Sessions and their runs: creation (config, base dir), the registry of
-//! live sessions, starting, cancelling and waiting for runs, and restoring
-//! everything from the store after a restart.
+//! Sessions and their runs: creation (config, base dir), loading sessions
+//! from the store when they are used, starting, cancelling and waiting for
+//! runs, and restoring everything from the store after a restart.
 //!
 //! A session owns its conversation and tools. A run borrows them for its
 //! duration (taking them out of the session's state) and gives them back
 //! when it ends, so exactly one run at a time can touch them; a second
 //! `run/start` meanwhile finds the session busy.
+//!
+//! The store is the truth; memory holds only sessions in use (`live.rs`).
+//! Read-only requests (`session/get`, `session/list`, `report/get`,
+//! `run/wait` on a finished run, subscriptions) read the store and never
+//! load a session.
 
 mod build;
 pub mod events;
 mod history;
+mod live;
 mod policy;
 mod run;
+#[cfg(test)]
+mod tests;
 mod trust;
 
 use crate::agent::conversation::Conversation;
@@ -24,11 +32,13 @@ use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::secrets::SecretShield;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 use crate::tools::ToolBox;
-use events::EventLog;
+use events::{EventLog, Logs};
+pub use live::LiveLimits;
+use live::{ActiveRun, Live};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{
     Event, EventKind, RunId, RunResult, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
@@ -95,16 +105,16 @@ pub struct SessionSettings {
     pub cache_path: PathBuf,
     /// Its size cap in bytes.
     pub max_cache_bytes: u64,
+    /// When sessions are dropped from memory.
+    pub live: LiveLimits,
 }
 
 /// Every session, live or stored.
 pub struct Sessions {
     /// Shared services.
     shared: Arc<Shared>,
-    /// Sessions loaded into memory.
-    live: Mutex<HashMap<SessionId, Arc<Session>>>,
-    /// Results of runs started by this daemon process.
-    runs: Mutex<HashMap<RunId, watch::Receiver<Option<RunResult>>>>,
+    /// Sessions in memory and runs in flight.
+    live: Arc<Live>,
     /// Run tasks, awaited at shutdown.
     tasks: TaskTracker,
 }
@@ -113,6 +123,8 @@ pub struct Sessions {
 pub(crate) struct Shared {
     /// The database.
     pub store: Arc<Store>,
+    /// Every session's event log, shared by sessions and subscribers.
+    pub logs: Logs,
     /// The HTTP connection pool for providers.
     pub http: reqwest::Client,
     /// Daemon-wide cap on concurrent provider calls.
@@ -180,6 +192,9 @@ struct State {
     active: Option<(RunId, CancellationToken)>,
     /// Closed sessions take no runs.
     closed: bool,
+    /// This copy is no longer the one in memory (dropped, or its run
+    /// panicked and took the conversation with it): load the session again.
+    retired: bool,
 }
 
 fn random_id(prefix: &str) -> String {
@@ -215,6 +230,7 @@ impl Sessions {
     ) -> Result<Sessions, StoreError> {
         let shared = Arc::new(Shared {
             store: store.clone(),
+            logs: Logs::new(store.clone()),
             http: crate::provider::Provider::http_client(),
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
@@ -225,12 +241,9 @@ impl Sessions {
         });
         for run in store.unfinished_runs()? {
             let result = crate::store::interrupted_result(&run.id);
-            let report = serde_json::json!({"version": 1, "task": run.task, "result": {
-                "outcome": "interrupted", "answer": null, "exit_code": result.exit_code, "error_message": result.error,
-            }});
             // On a full disk this waits for nothing: the daemon still
             // starts and serves reads, and the next start marks the run.
-            match EventLog::new(store.clone(), run.session_id.clone()).finish_now(&result, &report) {
+            match shared.logs.log(&run.session_id).finish_now(&result, &run::bare_report(&run.task, &result)) {
                 Ok(_) => tracing::warn!(
                     "run {} of session {} was in flight when the daemon stopped; marked interrupted",
                     run.id,
@@ -243,12 +256,13 @@ impl Sessions {
                 ),
             }
         }
-        Ok(Sessions {
-            shared,
-            live: Mutex::new(HashMap::new()),
-            runs: Mutex::new(HashMap::new()),
-            tasks: TaskTracker::new(),
-        })
+        let live = Arc::new(Live::new(shared.settings.live));
+        if let Some(timeout) = shared.settings.live.idle_timeout {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.stopping.clone()));
+            }
+        }
+        Ok(Sessions { shared, live, tasks: TaskTracker::new() })
     }
 
     /// The effective configuration `session/create` would use.
@@ -294,14 +308,15 @@ impl Sessions {
         for message in &warnings {
             let _ = session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), session);
+        self.live.insert(session);
         Ok(SessionCreateResult { session_id: id, config, warnings })
     }
 
-    /// A session, loaded from the store if this daemon has not seen it yet.
+    /// A session, loaded from the store if it is not in memory. A closed
+    /// session is loaded for the caller alone and not kept.
     pub fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
-        if let Some(s) = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
-            return Ok(s.clone());
+        if let Some(s) = self.live.get(id) {
+            return Ok(s);
         }
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         let request = Some(&row.request).filter(|r| !r.is_null());
@@ -316,49 +331,62 @@ impl Sessions {
                 .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = self.shared.store.messages(id)?;
         let session = self.build(&row, effective, messages)?;
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(live.entry(id.clone()).or_insert(session).clone())
-    }
-
-    /// `session/list`.
-    pub async fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
-        let rows = self.shared.store.sessions()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let live = self.live.lock().unwrap_or_else(|p| p.into_inner()).get(&row.id).cloned();
-            let running = match live {
-                Some(s) => s.state.lock().await.active.is_some(),
-                None => false,
-            };
-            out.push(info(&row, running));
+        if row.closed {
+            return Ok(session);
         }
-        Ok(out)
+        Ok(self.live.insert(session))
     }
 
-    /// `session/get`.
-    pub async fn detail(&self, id: &SessionId) -> Result<SessionDetail, SessionError> {
+    /// `session/list`, from the store: a session is running while one of
+    /// its runs has no result (a run's result and its `run_finished` are
+    /// stored together, so this agrees with the event stream).
+    pub fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
+        let rows = self.shared.store.sessions()?;
+        let running: HashSet<SessionId> =
+            self.shared.store.unfinished_runs()?.into_iter().map(|r| r.session_id).collect();
+        Ok(rows.iter().map(|row| info(row, running.contains(&row.id))).collect())
+    }
+
+    /// `session/get`, from the store.
+    pub fn detail(&self, id: &SessionId) -> Result<SessionDetail, SessionError> {
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-        let running = self.get(id)?.state.lock().await.active.is_some();
-        let runs = self.shared.store.runs(id)?.iter().map(RunRow::info).collect();
+        let runs = self.shared.store.runs(id)?;
+        let running = runs.iter().any(|r| r.result.is_none());
         Ok(SessionDetail {
             info: info(&row, running),
             config: row.config.clone(),
-            runs,
+            runs: runs.iter().map(RunRow::info).collect(),
             messages: self.shared.store.messages(id)?,
         })
     }
 
-    /// `session/close`: cancel its run, refuse further runs.
+    /// `session/close`: cancel its run, refuse further runs. The session
+    /// leaves memory now, or when its run has ended.
     pub async fn close(&self, id: &SessionId) -> Result<SessionInfo, SessionError> {
-        let session = self.get(id)?;
-        {
+        loop {
+            let session = self.get(id)?;
             let mut st = session.state.lock().await;
-            st.closed = true;
-            if let Some((_, cancel)) = &st.active {
-                cancel.cancel();
+            if st.retired {
+                continue;
             }
+            st.closed = true;
+            let running = match &st.active {
+                Some((_, cancel)) => {
+                    cancel.cancel();
+                    true
+                }
+                None => false,
+            };
+            // Written under the state lock: a copy loaded from the store
+            // after this copy leaves memory is closed too.
+            let stored = self.shared.store.close_session(id);
+            drop(st);
+            if !running && stored.is_ok() {
+                self.live.remove(&session);
+            }
+            stored?;
+            break;
         }
-        self.shared.store.close_session(id)?;
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(info(&row, false))
     }
@@ -368,77 +396,90 @@ impl Sessions {
         if self.shared.stopping.is_cancelled() {
             return Err(SessionError::ShuttingDown);
         }
-        let session = self.get(id)?;
-        let mut st = session.state.lock().await;
-        if st.closed {
-            return Err(SessionError::Closed(id.clone()));
+        loop {
+            let session = self.get(id)?;
+            let mut st = session.state.lock().await;
+            if st.retired {
+                continue;
+            }
+            if st.closed {
+                return Err(SessionError::Closed(id.clone()));
+            }
+            if let Some((run, _)) = &st.active {
+                return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
+            }
+            let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
+            let run_id = RunId(random_id("r_"));
+            let cancel = self.shared.stopping.child_token();
+            let row = RunRow {
+                id: run_id.clone(),
+                session_id: id.clone(),
+                task: task.clone(),
+                result: None,
+                report: None,
+                started_at: events::now(),
+            };
+            // Known as in flight before the store says so: `run/wait` relies on it.
+            let (done_tx, done_rx) = watch::channel(None);
+            self.live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
+            // The run row and its run_started event: one commit.
+            if let Err(e) = session.events.start(&row) {
+                self.live.run_ended(&run_id);
+                st.idle = Some((conversation, tools, shield));
+                return Err(e.into());
+            }
+            st.active = Some((run_id.clone(), cancel.clone()));
+            drop(st);
+            let job = run::RunJob {
+                shared: self.shared.clone(),
+                session,
+                run_id: run_id.clone(),
+                task,
+                cancel,
+                conversation,
+                tools,
+                shield,
+                run_start: 0,
+            };
+            self.tasks.spawn(run::supervise(job, self.live.clone(), done_tx));
+            return Ok(run_id);
         }
-        if let Some((run, _)) = &st.active {
-            return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
-        }
-        let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
-        let run_id = RunId(random_id("r_"));
-        let cancel = self.shared.stopping.child_token();
-        let row = RunRow {
-            id: run_id.clone(),
-            session_id: id.clone(),
-            task: task.clone(),
-            result: None,
-            report: None,
-            started_at: events::now(),
-        };
-        // The run row and its run_started event: one commit.
-        if let Err(e) = session.events.start(&row) {
-            st.idle = Some((conversation, tools, shield));
-            return Err(e.into());
-        }
-        st.active = Some((run_id.clone(), cancel.clone()));
-        drop(st);
-        let (done_tx, done_rx) = watch::channel(None);
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), done_rx);
-        let job = run::RunJob {
-            shared: self.shared.clone(),
-            session,
-            run_id: run_id.clone(),
-            task,
-            cancel,
-            conversation,
-            tools,
-            shield,
-            done: done_tx,
-            run_start: 0,
-        };
-        self.tasks.spawn(job.execute());
-        Ok(run_id)
     }
 
     /// `run/cancel`: true when the run was in flight.
-    pub async fn cancel(&self, run: &RunId) -> Result<bool, SessionError> {
+    pub fn cancel(&self, run: &RunId) -> Result<bool, SessionError> {
         let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
         if row.result.is_some() {
             return Ok(false);
         }
-        let session = self.get(&row.session_id)?;
-        let st = session.state.lock().await;
-        match &st.active {
-            Some((active, cancel)) if active == run => {
+        Ok(match self.live.run(run) {
+            Some((cancel, _)) => {
                 cancel.cancel();
-                Ok(true)
+                true
             }
-            _ => Ok(false),
-        }
+            None => false,
+        })
     }
 
-    /// `run/wait`.
+    /// `run/wait`: the result of a finished run is read from the store; a
+    /// run in flight is waited for.
     pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {
-        let rx = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get(run).cloned();
-        if let Some(mut rx) = rx {
-            if let Ok(r) = rx.wait_for(Option::is_some).await {
+        let read = || -> Result<RunRow, SessionError> {
+            self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))
+        };
+        let row = read()?;
+        if let Some(result) = row.result {
+            return Ok(result);
+        }
+        // A run is known as in flight before its row exists, and forgotten
+        // only after its result is stored: with no result read above, it is
+        // either still known here or its result is in the store now.
+        if let Some((_, mut done)) = self.live.run(run) {
+            if let Ok(r) = done.wait_for(Option::is_some).await {
                 return Ok(r.clone().expect("waited for Some"));
             }
         }
-        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        Ok(row.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
+        Ok(read()?.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
     }
 
     /// `report/get`.
@@ -447,16 +488,30 @@ impl Sessions {
         row.report.ok_or_else(|| SessionError::NoReport(run.clone()))
     }
 
-    /// `session/subscribe`: events from `from` (stored, then live) into `out`.
+    /// `session/subscribe`: events from `from` (stored, then live) into
+    /// `out`. The session is not loaded: its log is shared with its copy
+    /// in memory whenever there is one.
     pub fn subscribe(&self, id: &SessionId, from: u64) -> Result<mpsc::Receiver<Event>, SessionError> {
-        let session = self.get(id)?;
+        self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let log = self.shared.logs.log(id);
         let (tx, rx) = mpsc::channel(256);
+        let id = id.clone();
         tokio::spawn(async move {
-            if let Err(e) = session.events.follow(from, tx).await {
-                tracing::warn!("event stream of {} ended: {e}", session.id);
+            if let Err(e) = log.follow(from, tx).await {
+                tracing::warn!("event stream of {id} ended: {e}");
             }
         });
         Ok(rx)
+    }
+
+    /// Sessions held in memory right now (`daemon/status`).
+    pub fn live_sessions(&self) -> usize {
+        self.live.session_count()
+    }
+
+    /// Runs in flight right now (`daemon/status`).
+    pub fn runs_in_flight(&self) -> usize {
+        self.live.run_count()
     }
 
     /// Cancel every run and wait (at most `grace`) for them to record
@@ -483,9 +538,25 @@ impl Sessions {
 
     /// A warning event on a session (used by policy code).
     pub fn warn(&self, id: &SessionId, message: String) {
-        if let Ok(s) = self.get(id) {
-            let _ = s.events.emit(None, EventKind::Warning { message });
+        if matches!(self.shared.store.session(id), Ok(Some(_))) {
+            let _ = self.shared.logs.log(id).emit(None, EventKind::Warning { message });
         }
+    }
+}
+
+/// Drop sessions idle past `timeout`, checking a few times per timeout,
+/// until the daemon stops or the registry is gone.
+async fn sweep_idle(live: std::sync::Weak<Live>, timeout: Duration, stopping: CancellationToken) {
+    let every = (timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopping.cancelled() => return,
+        }
+        let Some(live) = live.upgrade() else { return };
+        live.sweep(std::time::Instant::now());
     }
 }
 

@@ -1,8 +1,10 @@
 //! One run from start to its terminal event: set up the provider, run the
 //! agent loop, decide the outcome, write history, build the report, store
 //! the result with its `run_finished` event, and hand the conversation back
-//! to the session.
+//! to the session. `supervise` publishes the result, forgets the run, and
+//! turns a panic anywhere in the run into an `error` outcome.
 
+use super::live::Live;
 use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{consult, prompt, AgentRun, LoopEnd};
@@ -13,7 +15,9 @@ use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::{self, ReportContext, RunRecord};
 use crate::secrets::SecretShield;
 use crate::tools::ToolBox;
+use futures::FutureExt;
 use serde_json::{json, Value};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,10 +43,97 @@ pub(super) struct RunJob {
     pub tools: ToolBox,
     /// Borrowed from the session until the run ends: its secret shield.
     pub shield: Option<SecretShield>,
-    /// Where run/wait learns the result.
-    pub done: watch::Sender<Option<RunResult>>,
     /// Index of this run's task message in the conversation.
     pub run_start: usize,
+}
+
+/// A task that makes a run panic, to test what a panic leaves behind.
+#[cfg(test)]
+pub(super) const PANIC_TASK: &str = "(test) panic in the run";
+
+/// How a run ended, as `supervise` needs it.
+struct Ended {
+    /// The result, stored with its `run_finished` event.
+    result: RunResult,
+    /// Whether the session's copy leaves memory now (it was closed
+    /// meanwhile, or retired after a panic).
+    leave: bool,
+}
+
+/// Run `job` to its end, then publish its result to `run/wait` and forget
+/// the run. A panic anywhere in the run (a tool, the provider client, a
+/// hook) ends it as `error` with its `run_finished`, and the session is
+/// never left busy: the panic took its conversation and tools with it, so
+/// this copy is retired and the session loads again from the store.
+pub(super) async fn supervise(job: RunJob, live: Arc<Live>, done: watch::Sender<Option<RunResult>>) {
+    let (shared, session) = (job.shared.clone(), job.session.clone());
+    let (run_id, task) = (job.run_id.clone(), job.task.clone());
+    // Boxed: the run's future is large, and is moved as a box, not on the stack.
+    let ended = match AssertUnwindSafe(Box::pin(job.execute())).catch_unwind().await {
+        Ok(ended) => ended,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            tracing::error!("run {run_id} of session {} panicked: {why}", session.id);
+            recover(&shared, &live, &session, &run_id, &task, &why).await
+        }
+    };
+    // The result is stored: a waiter that comes after the entry is gone
+    // reads it there; one that came before gets it from `done`.
+    let _ = done.send(Some(ended.result));
+    live.run_ended(&run_id);
+    if ended.leave {
+        live.remove(&session);
+    } else {
+        // Idle from now on: the idle timeout counts from the run's end.
+        live.touch(&session);
+    }
+}
+
+/// End a run whose task panicked: store an `error` result with its
+/// `run_finished` (unless the run stored its end before panicking) and
+/// retire the session's copy, which lost its conversation and tools.
+async fn recover(shared: &Shared, live: &Live, session: &Arc<Session>, run_id: &RunId, task: &str, why: &str) -> Ended {
+    let mut st = session.state.lock().await;
+    let stored = shared.store.run(run_id).ok().flatten().and_then(|r| r.result);
+    let result = match stored {
+        Some(result) => result,
+        None => {
+            let result = RunResult {
+                run_id: run_id.clone(),
+                outcome: Outcome::Error,
+                answer: None,
+                exit_code: Outcome::Error.exit_code(),
+                error: Some(format!(
+                    "internal error: the run stopped unexpectedly ({why}); the session continues from its stored \
+                     conversation; please report this with the daemon's log"
+                )),
+                stats: Default::default(),
+            };
+            if let Err(e) = session.events.finish(&result, &bare_report(task, &result)) {
+                tracing::error!("could not store the end of run {run_id}: {e}");
+            }
+            result
+        }
+    };
+    // Retired and out of memory under one lock: whoever finds this copy
+    // retired finds the session gone from memory and loads it again.
+    st.active = None;
+    st.retired = true;
+    live.remove(session);
+    drop(st);
+    Ended { result, leave: false }
+}
+
+/// The report of a run that ended without running its loop to the end
+/// (interrupted by a restart, or a panic): the task and the result only.
+pub(super) fn bare_report(task: &str, result: &RunResult) -> Value {
+    json!({"version": 1, "task": task, "result": {
+        "outcome": result.outcome, "answer": null, "exit_code": result.exit_code, "error_message": result.error,
+    }})
 }
 
 /// What replaces the run's assistant text and tool-call arguments in the
@@ -112,9 +203,13 @@ pub fn provider_settings(
 
 impl RunJob {
     /// Run to the end; never fails: every failure becomes the outcome.
-    pub async fn execute(mut self) {
+    async fn execute(mut self) -> Ended {
         let session = self.session.clone();
         let cfg = &session.config.config;
+        #[cfg(test)]
+        if self.task == PANIC_TASK {
+            panic!("{PANIC_TASK}");
+        }
         let mut record = RunRecord::default();
         let (end, model) = self.drive(cfg, &mut record).await;
         let end = self.response_hooks(end, &mut record).await;
@@ -171,8 +266,9 @@ impl RunJob {
         }
         st.idle = Some((self.conversation, self.tools, self.shield));
         st.active = None;
+        let leave = st.closed;
         drop(st);
-        let _ = self.done.send(Some(result));
+        Ended { result, leave }
     }
 
     /// before_response_emit: the hooks may rewrite or block the answer. A

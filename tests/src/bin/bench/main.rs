@@ -1,10 +1,14 @@
 //! The benchmark: starts the release daemon and the mock provider at zero
 //! latency, measures the numbers BENCHMARKS.md reports, and rewrites that
-//! file. Run it with:
+//! file (keeping its soak section). Run it with:
 //!
 //! ```sh
 //! cargo build --release --workspace && cargo run --release -p swival-tests --bin bench
 //! ```
+//!
+//! `bench soak` instead creates, runs and closes 10,000 sessions against one
+//! daemon and rewrites only the soak section: whether memory, file
+//! descriptors and threads stay flat.
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -15,7 +19,17 @@ use std::time::{Duration, Instant};
 use swival_tests::mock::{Gate, MockProvider, Step};
 use swival_tests::{activated_daemon, init_params, rss_kib, Daemon, NdConn, TestEnv};
 
+mod soak;
+mod text;
+
+use text::{load_average, machine, WHY_CPU, WHY_UNKNOWN};
+
 const COMMAND: &str = "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench";
+const SOAK_COMMAND: &str =
+    "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench -- soak";
+/// Where the soak section of BENCHMARKS.md starts.
+const SOAK_HEADING: &str = "## Soak";
+const BENCHMARKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../BENCHMARKS.md");
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -114,17 +128,6 @@ fn http_call(reader: &mut BufReader<UnixStream>, writer: &mut UnixStream, body: 
     let mut buf = vec![0; len];
     reader.read_exact(&mut buf).unwrap();
     String::from_utf8(buf).unwrap()
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()))
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cpu}, {cores} cores, Linux {}", kernel.trim())
 }
 
 /// A task of `calls` read_file calls and a final answer.
@@ -291,14 +294,13 @@ fn activated_cold_start() -> Duration {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("soak") {
+        soak::soak(std::env::args().nth(2).map(|n| n.parse().expect("bench soak [number of sessions]")));
+        return;
+    }
     let bench_started = Instant::now();
     // Other work on the machine skews every number; say how busy it was.
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .unwrap_or("unknown")
-        .to_owned();
+    let load = load_average();
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let env = TestEnv::new();
     let daemon = env.start_daemon();
@@ -581,20 +583,12 @@ fn main() {
         md.push_str(&report.misses.join("\n"));
         md.push('\n');
     }
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../BENCHMARKS.md");
-    std::fs::write(path, &md).expect("write BENCHMARKS.md");
+    // The soak section is written by `bench soak` and kept as it is.
+    let old = std::fs::read_to_string(BENCHMARKS).unwrap_or_default();
+    if let Some(at) = old.find(SOAK_HEADING) {
+        md.push('\n');
+        md.push_str(&old[at..]);
+    }
+    std::fs::write(BENCHMARKS, &md).expect("write BENCHMARKS.md");
     print!("{md}");
 }
-
-/// For a miss nobody has explained yet.
-const WHY_UNKNOWN: &str = "Not analysed yet.";
-
-/// Where swivald's CPU per turn goes, from `perf record -g` on the daemon
-/// during the concurrent-sessions phase (2 cores, release build).
-const WHY_CPU: &str = "Where that CPU goes (perf, release build): about a quarter in `Store::append_event`, \
-    one SQLite transaction per event with its statements parsed anew each time (`execute`, not \
-    `prepare_cached`) and a WAL commit each; about a fifth in cloning and dropping `serde_json::Value`s, \
-    since `provider::request_body` copies the whole conversation and every tool schema into each request \
-    before serialising it; about a tenth serialising values to text (event bodies, stored messages, the \
-    request). Batching a turn's events into one transaction, caching statements and serialising the \
-    request from borrowed messages are the obvious savings.";
