@@ -364,3 +364,32 @@ fn daemon_with_env(env: &TestEnv, vars: &[(&str, &str)]) -> swival_tests::Daemon
     }
     swival_tests::Daemon::spawn(env, cmd, &[]).unwrap_or_else(|e| panic!("swivald did not start: {e}"))
 }
+
+#[test]
+fn a_filter_changed_while_the_daemon_was_down_is_refused_for_the_old_session() {
+    let env = TestEnv::new();
+    let mut daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let p = filtered_project(&env, &mut c);
+    let filter = p.join("scripts/redact.py");
+    let mock = MockProvider::start(vec![Step::text("one"), Step::text("two")]);
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": provider(&mock)}))["session_id"].clone();
+    let (r, _) = run(&mut c, &sid, "SECRET-123 first", &mock);
+    assert_eq!(r["outcome"], "success", "{r}");
+    drop(c);
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(daemon.wait_exit().success());
+    let old = sha256(&filter);
+    std::fs::write(&filter, PASSTHROUGH).unwrap();
+    let new = sha256(&filter);
+
+    // The session is loaded again from the store: it keeps what it pinned.
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let (r, _) = run(&mut c, &sid, "SECRET-123 second", &mock);
+    assert_eq!(r["outcome"], "error", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains(&old) && error.contains(&new), "{error}");
+    assert_eq!(mock.request_count(), 1);
+    assert!(!mock.requests_text().contains("SECRET-123"));
+}

@@ -128,6 +128,19 @@ impl Pipeline {
         filters.chain(hooks).chain(reviewer).chain(&self.provider_pins)
     }
 
+    /// Hold every pin to the hash `recorded` (path → SHA-256) holds for it:
+    /// a session loaded again keeps what it pinned when it was created.
+    pub fn expect_pins(&mut self, recorded: &std::collections::HashMap<String, String>) {
+        let filters = self.filters.iter_mut().flat_map(|s| s.script.pins.iter_mut());
+        let hooks = self.hooks.commands.iter_mut().flat_map(|c| c.script.pins.iter_mut());
+        let reviewer = self.reviewer.iter_mut().flat_map(|r| r.pins.iter_mut());
+        for pin in filters.chain(hooks).chain(reviewer).chain(self.provider_pins.iter_mut()) {
+            if let Some(sha) = recorded.get(&pin.path.display().to_string()) {
+                pin.expect(sha);
+            }
+        }
+    }
+
     /// What the agent may never change (SPEC §6): every pinned file, the
     /// directory of each one inside `base_dir` (a filter's helper module
     /// is policy as well) and the existing `config_files`; all canonical.

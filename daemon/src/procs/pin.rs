@@ -92,6 +92,16 @@ impl Pinned {
         Some(Pinned { path: path.to_owned(), real, sha256, stamp, chain })
     }
 
+    /// Hold this pin to the hash an earlier start of the same session
+    /// recorded: a file that changed while the session was not in memory
+    /// (or the daemon was down) then fails like any other change.
+    pub fn expect(&mut self, sha256: &str) {
+        if self.sha256 != sha256 {
+            self.sha256 = sha256.to_owned();
+            self.stamp = (0, 0, 0, 0, 0);
+        }
+    }
+
     /// Whether the file is still what was pinned, where it was pinned;
     /// the error names both hashes (or what else changed).
     pub fn verify(&self) -> Result<(), ProcError> {

@@ -48,8 +48,12 @@ impl Sessions {
             hidden: Vec::new(),
         };
         let mut policy = policy;
-        let pipeline = Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
-            .map_err(SessionError::Setup)?;
+        let mut pipeline =
+            Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
+                .map_err(SessionError::Setup)?;
+        // Loaded again: what runs must still be what the session pinned
+        // when it was created (a new session has nothing recorded yet).
+        pipeline.expect_pins(&self.shared.store.session_pins(&row.id)?);
         let cfg = &config.config;
         let config_files: Vec<PathBuf> = self
             .shared

@@ -300,6 +300,8 @@ impl Sessions {
         let session = self.build(&row, effective, Vec::new())?;
         self.shared.store.insert_session(&row)?;
         self.remember_project(&id, accepted.as_deref())?;
+        let pins = session.pipeline.pinned().map(|p| (p.path.display().to_string(), p.sha256.clone())).collect();
+        self.shared.store.set_session_pins(&id, pins)?;
         let config = row.config.clone();
         // What the kernel cannot enforce is said plainly, never pretended.
         let mut warnings =

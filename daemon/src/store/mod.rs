@@ -7,6 +7,7 @@
 //! a write (WAL). A SIGKILL at any moment leaves a consistent database;
 //! the WAL is kept small (`journal_size_limit`).
 
+mod policy;
 mod writer;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -130,6 +131,12 @@ CREATE TABLE IF NOT EXISTS trusted_projects (
 CREATE TABLE IF NOT EXISTS session_projects (
     session_id TEXT PRIMARY KEY,
     sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_pins (
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (session_id, path)
 );
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
@@ -283,47 +290,6 @@ impl Store {
     /// One session.
     pub fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         Ok(self.select_sessions(Some(id))?.pop())
-    }
-
-    /// The SHA-256 of the project config content the user trusted for
-    /// `path`, if any (one per path: trusting new content replaces it).
-    pub fn trusted_project(&self, path: &str) -> Result<Option<String>, StoreError> {
-        self.with(|c| {
-            c.query_row("SELECT sha256 FROM trusted_projects WHERE path = ?1", params![path], |r| r.get(0)).optional()
-        })
-    }
-
-    /// Record that the user trusts `path` with content `sha256`.
-    pub fn trust_project(&self, path: &str, sha256: &str, at: &str) -> Result<(), StoreError> {
-        let (path, sha256, at) = (path.to_owned(), sha256.to_owned(), at.to_owned());
-        self.write(move |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO trusted_projects (path, sha256, trusted_at) VALUES (?1, ?2, ?3)",
-                params![path, sha256, at],
-            )
-            .map(drop)
-        })
-    }
-
-    /// The project config content a session accepted when it was created
-    /// (trusted, or `--trust`), so it loads again after a restart.
-    pub fn session_project(&self, id: &SessionId) -> Result<Option<String>, StoreError> {
-        self.with(|c| {
-            c.query_row("SELECT sha256 FROM session_projects WHERE session_id = ?1", params![id.0], |r| r.get(0))
-                .optional()
-        })
-    }
-
-    /// Remember the project config content session `id` accepted.
-    pub fn set_session_project(&self, id: &SessionId, sha256: &str) -> Result<(), StoreError> {
-        let (id, sha256) = (id.clone(), sha256.to_owned());
-        self.write(move |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO session_projects (session_id, sha256) VALUES (?1, ?2)",
-                params![id.0, sha256],
-            )
-            .map(drop)
-        })
     }
 
     /// Mark a session closed.
