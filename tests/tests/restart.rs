@@ -153,7 +153,7 @@ fn sigterm_with_runs_in_flight_interrupts_them_kills_their_children_and_exits_0(
 
 #[test]
 fn sigkill_at_many_moments_never_leaves_a_run_finished_without_its_start_or_a_gap() {
-    const CYCLES: usize = 30;
+    const CYCLES: usize = 50;
     let env = TestEnv::new();
     let project = env.project("p");
     // Each run: a few tool turns, so kills land before, during and after them.
