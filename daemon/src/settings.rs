@@ -61,8 +61,8 @@ pub struct Settings {
     pub max_concurrent_llm_calls: u32,
     /// Base of the provider retry backoff in seconds (2 → about 2, 4, 8, 16 s).
     pub provider_backoff_base_s: f64,
-    /// Most helper processes (filters, hooks, reviewers) running at once;
-    /// more wait their turn.
+    /// Most processes running at once (filters, hooks, reviewers, the
+    /// `command` provider, the model's commands); more wait their turn.
     pub max_children: u32,
     /// Where the response cache lives (default `$XDG_CACHE_HOME/swival`).
     pub cache_dir: Option<PathBuf>,
