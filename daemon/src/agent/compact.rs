@@ -131,7 +131,7 @@ impl AgentRun<'_> {
             "type": "compaction", "turn": turn, "strategy": strategy, "tokens_before": before, "tokens_after": after,
         }));
         let kind = EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after };
-        let _ = self.events.emit(Some(self.run_id), kind);
+        self.events.emit(Some(self.run_id), kind);
         Ok(())
     }
 }

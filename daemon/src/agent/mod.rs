@@ -130,7 +130,7 @@ pub async fn consult(
             reason,
             duration_s,
         };
-        let _ = events.emit(Some(run_id), kind);
+        events.emit(Some(run_id), kind);
     }
     Ok(decision)
 }
@@ -193,7 +193,7 @@ impl AgentRun<'_> {
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
             }
-            let _ = self.events.emit(Some(self.run_id), EventKind::TurnStarted { turn, max_turns: self.max_turns });
+            self.events.emit(Some(self.run_id), EventKind::TurnStarted { turn, max_turns: self.max_turns });
             let reply = match self.call_llm(turn, &tools).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
@@ -286,7 +286,7 @@ impl AgentRun<'_> {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 };
-                let _ = self.events.emit(Some(self.run_id), kind);
+                self.events.emit(Some(self.run_id), kind);
                 let started = Instant::now();
                 let result = self.call_tool(call).await;
                 let elapsed = started.elapsed().as_secs_f64();
@@ -299,7 +299,7 @@ impl AgentRun<'_> {
                     duration_s: elapsed,
                     content: result.chars().take(4096).collect(),
                 };
-                let _ = self.events.emit(Some(self.run_id), kind);
+                self.events.emit(Some(self.run_id), kind);
                 self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}))?;
             }
             if self.cancel.is_cancelled() {
@@ -394,7 +394,7 @@ impl AgentRun<'_> {
             let on_stderr = |stage: &filter::Stage, line: &str| {
                 tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
                 let kind = EventKind::Stderr { source: format!("filter {}", stage.display), text: line.to_owned() };
-                let _ = events.emit(Some(run_id), kind);
+                events.emit(Some(run_id), kind);
             };
             match filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await {
                 Ok(m) => {
@@ -551,6 +551,6 @@ impl AgentRun<'_> {
             retries,
             cache: cache.map(str::to_owned),
         };
-        let _ = self.events.emit(Some(self.run_id), kind);
+        self.events.emit(Some(self.run_id), kind);
     }
 }

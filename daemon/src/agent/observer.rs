@@ -38,7 +38,7 @@ impl Observer<'_> {
             std::mem::take(&mut p.0)
         };
         if !text.is_empty() {
-            let _ = self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text });
+            self.events.emit(Some(self.run_id), EventKind::TextDelta { turn: self.turn, text });
         }
     }
 }
@@ -66,6 +66,6 @@ impl CallObserver for Observer<'_> {
             delay_s: delay.as_secs_f64(),
             reason: reason.to_owned(),
         };
-        let _ = self.events.emit(Some(self.run_id), kind);
+        self.events.emit(Some(self.run_id), kind);
     }
 }

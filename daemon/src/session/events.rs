@@ -39,8 +39,6 @@ pub(super) struct Inner {
     session: SessionId,
     /// Live fan-out.
     pub(super) tx: broadcast::Sender<Event>,
-    /// Held across store + broadcast so broadcast order is seq order.
-    order: Mutex<()>,
 }
 
 impl std::fmt::Debug for Store {
@@ -80,7 +78,7 @@ impl Logs {
             return EventLog { inner };
         }
         let (tx, _) = broadcast::channel(LIVE_BUFFER);
-        let inner = Arc::new(Inner { store: self.store.clone(), session: session.clone(), tx, order: Mutex::new(()) });
+        let inner = Arc::new(Inner { store: self.store.clone(), session: session.clone(), tx });
         map.by_session.insert(session.clone(), Arc::downgrade(&inner));
         if map.by_session.len() >= map.prune_at {
             map.by_session.retain(|_, log| log.strong_count() > 0);
@@ -91,9 +89,14 @@ impl Logs {
 }
 
 impl EventLog {
-    /// Store and broadcast an event of `run`.
-    pub fn emit(&self, run: Option<&RunId>, kind: EventKind) -> Result<Seq, StoreError> {
-        self.append(run, kind, EventWith::Nothing, true)
+    /// Store and then broadcast an event of `run`, without waiting for
+    /// the commit: the store's writer broadcasts it once it is committed,
+    /// in seq order, and logs a write that fails.
+    pub fn emit(&self, run: Option<&RunId>, kind: EventKind) {
+        let event = self.event(run, kind);
+        let tx = self.inner.tx.clone();
+        // No receivers is fine: nobody is subscribed right now.
+        self.inner.store.append_event_detached(event, Box::new(move |e| drop(tx.send(e.clone()))));
     }
 
     /// Store a new run's row together with its `run_started` event, so no
@@ -123,18 +126,22 @@ impl EventLog {
         with: EventWith<'_>,
         wait_for_space: bool,
     ) -> Result<Seq, StoreError> {
-        let mut event =
-            Event { seq: Seq(0), session_id: self.inner.session.clone(), run_id: run.cloned(), time: now(), kind };
-        let _order = self.inner.order.lock().unwrap_or_else(|p| p.into_inner());
+        let mut event = self.event(run, kind);
+        let tx = self.inner.tx.clone();
+        // Broadcast on the writer thread once committed, so live events
+        // go out in seq order whether their writer waited or not.
+        let after: crate::store::AfterEvent = Box::new(move |e| drop(tx.send(e.clone())));
         if wait_for_space {
-            self.inner.store.append_event(&mut event, with)?;
+            self.inner.store.append_event(&mut event, with, after)?;
         } else {
-            self.inner.store.append_event_now(&mut event, with)?;
+            self.inner.store.append_event_now(&mut event, with, after)?;
         }
-        let seq = event.seq;
-        // No receivers is fine: nobody is subscribed right now.
-        let _ = self.inner.tx.send(event);
-        Ok(seq)
+        Ok(event.seq)
+    }
+
+    /// A new event of `run` (its seq is given when it is stored).
+    fn event(&self, run: Option<&RunId>, kind: EventKind) -> Event {
+        Event { seq: Seq(0), session_id: self.inner.session.clone(), run_id: run.cloned(), time: now(), kind }
     }
 
     /// Stream every event with `seq >= from` into `out`: stored ones first,

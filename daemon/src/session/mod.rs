@@ -308,7 +308,7 @@ impl Sessions {
             if session.commands.policy.enabled() { session.sandbox.not_enforced.clone() } else { Vec::new() };
         warnings.extend(session.protection_notes.iter().cloned());
         for message in &warnings {
-            let _ = session.events.emit(None, EventKind::Warning { message: message.clone() });
+            session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
         self.live.insert(session);
         Ok(SessionCreateResult { session_id: id, config, warnings })
@@ -541,7 +541,7 @@ impl Sessions {
     /// A warning event on a session (used by policy code).
     pub fn warn(&self, id: &SessionId, message: String) {
         if matches!(self.shared.store.session(id), Ok(Some(_))) {
-            let _ = self.shared.logs.log(id).emit(None, EventKind::Warning { message });
+            self.shared.logs.log(id).emit(None, EventKind::Warning { message });
         }
     }
 }

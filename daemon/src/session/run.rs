@@ -229,7 +229,7 @@ impl RunJob {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
                 if let Err(e) = history::append(&session.base_dir, &self.task, a) {
                     let message = format!("history was not written: could not append to .swival/HISTORY.md: {e}");
-                    let _ = session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+                    session.events.emit(Some(&self.run_id), EventKind::Warning { message });
                 }
             }
         }
@@ -444,7 +444,7 @@ impl RunJob {
                 tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
                 let kind =
                     EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
-                let _ = self.session.events.emit(Some(&self.run_id), kind);
+                self.session.events.emit(Some(&self.run_id), kind);
             }
             let mut entry =
                 json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
@@ -458,9 +458,9 @@ impl RunJob {
                 feedback: rec.feedback.clone(),
                 verdict: verdict_name.into(),
             };
-            let _ = self.session.events.emit(Some(&self.run_id), kind);
+            self.session.events.emit(Some(&self.run_id), kind);
             let warn = |message: String| {
-                let _ = self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+                self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
             };
             match verdict {
                 Verdict::Retry(feedback) if round < reviewer.max_rounds => {

@@ -217,14 +217,6 @@ impl Store {
         self.writer.write(true, f).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
     }
 
-    /// Like [`Store::write`], but a full disk fails at once instead of waiting.
-    fn write_now<T: Send + 'static>(
-        &self,
-        f: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        self.writer.write(false, f).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
-    }
-
     fn decode<T: serde::de::DeserializeOwned>(&self, text: &str) -> Result<T, StoreError> {
         serde_json::from_str(text).map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
     }
@@ -382,22 +374,55 @@ impl Store {
         })
     }
 
-    /// Append an event, giving it the session's next seq. `finish` (when the
-    /// event ends a run) is written in the same transaction, so a run's
-    /// result and its terminal event are stored together or not at all.
-    pub fn append_event(&self, event: &mut Event, with: EventWith<'_>) -> Result<(), StoreError> {
-        self.append(event, with, true)
+    /// Append an event, giving it the session's next seq, and wait for the
+    /// commit. `with` is written in the same transaction (a run's row with
+    /// its `run_started`, a run's result and report with its
+    /// `run_finished`). `after` runs on the writer thread once committed,
+    /// in commit order (the live broadcast), before this returns.
+    pub fn append_event(&self, event: &mut Event, with: EventWith<'_>, after: AfterEvent) -> Result<(), StoreError> {
+        self.append(event, with, true, after)
     }
 
     /// Like [`Store::append_event`], but failing at once on a full disk
     /// (start-up bookkeeping must not stop the daemon from serving reads).
-    pub fn append_event_now(&self, event: &mut Event, with: EventWith<'_>) -> Result<(), StoreError> {
-        self.append(event, with, false)
+    pub fn append_event_now(
+        &self,
+        event: &mut Event,
+        with: EventWith<'_>,
+        after: AfterEvent,
+    ) -> Result<(), StoreError> {
+        self.append(event, with, false, after)
     }
 
-    fn append(&self, event: &mut Event, with: EventWith<'_>, wait_for_space: bool) -> Result<(), StoreError> {
-        let session = event.session_id.0.clone();
-        let mut template = event.clone();
+    /// Queue an event and return at once: `after` runs on the writer thread
+    /// once it is committed (in commit order), or a failure is logged.
+    pub fn append_event_detached(&self, event: Event, after: AfterEvent) {
+        let session = event.session_id.clone();
+        let mut done = event.clone();
+        let job = event_job(event, None, None);
+        let path = self.path.clone();
+        self.writer.write_then(
+            true,
+            job,
+            Box::new(move |r| match r {
+                Ok(seq) => {
+                    done.seq = Seq(seq as u64);
+                    after(&done);
+                }
+                Err(e) => {
+                    tracing::error!("database {}: an event of session {session} was not stored: {e}", path.display())
+                }
+            }),
+        );
+    }
+
+    fn append(
+        &self,
+        event: &mut Event,
+        with: EventWith<'_>,
+        wait_for_space: bool,
+        after: AfterEvent,
+    ) -> Result<(), StoreError> {
         let finish = match with {
             EventWith::Finish(run, result, report) => {
                 Some((run.0.clone(), serde_json::to_string(result).expect("results serialize"), report.to_string()))
@@ -410,24 +435,21 @@ impl Store {
             }
             _ => None,
         };
-        let job = move |c: &Connection| {
-            if let Some(row) = &start {
-                insert_run(c, row)?;
-            }
-            let seq: i64 = c
-                .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
-                .query_row(params![session], |r| r.get(0))?;
-            template.seq = Seq(seq as u64);
-            let body = serde_json::to_string(&template).expect("events serialize");
-            c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
-                .execute(params![session, seq, body])?;
-            if let Some((run, result, report)) = &finish {
-                c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
-                    .execute(params![run, result, report])?;
-            }
-            Ok(seq)
-        };
-        let seq = if wait_for_space { self.write(job)? } else { self.write_now(job)? };
+        let job = event_job(event.clone(), start, finish);
+        let mut done = event.clone();
+        let (reply, result) = std::sync::mpsc::sync_channel(1);
+        self.writer.write_then(
+            wait_for_space,
+            job,
+            Box::new(move |r: rusqlite::Result<i64>| {
+                if let Ok(seq) = &r {
+                    done.seq = Seq(*seq as u64);
+                    after(&done);
+                }
+                let _ = reply.send(r);
+            }),
+        );
+        let seq = writer::wait(result).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })?;
         event.seq = Seq(seq as u64);
         Ok(())
     }
@@ -453,6 +475,36 @@ pub enum EventWith<'a> {
     Start(&'a RunRow),
     /// The result and report of the run this event ends (`run_finished`).
     Finish(&'a RunId, &'a RunResult, &'a Value),
+}
+
+/// What runs on the writer thread once an event is committed.
+pub type AfterEvent = Box<dyn FnOnce(&Event) + Send>;
+
+/// The writer job storing `template` with the session's next seq (and a
+/// run's row or result in the same step); it returns the seq.
+fn event_job(
+    mut template: Event,
+    start: Option<(String, String, String, String)>,
+    finish: Option<(String, String, String)>,
+) -> impl FnMut(&Connection) -> rusqlite::Result<i64> + Send + 'static {
+    let session = template.session_id.0.clone();
+    move |c: &Connection| {
+        if let Some(row) = &start {
+            insert_run(c, row)?;
+        }
+        let seq: i64 = c
+            .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
+            .query_row(params![session], |r| r.get(0))?;
+        template.seq = Seq(seq as u64);
+        let body = serde_json::to_string(&template).expect("events serialize");
+        c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![session, seq, body])?;
+        if let Some((run, result, report)) = &finish {
+            c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
+                .execute(params![run, result, report])?;
+        }
+        Ok(seq)
+    }
 }
 
 /// Insert a run row (id, session, task, start time).
@@ -520,7 +572,7 @@ mod tests {
                 time: "t".into(),
                 kind: EventKind::Warning { message: "w".into() },
             };
-            s.append_event(&mut e, EventWith::Nothing).unwrap();
+            s.append_event(&mut e, EventWith::Nothing, Box::new(|_| {})).unwrap();
         }
         let seqs: Vec<u64> = s.events_from(&id, 2, 100).unwrap().iter().map(|e| e.seq.0).collect();
         assert_eq!(seqs, [2, 3]);

@@ -29,12 +29,15 @@ trait Job: Send {
     fn done(self: Box<Self>, result: rusqlite::Result<()>);
 }
 
-/// A job with a typed result, sent back once the batch committed.
+/// What to do with a job's result once its batch committed (or it failed).
+pub(super) type Then<T> = Box<dyn FnOnce(rusqlite::Result<T>) + Send>;
+
+/// A job with a typed result, handed to `then` once the batch committed.
 struct Typed<T, F> {
     f: F,
     out: Option<T>,
     wait_for_space: bool,
-    reply: mpsc::SyncSender<rusqlite::Result<T>>,
+    then: Then<T>,
 }
 
 impl<T: Send, F: FnMut(&Connection) -> rusqlite::Result<T> + Send> Job for Typed<T, F> {
@@ -49,7 +52,7 @@ impl<T: Send, F: FnMut(&Connection) -> rusqlite::Result<T> + Send> Job for Typed
 
     fn done(mut self: Box<Self>, result: rusqlite::Result<()>) {
         let out = result.map(|()| self.out.take().expect("a committed job has run"));
-        let _ = self.reply.send(out);
+        (self.then)(out);
     }
 }
 
@@ -85,26 +88,51 @@ impl Writer {
         F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let (reply, result) = mpsc::sync_channel(1);
-        let job = Box::new(Typed { f, out: None, wait_for_space, reply });
-        let sent = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(jobs) => jobs.send(job).is_ok(),
-            None => false,
+        self.write_then(
+            wait_for_space,
+            f,
+            Box::new(move |r| {
+                let _ = reply.send(r);
+            }),
+        );
+        wait(result)
+    }
+}
+
+/// Wait for a job's reply: at once when the commit is quick, else telling
+/// the runtime (a full disk, a busy machine) so it moves its other tasks
+/// off this thread meanwhile.
+pub(super) fn wait<T>(result: mpsc::Receiver<rusqlite::Result<T>>) -> rusqlite::Result<T> {
+    match result.recv_timeout(QUICK_WAIT) {
+        Ok(r) => r,
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
+        Err(mpsc::RecvTimeoutError::Timeout) => blocking(|| result.recv().unwrap_or_else(|_| Err(stopped()))),
+    }
+}
+
+impl Writer {
+    /// Queue `f` for the writer's next transaction and return at once;
+    /// `then` gets the result on the writer thread, in commit order, once
+    /// the batch committed (waiting for disk space as [`Writer::write`]).
+    pub(super) fn write_then<T, F>(&self, wait_for_space: bool, f: F, then: Then<T>)
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let job = Box::new(Typed { f, out: None, wait_for_space, then });
+        let refused = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(jobs) => jobs.send(job).err().map(|e| e.0),
+            None => Some(job as Box<dyn Job>),
         };
-        if !sent {
-            return Err(match &self.refusal {
+        if let Some(job) = refused {
+            let why = match &self.refusal {
                 Some(why) => rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
                     Some(why.clone()),
                 ),
                 None => stopped(),
-            });
-        }
-        match result.recv_timeout(QUICK_WAIT) {
-            Ok(r) => r,
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(stopped()),
-            // A slow commit (a full disk, a busy machine): let the runtime
-            // move its other tasks off this thread while we wait.
-            Err(mpsc::RecvTimeoutError::Timeout) => blocking(|| result.recv().unwrap_or_else(|_| Err(stopped()))),
+            };
+            job.done(Err(why));
         }
     }
 }
