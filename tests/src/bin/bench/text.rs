@@ -42,11 +42,13 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 
 /// Where swivald's CPU per turn goes, from `perf record -g` on the daemon
 /// during the concurrent-sessions phase (2 cores, release build).
-pub const WHY_CPU: &str = "The two largest items of the last profile are gone: one SQLite transaction per \
-    event (writes now go to one writer thread that commits whatever is waiting together, with cached \
-    statements) and copying the whole conversation and every tool schema into each request (requests are \
-    now serialised from the borrowed messages); CPU per turn went from 1.28 ms to about 1.1 ms. Not \
-    profiled again: perf's cpu-clock samples in this VM land almost all on the kernel re-enabling \
-    interrupts, which says nothing about where the daemon's time goes. Candidates left: every event is \
-    serialised twice (stored body, then notification) and waits for its commit on the emitting task; every \
-    message is stored as its own row; tool arguments and results are parsed and re-serialised as JSON.";
+pub const WHY_CPU: &str = "The largest items of the last profile are gone: one SQLite transaction \
+    per event (writes now go to one writer thread that commits whatever is waiting together, with cached \
+    statements, and events are committed and broadcast there without the emitting task waiting), and \
+    copying the whole conversation and every tool schema into each request (requests are serialised from \
+    the borrowed messages); CPU per turn went from 1.28 ms to 0.8–1.0 ms (two runs on this noisy \
+    machine). Not profiled again: perf's \
+    cpu-clock samples in this VM land almost all on the kernel re-enabling interrupts, which says nothing \
+    about where the daemon's time goes. Candidates left: every event is serialised twice (stored body, \
+    then notification); every message is stored as its own row and waited for; tool arguments and results \
+    are parsed and re-serialised as JSON.";
