@@ -123,9 +123,12 @@ impl ProcessRunner {
     pub async fn call(&self, call: Call<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
         let program = || call.script.argv.first().cloned().unwrap_or_default();
         let _slot = self.slot(&program(), cancel).await?;
-        // A prespawned process or a running worker was started from the
-        // file as it was then; what it serves must still be what was pinned.
-        pin::verify_all(&call.script.pins)?;
+        // `spawn` checks the pins of a fresh process. A prespawned process
+        // or a running worker was started from the file as it was then;
+        // what it serves must still be what was pinned.
+        if call.mode != Mode::Oneshot {
+            pin::verify_all(&call.script.pins)?;
+        }
         match call.mode {
             Mode::Oneshot => {
                 let spawned = spawn(call.script)?;
