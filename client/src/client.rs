@@ -8,6 +8,7 @@ use jsonrpsee::core::traits::ToRpcParams;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swival_protocol::{
@@ -176,9 +177,15 @@ impl Client {
         self.call(methods::SESSION_GET, &SessionRef { session_id: session_id.clone() }).await
     }
 
-    /// `run/start`.
-    pub async fn start_run(&self, session_id: &SessionId, task: &str) -> Result<RunId, ClientError> {
-        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned() };
+    /// `run/start`; `env` is the caller's environment for this run on
+    /// (`None`: the one the session holds).
+    pub async fn start_run(
+        &self,
+        session_id: &SessionId,
+        task: &str,
+        env: Option<BTreeMap<String, String>>,
+    ) -> Result<RunId, ClientError> {
+        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env };
         let r: RunStartResult = self.call(methods::RUN_START, &params).await?;
         Ok(r.run_id)
     }

@@ -90,7 +90,12 @@ fn load_settings(args: &Args) -> Result<Settings, swivald::settings::SettingsErr
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // Below info, jsonrpsee logs whole requests, and requests carry
+        // the caller's environment and keys: never logged.
+        .add_directive("jsonrpsee=info".parse().expect("a valid directive"))
+        .add_directive("jsonrpsee_core=info".parse().expect("a valid directive"))
+        .add_directive("jsonrpsee_server=info".parse().expect("a valid directive"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr);
     match format {

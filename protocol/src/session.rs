@@ -48,6 +48,12 @@ pub struct SessionCreateParams {
     /// not trusted (`swivalctl run --trust`); nothing is recorded.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
+    /// The caller's environment (name → value): provider keys,
+    /// `SWIVAL_ENCRYPT_KEY`, PATH for commands and scripts, and the whole
+    /// environment of filters, hooks, the reviewer and the `command`
+    /// provider. Held in memory only, never stored. Omitted: the daemon's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 /// `project/trust` params.
@@ -146,6 +152,10 @@ pub struct SessionDetail {
     pub runs: Vec<RunInfo>,
     /// The stored conversation (OpenAI chat messages, system prompt first).
     pub messages: Vec<Value>,
+    /// Names of the variables of the caller's environment the session
+    /// holds (values are never shown); `None`: it uses the daemon's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Vec<String>>,
 }
 
 /// One run in `session/get`.
@@ -170,6 +180,11 @@ pub struct RunStartParams {
     pub session_id: SessionId,
     /// The user's task.
     pub task: String,
+    /// The caller's environment for this run and the session's later runs
+    /// (as in `session/create`); omitted: the one the session holds (after
+    /// a daemon restart, the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 /// Params naming one run.

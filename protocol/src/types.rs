@@ -87,3 +87,16 @@ pub struct ShutdownResult {
     /// Always true: the daemon has begun shutting down.
     pub stopping: bool,
 }
+
+/// The environment variable a provider's API key is read from when the
+/// config has none (Swival's names; `--api-key` and `api_key` win).
+pub fn provider_key_env(provider: &str) -> Option<&'static str> {
+    match provider {
+        "openai" | "generic" => Some("OPENAI_API_KEY"),
+        "openrouter" => Some("OPENROUTER_API_KEY"),
+        "google" => Some("GEMINI_API_KEY"),
+        "huggingface" => Some("HF_TOKEN"),
+        "chatgpt" => Some("CHATGPT_API_KEY"),
+        _ => None,
+    }
+}

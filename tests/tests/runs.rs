@@ -364,10 +364,11 @@ fn events_stream_over_websocket_through_the_client_library() {
             config: Some(json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})),
             title: None,
             trust: false,
+            env: None,
         };
         let sid = client.create_session(&params).await.unwrap().session_id;
         let mut sub = client.subscribe_events(&sid, 1).await.unwrap();
-        let run = client.start_run(&sid, "hello").await.unwrap();
+        let run = client.start_run(&sid, "hello", None).await.unwrap();
         let mut kinds = Vec::new();
         while let Some(ev) = sub.next().await {
             let ev = ev.unwrap();

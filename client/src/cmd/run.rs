@@ -97,17 +97,10 @@ fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
     let mut put = |k: &str, v: Value| {
         c.insert(k.to_owned(), v);
     };
+    // Provider keys come from the environment sent with the session
+    // (`swivalctl::caller_env`), never copied into the config.
     if let Some(v) = &a.provider {
         put("provider", json!(v));
-        // Keys live in the caller's environment, not the daemon's.
-        let env = match v.as_str() {
-            "openai" | "generic" => Some("OPENAI_API_KEY"),
-            "openrouter" => Some("OPENROUTER_API_KEY"),
-            _ => None,
-        };
-        if let Some(key) = env.and_then(|e| std::env::var(e).ok()).filter(|k| a.api_key.is_none() && !k.is_empty()) {
-            put("api_key", json!(key));
-        }
     }
     for (k, v) in [("model", &a.model), ("base_url", &a.base_url), ("api_key", &a.api_key), ("reviewer", &a.reviewer)] {
         if let Some(v) = v {
@@ -189,10 +182,15 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         None => cwd,
     };
     let client = connect(socket).await?;
+    // The run happens in this process's environment: keys, PATH, and
+    // what the user's scripts see. A session continued is sent it again
+    // with the run (the daemon holds it in memory only).
+    let mut continue_env = None;
     let (session_id, from_seq) = match &a.session {
         Some(id) => {
             let id = SessionId(id.clone());
             let detail = client.session(&id).await?;
+            continue_env = Some(swivalctl::caller_env());
             (id, detail.info.last_seq.0 + 1)
         }
         None => {
@@ -201,6 +199,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
                 config: Some(flag_config(&a, &base_dir)),
                 title: Some(task.chars().take(80).collect()),
                 trust: a.trust,
+                env: Some(swivalctl::caller_env()),
             };
             match client.create_session(&params).await {
                 Ok(created) => {
@@ -236,7 +235,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
     // Subscribe before starting, so no event of the run is missed.
     let mut events = client.subscribe_events(&session_id, from_seq).await?;
-    let run_id = client.start_run(&session_id, &task).await?;
+    let run_id = client.start_run(&session_id, &task, continue_env).await?;
     if a.detach {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);

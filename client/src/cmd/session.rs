@@ -87,6 +87,13 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
             let source = r.sources.get(k).map(String::as_str).unwrap_or("default");
             println!("{k} = {v}  # {source}");
         }
+        // Runs use this shell's environment: say which variable gives the
+        // key, never its value.
+        let provider = map.get("provider").and_then(Value::as_str).unwrap_or_default();
+        if let Some(var) = swival_protocol::provider_key_env(provider).filter(|_| map["api_key"].is_null()) {
+            let set = std::env::var_os(var).is_some_and(|v| !v.is_empty());
+            println!("# api key: from {var} in the environment of swivalctl ({})", if set { "set" } else { "not set" });
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

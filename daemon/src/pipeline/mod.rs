@@ -8,7 +8,7 @@ pub mod reviewer;
 
 use crate::config::{Command, ProcessMode, SessionConfig};
 use crate::procs::pin::pin_argv;
-use crate::procs::{Mode, Pinned, ProcessRunner, Script};
+use crate::procs::{CallerEnv, Mode, Pinned, ProcessRunner, Script};
 use filter::Stage;
 use hooks::rpc::HookRegistry;
 use hooks::{CommandEntry, Hooks};
@@ -60,32 +60,37 @@ fn mode_name(mode: Mode) -> &'static str {
 
 pub use crate::procs::locate;
 
-/// Swival's start-up check: the program must be on PATH or an executable file.
-fn check(command: &Command, key: &str) -> Result<(), String> {
-    match locate(command.program()) {
+/// Swival's start-up check: the program must be on the caller's PATH or
+/// an executable file.
+fn check(command: &Command, key: &str, env: &CallerEnv) -> Result<(), String> {
+    match locate(command.program(), &env.path()) {
         Some(_) => Ok(()),
         None => Err(format!("{key} executable not found or not executable: {}", command.program())),
     }
 }
 
 impl Pipeline {
-    /// The pipeline a session's config describes; fails when a script's
-    /// program is missing or not executable (Swival's start-up check).
+    /// The pipeline a session's config describes, its scripts run in
+    /// `env` (the caller's); fails when a script's program is missing or
+    /// not executable (Swival's start-up check).
     pub fn build(
         cfg: &SessionConfig,
         base_dir: &Path,
+        env: &CallerEnv,
         runner: Arc<ProcessRunner>,
         registry: Arc<HookRegistry>,
     ) -> Result<Pipeline, String> {
+        let path = env.path();
         let mut filters = Vec::new();
         for stage in cfg.filter_stages() {
-            check(&stage.command, "llm_filter")?;
+            check(&stage.command, "llm_filter", env)?;
             filters.push(Stage {
                 script: Script {
                     argv: stage.command.argv.clone(),
                     cwd: base_dir.to_owned(),
+                    base: env.clone(),
                     env: Vec::new(),
-                    pins: pin_argv(&stage.command.argv, base_dir),
+                    pins: pin_argv(&stage.command.argv, base_dir, &path),
                 },
                 mode: mode_of(stage.mode, stage.prespawn),
                 timeout: crate::config::seconds(stage.timeout_s, 0.001),
@@ -94,26 +99,31 @@ impl Pipeline {
         }
         let reviewer = match &cfg.reviewer {
             Some(cmd) => {
-                check(cmd, "reviewer")?;
+                check(cmd, "reviewer", env)?;
+                // Swival exports an explicitly configured key to the
+                // reviewer; one already in the environment is inherited.
+                let encrypt_key = cfg.encrypt_secrets.then_some(cfg.encrypt_secrets_key.as_ref()).flatten();
                 Some(Reviewer {
                     argv: cmd.argv.clone(),
                     base_dir: base_dir.to_owned(),
+                    base: env.clone(),
+                    encrypt_key: encrypt_key.cloned(),
                     timeout: crate::config::seconds(cfg.reviewer_timeout_s, 0.001),
                     max_rounds: cfg.max_review_rounds,
                     display: cmd.display(),
-                    pins: pin_argv(&cmd.argv, base_dir),
+                    pins: pin_argv(&cmd.argv, base_dir, &path),
                 })
             }
             None => None,
         };
         let mut commands = Vec::new();
         for hook in &cfg.hooks {
-            check(&hook.command, "hook")?;
-            commands.push(CommandEntry::new(hook, base_dir, &registry));
+            check(&hook.command, "hook", env)?;
+            commands.push(CommandEntry::new(hook, base_dir, env, &registry));
         }
         let hooks = Hooks { commands, registry, runner: runner.clone() };
         let provider_pins = match (&cfg.model_command, cfg.provider) {
-            (Some(cmd), crate::provider::ProviderKind::Command) => pin_argv(&cmd.argv, base_dir),
+            (Some(cmd), crate::provider::ProviderKind::Command) => pin_argv(&cmd.argv, base_dir, &path),
             _ => Vec::new(),
         };
         Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins })
@@ -316,7 +326,8 @@ mod tests {
             reviewer: Some(command(&base.join("review.sh"), &base)),
             ..SessionConfig::default()
         };
-        let pipeline = Pipeline::build(&cfg, &base, Arc::new(ProcessRunner::new(1)), Arc::default()).unwrap();
+        let pipeline =
+            Pipeline::build(&cfg, &base, &CallerEnv::Daemon, Arc::new(ProcessRunner::new(1)), Arc::default()).unwrap();
         let toml = base.join("swival.toml");
         std::fs::write(&toml, "").unwrap();
         let p = pipeline.protection(&base, &[toml.clone(), base.join("missing.toml")]);

@@ -28,6 +28,11 @@ pub struct Reviewer {
     pub argv: Vec<String>,
     /// The session's base dir (last argument and working directory).
     pub base_dir: std::path::PathBuf,
+    /// The environment it runs in (the caller's).
+    pub base: crate::procs::CallerEnv,
+    /// `SWIVAL_ENCRYPT_KEY` for it: an explicitly configured key, as Swival
+    /// exports it.
+    pub encrypt_key: Option<crate::config::Secret>,
     /// Kill after this long.
     pub timeout: Duration,
     /// Most rounds.
@@ -83,7 +88,10 @@ impl Reviewer {
         if !model.is_empty() {
             env.push(("SWIVAL_MODEL".to_owned(), model.to_owned()));
         }
-        let script = Script { argv, cwd: self.base_dir.clone(), env, pins: self.pins.clone() };
+        if let Some(key) = &self.encrypt_key {
+            env.push((crate::secrets::ENCRYPT_KEY_ENV.to_owned(), key.expose().to_owned()));
+        }
+        let script = Script { argv, cwd: self.base_dir.clone(), base: self.base.clone(), env, pins: self.pins.clone() };
         let call = Call {
             script: &script,
             mode: Mode::Oneshot,

@@ -3,7 +3,7 @@
 //! pipe), stdout bounded, and the whole group killed on timeout, flood or
 //! cancellation.
 
-use super::launch::{self, Env, Io, Launch, Started};
+use super::launch::{self, Io, Launch, Started};
 use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -55,7 +55,9 @@ pub struct OneShot<'a> {
     pub stdin: &'a [u8],
     /// Working directory.
     pub cwd: &'a Path,
-    /// Extra environment variables.
+    /// The environment it runs in.
+    pub base: &'a super::CallerEnv,
+    /// Variables set over `base`.
     pub env: &'a [(String, String)],
     /// The files it runs, as pinned; checked right before the spawn.
     pub pins: &'a [super::Pinned],
@@ -103,12 +105,13 @@ impl Spawned {
 /// Start a script in its own process group with piped stdio, after
 /// checking its pins.
 pub fn spawn(script: &super::Script) -> Result<Spawned, ProcError> {
-    spawn_argv(&script.argv, &script.cwd, &script.env, &script.pins)
+    spawn_argv(&script.argv, &script.cwd, &script.base, &script.env, &script.pins)
 }
 
 fn spawn_argv(
     argv: &[String],
     cwd: &Path,
+    base: &super::CallerEnv,
     env: &[(String, String)],
     pins: &[super::Pinned],
 ) -> Result<Spawned, ProcError> {
@@ -118,7 +121,7 @@ fn spawn_argv(
         program: super::pin::executable(&program, pins).to_path_buf(),
         argv: argv.to_vec(),
         cwd: Some(cwd.to_owned()),
-        env: Env::Inherit(env.iter().map(|(k, v)| (k.clone(), v.into())).collect()),
+        env: base.script_env(env),
         io: Io::Pipes,
         through: None,
     };
@@ -175,7 +178,7 @@ pub async fn drive(
 /// the runner's slots (the `command` provider, until it is given the
 /// runner).
 pub async fn run(job: OneShot<'_>, cancel: &CancellationToken) -> Result<Output, ProcError> {
-    let spawned = spawn_argv(job.argv, job.cwd, job.env, job.pins)?;
+    let spawned = spawn_argv(job.argv, job.cwd, job.base, job.env, job.pins)?;
     drive(spawned, job.stdin, job.timeout, job.max_stdout, cancel).await
 }
 

@@ -31,6 +31,7 @@ pub use launch::{Env, Io, Launch, Through};
 pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
 pub use pin::{locate, Pinned};
 
+pub use crate::environment::CallerEnv;
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
 use std::collections::HashMap;
@@ -40,18 +41,33 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
-/// A script to run: what, where, with which extra environment.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A script to run: what, where, in which environment.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Script {
     /// Program and arguments (never through a shell).
     pub argv: Vec<String>,
     /// Working directory.
     pub cwd: PathBuf,
-    /// Extra environment variables.
+    /// The environment it runs in: its caller's, whole.
+    pub base: CallerEnv,
+    /// Variables set over `base` (Swival's `SWIVAL_*`).
     pub env: Vec<(String, String)>,
     /// The files it runs, as the session pinned them; checked before every
     /// spawn and every call.
     pub pins: Vec<Pinned>,
+}
+
+impl std::fmt::Debug for Script {
+    /// Variable names only: values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("argv", &self.argv)
+            .field("cwd", &self.cwd)
+            .field("base", &self.base)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("pins", &self.pins)
+            .finish()
+    }
 }
 
 /// How a script's processes are managed.

@@ -17,6 +17,7 @@
 
 use super::ProcError;
 use sha2::{Digest, Sha256};
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -153,8 +154,9 @@ pub fn executable<'a>(program: &'a str, pins: &'a [Pinned]) -> &'a Path {
     }
 }
 
-/// Find `program` as the OS would: a path as given, a bare name on PATH.
-pub fn locate(program: &str) -> Option<PathBuf> {
+/// Find `program` as the OS would: a path as given, a bare name on
+/// `path` (the caller's `PATH`).
+pub fn locate(program: &str, path: &OsStr) -> Option<PathBuf> {
     let executable = |p: &Path| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
         let p = PathBuf::from(program);
@@ -162,22 +164,18 @@ pub fn locate(program: &str) -> Option<PathBuf> {
     }
     // Relative PATH entries (`.`, empty) would mean the daemon's working
     // directory here and the script's at exec: never use them.
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join(program))
-        .find(|p| executable(p))
+    std::env::split_paths(path).filter(|d| d.is_absolute()).map(|d| d.join(program)).find(|p| executable(p))
 }
 
 /// The files `argv` runs, as `(path, is the program)`: the located
 /// program and every argument naming an existing regular file, relative
-/// arguments taken from `cwd` (where the script runs).
-pub fn files_of(argv: &[String], cwd: &Path) -> Vec<PathBuf> {
+/// arguments taken from `cwd` (where the script runs), a bare program
+/// name looked up on `path`.
+pub fn files_of(argv: &[String], cwd: &Path, path: &OsStr) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (i, arg) in argv.iter().enumerate() {
         let path = if i == 0 {
-            locate(arg)
+            locate(arg, path)
         } else if arg.starts_with('-') || arg.is_empty() {
             None
         } else {
@@ -194,8 +192,8 @@ pub fn files_of(argv: &[String], cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// Pin every file `argv` runs.
-pub fn pin_argv(argv: &[String], cwd: &Path) -> Vec<Pinned> {
-    files_of(argv, cwd).iter().filter_map(|p| Pinned::new(p)).collect()
+pub fn pin_argv(argv: &[String], cwd: &Path, path: &OsStr) -> Vec<Pinned> {
+    files_of(argv, cwd, path).iter().filter_map(|p| Pinned::new(p)).collect()
 }
 
 #[cfg(test)]
@@ -206,11 +204,15 @@ mod tests {
         a.iter().map(|s| s.to_string()).collect()
     }
 
+    fn path() -> std::ffi::OsString {
+        std::env::var_os("PATH").unwrap_or_default()
+    }
+
     #[test]
     fn the_program_and_a_script_argument_are_pinned_flags_are_not() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("f.py"), "print(1)").unwrap();
-        let pins = pin_argv(&argv(&["sh", "-c", "./f.py", "f.py", "missing.py"]), d.path());
+        let pins = pin_argv(&argv(&["sh", "-c", "./f.py", "f.py", "missing.py"]), d.path(), &path());
         let paths: Vec<_> = pins.iter().map(|p| p.path.clone()).collect();
         assert_eq!(paths.len(), 2, "{paths:?}");
         assert!(paths[0].ends_with("sh"));
@@ -268,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_bare_program_runs_from_the_pinned_path() {
-        let pins = pin_argv(&["sh".to_owned()], Path::new("/"));
+        let pins = pin_argv(&["sh".to_owned()], Path::new("/"), &path());
         assert_eq!(executable("sh", &pins), pins[0].path.as_path());
         assert_eq!(executable("./x", &pins), Path::new("./x"));
     }

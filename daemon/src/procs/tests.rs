@@ -21,6 +21,7 @@ fn script(dir: &std::path::Path, body: &str) -> Script {
     Script {
         argv: vec!["python3".into(), path.display().to_string()],
         cwd: dir.to_owned(),
+        base: CallerEnv::Daemon,
         env: Vec::new(),
         pins: Vec::new(),
     }
@@ -29,7 +30,7 @@ fn script(dir: &std::path::Path, body: &str) -> Script {
 /// One of the model's commands, started directly with merged output.
 fn command(argv: &[&str]) -> Launch {
     Launch {
-        program: locate(argv[0]).expect("test program installed"),
+        program: locate(argv[0], &std::env::var_os("PATH").unwrap_or_default()).expect("test program installed"),
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: None,
         env: Env::Inherit(Vec::new()),

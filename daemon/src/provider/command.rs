@@ -65,6 +65,7 @@ pub async fn call(
             let script = procs::Script {
                 argv: argv.to_vec(),
                 cwd: settings.cwd.clone(),
+                base: settings.env.clone(),
                 env: Vec::new(),
                 pins: settings.command_pins.clone(),
             };
@@ -84,6 +85,7 @@ pub async fn call(
                 argv,
                 stdin: input.as_bytes(),
                 cwd: &settings.cwd,
+                base: &settings.env,
                 env: &[],
                 pins: &settings.command_pins,
                 timeout: TIMEOUT,

@@ -53,11 +53,7 @@ impl ProviderKind {
 
     /// The environment variable holding this provider's API key.
     pub fn key_env(self) -> Option<&'static str> {
-        match self {
-            ProviderKind::Openai | ProviderKind::Generic => Some("OPENAI_API_KEY"),
-            ProviderKind::Openrouter => Some("OPENROUTER_API_KEY"),
-            _ => None,
-        }
+        swival_protocol::provider_key_env(self.as_str())
     }
 
     /// Name as written in config.
@@ -116,6 +112,8 @@ pub struct ProviderSettings {
     pub runner: Option<std::sync::Arc<crate::procs::ProcessRunner>>,
     /// Working directory of the `command` provider.
     pub cwd: std::path::PathBuf,
+    /// The environment the `command` provider runs in (the caller's).
+    pub env: crate::procs::CallerEnv,
 }
 
 /// One tool call proposed by the model.
@@ -480,6 +478,7 @@ mod tests {
             stream: false,
             command: None,
             cwd: "/".into(),
+            env: crate::procs::CallerEnv::Daemon,
         }
     }
 

@@ -35,7 +35,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     module.register_method(methods::SESSION_CREATE, |params, ctx, _| {
         let p: SessionCreateParams = params.parse()?;
-        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust).map_err(rpc_error)
+        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).map_err(rpc_error)
     })?;
     module.register_method(methods::PROJECT_TRUST, |params, ctx, _| {
         let p: swival_protocol::ProjectTrustParams = params.parse()?;
@@ -54,7 +54,11 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
         let p: RunStartParams = params.parse()?;
-        ctx.sessions.start_run(&p.session_id, p.task).await.map(|run_id| RunStartResult { run_id }).map_err(rpc_error)
+        ctx.sessions
+            .start_run(&p.session_id, p.task, p.env)
+            .await
+            .map(|run_id| RunStartResult { run_id })
+            .map_err(rpc_error)
     })?;
     module.register_method(methods::RUN_CANCEL, |params, ctx, _| {
         let p: RunRef = params.parse()?;

@@ -6,6 +6,7 @@
 use super::{Session, SessionError, Sessions, State};
 use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
+use crate::environment::CallerEnv;
 use crate::pipeline::Pipeline;
 use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv};
 use crate::secrets::SecretShield;
@@ -22,6 +23,7 @@ impl Sessions {
         row: &SessionRow,
         config: EffectiveConfig,
         messages: Vec<Value>,
+        env: CallerEnv,
     ) -> Result<Arc<Session>, SessionError> {
         let base = PathBuf::from(&row.base_dir);
         let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
@@ -49,7 +51,7 @@ impl Sessions {
         };
         let mut policy = policy;
         let mut pipeline =
-            Pipeline::build(&config.config, &base, self.shared.runner.clone(), self.shared.hooks.clone())
+            Pipeline::build(&config.config, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
                 .map_err(SessionError::Setup)?;
         // Loaded again: what runs must still be what the session pinned
         // when it was created (a new session has nothing recorded yet).
@@ -65,7 +67,8 @@ impl Sessions {
             .collect();
         let protection = pipeline.protection(&base, &config_files);
         policy.protected = protection.paths.clone();
-        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        // Whitelisted commands resolve through the caller's PATH.
+        let path_var = env.path();
         let command_policy =
             CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
         let mut hide = crate::sandbox::default_hidden();
@@ -86,14 +89,14 @@ impl Sessions {
             readonly: protection.paths.clone(),
             strict_read: cfg.sandbox_strict_read,
         };
-        let env = crate::sandbox::command::allowed_environment(std::env::vars_os(), &cfg.command_env);
+        let command_env = crate::sandbox::command::allowed_environment(env.vars_os(), &cfg.command_env);
         let (commands, sandbox) = CommandEnv::new(
             command_policy,
             &base,
             input,
             &self.shared.settings.sandbox_caps,
             crate::sandbox::default_helper(),
-            env,
+            command_env,
             self.shared.runner.clone(),
         );
         crate::sandbox::spill::sweep(&base);
@@ -105,7 +108,7 @@ impl Sessions {
         // Secrets are encrypted before anything reaches the provider (not for
         // the command provider, as in Swival).
         let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
-            let env_key = crate::environment::secret(crate::secrets::ENCRYPT_KEY_ENV);
+            let env_key = env.secret(crate::secrets::ENCRYPT_KEY_ENV);
             let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
             let shield = SecretShield::from_hex_key(
                 key.as_deref(),
@@ -126,6 +129,7 @@ impl Sessions {
             title: row.title.clone(),
             created_at: row.created_at.clone(),
             config,
+            env,
             events: self.shared.logs.log(&row.id),
             pipeline,
             commands,

@@ -13,11 +13,13 @@
 //! load a session.
 
 mod build;
+mod caller;
 pub mod events;
 mod history;
 mod live;
 mod policy;
 mod run;
+mod runs;
 #[cfg(test)]
 mod tests;
 mod trust;
@@ -41,9 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{
-    Event, EventKind, RunId, RunResult, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
+    Event, EventKind, RunId, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
 };
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -117,6 +119,8 @@ pub struct Sessions {
     live: Arc<Live>,
     /// Run tasks, awaited at shutdown.
     tasks: TaskTracker,
+    /// Callers' environments and secrets, in memory only.
+    callers: caller::Callers,
 }
 
 /// Services every session and run uses.
@@ -166,6 +170,8 @@ pub struct Session {
     pub created_at: String,
     /// Its effective configuration.
     pub config: EffectiveConfig,
+    /// The environment its runs happen in (the caller's).
+    pub env: crate::environment::CallerEnv,
     /// Its event log.
     pub events: EventLog,
     /// Its policy pipeline.
@@ -262,7 +268,7 @@ impl Sessions {
                 rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.stopping.clone()));
             }
         }
-        Ok(Sessions { shared, live, tasks: TaskTracker::new() })
+        Ok(Sessions { shared, live, tasks: TaskTracker::new(), callers: caller::Callers::default() })
     }
 
     /// The effective configuration `session/create` would use.
@@ -272,33 +278,55 @@ impl Sessions {
             .map_err(|e| SessionError::Config(e.to_string()))
     }
 
-    /// `session/create`.
+    /// A caller's environment as sent, shared with sessions that have the
+    /// same; `None`: the daemon's.
+    fn caller_env(
+        &self,
+        vars: Option<std::collections::BTreeMap<String, String>>,
+    ) -> Result<Option<crate::environment::CallerEnv>, SessionError> {
+        match vars {
+            None => Ok(None),
+            Some(vars) => {
+                let vars = crate::environment::CallerEnv::check(vars).map_err(SessionError::Config)?;
+                Ok(Some(self.callers.share(vars)))
+            }
+        }
+    }
+
+    /// `session/create`; `env` is the caller's environment (`None`: the
+    /// daemon's).
     pub fn create(
         &self,
         base_dir: &str,
         request: Option<Value>,
         title: Option<String>,
         trust_once: bool,
+        env: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<SessionCreateResult, SessionError> {
         let base = check_base_dir(base_dir)?;
+        let env = self.caller_env(env)?.unwrap_or_default();
         let (project, accepted) = self.admit_project(&base, trust_once, None)?;
         let global = self.shared.settings.global_config.as_deref();
         let effective = config::load_with(&base, global, project.as_ref(), request.as_ref())
             .map_err(|e| SessionError::Config(e.to_string()))?;
         let id = SessionId(random_id("s_"));
+        // Keys in the request stay in memory; the store never sees them.
+        let mut stored_request = request.unwrap_or(Value::Null);
+        let caller = caller::Caller { env, secrets: caller::take_secrets(&mut stored_request) };
         let row = SessionRow {
             id: id.clone(),
             base_dir: base.display().to_string(),
             title: title.clone(),
             config: public_config(&effective),
-            request: request.clone().unwrap_or(Value::Null),
+            request: stored_request,
             created_at: events::now(),
             closed: false,
             last_seq: 0,
             run_count: 0,
         };
-        let session = self.build(&row, effective, Vec::new())?;
+        let session = self.build(&row, effective, Vec::new(), caller.env.clone())?;
         self.shared.store.insert_session(&row)?;
+        self.callers.set(&id, caller);
         self.remember_project(&id, accepted.as_deref())?;
         let pins = session.pipeline.pinned().map(|p| (p.path.display().to_string(), p.sha256.clone())).collect();
         self.shared.store.set_session_pins(&id, pins)?;
@@ -321,7 +349,10 @@ impl Sessions {
             return Ok(s);
         }
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-        let request = Some(&row.request).filter(|r| !r.is_null());
+        let caller = self.callers.get(id);
+        let mut request = row.request.clone();
+        caller.restore(&mut request);
+        let request = Some(&request).filter(|r| !r.is_null());
         let base = Path::new(&row.base_dir);
         let accepted = self.shared.store.session_project(id)?;
         let (project, _) = self.admit_project(base, false, accepted.as_deref()).map_err(|e| match e {
@@ -332,7 +363,7 @@ impl Sessions {
             config::load_with(base, self.shared.settings.global_config.as_deref(), project.as_ref(), request)
                 .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = self.shared.store.messages(id)?;
-        let session = self.build(&row, effective, messages)?;
+        let session = self.build(&row, effective, messages, caller.env)?;
         if row.closed {
             return Ok(session);
         }
@@ -359,6 +390,7 @@ impl Sessions {
             config: row.config.clone(),
             runs: runs.iter().map(RunRow::info).collect(),
             messages: self.shared.store.messages(id)?,
+            environment: Some(self.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),
         })
     }
 
@@ -387,107 +419,11 @@ impl Sessions {
                 self.live.remove(&session);
             }
             stored?;
+            self.callers.forget(id);
             break;
         }
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(info(&row, false))
-    }
-
-    /// `run/start`.
-    pub async fn start_run(&self, id: &SessionId, task: String) -> Result<RunId, SessionError> {
-        if self.shared.stopping.is_cancelled() {
-            return Err(SessionError::ShuttingDown);
-        }
-        loop {
-            let session = self.get(id)?;
-            let mut st = session.state.lock().await;
-            if st.retired {
-                continue;
-            }
-            if st.closed {
-                return Err(SessionError::Closed(id.clone()));
-            }
-            if let Some((run, _)) = &st.active {
-                return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
-            }
-            let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
-            let run_id = RunId(random_id("r_"));
-            let cancel = self.shared.stopping.child_token();
-            let row = RunRow {
-                id: run_id.clone(),
-                session_id: id.clone(),
-                task: task.clone(),
-                result: None,
-                report: None,
-                started_at: events::now(),
-            };
-            // Known as in flight before the store says so: `run/wait` relies on it.
-            let (done_tx, done_rx) = watch::channel(None);
-            self.live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
-            // The run row and its run_started event: one commit.
-            if let Err(e) = session.events.start(&row) {
-                self.live.run_ended(&run_id);
-                st.idle = Some((conversation, tools, shield));
-                return Err(e.into());
-            }
-            st.active = Some((run_id.clone(), cancel.clone()));
-            drop(st);
-            let job = run::RunJob {
-                shared: self.shared.clone(),
-                session,
-                run_id: run_id.clone(),
-                task,
-                cancel,
-                conversation,
-                tools,
-                shield,
-                run_start: 0,
-            };
-            self.tasks.spawn(run::supervise(job, self.live.clone(), done_tx));
-            return Ok(run_id);
-        }
-    }
-
-    /// `run/cancel`: true when the run was in flight.
-    pub fn cancel(&self, run: &RunId) -> Result<bool, SessionError> {
-        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        if row.result.is_some() {
-            return Ok(false);
-        }
-        Ok(match self.live.run(run) {
-            Some((cancel, _)) => {
-                cancel.cancel();
-                true
-            }
-            None => false,
-        })
-    }
-
-    /// `run/wait`: the result of a finished run is read from the store; a
-    /// run in flight is waited for.
-    pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {
-        let read = || -> Result<RunRow, SessionError> {
-            self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))
-        };
-        let row = read()?;
-        if let Some(result) = row.result {
-            return Ok(result);
-        }
-        // A run is known as in flight before its row exists, and forgotten
-        // only after its result is stored: with no result read above, it is
-        // either still known here or its result is in the store now.
-        if let Some((_, mut done)) = self.live.run(run) {
-            if let Ok(r) = done.wait_for(Option::is_some).await {
-                return Ok(r.clone().expect("waited for Some"));
-            }
-        }
-        Ok(read()?.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
-    }
-
-    /// `report/get`.
-    pub fn report(&self, run: &RunId) -> Result<Value, SessionError> {
-        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        row.report.ok_or_else(|| SessionError::NoReport(run.clone()))
     }
 
     /// `session/subscribe`: events from `from` (stored, then live) into

@@ -154,10 +154,12 @@ fn normalise_base_url(url: &str) -> String {
     }
 }
 
-/// The provider settings a session's config describes.
+/// The provider settings a session's config describes; the key comes from
+/// the config, else from the caller's environment (`env`).
 pub fn provider_settings(
     cfg: &SessionConfig,
     base_dir: &Path,
+    env: &crate::procs::CallerEnv,
     backoff_base: Duration,
 ) -> Result<ProviderSettings, String> {
     let kind = cfg.provider;
@@ -176,7 +178,7 @@ pub fn provider_settings(
         .api_key
         .as_ref()
         .map(|k| k.expose().to_owned())
-        .or_else(|| kind.key_env().and_then(crate::environment::secret))
+        .or_else(|| kind.key_env().and_then(|name| env.secret(name)))
         .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
     Ok(ProviderSettings {
         kind,
@@ -198,6 +200,7 @@ pub fn provider_settings(
         command_pins: Vec::new(),
         runner: None,
         cwd: base_dir.to_owned(),
+        env: env.clone(),
     })
 }
 
@@ -357,7 +360,12 @@ impl RunJob {
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
-        let settings = match provider_settings(cfg, &self.session.base_dir, self.shared.settings.backoff_base) {
+        let settings = match provider_settings(
+            cfg,
+            &self.session.base_dir,
+            &self.session.env,
+            self.shared.settings.backoff_base,
+        ) {
             Ok(mut s) => {
                 s.command_pins = self.session.pipeline.provider_pins.clone();
                 s.runner = Some(self.shared.runner.clone());

@@ -44,7 +44,12 @@ pub struct CommandEntry {
 
 impl CommandEntry {
     /// The entry for a configured hook, numbered by the registry.
-    pub fn new(h: &CommandHook, base_dir: &Path, registry: &HookRegistry) -> CommandEntry {
+    pub fn new(
+        h: &CommandHook,
+        base_dir: &Path,
+        env: &crate::procs::CallerEnv,
+        registry: &HookRegistry,
+    ) -> CommandEntry {
         CommandEntry {
             name: h.command.display(),
             point: h.point,
@@ -55,8 +60,9 @@ impl CommandEntry {
             script: Script {
                 argv: h.command.argv.clone(),
                 cwd: base_dir.to_owned(),
+                base: env.clone(),
                 env: Vec::new(),
-                pins: crate::procs::pin::pin_argv(&h.command.argv, base_dir),
+                pins: crate::procs::pin::pin_argv(&h.command.argv, base_dir, &env.path()),
             },
             mode: super::mode_of(h.mode, h.prespawn),
         }
