@@ -276,6 +276,12 @@ pub struct RunStats {
     pub tool_calls_by_name: BTreeMap<String, ToolCounts>,
     /// Context compactions.
     pub compactions: u64,
+    /// Swival's error guardrail nudges and stops.
+    #[serde(default)]
+    pub guardrail_interventions: u64,
+    /// Calls the repeat-loop guard refused.
+    #[serde(default)]
+    pub stormed_calls: u64,
     /// Reviewer rounds run.
     pub review_rounds: u64,
     /// Provider retries after transient failures.
@@ -493,6 +499,18 @@ pub enum EventKind {
         reason: Option<String>,
         /// How long it took.
         duration_s: f64,
+    },
+    /// A loop guard stepped in (Swival's guardrail nudge or stop, a
+    /// refused repeat, a re-read or finishing nudge); the run goes on.
+    Intervention {
+        /// The turn.
+        turn: u64,
+        /// `nudge`, `stop`, `storm`, `reread` or `finish`.
+        kind: String,
+        /// The tool it is about (empty for `finish`).
+        tool: String,
+        /// What the model was told.
+        message: String,
     },
     /// Something the user should know; the run goes on.
     Warning {

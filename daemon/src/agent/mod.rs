@@ -5,8 +5,10 @@
 
 mod compact;
 pub mod conversation;
+mod guard;
 mod observer;
 pub mod prompt;
+mod tools;
 
 use crate::cache::{ResponseCache, Served};
 use crate::config::HookPoint;
@@ -98,6 +100,8 @@ pub struct AgentRun<'a> {
     pub policy_digest: &'a str,
     /// Encrypts secrets on the way out and decrypts them in replies.
     pub shield: Option<&'a mut SecretShield>,
+    /// The loop guards are on (Swival's `storm_breaker`).
+    pub storm_breaker: bool,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and
@@ -188,6 +192,7 @@ impl AgentRun<'_> {
             t.extend(crate::sandbox::tool_schemas(&self.commands.policy));
             t
         };
+        let mut guards = guard::Guards::new(self.storm_breaker);
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
             if self.cancel.is_cancelled() {
@@ -268,39 +273,11 @@ impl AgentRun<'_> {
                 return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
             }
             self.conversation.push(reply.to_message())?;
-            for call in &reply.tool_calls {
-                if self.cancel.is_cancelled() {
-                    self.conversation
-                        .push(json!({"role": "tool", "tool_call_id": call.id, "content": CANCELLED_RESULT}))?;
-                    continue;
-                }
-                if kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
-                    let content = format!("error: blocked by policy: {drop_reason}");
-                    self.record.tool_call(turn, &call.name, &call.arguments, &content, 0.0);
-                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
-                    continue;
-                }
-                let kind = EventKind::ToolCall {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                };
-                self.events.emit(Some(self.run_id), kind);
-                let started = Instant::now();
-                let result = self.call_tool(call).await;
-                let elapsed = started.elapsed().as_secs_f64();
-                self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
-                let kind = EventKind::ToolResult {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    succeeded: !crate::tools::is_error(&result),
-                    duration_s: elapsed,
-                    content: result.chars().take(4096).collect(),
-                };
-                self.events.emit(Some(self.run_id), kind);
-                self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": result}))?;
+            // Boxed: this future sits inside a run's, whose size a debug
+            // build's worker stack has to hold.
+            Box::pin(self.run_tools(turn, &reply.tool_calls, kept.as_ref(), &drop_reason, &tools, &mut guards)).await?;
+            if let Some(why) = guards.stuck() {
+                return Ok(LoopEnd::Failed(why));
             }
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
@@ -505,26 +482,6 @@ impl AgentRun<'_> {
             Err(e) => {
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                 Err(CallError::Failed(e.to_string()))
-            }
-        }
-    }
-
-    /// Run one tool: commands and fetches are async (and cancellable);
-    /// file tools run on this thread.
-    async fn call_tool(&mut self, call: &crate::provider::ToolCall) -> String {
-        let args = || crate::tools::parse_args(&call.arguments);
-        match call.name.as_str() {
-            "run_command" if self.commands.policy.enabled() => match args() {
-                Ok(a) => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
-                Err(e) => e,
-            },
-            "fetch_url" => match args() {
-                Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
-                Err(e) => e,
-            },
-            _ => {
-                let tools = &mut *self.tools;
-                tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
             }
         }
     }

@@ -16,6 +16,7 @@ pub mod beneath;
 mod edit;
 mod files;
 pub mod path;
+pub mod repair;
 mod schema;
 mod search;
 mod think;

@@ -35,7 +35,7 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
         return Err(format!("error: {requested} is a directory. delete_file only removes regular files and symlinks (no recursive directory removal). List the directory with list_files, then delete each file individually."));
     }
     if !is_link {
-        tb.check_write(&resolved, true)?;
+        tb.check_write(&resolved, requested, true)?;
     }
     // The policy's words when `.swival` leads outside; `swival_dir` refuses
     // any symlinked `.swival`.
@@ -129,7 +129,7 @@ fn prune(trash: &Beneath, keep: Option<&str>) {
 mod tests {
     use super::super::files::read_file;
     use super::super::test_toolbox as toolbox;
-    use super::super::write::READ_FIRST;
+    use super::super::write::read_first;
     use super::*;
 
     #[test]
@@ -158,7 +158,7 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        assert_eq!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err(), READ_FIRST);
+        assert_eq!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err(), read_first("f"));
         let err = delete_file(&mut tb, &json!({"file_path": "dir"}), "").unwrap_err();
         assert!(err.contains("is a directory"), "{err}");
         let err = delete_file(&mut tb, &json!({"file_path": "nope"}), "").unwrap_err();

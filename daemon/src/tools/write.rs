@@ -15,15 +15,26 @@ use std::path::Path;
 /// Swival's text for the read-before-write guard.
 pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
 
+/// The guard's error: Swival's line, then the exact call to make next.
+pub fn read_first(requested: &str) -> String {
+    let call = serde_json::json!({ "file_path": requested });
+    format!("{READ_FIRST}\nNext: call read_file with {call}, then retry this call.")
+}
+
 impl ToolBox {
     /// The read-before-write guard: an existing file (`exists`, as seen
     /// beneath its root) may be changed only after this session read or
     /// wrote it.
-    pub(super) fn check_write(&self, path: &Path, exists: bool) -> Result<(), String> {
-        if self.read_guard && exists && !self.tracker.seen(path) {
-            return Err(READ_FIRST.into());
+    pub(super) fn check_write(&self, path: &Path, requested: &str, exists: bool) -> Result<(), String> {
+        if self.must_read_first(path, exists) {
+            return Err(read_first(requested));
         }
         Ok(())
+    }
+
+    /// Whether the guard refuses to change `path` now.
+    fn must_read_first(&self, path: &Path, exists: bool) -> bool {
+        self.read_guard && exists && !self.tracker.seen(path)
     }
 }
 
@@ -51,7 +62,7 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
                     "error: {requested} is a directory; give a file path"
                 ));
             }
-            tb.check_write(&path, existing.is_some())?;
+            tb.check_write(&path, requested, existing.is_some())?;
             create_parent(tb, &dir, &rel, requested)?;
             dir.open_file(&rel, How::Truncate)
                 .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
@@ -82,7 +93,7 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
     if existing.is_some_and(|m| m.is_dir()) {
         return Err(format!("error: {requested} is a directory; give the destination's full file path"));
     }
-    tb.check_write(dest, existing.is_some())?;
+    tb.check_write(dest, requested, existing.is_some())?;
     let resolved_source = tb.policy.resolve(source, Access::Write)?;
     if resolved_source == dest {
         return Err(format!("error: write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path."));
@@ -122,13 +133,20 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         }
         Err(e) => return Err(tb.io_error(requested, "read", e)),
     }
-    tb.check_write(&path, true)?;
+    // An unread file may still be edited when `old_string` occurs in it
+    // exactly once, as written: the match shows the model knows the text
+    // (the guard is against blind overwrites). Checked once it is read.
+    let unread = tb.must_read_first(&path, true);
     let fail = |reason: String| edit_error(&reason, requested);
     let io_fail = |what: &str, e: beneath::Error| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, what, e),
         beneath::Error::Io(e) => fail(format!("cannot {what} the file: {e}")),
     };
     let bytes = dir.read(&rel).map_err(|e| io_fail("read", e))?;
+    let matches_once = || std::str::from_utf8(&bytes).is_ok_and(|t| !old.is_empty() && t.matches(old).count() == 1);
+    if unread && (replace_all || !matches_once()) {
+        return Err(read_first(requested));
+    }
     // Only a well-formed checksum is a guard; models sometimes send junk.
     if let Some(expected) =
         opt_str(args, "checksum")?.map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
@@ -175,7 +193,8 @@ mod tests {
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
         let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
-        assert_eq!(err, READ_FIRST);
+        assert_eq!(err, read_first("e.txt"));
+        assert!(err.ends_with("Next: call read_file with {\"file_path\":\"e.txt\"}, then retry this call."), "{err}");
         read_file(&mut tb, &json!({"file_path": "e.txt"})).unwrap();
         write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
         assert_eq!(std::fs::read_to_string(d.path().join("e.txt")).unwrap(), "new");
@@ -232,7 +251,7 @@ mod tests {
         std::fs::write(d.path().join("a"), "A").unwrap();
         std::fs::write(d.path().join("b"), "B").unwrap();
         let err = write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err();
-        assert_eq!(err, READ_FIRST);
+        assert_eq!(err, read_first("b"));
     }
 
     #[test]
@@ -255,8 +274,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
         let mut tb = toolbox(d.path());
+        std::fs::write(d.path().join("e.rs"), "x\nx\n").unwrap();
         let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
-        assert_eq!(edit_file(&mut tb, &args).unwrap_err(), READ_FIRST);
+        assert_eq!(edit_file(&mut tb, &args).unwrap_err(), read_first("e.rs"), "two matches need a read");
+        std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
         let err = edit_file(&mut tb, &args).unwrap_err();
         assert!(err.starts_with("error: edit_file: checksum mismatch"), "{err}");
@@ -264,6 +285,23 @@ mod tests {
         // A malformed checksum is ignored.
         let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
         edit_file(&mut tb, &args).unwrap();
+    }
+
+    #[test]
+    fn an_unread_file_is_edited_when_old_string_occurs_exactly_once() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("c.py"), "limit = 10\nname = 'a'\n").unwrap();
+        let mut tb = toolbox(d.path());
+        let once = json!({"file_path": "c.py", "old_string": "limit = 10", "new_string": "limit = 20"});
+        edit_file(&mut tb, &once).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("c.py")).unwrap(), "limit = 20\nname = 'a'\n");
+        // Not found as written (even if a fuzzy match would find it), or
+        // replace_all: a read comes first.
+        std::fs::write(d.path().join("d.py"), "a = 1\n").unwrap();
+        let fuzzy = json!({"file_path": "d.py", "old_string": "a  =  1", "new_string": "a = 2"});
+        assert_eq!(edit_file(&mut tb, &fuzzy).unwrap_err(), read_first("d.py"));
+        let all = json!({"file_path": "d.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
+        assert_eq!(edit_file(&mut tb, &all).unwrap_err(), read_first("d.py"));
     }
 
     #[test]

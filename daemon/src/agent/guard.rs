@@ -1,0 +1,396 @@
+//! Loop guards (Swival's `storm_breaker`, on by default): what keeps a
+//! model — a small one especially — from repeating itself until
+//! `max_turns`.
+//!
+//! - **Storm breaker** (Swival's): over a window of the last six calls, the
+//!   third call with the same name and the same arguments is not run; its
+//!   result says why. `think` and `todo` are exempt; a call that changes
+//!   something (a write, an edit, a move, a delete, a command) clears the
+//!   read-only calls before it from the window, so reading again after an
+//!   edit is fine.
+//! - **Error guardrail** (Swival's): per tool, keyed on the first line of
+//!   the error; the second identical error in a row gets a nudge, the
+//!   third and later a stop message. A success of the tool resets it.
+//! - **Re-reads**: the same read-only call succeeding a third time with no
+//!   change in between gets a nudge to use what it already returned.
+//! - **Finishing**: after a change succeeded, three turns of reads only get
+//!   a nudge to answer if the task is done.
+//! - **Stuck**: a run whose calls the storm breaker refused
+//!   [`STUCK_REFUSALS`] times ends, with an error that says so, instead of
+//!   running on silently to `max_turns`.
+//!
+//! Nudges of one turn are joined into one synthetic user message, sent
+//! after the turn's tool results.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+
+/// Calls the storm breaker remembers.
+const WINDOW: usize = 6;
+/// The identical call refused: the third within the window.
+const STORM_AT: usize = 3;
+/// Successful identical read-only calls, with no change between, before
+/// a nudge.
+const REREAD_AT: u32 = 3;
+/// Read-only turns after a successful change before the finishing nudge.
+const IDLE_TURNS: u32 = 3;
+/// Refused calls that end the run.
+pub const STUCK_REFUSALS: u32 = 5;
+
+/// Tools the storm breaker never refuses.
+const EXEMPT: &[&str] = &["think", "todo"];
+/// Tools that change something.
+const MUTATING: &[&str] = &["write_file", "edit_file", "delete_file", "move_file", "run_command", "run_shell_command"];
+
+/// One intervention, for the event stream and the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Intervention {
+    /// The tool it is about (empty for the finishing nudge).
+    pub tool: String,
+    /// `nudge`, `stop` (Swival's guardrail levels), `storm`, `reread`,
+    /// `finish` or `stuck`.
+    pub level: &'static str,
+    /// What the model is told.
+    pub message: String,
+}
+
+/// A call the storm breaker refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The tool result the model gets instead.
+    pub result: String,
+    /// How many identical calls the window holds, this one included.
+    pub count: usize,
+    /// The first 12 hex digits of the SHA-256 of the canonical arguments.
+    pub args_hash: String,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    key: String,
+    read_only: bool,
+}
+
+/// The guards of one run.
+#[derive(Debug)]
+pub struct Guards {
+    enabled: bool,
+    window: VecDeque<Entry>,
+    /// Per tool: the first line of its last error and how often in a row.
+    errors: HashMap<String, (String, u32)>,
+    /// Successful read-only calls since the last change, by key.
+    reads: HashMap<String, u32>,
+    /// Whether a change succeeded, and read-only turns since.
+    changed: bool,
+    idle_turns: u32,
+    finish_sent: bool,
+    /// Calls refused in this run.
+    pub refused: u32,
+    /// This turn's nudges.
+    pending: Vec<Intervention>,
+    /// Whether this turn changed something or did more than read.
+    turn_busy: bool,
+}
+
+/// `name` and its arguments, canonical (object keys sorted, whitespace
+/// gone), so that the same call written differently is the same call.
+fn call_key(name: &str, raw_args: &str) -> String {
+    let args = match serde_json::from_str::<Value>(raw_args) {
+        Ok(v) => canonical(&v),
+        Err(_) => raw_args.trim().to_owned(),
+    };
+    format!("{name} {args}")
+}
+
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", serde_json::to_string(k).expect("strings serialize"), canonical(&map[*k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// The arguments as the model can copy them, shortened.
+fn shown(raw_args: &str) -> String {
+    let one_line: String = raw_args.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= 200 {
+        return one_line;
+    }
+    format!("{}…", one_line.chars().take(200).collect::<String>())
+}
+
+impl Guards {
+    /// Guards for one run; `enabled` is the `storm_breaker` setting.
+    pub fn new(enabled: bool) -> Guards {
+        Guards {
+            enabled,
+            window: VecDeque::with_capacity(WINDOW),
+            errors: HashMap::new(),
+            reads: HashMap::new(),
+            changed: false,
+            idle_turns: 0,
+            finish_sent: false,
+            refused: 0,
+            pending: Vec::new(),
+            turn_busy: false,
+        }
+    }
+
+    /// Before running a call: `Some` when it must not run.
+    pub fn before(&mut self, name: &str, raw_args: &str) -> Option<Refusal> {
+        if !self.enabled || EXEMPT.contains(&name) {
+            return None;
+        }
+        let key = call_key(name, raw_args);
+        let mutating = MUTATING.contains(&name);
+        if mutating {
+            self.window.retain(|e| !e.read_only);
+        }
+        let count = 1 + self.window.iter().filter(|e| e.key == key).count();
+        if self.window.len() == WINDOW {
+            self.window.pop_front();
+        }
+        self.window.push_back(Entry { key: key.clone(), read_only: !mutating });
+        if count < STORM_AT {
+            return None;
+        }
+        self.refused += 1;
+        let hash = Sha256::digest(key.as_bytes());
+        let args_hash: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let result = format!(
+            "error: repeat-loop guard tripped — {name} was called with identical arguments {count} times. \
+             Try a different approach. This call was not run: {name} {args} already gave its result above; \
+             read that result and do the next step instead (another tool, other arguments, or your final answer).",
+            args = shown(raw_args),
+        );
+        Some(Refusal { result, count, args_hash })
+    }
+
+    /// After a call ran: note its result; a nudge it earns is sent after
+    /// the turn's results.
+    pub fn after(&mut self, name: &str, raw_args: &str, result: &str) {
+        if !self.enabled {
+            return;
+        }
+        let failed = crate::tools::is_error(result);
+        let mutating = MUTATING.contains(&name);
+        if !EXEMPT.contains(&name) && (mutating || failed) {
+            self.turn_busy = true;
+        }
+        if failed {
+            let first = result.lines().next().unwrap_or_default().to_owned();
+            let entry = self.errors.entry(name.to_owned()).or_insert_with(|| (String::new(), 0));
+            if entry.0 == first {
+                entry.1 += 1;
+            } else {
+                *entry = (first.clone(), 1);
+            }
+            let n = entry.1;
+            if n == 2 {
+                self.pending.push(Intervention {
+                    tool: name.to_owned(),
+                    level: "nudge",
+                    message: format!(
+                        "IMPORTANT: You have called `{name}` 2 times with the same error. The error is: {first}\n\
+                         Do not repeat that call: fix your tool call as the error says (it names the call to \
+                         make next), or use another tool."
+                    ),
+                });
+            } else if n >= 3 {
+                self.pending.push(Intervention {
+                    tool: name.to_owned(),
+                    level: "stop",
+                    message: format!(
+                        "STOP: You have failed to use `{name}` correctly {n} times in a row with the same error: \
+                         {first}\nDo NOT call `{name}` again with the same arguments. Do what the error says \
+                         first, use a different tool, or give your final answer."
+                    ),
+                });
+            }
+            return;
+        }
+        self.errors.remove(name);
+        if mutating {
+            self.reads.clear();
+            self.changed = true;
+            self.idle_turns = 0;
+            self.finish_sent = false;
+            return;
+        }
+        if EXEMPT.contains(&name) {
+            return;
+        }
+        let n = self.reads.entry(call_key(name, raw_args)).or_insert(0);
+        *n += 1;
+        if *n == REREAD_AT {
+            self.pending.push(Intervention {
+                tool: name.to_owned(),
+                level: "reread",
+                message: format!(
+                    "Note: `{name}` with {} has now returned the same result {REREAD_AT} times and nothing \
+                     changed in between. Use the result you already have: make the change the task needs, \
+                     or give your final answer.",
+                    shown(raw_args)
+                ),
+            });
+        }
+    }
+
+    /// A refused call, for the error guardrail's sake: nothing ran.
+    pub fn refused_call(&mut self) {
+        self.turn_busy = true;
+    }
+
+    /// The end of a turn that ran tools: the nudges it earned, joined into
+    /// one message, and what each was.
+    pub fn end_turn(&mut self) -> (Option<String>, Vec<Intervention>) {
+        if self.enabled && self.changed && !self.turn_busy && !self.finish_sent {
+            self.idle_turns += 1;
+            if self.idle_turns >= IDLE_TURNS {
+                self.finish_sent = true;
+                self.pending.push(Intervention {
+                    tool: String::new(),
+                    level: "finish",
+                    message: format!(
+                        "Your change was made and the last {IDLE_TURNS} turns only read. If the task is done, \
+                         reply now with your final answer (a short summary of what you changed) and call no \
+                         more tools; if not, make the next change."
+                    ),
+                });
+            }
+        } else if self.turn_busy {
+            self.idle_turns = 0;
+        }
+        self.turn_busy = false;
+        let given = std::mem::take(&mut self.pending);
+        let text =
+            (!given.is_empty()).then(|| given.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("\n\n"));
+        (text, given)
+    }
+
+    /// Why the run must end now, when it must.
+    pub fn stuck(&self) -> Option<String> {
+        (self.enabled && self.refused >= STUCK_REFUSALS).then(|| {
+            format!(
+                "the model is stuck: the repeat-loop guard refused {} identical tool calls in this run; \
+                 stopping instead of running on to max_turns. Try a larger model or a more specific task.",
+                self.refused
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EDIT: &str = r#"{"file_path": "a.py", "old_string": "x", "new_string": "y"}"#;
+    const UNREAD: &str =
+        "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
+
+    #[test]
+    fn the_third_identical_call_is_refused_and_names_itself() {
+        let mut g = Guards::new(true);
+        assert!(g.before("edit_file", EDIT).is_none());
+        g.after("edit_file", EDIT, UNREAD);
+        // The same call written with other spacing and key order is the same call.
+        let same = r#"{"new_string":"y","old_string":"x","file_path":"a.py"}"#;
+        assert!(g.before("edit_file", same).is_none());
+        g.after("edit_file", same, UNREAD);
+        let refusal = g.before("edit_file", EDIT).expect("third identical call refused");
+        assert_eq!(refusal.count, 3);
+        assert_eq!(refusal.args_hash.len(), 12);
+        assert!(refusal
+            .result
+            .starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."));
+        assert!(refusal.result.contains("a.py"), "{}", refusal.result);
+    }
+
+    #[test]
+    fn second_identical_error_nudges_third_stops_and_a_success_resets() {
+        let mut g = Guards::new(true);
+        g.after("edit_file", EDIT, UNREAD);
+        assert!(g.end_turn().0.is_none());
+        g.after("edit_file", EDIT, UNREAD);
+        let (text, given) = g.end_turn();
+        assert_eq!(given[0].level, "nudge");
+        assert!(text.unwrap().starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
+        g.after("edit_file", EDIT, UNREAD);
+        assert_eq!(g.end_turn().1[0].level, "stop");
+        g.after("edit_file", EDIT, "Edited a.py");
+        g.after("edit_file", EDIT, UNREAD);
+        assert!(g.end_turn().1.is_empty(), "a success resets the count");
+    }
+
+    #[test]
+    fn a_change_clears_earlier_reads_from_the_window() {
+        let mut g = Guards::new(true);
+        let read = r#"{"file_path": "a.py"}"#;
+        for _ in 0..2 {
+            assert!(g.before("read_file", read).is_none());
+            g.after("read_file", read, "1: x");
+        }
+        assert!(g.before("edit_file", EDIT).is_none());
+        g.after("edit_file", EDIT, "Edited a.py");
+        assert!(g.before("read_file", read).is_none(), "reading after an edit is fine");
+    }
+
+    #[test]
+    fn think_and_todo_are_never_refused_and_disabled_guards_do_nothing() {
+        let mut g = Guards::new(true);
+        for _ in 0..5 {
+            assert!(g.before("think", r#"{"thought": "hm"}"#).is_none());
+        }
+        let mut off = Guards::new(false);
+        for _ in 0..5 {
+            assert!(off.before("edit_file", EDIT).is_none());
+            off.after("edit_file", EDIT, UNREAD);
+        }
+        assert_eq!(off.end_turn(), (None, Vec::new()));
+    }
+
+    #[test]
+    fn reads_only_after_a_change_earn_one_finishing_nudge() {
+        let mut g = Guards::new(true);
+        g.after("edit_file", EDIT, "Edited a.py");
+        assert!(g.end_turn().0.is_none());
+        for i in 0..2 {
+            g.after("read_file", &format!(r#"{{"file_path": "f{i}"}}"#), "1: x");
+            assert!(g.end_turn().0.is_none());
+        }
+        g.after("grep", r#"{"pattern": "y"}"#, "a.py:1: y");
+        let (text, given) = g.end_turn();
+        assert_eq!(given[0].level, "finish");
+        assert!(text.unwrap().contains("final answer"));
+        g.after("read_file", r#"{"file_path": "z"}"#, "1: x");
+        assert!(g.end_turn().0.is_none(), "once per change");
+    }
+
+    #[test]
+    fn the_same_read_a_third_time_earns_a_nudge_and_refusals_add_up_to_stuck() {
+        let mut g = Guards::new(true);
+        let read = r#"{"file_path": "a.py"}"#;
+        for _ in 0..3 {
+            g.after("read_file", read, "1: x");
+        }
+        assert_eq!(g.end_turn().1[0].level, "reread");
+        let mut s = Guards::new(true);
+        for _ in 0..2 {
+            s.before("edit_file", EDIT);
+        }
+        for _ in 0..STUCK_REFUSALS {
+            assert!(s.stuck().is_none());
+            assert!(s.before("edit_file", EDIT).is_some());
+        }
+        assert!(s.stuck().unwrap().contains("the model is stuck"));
+    }
+}

@@ -1,0 +1,231 @@
+//! Repairing the slips models make in tool calls, against the schemas the
+//! model was offered: a tool name that does not exist gets the closest
+//! real one named; arguments sent as a JSON string are unwrapped; an
+//! argument under a common wrong name (`path` for `file_path`) is renamed;
+//! an argument the tool does not take is dropped and named. Every repair
+//! is told to the model after the result, so it learns the right shape.
+
+use serde_json::{Map, Value};
+
+/// Wrong argument names models use, and the right ones.
+const ALIASES: &[(&str, &str)] = &[
+    ("path", "file_path"),
+    ("filepath", "file_path"),
+    ("file", "file_path"),
+    ("filename", "file_path"),
+    ("file_name", "file_path"),
+    ("old", "old_string"),
+    ("old_str", "old_string"),
+    ("old_text", "old_string"),
+    ("search", "old_string"),
+    ("new", "new_string"),
+    ("new_str", "new_string"),
+    ("new_text", "new_string"),
+    ("replace", "new_string"),
+    ("replacement", "new_string"),
+    ("text", "content"),
+    ("contents", "content"),
+    ("data", "content"),
+    ("cmd", "command"),
+    ("args", "command"),
+    ("regex", "pattern"),
+    ("query", "pattern"),
+    ("dir", "path"),
+    ("directory", "path"),
+];
+
+/// Tool names models reach for, and the real ones.
+const TOOL_ALIASES: &[(&str, &str)] = &[
+    ("bash", "run_command"),
+    ("shell", "run_command"),
+    ("run_shell_command", "run_command"),
+    ("exec", "run_command"),
+    ("execute_command", "run_command"),
+    ("search", "grep"),
+    ("search_files", "grep"),
+    ("find", "list_files"),
+    ("ls", "list_files"),
+    ("list_directory", "list_files"),
+    ("create_file", "write_file"),
+    ("save_file", "write_file"),
+    ("open_file", "read_file"),
+    ("cat", "read_file"),
+    ("view_file", "read_file"),
+    ("replace_in_file", "edit_file"),
+    ("str_replace", "edit_file"),
+    ("remove_file", "delete_file"),
+    ("fetch", "fetch_url"),
+];
+
+/// Arguments after repair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repaired {
+    /// The arguments to run the tool with (the original text when nothing
+    /// changed).
+    pub args: String,
+    /// What was changed, one phrase each.
+    pub notes: Vec<String>,
+}
+
+impl Repaired {
+    /// The note added after the tool's result, when anything changed.
+    pub fn note(&self) -> Option<String> {
+        (!self.notes.is_empty()).then(|| format!("(auto-corrected: {})", self.notes.join("; ")))
+    }
+}
+
+/// The schema of `name` among `schemas` (OpenAI function tools).
+fn schema_of<'a>(schemas: &'a [Value], name: &str) -> Option<&'a Value> {
+    schemas.iter().find(|s| s.pointer("/function/name").and_then(Value::as_str) == Some(name))
+}
+
+/// The names of `schemas`.
+pub fn names(schemas: &[Value]) -> Vec<&str> {
+    schemas.iter().filter_map(|s| s.pointer("/function/name")?.as_str()).collect()
+}
+
+/// Levenshtein distance, for "did you mean".
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// The closest of `candidates` to `wrong`, if any is close.
+fn closest<'a>(wrong: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let wrong = wrong.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| (distance(&wrong, c), *c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// The result for a call of a tool that does not exist: the closest real
+/// tool, and the list.
+pub fn unknown_tool(name: &str, schemas: &[Value]) -> String {
+    let names = names(schemas);
+    let lower = name.to_ascii_lowercase();
+    let aliased = TOOL_ALIASES.iter().find(|(a, _)| *a == lower).map(|(_, t)| *t).filter(|t| names.contains(t));
+    let list = names.join(", ");
+    match aliased.or_else(|| closest(name, &names)) {
+        Some(real) => format!("error: unknown tool '{name}'. Did you mean '{real}'? Available tools: {list}"),
+        None => format!("error: unknown tool '{name}'. Available tools: {list}"),
+    }
+}
+
+/// Repair the arguments of a call of `name` (a tool in `schemas`).
+pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
+    let unchanged = || Repaired { args: raw.to_owned(), notes: Vec::new() };
+    let mut notes = Vec::new();
+    let mut args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => m,
+        // Arguments sent as a JSON string holding the object.
+        Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
+            Ok(Value::Object(m)) => {
+                notes.push("the arguments were a JSON string; send the object itself".to_owned());
+                m
+            }
+            _ => return unchanged(),
+        },
+        _ => return unchanged(),
+    };
+    let Some(props) = schema_of(schemas, name).and_then(|s| s.pointer("/function/parameters/properties")?.as_object())
+    else {
+        return unchanged();
+    };
+    let known: Vec<&str> = props.keys().map(String::as_str).collect();
+    let extra: Vec<String> = args.keys().filter(|k| !props.contains_key(*k)).cloned().collect();
+    for key in extra {
+        let lower = key.to_ascii_lowercase();
+        let target = ALIASES
+            .iter()
+            .find(|(a, t)| *a == lower && props.contains_key(*t))
+            .map(|(_, t)| *t)
+            .or_else(|| closest(&key, &known))
+            .filter(|t| !args.contains_key(*t));
+        let value = args.remove(&key).expect("listed from args");
+        match target {
+            Some(t) => {
+                notes.push(format!("'{key}' → '{t}'"));
+                args.insert(t.to_owned(), value);
+            }
+            None => notes.push(format!("ignored '{key}': {name} takes {}", known.join(", "))),
+        }
+    }
+    if notes.is_empty() {
+        return unchanged();
+    }
+    Repaired { args: Value::Object(args).to_string(), notes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schemas() -> Vec<Value> {
+        let mut s = crate::tools::schema::file_tools();
+        s.push(json!({"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
+            "properties": {"command": {"type": "array"}, "timeout": {"type": "integer"}}}}}));
+        s
+    }
+
+    #[test]
+    fn path_becomes_file_path_and_the_model_is_told() {
+        let r = repair("read_file", r#"{"path": "a.py"}"#, &schemas());
+        assert_eq!(serde_json::from_str::<Value>(&r.args).unwrap(), json!({"file_path": "a.py"}));
+        assert_eq!(r.note().unwrap(), "(auto-corrected: 'path' → 'file_path')");
+    }
+
+    #[test]
+    fn arguments_as_a_json_string_are_unwrapped() {
+        let raw = serde_json::to_string(&json!(r#"{"file_path": "a.py"}"#)).unwrap();
+        let r = repair("read_file", &raw, &schemas());
+        assert_eq!(serde_json::from_str::<Value>(&r.args).unwrap(), json!({"file_path": "a.py"}));
+        assert!(r.notes[0].contains("JSON string"));
+    }
+
+    #[test]
+    fn near_misses_are_renamed_and_unknown_extras_dropped_by_name() {
+        let r = repair(
+            "edit_file",
+            r#"{"file_path": "a", "old_strin": "x", "new_str": "y", "reason": "why not"}"#,
+            &schemas(),
+        );
+        let args: Value = serde_json::from_str(&r.args).unwrap();
+        assert_eq!(args, json!({"file_path": "a", "old_string": "x", "new_string": "y"}));
+        let note = r.note().unwrap();
+        assert!(note.contains("'old_strin' → 'old_string'") && note.contains("'new_str' → 'new_string'"), "{note}");
+        assert!(note.contains("ignored 'reason': edit_file takes"), "{note}");
+    }
+
+    #[test]
+    fn a_right_call_is_left_as_written() {
+        let raw = "{\n  \"file_path\": \"a.py\"\n}";
+        assert_eq!(repair("read_file", raw, &schemas()), Repaired { args: raw.to_owned(), notes: vec![] });
+        // An alias never overwrites an argument that is there.
+        let r = repair("read_file", r#"{"file_path": "a", "path": "b"}"#, &schemas());
+        assert_eq!(serde_json::from_str::<Value>(&r.args).unwrap(), json!({"file_path": "a"}));
+    }
+
+    #[test]
+    fn unknown_tools_get_the_closest_real_one() {
+        let s = schemas();
+        assert!(unknown_tool("bash", &s).starts_with("error: unknown tool 'bash'. Did you mean 'run_command'?"));
+        assert!(unknown_tool("read_fle", &s).contains("Did you mean 'read_file'?"));
+        assert!(unknown_tool("create_file", &s).contains("Did you mean 'write_file'?"));
+        let none = unknown_tool("teleport", &s);
+        assert!(!none.contains("Did you mean") && none.contains("read_file"), "{none}");
+    }
+}
