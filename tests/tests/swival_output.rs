@@ -267,3 +267,14 @@ fn empty_choices_stop_the_run_at_once_streamed_or_not() {
         assert_eq!(r["result"]["error_message"], EMPTY, "stream={stream}: {r}");
     }
 }
+
+#[test]
+fn reviewer_killed_by_a_signal_reports_pythons_negative_code() {
+    let s = Setup::new();
+    script(&s.project, "review.sh", "#!/bin/sh\ncat >/dev/null\nkill -9 $$\n");
+    let mock = MockProvider::start(vec![Step::text("the answer")]);
+    let run = s.run(&mock, &["--reviewer", "./review.sh"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout, "the answer\n");
+    run.shows_in_order(&["Warning: Reviewer exited with code -9, accepting answer as-is"]);
+}

@@ -113,7 +113,11 @@ pub async fn apply(
             Some(code) => {
                 return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)))
             }
-            None => return Err(FilterError::Blocked(format!("filter was killed by a signal: {}", stage.display))),
+            // Swival (Python) reports a signal as a negative exit code.
+            None => {
+                let code = out.signal.map(|sig| format!("-{sig}")).unwrap_or_else(|| "unknown".into());
+                return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)));
+            }
         }
         messages = parse_output(&out.stdout).map_err(FilterError::Blocked)?;
     }

@@ -128,7 +128,11 @@ impl Reviewer {
             Some(0) => Verdict::Accept,
             Some(1) => Verdict::Retry(round_rec.feedback.clone()),
             Some(code) => Verdict::Error(format!("Reviewer exited with code {code}, accepting answer as-is")),
-            None => Verdict::Error("Reviewer was killed by a signal, accepting answer as-is".to_owned()),
+            // Swival (Python) reports a signal as a negative exit code.
+            None => match out.signal {
+                Some(sig) => Verdict::Error(format!("Reviewer exited with code -{sig}, accepting answer as-is")),
+                None => Verdict::Error("Reviewer was killed by a signal, accepting answer as-is".to_owned()),
+            },
         };
         (verdict, round_rec)
     }
