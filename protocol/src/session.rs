@@ -512,13 +512,34 @@ pub enum EventKind {
         /// What the model was told.
         message: String,
     },
-    /// Something the user should know; the run goes on.
+    /// Something the user should know; the run goes on. The message is
+    /// Swival's words where Swival prints one (`Reviewer exited with code
+    /// 7, accepting answer as-is`); swivalctl shows it as `Warning: …`.
     Warning {
         /// The message.
         message: String,
     },
+    /// A progress line Swival prints on its terminal (`Review round 1:
+    /// sending answer to reviewer`), in Swival's words, for clients to show
+    /// as they are.
+    Notice {
+        /// How it reads: progress or a success.
+        level: NoticeLevel,
+        /// The text; may span lines (a reviewer's feedback follows its header line).
+        message: String,
+    },
     /// The run ended; exactly one per run, always the run's last event.
     RunFinished(RunEnd),
+}
+
+/// How a [`EventKind::Notice`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    /// Something is happening (`Review round 1: sending answer to reviewer`).
+    Info,
+    /// Something went well (`Reviewer accepted the answer (round 2)`).
+    Success,
 }
 
 impl EventKind {

@@ -59,6 +59,9 @@ pub enum Step {
         /// The `Retry-After` header value, if any.
         retry_after: Option<String>,
     },
+    /// A 200 reply whose `choices` list is empty (streamed: one usage-only
+    /// chunk, then `[DONE]`).
+    NoChoices,
     /// A 200 response whose body is not JSON.
     Garbage,
     /// Close the socket without sending any response.
@@ -133,6 +136,11 @@ impl Step {
             Step::Status { code, body, .. } => Step::Status { code, body, retry_after: Some(value.to_string()) },
             other => panic!("mock: with_retry_after applies to Step::status only, not {other:?}"),
         }
+    }
+
+    /// A 200 reply with `choices: []`.
+    pub fn no_choices() -> Step {
+        Step::NoChoices
     }
 
     /// A 200 response with a body that is not JSON.
@@ -497,6 +505,7 @@ async fn respond(step: Step, reply: &Reply, kill: &Notify) -> Response<Body> {
             }
             response
         }
+        Step::NoChoices => reply.no_choices(),
         Step::Garbage => json_response(200, "<html>502 Bad Gateway</html> not JSON {{{".into()),
         Step::DropMidStream if reply.stream => {
             let mut events = reply.partial_events();
@@ -634,6 +643,19 @@ impl Reply {
         }
         events.push("data: [DONE]\n\n".to_owned());
         events
+    }
+
+    /// A reply whose `choices` list is empty.
+    fn no_choices(&self) -> Response<Body> {
+        let body = json!({"id": self.id, "object": "chat.completion", "created": CREATED, "model": self.model,
+            "choices": [], "usage": self.usage(None, &[])});
+        if self.stream {
+            let chunk = json!({"id": self.id, "object": "chat.completion.chunk", "created": CREATED,
+                "model": self.model, "choices": [], "usage": self.usage(None, &[])});
+            sse_response(vec![format!("data: {chunk}\n\n"), "data: [DONE]\n\n".to_owned()], false)
+        } else {
+            json_response(200, body.to_string())
+        }
     }
 
     /// Events of a reply long enough to be cut after its third event.

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use swival_protocol::{Event, EventKind, RunId, SessionCreateParams, SessionId};
+use swival_protocol::{Event, EventKind, NoticeLevel, RunId, SessionCreateParams, SessionId};
 use swivalctl::{Client, ClientError};
 
 /// Flags of `swivalctl run`, named as in Swival.
@@ -315,7 +315,8 @@ async fn write_report(client: &Client, run_id: &RunId, path: &Path) {
 
 /// How progress is shown.
 pub struct Progress {
-    /// Show nothing but errors.
+    /// Show only what Swival shows with `--quiet`: filter stderr (errors
+    /// are printed at the end of the run).
     pub quiet: bool,
     /// Print events as JSON lines on stdout.
     pub json: bool,
@@ -329,6 +330,13 @@ impl Progress {
             let _ = writeln!(out, "{}", serde_json::to_string(event).expect("events serialize"));
             return;
         }
+        // A filter's stderr is shown as it was written, even with --quiet (as Swival does).
+        if let EventKind::Stderr { source, text } = &event.kind {
+            if source.split(' ').next() == Some("filter") {
+                eprintln!("{text}");
+            }
+            return;
+        }
         if self.quiet {
             return;
         }
@@ -339,11 +347,31 @@ impl Progress {
             EventKind::Retry { attempt, delay_s, reason, .. } => {
                 format!("  retry {attempt} in {delay_s:.1}s: {}", preview(reason, 160))
             }
-            EventKind::Warning { message } => format!("warning: {message}"),
+            EventKind::Warning { message } => format!("  ⚠ Warning: {message}"),
+            EventKind::Notice { level, message } => notice(*level, message),
+            EventKind::Intervention { kind, message, .. } => {
+                format!("  ↺ loop guard ({kind}): {}", preview(message, 160))
+            }
             _ => return,
         };
         eprintln!("{line}");
     }
+}
+
+/// A notice as Swival prints it: a symbol, the first line, and any further
+/// lines (a reviewer's feedback) indented below it.
+fn notice(level: NoticeLevel, message: &str) -> String {
+    let symbol = match level {
+        NoticeLevel::Info => "▶",
+        NoticeLevel::Success => "✓",
+    };
+    let mut lines = message.lines();
+    let mut out = format!("  {symbol} {}", lines.next().unwrap_or_default());
+    for line in lines {
+        out.push_str("\n    ");
+        out.push_str(line);
+    }
+    out
 }
 
 /// At most `n` characters of `s` on one line.

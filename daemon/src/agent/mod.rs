@@ -481,7 +481,7 @@ impl AgentRun<'_> {
             Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
             Err(e) => {
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                Err(CallError::Failed(e.to_string()))
+                Err(CallError::Failed(e.run_error(self.model)))
             }
         }
     }

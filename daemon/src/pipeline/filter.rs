@@ -12,6 +12,11 @@ use tokio_util::sync::CancellationToken;
 /// Largest stdout a stage may write before it is killed.
 const MAX_STDOUT: usize = 32 * 1024 * 1024;
 
+/// Most stderr bytes of one stage call passed on to events and the log.
+const MAX_STDERR_SHOWN: usize = 8 * 1024;
+/// Most stderr lines of one stage call passed on.
+const MAX_STDERR_LINES: usize = 100;
+
 /// Which kind of provider call is being filtered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -100,19 +105,43 @@ pub async fn apply(
             Err(ProcError::Cancelled { .. }) => return Err(FilterError::Cancelled),
             Err(e) => return Err(FilterError::Blocked(run_failure(&e, stage))),
         };
-        for line in String::from_utf8_lossy(&out.stderr).lines() {
-            on_stderr(stage, line);
+        for line in stderr_lines(&out.stderr) {
+            on_stderr(stage, &line);
         }
         match out.code {
             Some(0) => {}
             Some(code) => {
                 return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)))
             }
-            None => return Err(FilterError::Blocked(format!("filter was killed by a signal: {}", stage.display))),
+            // Swival (Python) reports a signal as a negative exit code.
+            None => {
+                let code = out.signal.map(|sig| format!("-{sig}")).unwrap_or_else(|| "unknown".into());
+                return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)));
+            }
         }
         messages = parse_output(&out.stdout).map_err(FilterError::Blocked)?;
     }
     Ok(messages.into_iter().map(sanitize_empty_assistant).collect())
+}
+
+/// The lines of a stage's stderr that are passed on (Swival prints all of
+/// it; a chatty filter must not flood the events and the terminal): the
+/// first [`MAX_STDERR_SHOWN`] bytes in at most [`MAX_STDERR_LINES`] lines,
+/// then one line saying how much was left out.
+pub fn stderr_lines(stderr: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let mut lines = Vec::new();
+    let mut shown = 0;
+    for line in text.lines() {
+        if lines.len() == MAX_STDERR_LINES || shown + line.len() > MAX_STDERR_SHOWN {
+            let left = text.len().saturating_sub(shown);
+            lines.push(format!("[{left} more bytes of filter stderr not shown]"));
+            break;
+        }
+        shown += line.len() + 1;
+        lines.push(line.to_owned());
+    }
+    lines
 }
 
 /// Swival's text for a stage that did not run to completion.
@@ -233,6 +262,18 @@ mod tests {
 
     fn err(s: &str) -> String {
         parse_output(s.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn stderr_is_passed_on_up_to_a_bound() {
+        assert_eq!(stderr_lines(b"redact_filter: scrubbed 2 messages\n"), ["redact_filter: scrubbed 2 messages"]);
+        assert!(stderr_lines(b"").is_empty());
+        let many = "x\n".repeat(500);
+        let lines = stderr_lines(many.as_bytes());
+        assert_eq!(lines.len(), MAX_STDERR_LINES + 1);
+        assert_eq!(lines.last().unwrap(), "[800 more bytes of filter stderr not shown]");
+        let long = "y".repeat(100_000);
+        assert_eq!(stderr_lines(long.as_bytes()), ["[100000 more bytes of filter stderr not shown]"]);
     }
 
     #[test]

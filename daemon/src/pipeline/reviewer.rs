@@ -6,6 +6,7 @@
 
 use crate::procs::{Call, Mode, ProcError, ProcessRunner, Script};
 use std::time::Duration;
+use swival_protocol::{EventKind, NoticeLevel};
 use tokio_util::sync::CancellationToken;
 
 /// Largest feedback read from a reviewer.
@@ -113,7 +114,13 @@ impl Reviewer {
                 );
             }
             Err(e) => {
-                let why = format!("reviewer {} failed ({e}); accepting the answer", self.display);
+                let why = match e {
+                    ProcError::Timeout { secs, .. } => {
+                        format!("reviewer timed out after {secs}s, accepting answer as-is")
+                    }
+                    ProcError::Spawn { source, .. } => format!("reviewer failed to run: {source}"),
+                    other => format!("reviewer failed to run: {other}"),
+                };
                 return (
                     Verdict::Error(why),
                     Round { exit_code: None, feedback: String::new(), stderr: String::new() },
@@ -128,18 +135,91 @@ impl Reviewer {
         let verdict = match out.code {
             Some(0) => Verdict::Accept,
             Some(1) => Verdict::Retry(round_rec.feedback.clone()),
-            Some(code) => {
-                Verdict::Error(format!("reviewer {} exited with code {code}; accepting the answer", self.display))
-            }
-            None => Verdict::Error(format!("reviewer {} was killed by a signal; accepting the answer", self.display)),
+            Some(code) => Verdict::Error(format!("Reviewer exited with code {code}, accepting answer as-is")),
+            // Swival (Python) reports a signal as a negative exit code.
+            None => match out.signal {
+                Some(sig) => Verdict::Error(format!("Reviewer exited with code -{sig}, accepting answer as-is")),
+                None => Verdict::Error("Reviewer was killed by a signal, accepting answer as-is".to_owned()),
+            },
         };
         (verdict, round_rec)
     }
 }
 
+/// What Swival prints before a round starts.
+pub fn sending_notice(round: u64) -> EventKind {
+    EventKind::Notice { level: NoticeLevel::Info, message: format!("Review round {round}: sending answer to reviewer") }
+}
+
+/// What Swival prints after a round, in its order and words: the
+/// reviewer's stderr (exit 2 only), then the acceptance, the feedback
+/// that sends the agent back, or why the answer is accepted anyway.
+/// A cancelled or tampered round prints nothing: the run ends.
+pub fn round_events(round: u64, max_rounds: u64, verdict: &Verdict, rec: &Round) -> Vec<EventKind> {
+    let warning = |message: String| EventKind::Warning { message };
+    let mut out = Vec::new();
+    if rec.exit_code == Some(2) && !rec.stderr.is_empty() {
+        out.push(warning(format!("reviewer stderr: {}", rec.stderr.trim_end())));
+    }
+    match verdict {
+        Verdict::Accept => out.push(EventKind::Notice {
+            level: NoticeLevel::Success,
+            message: format!("Reviewer accepted the answer (round {round})"),
+        }),
+        Verdict::Retry(_) if round >= max_rounds => {
+            out.push(warning(format!("Max review rounds ({max_rounds}) reached, accepting answer")))
+        }
+        Verdict::Retry(feedback) => {
+            let mut message = format!("[review round {round}] Reviewer requested changes:");
+            let feedback = feedback.trim_end_matches(['\n', '\r']);
+            if !feedback.is_empty() {
+                message.push('\n');
+                message.push_str(feedback);
+            }
+            out.push(EventKind::Notice { level: NoticeLevel::Info, message });
+        }
+        Verdict::Error(why) => out.push(warning(why.clone())),
+        Verdict::Cancelled | Verdict::Tampered(_) => {}
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(exit_code: Option<i32>, feedback: &str, stderr: &str) -> Round {
+        Round { exit_code, feedback: feedback.into(), stderr: stderr.into() }
+    }
+
+    fn messages(events: Vec<EventKind>) -> Vec<String> {
+        events
+            .into_iter()
+            .map(|e| match e {
+                EventKind::Warning { message } => format!("Warning: {message}"),
+                EventKind::Notice { message, .. } => message,
+                other => panic!("unexpected event {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rounds_print_swivals_lines() {
+        let accept = round_events(2, 5, &Verdict::Accept, &rec(Some(0), "ok", ""));
+        assert_eq!(messages(accept), ["Reviewer accepted the answer (round 2)"]);
+        let retry = round_events(1, 5, &Verdict::Retry("fix it\n".into()), &rec(Some(1), "fix it\n", ""));
+        assert_eq!(messages(retry), ["[review round 1] Reviewer requested changes:\nfix it"]);
+        let capped = round_events(3, 3, &Verdict::Retry("more".into()), &rec(Some(1), "more", ""));
+        assert_eq!(messages(capped), ["Warning: Max review rounds (3) reached, accepting answer"]);
+        let why = "Reviewer exited with code 2, accepting answer as-is".to_owned();
+        let exit2 = round_events(1, 5, &Verdict::Error(why.clone()), &rec(Some(2), "", "no VERDICT\n"));
+        assert_eq!(messages(exit2), ["Warning: reviewer stderr: no VERDICT".to_owned(), format!("Warning: {why}")]);
+        // stderr of any other exit code is not shown.
+        let why = "Reviewer exited with code 7, accepting answer as-is".to_owned();
+        let exit7 = round_events(1, 5, &Verdict::Error(why.clone()), &rec(Some(7), "", "noise"));
+        assert_eq!(messages(exit7), [format!("Warning: {why}")]);
+        assert!(round_events(1, 5, &Verdict::Tampered("x".into()), &rec(None, "", "")).is_empty());
+    }
 
     #[test]
     fn feedback_message_starts_with_the_round_header() {

@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 pub struct Output {
     /// Exit code; `None` when a signal ended it.
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     /// Everything it wrote to stdout (at most the limit).
     pub stdout: Vec<u8>,
     /// Everything it wrote to stderr (at most the limit).
@@ -171,7 +173,7 @@ pub async fn drive(
         _ = cancel.cancelled() => Err(ProcError::Cancelled { program: program.clone() }),
     };
     let ((), stdout, stderr, status) = result?;
-    Ok(Output { code: status.code(), stdout, stderr })
+    Ok(Output { code: status.code(), signal: std::os::unix::process::ExitStatusExt::signal(&status), stdout, stderr })
 }
 
 /// Run a child to completion (or kill it) and collect its output, outside

@@ -162,6 +162,7 @@ impl ProcessRunner {
                     self.worker(call.script).call(call.script, &request, call.timeout, call.max_stdout, cancel).await?;
                 Ok(Output {
                     code: Some(0),
+                    signal: None,
                     stdout: serde_json::to_vec(&reply).expect("JSON serializes"),
                     stderr: Vec::new(),
                 })

@@ -203,6 +203,9 @@ pub enum ProviderError {
     /// The `command` provider failed.
     #[error("command provider failed: {0}")]
     Command(String),
+    /// The reply's `choices` list was empty: Swival stops at once, no retry.
+    #[error("LLM returned an empty choices list")]
+    EmptyChoices,
     /// No model is configured and none could be discovered.
     #[error("{0}")]
     Config(String),
@@ -210,7 +213,7 @@ pub enum ProviderError {
     #[error("cancelled")]
     Cancelled,
     /// Every attempt failed; the last error is kept.
-    #[error("LLM call failed after {attempts} attempts: {last}")]
+    #[error("{last} (gave up after {attempts} attempts)")]
     Exhausted { attempts: u32, last: Box<ProviderError> },
 }
 
@@ -221,6 +224,17 @@ impl From<String> for ProviderError {
 }
 
 impl ProviderError {
+    /// What a run that failed on this error reports (Swival's `AgentError`
+    /// text): a failed request is `LLM call failed (model: M): <detail>`;
+    /// an empty `choices` list, the `command` provider and a missing model
+    /// say so in their own words.
+    pub fn run_error(&self, model: &str) -> String {
+        match self {
+            ProviderError::EmptyChoices | ProviderError::Command(_) | ProviderError::Config(_) => self.to_string(),
+            _ => format!("LLM call failed (model: {model}): {self}"),
+        }
+    }
+
     /// Whether another attempt may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
@@ -480,6 +494,20 @@ mod tests {
             cwd: "/".into(),
             env: crate::procs::CallerEnv::Daemon,
         }
+    }
+
+    #[test]
+    fn run_errors_use_swivals_words() {
+        let http = ProviderError::Http { status: 401, message: "Incorrect API key".into(), retry_after: None };
+        assert_eq!(http.run_error("m"), "LLM call failed (model: m): provider returned HTTP 401: Incorrect API key");
+        let gave_up =
+            ProviderError::Exhausted { attempts: 5, last: Box::new(ProviderError::Transport("reset".into())) };
+        assert_eq!(
+            gave_up.run_error("m"),
+            "LLM call failed (model: m): provider request failed: reset (gave up after 5 attempts)"
+        );
+        assert_eq!(ProviderError::EmptyChoices.run_error("m"), "LLM returned an empty choices list");
+        assert!(!ProviderError::EmptyChoices.is_retryable());
     }
 
     #[test]

@@ -102,8 +102,10 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
     let choices = v
         .get("choices")
         .and_then(Value::as_array)
-        .filter(|c| !c.is_empty())
         .ok_or_else(|| ProviderError::Malformed(format!("reply has no choices: {}", preview(&v.to_string()))))?;
+    if choices.is_empty() {
+        return Err(ProviderError::EmptyChoices);
+    }
     let choice = choices
         .iter()
         .find(|c| c.pointer("/message/tool_calls").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
@@ -175,6 +177,12 @@ mod tests {
         let r = parse_completion(&v).unwrap();
         assert_eq!(r.tool_calls[0].name, "think");
         assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn an_empty_choices_list_is_final_but_missing_choices_are_malformed() {
+        assert!(matches!(parse_completion(&json!({"choices": []})), Err(ProviderError::EmptyChoices)));
+        assert!(matches!(parse_completion(&json!({"id": "x"})), Err(ProviderError::Malformed(_))));
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub struct StreamAssembler {
     calls: Vec<ToolCall>,
     /// `data: [DONE]` was seen.
     done: bool,
+    /// A chunk carried a choice (usage-only chunks have `choices: []`).
+    saw_choice: bool,
 }
 
 impl StreamAssembler {
@@ -51,6 +53,7 @@ impl StreamAssembler {
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
             return Ok(());
         };
+        self.saw_choice = true;
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.reply.finish_reason = Some(reason.to_owned());
         }
@@ -88,6 +91,11 @@ impl StreamAssembler {
     pub fn finish(mut self) -> Result<Reply, ProviderError> {
         if !self.done && self.reply.finish_reason.is_none() {
             return Err(ProviderError::Transport("the stream ended before the reply was complete".into()));
+        }
+        // A complete stream in which no chunk carried a choice is Swival's
+        // empty choices list.
+        if !self.saw_choice {
+            return Err(ProviderError::EmptyChoices);
         }
         self.reply.content = (!self.text.is_empty()).then_some(self.text);
         self.reply.tool_calls = self.calls.into_iter().filter(|c| !c.name.is_empty()).collect();
@@ -139,6 +147,12 @@ mod tests {
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].id, "c1");
         assert_eq!(r.tool_calls[0].arguments, "{\"file_path\":\"a.txt\"}");
+    }
+
+    #[test]
+    fn a_complete_stream_without_a_choice_is_an_empty_choices_list() {
+        let (r, _) = assemble("data: {\"choices\":[],\"usage\":{\"total_tokens\":3}}\n\ndata: [DONE]\n\n");
+        assert!(matches!(r, Err(ProviderError::EmptyChoices)), "{r:?}");
     }
 
     #[test]

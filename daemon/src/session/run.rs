@@ -439,38 +439,7 @@ impl RunJob {
                 return (end, model);
             };
             round += 1;
-            let (verdict, rec) =
-                reviewer.review(&pipeline.runner, answer, &self.task, &model, round, &self.cancel).await;
-            let verdict_name = match &verdict {
-                Verdict::Accept => "accept",
-                Verdict::Retry(_) => "retry",
-                Verdict::Error(_) => "error",
-                Verdict::Cancelled => return (LoopEnd::Cancelled, model),
-                Verdict::Tampered(why) => return (LoopEnd::Blocked(why.clone()), model),
-            };
-            record.stats.review_rounds += 1;
-            for line in rec.stderr.lines() {
-                tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
-                let kind =
-                    EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
-                self.session.events.emit(Some(&self.run_id), kind);
-            }
-            let mut entry =
-                json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
-            if !rec.stderr.is_empty() {
-                entry["stderr"] = json!(rec.stderr);
-            }
-            record.event(entry);
-            let kind = EventKind::Review {
-                round,
-                exit_code: rec.exit_code,
-                feedback: rec.feedback.clone(),
-                verdict: verdict_name.into(),
-            };
-            self.session.events.emit(Some(&self.run_id), kind);
-            let warn = |message: String| {
-                self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
-            };
+            let verdict = self.review(reviewer, answer, &model, round, record).await;
             match verdict {
                 Verdict::Retry(feedback) if round < reviewer.max_rounds => {
                     let message = json!({"role": "user", "content": reviewer::feedback_message(round, &feedback)});
@@ -479,17 +448,56 @@ impl RunJob {
                     }
                     turn_offset = record.stats.turns;
                 }
-                Verdict::Retry(_) => {
-                    warn(format!("max_review_rounds ({}) reached; accepting the last answer", reviewer.max_rounds));
-                    return (end, model);
-                }
-                Verdict::Error(why) => {
-                    warn(why);
-                    return (end, model);
-                }
-                Verdict::Accept | Verdict::Cancelled | Verdict::Tampered(_) => return (end, model),
+                Verdict::Cancelled => return (LoopEnd::Cancelled, model),
+                Verdict::Tampered(why) => return (LoopEnd::Blocked(why), model),
+                Verdict::Accept | Verdict::Retry(_) | Verdict::Error(_) => return (end, model),
             }
         }
+    }
+
+    /// One reviewer round: run the reviewer on `answer`, record the round
+    /// (report, `review` and `stderr` events) and tell the user what it
+    /// decided in Swival's words (`notice` and `warning` events).
+    async fn review(
+        &self,
+        reviewer: &reviewer::Reviewer,
+        answer: &str,
+        model: &str,
+        round: u64,
+        record: &mut RunRecord,
+    ) -> Verdict {
+        let events = &self.session.events;
+        let runner = &self.session.pipeline.runner;
+        events.emit(Some(&self.run_id), reviewer::sending_notice(round));
+        let (verdict, rec) = reviewer.review(runner, answer, &self.task, model, round, &self.cancel).await;
+        let verdict_name = match &verdict {
+            Verdict::Accept => "accept",
+            Verdict::Retry(_) => "retry",
+            Verdict::Error(_) => "error",
+            Verdict::Cancelled | Verdict::Tampered(_) => return verdict,
+        };
+        record.stats.review_rounds += 1;
+        for line in rec.stderr.lines() {
+            tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
+            let kind = EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
+            events.emit(Some(&self.run_id), kind);
+        }
+        let mut entry = json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
+        if !rec.stderr.is_empty() {
+            entry["stderr"] = json!(rec.stderr);
+        }
+        record.event(entry);
+        let kind = EventKind::Review {
+            round,
+            exit_code: rec.exit_code,
+            feedback: rec.feedback.clone(),
+            verdict: verdict_name.into(),
+        };
+        events.emit(Some(&self.run_id), kind);
+        for kind in reviewer::round_events(round, reviewer.max_rounds, &verdict, &rec) {
+            events.emit(Some(&self.run_id), kind);
+        }
+        verdict
     }
 }
 
