@@ -12,21 +12,25 @@ fn long_conversation_in_a_small_window_is_compacted_through_the_pipeline() {
     let daemon = env.start_daemon();
     let p = env.project("p");
     let text: String = (0..60).map(|i| format!("line {i} of a long file with words in it\n")).collect();
-    std::fs::write(p.join("big.txt"), &text).unwrap();
+    // Ten files: reading one file ten times would trip the repeat-loop guard.
+    for i in 0..10 {
+        std::fs::write(p.join(format!("big{i}.txt")), &text).unwrap();
+    }
     let filter = script(
         &p,
         "kinds.py",
         "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nopen('kinds.log', 'a').write(req['call_kind'] + '\\n')\nprint(json.dumps({'messages': req['messages']}))\n",
     );
-    let mut steps: Vec<Step> =
-        (0..10).map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "big.txt"}))).collect();
+    let mut steps: Vec<Step> = (0..10)
+        .map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": format!("big{i}.txt")})))
+        .collect();
     steps.extend((0..6).map(|_| Step::text("done")));
     let mock = MockProvider::start(steps);
     let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m",
         "max_context_tokens": 6000, "llm_filter": filter});
     let mut c = daemon.nd();
     let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].clone();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "read big.txt again and again"}))["run_id"].clone();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "read the big files"}))["run_id"].clone();
     let r = c.ok("run/wait", json!({"run_id": run}));
     assert_eq!(r["outcome"], "success", "{r}");
     assert!(r["stats"]["compactions"].as_u64().unwrap() >= 1, "{r}");

@@ -10,6 +10,11 @@ use swival_tests::{init_params, TestEnv};
 /// The read-before-write guard's text (Swival's).
 const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
 
+/// Swival's read-guard line, then the exact call to make next.
+fn read_first(file: &str) -> String {
+    format!("{READ_FIRST}\nNext: call read_file with {{\"file_path\":\"{file}\"}}, then retry this call.")
+}
+
 /// Run one session on `base` whose model makes `calls` in order, one per
 /// turn, then answers. Returns each call's result as the model received it
 /// in the following request.
@@ -133,7 +138,7 @@ fn overwriting_an_unread_file_is_refused_until_it_is_read() {
         json!({}),
         vec![("write_file", write.clone()), ("read_file", json!({"file_path": "keep.txt"})), ("write_file", write)],
     );
-    assert_eq!(results[0], READ_FIRST);
+    assert_eq!(results[0], read_first("keep.txt"));
     assert!(results[2].starts_with("Wrote 9 bytes to keep.txt\n[checksum="), "{}", results[2]);
     assert_eq!(read(base.join("keep.txt")), "replaced\n");
 }
@@ -358,7 +363,7 @@ fn delete_file_moves_the_file_to_the_trash_and_read_multiple_files_reads_a_batch
             ("delete_file", json!({"file_path": "a.txt"})),
         ],
     );
-    assert_eq!(results[0], READ_FIRST);
+    assert_eq!(results[0], read_first("a.txt"));
     assert!(
         results[1].starts_with(
             "files_succeeded: 2\nfiles_with_errors: 0\nbatch_truncated: false\n\n=== FILE: a.txt ===\nstatus: ok\n"

@@ -48,32 +48,7 @@ impl AgentRun<'_> {
                 },
             );
             let started = Instant::now();
-            let result = if !repair::names(offered).contains(&call.name.as_str()) {
-                repair::unknown_tool(&call.name, offered)
-            } else {
-                let repaired = repair::repair(&call.name, &call.arguments, offered);
-                match guards.before(&call.name, &repaired.args) {
-                    Some(refusal) => {
-                        guards.refused_call();
-                        self.record.stats.stormed_calls += 1;
-                        self.record.event(json!({
-                            "type": "storm_suppression", "turn": turn, "name": call.name,
-                            "args_hash": refusal.args_hash, "count": refusal.count,
-                        }));
-                        self.intervened(turn, &call.name, "storm", &refusal.result);
-                        refusal.result
-                    }
-                    None => {
-                        let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
-                        let mut result = self.call_tool(&fixed).await;
-                        guards.after(&call.name, &repaired.args, &result);
-                        if let Some(note) = repaired.note() {
-                            result = format!("{result}\n{note}");
-                        }
-                        result
-                    }
-                }
-            };
+            let result = self.guarded_call(turn, call, offered, guards).await;
             let elapsed = started.elapsed().as_secs_f64();
             self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
             self.events.emit(
@@ -103,6 +78,37 @@ impl AgentRun<'_> {
             self.conversation.push(json!({"role": "user", "content": text, "_swival_synthetic": true}))?;
         }
         Ok(())
+    }
+
+    /// The result of one call: an unknown tool named, arguments repaired,
+    /// a repeat refused, or the tool run.
+    async fn guarded_call(&mut self, turn: u64, call: &ToolCall, offered: &[Value], guards: &mut Guards) -> String {
+        if !repair::names(offered).contains(&call.name.as_str()) {
+            repair::unknown_tool(&call.name, offered)
+        } else {
+            let repaired = repair::repair(&call.name, &call.arguments, offered);
+            match guards.before(&call.name, &repaired.args) {
+                Some(refusal) => {
+                    guards.refused_call();
+                    self.record.stats.stormed_calls += 1;
+                    self.record.event(json!({
+                        "type": "storm_suppression", "turn": turn, "name": call.name,
+                        "args_hash": refusal.args_hash, "count": refusal.count,
+                    }));
+                    self.intervened(turn, &call.name, "storm", &refusal.result);
+                    refusal.result
+                }
+                None => {
+                    let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
+                    let mut result = self.call_tool(&fixed).await;
+                    guards.after(&call.name, &repaired.args, &result);
+                    if let Some(note) = repaired.note() {
+                        result = format!("{result}\n{note}");
+                    }
+                    result
+                }
+            }
+        }
     }
 
     fn push_result(&mut self, id: &str, content: &str) -> Result<(), StoreError> {

@@ -116,8 +116,14 @@ fn closest<'a>(wrong: &str, candidates: &[&'a str]) -> Option<&'a str> {
 pub fn unknown_tool(name: &str, schemas: &[Value]) -> String {
     let names = names(schemas);
     let lower = name.to_ascii_lowercase();
-    let aliased = TOOL_ALIASES.iter().find(|(a, _)| *a == lower).map(|(_, t)| *t).filter(|t| names.contains(t));
+    let alias = TOOL_ALIASES.iter().find(|(a, _)| *a == lower).map(|(_, t)| *t);
     let list = names.join(", ");
+    if alias == Some("run_command") && !names.contains(&"run_command") {
+        return format!(
+            "error: unknown tool '{name}'. This session runs no commands (none are allowed); use the file tools: {list}"
+        );
+    }
+    let aliased = alias.filter(|t| names.contains(t));
     match aliased.or_else(|| closest(name, &names)) {
         Some(real) => format!("error: unknown tool '{name}'. Did you mean '{real}'? Available tools: {list}"),
         None => format!("error: unknown tool '{name}'. Available tools: {list}"),
@@ -225,6 +231,8 @@ mod tests {
         assert!(unknown_tool("bash", &s).starts_with("error: unknown tool 'bash'. Did you mean 'run_command'?"));
         assert!(unknown_tool("read_fle", &s).contains("Did you mean 'read_file'?"));
         assert!(unknown_tool("create_file", &s).contains("Did you mean 'write_file'?"));
+        let files_only = crate::tools::schema::file_tools();
+        assert!(unknown_tool("bash", &files_only).contains("This session runs no commands"));
         let none = unknown_tool("teleport", &s);
         assert!(!none.contains("Did you mean") && none.contains("read_file"), "{none}");
     }

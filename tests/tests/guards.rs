@@ -1,0 +1,109 @@
+//! The loop guards end to end, with a scripted model that repeats itself
+//! the way small models do.
+
+use serde_json::{json, Value};
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{events_until_finished, TestEnv};
+
+fn config(mock: &MockProvider) -> Value {
+    json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})
+}
+
+/// The `user` and `tool` message texts of request `n`.
+fn texts(mock: &MockProvider, n: usize) -> Vec<String> {
+    mock.requests()[n]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool" || m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    // Two matches: an unread file cannot be edited blind.
+    std::fs::write(p.join("a.py"), "x = 1\nx = 1\n").unwrap();
+    let edit = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"});
+    let steps: Vec<Step> = (0..10).map(|i| Step::tool_call(&format!("c{i}"), "edit_file", edit.clone())).collect();
+    let mock = MockProvider::start(steps);
+    let mut c = daemon.nd();
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "set x to 2"}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+
+    // Two real failures, then five refusals, then the run ends: seven
+    // model calls, not max_turns' hundred.
+    assert_eq!(result["outcome"], "error", "{result}");
+    assert!(result["error"].as_str().unwrap().contains("the model is stuck"), "{result}");
+    assert_eq!(mock.request_count(), 7);
+    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\nx = 1\n", "nothing ran blind");
+
+    // What the model saw: the read guard naming the next call, the
+    // guardrail's nudge after the second identical error, then refusals
+    // naming the call.
+    let second = texts(&mock, 2);
+    let n = second.len();
+    assert!(second[n - 2].contains(r#"Next: call read_file with {"file_path":"a.py"}"#), "{second:?}");
+    assert!(second[n - 1].starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
+    let third = texts(&mock, 3);
+    let refusal = third.iter().rev().find(|t| t.contains("repeat-loop guard")).expect("a refusal");
+    assert!(
+        refusal
+            .starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."),
+        "{refusal}"
+    );
+
+    // Every intervention is an event and a report entry.
+    let events = events_until_finished(&mut c, &sid, 1);
+    let kinds: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "intervention").map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["nudge", "storm", "storm", "storm", "storm", "storm"], "{events:?}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    assert_eq!(report["stats"]["stormed_calls"], 5, "{}", report["stats"]);
+    assert!(report["stats"]["guardrail_interventions"].as_u64().unwrap() >= 1);
+    let storms = report["timeline"].as_array().unwrap().iter().filter(|e| e["type"] == "storm_suppression").count();
+    assert_eq!(storms, 5);
+}
+
+#[test]
+fn an_unread_file_is_edited_when_the_text_matches_once_and_a_slip_is_repaired() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("conf.py"), "limit = 10\n").unwrap();
+    let mock = MockProvider::start(vec![
+        // `path` for `file_path`, and an argument no tool takes.
+        Step::tool_call(
+            "c1",
+            "edit_file",
+            json!({"path": "conf.py", "old_string": "limit = 10", "new_string": "limit = 20", "why": "task"}),
+        ),
+        Step::tool_call("c2", "create_file", json!({"file_path": "new.py", "content": "x"})),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "raise the limit to 20"}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(result["outcome"], "success", "{result}");
+    assert_eq!(std::fs::read_to_string(p.join("conf.py")).unwrap(), "limit = 20\n");
+    let second = texts(&mock, 1);
+    let edited = second.last().unwrap();
+    assert!(edited.starts_with("Edited conf.py"), "{edited}");
+    assert!(edited.contains("(auto-corrected: 'path' → 'file_path'; ignored 'why': edit_file takes"), "{edited}");
+    let third = texts(&mock, 2);
+    assert!(
+        third.last().unwrap().starts_with("error: unknown tool 'create_file'. Did you mean 'write_file'?"),
+        "{third:?}"
+    );
+}
