@@ -237,6 +237,12 @@ struct State {
     model: String,
     /// The context length advertised by `/v1/models`.
     context_length: u64,
+    /// Drop, unanswered, every chat request that arrives on a connection
+    /// that already served one (a server that closed an idle keep-alive
+    /// connection the client still pools).
+    stale_keep_alive: bool,
+    /// Requests dropped that way.
+    stale_drops: usize,
 }
 
 /// The shared state and the condvar signalled on every chat request.
@@ -248,6 +254,14 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether a request on a reused connection is to be dropped (and
+    /// counted).
+    fn take_stale_drop(&self) -> bool {
+        let mut state = self.lock();
+        state.stale_drops += usize::from(state.stale_keep_alive);
+        state.stale_keep_alive
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panicking test must not turn into a cascade of poison errors.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -267,6 +281,19 @@ pub struct MockProvider {
 }
 
 impl MockProvider {
+    /// Behave like a server that closes idle keep-alive connections: a
+    /// chat request on a connection that already served one is dropped
+    /// unanswered (and consumes no step).
+    pub fn with_stale_keep_alive(self) -> MockProvider {
+        self.shared.lock().stale_keep_alive = true;
+        self
+    }
+
+    /// Chat requests dropped by [`MockProvider::with_stale_keep_alive`].
+    pub fn stale_drops(&self) -> usize {
+        self.shared.lock().stale_drops
+    }
+
     /// Starts a server on `127.0.0.1:0` that plays `script`. Needs no runtime
     /// from the caller.
     pub fn start(script: Vec<Step>) -> MockProvider {
@@ -280,6 +307,8 @@ impl MockProvider {
                 exhausted_hits: 0,
                 model: "mock-model".to_owned(),
                 context_length: 32768,
+                stale_keep_alive: false,
+                stale_drops: 0,
             }),
             arrived: Condvar::new(),
         });
@@ -410,10 +439,18 @@ async fn accept_loop(listener: std::net::TcpListener, shared: Arc<Shared>, mut s
 async fn serve_connection(stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     let kill = Arc::new(Notify::new());
     let service_kill = kill.clone();
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let service = hyper::service::service_fn(move |req| {
         let shared = shared.clone();
         let kill = service_kill.clone();
-        async move { Ok::<_, Infallible>(route(req, &shared, &kill).await) }
+        let earlier = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            if earlier > 0 && req.uri().path() == "/v1/chat/completions" && shared.take_stale_drop() {
+                kill.notify_one();
+                return Ok::<_, Infallible>(std::future::pending::<Response<Body>>().await);
+            }
+            Ok::<_, Infallible>(route(req, &shared, &kill).await)
+        }
     });
     let conn =
         hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), service);

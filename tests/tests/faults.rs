@@ -87,9 +87,43 @@ fn garbage_json_reply_is_retried_and_the_run_succeeds() {
 }
 
 #[test]
-fn connection_dropped_before_any_reply_is_retried_and_the_run_succeeds() {
-    let retry = fault_is_retried_then_the_run_succeeds(Step::drop_connection(), false);
-    assert!(retry["reason"].as_str().unwrap().contains("provider request failed"), "{retry}");
+fn connection_dropped_before_any_reply_is_sent_again_at_once_not_retried() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    let mock = MockProvider::start(vec![Step::drop_connection(), Step::text("recovered answer")]);
+    let mut c = daemon.nd();
+    // One attempt only: a resend on a fresh connection is not a retry.
+    let sid = create_session(&mut c, &project, &mock, json!({"retries": 1}));
+    let events = run_events(&mut c, &sid, "t");
+    let end = events.last().expect("events end with run_finished");
+    assert_eq!(end["outcome"], "success", "{events:#?}");
+    assert_eq!(end["stats"]["provider_retries"], 0, "{end}");
+    assert!(events.iter().all(|e| e["type"] != "retry"), "no backoff: {events:#?}");
+    assert_eq!(mock.request_count(), 2);
+}
+
+#[test]
+fn a_server_closing_idle_keep_alive_connections_costs_no_retry() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    std::fs::write(project.join("a.txt"), "alpha\n").unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "a.txt"})),
+        Step::tool_call("c2", "list_files", json!({})),
+        Step::text("done"),
+    ])
+    .with_stale_keep_alive();
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &project, &mock, json!({"retries": 1}));
+    let events = run_events(&mut c, &sid, "t");
+    let end = events.last().expect("events end with run_finished");
+    assert_eq!(end["outcome"], "success", "{events:#?}");
+    assert_eq!(end["stats"]["provider_retries"], 0, "{end}");
+    assert!(events.iter().all(|e| e["type"] != "retry"), "{events:#?}");
+    assert!(mock.stale_drops() >= 1, "the pooled connection was reused and found closed");
+    assert_eq!(mock.request_count(), 3);
 }
 
 #[test]

@@ -61,12 +61,28 @@ pub async fn chat(
     observer: &dyn CallObserver,
 ) -> Result<Reply, ProviderError> {
     let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
-    let resp = authorized(http.post(&url), settings)
-        .timeout(settings.timeout)
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| ProviderError::Transport(describe(&e)))?;
+    let mut resent = 0;
+    let resp = loop {
+        match authorized(http.post(&url), settings).timeout(settings.timeout).json(body).send().await {
+            Ok(resp) => break resp,
+            // Sent on a pooled connection the server had already closed
+            // (llama-server closes idle keep-alive connections): nothing
+            // came back, so it goes again at once on a fresh connection;
+            // not a retry, no backoff.
+            Err(e) if resent < MAX_RESENDS && closed_before_reply(&e) => {
+                resent += 1;
+                tracing::debug!("provider closed a pooled connection; sending again: {}", describe(&e));
+            }
+            Err(e) if resent > 0 => {
+                return Err(ProviderError::Transport(format!(
+                    "{} (sent {} times; each connection closed before a reply)",
+                    describe(&e),
+                    resent + 1
+                )))
+            }
+            Err(e) => return Err(ProviderError::Transport(describe(&e))),
+        }
+    };
     let status = resp.status();
     if !status.is_success() {
         let retry_after =
@@ -149,6 +165,37 @@ fn error_message(v: &Value) -> String {
 }
 
 /// reqwest's error with its causes, which carry the useful part.
+/// Sends of one attempt on connections found closed, at most.
+const MAX_RESENDS: u32 = 2;
+
+/// Whether `e` is a connection that closed before any byte of the reply
+/// came back (not a timeout, not a refused connection).
+fn closed_before_reply(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() {
+        return false;
+    }
+    use std::io::ErrorKind;
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(h) = cause.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
+                return true;
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            );
+        }
+        source = cause.source();
+    }
+    false
+}
+
 fn describe(e: &reqwest::Error) -> String {
     let mut s = e.to_string();
     let mut source = std::error::Error::source(e);
