@@ -447,3 +447,23 @@ fn closed_session_refuses_new_runs() {
     let unknown = c.call("session/get", json!({"session_id": "s_nope"}));
     assert_eq!(unknown["error"]["code"], -32001);
 }
+
+#[test]
+fn a_first_run_with_no_model_server_says_what_to_do() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    // A port nothing listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = env
+        .swivalctl(&daemon, &project)
+        .args(["run", "--provider", "llamacpp", "--base-url", &format!("http://127.0.0.1:{port}/v1"), "task"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("no model server answers at http://127.0.0.1:{port}/v1 (provider llamacpp)")));
+    for hint in ["LM Studio", "llama-server", "ollama serve", "--provider openai", "A first run with a local model"] {
+        assert!(stderr.contains(hint), "{hint} missing from: {stderr}");
+    }
+}

@@ -51,6 +51,11 @@ impl ProviderKind {
         }
     }
 
+    /// A preset for a model server on this machine.
+    pub fn is_local(self) -> bool {
+        matches!(self, ProviderKind::Lmstudio | ProviderKind::Llamacpp | ProviderKind::Ollama)
+    }
+
     /// The environment variable holding this provider's API key.
     pub fn key_env(self) -> Option<&'static str> {
         swival_protocol::provider_key_env(self.as_str())
@@ -400,6 +405,9 @@ impl Provider {
                     self.settings.base_url
                 )))
             }
+            (None, Err(e @ ProviderError::Transport(_))) if self.settings.kind.is_local() => {
+                return Err(ProviderError::Config(no_server(self.settings.kind, &self.settings.base_url, &e)))
+            }
             (None, Err(e)) => {
                 return Err(ProviderError::Config(format!(
                     "no model configured and discovery at {}/models failed ({e}); set `model` in swival.toml or pass --model",
@@ -465,6 +473,22 @@ impl Provider {
             _ => openai::chat(&self.http, &self.settings, &request_body(&self.settings, model, req), observer).await,
         }
     }
+}
+
+/// What a newcomer reads when no local model server answers: where each
+/// preset expects one, and the hosted alternative.
+fn no_server(kind: ProviderKind, base_url: &str, e: &ProviderError) -> String {
+    format!(
+        "no model server answers at {base_url} (provider {}): {e}\n\
+         A run needs a model. Either start a local server where a preset expects it:\n\
+         \x20 LM Studio: load a model, start its server (port 1234)       swivalctl run --provider lmstudio \"task\"\n\
+         \x20 llama.cpp: llama-server -m MODEL.gguf --jinja --port 8080    swivalctl run --provider llamacpp \"task\"\n\
+         \x20 Ollama:    ollama serve; ollama pull qwen2.5-coder           swivalctl run --provider ollama --model qwen2.5-coder \"task\"\n\
+         \x20 (another port: --base-url http://127.0.0.1:PORT/v1)\n\
+         or use a hosted model: OPENAI_API_KEY=... swivalctl run --provider openai --model gpt-4.1 \"task\"\n\
+         README.md, \"A first run with a local model\", builds llama-server and a small model from package registries.",
+        kind.as_str()
+    )
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub async fn list_models(
         .timeout(Duration::from_secs(10))
         .send()
         .await
-        .map_err(|e| ProviderError::Transport(e.to_string()))?;
+        .map_err(|e| ProviderError::Transport(describe(&e)))?;
     let status = resp.status();
     let body: Value = resp.json().await.map_err(|e| ProviderError::Malformed(e.to_string()))?;
     if !status.is_success() {
