@@ -406,7 +406,7 @@ impl Provider {
                 )))
             }
             (None, Err(e @ ProviderError::Transport(_))) if self.settings.kind.is_local() => {
-                return Err(ProviderError::Config(no_server(self.settings.kind, &self.settings.base_url, &e)))
+                return Err(ProviderError::Config(no_server(self.settings.kind, &self.settings.base_url, e)))
             }
             (None, Err(e)) => {
                 return Err(ProviderError::Config(format!(
