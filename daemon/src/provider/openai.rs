@@ -237,4 +237,24 @@ mod tests {
         let v = json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}});
         assert_eq!(error_message(&v), "Incorrect API key provided");
     }
+
+    /// A non-streamed reply as llama-server sends it: `content: ""` beside
+    /// the tool calls, an id without `call_`, the arguments as the model
+    /// wrote them (newlines, indentation), and fields of its own.
+    #[test]
+    fn a_llama_server_reply_is_read() {
+        let v = json!({"choices": [{"finish_reason": "tool_calls", "index": 0, "message": {
+            "role": "assistant", "content": "",
+            "tool_calls": [{"type": "function", "id": "pQ8rT1vW3xY5zA7bC9dE2fG4hJ6kL0mN",
+                "function": {"name": "read_file", "arguments": "{\n    \"file_path\": \"src/main.py\"\n}"}}]}}],
+            "created": 1, "model": "qwen2.5-coder-1.5b-instruct", "system_fingerprint": "b1",
+            "object": "chat.completion", "usage": {"completion_tokens": 20, "prompt_tokens": 700, "total_tokens": 720},
+            "id": "chatcmpl-abc", "timings": {"prompt_n": 700}});
+        let r = parse_completion(&v).unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].id, "pQ8rT1vW3xY5zA7bC9dE2fG4hJ6kL0mN");
+        let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
+        assert_eq!(args["file_path"], "src/main.py");
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    }
 }

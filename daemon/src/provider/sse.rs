@@ -116,6 +116,7 @@ pub fn preview(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn assemble(input: &str) -> (Result<Reply, ProviderError>, Vec<String>) {
         let mut a = StreamAssembler::default();
@@ -165,5 +166,36 @@ mod tests {
     fn truncated_json_chunk_is_malformed() {
         let (r, _) = assemble("data: {\"choices\":[{\"delta\":{\"cont\n");
         assert!(matches!(r, Err(ProviderError::Malformed(_))));
+    }
+
+    /// A stream as llama.cpp's llama-server sends it: a role-only first
+    /// chunk with `content: null`, a 32-character id without `call_`, the
+    /// model's raw argument text in fragments carrying only `index`, an
+    /// empty finish delta, a usage-only last chunk with `choices: []`, and
+    /// fields of its own (`timings`, `system_fingerprint`).
+    #[test]
+    fn a_llama_server_stream_is_assembled() {
+        let id = "Xq3vN8kPz2LmT7wRbC5yH1dJ9sFgA4eU";
+        let chunks = [
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}],"system_fingerprint":"b1-abc","object":"chat.completion.chunk"}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":"edit_file","arguments":"{\n  \"file_path\": \"a.py\",\n"}}]},"finish_reason":null}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"  \"old_string\": \"x = 1\",\n  \"new_string\": \"x = 2\"\n}"}}]},"finish_reason":null}]}),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"timings":{"prompt_n":812,"predicted_n":41}}),
+            json!({"choices":[],"usage":{"prompt_tokens":812,"completion_tokens":41,"total_tokens":853},"timings":{"prompt_ms":9000.5}}),
+        ];
+        let mut input: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+        input.push_str("data: [DONE]\n\n");
+        let (r, deltas) = assemble(&input);
+        let r = r.unwrap();
+        assert!(deltas.is_empty(), "no text: {deltas:?}");
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].id, id);
+        assert_eq!(r.tool_calls[0].name, "edit_file");
+        let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
+        assert_eq!(args, json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}));
+        assert_eq!(r.usage.as_ref().unwrap()["prompt_tokens"], 812);
+        // Sent back as llama-server expects it: the id as it came.
+        assert_eq!(r.to_message()["tool_calls"][0]["id"], id);
     }
 }
