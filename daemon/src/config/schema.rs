@@ -14,9 +14,12 @@
 //! `command_middleware`, `subagents`, `approved_buckets`,
 //! `oneshot_commands`, `trace_dir`, `metaskills`, `storm_breaker`,
 //! `flatten_mcp_schemas`, `mcp_servers`, `a2a_servers`, `audit`,
-//! `experimental` and `active_profile`. They are still type-checked and
-//! their paths resolved, so a later version can act on them unchanged.
-//! `profiles` is consumed by the merge (the selected profile's keys apply).
+//! and `experimental`. They are still type-checked and their paths
+//! resolved, so a later version can act on them unchanged; setting one
+//! loads with a warning that swivald ignores it. `profiles` and
+//! `active_profile` are consumed by the merge (the selected profile's keys
+//! apply). A key in no table here loads with Swival's unknown-key warning
+//! when a file sets it, and is an error in a `session/create` request.
 
 use super::stages::{HookPoint, OnFailure, ProcessMode};
 use super::types::{FilesMode, ReasoningEffort, SandboxMode};
@@ -84,8 +87,12 @@ impl Kind {
 pub(super) enum Support {
     /// A field of `SessionConfig`.
     Acted,
-    /// Accepted, checked and kept in `SessionConfig::kept`, not acted on yet.
+    /// Accepted, checked and kept in `SessionConfig::kept`, not acted on
+    /// yet; setting it gives a warning.
     Kept,
+    /// Consumed by the merge itself (`profiles`, `active_profile`); kept
+    /// in `SessionConfig::kept` for display.
+    Merged,
 }
 
 /// One top-level key.
@@ -212,6 +219,7 @@ pub(super) const PROFILE_KEYS: &[&str] = &[
     "extra_body",
     "reasoning_effort",
     "sanitize_thinking",
+    "show_thinking",
 ];
 
 const fn acted(name: &'static str, kind: Kind) -> KeySpec {
@@ -321,8 +329,8 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("a2a_servers", Kind::NamedTables(A2A_FIELDS)),
     kept("audit", Kind::Section(AUDIT_FIELDS)),
     kept("experimental", Kind::Section(EXPERIMENTAL_FIELDS)),
-    kept("active_profile", Kind::Str),
-    kept("profiles", Kind::Profiles),
+    KeySpec { name: "active_profile", kind: Kind::Str, support: Support::Merged },
+    KeySpec { name: "profiles", kind: Kind::Profiles, support: Support::Merged },
 ];
 
 /// Misnamed keys people write for real ones (CLI flag names, plurals)
