@@ -43,7 +43,7 @@ impl Sessions {
             base: base.clone(),
             allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
-            yolo: config.config.yolo,
+            files: config.config.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
         };

@@ -372,7 +372,8 @@ impl RunJob {
                     .system_prompt
                     .as_deref()
                     .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let text = prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions);
+                let text =
+                    prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
                 self.conversation.push(json!({"role": "system", "content": text}))?;
             }
             self.conversation.complete_orphans()?;

@@ -24,7 +24,7 @@ mod trash;
 mod write;
 
 use beneath::Beneath;
-use path::{Access, PathPolicy};
+use path::{Access, FilesMode, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -145,7 +145,7 @@ impl ToolBox {
             .filter(|d| resolved.starts_with(d))
             .max_by_key(|d| d.as_os_str().len())
             .map(PathBuf::as_path)
-            .or_else(|| self.policy.yolo.then_some(Path::new("/")))
+            .or_else(|| (self.policy.files == FilesMode::All).then_some(Path::new("/")))
             .ok_or_else(|| {
                 format!("error: {} is outside the base directory {}", resolved.display(), self.policy.base.display())
             })?;
@@ -197,7 +197,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         base: dir.canonicalize().unwrap(),
         allow_rw: vec![],
         allow_ro: vec![],
-        yolo: false,
+        files: FilesMode::Some,
         protected: vec![],
         hidden: vec![],
     })
@@ -261,7 +261,7 @@ mod tests {
         ];
         for (name, args) in calls {
             let out = tb.call(name, args);
-            assert!(out.contains("outside the base directory"), "{name}: {out}");
+            assert!(out.contains("outside base directory"), "{name}: {out}");
         }
         assert_eq!(std::fs::read_to_string(d.path().join("outside.txt")).unwrap(), "x");
     }
@@ -280,7 +280,7 @@ mod tests {
         assert!(out.contains("\"total\":1"), "{out}");
         tb.call("read_file", r#"{"file_path": "f.txt"}"#);
         let out = tb.call("delete_file", r#"{"file_path": "f.txt"}"#);
-        assert!(out.contains("outside the base directory"), "{out}");
+        assert!(out.contains("outside base directory"), "{out}");
         assert!(base.join("f.txt").exists());
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     }

@@ -138,9 +138,8 @@ fn keys_swivald_acts_on_and_profile_selection_give_no_warning() {
 
 #[test]
 fn profile_keys_swival_allows_load_with_warnings_for_what_is_ignored() {
-    let f = Fixture::new().project(
-        "[profiles.fast]\nprovider = \"ollama\"\nshow_thinking = true\ninstructions_full = true\n",
-    );
+    let f = Fixture::new()
+        .project("[profiles.fast]\nprovider = \"ollama\"\nshow_thinking = true\ninstructions_full = true\n");
     let eff = f.load(Some(json!({"active_profile": "fast"}))).unwrap();
     let file = f.project_path().display().to_string();
     assert_eq!(
