@@ -143,6 +143,7 @@ fn files_all_reaches_a_file_outside_the_base_dir_once_trusted() {
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "read_file", json!({"file_path": far})),
         Step::tool_call("c2", "read_file", json!({"file_path": "/"})),
+        Step::tool_call("c3", "write_file", json!({"file_path": elsewhere.join("new.txt"), "content": "written"})),
         Step::text("done"),
     ]);
     // It widens what the agent reaches: not without the user's trust.
@@ -165,6 +166,7 @@ fn files_all_reaches_a_file_outside_the_base_dir_once_trusted() {
         tool_result(&mock, "c2"),
         "error: Path '/' resolves to the filesystem root, which is not allowed even in unrestricted mode"
     );
+    assert_eq!(std::fs::read_to_string(elsewhere.join("new.txt")).unwrap(), "written", "{}", tool_result(&mock, "c3"));
 }
 
 #[test]
