@@ -211,7 +211,7 @@ fn swivals_run_flags_work_and_sampling_reaches_the_request() {
         .arg("run")
         .args(provider_flags(&mock))
         .args(["--commands", "ls,cat", "--add-dir", "../x", "--temperature", "0.2", "--top-p", "0.9"])
-        .args(["--seed", "7", "--max-output-tokens", "1000", "--reasoning-effort", "low"])
+        .args(["--seed", "7", "--max-output-tokens", "1000", "--reasoning-effort", "low", "--max-output-lines", "40"])
         .args(["--extra-body", r#"{"chat_template_kwargs": {"enable_thinking": false}}"#])
         .arg("task")
         .output()
@@ -229,6 +229,7 @@ fn swivals_run_flags_work_and_sampling_reaches_the_request() {
     let tools: Vec<&str> =
         first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert!(tools.contains(&"run_command"), "{tools:?}");
+    assert_eq!(first["tools"][0]["function"]["parameters"]["properties"]["limit"]["default"], 40);
 
     assert!(tool_result(&mock, "c1").contains("1: shared data"), "--add-dir ../x: {}", tool_result(&mock, "c1"));
     assert!(tool_result(&mock, "c2").contains("alpha"), "cat is whitelisted: {}", tool_result(&mock, "c2"));

@@ -37,7 +37,13 @@ pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
             put(k, json!(v));
         }
     }
-    for (k, v) in [("max_output_tokens", a.max_output_tokens), ("max_context_tokens", a.max_context_tokens)] {
+    let numbers = [
+        ("max_output_tokens", a.max_output_tokens),
+        ("max_context_tokens", a.max_context_tokens),
+        ("max_output_lines", a.max_output_lines),
+        ("max_output_kb", a.max_output_kb),
+    ];
+    for (k, v) in numbers {
         if let Some(v) = v {
             put(k, json!(v));
         }

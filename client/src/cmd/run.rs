@@ -93,6 +93,12 @@ pub struct RunArgs {
     /// Context window in tokens (discovered from the provider when unset).
     #[arg(long)]
     pub max_context_tokens: Option<u64>,
+    /// Most lines a read returns when it names no limit (default 2000).
+    #[arg(long)]
+    pub max_output_lines: Option<u64>,
+    /// Most KiB one file tool result or fetch_url page carries inline (default 50).
+    #[arg(long)]
+    pub max_output_kb: Option<u64>,
     /// Extra parameters merged into every provider request, as a JSON
     /// object (e.g. '{"chat_template_kwargs": {"enable_thinking": false}}').
     #[arg(long, value_name = "JSON", value_parser = flags::parse_extra_body)]

@@ -11,7 +11,7 @@ use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::SessionRow;
 use crate::tools::path::PathPolicy;
-use crate::tools::ToolBox;
+use crate::tools::{OutputCaps, ToolBox};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -119,6 +119,10 @@ impl Sessions {
         };
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
+        tools.caps = OutputCaps {
+            read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
+            read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
+        };
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         Ok(Arc::new(Session {
             id: row.id.clone(),

@@ -61,11 +61,30 @@ impl ReadTracker {
     }
 }
 
+/// How much one file tool result carries (Swival's `max_output_kb` and
+/// `max_output_lines`, per session rather than process-wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputCaps {
+    /// Bytes of content per `read_file`, `read_multiple_files` batch,
+    /// directory listing, `list_files` and `grep` result.
+    pub read_bytes: usize,
+    /// Lines a read returns when it names no `limit`.
+    pub read_lines: usize,
+}
+
+impl Default for OutputCaps {
+    fn default() -> Self {
+        OutputCaps { read_bytes: files::MAX_READ_BYTES, read_lines: files::DEFAULT_LIMIT }
+    }
+}
+
 /// One session's tools and their state.
 #[derive(Debug)]
 pub struct ToolBox {
     /// Where file tools may go.
     pub policy: PathPolicy,
+    /// Output caps of the file tools.
+    pub caps: OutputCaps,
     /// The read-before-write guard's memory.
     pub tracker: ReadTracker,
     /// Whether the guard is on (Swival's `no_read_guard` turns it off).
@@ -81,6 +100,7 @@ impl ToolBox {
     pub fn new(policy: PathPolicy) -> ToolBox {
         ToolBox {
             policy,
+            caps: OutputCaps::default(),
             tracker: ReadTracker::default(),
             read_guard: true,
             thinking: think::Thinking::default(),
@@ -90,7 +110,7 @@ impl ToolBox {
 
     /// The schemas offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
-        schema::file_tools()
+        schema::file_tools(self.caps.read_lines)
     }
 
     /// Run one tool call; the result string is what the model sees.

@@ -10,7 +10,7 @@
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
 use super::beneath::Kind;
-use super::files::{cut_line, looks_binary, MAX_READ_BYTES};
+use super::files::{cut_line, looks_binary};
 use super::path::{Access, FilesMode};
 use super::ToolBox;
 use globset::{GlobBuilder, GlobMatcher};
@@ -189,7 +189,7 @@ pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let mut shown = 0;
     for f in found.iter().take(MAX_LIST) {
         let line = tb.policy.display(&f.path);
-        if out.len() + line.len() + 1 > MAX_READ_BYTES {
+        if out.len() + line.len() + 1 > tb.caps.read_bytes {
             break;
         }
         if shown > 0 {
@@ -327,7 +327,7 @@ fn format_grep(tb: &ToolBox, searched: &[Searched], hits: &[Hit], total: usize, 
     let mut out = format!("Found {total} match{}", if total == 1 { "" } else { "es" });
     let mut byte_cut = false;
     let mut push = |out: &mut String, line: String| -> bool {
-        if out.len() + line.len() + 1 > MAX_READ_BYTES {
+        if out.len() + line.len() + 1 > tb.caps.read_bytes {
             byte_cut = true;
             return false;
         }
