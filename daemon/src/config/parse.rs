@@ -147,11 +147,11 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
         },
         Kind::Section(fields) => {
             let map = object(kind, key, value, origin)?;
-            table(fields, key, map, origin).map(Value::Object)
+            table(fields, key, map, origin, false).map(Value::Object)
         }
-        Kind::Tables(fields) => list(kind, key, value, origin, |k, v| {
+        Kind::Tables(fields) | Kind::OpenTables(fields) => list(kind, key, value, origin, |k, v| {
             let map = object(&Kind::Table, k, v, origin)?;
-            table(fields, k, map, origin).map(Value::Object)
+            table(fields, k, map, origin, matches!(kind, Kind::OpenTables(_))).map(Value::Object)
         }),
         Kind::NamedTables(fields) => {
             let map = object(kind, key, value, origin)?;
@@ -159,7 +159,7 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             for (name, v) in map {
                 let sub = format!("{key}.{name}");
                 let inner = object(&Kind::Table, &sub, v, origin)?;
-                out.insert(name, Value::Object(table(fields, &sub, inner, origin)?));
+                out.insert(name, Value::Object(table(fields, &sub, inner, origin, true)?));
             }
             Ok(Value::Object(out))
         }
@@ -264,13 +264,15 @@ fn command_names(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Resul
     })
 }
 
-/// Check a table against its fields: unknown fields and missing required
-/// ones are errors; `null` fields count as absent.
+/// Check a table against its fields: missing required ones are errors,
+/// unknown ones too unless `open` (then they are dropped); `null` fields
+/// count as absent.
 fn table(
     fields: &'static [Field],
     key: &str,
     map: Map<String, Value>,
     origin: &Origin,
+    open: bool,
 ) -> Result<Map<String, Value>, ConfigError> {
     let mut out = Map::new();
     for (name, value) in map {
@@ -279,6 +281,9 @@ fn table(
         }
         let sub = format!("{key}.{name}");
         let Some(spec) = schema::field_of(fields, &name) else {
+            if open {
+                continue;
+            }
             return Err(ConfigError::UnknownKey {
                 origin: origin.label.clone(),
                 hint: schema::unknown_key_hint(&name, fields.iter().map(|f| f.name)),

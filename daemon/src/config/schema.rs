@@ -59,9 +59,14 @@ pub(super) enum Kind {
     Table,
     /// A table with known fields (`[audit]`).
     Section(&'static [Field]),
-    /// An array of tables with known fields (`[[filters]]`).
+    /// An array of tables with known fields (`[[filters]]`); another
+    /// field is an error.
     Tables(&'static [Field]),
-    /// A table of tables by name, each with known fields (`[mcp_servers.NAME]`).
+    /// An array of tables whose known fields are checked and whose other
+    /// fields are dropped (`[[serve_skills]]`: Swival only warns).
+    OpenTables(&'static [Field]),
+    /// A table of tables by name (`[mcp_servers.NAME]`), each with known
+    /// fields checked and other fields dropped, as Swival ignores them.
     NamedTables(&'static [Field]),
     /// `[profiles.NAME]` tables of LLM keys.
     Profiles,
@@ -76,7 +81,12 @@ impl Kind {
             Kind::Float { .. } => "int or float",
             Kind::Str | Kind::Enum(_) | Kind::Path | Kind::Command | Kind::HexKey => "str",
             Kind::CommandList | Kind::CommandPolicy => "str or list",
-            Kind::StrList | Kind::PathList | Kind::CommandNames | Kind::Cidrs | Kind::Tables(_) => "list",
+            Kind::StrList
+            | Kind::PathList
+            | Kind::CommandNames
+            | Kind::Cidrs
+            | Kind::Tables(_)
+            | Kind::OpenTables(_) => "list",
             Kind::Table | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
         }
     }
@@ -312,7 +322,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("cache_dir", Kind::Path),
     kept("serve_name", Kind::Str),
     kept("serve_description", Kind::Str),
-    kept("serve_skills", Kind::Tables(SERVE_SKILL_FIELDS)),
+    kept("serve_skills", Kind::OpenTables(SERVE_SKILL_FIELDS)),
     kept("lifecycle_command", Kind::Command),
     kept("lifecycle_timeout", Kind::Int { min: 1 }),
     kept("lifecycle_fail_closed", Kind::Bool),

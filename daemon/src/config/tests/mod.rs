@@ -154,6 +154,23 @@ fn profile_keys_swival_allows_load_with_warnings_for_what_is_ignored() {
 }
 
 #[test]
+fn server_and_skill_tables_take_fields_swival_ignores_but_audit_stays_strict() {
+    let f = Fixture::new().project(
+        "[mcp_servers.fs]\ncommand = \"mcp-fs\"\ndisabled = false\ncwd = \"/tmp\"\n\
+         [a2a_servers.peer]\nurl = \"http://h\"\nnote = \"x\"\n\
+         [[serve_skills]]\nid = \"s\"\ntags = [\"a\"]\n",
+    );
+    let cfg = f.config(None);
+    assert_eq!(cfg.kept.0["mcp_servers"], json!({"fs": {"command": "mcp-fs"}}));
+    assert_eq!(cfg.kept.0["a2a_servers"], json!({"peer": {"url": "http://h"}}));
+    assert_eq!(cfg.kept.0["serve_skills"], json!([{"id": "s"}]));
+    let f = Fixture::new().project("[mcp_servers.fs]\ncommand = 3\n");
+    assert!(f.error(None).ends_with("'mcp_servers.fs.command' expected str, got int"), "{}", f.error(None));
+    let f = Fixture::new().project("[audit]\nforce_reveiw = []\n");
+    assert!(f.error(None).contains("unknown config key 'audit.force_reveiw'"), "{}", f.error(None));
+}
+
+#[test]
 fn wrong_type_of_a_kept_or_profile_key_is_still_an_error() {
     let f = Fixture::new().project("show_thinking = \"yes\"\n");
     assert_eq!(f.error(None), format!("{}: 'show_thinking' expected bool, got str", f.project_path().display()));
