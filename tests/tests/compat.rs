@@ -262,6 +262,16 @@ fn old_flag_names_stay_as_aliases_and_a_bad_extra_body_is_a_usage_error() {
     assert!(tool_result(&mock, "c2").contains("read-only"), "{}", tool_result(&mock, "c2"));
     assert!(!ro.join("new.txt").exists());
 
+    // A missing directory fails the run as in Swival (exit 1, Swival's words).
+    let out = env.swivalctl(&daemon, &project).args(["run", "--add-dir", "../missing", "t"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let missing = project.join("../missing");
+    assert!(
+        stderr.contains(&format!("Error: allowed_dirs path is not a directory: {}", missing.display())),
+        "{stderr}"
+    );
+
     let out = env.swivalctl(&daemon, &project).args(["run", "--extra-body", "[1]", "t"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--extra-body must be a JSON object"));

@@ -24,16 +24,21 @@ impl Sessions {
         messages: Vec<Value>,
     ) -> Result<Arc<Session>, SessionError> {
         let base = PathBuf::from(&row.base_dir);
+        // Swival's checks and messages (`_resolve_dir_list`); a run failure
+        // (exit 1) in Swival, not a usage error.
         let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
             dirs.iter()
                 .map(|d| {
-                    let c =
-                        d.canonicalize().map_err(|e| SessionError::Config(format!("{key}: {}: {e}", d.display())))?;
-                    if !c.is_dir() || c.parent().is_none() {
-                        return Err(SessionError::Config(format!(
-                            "{key}: {} must be a directory other than /",
+                    let not_dir = || SessionError::Setup(format!("{key} path is not a directory: {}", d.display()));
+                    let c = d.canonicalize().map_err(|_| not_dir())?;
+                    if c.parent().is_none() {
+                        return Err(SessionError::Setup(format!(
+                            "{key} cannot be the filesystem root: {}",
                             d.display()
                         )));
+                    }
+                    if !c.is_dir() {
+                        return Err(not_dir());
                     }
                     Ok(c)
                 })
