@@ -91,7 +91,9 @@ pub struct SessionCreateResult {
     pub session_id: SessionId,
     /// The effective configuration after merging every layer.
     pub config: Value,
-    /// Warnings about the configuration (e.g. what the kernel cannot enforce).
+    /// Warnings about the configuration: keys that load but do nothing
+    /// (Swival keys swivald ignores, keys nobody knows), what the kernel
+    /// cannot enforce. Each is also a `warning` event of the session.
     #[serde(default)]
     pub warnings: Vec<String>,
 }
@@ -566,6 +568,10 @@ pub struct ConfigResolveResult {
     pub config: Value,
     /// For each key that was set, which layer set it (`default`, a file, `request`).
     pub sources: BTreeMap<String, String>,
+    /// Keys that load but do nothing (Swival keys swivald ignores, keys
+    /// nobody knows), one line each naming the file and the key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `policy/status` result: what guards a session, with fingerprints of the

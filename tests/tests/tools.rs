@@ -482,7 +482,7 @@ fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
                 tally.read_inside += 1;
             } else if out.contains("is a symlink and was not followed") {
                 tally.refused_late += 1;
-            } else if out.contains("outside the base directory") {
+            } else if out.contains("outside base directory") {
                 tally.refused += 1;
             } else {
                 assert!(out.starts_with("error:"), "{id}: {out}");

@@ -1,6 +1,7 @@
 //! The subcommands of swivalctl, one module per group.
 
 pub mod daemon;
+mod flags;
 pub mod policy;
 pub mod run;
 pub mod session;

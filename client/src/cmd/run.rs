@@ -3,6 +3,7 @@
 //! with Swival's codes (0 success, 1 error, 2 exhausted, 130 interrupted).
 
 use super::daemon::connect;
+use super::flags;
 use clap::Args;
 use serde_json::{json, Map, Value};
 use std::io::{IsTerminal, Read, Write};
@@ -49,18 +50,86 @@ pub struct RunArgs {
     /// Most reviewer rounds.
     #[arg(long)]
     pub max_review_rounds: Option<u64>,
-    /// Commands run_command may run, comma-separated.
-    #[arg(long)]
+    /// Commands the agent may run: "all", "none", or a comma-separated
+    /// whitelist such as "ls,git,cargo" (Swival's --commands; "ask" needs
+    /// an approval prompt swivald does not have and is refused).
+    #[arg(long, value_name = "all|none|LIST", conflicts_with = "allowed_commands")]
+    pub commands: Option<String>,
+    /// Commands run_command may run, comma-separated (same as --commands LIST).
+    #[arg(long, value_name = "LIST")]
     pub allowed_commands: Option<String>,
-    /// Extra read-write directory (repeatable).
-    #[arg(long = "allow-dir", alias = "add-dir")]
-    pub allow_dir: Vec<PathBuf>,
-    /// Extra read-only directory (repeatable).
-    #[arg(long = "allow-dir-ro", alias = "add-dir-ro")]
-    pub allow_dir_ro: Vec<PathBuf>,
-    /// Lift the command whitelist and path checks (never the root rule).
+    /// Grant read/write access to an extra directory (repeatable).
+    #[arg(long = "add-dir", visible_alias = "allow-dir", value_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
+    /// Grant read-only access to an extra directory (repeatable).
+    #[arg(long = "add-dir-ro", visible_alias = "allow-dir-ro", value_name = "DIR")]
+    pub add_dir_ro: Vec<PathBuf>,
+    /// Where the file tools may go: some (the base dir and --add-dir
+    /// directories; default), all (anywhere but /), none (only .swival/).
+    #[arg(long, value_parser = ["some", "all", "none"])]
+    pub files: Option<String>,
+    /// Lift the command whitelist and path checks (never the root rule);
+    /// an explicit --files or --commands still wins.
     #[arg(long)]
     pub yolo: bool,
+    /// How commands are confined: os (the kernel, default) or builtin.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+    /// Commands read only system directories, the base dir and the allowed dirs.
+    #[arg(long)]
+    pub sandbox_strict_read: bool,
+    /// Sampling temperature (the provider's default when unset).
+    #[arg(long, allow_negative_numbers = true)]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling top_p (the provider's default when unset).
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_p: Option<f64>,
+    /// Sampling seed.
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<i64>,
+    /// Most tokens the model may write per reply (default 32768).
+    #[arg(long)]
+    pub max_output_tokens: Option<u64>,
+    /// Context window in tokens (discovered from the provider when unset).
+    #[arg(long)]
+    pub max_context_tokens: Option<u64>,
+    /// Most lines a read returns when it names no limit (default 2000).
+    #[arg(long)]
+    pub max_output_lines: Option<u64>,
+    /// Most KiB one file tool result or fetch_url page carries inline (default 50).
+    #[arg(long)]
+    pub max_output_kb: Option<u64>,
+    /// Extra parameters merged into every provider request, as a JSON
+    /// object (e.g. '{"chat_template_kwargs": {"enable_thinking": false}}').
+    #[arg(long, value_name = "JSON", value_parser = flags::parse_extra_body)]
+    pub extra_body: Option<Map<String, Value>>,
+    /// Reasoning effort asked of the model.
+    #[arg(long, value_name = "LEVEL", value_parser = ["none", "minimal", "low", "medium", "high", "xhigh", "default"])]
+    pub reasoning_effort: Option<String>,
+    /// User-Agent header sent to the provider.
+    #[arg(long)]
+    pub user_agent: Option<String>,
+    /// Replace the built-in system prompt.
+    #[arg(long, value_name = "TEXT", conflicts_with = "no_system_prompt")]
+    pub system_prompt: Option<String>,
+    /// Send no system prompt at all.
+    #[arg(long)]
+    pub no_system_prompt: bool,
+    /// Do not load the project's instruction files (CLAUDE.md, AGENTS.md).
+    #[arg(long)]
+    pub no_instructions: bool,
+    /// Let write_file overwrite files the agent has not read.
+    #[arg(long)]
+    pub no_read_guard: bool,
+    /// Do not load memory notes.
+    #[arg(long)]
+    pub no_memory: bool,
+    /// Do not write a continue file when turns run out.
+    #[arg(long)]
+    pub no_continue: bool,
+    /// Select a named LLM profile from config ([profiles.NAME]).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Write Swival's report JSON to FILE.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -78,8 +147,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub cache: bool,
     /// Encrypt secrets before they reach the provider.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_encrypt_secrets")]
     pub encrypt_secrets: bool,
+    /// Do not encrypt secrets (overrides the config).
+    #[arg(long)]
+    pub no_encrypt_secrets: bool,
+    /// Hex key for --encrypt-secrets (16, 24 or 32 bytes; random per session when unset).
+    #[arg(long, value_name = "HEX")]
+    pub encrypt_secrets_key: Option<String>,
     /// Print every event as one JSON line on stdout instead of the answer.
     #[arg(long)]
     pub json: bool,
@@ -91,8 +166,10 @@ pub struct RunArgs {
     pub detach: bool,
 }
 
-/// The `session/create` config the flags ask for.
-fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
+/// The `session/create` config the flags ask for. Relative directories
+/// are taken from the current directory, as Swival does, not from the
+/// base dir.
+fn flag_config(a: &RunArgs, _base_dir: &Path) -> Value {
     let mut c = Map::new();
     let mut put = |k: &str, v: Value| {
         c.insert(k.to_owned(), v);
@@ -122,30 +199,7 @@ fn flag_config(a: &RunArgs, base_dir: &Path) -> Value {
     if !a.llm_filter.is_empty() {
         put("llm_filter", json!(a.llm_filter));
     }
-    if let Some(list) = &a.allowed_commands {
-        let names: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-        put("allowed_commands", json!(names));
-    }
-    let abs = |p: &PathBuf| {
-        if p.is_absolute() {
-            p.clone()
-        } else {
-            base_dir.join(p)
-        }
-    };
-    if !a.allow_dir.is_empty() {
-        put("allowed_dirs", json!(a.allow_dir.iter().map(abs).collect::<Vec<_>>()));
-    }
-    if !a.allow_dir_ro.is_empty() {
-        put("allowed_dirs_ro", json!(a.allow_dir_ro.iter().map(abs).collect::<Vec<_>>()));
-    }
-    for (k, on) in
-        [("yolo", a.yolo), ("no_history", a.no_history), ("cache", a.cache), ("encrypt_secrets", a.encrypt_secrets)]
-    {
-        if on {
-            put(k, json!(true));
-        }
-    }
+    flags::put_swival_flags(a, &mut c);
     Value::Object(c)
 }
 

@@ -82,6 +82,9 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
     if let Value::Object(map) = &r.config {
         for (k, v) in map {
             let source = r.sources.get(k).map(String::as_str).unwrap_or("default");

@@ -1,6 +1,7 @@
 //! The system prompt, in our own words, plus the project's instruction
 //! files (CLAUDE.md, AGENTS.md) within a budget.
 
+use crate::config::FilesMode;
 use std::path::Path;
 
 /// Characters of instruction files included, per kind.
@@ -10,7 +11,7 @@ const BASE: &str = "You are a coding agent working in a project directory on the
 Work autonomously until the task is done: choose the most likely intent when a detail is ambiguous, \
 and do not stop to ask whether to continue.
 
-Paths are relative to the project directory; paths outside it are refused.
+{FILES}
 
 How to work:
 - Use tools only when they help; answer greetings and simple questions directly.
@@ -33,11 +34,21 @@ pub const COMMAND_PROVIDER_PROMPT: &str =
     "You are a helpful assistant. Answer the user's question directly and concisely.";
 
 /// The system prompt for a session in `base_dir`, or the replacement text.
-pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructions: bool) -> String {
+pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructions: bool, files: FilesMode) -> String {
     if let Some(text) = replacement {
         return text.to_owned();
     }
-    let mut out = BASE.to_owned();
+    // What the file tools may reach (Swival's sentences for `all` and `none`).
+    let rule = match files {
+        FilesMode::Some => "Paths are relative to the project directory; paths outside it are refused.",
+        FilesMode::All => {
+            "Paths are relative to the project directory. Filesystem access is unrestricted. You can read and write any file on the system."
+        }
+        FilesMode::None => {
+            "Filesystem access is restricted to .swival/ only. You cannot read or write project files."
+        }
+    };
+    let mut out = BASE.replace("{FILES}", rule);
     if with_instructions {
         if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
             out.push_str(&format!("\n\n<project-instructions>\n{claude}\n</project-instructions>"));
@@ -82,15 +93,25 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)))
             .unwrap();
-        let p = system_prompt(d.path(), None, true);
+        let p = system_prompt(d.path(), None, true, FilesMode::Some);
         assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
         assert!(!p.contains("hidden-note"));
         assert!(p.len() < BASE.len() + INSTRUCTIONS_BUDGET + 500);
     }
 
     #[test]
+    fn the_files_setting_is_said_in_the_prompt() {
+        let d = tempfile::tempdir().unwrap();
+        let prompt = |files| system_prompt(d.path(), None, false, files);
+        assert!(prompt(FilesMode::Some).contains("paths outside it are refused"));
+        assert!(prompt(FilesMode::All).contains("Filesystem access is unrestricted."));
+        assert!(prompt(FilesMode::None).contains("Filesystem access is restricted to .swival/ only."));
+        assert!(!prompt(FilesMode::None).contains("{FILES}"));
+    }
+
+    #[test]
     fn replacement_prompt_is_used_verbatim() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(system_prompt(d.path(), Some("be brief"), true), "be brief");
+        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some), "be brief");
     }
 }

@@ -6,11 +6,11 @@
 //! value wins for each key and remembers that layer as the key's source.
 
 use super::command::parse_command;
-use super::parse::{normalize, toml_to_json, type_name};
+use super::parse::{ignored_warning, normalize, profiles, toml_to_json, type_name, unknown_warning};
 use super::schema::{self, Kind, Support};
 use super::stages::ProcessMode;
 use super::types::{KeptKeys, SessionConfig};
-use super::{ConfigError, EffectiveConfig, Origin, SOURCE_DEFAULT};
+use super::{ConfigError, EffectiveConfig, Origin, SOURCE_DEFAULT, SOURCE_REQUEST};
 use crate::provider::ProviderKind;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -25,6 +25,9 @@ pub(super) struct Layer {
     values: BTreeMap<String, Value>,
     /// `[profiles.NAME]` tables, by name.
     profiles: BTreeMap<String, Map<String, Value>>,
+    /// Keys that load but do nothing: Swival keys swivald ignores, and
+    /// (in a file) keys nobody knows.
+    warnings: Vec<String>,
 }
 
 impl Layer {
@@ -67,26 +70,41 @@ impl Layer {
             return Err(origin
                 .invalid("'commands' (list form) and 'allowed_commands' both set the command whitelist; keep one"));
         }
-        let mut layer = Layer { origin: Arc::new(origin), values: BTreeMap::new(), profiles: BTreeMap::new() };
+        // A file may hold keys of a newer Swival (they warn, as in Swival);
+        // the request is swivald's own API, where a typo is an error.
+        let lenient = origin.source != SOURCE_REQUEST;
+        let mut layer = Layer {
+            origin: Arc::new(origin),
+            values: BTreeMap::new(),
+            profiles: BTreeMap::new(),
+            warnings: Vec::new(),
+        };
         for (key, value) in map {
             if value.is_null() {
                 continue;
             }
+            let label = &layer.origin.label;
             let Some(spec) = schema::key(&key) else {
-                return Err(ConfigError::UnknownKey {
-                    origin: layer.origin.label.clone(),
-                    hint: schema::unknown_key_hint(&key, schema::KEYS.iter().map(|k| k.name)),
-                    key,
-                });
+                let hint = schema::unknown_key_hint(&key, schema::KEYS.iter().map(|k| k.name));
+                if lenient {
+                    let hint = if hint.starts_with("; did you mean") { hint.as_str() } else { "" };
+                    layer.warnings.push(unknown_warning(label, &key, hint));
+                    continue;
+                }
+                return Err(ConfigError::UnknownKey { origin: label.clone(), hint, key });
             };
-            match (&spec.kind, normalize(&spec.kind, &key, value, &layer.origin)?) {
-                (Kind::Profiles, Value::Object(profiles)) => {
-                    for (name, body) in profiles {
-                        if let Value::Object(body) = body {
-                            layer.profiles.insert(name, body);
-                        }
+            if spec.support == Support::Kept {
+                layer.warnings.push(ignored_warning(label, &key));
+            }
+            if let Kind::Profiles = spec.kind {
+                for (name, body) in profiles(&key, value, &layer.origin, &mut layer.warnings)? {
+                    if let Value::Object(body) = body {
+                        layer.profiles.insert(name, body);
                     }
                 }
+                continue;
+            }
+            match (&spec.kind, normalize(&spec.kind, &key, value, &layer.origin)?) {
                 (Kind::CommandPolicy, names @ Value::Array(_)) => {
                     layer.values.insert("allowed_commands".to_owned(), names);
                 }
@@ -144,7 +162,9 @@ pub(super) fn merge(files: Vec<Layer>, request: Option<Layer>) -> Result<Effecti
     if let Some(request) = &request {
         overlay(&mut entries, request);
     }
-    finish(entries)
+    let mut effective = finish(entries)?;
+    effective.warnings = files.iter().chain(request.iter()).flat_map(|l| l.warnings.iter().cloned()).collect();
+    Ok(effective)
 }
 
 /// Merge same-named profiles key by key across layers (later wins); every
@@ -222,7 +242,7 @@ fn finish(entries: BTreeMap<String, Entry>) -> Result<EffectiveConfig, ConfigErr
     for (key, entry) in entries {
         sources.insert(key, entry.source);
     }
-    Ok(EffectiveConfig { config, sources })
+    Ok(EffectiveConfig { config, sources, warnings: Vec::new() })
 }
 
 /// The checks no single value can fail: conflicting keys, possibly from

@@ -15,8 +15,12 @@
 //! A JSON `null` in the request means "not given".
 //!
 //! How a layer is read (`merge.rs`): every key is looked up in the key
-//! table (`schema.rs`); unlike Swival, which only warns, an unknown key is
-//! an error, as is a wrong type, a value outside an enum or a range. Each
+//! table (`schema.rs`). A key a file sets that no table knows loads with
+//! Swival's warning (`<file>: unknown config key 'k'`) and is dropped; in
+//! the `session/create` request it is an error. A Swival key swivald does
+//! not act on loads with a warning saying it is ignored (both end up in
+//! [`EffectiveConfig::warnings`]). A wrong type, a value outside an enum
+//! or a range is an error. Each
 //! value is then brought to a normal form (`parse.rs`): paths and command
 //! strings are resolved against the directory of the file that named them
 //! (the base dir for the request), never against the daemon's cwd, and
@@ -73,6 +77,10 @@ pub struct EffectiveConfig {
     /// set): `"default"`, the path of the file that set it (with
     /// ` [profiles.NAME]` when a profile did), or `"request"`.
     pub sources: BTreeMap<String, String>,
+    /// What loaded but does nothing, one line each, naming the file and
+    /// the key: Swival keys swivald ignores, keys nobody knows.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// A configuration that cannot be used. `Display` is the whole message for
@@ -96,7 +104,8 @@ pub enum ConfigError {
         /// The parser's message, with line and column.
         message: String,
     },
-    /// A key that neither Swival nor swivald knows.
+    /// A key that neither Swival nor swivald knows, in the request or
+    /// inside a table with known fields (in a file's top level it warns).
     #[error("{origin}: unknown config key '{key}'{hint}")]
     UnknownKey {
         /// The file, or `session/create config`.

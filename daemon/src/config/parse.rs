@@ -7,7 +7,7 @@
 //! `bool`, `int`, `float`, `str`, `list`, `dict`.
 
 use super::command::{parse_command, resolve_path};
-use super::schema::{self, Field, Kind};
+use super::schema::{self, Field, Kind, Support};
 use super::types::Cidr;
 use super::{ConfigError, Origin};
 use serde_json::{Map, Value};
@@ -147,11 +147,11 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
         },
         Kind::Section(fields) => {
             let map = object(kind, key, value, origin)?;
-            table(fields, key, map, origin).map(Value::Object)
+            table(fields, key, map, origin, false).map(Value::Object)
         }
-        Kind::Tables(fields) => list(kind, key, value, origin, |k, v| {
+        Kind::Tables(fields) | Kind::OpenTables(fields) => list(kind, key, value, origin, |k, v| {
             let map = object(&Kind::Table, k, v, origin)?;
-            table(fields, k, map, origin).map(Value::Object)
+            table(fields, k, map, origin, matches!(kind, Kind::OpenTables(_))).map(Value::Object)
         }),
         Kind::NamedTables(fields) => {
             let map = object(kind, key, value, origin)?;
@@ -159,20 +159,13 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             for (name, v) in map {
                 let sub = format!("{key}.{name}");
                 let inner = object(&Kind::Table, &sub, v, origin)?;
-                out.insert(name, Value::Object(table(fields, &sub, inner, origin)?));
+                out.insert(name, Value::Object(table(fields, &sub, inner, origin, true)?));
             }
             Ok(Value::Object(out))
         }
-        Kind::Profiles => {
-            let map = object(kind, key, value, origin)?;
-            let mut out = Map::new();
-            for (name, v) in map {
-                let sub = format!("{key}.{name}");
-                let inner = object(&Kind::Table, &sub, v, origin)?;
-                out.insert(name, Value::Object(profile(&sub, inner, origin)?));
-            }
-            Ok(Value::Object(out))
-        }
+        // `Layer::from_map` reads profiles with [`profiles`] to keep the
+        // warnings; here they are dropped.
+        Kind::Profiles => profiles(key, value, origin, &mut Vec::new()).map(Value::Object),
     }
 }
 
@@ -271,13 +264,15 @@ fn command_names(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Resul
     })
 }
 
-/// Check a table against its fields: unknown fields and missing required
-/// ones are errors; `null` fields count as absent.
+/// Check a table against its fields: missing required ones are errors,
+/// unknown ones too unless `open` (then they are dropped); `null` fields
+/// count as absent.
 fn table(
     fields: &'static [Field],
     key: &str,
     map: Map<String, Value>,
     origin: &Origin,
+    open: bool,
 ) -> Result<Map<String, Value>, ConfigError> {
     let mut out = Map::new();
     for (name, value) in map {
@@ -286,6 +281,9 @@ fn table(
         }
         let sub = format!("{key}.{name}");
         let Some(spec) = schema::field_of(fields, &name) else {
+            if open {
+                continue;
+            }
             return Err(ConfigError::UnknownKey {
                 origin: origin.label.clone(),
                 hint: schema::unknown_key_hint(&name, fields.iter().map(|f| f.name)),
@@ -300,27 +298,74 @@ fn table(
     Ok(out)
 }
 
+/// `[profiles.NAME]` tables, by name. Warnings (for keys Swival knows
+/// and swivald ignores, and for keys neither knows) go to `warnings`.
+pub(super) fn profiles(
+    key: &str,
+    value: Value,
+    origin: &Origin,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, ConfigError> {
+    let map = object(&Kind::Profiles, key, value, origin)?;
+    let mut out = Map::new();
+    for (name, v) in map {
+        let sub = format!("{key}.{name}");
+        let inner = object(&Kind::Table, &sub, v, origin)?;
+        out.insert(name, Value::Object(profile(&sub, inner, origin, warnings)?));
+    }
+    Ok(out)
+}
+
 /// One `[profiles.NAME]` table: only LLM keys, each checked like the
-/// top-level key of the same name.
-fn profile(key: &str, map: Map<String, Value>, origin: &Origin) -> Result<Map<String, Value>, ConfigError> {
+/// top-level key of the same name. A top-level key that is not an LLM key
+/// is an error, as in Swival; a key no table knows is dropped with
+/// Swival's unknown-key warning (Swival refuses it; ours is lenient so a
+/// newer Swival's profile still loads).
+fn profile(
+    key: &str,
+    map: Map<String, Value>,
+    origin: &Origin,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, ConfigError> {
     let mut out = Map::new();
     for (name, value) in map {
         if value.is_null() {
             continue;
         }
         let sub = format!("{key}.{name}");
-        let spec = schema::key(&name).filter(|_| schema::PROFILE_KEYS.contains(&name.as_str()));
+        let spec = schema::key(&name);
         let normal = match (name.as_str(), spec) {
             ("description", _) => normalize(&Kind::Str, &sub, value, origin)?,
-            (_, Some(spec)) => normalize(&spec.kind, &sub, value, origin)?,
-            (_, None) => {
+            (_, Some(spec)) if schema::PROFILE_KEYS.contains(&name.as_str()) => {
+                let normal = normalize(&spec.kind, &sub, value, origin)?;
+                if spec.support == Support::Kept {
+                    warnings.push(ignored_warning(&origin.label, &sub));
+                }
+                normal
+            }
+            (_, Some(_)) => {
                 return Err(origin.invalid(format!(
                     "{key}: '{name}' is not allowed in a profile. Profiles only support LLM-related keys: {}",
                     schema::PROFILE_KEYS.join(", ")
                 )))
             }
+            (_, None) => {
+                warnings.push(unknown_warning(&origin.label, &sub, ""));
+                continue;
+            }
         };
         out.insert(name, normal);
     }
     Ok(out)
+}
+
+/// The warning for a key Swival has and swivald does not act on.
+pub(super) fn ignored_warning(label: &str, key: &str) -> String {
+    format!("{label}: {key} is not supported by swivald and is ignored")
+}
+
+/// Swival's warning for a key it does not know (`hint`: `; did you mean
+/// 'x'?` or nothing).
+pub(super) fn unknown_warning(label: &str, key: &str, hint: &str) -> String {
+    format!("{label}: unknown config key '{key}'{hint}")
 }

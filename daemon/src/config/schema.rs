@@ -14,9 +14,12 @@
 //! `command_middleware`, `subagents`, `approved_buckets`,
 //! `oneshot_commands`, `trace_dir`, `metaskills`, `storm_breaker`,
 //! `flatten_mcp_schemas`, `mcp_servers`, `a2a_servers`, `audit`,
-//! `experimental` and `active_profile`. They are still type-checked and
-//! their paths resolved, so a later version can act on them unchanged.
-//! `profiles` is consumed by the merge (the selected profile's keys apply).
+//! and `experimental`. They are still type-checked and their paths
+//! resolved, so a later version can act on them unchanged; setting one
+//! loads with a warning that swivald ignores it. `profiles` and
+//! `active_profile` are consumed by the merge (the selected profile's keys
+//! apply). A key in no table here loads with Swival's unknown-key warning
+//! when a file sets it, and is an error in a `session/create` request.
 
 use super::stages::{HookPoint, OnFailure, ProcessMode};
 use super::types::{FilesMode, ReasoningEffort, SandboxMode};
@@ -56,9 +59,14 @@ pub(super) enum Kind {
     Table,
     /// A table with known fields (`[audit]`).
     Section(&'static [Field]),
-    /// An array of tables with known fields (`[[filters]]`).
+    /// An array of tables with known fields (`[[filters]]`); another
+    /// field is an error.
     Tables(&'static [Field]),
-    /// A table of tables by name, each with known fields (`[mcp_servers.NAME]`).
+    /// An array of tables whose known fields are checked and whose other
+    /// fields are dropped (`[[serve_skills]]`: Swival only warns).
+    OpenTables(&'static [Field]),
+    /// A table of tables by name (`[mcp_servers.NAME]`), each with known
+    /// fields checked and other fields dropped, as Swival ignores them.
     NamedTables(&'static [Field]),
     /// `[profiles.NAME]` tables of LLM keys.
     Profiles,
@@ -73,7 +81,12 @@ impl Kind {
             Kind::Float { .. } => "int or float",
             Kind::Str | Kind::Enum(_) | Kind::Path | Kind::Command | Kind::HexKey => "str",
             Kind::CommandList | Kind::CommandPolicy => "str or list",
-            Kind::StrList | Kind::PathList | Kind::CommandNames | Kind::Cidrs | Kind::Tables(_) => "list",
+            Kind::StrList
+            | Kind::PathList
+            | Kind::CommandNames
+            | Kind::Cidrs
+            | Kind::Tables(_)
+            | Kind::OpenTables(_) => "list",
             Kind::Table | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
         }
     }
@@ -84,8 +97,12 @@ impl Kind {
 pub(super) enum Support {
     /// A field of `SessionConfig`.
     Acted,
-    /// Accepted, checked and kept in `SessionConfig::kept`, not acted on yet.
+    /// Accepted, checked and kept in `SessionConfig::kept`, not acted on
+    /// yet; setting it gives a warning.
     Kept,
+    /// Consumed by the merge itself (`profiles`, `active_profile`); kept
+    /// in `SessionConfig::kept` for display.
+    Merged,
 }
 
 /// One top-level key.
@@ -212,6 +229,7 @@ pub(super) const PROFILE_KEYS: &[&str] = &[
     "extra_body",
     "reasoning_effort",
     "sanitize_thinking",
+    "show_thinking",
 ];
 
 const fn acted(name: &'static str, kind: Kind) -> KeySpec {
@@ -304,7 +322,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("cache_dir", Kind::Path),
     kept("serve_name", Kind::Str),
     kept("serve_description", Kind::Str),
-    kept("serve_skills", Kind::Tables(SERVE_SKILL_FIELDS)),
+    kept("serve_skills", Kind::OpenTables(SERVE_SKILL_FIELDS)),
     kept("lifecycle_command", Kind::Command),
     kept("lifecycle_timeout", Kind::Int { min: 1 }),
     kept("lifecycle_fail_closed", Kind::Bool),
@@ -321,8 +339,8 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("a2a_servers", Kind::NamedTables(A2A_FIELDS)),
     kept("audit", Kind::Section(AUDIT_FIELDS)),
     kept("experimental", Kind::Section(EXPERIMENTAL_FIELDS)),
-    kept("active_profile", Kind::Str),
-    kept("profiles", Kind::Profiles),
+    KeySpec { name: "active_profile", kind: Kind::Str, support: Support::Merged },
+    KeySpec { name: "profiles", kind: Kind::Profiles, support: Support::Merged },
 ];
 
 /// Misnamed keys people write for real ones (CLI flag names, plurals)

@@ -43,7 +43,6 @@ const HARMLESS: &[&str] = &[
     "provider_timeout",
     "system_prompt",
     "no_system_prompt",
-    "files",
     "no_read_guard",
     "no_instructions",
     "no_history",
@@ -89,6 +88,7 @@ const REASONS: &[(&str, &str)] = &[
     ("extra_body", "adds fields to every request (it can change what is sent or stored)"),
     ("model", "chooses the model (with provider = \"command\": the program that runs)"),
     ("yolo", "lets the agent run any program and reach any path"),
+    ("files", "lets the agent's file tools reach any path but /"),
     ("command_network", "gives the agent's commands the network"),
     ("sandbox", "turns the kernel sandbox of commands off"),
     ("sandbox_strict_read", "lets commands read outside the project again"),
@@ -108,6 +108,8 @@ fn narrows(key: &str, value: &toml::Value) -> bool {
         ("encrypt_secrets" | "sandbox_strict_read", toml::Value::Boolean(true)) => true,
         ("sandbox", toml::Value::String(s)) => s == "os",
         ("commands", toml::Value::String(s)) => s == "none",
+        // "some" is the default and beats yolo; "none" allows only .swival/.
+        ("files", toml::Value::String(s)) => s == "some" || s == "none",
         _ => false,
     }
 }
@@ -149,8 +151,8 @@ impl ProjectFile {
 /// The lines for the keys of one table that need trust.
 fn sensitive(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
     for (key, value) in table {
-        // An unknown key is the loader's error to report, not a question
-        // of trust.
+        // An unknown key is dropped by the loader with a warning: it
+        // enables nothing, so it is not a question of trust.
         let known = super::schema::key(key).is_some();
         if !known || key == "profiles" || HARMLESS.contains(&key.as_str()) || narrows(key, value) {
             continue;
@@ -190,6 +192,15 @@ mod tests {
     fn harmless_keys_need_no_trust() {
         let f = file("max_turns = 5\nsandbox = \"os\"\nyolo = false\ncommands = \"none\"\nquiet = true\n");
         assert!(f.needs_trust().unwrap().is_empty());
+        for narrow in ["files = \"some\"", "files = \"none\"", "decision_model = \"m\""] {
+            assert!(file(narrow).needs_trust().unwrap().is_empty(), "{narrow}");
+        }
+    }
+
+    #[test]
+    fn files_all_widens_the_file_tools_and_needs_trust() {
+        let lines = file("files = \"all\"\n").needs_trust().unwrap();
+        assert_eq!(lines, ["files = \"all\": lets the agent's file tools reach any path but /"]);
     }
 
     #[test]

@@ -92,6 +92,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         Ok::<_, ErrorObjectOwned>(ConfigResolveResult {
             config: crate::session::public_config(&effective),
             sources: effective.sources,
+            warnings: effective.warnings,
         })
     })?;
     module.register_subscription(

@@ -12,7 +12,7 @@ use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::SessionRow;
 use crate::tools::path::PathPolicy;
-use crate::tools::ToolBox;
+use crate::tools::{OutputCaps, ToolBox};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,16 +26,21 @@ impl Sessions {
         env: CallerEnv,
     ) -> Result<Arc<Session>, SessionError> {
         let base = PathBuf::from(&row.base_dir);
+        // Swival's checks and messages (`_resolve_dir_list`); a run failure
+        // (exit 1) in Swival, not a usage error.
         let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
             dirs.iter()
                 .map(|d| {
-                    let c =
-                        d.canonicalize().map_err(|e| SessionError::Config(format!("{key}: {}: {e}", d.display())))?;
-                    if !c.is_dir() || c.parent().is_none() {
-                        return Err(SessionError::Config(format!(
-                            "{key}: {} must be a directory other than /",
+                    let not_dir = || SessionError::Setup(format!("{key} path is not a directory: {}", d.display()));
+                    let c = d.canonicalize().map_err(|_| not_dir())?;
+                    if c.parent().is_none() {
+                        return Err(SessionError::Setup(format!(
+                            "{key} cannot be the filesystem root: {}",
                             d.display()
                         )));
+                    }
+                    if !c.is_dir() {
+                        return Err(not_dir());
                     }
                     Ok(c)
                 })
@@ -45,7 +50,7 @@ impl Sessions {
             base: base.clone(),
             allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
-            yolo: config.config.yolo,
+            files: config.config.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
         };
@@ -122,6 +127,10 @@ impl Sessions {
         };
         let mut tools = ToolBox::new(policy);
         tools.read_guard = !config.config.no_read_guard;
+        tools.caps = OutputCaps {
+            read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
+            read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
+        };
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         Ok(Arc::new(Session {
             id: row.id.clone(),

@@ -307,8 +307,11 @@ impl Sessions {
         let env = self.caller_env(env)?.unwrap_or_default();
         let (project, accepted) = self.admit_project(&base, trust_once, None)?;
         let global = self.shared.settings.global_config.as_deref();
-        let effective = config::load_with(&base, global, project.as_ref(), request.as_ref())
+        let mut effective = config::load_with(&base, global, project.as_ref(), request.as_ref())
             .map_err(|e| SessionError::Config(e.to_string()))?;
+        // Keys that load but do nothing are said once, here (a reload
+        // of the same config stays quiet).
+        let config_warnings = std::mem::take(&mut effective.warnings);
         let id = SessionId(random_id("s_"));
         // Keys in the request stay in memory; the store never sees them.
         let mut stored_request = request.unwrap_or(Value::Null);
@@ -332,8 +335,10 @@ impl Sessions {
         self.shared.store.set_session_pins(&id, pins)?;
         let config = row.config.clone();
         // What the kernel cannot enforce is said plainly, never pretended.
-        let mut warnings =
-            if session.commands.policy.enabled() { session.sandbox.not_enforced.clone() } else { Vec::new() };
+        let mut warnings = config_warnings;
+        if session.commands.policy.enabled() {
+            warnings.extend(session.sandbox.not_enforced.iter().cloned());
+        }
         warnings.extend(session.protection_notes.iter().cloned());
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });

@@ -1,6 +1,7 @@
 //! What guards a session, as `policy/status` and `policy/check` report it.
 
 use super::{check_base_dir, Session, SessionError, Sessions};
+use crate::config::FilesMode;
 use crate::sandbox::CommandPolicy;
 use swival_protocol::SessionId;
 
@@ -56,10 +57,12 @@ impl Sessions {
 /// `policy/status`'s sandbox part: what is enforced, in plain words.
 fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     let st = &session.sandbox;
-    let mut enforced = vec![format!(
-        "file tools confined to {} and allowed_dirs by the path resolver; / is never reachable",
-        session.base_dir.display()
-    )];
+    let reach = match session.config.config.files_mode() {
+        FilesMode::Some => format!("file tools confined to {} and allowed_dirs", session.base_dir.display()),
+        FilesMode::All => "file tools reach any path (files = \"all\") except hidden ones".to_owned(),
+        FilesMode::None => format!("file tools confined to {}/.swival (files = \"none\")", session.base_dir.display()),
+    };
+    let mut enforced = vec![format!("{reach} by the path resolver; / is never reachable")];
     let commands = &session.commands.policy;
     if commands.enabled() {
         let names = commands.allowed_names();

@@ -9,7 +9,7 @@ use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{consult, prompt, AgentRun, LoopEnd};
 use crate::config::HookPoint;
-use crate::config::SessionConfig;
+use crate::config::{CommandAccess, SessionConfig};
 use crate::pipeline::reviewer::{self, Verdict};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::{self, ReportContext, RunRecord};
@@ -380,7 +380,8 @@ impl RunJob {
                     .system_prompt
                     .as_deref()
                     .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let text = prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions);
+                let text =
+                    prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
                 self.conversation.push(json!({"role": "system", "content": text}))?;
             }
             self.conversation.complete_orphans()?;
@@ -510,8 +511,17 @@ fn report_settings(cfg: &SessionConfig) -> Value {
         "max_turns": cfg.max_turns,
         "max_output_tokens": cfg.max_output_tokens,
         "context_length": cfg.max_context_tokens,
-        "files": cfg.files,
-        "commands": cfg.commands,
+        // Resolved as Swival reports them: yolo applied, the whitelist sorted.
+        "files": cfg.files_mode(),
+        "commands": match cfg.command_access() {
+            CommandAccess::Off => json!("none"),
+            CommandAccess::Unrestricted => json!("all"),
+            CommandAccess::Whitelist(names) => {
+                let mut names = names.to_vec();
+                names.sort();
+                json!(names)
+            }
+        },
         "max_review_rounds": cfg.max_review_rounds,
     })
 }
@@ -519,6 +529,17 @@ fn report_settings(cfg: &SessionConfig) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn report_settings_show_files_and_commands_resolved_as_swival_does() {
+        let cfg = SessionConfig { yolo: true, ..SessionConfig::default() };
+        let s = report_settings(&cfg);
+        assert_eq!((&s["files"], &s["commands"]), (&json!("all"), &json!("all")));
+        let cfg = SessionConfig { allowed_commands: vec!["ls".into(), "cat".into()], ..SessionConfig::default() };
+        let s = report_settings(&cfg);
+        assert_eq!((&s["files"], &s["commands"]), (&json!("some"), &json!(["cat", "ls"])));
+        assert_eq!(report_settings(&SessionConfig::default())["commands"], "none");
+    }
 
     #[test]
     fn generic_base_url_gets_v1_unless_versioned() {

@@ -13,14 +13,15 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-/// Most bytes of file content one response carries.
+/// Most bytes of file content one response carries, by default
+/// (`max_output_kb`; see [`super::OutputCaps`]).
 pub const MAX_READ_BYTES: usize = 50 * 1024;
 /// Lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 2000;
 /// A NUL byte in this many leading bytes marks a file as binary.
 pub const BINARY_SNIFF: usize = 8 * 1024;
-/// Default number of lines per read.
-const DEFAULT_LIMIT: i64 = 2000;
+/// Default number of lines per read, by default (`max_output_lines`).
+pub const DEFAULT_LIMIT: usize = 2000;
 /// Most files in one `read_multiple_files` call.
 const MAX_BATCH: usize = 20;
 
@@ -54,10 +55,14 @@ struct Window {
 }
 
 impl Window {
-    /// Parse `offset`/`limit`/`tail_lines` (or Swival's older `tail`).
-    fn from_args(args: &Value) -> Result<Window, String> {
+    /// Parse `offset`/`limit`/`tail_lines` (or Swival's older `tail`);
+    /// `limit` defaults to `default_limit`.
+    fn from_args(args: &Value, default_limit: usize) -> Result<Window, String> {
         let offset = opt_int(args, "offset")?;
-        let limit = opt_int(args, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1) as usize;
+        let limit = match opt_int(args, "limit")? {
+            Some(n) => n.max(1) as usize,
+            None => default_limit.max(1),
+        };
         let tail = match opt_int(args, "tail_lines")? {
             Some(t) => Some(t),
             None => opt_int(args, "tail")?,
@@ -139,7 +144,7 @@ fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, S
 }
 
 /// Read one page of the text file `file` (opened for `requested`).
-fn read_page(mut file: std::fs::File, requested: &str, w: Window) -> Result<Page, String> {
+fn read_page(mut file: std::fs::File, requested: &str, w: Window, max_bytes: usize) -> Result<Page, String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
     if looks_binary(&bytes) {
@@ -165,7 +170,7 @@ fn read_page(mut file: std::fs::File, requested: &str, w: Window) -> Result<Page
     let mut emitted = 0;
     for (i, line) in lines.iter().enumerate().skip(start).take(w.limit) {
         let entry = format!("{}: {}", i + 1, cut_line(line));
-        if body.len() + entry.len() + 1 > MAX_READ_BYTES && emitted > 0 {
+        if body.len() + entry.len() + 1 > max_bytes && emitted > 0 {
             break;
         }
         if emitted > 0 {
@@ -197,7 +202,7 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
         Opened::File(f) => f,
     };
-    let page = read_page(file, requested, Window::from_args(args)?)?;
+    let page = read_page(file, requested, Window::from_args(args, tb.caps.read_lines)?, tb.caps.read_bytes)?;
     if page.counts_as_read {
         tb.tracker.mark(&path);
     }
@@ -233,8 +238,8 @@ fn list_dir(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<
     }
     let mut out = String::new();
     for n in names {
-        if out.len() + n.len() + 1 > MAX_READ_BYTES {
-            out.push_str("\n[truncated at 50KB]");
+        if out.len() + n.len() + 1 > tb.caps.read_bytes {
+            let _ = write!(out, "\n[truncated at {}KB]", tb.caps.read_bytes / 1024);
             break;
         }
         if !out.is_empty() {
@@ -283,7 +288,7 @@ fn section(title: &str, request: &str, result: Result<(PathBuf, Page), String>) 
 
 /// Read one entry of a batch: a path string or `{file_path, offset?, ...}`.
 fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
-    let default_request = "offset=1 limit=2000";
+    let default_request = &format!("offset=1 limit={}", tb.caps.read_lines);
     let spec = match spec {
         Value::String(s) => serde_json::json!({ "file_path": s }),
         Value::Object(_) => spec.clone(),
@@ -298,7 +303,7 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
     let Some(requested) = spec.get("file_path").and_then(Value::as_str) else {
         return section(&format!("file {}", index + 1), default_request, Err("error: missing file_path".into()));
     };
-    let window = match Window::from_args(&spec) {
+    let window = match Window::from_args(&spec, tb.caps.read_lines) {
         Ok(w) => w,
         Err(e) => return section(requested, default_request, Err(e)),
     };
@@ -309,7 +314,7 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
             Opened::Missing => return Err(format!("error: path does not exist: {requested}")),
             Opened::File(f) => f,
         };
-        read_page(file, requested, window).map(|page| (path, page))
+        read_page(file, requested, window, tb.caps.read_bytes).map(|page| (path, page))
     });
     section(requested, &request, result)
 }
@@ -333,7 +338,7 @@ pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, Str
     for (i, spec) in files.iter().enumerate() {
         let section = batch_entry(tb, i, spec);
         let size = section.text.len() + 2;
-        if used + size > MAX_READ_BYTES && !sections.is_empty() {
+        if used + size > tb.caps.read_bytes && !sections.is_empty() {
             // Unlike Swival, the section that did not fit counts as skipped
             // and is not marked read: the model never saw it.
             skipped = files.len() - i;
@@ -399,6 +404,25 @@ mod tests {
             }
         }
         assert_eq!(seen.concat(), text);
+    }
+
+    #[test]
+    fn max_output_lines_and_kb_set_the_default_limit_and_the_byte_cap() {
+        let d = tempfile::tempdir().unwrap();
+        let text: String = (1..=50).map(|i| format!("line {i} {}\n", "x".repeat(40))).collect();
+        std::fs::write(d.path().join("f.txt"), text).unwrap();
+        let mut tb = toolbox(d.path());
+        tb.caps = crate::tools::OutputCaps { read_bytes: 1024, read_lines: 3 };
+        let out = read_file(&mut tb, &json!({"file_path": "f.txt"})).unwrap();
+        assert!(out.starts_with("1: line 1 ") && out.contains("\n3: line 3 ") && !out.contains("4: line 4"), "{out}");
+        assert!(out.contains("[47 more lines, use offset=4 to continue]"), "{out}");
+        let out = read_file(&mut tb, &json!({"file_path": "f.txt", "limit": 50})).unwrap();
+        assert!(out.contains("more lines, use offset=") && out.len() < 1024 + 100, "{out}");
+        let schema = &tb.schemas()[0]["function"]["parameters"]["properties"]["limit"];
+        assert_eq!(
+            (&schema["default"], schema["description"].as_str().unwrap()),
+            (&json!(3), "Maximum number of lines to return. Defaults to 3.")
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod trash;
 mod write;
 
 use beneath::Beneath;
-use path::{Access, PathPolicy};
+use path::{Access, FilesMode, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -62,11 +62,30 @@ impl ReadTracker {
     }
 }
 
+/// How much one file tool result carries (Swival's `max_output_kb` and
+/// `max_output_lines`, per session rather than process-wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputCaps {
+    /// Bytes of content per `read_file`, `read_multiple_files` batch,
+    /// directory listing, `list_files` and `grep` result.
+    pub read_bytes: usize,
+    /// Lines a read returns when it names no `limit`.
+    pub read_lines: usize,
+}
+
+impl Default for OutputCaps {
+    fn default() -> Self {
+        OutputCaps { read_bytes: files::MAX_READ_BYTES, read_lines: files::DEFAULT_LIMIT }
+    }
+}
+
 /// One session's tools and their state.
 #[derive(Debug)]
 pub struct ToolBox {
     /// Where file tools may go.
     pub policy: PathPolicy,
+    /// Output caps of the file tools.
+    pub caps: OutputCaps,
     /// The read-before-write guard's memory.
     pub tracker: ReadTracker,
     /// Whether the guard is on (Swival's `no_read_guard` turns it off).
@@ -82,6 +101,7 @@ impl ToolBox {
     pub fn new(policy: PathPolicy) -> ToolBox {
         ToolBox {
             policy,
+            caps: OutputCaps::default(),
             tracker: ReadTracker::default(),
             read_guard: true,
             thinking: think::Thinking::default(),
@@ -91,7 +111,7 @@ impl ToolBox {
 
     /// The schemas offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
-        schema::file_tools()
+        schema::file_tools(self.caps.read_lines)
     }
 
     /// Run one tool call; the result string is what the model sees.
@@ -146,7 +166,7 @@ impl ToolBox {
             .filter(|d| resolved.starts_with(d))
             .max_by_key(|d| d.as_os_str().len())
             .map(PathBuf::as_path)
-            .or_else(|| self.policy.yolo.then_some(Path::new("/")))
+            .or_else(|| (self.policy.files == FilesMode::All).then_some(Path::new("/")))
             .ok_or_else(|| {
                 format!("error: {} is outside the base directory {}", resolved.display(), self.policy.base.display())
             })?;
@@ -198,7 +218,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         base: dir.canonicalize().unwrap(),
         allow_rw: vec![],
         allow_ro: vec![],
-        yolo: false,
+        files: FilesMode::Some,
         protected: vec![],
         hidden: vec![],
     })
@@ -262,7 +282,7 @@ mod tests {
         ];
         for (name, args) in calls {
             let out = tb.call(name, args);
-            assert!(out.contains("outside the base directory"), "{name}: {out}");
+            assert!(out.contains("outside base directory"), "{name}: {out}");
         }
         assert_eq!(std::fs::read_to_string(d.path().join("outside.txt")).unwrap(), "x");
     }
@@ -281,7 +301,7 @@ mod tests {
         assert!(out.contains("\"total\":1"), "{out}");
         tb.call("read_file", r#"{"file_path": "f.txt"}"#);
         let out = tb.call("delete_file", r#"{"file_path": "f.txt"}"#);
-        assert!(out.contains("outside the base directory"), "{out}");
+        assert!(out.contains("outside base directory"), "{out}");
         assert!(base.join("f.txt").exists());
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     }

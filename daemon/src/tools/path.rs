@@ -1,7 +1,11 @@
 //! The one path resolver every file tool uses: resolve the target with
-//! symlinks followed and allow it only inside the base directory or an
-//! allowed directory. The filesystem root is never allowed.
+//! symlinks followed and allow it where Swival's `files` setting says
+//! (`safe_resolve`): `some`, inside the base directory or an allowed
+//! directory; `all`, anywhere; `none`, only inside `<base>/.swival`. The
+//! filesystem root, hidden paths and (for writes) protected policy are
+//! refused whatever `files` says.
 
+pub use crate::config::FilesMode;
 use std::path::{Component, Path, PathBuf};
 
 /// What a tool wants to do with a path.
@@ -22,8 +26,9 @@ pub struct PathPolicy {
     pub allow_rw: Vec<PathBuf>,
     /// Extra read-only directories, canonical.
     pub allow_ro: Vec<PathBuf>,
-    /// Lift the directory restriction (never the root rule).
-    pub yolo: bool,
+    /// Where the file tools may go (`files`, with `yolo` already applied:
+    /// see `SessionConfig::files_mode`).
+    pub files: FilesMode,
     /// Policy the agent may never change (SPEC §6): filter, hook and
     /// reviewer scripts, the `command` provider, the config files naming
     /// them, and the directories of those scripts that lie inside the base
@@ -49,7 +54,10 @@ impl PathPolicy {
         let resolved =
             canonicalize_lenient(&joined).map_err(|e| format!("error: cannot resolve path {requested}: {e}"))?;
         if resolved.parent().is_none() {
-            return Err(format!("error: path {requested} resolves to the filesystem root, which is never allowed"));
+            return Err(format!(
+                "error: Path {} resolves to the filesystem root, which is not allowed even in unrestricted mode",
+                py_repr(requested)
+            ));
         }
         if access == Access::Write
             && resolved.file_name().and_then(|n| n.to_str()).is_some_and(|n| PROTECTED.contains(&n))
@@ -72,9 +80,23 @@ impl PathPolicy {
                 ));
             }
         }
-        if self.yolo {
-            return Ok(resolved);
+        match self.files {
+            FilesMode::All => Ok(resolved),
+            // `.swival` itself is not followed: the daemon refuses a
+            // symlinked one, so a path through it resolves elsewhere.
+            FilesMode::None if resolved.starts_with(self.base.join(".swival")) => Ok(resolved),
+            FilesMode::None => Err(format!(
+                "error: Path {} resolves to {}, which is outside .swival/ (filesystem access is disabled)",
+                py_repr(requested),
+                resolved.display()
+            )),
+            FilesMode::Some => self.inside_some(requested, resolved, access),
         }
+    }
+
+    /// `files = "some"`: the base dir and the allowed dirs (read-only ones
+    /// for reading only).
+    fn inside_some(&self, requested: &str, resolved: PathBuf, access: Access) -> Result<PathBuf, String> {
         let inside = |dirs: &[PathBuf]| dirs.iter().any(|d| resolved.starts_with(d));
         if resolved.starts_with(&self.base) || inside(&self.allow_rw) {
             return Ok(resolved);
@@ -88,7 +110,8 @@ impl PathPolicy {
             };
         }
         Err(format!(
-            "error: path {requested} resolves to {}, which is outside the base directory {}; only the base directory and allowed_dirs are reachable, so do not try to access it by other means",
+            "error: Path {} resolves to {}, which is outside base directory {}. You are not allowed to access that directory by any means.",
+            py_repr(requested),
             resolved.display(),
             self.base.display()
         ))
@@ -117,6 +140,29 @@ impl PathPolicy {
             Err(_) => p.display().to_string(),
         }
     }
+}
+
+/// `s` as Python's `repr` shows a string, as Swival's messages quote paths.
+fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 fn expand_home(p: &str) -> Result<PathBuf, String> {
@@ -191,7 +237,7 @@ mod tests {
             base: base.canonicalize().unwrap(),
             allow_rw: vec![],
             allow_ro: vec![],
-            yolo: false,
+            files: FilesMode::Some,
             protected: vec![],
             hidden: vec![],
         }
@@ -230,7 +276,7 @@ mod tests {
     fn root_is_refused_even_in_yolo() {
         let d = tempfile::tempdir().unwrap();
         let mut p = policy(d.path());
-        p.yolo = true;
+        p.files = FilesMode::All;
         assert!(p.resolve("/", Access::Read).is_err());
         assert!(p.resolve("/etc/hostname", Access::Read).is_ok());
     }
@@ -259,7 +305,7 @@ mod tests {
     fn protected_policy_files_and_directories_refuse_writes_even_in_yolo() {
         let d = tempfile::tempdir().unwrap();
         let mut p = policy(d.path());
-        p.yolo = true;
+        p.files = FilesMode::All;
         p.protected = vec![p.base.join("scripts"), p.base.join("hook.sh")];
         for bad in ["scripts/redact.py", "scripts/helper.py", "scripts/new/x", "hook.sh", "./scripts/../hook.sh"] {
             let err = p.resolve(bad, Access::Write).unwrap_err();
@@ -273,7 +319,7 @@ mod tests {
     fn hidden_paths_are_neither_read_nor_written_even_in_yolo() {
         let d = tempfile::tempdir().unwrap();
         let mut p = policy(d.path());
-        p.yolo = true;
+        p.files = FilesMode::All;
         p.hidden = vec![p.base.join(".ssh")];
         for access in [Access::Read, Access::Write] {
             let err = p.resolve(".ssh/id_rsa", access).unwrap_err();
@@ -307,7 +353,7 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         std::fs::create_dir(&evil).unwrap();
         let err = policy(&base).resolve(evil.join("x").to_str().unwrap(), Access::Read).unwrap_err();
-        assert!(err.contains("outside the base directory"), "{err}");
+        assert!(err.contains("which is outside base directory"), "{err}");
     }
 
     #[test]
@@ -363,7 +409,7 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         std::os::unix::fs::symlink(d.path().join("not-yet"), base.join("trap")).unwrap();
         let err = policy(&base).resolve("trap", Access::Write).unwrap_err();
-        assert!(err.contains("outside the base directory"), "{err}");
+        assert!(err.contains("which is outside base directory"), "{err}");
     }
 
     #[test]
@@ -375,5 +421,94 @@ mod tests {
         let p = policy(&base);
         // l/.. is a, not the base: the link is followed before `..`.
         assert_eq!(p.resolve("l/../new.txt", Access::Write).unwrap(), p.base.join("a/new.txt"));
+    }
+
+    #[test]
+    fn outside_the_base_is_refused_in_swivals_words() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        std::fs::create_dir(&base).unwrap();
+        let p = policy(&base);
+        let err = p.resolve("../x.txt", Access::Read).unwrap_err();
+        let outside = p.base.parent().unwrap().join("x.txt");
+        assert_eq!(
+            err,
+            format!(
+                "error: Path '../x.txt' resolves to {}, which is outside base directory {}. You are not allowed to access that directory by any means.",
+                outside.display(),
+                p.base.display()
+            )
+        );
+        let err = p.resolve("/", Access::Read).unwrap_err();
+        assert_eq!(
+            err,
+            "error: Path '/' resolves to the filesystem root, which is not allowed even in unrestricted mode"
+        );
+    }
+
+    #[test]
+    fn files_none_reaches_only_the_swival_dir() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let extra = d.path().join("extra");
+        std::fs::create_dir_all(base.join(".swival")).unwrap();
+        std::fs::create_dir(&extra).unwrap();
+        let mut p = policy(&base);
+        p.files = FilesMode::None;
+        p.allow_rw = vec![extra.canonicalize().unwrap()];
+        for access in [Access::Read, Access::Write] {
+            assert_eq!(p.resolve(".swival/notes.md", access).unwrap(), p.base.join(".swival/notes.md"));
+        }
+        let err = p.resolve("src/main.rs", Access::Read).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "error: Path 'src/main.rs' resolves to {}, which is outside .swival/ (filesystem access is disabled)",
+                p.base.join("src/main.rs").display()
+            )
+        );
+        for bad in [".", ".swival/../x", ".swivalx/y", extra.join("f").to_str().unwrap()] {
+            let err = p.resolve(bad, Access::Read).unwrap_err();
+            assert!(err.contains("outside .swival/"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn files_none_does_not_follow_a_swival_dir_leading_elsewhere() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, base.join(".swival")).unwrap();
+        let mut p = policy(&base);
+        p.files = FilesMode::None;
+        assert!(p.resolve(".swival/x", Access::Write).unwrap_err().contains("outside .swival/"));
+    }
+
+    #[test]
+    fn files_all_reaches_outside_but_never_the_root_hidden_or_protected() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("proj");
+        let out = d.path().join("out");
+        std::fs::create_dir(&base).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        let mut p = policy(&base);
+        p.files = FilesMode::All;
+        p.hidden = vec![out.canonicalize().unwrap().join("secret")];
+        p.protected = vec![out.canonicalize().unwrap().join("hook.sh")];
+        let f = out.join("f.txt");
+        assert_eq!(p.resolve(f.to_str().unwrap(), Access::Write).unwrap(), out.canonicalize().unwrap().join("f.txt"));
+        assert!(p.resolve("../out/g.txt", Access::Read).is_ok());
+        assert!(p.resolve("/", Access::Read).unwrap_err().contains("filesystem root"));
+        assert!(p.resolve("../out/secret/k", Access::Read).unwrap_err().contains("hidden from the agent"));
+        assert!(p.resolve("../out/hook.sh", Access::Write).unwrap_err().contains("protected policy"));
+    }
+
+    #[test]
+    fn python_repr_quotes_like_swivals_messages() {
+        assert_eq!(py_repr("a.txt"), "'a.txt'");
+        assert_eq!(py_repr("it's"), "\"it's\"");
+        assert_eq!(py_repr("a\nb\\c"), "'a\\nb\\\\c'");
     }
 }

@@ -181,7 +181,7 @@ mod tests {
     use serde_json::json;
 
     fn schemas() -> Vec<Value> {
-        let mut s = crate::tools::schema::file_tools();
+        let mut s = crate::tools::schema::file_tools(2000);
         s.push(json!({"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
             "properties": {"command": {"type": "array"}, "timeout": {"type": "integer"}}}}}));
         s
@@ -231,7 +231,7 @@ mod tests {
         assert!(unknown_tool("bash", &s).starts_with("error: unknown tool 'bash'. Did you mean 'run_command'?"));
         assert!(unknown_tool("read_fle", &s).contains("Did you mean 'read_file'?"));
         assert!(unknown_tool("create_file", &s).contains("Did you mean 'write_file'?"));
-        let files_only = crate::tools::schema::file_tools();
+        let files_only = crate::tools::schema::file_tools(2000);
         assert!(unknown_tool("bash", &files_only).contains("This session runs no commands"));
         let none = unknown_tool("teleport", &s);
         assert!(!none.contains("Did you mean") && none.contains("read_file"), "{none}");

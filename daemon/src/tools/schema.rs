@@ -8,13 +8,14 @@ fn tool(name: &str, description: &str, parameters: Value) -> Value {
         "name": name, "description": description, "parameters": parameters}})
 }
 
-/// The file, search and bookkeeping tools, in the order the model sees them.
-pub fn file_tools() -> Vec<Value> {
+/// The file, search and bookkeeping tools, in the order the model sees
+/// them; reads return `read_lines` lines unless they name a `limit`.
+pub fn file_tools(read_lines: usize) -> Vec<Value> {
     let window = |file_desc: &str| {
         json!({
             "file_path": {"type": "string", "description": file_desc},
             "offset": {"type": "integer", "description": "1-based line number to start reading from. Defaults to 1.", "default": 1},
-            "limit": {"type": "integer", "description": "Maximum number of lines to return. Defaults to 2000.", "default": 2000},
+            "limit": {"type": "integer", "description": format!("Maximum number of lines to return. Defaults to {read_lines}."), "default": read_lines},
             "tail_lines": {"type": "integer", "minimum": 1, "description": "Number of lines to return from the end of the file. Mutually exclusive with offset; pass at most one of the two."}
         })
     };

@@ -10,8 +10,8 @@
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
 use super::beneath::Kind;
-use super::files::{cut_line, looks_binary, MAX_READ_BYTES};
-use super::path::Access;
+use super::files::{cut_line, looks_binary};
+use super::path::{Access, FilesMode};
 use super::ToolBox;
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
@@ -189,7 +189,7 @@ pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let mut shown = 0;
     for f in found.iter().take(MAX_LIST) {
         let line = tb.policy.display(&f.path);
-        if out.len() + line.len() + 1 > MAX_READ_BYTES {
+        if out.len() + line.len() + 1 > tb.caps.read_bytes {
             break;
         }
         if shown > 0 {
@@ -296,7 +296,8 @@ pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let case_insensitive = opt_bool(args, "case_insensitive")?.unwrap_or(false);
     let context = opt_int(args, "context_lines")?.unwrap_or(0).max(0) as usize;
     if let Some(inc) = include {
-        if !tb.policy.yolo {
+        // As in Swival, checked only when the file tools are not unrestricted.
+        if tb.policy.files != FilesMode::All {
             check_relative_pattern(inc)?;
         }
     }
@@ -326,7 +327,7 @@ fn format_grep(tb: &ToolBox, searched: &[Searched], hits: &[Hit], total: usize, 
     let mut out = format!("Found {total} match{}", if total == 1 { "" } else { "es" });
     let mut byte_cut = false;
     let mut push = |out: &mut String, line: String| -> bool {
-        if out.len() + line.len() + 1 > MAX_READ_BYTES {
+        if out.len() + line.len() + 1 > tb.caps.read_bytes {
             byte_cut = true;
             return false;
         }
@@ -458,7 +459,7 @@ mod tests {
         let err = list_files(&mut tb, &json!({"pattern": "../*"})).unwrap_err();
         assert!(err.contains("'..'"), "{err}");
         let err = list_files(&mut tb, &json!({"pattern": "/etc/*.conf"})).unwrap_err();
-        assert!(err.contains("outside the base directory"), "{err}");
+        assert!(err.contains("outside base directory"), "{err}");
         assert_eq!(list_files(&mut tb, &json!({"pattern": "*.nothing"})).unwrap(), "No files matched the pattern.");
     }
 

@@ -102,13 +102,80 @@ fn request_overrides_project() {
 }
 
 #[test]
-fn unknown_key_fails_naming_key_and_file() {
-    let f = Fixture::new().project("max_turn = 5");
-    let err = f.error(None);
+fn unknown_key_in_a_file_warns_as_swival_does_and_is_ignored() {
+    let f = Fixture::new().project("max_turn = 5\ndecision_model = \"m\"\ninitial_tool_choice = \"auto\"\n");
+    let eff = f.load(None).unwrap();
+    let file = f.project_path().display().to_string();
     assert_eq!(
-        err,
-        format!("{}: unknown config key 'max_turn'; did you mean 'max_turns'?", f.project_path().display())
+        eff.warnings,
+        [
+            format!("{file}: unknown config key 'decision_model'"),
+            format!("{file}: unknown config key 'initial_tool_choice'"),
+            format!("{file}: unknown config key 'max_turn'; did you mean 'max_turns'?"),
+        ]
     );
+    assert_eq!(eff.config.max_turns, 100, "an unknown key sets nothing");
+    assert!(!eff.sources.contains_key("decision_model") && !eff.config.kept.0.contains_key("decision_model"));
+}
+
+#[test]
+fn kept_swival_key_loads_with_a_warning_that_it_is_ignored() {
+    let f = Fixture::new().global("show_thinking = true\nmax_turns = 4\n");
+    let eff = f.load(None).unwrap();
+    assert_eq!(
+        eff.warnings,
+        [format!("{}: show_thinking is not supported by swivald and is ignored", f.global.display())]
+    );
+    assert_eq!(eff.config.kept.0["show_thinking"], json!(true));
+    assert_eq!(eff.config.max_turns, 4);
+}
+
+#[test]
+fn keys_swivald_acts_on_and_profile_selection_give_no_warning() {
+    let f = Fixture::new().project("max_turns = 4\nactive_profile = \"a\"\n[profiles.a]\nprovider = \"ollama\"\n");
+    assert!(f.load(None).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn profile_keys_swival_allows_load_with_warnings_for_what_is_ignored() {
+    let f = Fixture::new()
+        .project("[profiles.fast]\nprovider = \"ollama\"\nshow_thinking = true\ninstructions_full = true\n");
+    let eff = f.load(Some(json!({"active_profile": "fast"}))).unwrap();
+    let file = f.project_path().display().to_string();
+    assert_eq!(
+        eff.warnings,
+        [
+            format!("{file}: unknown config key 'profiles.fast.instructions_full'"),
+            format!("{file}: profiles.fast.show_thinking is not supported by swivald and is ignored"),
+        ]
+    );
+    assert_eq!(eff.config.provider, ProviderKind::Ollama);
+    assert_eq!(eff.config.kept.0["show_thinking"], json!(true));
+}
+
+#[test]
+fn server_and_skill_tables_take_fields_swival_ignores_but_audit_stays_strict() {
+    let f = Fixture::new().project(
+        "[mcp_servers.fs]\ncommand = \"mcp-fs\"\ndisabled = false\ncwd = \"/tmp\"\n\
+         [a2a_servers.peer]\nurl = \"http://h\"\nnote = \"x\"\n\
+         [[serve_skills]]\nid = \"s\"\ntags = [\"a\"]\n",
+    );
+    let cfg = f.config(None);
+    assert_eq!(cfg.kept.0["mcp_servers"], json!({"fs": {"command": "mcp-fs"}}));
+    assert_eq!(cfg.kept.0["a2a_servers"], json!({"peer": {"url": "http://h"}}));
+    assert_eq!(cfg.kept.0["serve_skills"], json!([{"id": "s"}]));
+    let f = Fixture::new().project("[mcp_servers.fs]\ncommand = 3\n");
+    assert!(f.error(None).ends_with("'mcp_servers.fs.command' expected str, got int"), "{}", f.error(None));
+    let f = Fixture::new().project("[audit]\nforce_reveiw = []\n");
+    assert!(f.error(None).contains("unknown config key 'audit.force_reveiw'"), "{}", f.error(None));
+}
+
+#[test]
+fn wrong_type_of_a_kept_or_profile_key_is_still_an_error() {
+    let f = Fixture::new().project("show_thinking = \"yes\"\n");
+    assert_eq!(f.error(None), format!("{}: 'show_thinking' expected bool, got str", f.project_path().display()));
+    let f = Fixture::new().project("[profiles.a]\nprovider = \"ollama\"\ntemperature = \"hot\"\n");
+    assert!(f.error(None).ends_with("'profiles.a.temperature' expected int or float, got str"), "{}", f.error(None));
 }
 
 #[test]

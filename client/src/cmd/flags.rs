@@ -1,0 +1,143 @@
+//! Swival's `run` flags that become `session/create` config keys (access,
+//! sampling, prompt), with Swival's parsing of the ones that need it.
+
+use super::run::RunArgs;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Add the config keys of Swival's access, sampling and prompt flags that
+/// are set on the command line to `c`.
+pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
+    let mut put = |k: &str, v: Value| {
+        c.insert(k.to_owned(), v);
+    };
+    if let Some(mode) = &a.commands {
+        put("commands", commands_value(mode));
+    }
+    if let Some(list) = &a.allowed_commands {
+        put("allowed_commands", json!(comma_list(list)));
+    }
+    if !a.add_dir.is_empty() {
+        put("allowed_dirs", json!(a.add_dir.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
+    }
+    if !a.add_dir_ro.is_empty() {
+        put("allowed_dirs_ro", json!(a.add_dir_ro.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
+    }
+    let strings = [
+        ("files", &a.files),
+        ("sandbox", &a.sandbox),
+        ("reasoning_effort", &a.reasoning_effort),
+        ("user_agent", &a.user_agent),
+        ("system_prompt", &a.system_prompt),
+        ("active_profile", &a.profile),
+        ("encrypt_secrets_key", &a.encrypt_secrets_key),
+    ];
+    for (k, v) in strings {
+        if let Some(v) = v {
+            put(k, json!(v));
+        }
+    }
+    let numbers = [
+        ("max_output_tokens", a.max_output_tokens),
+        ("max_context_tokens", a.max_context_tokens),
+        ("max_output_lines", a.max_output_lines),
+        ("max_output_kb", a.max_output_kb),
+    ];
+    for (k, v) in numbers {
+        if let Some(v) = v {
+            put(k, json!(v));
+        }
+    }
+    for (k, v) in [("temperature", a.temperature), ("top_p", a.top_p)] {
+        if let Some(v) = v {
+            put(k, json!(v));
+        }
+    }
+    if let Some(v) = a.seed {
+        put("seed", json!(v));
+    }
+    if let Some(body) = &a.extra_body {
+        put("extra_body", Value::Object(body.clone()));
+    }
+    let switches = [
+        ("yolo", a.yolo),
+        ("no_history", a.no_history),
+        ("cache", a.cache),
+        ("encrypt_secrets", a.encrypt_secrets),
+        ("sandbox_strict_read", a.sandbox_strict_read),
+        ("no_system_prompt", a.no_system_prompt),
+        ("no_instructions", a.no_instructions),
+        ("no_read_guard", a.no_read_guard),
+        ("no_memory", a.no_memory),
+        ("no_continue", a.no_continue),
+    ];
+    for (k, on) in switches {
+        if on {
+            put(k, json!(true));
+        }
+    }
+    if a.no_encrypt_secrets {
+        put("encrypt_secrets", json!(false));
+    }
+}
+
+/// Swival's `--commands`: "all", "none" and "ask" as they are (the daemon
+/// refuses "ask"), anything else a comma-separated whitelist. An empty
+/// list stays empty (no command at all), where Swival reads it as "all".
+fn commands_value(mode: &str) -> Value {
+    match mode.trim() {
+        m @ ("all" | "none" | "ask") => json!(m),
+        list => json!(comma_list(list)),
+    }
+}
+
+/// Names in a comma-separated list, trimmed, empties dropped (as Swival).
+fn comma_list(list: &str) -> Vec<&str> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect()
+}
+
+/// A directory named on the command line: relative to the current
+/// directory, as in Swival (the daemon expands a leading `~`).
+fn cli_path(p: &Path) -> PathBuf {
+    if p.is_absolute() || p.starts_with("~") {
+        return p.to_path_buf();
+    }
+    std::env::current_dir().map(|cwd| cwd.join(p)).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `--extra-body`: a JSON object, as Swival requires.
+pub fn parse_extra_body(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("--extra-body must be a JSON object".into()),
+        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_take_swivals_three_forms() {
+        assert_eq!(commands_value("all"), json!("all"));
+        assert_eq!(commands_value("none"), json!("none"));
+        assert_eq!(commands_value(" ls, cat ,,git"), json!(["ls", "cat", "git"]));
+        assert_eq!(commands_value(","), json!([]), "an empty list allows nothing, never everything");
+    }
+
+    #[test]
+    fn extra_body_must_be_a_json_object() {
+        assert_eq!(parse_extra_body(r#"{"a": 1}"#).unwrap()["a"], 1);
+        assert_eq!(parse_extra_body("[1]").unwrap_err(), "--extra-body must be a JSON object");
+        assert!(parse_extra_body("{").unwrap_err().starts_with("--extra-body is not valid JSON"));
+    }
+
+    #[test]
+    fn relative_directories_are_taken_from_the_current_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(cli_path(Path::new("../x")), cwd.join("../x"));
+        assert_eq!(cli_path(Path::new("/abs")), Path::new("/abs"));
+        assert_eq!(cli_path(Path::new("~/x")), Path::new("~/x"));
+    }
+}
