@@ -697,6 +697,10 @@ pub struct PolicyCheckParams {
     pub base_dir: Option<String>,
     /// The command as the model would give it.
     pub argv: Vec<String>,
+    /// With `base_dir`: the caller's environment, whose PATH resolves the
+    /// whitelist (as in `session/create`; omitted: the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 /// `policy/check` result.

@@ -178,6 +178,7 @@ fn a_whitelisted_command_resolves_through_the_callers_path() {
     let tools = env.root().join("caller-bin");
     std::fs::create_dir_all(&tools).unwrap();
     script(&tools, "mytool", "#!/bin/sh\necho found-on-the-callers-path\n");
+    env.global_config("allowed_commands = [\"mytool\"]\n");
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "run_command", json!({"command": ["mytool"]})),
         Step::text("ran it"),
@@ -206,4 +207,11 @@ fn a_whitelisted_command_resolves_through_the_callers_path() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_ne!(run.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("mytool"), "{stderr}");
+
+    // `swivalctl policy check` answers for the caller's PATH too.
+    let check =
+        env.swivalctl(&daemon, &p).args(["policy", "check", "--", "mytool"]).env("PATH", &path).output().unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{said}{}", String::from_utf8_lossy(&check.stderr));
+    assert!(said.contains(&tools.join("mytool").display().to_string()), "{said}");
 }

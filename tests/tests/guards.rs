@@ -107,3 +107,26 @@ fn an_unread_file_is_edited_when_the_text_matches_once_and_a_slip_is_repaired() 
         "{third:?}"
     );
 }
+
+#[test]
+fn storm_breaker_false_turns_the_guards_off() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.py"), "x = 1\nx = 1\n").unwrap();
+    let edit = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"});
+    let mut steps: Vec<Step> = (0..4).map(|i| Step::tool_call(&format!("c{i}"), "edit_file", edit.clone())).collect();
+    steps.push(Step::text("gave up"));
+    let mock = MockProvider::start(steps);
+    let mut cfg = config(&mock);
+    cfg["storm_breaker"] = json!(false);
+    let mut c = daemon.nd();
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "set x"}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(result["outcome"], "success", "{result}");
+    assert_eq!(result["stats"]["stormed_calls"], 0);
+    assert_eq!(result["stats"]["tool_calls_failed"], 4, "every repeat ran: {result}");
+    let all: Vec<String> = (0..5).flat_map(|n| texts(&mock, n)).collect();
+    assert!(all.iter().all(|t| !t.contains("IMPORTANT") && !t.contains("repeat-loop")), "{all:?}");
+}

@@ -39,6 +39,7 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
             let base = base_dir.map(|p| if p.is_absolute() { p } else { cwd.join(p) }).unwrap_or(cwd);
             let params = PolicyCheckParams {
                 base_dir: session.is_none().then(|| base.display().to_string()),
+                env: session.is_none().then(swivalctl::caller_env),
                 session_id: session.map(SessionId),
                 argv,
             };

@@ -12,7 +12,7 @@
 //! `serve_description`, `serve_skills`, `lifecycle_command`,
 //! `lifecycle_timeout`, `lifecycle_fail_closed`, `no_lifecycle`,
 //! `command_middleware`, `subagents`, `approved_buckets`,
-//! `oneshot_commands`, `trace_dir`, `metaskills`, `storm_breaker`,
+//! `oneshot_commands`, `trace_dir`, `metaskills`,
 //! `flatten_mcp_schemas`, `mcp_servers`, `a2a_servers`, `audit`,
 //! and `experimental`. They are still type-checked and their paths
 //! resolved, so a later version can act on them unchanged; setting one
@@ -333,7 +333,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("oneshot_commands", Kind::Bool),
     kept("trace_dir", Kind::Str),
     kept("metaskills", Kind::Str),
-    kept("storm_breaker", Kind::Bool),
+    acted("storm_breaker", Kind::Bool),
     kept("flatten_mcp_schemas", Kind::Bool),
     kept("mcp_servers", Kind::NamedTables(MCP_FIELDS)),
     kept("a2a_servers", Kind::NamedTables(A2A_FIELDS)),

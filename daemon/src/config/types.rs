@@ -313,6 +313,9 @@ pub struct SessionConfig {
     pub allowed_dirs_ro: Vec<PathBuf>,
     /// Let `write_file` overwrite files it has not read.
     pub no_read_guard: bool,
+    /// The loop guards: a repeated identical call refused, Swival's error
+    /// guardrail, re-read and finishing nudges, a stuck run ended.
+    pub storm_breaker: bool,
     /// Do not load AGENTS.md-style instruction files.
     pub no_instructions: bool,
     /// Do not append the answer to `.swival/HISTORY.md`.
@@ -406,6 +409,7 @@ impl Default for SessionConfig {
             allowed_dirs: Vec::new(),
             allowed_dirs_ro: Vec::new(),
             no_read_guard: false,
+            storm_breaker: true,
             no_instructions: false,
             no_history: false,
             no_memory: false,

@@ -84,7 +84,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     module.register_method(methods::POLICY_CHECK, |params, ctx, _| {
         let p: swival_protocol::PolicyCheckParams = params.parse()?;
-        ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv).map_err(rpc_error)
+        ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv, p.env).map_err(rpc_error)
     })?;
     module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
         let p: ConfigResolveParams = params.parse()?;

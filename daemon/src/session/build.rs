@@ -53,6 +53,7 @@ impl Sessions {
             files: config.config.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
+            home: env.home(),
         };
         let mut policy = policy;
         let mut pipeline =

@@ -280,7 +280,7 @@ impl Sessions {
 
     /// A caller's environment as sent, shared with sessions that have the
     /// same; `None`: the daemon's.
-    fn caller_env(
+    pub(super) fn caller_env(
         &self,
         vars: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<Option<crate::environment::CallerEnv>, SessionError> {

@@ -13,6 +13,7 @@ impl Sessions {
         session: Option<&SessionId>,
         base_dir: Option<&str>,
         argv: &[String],
+        env: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
         let (policy, base, summary) = match (session, base_dir) {
             (Some(id), _) => {
@@ -22,7 +23,8 @@ impl Sessions {
             (None, Some(dir)) => {
                 let effective = self.resolve_config(dir, None)?;
                 let base = check_base_dir(dir)?;
-                let path = std::env::var_os("PATH").unwrap_or_default();
+                // Resolved through the caller's PATH, as a session would be.
+                let path = self.caller_env(env)?.unwrap_or_default().path();
                 let policy = CommandPolicy::from_access(effective.config.command_access(), &base, &path)
                     .map_err(SessionError::Config)?;
                 (policy, base, format!("sandbox = {:?}", effective.config.sandbox).to_lowercase())

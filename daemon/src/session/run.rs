@@ -433,7 +433,7 @@ impl RunJob {
                 cache: cache.as_deref(),
                 shield: self.shield.as_mut(),
                 policy_digest: &policy_digest,
-                storm_breaker: true,
+                storm_breaker: cfg.storm_breaker,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {

@@ -221,6 +221,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         files: FilesMode::Some,
         protected: vec![],
         hidden: vec![],
+        home: std::env::var_os("HOME").map(PathBuf::from),
     })
 }
 

@@ -38,6 +38,8 @@ pub struct PathPolicy {
     /// cache and config directories and credential stores (`~/.ssh`, …),
     /// the same list commands have hidden. Canonical.
     pub hidden: Vec<PathBuf>,
+    /// What `~` stands for: the caller's `HOME`.
+    pub home: Option<PathBuf>,
 }
 
 /// File names the agent may never write, wherever they are.
@@ -127,7 +129,7 @@ impl PathPolicy {
     /// [`PathPolicy::resolve`] accepted the same string: it names the entry
     /// itself, so a symlink can be moved or deleted rather than its target.
     pub fn unresolved(&self, requested: &str) -> Result<PathBuf, String> {
-        let expanded = expand_home(requested)?;
+        let expanded = expand_home(requested, self.home.as_deref())?;
         Ok(if expanded.is_absolute() { expanded } else { self.base.join(expanded) })
     }
 
@@ -165,10 +167,10 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-fn expand_home(p: &str) -> Result<PathBuf, String> {
+fn expand_home(p: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     if p == "~" || p.starts_with("~/") {
-        let home = std::env::var_os("HOME").ok_or("error: ~ used but HOME is not set")?;
-        return Ok(PathBuf::from(home).join(p.trim_start_matches('~').trim_start_matches('/')));
+        let home = home.ok_or("error: ~ used but HOME is not set")?;
+        return Ok(home.join(p.trim_start_matches('~').trim_start_matches('/')));
     }
     if p.starts_with('~') {
         return Err(format!("error: {p}: ~user paths are not supported"));
@@ -240,6 +242,7 @@ mod tests {
             files: FilesMode::Some,
             protected: vec![],
             hidden: vec![],
+            home: Some(PathBuf::from("/home/tester")),
         }
     }
 
@@ -376,6 +379,15 @@ mod tests {
         std::os::unix::fs::symlink(&out, base.join("door")).unwrap();
         let err = policy(&base).resolve("door/new.txt", Access::Write).unwrap_err();
         assert!(err.contains("door/new.txt"), "{err}");
+    }
+
+    #[test]
+    fn tilde_is_the_callers_home() {
+        let d = tempfile::tempdir().unwrap();
+        let p = policy(d.path());
+        assert_eq!(p.unresolved("~/notes.txt").unwrap(), PathBuf::from("/home/tester/notes.txt"));
+        let none = PathPolicy { home: None, ..policy(d.path()) };
+        assert_eq!(none.unresolved("~/x").unwrap_err(), "error: ~ used but HOME is not set");
     }
 
     #[test]

@@ -133,10 +133,10 @@ fn split_absolute_glob(pattern: &str) -> (String, String) {
 }
 
 /// Expand a leading `~` in a pattern the way paths are expanded.
-fn expand_tilde(pattern: &str) -> Result<String, String> {
+fn expand_tilde(pattern: &str, home: Option<&std::path::Path>) -> Result<String, String> {
     if pattern == "~" || pattern.starts_with("~/") {
-        let home = std::env::var("HOME").map_err(|_| "error: ~ used but HOME is not set")?;
-        return Ok(format!("{home}{}", &pattern[1..]));
+        let home = home.ok_or("error: ~ used but HOME is not set")?;
+        return Ok(format!("{}{}", home.display(), &pattern[1..]));
     }
     if pattern.starts_with('~') {
         return Err(format!(
@@ -157,7 +157,7 @@ fn search_root(tb: &ToolBox, path: &str) -> Result<PathBuf, String> {
 
 /// `list_files {pattern, path?}`.
 pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
-    let pattern = expand_tilde(req_str(args, "pattern")?)?;
+    let pattern = expand_tilde(req_str(args, "pattern")?, tb.policy.home.as_deref())?;
     let mut path = opt_str(args, "path")?.unwrap_or(".").to_owned();
     let pattern = if pattern.starts_with('/') {
         let (root, rest) = split_absolute_glob(&pattern);
