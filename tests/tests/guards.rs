@@ -25,9 +25,9 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
-    // Two matches: an unread file cannot be edited blind.
-    std::fs::write(p.join("a.py"), "x = 1\nx = 1\n").unwrap();
-    let edit = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"});
+    std::fs::write(p.join("a.py"), "x = 1\n").unwrap();
+    // Text the file does not have: refused unread (and shown), then not found.
+    let edit = json!({"file_path": "a.py", "old_string": "y = 5", "new_string": "y = 6"});
     let steps: Vec<Step> = (0..10).map(|i| Step::tool_call(&format!("c{i}"), "edit_file", edit.clone())).collect();
     let mock = MockProvider::start(steps);
     let mut c = daemon.nd();
@@ -35,7 +35,7 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
         .as_str()
         .unwrap()
         .to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "set x to 2"}))["run_id"].clone();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "set y to 6"}))["run_id"].clone();
     let result = c.ok("run/wait", json!({"run_id": run}));
 
     // Two real failures, then five refusals, then the run ends: seven
@@ -43,20 +43,17 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     assert_eq!(result["outcome"], "error", "{result}");
     assert!(result["error"].as_str().unwrap().contains("the model is stuck"), "{result}");
     assert_eq!(mock.request_count(), 7);
-    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\nx = 1\n", "nothing ran blind");
+    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
 
-    // What the model saw: the read guard naming the next call, the
-    // guardrail's nudge after the second identical error, then refusals
-    // naming the call.
-    let second = texts(&mock, 2);
-    let n = second.len();
-    assert!(second[n - 2].contains(r#"Next: call read_file with {"file_path":"a.py"}"#), "{second:?}");
-    assert!(second[n - 1].starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
+    // What the model saw: the read guard with the file read for it, then
+    // refusals naming the call.
+    let second = texts(&mock, 1);
+    let guard = second.last().unwrap();
+    assert!(guard.contains("It has now been read for you") && guard.contains("1: x = 1"), "{guard}");
     let third = texts(&mock, 3);
     let refusal = third.iter().rev().find(|t| t.contains("repeat-loop guard")).expect("a refusal");
     assert!(
-        refusal
-            .starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."),
+        refusal.starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."),
         "{refusal}"
     );
 
@@ -64,10 +61,9 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let events = events_until_finished(&mut c, &sid, 1);
     let kinds: Vec<&str> =
         events.iter().filter(|e| e["type"] == "intervention").map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["nudge", "storm", "storm", "storm", "storm", "storm"], "{events:?}");
+    assert_eq!(kinds, ["storm", "storm", "storm", "storm", "storm"], "{events:?}");
     let report = c.ok("report/get", json!({"run_id": run}));
     assert_eq!(report["stats"]["stormed_calls"], 5, "{}", report["stats"]);
-    assert!(report["stats"]["guardrail_interventions"].as_u64().unwrap() >= 1);
     let storms = report["timeline"].as_array().unwrap().iter().filter(|e| e["type"] == "storm_suppression").count();
     assert_eq!(storms, 5);
 }

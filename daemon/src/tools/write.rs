@@ -15,7 +15,8 @@ use std::path::Path;
 /// Swival's text for the read-before-write guard.
 pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
 
-/// The guard's error: Swival's line, then the exact call to make next.
+/// The guard's error when the file cannot be shown: Swival's line, then
+/// the exact call to make next.
 pub fn read_first(requested: &str) -> String {
     let call = serde_json::json!({ "file_path": requested });
     format!("{READ_FIRST}\nNext: call read_file with {call}, then retry this call.")
@@ -25,11 +26,25 @@ impl ToolBox {
     /// The read-before-write guard: an existing file (`exists`, as seen
     /// beneath its root) may be changed only after this session read or
     /// wrote it.
-    pub(super) fn check_write(&self, path: &Path, requested: &str, exists: bool) -> Result<(), String> {
+    pub(super) fn check_write(&mut self, path: &Path, requested: &str, exists: bool) -> Result<(), String> {
         if self.must_read_first(path, exists) {
-            return Err(read_first(requested));
+            return Err(self.read_for_the_model(requested));
         }
         Ok(())
+    }
+
+    /// The guard's error, with the read done for the model: Swival's line,
+    /// then the file as `read_file` shows it (which counts as read), so the
+    /// next call can be made against what is there instead of a round
+    /// trip a small model often never makes.
+    pub(super) fn read_for_the_model(&mut self, requested: &str) -> String {
+        match super::files::read_file(self, &serde_json::json!({ "file_path": requested })) {
+            Ok(content) => format!(
+                "{READ_FIRST}\nIt has now been read for you; its current content follows. Retry your change \
+                 against this text (old_string must match it exactly).\n{content}"
+            ),
+            Err(_) => read_first(requested),
+        }
     }
 
     /// Whether the guard refuses to change `path` now.
@@ -145,7 +160,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let bytes = dir.read(&rel).map_err(|e| io_fail("read", e))?;
     let matches_once = || std::str::from_utf8(&bytes).is_ok_and(|t| !old.is_empty() && t.matches(old).count() == 1);
     if unread && (replace_all || !matches_once()) {
-        return Err(read_first(requested));
+        return Err(tb.read_for_the_model(requested));
     }
     // Only a well-formed checksum is a guard; models sometimes send junk.
     if let Some(expected) =
@@ -193,9 +208,9 @@ mod tests {
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
         let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
-        assert_eq!(err, read_first("e.txt"));
-        assert!(err.ends_with("Next: call read_file with {\"file_path\":\"e.txt\"}, then retry this call."), "{err}");
-        read_file(&mut tb, &json!({"file_path": "e.txt"})).unwrap();
+        assert!(err.starts_with(READ_FIRST), "{err}");
+        assert!(err.contains("It has now been read for you") && err.contains("old"), "the content is shown: {err}");
+        // The refusal showed the file: it counts as read.
         write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
         assert_eq!(std::fs::read_to_string(d.path().join("e.txt")).unwrap(), "new");
     }
@@ -251,7 +266,7 @@ mod tests {
         std::fs::write(d.path().join("a"), "A").unwrap();
         std::fs::write(d.path().join("b"), "B").unwrap();
         let err = write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err();
-        assert_eq!(err, read_first("b"));
+        assert!(err.starts_with(READ_FIRST) && err.contains("It has now been read for you"), "{err}");
     }
 
     #[test]
@@ -276,7 +291,8 @@ mod tests {
         let mut tb = toolbox(d.path());
         std::fs::write(d.path().join("e.rs"), "x\nx\n").unwrap();
         let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
-        assert_eq!(edit_file(&mut tb, &args).unwrap_err(), read_first("e.rs"), "two matches need a read");
+        let err = edit_file(&mut tb, &args).unwrap_err();
+        assert!(err.starts_with(READ_FIRST), "two matches need a read: {err}");
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
         let err = edit_file(&mut tb, &args).unwrap_err();
@@ -298,10 +314,14 @@ mod tests {
         // Not found as written (even if a fuzzy match would find it), or
         // replace_all: a read comes first.
         std::fs::write(d.path().join("d.py"), "a = 1\n").unwrap();
+        std::fs::write(d.path().join("e.py"), "a = 1\n").unwrap();
         let fuzzy = json!({"file_path": "d.py", "old_string": "a  =  1", "new_string": "a = 2"});
-        assert_eq!(edit_file(&mut tb, &fuzzy).unwrap_err(), read_first("d.py"));
-        let all = json!({"file_path": "d.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
-        assert_eq!(edit_file(&mut tb, &all).unwrap_err(), read_first("d.py"));
+        assert!(edit_file(&mut tb, &fuzzy).unwrap_err().starts_with(READ_FIRST));
+        let all = json!({"file_path": "e.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
+        assert!(edit_file(&mut tb, &all).unwrap_err().starts_with(READ_FIRST));
+        // Refused, but shown: the same call now runs.
+        edit_file(&mut tb, &all).unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("e.py")).unwrap(), "a = 2\n");
     }
 
     #[test]
