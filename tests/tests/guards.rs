@@ -53,7 +53,8 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let third = texts(&mock, 3);
     let refusal = third.iter().rev().find(|t| t.contains("repeat-loop guard")).expect("a refusal");
     assert!(
-        refusal.starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."),
+        refusal
+            .starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."),
         "{refusal}"
     );
 

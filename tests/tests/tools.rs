@@ -372,7 +372,8 @@ fn delete_file_moves_the_file_to_the_trash_and_read_multiple_files_reads_a_batch
         results[1]
     );
     assert!(results[1].contains("=== FILE: b.txt ===") && results[1].contains("1: beta"));
-    let id = results[2].strip_prefix("Trashed a.txt -> .swival/trash/").unwrap_or_else(|| panic!("{}", results[2]));
+    let trashed = results[2].lines().next().unwrap_or_default();
+    let id = trashed.strip_prefix("Trashed a.txt -> .swival/trash/").unwrap_or_else(|| panic!("{}", results[2]));
     assert!(!base.join("a.txt").exists());
     assert_eq!(read(base.join(".swival/trash").join(id).join("a.txt")), "alpha\n");
     let index = read(base.join(".swival/trash/index.jsonl"));

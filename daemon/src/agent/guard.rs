@@ -13,8 +13,9 @@
 //!   third and later a stop message. A success of the tool resets it.
 //! - **Re-reads**: the same read-only call succeeding a third time with no
 //!   change in between gets a nudge to use what it already returned.
-//! - **Finishing**: after a change succeeded, three turns of reads only get
-//!   a nudge to answer if the task is done.
+//! - **Finishing**: a change that succeeded has a line added to its result
+//!   saying to answer now if the task is done; after it, three turns of
+//!   reads only get a nudge to answer.
 //! - **Stuck**: a run whose calls the storm breaker refused
 //!   [`STUCK_REFUSALS`] times ends, with an error that says so, instead of
 //!   running on silently to `max_turns`.
@@ -37,6 +38,10 @@ const REREAD_AT: u32 = 3;
 const IDLE_TURNS: u32 = 3;
 /// Refused calls that end the run.
 pub const STUCK_REFUSALS: u32 = 5;
+
+/// Appended to the result of a change that succeeded.
+pub const DONE_HINT: &str =
+    "If this change completes the task, do not call another tool: reply now with a one-line summary of what you changed.";
 
 /// Tools the storm breaker never refuses.
 const EXEMPT: &[&str] = &["think", "todo"];
@@ -176,10 +181,12 @@ impl Guards {
     }
 
     /// After a call ran: note its result; a nudge it earns is sent after
-    /// the turn's results.
-    pub fn after(&mut self, name: &str, raw_args: &str, result: &str) {
+    /// the turn's results. A change that succeeded gets a hint to append
+    /// to its result: small models keep calling tools after the change
+    /// that finished the task.
+    pub fn after(&mut self, name: &str, raw_args: &str, result: &str) -> Option<&'static str> {
         if !self.enabled {
-            return;
+            return None;
         }
         let failed = crate::tools::is_error(result);
         let mutating = MUTATING.contains(&name);
@@ -216,7 +223,7 @@ impl Guards {
                     ),
                 });
             }
-            return;
+            return None;
         }
         self.errors.remove(name);
         if mutating {
@@ -224,10 +231,10 @@ impl Guards {
             self.changed = true;
             self.idle_turns = 0;
             self.finish_sent = false;
-            return;
+            return (name != "run_command" && name != "run_shell_command").then_some(DONE_HINT);
         }
         if EXEMPT.contains(&name) {
-            return;
+            return None;
         }
         let n = self.reads.entry(call_key(name, raw_args)).or_insert(0);
         *n += 1;
@@ -243,6 +250,7 @@ impl Guards {
                 ),
             });
         }
+        None
     }
 
     /// A refused call, for the error guardrail's sake: nothing ran.
@@ -356,6 +364,15 @@ mod tests {
             off.after("edit_file", EDIT, UNREAD);
         }
         assert_eq!(off.end_turn(), (None, Vec::new()));
+    }
+
+    #[test]
+    fn a_change_that_succeeded_gets_the_done_hint_a_failure_or_a_read_does_not() {
+        let mut g = Guards::new(true);
+        assert_eq!(g.after("edit_file", EDIT, "Edited a.py"), Some(DONE_HINT));
+        assert_eq!(g.after("edit_file", EDIT, UNREAD), None);
+        assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, "1: x"), None);
+        assert_eq!(Guards::new(false).after("edit_file", EDIT, "Edited a.py"), None);
     }
 
     #[test]

@@ -101,9 +101,12 @@ impl AgentRun<'_> {
                 None => {
                     let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
                     let mut result = self.call_tool(&fixed).await;
-                    guards.after(&call.name, &repaired.args, &result);
+                    let hint = guards.after(&call.name, &repaired.args, &result);
                     if let Some(note) = repaired.note() {
                         result = format!("{result}\n{note}");
+                    }
+                    if let Some(hint) = hint {
+                        result = format!("{result}\n{hint}");
                     }
                     result
                 }

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Real-model benchmark (not CI): small coding tasks with checkers, run by
+swivalctl and, when available, by Swival against the same llama.cpp server
+with the same model and settings.
+
+    scripts/local-model/start.sh ROOT 8089
+    python3 bench/realmodel/run.py --server http://127.0.0.1:8089/v1 \\
+        --log ROOT/server-8089.log --swival /path/to/venv/bin/swival --repeats 2
+
+For every run it records: solved (the task's checker), ended with an answer
+(outcome success), wall time, model calls, prompt tokens per call (counted
+by the server: its log's n_tokens at release minus the tokens it
+generated), failed tool calls. It prints a Markdown table per agent and
+writes every run to --out as JSON.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tasks import TASKS  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def server_calls(log: Path, start: int):
+    """Prompt tokens of each request the server finished since byte `start`."""
+    with open(log, "rb") as f:
+        f.seek(start)
+        text = f.read().decode("utf-8", "replace")
+    generated, calls = {}, []
+    for line in text.splitlines():
+        m = re.search(r"task (\d+) \|\s+eval time =.*?/\s*(\d+) tokens", line)
+        if m and "prompt eval" not in line:
+            generated[m.group(1)] = int(m.group(2))
+        m = re.search(r"task (\d+) \| stop processing: n_tokens = (\d+)", line)
+        if m:
+            calls.append(int(m.group(2)) - generated.get(m.group(1), 0))
+    return calls
+
+
+def make_project(task) -> Path:
+    d = Path(tempfile.mkdtemp(prefix=f"rb-{task['name']}-"))
+    for name, text in task["files"].items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(text)
+    return d
+
+
+def run_swivalctl(args, task, project: Path, report: Path, env):
+    cmd = [
+        str(args.swivalctl), "run", "--provider", "generic", "--base-url", args.server,
+        "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
+        task["task"],
+    ]
+    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=args.timeout)
+
+
+def run_swival(args, task, project: Path, report: Path, env):
+    cmd = [
+        str(args.swival), "--provider", "generic", "--base-url", args.server,
+        "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
+        "--base-dir", str(project), task["task"],
+    ]
+    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=args.timeout)
+
+
+def one(args, agent, runner, task, env):
+    project = make_project(task)
+    report = project.parent / f"{project.name}.report.json"
+    start = os.path.getsize(args.log)
+    t0 = time.monotonic()
+    try:
+        p = runner(args, task, project, report, env)
+        stdout, code = p.stdout, p.returncode
+    except subprocess.TimeoutExpired:
+        stdout, code = "", None
+    wall = time.monotonic() - t0
+    time.sleep(0.5)  # the server writes its last lines after replying
+    prompts = server_calls(Path(args.log), start)
+    try:
+        r = json.loads(report.read_text())
+    except (OSError, ValueError):
+        r = {}
+    result, stats = r.get("result", {}), r.get("stats", {})
+    answer = stdout.strip() or result.get("answer") or ""
+    try:
+        solved = bool(task["check"](project, answer))
+    except Exception:  # a checker error is a failed task
+        solved = False
+    row = {
+        "agent": agent, "task": task["name"], "solved": solved,
+        "answered": result.get("outcome") == "success", "outcome": result.get("outcome"),
+        "exit_code": code, "wall_s": round(wall, 1), "llm_calls": len(prompts),
+        "prompt_tokens_per_call": round(statistics.mean(prompts)) if prompts else 0,
+        "tool_calls_failed": stats.get("tool_calls_failed", 0),
+        "tool_calls_total": stats.get("tool_calls_total", 0),
+    }
+    shutil.rmtree(project, ignore_errors=True)
+    report.unlink(missing_ok=True)
+    return row
+
+
+def table(rows, agent, repeats):
+    rs = [r for r in rows if r["agent"] == agent]
+    if not rs:
+        return ""
+    calls = sum(r["llm_calls"] for r in rs)
+    weighted = sum(r["prompt_tokens_per_call"] * r["llm_calls"] for r in rs)
+    lines = [
+        f"**{agent}** ({len(rs)} runs: {len(TASKS)} tasks x {repeats})",
+        "",
+        "| tasks solved | runs ending with an answer | wall time | model calls | prompt tokens per call | tool calls failed |",
+        "|---|---|---|---|---|---|",
+        f"| {sum(r['solved'] for r in rs)}/{len(rs)} | {sum(r['answered'] for r in rs)}/{len(rs)} "
+        f"| {sum(r['wall_s'] for r in rs):.0f} s | {calls} | {weighted // max(calls, 1)} "
+        f"| {sum(r['tool_calls_failed'] for r in rs)}/{sum(r['tool_calls_total'] for r in rs)} |",
+        "",
+        "| task | " + " | ".join(f"run {i + 1}" for i in range(repeats)) + " |",
+        "|---|" + "---|" * repeats,
+    ]
+    for t in TASKS:
+        cells = [
+            f"{'solved' if r['solved'] else 'no'}, {r['outcome']}, {r['wall_s']:.0f} s, {r['llm_calls']} calls"
+            for r in rs if r["task"] == t["name"]
+        ]
+        lines.append(f"| {t['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--server", default="http://127.0.0.1:8089/v1")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--log", required=True, help="the llama-server log (start.sh writes ROOT/server-PORT.log)")
+    ap.add_argument("--swivalctl", default=REPO / "target/release/swivalctl")
+    ap.add_argument("--swival", help="Swival's executable (a Python 3.13 venv with swival); omitted: swivalctl only")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-turns", type=int, default=15)
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--tasks", help="comma-separated task names (default: all)")
+    ap.add_argument("--out", default="realmodel-results.json")
+    args = ap.parse_args()
+    if args.tasks:
+        wanted = args.tasks.split(",")
+        TASKS[:] = [t for t in TASKS if t["name"] in wanted]
+    home = Path(tempfile.mkdtemp(prefix="rb-home-"))
+    env = dict(os.environ)
+    for k in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"]:
+        (home / k).mkdir(mode=0o700)
+        env[k] = str(home / k)
+    env.pop("SWIVALD_SOCKET", None)
+    agents = [("swivalctl", run_swivalctl)] + ([("swival", run_swival)] if args.swival else [])
+    rows = []
+    for rep in range(args.repeats):
+        for task in TASKS:
+            for agent, runner in agents:
+                row = one(args, agent, runner, task, env)
+                row["repeat"] = rep + 1
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                Path(args.out).write_text(json.dumps(rows, indent=1))
+    subprocess.run([str(args.swivalctl), "daemon", "stop"], env=env, capture_output=True)
+    for agent, _ in agents:
+        print(table(rows, agent, args.repeats))
+
+
+if __name__ == "__main__":
+    main()

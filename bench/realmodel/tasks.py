@@ -1,0 +1,136 @@
+"""Small coding tasks with checkers, for the real-model benchmark.
+
+Each task is a dict: `name`, `files` (path -> text, the project before the
+run), `task` (what the agent is asked) and `check(project_dir, answer)`,
+which returns True when the task is solved. Checkers run the project's
+code with the Python running the benchmark; they never trust the answer
+alone unless the task is a question.
+"""
+
+import configparser
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_py(project: Path, code: str) -> str:
+    """Run `code` with the project on sys.path; its stdout, or '' on failure."""
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=20
+    )
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def read(project: Path, name: str) -> str:
+    try:
+        return (project / name).read_text()
+    except OSError:
+        return ""
+
+
+TASKS = [
+    {
+        "name": "off-by-one",
+        "files": {
+            "calc.py": "def total(xs):\n    s = 0\n    for i in range(len(xs) - 1):\n        s += xs[i]\n    return s\n"
+        },
+        "task": "calc.py: total() skips the last element of the list (off-by-one). Fix it.",
+        "check": lambda d, a: run_py(d, "import calc; print(calc.total([1, 2, 3]), calc.total([]))") == "6 0",
+    },
+    {
+        "name": "rename-function",
+        "files": {
+            "util.py": "def add_numbers(a, b):\n    return a + b\n",
+            "main.py": "from util import add_numbers\n\nprint(add_numbers(2, 3))\n",
+        },
+        "task": "Rename the function add_numbers to sum_two in util.py and in main.py, which uses it.",
+        "check": lambda d, a: "add_numbers" not in read(d, "util.py") + read(d, "main.py")
+        and run_py(d, "import runpy; runpy.run_path('main.py')") == "5"
+        and "def sum_two" in read(d, "util.py"),
+    },
+    {
+        "name": "add-import",
+        "files": {"geometry.py": "def hypot(a, b):\n    return math.sqrt(a * a + b * b)\n"},
+        "task": "geometry.py fails with NameError: name 'math' is not defined. Fix it.",
+        "check": lambda d, a: run_py(d, "import geometry; print(geometry.hypot(3, 4))") == "5.0",
+    },
+    {
+        "name": "json-setting",
+        "files": {"settings.json": '{\n  "name": "svc",\n  "timeout": 30,\n  "retries": 3\n}\n'},
+        "task": "Set the timeout in settings.json to 60.",
+        "check": lambda d, a: _json(d, "settings.json") == {"name": "svc", "timeout": 60, "retries": 3},
+    },
+    {
+        "name": "answer-from-file",
+        "files": {
+            "RELEASE.md": "# Release notes\n\nThis release is code-named Aurora.\nIt fixes the login bug.\n"
+        },
+        "task": "What is the code name of the release described in RELEASE.md? Answer with the name only.",
+        "check": lambda d, a: "aurora" in (a or "").lower(),
+    },
+    {
+        "name": "create-file",
+        "files": {"README.md": "# demo\n"},
+        "task": "Create hello.py that prints exactly: Hello, world!",
+        "check": lambda d, a: run_py(d, "import runpy; runpy.run_path('hello.py')") == "Hello, world!",
+    },
+    {
+        "name": "typo",
+        "files": {"greet.py": "def greeting(name):\n    return 'Helo, ' + name\n"},
+        "task": "greet.py has a typo in the greeting: 'Helo' should be 'Hello'. Fix it.",
+        "check": lambda d, a: run_py(d, "import greet; print(greet.greeting('Ann'))") == "Hello, Ann",
+    },
+    {
+        "name": "add-function",
+        "files": {"mathutil.py": "def add(a, b):\n    return a + b\n"},
+        "task": "Add a function multiply(a, b) to mathutil.py that returns a times b. Keep add as it is.",
+        "check": lambda d, a: run_py(d, "import mathutil as m; print(m.multiply(3, 4), m.add(1, 2))") == "12 3",
+    },
+    {
+        "name": "ini-port",
+        "files": {"config.ini": "[server]\nhost = localhost\nport = 8000\n\n[log]\nlevel = info\n"},
+        "task": "Change the server port in config.ini to 9090.",
+        "check": lambda d, a: _ini(d) == {"server": {"host": "localhost", "port": "9090"}, "log": {"level": "info"}},
+    },
+    {
+        "name": "count-functions",
+        "files": {
+            "tools.py": "def a():\n    pass\n\n\ndef b():\n    pass\n\n\ndef c():\n    return a() or b()\n"
+        },
+        "task": "How many functions are defined in tools.py? Answer with the number only.",
+        "check": lambda d, a: re.search(r"\b(3|three)\b", (a or "").lower()) is not None,
+    },
+    {
+        "name": "boundary",
+        "files": {"person.py": "def is_adult(age):\n    return age > 18\n"},
+        "task": "is_adult in person.py must return True for age 18 too. Fix it.",
+        "check": lambda d, a: run_py(
+            d, "import person as p; print(p.is_adult(18), p.is_adult(17), p.is_adult(30))"
+        )
+        == "True False True",
+    },
+    {
+        "name": "constant",
+        "files": {"server.py": "DEFAULT_HOST = 'localhost'\nDEFAULT_PORT = 8000\n"},
+        "task": "In server.py, change DEFAULT_HOST from 'localhost' to '0.0.0.0'.",
+        "check": lambda d, a: run_py(d, "import server as s; print(s.DEFAULT_HOST, s.DEFAULT_PORT)") == "0.0.0.0 8000",
+    },
+]
+
+
+def _json(d: Path, name: str):
+    try:
+        return json.loads(read(d, name))
+    except ValueError:
+        return None
+
+
+def _ini(d: Path):
+    c = configparser.ConfigParser()
+    try:
+        c.read_string(read(d, "config.ini"))
+    except configparser.Error:
+        return None
+    return {s: dict(c[s]) for s in c.sections()}
