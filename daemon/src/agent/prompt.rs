@@ -14,7 +14,7 @@ and do not stop to ask whether to continue.
 {FILES}
 
 How to work:
-- Use tools only when they help; answer greetings and simple questions directly.
+- Answer greetings and general questions directly; anything about this project's files, read them first and answer from what they say.
 - Look before you change: list and grep to find things, read_file before editing, never edit code you have not read.
 - Think before multi-step work, debugging and edits.
 - Make one logical change at a time, then check it (run the tests or the build when you can).

@@ -386,7 +386,13 @@ impl RunJob {
             }
             self.conversation.complete_orphans()?;
             self.run_start = self.conversation.messages().len();
-            self.conversation.push(json!({"role": "user", "content": self.task}))
+            self.conversation.push(json!({"role": "user", "content": self.task}))?;
+            match self.tools.read_named(&self.task) {
+                Some(files) => {
+                    self.conversation.push(json!({"role": "user", "content": files, "_swival_synthetic": true}))
+                }
+                None => Ok(()),
+            }
         })();
         if let Err(e) = prepared {
             return (LoopEnd::from(e), String::new());

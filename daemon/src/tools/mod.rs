@@ -15,6 +15,7 @@ pub(crate) mod args;
 pub mod beneath;
 mod edit;
 mod files;
+mod named;
 pub mod path;
 pub mod repair;
 mod schema;
