@@ -86,6 +86,17 @@ fn garbage_json_reply_is_retried_and_the_run_succeeds() {
     assert!(retry["reason"].as_str().unwrap().contains("not JSON"), "{retry}");
 }
 
+/// A run allowed one attempt per call succeeds, with no retry and no
+/// backoff: resends on a fresh connection are not retries.
+fn succeeds_with_one_attempt(c: &mut NdConn, project: &Path, mock: &MockProvider) {
+    let sid = create_session(c, project, mock, json!({"retries": 1}));
+    let events = run_events(c, &sid, "t");
+    let end = events.last().expect("events end with run_finished");
+    assert_eq!(end["outcome"], "success", "{events:#?}");
+    assert_eq!(end["stats"]["provider_retries"], 0, "{end}");
+    assert!(events.iter().all(|e| e["type"] != "retry"), "no backoff: {events:#?}");
+}
+
 #[test]
 fn connection_dropped_before_any_reply_is_sent_again_at_once_not_retried() {
     let env = TestEnv::new();
@@ -93,13 +104,7 @@ fn connection_dropped_before_any_reply_is_sent_again_at_once_not_retried() {
     let project = env.project("p");
     let mock = MockProvider::start(vec![Step::drop_connection(), Step::text("recovered answer")]);
     let mut c = daemon.nd();
-    // One attempt only: a resend on a fresh connection is not a retry.
-    let sid = create_session(&mut c, &project, &mock, json!({"retries": 1}));
-    let events = run_events(&mut c, &sid, "t");
-    let end = events.last().expect("events end with run_finished");
-    assert_eq!(end["outcome"], "success", "{events:#?}");
-    assert_eq!(end["stats"]["provider_retries"], 0, "{end}");
-    assert!(events.iter().all(|e| e["type"] != "retry"), "no backoff: {events:#?}");
+    succeeds_with_one_attempt(&mut c, &project, &mock);
     assert_eq!(mock.request_count(), 2);
 }
 
@@ -116,12 +121,7 @@ fn a_server_closing_idle_keep_alive_connections_costs_no_retry() {
     ])
     .with_stale_keep_alive();
     let mut c = daemon.nd();
-    let sid = create_session(&mut c, &project, &mock, json!({"retries": 1}));
-    let events = run_events(&mut c, &sid, "t");
-    let end = events.last().expect("events end with run_finished");
-    assert_eq!(end["outcome"], "success", "{events:#?}");
-    assert_eq!(end["stats"]["provider_retries"], 0, "{end}");
-    assert!(events.iter().all(|e| e["type"] != "retry"), "{events:#?}");
+    succeeds_with_one_attempt(&mut c, &project, &mock);
     assert!(mock.stale_drops() >= 1, "the pooled connection was reused and found closed");
     assert_eq!(mock.request_count(), 3);
 }
