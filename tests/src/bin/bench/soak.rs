@@ -107,8 +107,14 @@ pub fn soak(total: Option<usize>) {
     let md = report(&run, [&idle, &first, &all]);
     let old = std::fs::read_to_string(BENCHMARKS).unwrap_or_default();
     let kept = old.find(SOAK_HEADING).map_or(old.as_str(), |at| &old[..at]).trim_end();
+    // Sections after the soak's (the real-model benchmark) stay as they are.
+    let after = old
+        .find(SOAK_HEADING)
+        .and_then(|at| old[at + 1..].find("\n## ").map(|next| &old[at + 2 + next..]))
+        .unwrap_or("");
     if record {
-        std::fs::write(BENCHMARKS, format!("{kept}\n\n{md}")).expect("write BENCHMARKS.md");
+        let tail = if after.is_empty() { String::new() } else { format!("\n{after}") };
+        std::fs::write(BENCHMARKS, format!("{kept}\n\n{md}{tail}")).expect("write BENCHMARKS.md");
     }
     print!("{md}");
 }
