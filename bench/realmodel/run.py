@@ -148,6 +148,7 @@ def main():
     ap.add_argument("--max-turns", type=int, default=15)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--tasks", help="comma-separated task names (default: all)")
+    ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
     ap.add_argument("--out", default="realmodel-results.json")
     args = ap.parse_args()
     if args.tasks:
@@ -159,7 +160,9 @@ def main():
         (home / k).mkdir(mode=0o700)
         env[k] = str(home / k)
     env.pop("SWIVALD_SOCKET", None)
+    wanted_agents = args.agents.split(",")
     agents = [("swivalctl", run_swivalctl)] + ([("swival", run_swival)] if args.swival else [])
+    agents = [(name, runner) for name, runner in agents if name in wanted_agents]
     rows = []
     for rep in range(args.repeats):
         for task in TASKS:

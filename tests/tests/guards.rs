@@ -38,11 +38,15 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let run = c.ok("run/start", json!({"session_id": sid, "task": "set y to 6"}))["run_id"].clone();
     let result = c.ok("run/wait", json!({"run_id": run}));
 
-    // Two real failures, then five refusals, then the run ends: seven
-    // model calls, not max_turns' hundred.
+    // Two real failures, five refusals, then one last call without tools;
+    // it still calls a tool, so the run ends as stuck: eight model calls,
+    // not max_turns' hundred.
     assert_eq!(result["outcome"], "error", "{result}");
     assert!(result["error"].as_str().unwrap().contains("the model is stuck"), "{result}");
-    assert_eq!(mock.request_count(), 7);
+    assert_eq!(mock.request_count(), 8);
+    let last = &mock.requests()[7];
+    assert!(last.get("tools").is_none(), "the last call offers no tools: {last}");
+    assert!(texts(&mock, 7).last().unwrap().starts_with("STOP: your last tool calls were refused as repeats"));
     assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
 
     // What the model saw: the read guard with the file read for it, then
@@ -62,7 +66,7 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let events = events_until_finished(&mut c, &sid, 1);
     let kinds: Vec<&str> =
         events.iter().filter(|e| e["type"] == "intervention").map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["storm", "storm", "storm", "storm", "storm"], "{events:?}");
+    assert_eq!(kinds, ["storm", "storm", "storm", "storm", "storm", "stuck"], "{events:?}");
     let report = c.ok("report/get", json!({"run_id": run}));
     assert_eq!(report["stats"]["stormed_calls"], 5, "{}", report["stats"]);
     let storms = report["timeline"].as_array().unwrap().iter().filter(|e| e["type"] == "storm_suppression").count();
@@ -126,4 +130,27 @@ fn storm_breaker_false_turns_the_guards_off() {
     assert_eq!(result["stats"]["tool_calls_failed"], 4, "every repeat ran: {result}");
     let all: Vec<String> = (0..5).flat_map(|n| texts(&mock, n)).collect();
     assert!(all.iter().all(|t| !t.contains("IMPORTANT") && !t.contains("repeat-loop")), "{all:?}");
+}
+
+#[test]
+fn a_stuck_model_answering_without_tools_ends_the_run_with_that_answer() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let list = json!({"pattern": "*.py"});
+    let mut steps: Vec<Step> = (0..7).map(|i| Step::tool_call(&format!("c{i}"), "list_files", list.clone())).collect();
+    steps.push(Step::text("I could not find the file to change; nothing was edited."));
+    let mock = MockProvider::start(steps);
+    let mut c = daemon.nd();
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "fix the bug"}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    // Two listings run, five repeats refused, then the answer without tools.
+    assert_eq!(result["outcome"], "success", "{result}");
+    assert_eq!(result["answer"], "I could not find the file to change; nothing was edited.");
+    assert_eq!(mock.request_count(), 8);
+    assert_eq!(result["stats"]["stormed_calls"], 5);
 }

@@ -17,8 +17,9 @@
 //!   saying to answer now if the task is done; after it, three turns of
 //!   reads only get a nudge to answer.
 //! - **Stuck**: a run whose calls the storm breaker refused
-//!   [`STUCK_REFUSALS`] times ends, with an error that says so, instead of
-//!   running on silently to `max_turns`.
+//!   [`STUCK_REFUSALS`] times gets one last call without tools; its answer
+//!   ends the run, and with none the run ends with an error that says so,
+//!   instead of running on silently to `max_turns`.
 //!
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
@@ -42,6 +43,10 @@ pub const STUCK_REFUSALS: u32 = 5;
 /// Appended to the result of a change that succeeded.
 pub const DONE_HINT: &str =
     "If this change completes the task, do not call another tool: reply now with a one-line summary of what you changed.";
+
+/// Said to a stuck model before its last call, made without tools.
+pub const STUCK_NUDGE: &str = "STOP: your last tool calls were refused as repeats, so tools are now off for this run. \
+     Reply with your final answer: what you did, and what is left undone if anything.";
 
 /// Tools the storm breaker never refuses.
 const EXEMPT: &[&str] = &["think", "todo"];

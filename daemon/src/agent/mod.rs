@@ -277,13 +277,44 @@ impl AgentRun<'_> {
             // build's worker stack has to hold.
             Box::pin(self.run_tools(turn, &reply.tool_calls, kept.as_ref(), &drop_reason, &tools, &mut guards)).await?;
             if let Some(why) = guards.stuck() {
-                return Ok(LoopEnd::Failed(why));
+                return self.last_word(turn, why).await;
             }
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
             }
         }
         Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// A stuck run gets one call without tools: an answer ends the run as
+    /// any answer does (the model says what it did and what is left);
+    /// anything else fails the run with `why`.
+    async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
+        self.conversation.push(json!({"role": "user", "content": guard::STUCK_NUDGE, "_swival_synthetic": true}))?;
+        self.record.event(json!({"type": "intervention", "turn": turn, "kind": "stuck", "tool": ""}));
+        let kind = EventKind::Intervention {
+            turn,
+            kind: "stuck".into(),
+            tool: String::new(),
+            message: guard::STUCK_NUDGE.into(),
+        };
+        self.events.emit(Some(self.run_id), kind);
+        let reply = match Box::pin(self.call_llm(turn, &[])).await {
+            Ok(r) => r,
+            Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
+            Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
+            Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
+        };
+        match reply.content.as_deref().map(str::trim).filter(|t| !t.is_empty() && reply.tool_calls.is_empty()) {
+            Some(text) => {
+                let text = text.to_owned();
+                self.conversation.push(json!({"role": "assistant", "content": text}))?;
+                Ok(LoopEnd::Answer(text))
+            }
+            // Tool calls with no tools offered are not stored: no call is
+            // left without a result.
+            None => Ok(LoopEnd::Failed(why)),
+        }
     }
 
     /// One logical provider call: the filter chain, then the provider
