@@ -2,8 +2,9 @@
 //! the way small models do.
 
 use serde_json::{json, Value};
+use std::path::Path;
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{events_until_finished, TestEnv};
+use swival_tests::{events_until_finished, NdConn, TestEnv};
 
 fn config(mock: &MockProvider) -> Value {
     json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})
@@ -20,6 +21,15 @@ fn texts(mock: &MockProvider, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Create a session on `p` with `cfg`, run `task` to its end: the
+/// session, the run and its result.
+fn run_task(c: &mut NdConn, p: &Path, cfg: Value, task: &str) -> (String, Value, Value) {
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    (sid, run, result)
+}
+
 #[test]
 fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let env = TestEnv::new();
@@ -31,12 +41,7 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     let steps: Vec<Step> = (0..10).map(|i| Step::tool_call(&format!("c{i}"), "edit_file", edit.clone())).collect();
     let mock = MockProvider::start(steps);
     let mut c = daemon.nd();
-    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "set y to 6"}))["run_id"].clone();
-    let result = c.ok("run/wait", json!({"run_id": run}));
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "set y to 6");
 
     // Two real failures, five refusals, then one last call without tools;
     // it still calls a tool, so the run ends as stuck: eight model calls,
@@ -90,12 +95,7 @@ fn an_unread_file_is_edited_when_the_text_matches_once_and_a_slip_is_repaired() 
         Step::text("done"),
     ]);
     let mut c = daemon.nd();
-    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "raise the limit to 20"}))["run_id"].clone();
-    let result = c.ok("run/wait", json!({"run_id": run}));
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "raise the limit to 20");
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(std::fs::read_to_string(p.join("conf.py")).unwrap(), "limit = 20\n");
     let second = texts(&mock, 1);
@@ -122,9 +122,7 @@ fn storm_breaker_false_turns_the_guards_off() {
     let mut cfg = config(&mock);
     cfg["storm_breaker"] = json!(false);
     let mut c = daemon.nd();
-    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "set x"}))["run_id"].clone();
-    let result = c.ok("run/wait", json!({"run_id": run}));
+    let (_, _, result) = run_task(&mut c, &p, cfg, "set x");
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(result["stats"]["stormed_calls"], 0);
     assert_eq!(result["stats"]["tool_calls_failed"], 4, "every repeat ran: {result}");
@@ -142,12 +140,7 @@ fn a_stuck_model_answering_without_tools_ends_the_run_with_that_answer() {
     steps.push(Step::text("I could not find the file to change; nothing was edited."));
     let mock = MockProvider::start(steps);
     let mut c = daemon.nd();
-    let sid = c.ok("session/create", json!({"base_dir": p, "config": config(&mock)}))["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": "fix the bug"}))["run_id"].clone();
-    let result = c.ok("run/wait", json!({"run_id": run}));
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "fix the bug");
     // Two listings run, five repeats refused, then the answer without tools.
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(result["answer"], "I could not find the file to change; nothing was edited.");
