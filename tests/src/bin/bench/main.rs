@@ -130,10 +130,12 @@ fn http_call(reader: &mut BufReader<UnixStream>, writer: &mut UnixStream, body: 
     String::from_utf8(buf).unwrap()
 }
 
-/// A task of `calls` read_file calls and a final answer.
+/// A task of `calls` read_file calls and a final answer (each call's
+/// `limit` differs, so the loop guards see no repeat).
 fn read_calls(calls: usize) -> Vec<Step> {
-    let mut s: Vec<Step> =
-        (0..calls).map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "a.txt"}))).collect();
+    let mut s: Vec<Step> = (0..calls)
+        .map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "a.txt", "limit": 100 + i})))
+        .collect();
     s.push(Step::text("done"));
     s
 }
