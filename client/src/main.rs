@@ -26,6 +26,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed,
+    /// Neovim, Emacs, JetBrains): each ACP session is a swivald session.
+    Acp,
     /// Run a task in a project: answer on stdout, progress on stderr.
     Run(Box<cmd::run::RunArgs>),
     /// List sessions.
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Status { json } => cmd::daemon::status(&socket, json).await,
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
+            Command::Acp => Ok(cmd::acp::serve(&socket).await),
             Command::Run(args) => cmd::run::run(&socket, *args).await,
             Command::Sessions { json } => cmd::session::list(&socket, json).await,
             Command::Attach { session, from_seq, follow, json } => {

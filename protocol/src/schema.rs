@@ -82,9 +82,24 @@ pub fn document() -> Value {
     })
 }
 
+/// `v` with every object's keys in sorted order, whatever order the
+/// maps keep (serde_json's `preserve_order` may be on in a build that
+/// links a crate asking for it), so the document's text is stable.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect::<Map<String, Value>>())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 /// The document as committed: pretty JSON with a trailing newline.
 pub fn document_text() -> String {
-    let mut s = serde_json::to_string_pretty(&document()).expect("document serializes");
+    let mut s = serde_json::to_string_pretty(&sorted(document())).expect("document serializes");
     s.push('\n');
     s
 }

@@ -447,6 +447,11 @@ pub enum EventKind {
         duration_s: f64,
         /// The result, cut to 4096 characters.
         content: String,
+        /// The file a successful `write_file` or `edit_file` changed, with
+        /// its text before and after (absent when either is over 64 KiB or
+        /// not UTF-8), so an editor can show the diff, live or replayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<FileChange>,
     },
     /// A transient provider failure; the call is retried.
     Retry {
@@ -532,6 +537,19 @@ pub enum EventKind {
     },
     /// The run ended; exactly one per run, always the run's last event.
     RunFinished(RunEnd),
+}
+
+/// A file a tool changed: its text before (`None`: it did not exist) and
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileChange {
+    /// The absolute path.
+    pub path: String,
+    /// The text before the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    /// The text after it.
+    pub new_text: String,
 }
 
 /// How a [`EventKind::Notice`] reads.

@@ -1,5 +1,6 @@
 //! The subcommands of swivalctl, one module per group.
 
+pub mod acp;
 pub mod daemon;
 mod flags;
 pub mod policy;

@@ -48,8 +48,10 @@ impl AgentRun<'_> {
                 },
             );
             let started = Instant::now();
+            self.tools.last_change = None;
             let result = self.guarded_call(turn, call, offered, guards).await;
             let elapsed = started.elapsed().as_secs_f64();
+            let change = self.tools.last_change.take();
             self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
             self.events.emit(
                 Some(self.run_id),
@@ -60,6 +62,7 @@ impl AgentRun<'_> {
                     succeeded: !crate::tools::is_error(&result),
                     duration_s: elapsed,
                     content: result.chars().take(4096).collect(),
+                    change,
                 },
             );
             self.push_result(&call.id, &result)?;

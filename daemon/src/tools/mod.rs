@@ -95,6 +95,9 @@ pub struct ToolBox {
     pub thinking: think::Thinking,
     /// The session's `todo` checklist.
     pub todo: todo::TodoList,
+    /// The file the last successful write or edit changed, for the
+    /// `tool_result` event (taken by whoever emits it).
+    pub last_change: Option<swival_protocol::FileChange>,
 }
 
 impl ToolBox {
@@ -107,6 +110,7 @@ impl ToolBox {
             read_guard: true,
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
+            last_change: None,
         }
     }
 

@@ -11,6 +11,7 @@ use super::ToolBox;
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
+use swival_protocol::FileChange;
 
 /// Swival's text for the read-before-write guard.
 pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
@@ -78,11 +79,18 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
                 ));
             }
             tb.check_write(&path, requested, existing.is_some())?;
+            let before = match &existing {
+                Some(m) if m.len <= MAX_CHANGE_TEXT => dir.read(&rel).ok(),
+                _ => None,
+            };
             create_parent(tb, &dir, &rel, requested)?;
             dir.open_file(&rel, How::Truncate)
                 .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
                 .map_err(|e| tb.io_error(requested, "write", e))?;
             tb.tracker.mark(&path);
+            if existing.is_none() || before.is_some() {
+                tb.last_change = change(&path, before, content.as_bytes());
+            }
             Ok(format!(
                 "Wrote {} bytes to {requested}\n[checksum={}]",
                 content.len(),
@@ -91,6 +99,24 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         }
         (None, Some(source)) => move_file(tb, requested, &path, source),
     }
+}
+
+/// Texts longer than this are left out of a [`FileChange`].
+const MAX_CHANGE_TEXT: u64 = 64 * 1024;
+
+/// What a write did to `path`, for an editor's diff; `None` when a text is
+/// too long or not UTF-8.
+fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChange> {
+    let small = |b: &[u8]| b.len() as u64 <= MAX_CHANGE_TEXT;
+    if !small(after) || before.as_deref().is_some_and(|b| !small(b)) {
+        return None;
+    }
+    let old_text = match before {
+        Some(b) => Some(String::from_utf8(b).ok()?),
+        None => None,
+    };
+    let new_text = std::str::from_utf8(after).ok()?.to_owned();
+    Some(FileChange { path: path.display().to_string(), old_text, new_text })
 }
 
 /// Create the missing directories above `rel`, each beneath the last.
@@ -183,6 +209,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     tb.tracker.mark(&path);
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
+    tb.last_change = change(&path, Some(content.into_bytes()), &written);
     Ok(format!("Edited {requested}\n[checksum={}]", checksum(&written)))
 }
 

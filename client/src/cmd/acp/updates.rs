@@ -1,0 +1,246 @@
+//! A daemon session's events as ACP `session/update`s: text deltas become
+//! message chunks, tool calls become `tool_call` / `tool_call_update` with a
+//! kind, a title, locations and, for edits, the diff the daemon recorded; `todo` results become a
+//! plan; what the policy pipeline did (hooks, filter blocks, reviewer
+//! rounds, loop guards, warnings) is shown, never dropped.
+
+use super::acp::{
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use swival_protocol::{Event, EventKind, FileChange, Outcome, RunEnd};
+
+/// Turns one session's events into updates.
+pub struct Forwarder {
+    /// The session's base directory: relative tool paths resolve there.
+    base_dir: PathBuf,
+    /// Answer text streamed in the current turn.
+    streamed: String,
+    /// A counter for the ids of policy cards.
+    policy_cards: u64,
+}
+
+impl Forwarder {
+    /// A forwarder for a session rooted at `base_dir`.
+    pub fn new(base_dir: PathBuf) -> Forwarder {
+        Forwarder { base_dir, streamed: String::new(), policy_cards: 0 }
+    }
+
+    /// The updates one event becomes (often none).
+    pub fn updates(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        match &event.kind {
+            EventKind::RunStarted { task } => {
+                self.streamed.clear();
+                vec![SessionUpdate::UserMessageChunk(ContentChunk::new(text(task)))]
+            }
+            EventKind::TurnStarted { .. } => {
+                self.streamed.clear();
+                Vec::new()
+            }
+            EventKind::TextDelta { text: t, .. } => {
+                self.streamed.push_str(t);
+                vec![message(t)]
+            }
+            EventKind::ToolCall { id, name, arguments, .. } => self.tool_call(id, name, arguments),
+            EventKind::ToolResult { id, name, succeeded, content, change, .. } => {
+                self.streamed.clear();
+                self.tool_result(id, name, *succeeded, content, change.as_ref())
+            }
+            EventKind::Hook { point, hook, decision, reason, .. } if decision != "pass" => {
+                let reason = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+                let failed = matches!(decision.as_str(), "block" | "ignored_failure");
+                self.card(format!("{point} hook {decision}"), format!("{hook} → {decision}{reason}"), failed)
+            }
+            EventKind::Review { round, verdict, feedback, .. } => {
+                let body = if feedback.trim().is_empty() { verdict.clone() } else { feedback.clone() };
+                self.card(format!("Reviewer round {round}: {verdict}"), body, verdict == "error")
+            }
+            EventKind::Intervention { kind, tool, message: m, .. } => {
+                let about = if tool.is_empty() { String::new() } else { format!(" ({tool})") };
+                vec![thought(&format!("[loop guard: {kind}{about}] {m}\n"))]
+            }
+            EventKind::Warning { message: m } => vec![thought(&format!("Warning: {m}\n"))],
+            EventKind::Notice { message: m, .. } => vec![thought(&format!("{m}\n"))],
+            EventKind::Compaction { strategy, tokens_before, tokens_after, .. } => {
+                vec![thought(&format!("[context compacted: {strategy}, {tokens_before} → {tokens_after} tokens]\n"))]
+            }
+            EventKind::Retry { attempt, reason, .. } => {
+                vec![thought(&format!("[provider call failed (attempt {attempt}), retrying: {reason}]\n"))]
+            }
+            EventKind::RunFinished(end) => self.finished(end),
+            _ => Vec::new(),
+        }
+    }
+
+    fn tool_call(&mut self, id: &str, name: &str, arguments: &str) -> Vec<SessionUpdate> {
+        let args: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.to_owned()));
+        let mut call = ToolCall::new(id.to_owned(), title(name, &args))
+            .kind(kind(name))
+            .status(ToolCallStatus::InProgress)
+            .raw_input(args.clone());
+        if let Some(p) = arg(&args, "file_path") {
+            let line = args.get("line_number").and_then(Value::as_u64).and_then(|l| u32::try_from(l).ok());
+            call = call.locations(vec![ToolCallLocation::new(self.resolve(p)).line(line)]);
+        }
+        let mut out = vec![SessionUpdate::ToolCall(call)];
+        if name == "think" {
+            if let Some(t) = arg(&args, "thought") {
+                out.push(thought(&format!("{t}\n")));
+            }
+        }
+        out
+    }
+
+    fn tool_result(
+        &mut self,
+        id: &str,
+        name: &str,
+        succeeded: bool,
+        content: &str,
+        change: Option<&FileChange>,
+    ) -> Vec<SessionUpdate> {
+        let status = if succeeded { ToolCallStatus::Completed } else { ToolCallStatus::Failed };
+        let mut shown = Vec::new();
+        if let Some(c) = change.filter(|_| succeeded) {
+            shown.push(ToolCallContent::Diff(
+                Diff::new(c.path.clone(), c.new_text.clone()).old_text(c.old_text.clone()),
+            ));
+        }
+        shown.push(ToolCallContent::from(text(content)));
+        let fields = ToolCallUpdateFields::new().status(status).content(shown);
+        let mut out = vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))];
+        if name == "todo" && succeeded {
+            if let Some(plan) = plan(content) {
+                out.push(SessionUpdate::Plan(plan));
+            }
+        }
+        out
+    }
+
+    /// The end of a run: the answer when none of it was streamed, and the
+    /// reason a policy refused or the run failed.
+    fn finished(&mut self, end: &RunEnd) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        if let Some(answer) = end.answer.as_deref().filter(|a| !a.is_empty()) {
+            if self.streamed.trim() != answer.trim() {
+                let sep = if self.streamed.is_empty() { "" } else { "\n\n" };
+                out.push(message(&format!("{sep}{answer}")));
+            }
+        }
+        if matches!(end.outcome, Outcome::Blocked | Outcome::Error | Outcome::Interrupted) {
+            if let Some(err) = end.error.as_deref() {
+                let blocked = end.outcome == Outcome::Blocked || filter_blocked(end);
+                let what = if blocked { "Blocked by policy" } else { "Error" };
+                out.push(message(&format!("\n{what}: {err}\n")));
+            }
+        }
+        self.streamed.clear();
+        out
+    }
+
+    /// A visible card for something the policy pipeline did.
+    fn card(&mut self, title: String, body: String, failed: bool) -> Vec<SessionUpdate> {
+        self.policy_cards += 1;
+        let status = if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
+        let call = ToolCall::new(format!("policy-{}", self.policy_cards), title)
+            .kind(ToolKind::Other)
+            .status(status)
+            .content(vec![ToolCallContent::from(text(&body))]);
+        vec![SessionUpdate::ToolCall(call)]
+    }
+
+    fn resolve(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+}
+
+/// Whether a run failed because the outbound filter chain blocked a call.
+/// Swival's contract makes that a failed run (exit 1) with this message,
+/// so the daemon reports `error`; to an editor it is a policy refusal.
+pub fn filter_blocked(end: &RunEnd) -> bool {
+    end.outcome == Outcome::Error && end.error.as_deref().is_some_and(|e| e.starts_with("LLM filter blocked request"))
+}
+
+/// How the editor should draw a tool.
+pub fn kind(name: &str) -> ToolKind {
+    match name {
+        "read_file" | "read_multiple_files" | "outline" | "view_image" => ToolKind::Read,
+        "write_file" | "edit_file" => ToolKind::Edit,
+        "delete_file" => ToolKind::Delete,
+        "list_files" | "grep" => ToolKind::Search,
+        "run_command" | "run_shell_command" => ToolKind::Execute,
+        "fetch_url" => ToolKind::Fetch,
+        "think" => ToolKind::Think,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A human title: what the call does and to what.
+pub fn title(name: &str, args: &Value) -> String {
+    let file = arg(args, "file_path").unwrap_or("?");
+    match name {
+        "read_file" => format!("Read {file}"),
+        "read_multiple_files" => {
+            let n = args.get("files").and_then(Value::as_array).map_or(0, Vec::len);
+            format!("Read {n} files")
+        }
+        "write_file" => match arg(args, "move_from") {
+            Some(from) => format!("Move {from} → {file}"),
+            None => format!("Write {file}"),
+        },
+        "edit_file" => format!("Edit {file}"),
+        "delete_file" => format!("Delete {file}"),
+        "list_files" => format!("List {}", arg(args, "pattern").unwrap_or("files")),
+        "grep" => format!("Search for {}", arg(args, "pattern").unwrap_or("?")),
+        "run_command" => match args.get("command") {
+            Some(Value::Array(argv)) => {
+                let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+                format!("Run {}", words.join(" "))
+            }
+            Some(Value::String(s)) => format!("Run {s}"),
+            _ => "Run a command".into(),
+        },
+        "fetch_url" => format!("Fetch {}", arg(args, "url").unwrap_or("?")),
+        "think" => "Think".into(),
+        "todo" => format!("Todo: {}", arg(args, "action").unwrap_or("list")),
+        other => other.to_owned(),
+    }
+}
+
+/// The `todo` tool's answer (the whole list as JSON) as a plan.
+fn plan(content: &str) -> Option<Plan> {
+    let v: Value = serde_json::from_str(content.lines().next()?).ok()?;
+    let entries = v["items"]
+        .as_array()?
+        .iter()
+        .map(|i| {
+            let done = i["done"].as_bool().unwrap_or(false);
+            let status = if done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+            PlanEntry::new(i["task"].as_str().unwrap_or_default(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    Some(Plan::new(entries))
+}
+
+fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn text(s: &str) -> ContentBlock {
+    ContentBlock::from(s.to_owned())
+}
+
+fn message(s: &str) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(text(s)))
+}
+
+fn thought(s: &str) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(s)))
+}

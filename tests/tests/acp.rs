@@ -1,0 +1,265 @@
+//! `swivalctl acp` driven by an ACP client we did not write: the official
+//! SDK (`@agentclientprotocol/sdk` from npm, installed by `.ci/run` into
+//! `tests/acp/`), through `tests/acp/driver.mjs`. Every `session/update`
+//! is also validated against the SDK's published JSON schema.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Stdio};
+use swival_tests::mock::{Gate, MockProvider, Step};
+use swival_tests::{bin, script, Daemon, TestEnv};
+
+fn acp_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("acp");
+    assert!(
+        dir.join("node_modules/@agentclientprotocol/sdk").is_dir(),
+        "the ACP client SDK is missing: run `npm ci --prefix tests/acp` (.ci/run does)"
+    );
+    dir
+}
+
+/// One driver process: the official client talking to `swivalctl acp`.
+struct Driver {
+    child: Child,
+    lines: BufReader<ChildStdout>,
+    seen: Vec<Value>,
+}
+
+impl Driver {
+    fn start(env: &TestEnv, daemon: &Daemon, scenario: Value) -> Driver {
+        let mut child = env
+            .command(Path::new("node"))
+            .arg(acp_dir().join("driver.mjs"))
+            .arg(bin("swivalctl"))
+            .arg(scenario.to_string())
+            .env("SWIVALD_SOCKET", &daemon.socket)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node runs (install Node.js)");
+        let lines = BufReader::new(child.stdout.take().expect("stdout"));
+        Driver { child, lines, seen: Vec::new() }
+    }
+
+    /// The next message the client saw (`None`: the driver ended).
+    fn next(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        if self.lines.read_line(&mut line).expect("read driver output") == 0 {
+            return None;
+        }
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("driver printed {line:?}: {e}"));
+        assert_ne!(v["type"], "invalid", "an update does not validate against the ACP schema: {v}");
+        self.seen.push(v.clone());
+        Some(v)
+    }
+
+    /// Read until a message matches, returning it.
+    fn until(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        while let Some(v) = self.next() {
+            if pred(&v) {
+                return v;
+            }
+        }
+        panic!("the driver ended before {what}; it saw:\n{}", self.dump());
+    }
+
+    /// Everything until the driver exits.
+    fn finish(mut self) -> Vec<Value> {
+        while self.next().is_some() {}
+        let status = self.child.wait().expect("wait driver");
+        assert!(status.success(), "driver failed ({status}); it saw:\n{}", self.dump());
+        self.seen
+    }
+
+    fn dump(&self) -> String {
+        self.seen.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+    }
+}
+
+fn result<'a>(seen: &'a [Value], op: &str) -> &'a Value {
+    let r = seen.iter().find(|v| v["type"] == "result" && v["op"] == op);
+    &r.unwrap_or_else(|| panic!("no {op} result in:\n{}", dump(seen)))["result"]
+}
+
+fn updates(seen: &[Value]) -> Vec<&Value> {
+    seen.iter().filter(|v| v["type"] == "update").map(|v| &v["update"]).collect()
+}
+
+fn dump(seen: &[Value]) -> String {
+    seen.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+}
+
+/// The kinds of updates, in order, without the slash-command list; a
+/// message streamed in several chunks counts once.
+fn kinds(seen: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = updates(seen)
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or_default().to_owned())
+        .filter(|k| k != "available_commands_update")
+        .collect();
+    out.dedup_by(|a, b| a == b && a.ends_with("_chunk"));
+    out
+}
+
+fn text_of(seen: &[Value], kind: &str) -> String {
+    updates(seen)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == kind)
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+fn provider_config(env: &TestEnv, mock: &MockProvider, extra: &str) {
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n{extra}", mock.base_url()));
+}
+
+fn edit_script() -> Vec<Step> {
+    vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "calc.py"})),
+        Step::tool_call(
+            "c2",
+            "edit_file",
+            json!({"file_path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        ),
+        Step::text("Fixed add."),
+    ]
+}
+
+#[test]
+fn a_prompt_streams_a_read_an_edit_with_its_diff_and_the_answer_then_a_second_client_loads_it() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let mock = MockProvider::start(edit_script());
+    provider_config(&env, &mock, "");
+    let cwd = p.display().to_string();
+    let seen = Driver::start(
+        &env,
+        &daemon,
+        json!({"steps": [{"op": "new", "cwd": cwd}, {"op": "prompt", "text": "make add add"}]}),
+    )
+    .finish();
+
+    let init = result(&seen, "initialize");
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    let session = result(&seen, "new")["sessionId"].as_str().expect("a session id").to_owned();
+    assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn", "{}", dump(&seen));
+    assert_eq!(
+        kinds(&seen),
+        ["user_message_chunk", "tool_call", "tool_call_update", "tool_call", "tool_call_update", "agent_message_chunk"],
+        "{}",
+        dump(&seen)
+    );
+    let ups = updates(&seen);
+    let calls: Vec<&&Value> = ups.iter().filter(|u| u["sessionUpdate"] == "tool_call").collect();
+    assert_eq!(calls[0]["kind"], "read");
+    assert_eq!(calls[0]["title"], "Read calc.py");
+    assert_eq!(calls[0]["locations"][0]["path"], p.join("calc.py").display().to_string());
+    assert_eq!(calls[1]["kind"], "edit");
+    let edit_done = ups.iter().filter(|u| u["sessionUpdate"] == "tool_call_update").nth(1).unwrap();
+    assert_eq!(edit_done["status"], "completed", "{edit_done}");
+    let diff = &edit_done["content"][0];
+    assert_eq!(diff["type"], "diff", "{edit_done}");
+    assert_eq!(diff["oldText"], "def add(a, b):\n    return a - b\n");
+    assert_eq!(diff["newText"], "def add(a, b):\n    return a + b\n");
+    assert_eq!(text_of(&seen, "agent_message_chunk"), "Fixed add.");
+    assert_eq!(std::fs::read_to_string(p.join("calc.py")).unwrap(), "def add(a, b):\n    return a + b\n");
+
+    // A second client process loads the session: the same conversation,
+    // replayed, then the load answers; the session is listed for its cwd.
+    let again = Driver::start(
+        &env,
+        &daemon,
+        json!({"steps": [{"op": "load", "session_id": session, "cwd": cwd}, {"op": "list", "cwd": cwd}]}),
+    )
+    .finish();
+    result(&again, "load");
+    assert_eq!(kinds(&again), kinds(&seen), "{}", dump(&again));
+    assert_eq!(text_of(&again, "user_message_chunk"), "make add add");
+    assert_eq!(text_of(&again, "agent_message_chunk"), "Fixed add.");
+    let replayed_diff = updates(&again)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["content"][0]["type"] == "diff")
+        .cloned()
+        .expect("the edit's diff is replayed");
+    assert_eq!(replayed_diff["content"][0], *diff, "{}", dump(&again));
+    let listed = &result(&again, "list")["sessions"];
+    assert!(listed.as_array().unwrap().iter().any(|s| s["sessionId"] == session.as_str()), "{listed}");
+}
+
+#[test]
+fn cancel_mid_run_answers_the_prompt_with_cancelled() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::hang()]);
+    provider_config(&env, &mock, "");
+    let scenario = json!({"steps": [
+        {"op": "new", "cwd": p.display().to_string()},
+        {"op": "prompt", "text": "think for a long time", "cancel_on": "user_message_chunk"},
+    ]});
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    assert_eq!(result(&seen, "prompt")["stopReason"], "cancelled", "{}", dump(&seen));
+}
+
+#[test]
+fn a_filter_block_is_a_refusal_with_its_reason_shown() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let dir = env.root().join("scripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let filter = script(
+        &dir,
+        "block.py",
+        "#!/usr/bin/env python3\nimport sys, json\nsys.stdin.read()\n\
+         print(json.dumps({\"allow\": False, \"reason\": \"no secrets leave this machine\"}))\n",
+    );
+    let mock = MockProvider::start(vec![Step::text("never sent")]);
+    provider_config(&env, &mock, &format!("llm_filter = \"{}\"\n", filter.display()));
+    let scenario = json!({"steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "hello"}]});
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    assert_eq!(result(&seen, "prompt")["stopReason"], "refusal", "{}", dump(&seen));
+    let shown = text_of(&seen, "agent_message_chunk");
+    assert!(shown.contains("no secrets leave this machine"), "{}", dump(&seen));
+    assert_eq!(mock.request_count(), 0, "the blocked call reached the provider");
+}
+
+#[test]
+fn closing_the_editor_mid_run_leaves_the_run_going_and_a_new_client_loads_the_rest() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("notes.txt"), "hello\n").unwrap();
+    let gate = Gate::new();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "notes.txt"})),
+        Step::gated(Step::text("The notes say hello."), &gate),
+    ]);
+    provider_config(&env, &mock, "");
+    let cwd = p.display().to_string();
+    let mut first = Driver::start(
+        &env,
+        &daemon,
+        json!({"steps": [{"op": "new", "cwd": cwd}, {"op": "prompt", "text": "read notes", "exit_on": "tool_call_update"}]}),
+    );
+    let session = first.until("session/new", |v| v["op"] == "new")["result"]["sessionId"].as_str().unwrap().to_owned();
+    first.until("the editor exits", |v| v["type"] == "exiting");
+    let _ = first.finish();
+
+    // The run waits on the provider; a new client loads the session and
+    // sees the answer arrive live once the provider replies.
+    let mut second = Driver::start(
+        &env,
+        &daemon,
+        json!({"steps": [{"op": "load", "session_id": session, "cwd": cwd}, {"op": "wait_text", "text": "The notes say hello."}]}),
+    );
+    second.until("session/load", |v| v["type"] == "result" && v["op"] == "load");
+    gate.open();
+    let seen = second.finish();
+    let ups = kinds(&seen);
+    assert_eq!(ups[..3], ["user_message_chunk", "tool_call", "tool_call_update"], "{}", dump(&seen));
+    assert_eq!(text_of(&seen, "agent_message_chunk"), "The notes say hello.", "{}", dump(&seen));
+}
