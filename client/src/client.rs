@@ -196,6 +196,23 @@ impl Client {
         Ok(r.cancelled)
     }
 
+    /// `run/approve`: answer a run's `approval_requested`; false when it
+    /// no longer waits.
+    pub async fn approve(
+        &self,
+        session_id: &SessionId,
+        approval_id: &str,
+        decision: swival_protocol::ApprovalDecision,
+    ) -> Result<bool, ClientError> {
+        let params = swival_protocol::ApproveParams {
+            session_id: session_id.clone(),
+            approval_id: approval_id.to_owned(),
+            decision,
+        };
+        let r: swival_protocol::ApproveResult = self.call(methods::RUN_APPROVE, &params).await?;
+        Ok(r.accepted)
+    }
+
     /// `run/wait`.
     pub async fn wait_run(&self, run_id: &RunId) -> Result<RunResult, ClientError> {
         self.call(methods::RUN_WAIT, &RunRef { run_id: run_id.clone() }).await

@@ -99,6 +99,7 @@ fn session_settings(
         cache_path: cache_dir.join("cache.db"),
         daemon_dirs: vec![state_dir, cache_dir, crate::paths::config_dir()],
         max_cache_bytes: settings.max_cache_bytes,
+        approval_timeout: crate::config::seconds(settings.approval_timeout_s, 0.1),
         live: crate::session::LiveLimits {
             max_sessions: settings.max_live_sessions.max(1) as usize,
             idle_timeout: settings.session_idle_timeout(),

@@ -75,6 +75,9 @@ pub struct Settings {
     /// Seconds an idle session (no run in flight) stays in memory unused;
     /// 0 keeps it until `max_live_sessions` pushes it out.
     pub session_idle_timeout_s: f64,
+    /// Seconds a run waits for a user to approve a command (`commands =
+    /// "ask"`); no answer in time is a rejection.
+    pub approval_timeout_s: f64,
 }
 
 impl Default for Settings {
@@ -100,6 +103,7 @@ impl Default for Settings {
             max_cache_bytes: 256 * 1024 * 1024,
             max_live_sessions: 1024,
             session_idle_timeout_s: 600.0,
+            approval_timeout_s: 300.0,
         }
     }
 }

@@ -28,6 +28,8 @@ pub const RUN_START: &str = "run/start";
 pub const RUN_CANCEL: &str = "run/cancel";
 /// Wait for a run to finish.
 pub const RUN_WAIT: &str = "run/wait";
+/// Answer a run's `approval_requested` event.
+pub const RUN_APPROVE: &str = "run/approve";
 /// Swival's report JSON of a finished run.
 pub const REPORT_GET: &str = "report/get";
 /// Register a client hook (notifications: `hooks/invoke`).
@@ -66,6 +68,7 @@ pub const ALL: &[(&str, &str)] = &[
     (RUN_START, "Start a run; refused with session_busy while another runs."),
     (RUN_CANCEL, "Cancel a run: between turns and tools, killing running children."),
     (RUN_WAIT, "Wait for a run to finish and return its result."),
+    (RUN_APPROVE, "Answer a run's approval_requested event: allow or reject once or for the session."),
     (REPORT_GET, "Swival's report JSON (version 1) of a finished run."),
     (HOOKS_REGISTER, "Register a client hook for some points; invocations arrive as hooks/invoke notifications."),
     (HOOKS_UNREGISTER, "End a hooks/register subscription."),

@@ -42,6 +42,7 @@ fn method_docs() -> Vec<MethodDoc> {
         ),
         doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
         doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
+        doc(methods::RUN_APPROVE, Some(schema::<ApproveParams>()), schema::<ApproveResult>()),
         doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
         doc(
             methods::CACHE_STATS,

@@ -535,8 +535,77 @@ pub enum EventKind {
         /// The text; may span lines (a reviewer's feedback follows its header line).
         message: String,
     },
+    /// The run waits for a user's approval of a command (`commands =
+    /// "ask"`). Any client may answer with `run/approve`; none answering
+    /// within `timeout_s` is a rejection.
+    ApprovalRequested {
+        /// The turn.
+        turn: u64,
+        /// What `run/approve` names.
+        approval_id: String,
+        /// The tool call id.
+        tool_call_id: String,
+        /// Swival's bucket of the command (`git push`, `python3 -c`, `rm`):
+        /// what an "always" answer approves.
+        bucket: String,
+        /// The command line as the model asked for it.
+        command: String,
+        /// The bucket is one Swival calls high-risk (`rm`, `git push`, `curl`, `sh -c`, …).
+        high_risk: bool,
+        /// How long the run waits.
+        timeout_s: f64,
+    },
+    /// An approval was answered (or timed out, or the run was cancelled).
+    ApprovalResolved {
+        /// The request answered.
+        approval_id: String,
+        /// The decision that applies.
+        decision: ApprovalDecision,
+        /// `client`, `timeout` or `cancelled`.
+        by: String,
+    },
     /// The run ended; exactly one per run, always the run's last event.
     RunFinished(RunEnd),
+}
+
+/// A user's answer to an [`EventKind::ApprovalRequested`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this command.
+    AllowOnce,
+    /// Run it, and every command of its bucket for the rest of the session.
+    AllowAlways,
+    /// Do not run it.
+    RejectOnce,
+    /// Do not run it, nor any command of its bucket for the rest of the session.
+    RejectAlways,
+}
+
+impl ApprovalDecision {
+    /// Whether the command runs.
+    pub fn allows(self) -> bool {
+        matches!(self, ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways)
+    }
+}
+
+/// `run/approve` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApproveParams {
+    /// The session of the run.
+    pub session_id: SessionId,
+    /// From the `approval_requested` event.
+    pub approval_id: String,
+    /// The answer.
+    pub decision: ApprovalDecision,
+}
+
+/// `run/approve` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApproveResult {
+    /// False when nothing waits for that approval any more (answered by
+    /// another client, timed out, or the run ended).
+    pub accepted: bool,
 }
 
 /// A file a tool changed: its text before (`None`: it did not exist) and

@@ -263,3 +263,64 @@ fn closing_the_editor_mid_run_leaves_the_run_going_and_a_new_client_loads_the_re
     assert_eq!(ups[..3], ["user_message_chunk", "tool_call", "tool_call_update"], "{}", dump(&seen));
     assert_eq!(text_of(&seen, "agent_message_chunk"), "The notes say hello.", "{}", dump(&seen));
 }
+
+/// A session where commands need approval, running `touch one`, then
+/// `touch two` (the same bucket), then answering.
+fn ask_session(answer: &str) -> (TestEnv, Daemon, MockProvider, PathBuf, Vec<Value>) {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "run_command", json!({"command": ["touch", "one"]})),
+        Step::tool_call("c2", "run_command", json!({"command": ["touch", "two"]})),
+        Step::text("done"),
+    ]);
+    provider_config(&env, &mock, "commands = \"ask\"\n");
+    // The user's global config enables commands, so no project trust is needed.
+    let scenario = json!({
+        "permission": answer,
+        "steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "touch things"}],
+    });
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    (env, daemon, mock, p, seen)
+}
+
+fn permission_requests(seen: &[Value]) -> Vec<&Value> {
+    seen.iter().filter(|v| v["type"] == "permission").map(|v| &v["params"]).collect()
+}
+
+fn tool_update<'a>(seen: &'a [Value], id: &str) -> &'a Value {
+    updates(seen)
+        .into_iter()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
+        .unwrap_or_else(|| panic!("no update of {id} in:\n{}", dump(seen)))
+}
+
+#[test]
+fn a_rejected_permission_is_an_error_result_and_the_run_goes_on() {
+    let (_env, _daemon, _mock, p, seen) = ask_session("reject_once");
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 2, "each rejected-once command is asked again:\n{}", dump(&seen));
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "c1");
+    assert_eq!(asked[0]["toolCall"]["title"], "Run touch one");
+    let kinds: Vec<&str> =
+        asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    let c1 = tool_update(&seen, "c1");
+    assert_eq!(c1["status"], "failed", "{c1}");
+    assert!(c1["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("error: user denied command bucket 'touch'"));
+    assert!(!p.join("one").exists() && !p.join("two").exists());
+    assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn");
+}
+
+#[test]
+fn allow_always_is_asked_once_per_bucket_in_a_session() {
+    let (_env, _daemon, _mock, p, seen) = ask_session("allow_always");
+    assert_eq!(permission_requests(&seen).len(), 1, "{}", dump(&seen));
+    assert_eq!(tool_update(&seen, "c1")["status"], "completed");
+    assert_eq!(tool_update(&seen, "c2")["status"], "completed");
+    assert!(p.join("one").exists() && p.join("two").exists());
+}

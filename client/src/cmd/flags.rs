@@ -81,8 +81,7 @@ pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
     }
 }
 
-/// Swival's `--commands`: "all", "none" and "ask" as they are (the daemon
-/// refuses "ask"), anything else a comma-separated whitelist. An empty
+/// Swival's `--commands`: "all", "none" and "ask" as they are, anything else a comma-separated whitelist. An empty
 /// list stays empty (no command at all), where Swival reads it as "all".
 fn commands_value(mode: &str) -> Value {
     match mode.trim() {

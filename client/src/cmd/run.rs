@@ -50,10 +50,10 @@ pub struct RunArgs {
     /// Most reviewer rounds.
     #[arg(long)]
     pub max_review_rounds: Option<u64>,
-    /// Commands the agent may run: "all", "none", or a comma-separated
-    /// whitelist such as "ls,git,cargo" (Swival's --commands; "ask" needs
-    /// an approval prompt swivald does not have and is refused).
-    #[arg(long, value_name = "all|none|LIST", conflicts_with = "allowed_commands")]
+    /// Commands the agent may run: "all", "none", "ask" (each kind of
+    /// command approved on this terminal first), or a comma-separated
+    /// whitelist such as "ls,git,cargo" (Swival's --commands).
+    #[arg(long, value_name = "all|none|ask|LIST", conflicts_with = "allowed_commands")]
     pub commands: Option<String>,
     /// Commands run_command may run, comma-separated (same as --commands LIST).
     #[arg(long, value_name = "LIST")]
@@ -315,6 +315,12 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             continue;
         }
         progress.show(&event);
+        if let EventKind::ApprovalRequested { approval_id, bucket, command, high_risk, .. } = &event.kind {
+            let decision = ask_terminal(command, bucket, *high_risk).await;
+            if let Err(e) = client.approve(&session_id, approval_id, decision).await {
+                eprintln!("swivalctl: cannot pass the answer to swivald: {e}");
+            }
+        }
         if let EventKind::RunFinished(end) = event.kind {
             break swival_protocol::RunResult::from_end(run_id.clone(), end);
         }
@@ -333,6 +339,33 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     }
     let code = if cancelled { 130 } else { result.exit_code };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Ask on the terminal whether a command may run (`commands = "ask"`).
+/// Without a terminal, or on end of input, the answer is no, as in Swival.
+async fn ask_terminal(command: &str, bucket: &str, high_risk: bool) -> swival_protocol::ApprovalDecision {
+    use std::io::IsTerminal as _;
+    use swival_protocol::ApprovalDecision as D;
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "swivalctl: `{command}` needs approval (commands = \"ask\") and there is no terminal to ask on: rejected"
+        );
+        return D::RejectOnce;
+    }
+    let risk = if high_risk { " [high risk]" } else { "" };
+    eprint!("? Run `{command}`{risk}? [y] once, [a] always `{bucket}`, [n] no, [never] `{bucket}` (default no): ");
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => D::AllowOnce,
+        "a" | "always" => D::AllowAlways,
+        "never" => D::RejectAlways,
+        _ => D::RejectOnce,
+    }
 }
 
 /// The report of a run that failed before it started (Swival writes one for

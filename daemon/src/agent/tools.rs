@@ -8,12 +8,13 @@
 use super::guard::{Guards, Intervention};
 use super::{AgentRun, CANCELLED_RESULT};
 use crate::provider::ToolCall;
+use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::tools::repair;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Instant;
-use swival_protocol::EventKind;
+use swival_protocol::{ApprovalDecision, EventKind};
 
 impl AgentRun<'_> {
     /// Run `calls` (the reply's, already in the conversation) and add
@@ -103,7 +104,7 @@ impl AgentRun<'_> {
                 }
                 None => {
                     let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
-                    let mut result = self.call_tool(&fixed).await;
+                    let mut result = self.call_tool(turn, &fixed).await;
                     let hint = guards.after(&call.name, &repaired.args, &result);
                     if let Some(note) = repaired.note() {
                         result = format!("{result}\n{note}");
@@ -115,6 +116,47 @@ impl AgentRun<'_> {
                 }
             }
         }
+    }
+
+    /// `commands = "ask"`: wait for the user's answer for this command's
+    /// bucket (unless the session already gave one), and return the tool
+    /// result when it may not run. No answer in time, or the run
+    /// cancelled, is a rejection.
+    async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<String> {
+        let gate = self.commands.ask.clone()?;
+        // Arguments that do not parse are reported by the tool itself.
+        let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
+        let bucket = ask::bucket(&argv);
+        let allowed = match gate.known(&bucket) {
+            Some(known) => known,
+            None => {
+                let (approval_id, answer) = gate.approvals.ask(self.session_id);
+                let requested = EventKind::ApprovalRequested {
+                    turn,
+                    approval_id: approval_id.clone(),
+                    tool_call_id: call_id.to_owned(),
+                    bucket: bucket.clone(),
+                    command: shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")),
+                    high_risk: ask::high_risk(&bucket),
+                    timeout_s: gate.timeout.as_secs_f64(),
+                };
+                self.events.emit(Some(self.run_id), requested);
+                let (decision, by) = tokio::select! {
+                    a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), "client"),
+                    _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, "timeout"),
+                    _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, "cancelled"),
+                };
+                gate.approvals.forget(&approval_id);
+                gate.remember(&bucket, decision);
+                let resolved = EventKind::ApprovalResolved { approval_id, decision, by: by.to_owned() };
+                self.events.emit(Some(self.run_id), resolved);
+                self.record.event(
+                    json!({"type": "command_policy", "turn": turn, "bucket": bucket, "decision": decision, "by": by}),
+                );
+                decision.allows()
+            }
+        };
+        (!allowed).then(|| ask::denied(&bucket))
     }
 
     fn push_result(&mut self, id: &str, content: &str) -> Result<(), StoreError> {
@@ -130,11 +172,14 @@ impl AgentRun<'_> {
 
     /// Run one tool: commands and fetches are async (and cancellable);
     /// file tools run on this thread.
-    async fn call_tool(&mut self, call: &ToolCall) -> String {
+    async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> String {
         let args = || crate::tools::parse_args(&call.arguments);
         match call.name.as_str() {
             "run_command" if self.commands.policy.enabled() => match args() {
-                Ok(a) => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
+                Ok(a) => match self.approve(turn, &call.id, &a).await {
+                    Some(refusal) => refusal,
+                    None => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
+                },
                 Err(e) => e,
             },
             "fetch_url" => match args() {

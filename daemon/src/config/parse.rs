@@ -108,21 +108,16 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             }),
             other => Err(wrong_type(kind, key, &other, origin)),
         },
-        Kind::CommandPolicy => {
-            match value {
-                Value::String(text) => match text.as_str() {
-                    "all" | "none" => Ok(Value::String(text)),
-                    "ask" => Err(origin.invalid(format!(
-                        "'{key}' = \"ask\" needs interactive approval, which swivald does not have; \
-                     list the programs in allowed_commands, or use \"all\" or \"none\""
-                    ))),
-                    _ => Err(origin
-                        .invalid(format!("'{key}' must be 'all', 'none', or a list of command names, got '{text}'"))),
-                },
-                Value::Array(_) => command_names(kind, key, value, origin),
-                other => Err(wrong_type(kind, key, &other, origin)),
-            }
-        }
+        Kind::CommandPolicy => match value {
+            Value::String(text) => match text.as_str() {
+                "all" | "none" | "ask" => Ok(Value::String(text)),
+                _ => Err(origin.invalid(format!(
+                    "'{key}' must be 'all', 'none', 'ask', or a list of command names, got '{text}'"
+                ))),
+            },
+            Value::Array(_) => command_names(kind, key, value, origin),
+            other => Err(wrong_type(kind, key, &other, origin)),
+        },
         Kind::CommandNames => command_names(kind, key, value, origin),
         Kind::HexKey => {
             let text = string(kind, key, value, origin)?;

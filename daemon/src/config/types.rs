@@ -36,8 +36,7 @@ impl FilesMode {
 }
 
 /// Swival's `commands` string form. The list form is the whitelist and
-/// lands in `allowed_commands`; `"ask"` is refused (no interactive approval
-/// in a daemon).
+/// lands in `allowed_commands`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandsMode {
@@ -45,6 +44,8 @@ pub enum CommandsMode {
     All,
     /// No command tool at all.
     None,
+    /// Any program, each bucket approved by the user first (`sandbox/ask.rs`).
+    Ask,
 }
 
 /// Where `run_command` may run things (SPEC §6 with Swival's precedence).
@@ -56,6 +57,8 @@ pub enum CommandAccess<'a> {
     Whitelist(&'a [String]),
     /// Any program.
     Unrestricted,
+    /// Any program, once the user approves its bucket.
+    Ask,
 }
 
 /// How commands are confined (ours; Swival's `agentfs`/`nono` are refused).
@@ -305,6 +308,8 @@ pub struct SessionConfig {
     pub commands: Option<CommandsMode>,
     /// `run_command` whitelist of bare program names (also Swival's `commands` list form).
     pub allowed_commands: Vec<String>,
+    /// Buckets `commands = "ask"` runs without asking.
+    pub approved_buckets: Vec<String>,
     /// Unrestricted files and commands unless `files`/`commands` say otherwise.
     pub yolo: bool,
     /// Extra read-write directories.
@@ -405,6 +410,7 @@ impl Default for SessionConfig {
             files: None,
             commands: None,
             allowed_commands: Vec::new(),
+            approved_buckets: Vec::new(),
             yolo: false,
             allowed_dirs: Vec::new(),
             allowed_dirs_ro: Vec::new(),
@@ -468,6 +474,7 @@ impl SessionConfig {
             Some(CommandsMode::None) => CommandAccess::Off,
             _ if !self.allowed_commands.is_empty() => CommandAccess::Whitelist(&self.allowed_commands),
             Some(CommandsMode::All) => CommandAccess::Unrestricted,
+            Some(CommandsMode::Ask) => CommandAccess::Ask,
             None if self.yolo => CommandAccess::Unrestricted,
             None => CommandAccess::Off,
         }

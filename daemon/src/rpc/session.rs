@@ -6,8 +6,8 @@ use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
 use swival_protocol::{
-    methods, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult, RunRef, RunStartParams,
-    RunStartResult, SessionCreateParams, SessionListResult, SessionRef, SubscribeParams,
+    methods, ApproveParams, ApproveResult, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult,
+    RunRef, RunStartParams, RunStartResult, SessionCreateParams, SessionListResult, SessionRef, SubscribeParams,
 };
 
 /// The JSON-RPC error for a session failure.
@@ -67,6 +67,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
         let p: RunRef = params.parse()?;
         ctx.sessions.wait(&p.run_id).await.map_err(rpc_error)
+    })?;
+    module.register_method(methods::RUN_APPROVE, |params, ctx, _| {
+        let p: ApproveParams = params.parse()?;
+        Ok::<_, ErrorObjectOwned>(ApproveResult { accepted: ctx.sessions.approve(&p) })
     })?;
     module.register_method(methods::REPORT_GET, |params, ctx, _| {
         let p: RunRef = params.parse()?;

@@ -43,6 +43,8 @@ pub struct CommandEnv {
     pub env: Vec<(String, OsString)>,
     /// The daemon's process runner: commands take one of its slots.
     pub runner: Arc<ProcessRunner>,
+    /// `commands = "ask"`: each bucket waits for the user's approval.
+    pub ask: Option<Arc<super::ask::AskGate>>,
 }
 
 impl CommandEnv {
@@ -60,7 +62,7 @@ impl CommandEnv {
         runner: Arc<ProcessRunner>,
     ) -> (CommandEnv, SandboxStatus) {
         let (status, plan) = status::plan(input, caps);
-        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env, runner };
+        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env, runner, ask: None };
         (env, status)
     }
 }
@@ -242,6 +244,7 @@ mod tests {
             helper: PathBuf::from("/nonexistent"),
             env: allowed_environment(std::env::vars_os(), &[]),
             runner: Arc::new(ProcessRunner::new(4)),
+            ask: None,
         }
     }
 

@@ -25,6 +25,7 @@
 //! come from [`status::plan`], and the helper refuses to run a command when
 //! a step of its plan fails.
 
+pub mod ask;
 pub mod command;
 pub mod fetch;
 #[cfg(target_os = "linux")]

@@ -38,7 +38,7 @@ impl CommandPolicy {
         Ok(match access {
             CommandAccess::Off => CommandPolicy::Off,
             CommandAccess::Whitelist(names) => CommandPolicy::Whitelist(resolve_whitelist(names, base_dir, path)?),
-            CommandAccess::Unrestricted => CommandPolicy::Unrestricted { path: path.to_owned() },
+            CommandAccess::Unrestricted | CommandAccess::Ask => CommandPolicy::Unrestricted { path: path.to_owned() },
         })
     }
 

@@ -96,7 +96,7 @@ impl Sessions {
             strict_read: cfg.sandbox_strict_read,
         };
         let command_env = crate::sandbox::command::allowed_environment(env.vars_os(), &cfg.command_env);
-        let (commands, sandbox) = CommandEnv::new(
+        let (mut commands, sandbox) = CommandEnv::new(
             command_policy,
             &base,
             input,
@@ -105,6 +105,13 @@ impl Sessions {
             command_env,
             self.shared.runner.clone(),
         );
+        if cfg.command_access() == crate::config::CommandAccess::Ask {
+            commands.ask = Some(std::sync::Arc::new(crate::sandbox::ask::AskGate::new(
+                self.shared.approvals.clone(),
+                self.shared.settings.approval_timeout,
+                &cfg.approved_buckets,
+            )));
+        }
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),

@@ -109,6 +109,8 @@ pub struct SessionSettings {
     pub max_cache_bytes: u64,
     /// When sessions are dropped from memory.
     pub live: LiveLimits,
+    /// How long a run waits for a command's approval before it counts as rejected.
+    pub approval_timeout: std::time::Duration,
 }
 
 /// Every session, live or stored.
@@ -137,6 +139,8 @@ pub(crate) struct Shared {
     pub runner: Arc<ProcessRunner>,
     /// Client hooks, daemon-wide.
     pub hooks: Arc<HookRegistry>,
+    /// Approvals runs wait for (`commands = "ask"`), daemon-wide.
+    pub approvals: Arc<crate::sandbox::ask::Approvals>,
     /// The response cache, opened on first use.
     pub cache: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
     /// Daemon-wide settings.
@@ -241,6 +245,7 @@ impl Sessions {
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
             hooks: Arc::default(),
+            approvals: Arc::default(),
             cache: std::sync::OnceLock::new(),
             settings,
             stopping,
@@ -373,6 +378,12 @@ impl Sessions {
             return Ok(session);
         }
         Ok(self.live.insert(session))
+    }
+
+    /// `run/approve`: answer a question a run of the session waits on;
+    /// false when none such waits (answered, timed out, or ended).
+    pub fn approve(&self, p: &swival_protocol::ApproveParams) -> bool {
+        self.shared.approvals.answer(&p.session_id, &p.approval_id, p.decision)
     }
 
     /// `session/list`, from the store: a session is running while one of

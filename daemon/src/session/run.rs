@@ -522,6 +522,7 @@ fn report_settings(cfg: &SessionConfig) -> Value {
         "commands": match cfg.command_access() {
             CommandAccess::Off => json!("none"),
             CommandAccess::Unrestricted => json!("all"),
+            CommandAccess::Ask => json!("ask"),
             CommandAccess::Whitelist(names) => {
                 let mut names = names.to_vec();
                 names.sort();

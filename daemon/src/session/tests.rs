@@ -26,6 +26,7 @@ fn fixture(max_sessions: usize) -> Fixture {
         daemon_dirs: Vec::new(),
         cache_path: dir.path().join("cache.db"),
         max_cache_bytes: 1 << 20,
+        approval_timeout: Duration::from_secs(60),
         live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
     };
     let sessions = Sessions::open(store, settings, CancellationToken::new()).unwrap();

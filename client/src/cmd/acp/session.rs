@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use swival_protocol::{ErrorCode, EventKind, Outcome, RunEnd, RunId, SessionCreateParams, SessionId};
+use swival_protocol::{ApprovalDecision, ErrorCode, EventKind, Outcome, RunEnd, RunId, SessionCreateParams, SessionId};
 use swivalctl::{Client, ClientError};
 use tokio::sync::oneshot;
 
@@ -224,7 +224,7 @@ impl Bridge {
     /// With `replay`, the events up to that seq are history: the load is
     /// answered after them and what follows is live.
     async fn follow(
-        &self,
+        self: &Arc<Self>,
         tracked: Arc<Tracked>,
         cx: ConnectionTo<Editor>,
         mut replay: Option<(u64, Responder<acp::LoadSessionResponse>)>,
@@ -246,9 +246,20 @@ impl Bridge {
                 send(&cx, &tracked.id, commands_update())?;
             }
         }
+        // Questions asked while replaying: those still open when the
+        // replay ends go to the editor then.
+        let mut open: Vec<Question> = Vec::new();
         while let Some(Ok(event)) = events.next().await {
             for update in forwarder.updates(&event) {
                 send(&cx, &tracked.id, update)?;
+            }
+            match Question::of(&event) {
+                Some(q) if replay.is_none() => self.ask_editor(&cx, &tracked.id, q)?,
+                Some(q) => open.push(q),
+                None => {}
+            }
+            if let EventKind::ApprovalResolved { approval_id, .. } = &event.kind {
+                open.retain(|q| q.approval_id != *approval_id);
             }
             if let (EventKind::RunFinished(end), Some(run)) = (&event.kind, &event.run_id) {
                 self.finished(&tracked, run, end);
@@ -258,10 +269,57 @@ impl Bridge {
                     r.respond(acp::LoadSessionResponse::new())?;
                     send(&cx, &tracked.id, commands_update())?;
                 }
+                for q in open.drain(..) {
+                    self.ask_editor(&cx, &tracked.id, q)?;
+                }
             }
         }
         self.end_follow(&tracked);
         Ok(())
+    }
+
+    /// Ask the editor to approve a command (`session/request_permission`)
+    /// and pass its answer to the daemon. An editor that cancels the
+    /// question, or fails to answer, rejects the command.
+    fn ask_editor(self: &Arc<Self>, cx: &ConnectionTo<Editor>, session: &SessionId, q: Question) -> Result<(), Error> {
+        let options = vec![
+            acp::PermissionOption::new("allow_once", "Allow once", acp::PermissionOptionKind::AllowOnce),
+            acp::PermissionOption::new(
+                "allow_always",
+                format!("Always allow `{}` in this session", q.bucket),
+                acp::PermissionOptionKind::AllowAlways,
+            ),
+            acp::PermissionOption::new("reject_once", "Reject", acp::PermissionOptionKind::RejectOnce),
+            acp::PermissionOption::new(
+                "reject_always",
+                format!("Never allow `{}` in this session", q.bucket),
+                acp::PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        let risk = if q.high_risk { " (high risk)" } else { "" };
+        let fields = acp::ToolCallUpdateFields::new()
+            .title(format!("Run {}{risk}", q.command))
+            .kind(acp::ToolKind::Execute)
+            .status(acp::ToolCallStatus::Pending);
+        let request = acp::RequestPermissionRequest::new(
+            session.0.clone(),
+            acp::ToolCallUpdate::new(q.tool_call_id.clone(), fields),
+            options,
+        );
+        let (bridge, editor, session) = (self.clone(), cx.clone(), session.clone());
+        cx.spawn(async move {
+            let decision = match editor.send_request(request).block_task().await {
+                Ok(r) => match r.outcome {
+                    acp::RequestPermissionOutcome::Selected(s) => decision_of(&s.option_id.0),
+                    _ => ApprovalDecision::RejectOnce,
+                },
+                Err(_) => ApprovalDecision::RejectOnce,
+            };
+            if let Err(e) = bridge.daemon.approve(&session, &q.approval_id, decision).await {
+                eprintln!("swivalctl acp: cannot pass the answer to swivald: {e}");
+            }
+            Ok(())
+        })
     }
 
     /// Hand a run's end to the prompt waiting for it, or keep it for the
@@ -311,6 +369,41 @@ impl Bridge {
             Ok(r) => format!("```json\n{}\n```", serde_json::to_string_pretty(&r["stats"]).unwrap_or_default()),
             Err(e) => format!("Error: {e}"),
         }
+    }
+}
+
+/// A command waiting for the user's approval.
+struct Question {
+    approval_id: String,
+    tool_call_id: String,
+    bucket: String,
+    command: String,
+    high_risk: bool,
+}
+
+impl Question {
+    fn of(event: &swival_protocol::Event) -> Option<Question> {
+        match &event.kind {
+            EventKind::ApprovalRequested { approval_id, tool_call_id, bucket, command, high_risk, .. } => {
+                Some(Question {
+                    approval_id: approval_id.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    bucket: bucket.clone(),
+                    command: command.clone(),
+                    high_risk: *high_risk,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+fn decision_of(option: &str) -> ApprovalDecision {
+    match option {
+        "allow_once" => ApprovalDecision::AllowOnce,
+        "allow_always" => ApprovalDecision::AllowAlways,
+        "reject_always" => ApprovalDecision::RejectAlways,
+        _ => ApprovalDecision::RejectOnce,
     }
 }
 

@@ -69,6 +69,10 @@ impl Forwarder {
             EventKind::Retry { attempt, reason, .. } => {
                 vec![thought(&format!("[provider call failed (attempt {attempt}), retrying: {reason}]\n"))]
             }
+            EventKind::ApprovalResolved { decision, by, .. } => {
+                let decision = serde_json::to_value(decision).unwrap_or_default();
+                vec![thought(&format!("[command approval: {} ({by})]\n", decision.as_str().unwrap_or("?")))]
+            }
             EventKind::RunFinished(end) => self.finished(end),
             _ => Vec::new(),
         }
