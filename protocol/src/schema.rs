@@ -35,6 +35,7 @@ fn method_docs() -> Vec<MethodDoc> {
         doc(methods::RUN_START, Some(schema::<RunStartParams>()), schema::<RunStartResult>()),
         doc(methods::RUN_CANCEL, Some(schema::<RunRef>()), schema::<RunCancelResult>()),
         doc(methods::RUN_WAIT, Some(schema::<RunRef>()), schema::<RunResult>()),
+        doc(methods::RUN_APPROVE, Some(schema::<ApproveParams>()), schema::<ApproveResult>()),
         doc(
             methods::REPORT_GET,
             Some(schema::<RunRef>()),
@@ -42,7 +43,6 @@ fn method_docs() -> Vec<MethodDoc> {
         ),
         doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
         doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
-        doc(methods::RUN_APPROVE, Some(schema::<ApproveParams>()), schema::<ApproveResult>()),
         doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
         doc(
             methods::CACHE_STATS,

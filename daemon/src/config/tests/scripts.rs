@@ -149,9 +149,12 @@ fn commands_list_form_is_the_whitelist() {
 }
 
 #[test]
-fn commands_ask_and_path_names_are_refused() {
+fn commands_ask_is_its_own_access_and_path_names_are_refused() {
     let f = Fixture::new();
-    assert!(f.error(Some(json!({"commands": "ask"}))).contains("interactive approval"));
+    let cfg = f.config(Some(json!({"commands": "ask", "approved_buckets": ["ls"]})));
+    assert_eq!(cfg.command_access(), CommandAccess::Ask);
+    assert_eq!(cfg.approved_buckets, ["ls"]);
+    assert!(f.error(Some(json!({"commands": "maybe"}))).contains("must be 'all', 'none', 'ask', or a list"));
     assert!(f
         .error(Some(json!({"allowed_commands": ["./x"]})))
         .contains("'allowed_commands[0]' must be a bare program name"));
