@@ -213,6 +213,23 @@ impl Client {
         Ok(r.accepted)
     }
 
+    /// `buffers/serve`: this client answers the session's file reads
+    /// from its buffers while the subscription lives.
+    pub async fn serve_buffers(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Subscription<swival_protocol::BufferRead>, ClientError> {
+        let params = SessionRef { session_id: session_id.clone() };
+        self.subscribe(methods::BUFFERS_SERVE, &params, methods::BUFFERS_UNSERVE).await
+    }
+
+    /// `buffers/respond`: a buffer's text (`None`: read the disk).
+    pub async fn respond_buffer(&self, request_id: &str, text: Option<String>) -> Result<bool, ClientError> {
+        let params = swival_protocol::BufferRespondParams { request_id: request_id.to_owned(), text };
+        let r: swival_protocol::BufferRespondResult = self.call(methods::BUFFERS_RESPOND, &params).await?;
+        Ok(r.accepted)
+    }
+
     /// `run/wait`.
     pub async fn wait_run(&self, run_id: &RunId) -> Result<RunResult, ClientError> {
         self.call(methods::RUN_WAIT, &RunRef { run_id: run_id.clone() }).await

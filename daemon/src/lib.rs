@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod cache;
 pub mod config;
+pub mod editor;
 pub mod environment;
 pub mod paths;
 pub mod pipeline;

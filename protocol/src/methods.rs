@@ -38,6 +38,14 @@ pub const HOOKS_REGISTER: &str = "hooks/register";
 pub const HOOKS_INVOKE: &str = "hooks/invoke";
 /// Remove a client hook (closing the connection also does).
 pub const HOOKS_UNREGISTER: &str = "hooks/unregister";
+/// Serve a session's file reads from an editor's buffers (subscription).
+pub const BUFFERS_SERVE: &str = "buffers/serve";
+/// The notification of a `buffers/serve` subscription: a file to read.
+pub const BUFFERS_READ: &str = "buffers/read";
+/// End a `buffers/serve` subscription.
+pub const BUFFERS_UNSERVE: &str = "buffers/unserve";
+/// Answer one `buffers/read`.
+pub const BUFFERS_RESPOND: &str = "buffers/respond";
 /// A client hook's answer to one invocation.
 pub const HOOKS_RESPOND: &str = "hooks/respond";
 /// What guards a session: filters, hooks, reviewer, sandbox.
@@ -72,6 +80,12 @@ pub const ALL: &[(&str, &str)] = &[
     (REPORT_GET, "Swival's report JSON (version 1) of a finished run."),
     (HOOKS_REGISTER, "Register a client hook for some points; invocations arrive as hooks/invoke notifications."),
     (HOOKS_UNREGISTER, "End a hooks/register subscription."),
+    (
+        BUFFERS_SERVE,
+        "Serve a session's read_file calls from an editor's buffers; requests arrive as buffers/read notifications.",
+    ),
+    (BUFFERS_UNSERVE, "End a buffers/serve subscription."),
+    (BUFFERS_RESPOND, "Answer one buffers/read with the buffer's text, or null to read the file from disk."),
     (HOOKS_RESPOND, "Answer one hooks/invoke with the hook's result."),
     (CACHE_STATS, "Response cache: entries, bytes, hits, misses, shared calls."),
     (CACHE_CLEAR, "Empty the response cache; returns how many entries were removed."),

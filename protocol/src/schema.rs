@@ -43,6 +43,9 @@ fn method_docs() -> Vec<MethodDoc> {
         ),
         doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
         doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
+        doc(methods::BUFFERS_SERVE, Some(schema::<SessionRef>()), schema::<BufferRead>()),
+        doc(methods::BUFFERS_UNSERVE, None, json!({"type": "boolean"})),
+        doc(methods::BUFFERS_RESPOND, Some(schema::<BufferRespondParams>()), schema::<BufferRespondResult>()),
         doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
         doc(
             methods::CACHE_STATS,

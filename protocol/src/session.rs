@@ -700,6 +700,31 @@ pub struct ScriptStatus {
     pub files: Vec<FileDigest>,
 }
 
+/// A `buffers/read` notification: the text of a file as the editor has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRead {
+    /// What `buffers/respond` names.
+    pub request_id: String,
+    /// The absolute path, already allowed by the session's path policy.
+    pub path: String,
+}
+
+/// `buffers/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRespondParams {
+    /// From the `buffers/read`.
+    pub request_id: String,
+    /// The buffer's text; `null` reads the file from disk.
+    pub text: Option<String>,
+}
+
+/// `buffers/respond` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRespondResult {
+    /// False when nothing waits for that request any more.
+    pub accepted: bool,
+}
+
 /// A file and its SHA-256.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FileDigest {

@@ -4,7 +4,9 @@
 //   node driver.mjs <swivalctl> '<scenario json>'
 //
 // The scenario is {"steps": [...], "permission": "allow_once" | "allow_always"
-// | "reject_once"}. Steps run in order:
+// | "reject_once", "buffers": {"/abs/path": "unsaved text"}}; with "buffers"
+// the client offers fs/read_text_file and answers it from them (else the
+// disk). Steps run in order:
 //   {"op": "new", "cwd": "/abs"}                  session/new (kept as the session)
 //   {"op": "load", "session_id": "…", "cwd": "/abs"}
 //   {"op": "list", "cwd": "/abs"}
@@ -54,6 +56,13 @@ const app = acp
     }
     onUpdate(params.update);
   })
+  .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    // The editor's buffers: unsaved text for the paths the scenario names,
+    // the disk for the rest.
+    out({ type: "read", path: params.path });
+    const text = scenario.buffers?.[params.path] ?? readFileSync(params.path, "utf8");
+    return { content: text };
+  })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     out({ type: "permission", params });
     const wanted = scenario.permission ?? "reject_once";
@@ -67,7 +76,7 @@ const app = acp
 await app.connectWith(stream, async (ctx) => {
   const init = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+    clientCapabilities: { fs: { readTextFile: Boolean(scenario.buffers), writeTextFile: false } },
   });
   out({ type: "result", op: "initialize", result: init });
   let session = null;

@@ -324,3 +324,31 @@ fn allow_always_is_asked_once_per_bucket_in_a_session() {
     assert_eq!(tool_update(&seen, "c2")["status"], "completed");
     assert!(p.join("one").exists() && p.join("two").exists());
 }
+
+#[test]
+fn reads_see_the_editors_unsaved_buffer_and_a_refused_path_is_never_asked_for() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let file = p.join("notes.txt");
+    std::fs::write(&file, "saved text\n").unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "notes.txt"})),
+        Step::tool_call("c2", "read_file", json!({"file_path": "/etc/hostname"})),
+        Step::text("read"),
+    ]);
+    provider_config(&env, &mock, "");
+    let scenario = json!({
+        "buffers": {file.display().to_string(): "unsaved text in the editor\n"},
+        "steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "read the notes"}],
+    });
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn", "{}", dump(&seen));
+    let shown = &tool_update(&seen, "c1")["content"][0]["content"]["text"];
+    assert!(shown.as_str().unwrap().starts_with("1: unsaved text in the editor"), "{shown}");
+    // A path the policy refuses is never asked of the editor.
+    let asked: Vec<&Value> = seen.iter().filter(|v| v["type"] == "read").map(|v| &v["path"]).collect();
+    assert_eq!(asked, [&json!(file.display().to_string())], "{}", dump(&seen));
+    assert_eq!(tool_update(&seen, "c2")["status"], "failed");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "saved text\n");
+}

@@ -102,6 +102,8 @@ pub struct AgentRun<'a> {
     pub shield: Option<&'a mut SecretShield>,
     /// The loop guards are on (Swival's `storm_breaker`).
     pub storm_breaker: bool,
+    /// Editors serving file reads from their buffers.
+    pub buffers: &'a crate::editor::EditorBuffers,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and

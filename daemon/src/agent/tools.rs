@@ -159,6 +159,20 @@ impl AgentRun<'_> {
         (!allowed).then(|| ask::denied(&bucket))
     }
 
+    /// An editor's text of the file a `read_file` names, when an editor
+    /// serves this session and has it; the path policy decides first
+    /// (the tool checks again and reports a refusal).
+    async fn editor_text(&self, call: &ToolCall) -> Option<(std::path::PathBuf, String)> {
+        if !self.buffers.serves(self.session_id) {
+            return None;
+        }
+        let args = crate::tools::parse_args(&call.arguments).ok()?;
+        let requested = args.get("file_path")?.as_str()?;
+        let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
+        let text = self.buffers.read(self.session_id, &path).await?;
+        Some((path, text))
+    }
+
     fn push_result(&mut self, id: &str, content: &str) -> Result<(), StoreError> {
         self.conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}))
     }
@@ -182,6 +196,13 @@ impl AgentRun<'_> {
                 },
                 Err(e) => e,
             },
+            "read_file" => {
+                self.tools.editor_text = self.editor_text(call).await;
+                let tools = &mut *self.tools;
+                let result = tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id));
+                self.tools.editor_text = None;
+                result
+            }
             "fetch_url" => match args() {
                 Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
                 Err(e) => e,

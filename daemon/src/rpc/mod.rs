@@ -4,6 +4,7 @@
 //! Every method is registered on one `RpcModule`, which the transport serves
 //! on both framings.
 
+mod buffers;
 mod daemon;
 mod hooks;
 mod session;
@@ -90,6 +91,7 @@ pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");
     hooks::register(&mut module).expect("method names are unique");
+    buffers::register(&mut module).expect("method names are unique");
     module
 }
 

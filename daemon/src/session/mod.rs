@@ -141,6 +141,8 @@ pub(crate) struct Shared {
     pub hooks: Arc<HookRegistry>,
     /// Approvals runs wait for (`commands = "ask"`), daemon-wide.
     pub approvals: Arc<crate::sandbox::ask::Approvals>,
+    /// Editors serving sessions' reads from their buffers, daemon-wide.
+    pub buffers: Arc<crate::editor::EditorBuffers>,
     /// The response cache, opened on first use.
     pub cache: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
     /// Daemon-wide settings.
@@ -246,6 +248,7 @@ impl Sessions {
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
             hooks: Arc::default(),
             approvals: Arc::default(),
+            buffers: Arc::default(),
             cache: std::sync::OnceLock::new(),
             settings,
             stopping,
@@ -488,6 +491,11 @@ impl Sessions {
     /// The daemon-wide registry of client hooks.
     pub fn hook_registry(&self) -> Arc<HookRegistry> {
         self.shared.hooks.clone()
+    }
+
+    /// Editors serving reads from their buffers (`buffers/serve`).
+    pub fn editor_buffers(&self) -> Arc<crate::editor::EditorBuffers> {
+        self.shared.buffers.clone()
     }
 
     /// A warning event on a session (used by policy code).

@@ -440,6 +440,7 @@ impl RunJob {
                 shield: self.shield.as_mut(),
                 policy_digest: &policy_digest,
                 storm_breaker: cfg.storm_breaker,
+                buffers: &self.shared.buffers,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {

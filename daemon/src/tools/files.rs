@@ -147,6 +147,11 @@ fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, S
 fn read_page(mut file: std::fs::File, requested: &str, w: Window, max_bytes: usize) -> Result<Page, String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
+    page_of(bytes, requested, w, max_bytes)
+}
+
+/// One page of a file's `bytes`, as [`read_page`] shows it.
+fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Result<Page, String> {
     if looks_binary(&bytes) {
         return Err(format!("error: binary file detected: {requested}; read_file only shows text"));
     }
@@ -192,17 +197,21 @@ fn read_page(mut file: std::fs::File, requested: &str, w: Window, max_bytes: usi
 pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let requested = req_str(args, "file_path")?;
     let path = tb.policy.resolve(requested, Access::Read)?;
-    let file = match open_for_read(tb, &path, requested)? {
-        Opened::Missing => {
-            if let Some(note) = missing_note(tb, &path) {
-                return Ok(note.into());
+    let window = Window::from_args(args, tb.caps.read_lines)?;
+    // An editor's unsaved text of this very path, fetched for this call.
+    let page = match tb.editor_text.take().filter(|(p, _)| *p == path) {
+        Some((_, text)) => page_of(text.into_bytes(), requested, window, tb.caps.read_bytes)?,
+        None => match open_for_read(tb, &path, requested)? {
+            Opened::Missing => {
+                if let Some(note) = missing_note(tb, &path) {
+                    return Ok(note.into());
+                }
+                return Err(format!("error: path does not exist: {requested}; check the name with list_files"));
             }
-            return Err(format!("error: path does not exist: {requested}; check the name with list_files"));
-        }
-        Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
-        Opened::File(f) => f,
+            Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
+            Opened::File(f) => read_page(f, requested, window, tb.caps.read_bytes)?,
+        },
     };
-    let page = read_page(file, requested, Window::from_args(args, tb.caps.read_lines)?, tb.caps.read_bytes)?;
     if page.counts_as_read {
         tb.tracker.mark(&path);
     }

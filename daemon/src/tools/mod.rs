@@ -98,6 +98,9 @@ pub struct ToolBox {
     /// The file the last successful write or edit changed, for the
     /// `tool_result` event (taken by whoever emits it).
     pub last_change: Option<swival_protocol::FileChange>,
+    /// An editor's text of one path (unsaved edits included), which the
+    /// next `read_file` of that path shows instead of the disk.
+    pub editor_text: Option<(std::path::PathBuf, String)>,
 }
 
 impl ToolBox {
@@ -111,6 +114,7 @@ impl ToolBox {
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
             last_change: None,
+            editor_text: None,
         }
     }
 

@@ -99,6 +99,7 @@ impl Bridge {
         };
         let id = created.session_id.clone();
         let tracked = self.track(id.clone(), req.cwd.clone());
+        self.serve_buffers(&id, &cx).await;
         responder.respond(acp::NewSessionResponse::new(id.0.clone()))?;
         send(&cx, &id, commands_update())?;
         self.follow(tracked, cx, None).await
@@ -121,6 +122,7 @@ impl Bridge {
             return responder.respond(acp::LoadSessionResponse::new());
         }
         let tracked = self.track(id.clone(), PathBuf::from(&detail.info.base_dir));
+        self.serve_buffers(&id, &cx).await;
         self.follow(tracked, cx, Some((detail.info.last_seq.0, responder))).await
     }
 
@@ -320,6 +322,36 @@ impl Bridge {
             }
             Ok(())
         })
+    }
+
+    /// Answer the session's file reads from the editor's buffers
+    /// (`fs/read_text_file`), for as long as the daemon connection lives.
+    /// An editor that cannot read a file leaves it to the disk.
+    async fn serve_buffers(self: &Arc<Self>, session: &SessionId, cx: &ConnectionTo<Editor>) {
+        if !self.editor_reads.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut reads = match self.daemon.serve_buffers(session).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("swivalctl acp: reads will not see unsaved buffers: {e}");
+                return;
+            }
+        };
+        let (bridge, editor, session) = (self.clone(), cx.clone(), session.clone());
+        let served = cx.spawn(async move {
+            while let Some(Ok(read)) = reads.next().await {
+                let request = acp::ReadTextFileRequest::new(session.0.clone(), PathBuf::from(&read.path));
+                let text = editor.send_request(request).block_task().await.ok().map(|r| r.content);
+                if let Err(e) = bridge.daemon.respond_buffer(&read.request_id, text).await {
+                    eprintln!("swivalctl acp: cannot pass a buffer to swivald: {e}");
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = served {
+            eprintln!("swivalctl acp: reads will not see unsaved buffers: {e}");
+        }
     }
 
     /// Hand a run's end to the prompt waiting for it, or keep it for the
