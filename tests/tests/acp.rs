@@ -352,3 +352,39 @@ fn reads_see_the_editors_unsaved_buffer_and_a_refused_path_is_never_asked_for() 
     assert_eq!(tool_update(&seen, "c2")["status"], "failed");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "saved text\n");
 }
+
+#[test]
+fn a_call_an_after_llm_call_hook_asks_about_goes_to_the_editor_and_a_rejection_keeps_it_from_running() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let dir = env.root().join("scripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = script(
+        &dir,
+        "ask-writes.py",
+        "#!/usr/bin/env python3\nimport sys, json\nreq = json.load(sys.stdin)\n\
+         ask = [c['id'] for c in req['assistant']['tool_calls'] if c['name'] == 'write_file']\n\
+         print(json.dumps({'ask': ask, 'reason': 'writes need a look'}))\n",
+    );
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w1", "write_file", json!({"file_path": "new.txt", "content": "hello"})),
+        Step::text("I was not allowed to write."),
+    ]);
+    let hooks = format!("[[hooks]]\npoint = \"after_llm_call\"\ncommand = \"{}\"\n", hook.display());
+    provider_config(&env, &mock, &hooks);
+    let scenario = json!({
+        "permission": "reject_once",
+        "steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "write new.txt"}],
+    });
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{}", dump(&seen));
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "w1");
+    let w1 = tool_update(&seen, "w1");
+    assert_eq!(w1["status"], "failed");
+    let text = w1["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.contains("the user did not approve this call (writes need a look)"), "{text}");
+    assert!(!p.join("new.txt").exists());
+    assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn");
+}

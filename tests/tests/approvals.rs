@@ -162,3 +162,29 @@ fn swivalctl_run_without_a_terminal_rejects_and_says_so() {
     assert!(!p.join("x").exists());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done without it");
 }
+
+#[test]
+fn an_after_llm_call_hook_can_ask_the_user_before_any_tool_runs() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let hook = swival_tests::script(
+        &p,
+        "ask.py",
+        "#!/usr/bin/env python3\nimport sys, json\nreq = json.load(sys.stdin)\n\
+         print(json.dumps({'ask': [c['id'] for c in req['assistant']['tool_calls']], 'reason': 'look first'}))\n",
+    );
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w1", "write_file", json!({"file_path": "a.txt", "content": "a"})),
+        Step::tool_call("w2", "write_file", json!({"file_path": "b.txt", "content": "b"})),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let hooks = json!([{"point": "after_llm_call", "command": hook}]);
+    let sid = create(&mut c, &p, &mock, json!({"commands": "none", "hooks": hooks}));
+    let events = run_answering(&daemon, &sid, &["allow_always"]);
+    let asked = of_type(&events, "approval_requested");
+    assert_eq!(asked.len(), 1, "allow_always holds for the same tool and reason: {events:?}");
+    assert_eq!(asked[0]["bucket"], "write_file (hook: look first)");
+    assert!(p.join("a.txt").exists() && p.join("b.txt").exists());
+}

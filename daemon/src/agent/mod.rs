@@ -104,6 +104,8 @@ pub struct AgentRun<'a> {
     pub storm_breaker: bool,
     /// Editors serving file reads from their buffers.
     pub buffers: &'a crate::editor::EditorBuffers,
+    /// The session's answers to calls `after_llm_call` hooks asked about.
+    pub hook_asks: &'a crate::sandbox::ask::AskGate,
 }
 
 /// Run the hooks of `point`, record each decision (event and report), and
@@ -179,7 +181,65 @@ pub fn estimate_tokens(messages: &[Value], tools: &[Value]) -> u64 {
     (chars / 4) as u64
 }
 
+/// What `after_llm_call` hooks decided about a reply's tool calls.
+#[derive(Debug, Default)]
+pub(super) struct CallVerdict {
+    /// Ids of the calls that may run; `None`: all.
+    kept: Option<std::collections::BTreeSet<String>>,
+    /// Why the others were dropped.
+    drop_reason: String,
+    /// Ids of the calls that run only once a user approves.
+    ask: std::collections::BTreeSet<String>,
+    /// Why the hooks asked.
+    ask_reason: String,
+}
+
 impl AgentRun<'_> {
+    /// Consult the `after_llm_call` hooks about `reply`: which calls run,
+    /// which wait for a user, or the end of the run (a block, or cancel).
+    async fn after_llm_call(
+        &mut self,
+        turn: u64,
+        reply: &crate::provider::Reply,
+    ) -> Result<Result<CallVerdict, LoopEnd>, StoreError> {
+        if !self.pipeline.hooks.any(HookPoint::AfterLlmCall) {
+            return Ok(Ok(CallVerdict::default()));
+        }
+        let calls: Vec<Value> =
+            reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect();
+        let payload = json!({
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "turn": turn,
+            "assistant": {"content": reply.content, "tool_calls": calls},
+        });
+        let point = HookPoint::AfterLlmCall;
+        let decision =
+            match consult(self.pipeline, self.events, self.run_id, self.record, point, &payload, self.cancel).await {
+                Ok(d) => d,
+                Err(hooks::Cancelled) => return Ok(Err(LoopEnd::Cancelled)),
+            };
+        if let Some((_, reason)) = decision.blocked {
+            // Keep the conversation well-formed: every call gets a result, none runs.
+            if !reply.tool_calls.is_empty() {
+                self.conversation.push(reply.to_message())?;
+                for call in &reply.tool_calls {
+                    let content = format!("error: blocked by policy: {reason}");
+                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
+                }
+            }
+            return Ok(Err(LoopEnd::Blocked(reason)));
+        }
+        let ids: Vec<String> = reply.tool_calls.iter().map(|c| c.id.clone()).collect();
+        let reason = decision.reasons.first().map(|(_, r)| r.clone());
+        Ok(Ok(CallVerdict {
+            kept: Some(hooks::kept(&decision, &ids)),
+            drop_reason: reason.clone().unwrap_or_else(|| "dropped by an after_llm_call hook".into()),
+            ask: decision.ask,
+            ask_reason: reason.unwrap_or_else(|| "an after_llm_call hook asks for your approval".into()),
+        }))
+    }
+
     /// Run turns until an answer, exhaustion, cancellation or failure.
     pub async fn run(&mut self) -> LoopEnd {
         self.turns().await.unwrap_or_else(LoopEnd::from)
@@ -209,54 +269,10 @@ impl AgentRun<'_> {
             };
             // after_llm_call: the hooks see the reply and every proposed
             // call before anything runs.
-            let mut kept: Option<std::collections::BTreeSet<String>> = None;
-            let mut drop_reason = String::new();
-            if self.pipeline.hooks.any(HookPoint::AfterLlmCall) {
-                let calls: Vec<Value> = reply
-                    .tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
-                    .collect();
-                let payload = json!({
-                    "session_id": self.session_id,
-                    "run_id": self.run_id,
-                    "turn": turn,
-                    "assistant": {"content": reply.content, "tool_calls": calls},
-                });
-                let decision = match consult(
-                    self.pipeline,
-                    self.events,
-                    self.run_id,
-                    self.record,
-                    HookPoint::AfterLlmCall,
-                    &payload,
-                    self.cancel,
-                )
-                .await
-                {
-                    Ok(d) => d,
-                    Err(hooks::Cancelled) => return Ok(LoopEnd::Cancelled),
-                };
-                if let Some((_, reason)) = decision.blocked {
-                    // Keep the conversation well-formed: every call gets a result, none runs.
-                    if !reply.tool_calls.is_empty() {
-                        self.conversation.push(reply.to_message())?;
-                        for call in &reply.tool_calls {
-                            let content = format!("error: blocked by policy: {reason}");
-                            self.conversation
-                                .push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
-                        }
-                    }
-                    return Ok(LoopEnd::Blocked(reason));
-                }
-                let ids: Vec<String> = reply.tool_calls.iter().map(|c| c.id.clone()).collect();
-                drop_reason = decision
-                    .reasons
-                    .first()
-                    .map(|(_, r)| r.clone())
-                    .unwrap_or_else(|| "dropped by an after_llm_call hook".into());
-                kept = Some(hooks::kept(&decision, &ids));
-            }
+            let verdict = match self.after_llm_call(turn, &reply).await? {
+                Ok(v) => v,
+                Err(end) => return Ok(end),
+            };
             let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
             if reply.tool_calls.is_empty() {
                 let truncated = reply.finish_reason.as_deref() == Some("length");
@@ -277,7 +293,7 @@ impl AgentRun<'_> {
             self.conversation.push(reply.to_message())?;
             // Boxed: this future sits inside a run's, whose size a debug
             // build's worker stack has to hold.
-            Box::pin(self.run_tools(turn, &reply.tool_calls, kept.as_ref(), &drop_reason, &tools, &mut guards)).await?;
+            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &tools, &mut guards)).await?;
             if let Some(why) = guards.stuck() {
                 return self.last_word(turn, why).await;
             }

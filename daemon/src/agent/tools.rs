@@ -6,15 +6,22 @@
 //! intervention is an event and a report entry.
 
 use super::guard::{Guards, Intervention};
-use super::{AgentRun, CANCELLED_RESULT};
+use super::{AgentRun, CallVerdict, CANCELLED_RESULT};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::tools::repair;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::time::Instant;
 use swival_protocol::{ApprovalDecision, EventKind};
+
+/// What a user is asked to approve.
+struct Question<'a> {
+    call_id: &'a str,
+    bucket: &'a str,
+    command: &'a str,
+    high_risk: bool,
+}
 
 impl AgentRun<'_> {
     /// Run `calls` (the reply's, already in the conversation) and add
@@ -23,8 +30,7 @@ impl AgentRun<'_> {
         &mut self,
         turn: u64,
         calls: &[ToolCall],
-        kept: Option<&BTreeSet<String>>,
-        drop_reason: &str,
+        verdict: &CallVerdict,
         offered: &[Value],
         guards: &mut Guards,
     ) -> Result<(), StoreError> {
@@ -33,8 +39,8 @@ impl AgentRun<'_> {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
             }
-            if kept.is_some_and(|k| !k.contains(&call.id)) {
-                let content = format!("error: blocked by policy: {drop_reason}");
+            if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
+                let content = format!("error: blocked by policy: {}", verdict.drop_reason);
                 self.record.tool_call(turn, &call.name, &call.arguments, &content, 0.0);
                 self.push_result(&call.id, &content)?;
                 continue;
@@ -50,7 +56,14 @@ impl AgentRun<'_> {
             );
             let started = Instant::now();
             self.tools.last_change = None;
-            let result = self.guarded_call(turn, call, offered, guards).await;
+            let refused = match verdict.ask.contains(&call.id) {
+                true => self.approve_hook_ask(turn, call, &verdict.ask_reason).await,
+                false => None,
+            };
+            let result = match refused {
+                Some(refusal) => refusal,
+                None => self.guarded_call(turn, call, offered, guards).await,
+            };
             let elapsed = started.elapsed().as_secs_f64();
             let change = self.tools.last_change.take();
             self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
@@ -118,45 +131,62 @@ impl AgentRun<'_> {
         }
     }
 
-    /// `commands = "ask"`: wait for the user's answer for this command's
-    /// bucket (unless the session already gave one), and return the tool
-    /// result when it may not run. No answer in time, or the run
-    /// cancelled, is a rejection.
+    /// `commands = "ask"`: the user's answer for this command's bucket;
+    /// the tool result when it may not run.
     async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<String> {
         let gate = self.commands.ask.clone()?;
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
         let bucket = ask::bucket(&argv);
-        let allowed = match gate.known(&bucket) {
-            Some(known) => known,
-            None => {
-                let (approval_id, answer) = gate.approvals.ask(self.session_id);
-                let requested = EventKind::ApprovalRequested {
-                    turn,
-                    approval_id: approval_id.clone(),
-                    tool_call_id: call_id.to_owned(),
-                    bucket: bucket.clone(),
-                    command: shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")),
-                    high_risk: ask::high_risk(&bucket),
-                    timeout_s: gate.timeout.as_secs_f64(),
-                };
-                self.events.emit(Some(self.run_id), requested);
-                let (decision, by) = tokio::select! {
-                    a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), "client"),
-                    _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, "timeout"),
-                    _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, "cancelled"),
-                };
-                gate.approvals.forget(&approval_id);
-                gate.remember(&bucket, decision);
-                let resolved = EventKind::ApprovalResolved { approval_id, decision, by: by.to_owned() };
-                self.events.emit(Some(self.run_id), resolved);
-                self.record.event(
-                    json!({"type": "command_policy", "turn": turn, "bucket": bucket, "decision": decision, "by": by}),
-                );
-                decision.allows()
-            }
-        };
+        let command = shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
+        let question = Question { call_id, high_risk: ask::high_risk(&bucket), bucket: &bucket, command: &command };
+        let allowed = self.ask_user(turn, &gate, question).await;
         (!allowed).then(|| ask::denied(&bucket))
+    }
+
+    /// A call an `after_llm_call` hook asked about: the user's answer for
+    /// this tool (held for the session on "always"); the tool result when
+    /// it may not run.
+    async fn approve_hook_ask(&mut self, turn: u64, call: &ToolCall, reason: &str) -> Option<String> {
+        let gate = self.hook_asks;
+        let bucket = format!("{} (hook: {reason})", call.name);
+        let args: String = call.arguments.chars().take(300).collect();
+        let command = format!("{} {args}", call.name);
+        let question = Question { call_id: &call.id, high_risk: false, bucket: &bucket, command: &command };
+        let allowed = self.ask_user(turn, gate, question).await;
+        (!allowed).then(|| format!("error: blocked by policy: the user did not approve this call ({reason})"))
+    }
+
+    /// Ask the user (unless the session already answered for the bucket):
+    /// an `approval_requested` event, then any client's `run/approve`. No
+    /// answer in time, or the run cancelled, is a rejection.
+    async fn ask_user(&mut self, turn: u64, gate: &ask::AskGate, q: Question<'_>) -> bool {
+        if let Some(known) = gate.known(q.bucket) {
+            return known;
+        }
+        let (approval_id, answer) = gate.approvals.ask(self.session_id);
+        let requested = EventKind::ApprovalRequested {
+            turn,
+            approval_id: approval_id.clone(),
+            tool_call_id: q.call_id.to_owned(),
+            bucket: q.bucket.to_owned(),
+            command: q.command.to_owned(),
+            high_risk: q.high_risk,
+            timeout_s: gate.timeout.as_secs_f64(),
+        };
+        self.events.emit(Some(self.run_id), requested);
+        let (decision, by) = tokio::select! {
+            a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), "client"),
+            _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, "timeout"),
+            _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, "cancelled"),
+        };
+        gate.approvals.forget(&approval_id);
+        gate.remember(q.bucket, decision);
+        let resolved = EventKind::ApprovalResolved { approval_id, decision, by: by.to_owned() };
+        self.events.emit(Some(self.run_id), resolved);
+        self.record
+            .event(json!({"type": "command_policy", "turn": turn, "bucket": q.bucket, "decision": decision, "by": by}));
+        decision.allows()
     }
 
     /// An editor's text of the file a `read_file` names, when an editor

@@ -151,6 +151,11 @@ impl Sessions {
             pipeline,
             commands,
             fetch,
+            hook_asks: crate::sandbox::ask::AskGate::new(
+                self.shared.approvals.clone(),
+                self.shared.settings.approval_timeout,
+                &[],
+            ),
             sandbox,
             tools_protected: protection.paths,
             protection_notes: protection.notes,

@@ -186,6 +186,9 @@ pub struct Session {
     pub commands: CommandEnv,
     /// How `fetch_url` reaches the network.
     pub fetch: FetchEnv,
+    /// The answers a user gave for the session to tool calls
+    /// `after_llm_call` hooks asked about.
+    pub hook_asks: crate::sandbox::ask::AskGate,
     /// What the sandbox enforces for it.
     pub sandbox: SandboxStatus,
     /// Policy files and directories the agent cannot change.

@@ -441,6 +441,7 @@ impl RunJob {
                 policy_digest: &policy_digest,
                 storm_breaker: cfg.storm_breaker,
                 buffers: &self.shared.buffers,
+                hook_asks: &self.session.hook_asks,
             };
             let end = agent.run().await;
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {

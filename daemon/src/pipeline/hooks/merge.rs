@@ -6,6 +6,7 @@
 //!   earlier hook is locked for later ones (first writer wins); `content`
 //!   and `all_content` lock each other, since both rewrite the answer;
 //! - tool allowlists and kept tool calls only narrow (intersection);
+//! - calls to ask the user about (`ask`) only grow (union);
 //! - `block` is a one-way latch; the first blocker's reason is reported,
 //!   and no later hook runs;
 //! - a hook that failed, timed out or answered malformed output counts as
@@ -36,6 +37,8 @@ pub struct Decision {
     pub tools: Option<BTreeSet<String>>,
     /// Ids of tool calls to keep (`after_llm_call`); `None`: all.
     pub tool_calls: Option<BTreeSet<String>>,
+    /// Ids of tool calls that run only once a user approves (`after_llm_call`).
+    pub ask: BTreeSet<String>,
     /// Replacement for the last answer text (`before_response_emit`).
     pub content: Option<String>,
     /// Replacements for the run's answer texts, in order (`before_response_emit`).
@@ -83,7 +86,7 @@ impl Effect {
 fn allowed(point: HookPoint) -> &'static [&'static str] {
     match point {
         HookPoint::BeforeLlmCall => &["messages", "tools", "block", "reason"],
-        HookPoint::AfterLlmCall => &["tool_calls", "block", "reason"],
+        HookPoint::AfterLlmCall => &["tool_calls", "ask", "block", "reason"],
         HookPoint::BeforeResponseEmit => &["content", "all_content", "block", "reason"],
     }
 }
@@ -149,6 +152,7 @@ impl Decision {
         let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
         let tools = field("tools").map(|t| strings(t, "tools")).transpose()?;
         let calls = field("tool_calls").map(|t| strings(t, "tool_calls")).transpose()?;
+        let ask = field("ask").map(|t| strings(t, "ask")).transpose()?.unwrap_or_default();
         let content = match field("content") {
             None => None,
             Some(Value::String(s)) => Some(s.clone()),
@@ -173,6 +177,10 @@ impl Decision {
                 *slot = Some(narrowed);
                 changed = true;
             }
+        }
+        if !ask.is_empty() {
+            self.ask.extend(ask);
+            changed = true;
         }
         let answer_locked = self.content.is_some() || self.all_content.is_some();
         if !answer_locked {
@@ -230,6 +238,17 @@ mod tests {
         d.apply(A, "h1", OnFailure::Block, out(json!({"tool_calls": ["c1"]})));
         d.apply(A, "h2", OnFailure::Block, out(json!({"tool_calls": ["c1", "c2"]})));
         assert_eq!(d.tool_calls, set(&["c1"]), "a later hook cannot widen");
+    }
+
+    #[test]
+    fn asks_only_grow_and_are_an_after_llm_call_field() {
+        let mut d = Decision::default();
+        assert_eq!(d.apply(A, "h1", OnFailure::Block, out(json!({"ask": ["c1"], "reason": "writes"}))), Effect::Modify);
+        d.apply(A, "h2", OnFailure::Block, out(json!({"ask": ["c2"]})));
+        d.apply(A, "h3", OnFailure::Block, out(json!({"ask": []})));
+        assert_eq!(d.ask, ["c1".to_owned(), "c2".to_owned()].into_iter().collect());
+        let mut d = Decision::default();
+        assert!(matches!(d.apply(B, "h", OnFailure::Block, out(json!({"ask": ["c1"]}))), Effect::Block(_)));
     }
 
     #[test]
