@@ -11,6 +11,7 @@
 //   {"op": "load", "session_id": "…", "cwd": "/abs"}
 //   {"op": "list", "cwd": "/abs"}
 //   {"op": "prompt", "text": "…", "cancel_on": "tool_call"}   cancel after that update
+//                                                 ("sent": right after the prompt)
 //   {"op": "prompt", "text": "…", "exit_on": "tool_call"}     exit hard after that update
 //   {"op": "wait_text", "text": "…"}               until the agent's messages contain it
 // Every message is printed as one JSON line on stdout: {"type": "update" |
@@ -109,10 +110,14 @@ await app.connectWith(stream, async (ctx) => {
             process.exit(0);
           }
         };
-        const r = await ctx.request(acp.methods.agent.session.prompt, {
+        const pending = ctx.request(acp.methods.agent.session.prompt, {
           sessionId: session,
           prompt: [{ type: "text", text: step.text }],
         });
+        if (step.cancel_on === "sent") {
+          ctx.notify(acp.methods.agent.session.cancel, { sessionId: session });
+        }
+        const r = await pending;
         onUpdate = () => {};
         out({ type: "result", op: "prompt", result: r });
       }

@@ -315,12 +315,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             continue;
         }
         progress.show(&event);
-        if let EventKind::ApprovalRequested { approval_id, bucket, command, high_risk, .. } = &event.kind {
-            let decision = ask_terminal(command, bucket, *high_risk).await;
-            if let Err(e) = client.approve(&session_id, approval_id, decision).await {
-                eprintln!("swivalctl: cannot pass the answer to swivald: {e}");
-            }
-        }
+        answer_approval(&client, &session_id, &event).await;
         if let EventKind::RunFinished(end) = event.kind {
             break swival_protocol::RunResult::from_end(run_id.clone(), end);
         }
@@ -341,10 +336,28 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
+/// Answer an `approval_requested` event on the terminal.
+async fn answer_approval(client: &Client, session_id: &SessionId, event: &Event) {
+    let EventKind::ApprovalRequested { approval_id, bucket, command, high_risk, timeout_s, .. } = &event.kind else {
+        return;
+    };
+    let decision = ask_terminal(command, bucket, *high_risk, *timeout_s).await;
+    match client.approve(session_id, approval_id, decision).await {
+        Ok(true) => {}
+        Ok(false) => eprintln!("swivalctl: the answer came too late: `{command}` was rejected"),
+        Err(e) => eprintln!("swivalctl: cannot pass the answer to swivald: {e}"),
+    }
+}
+
 /// Ask on the terminal whether a command may run (`commands = "ask"`).
-/// Without a terminal, or on end of input, the answer is no, as in Swival.
-async fn ask_terminal(command: &str, bucket: &str, high_risk: bool) -> swival_protocol::ApprovalDecision {
-    use std::io::IsTerminal as _;
+/// Without a terminal, on end of input, on Ctrl-C, or with no answer
+/// before the daemon stops waiting, the answer is no (Swival: EOF denies).
+async fn ask_terminal(
+    command: &str,
+    bucket: &str,
+    high_risk: bool,
+    timeout_s: f64,
+) -> swival_protocol::ApprovalDecision {
     use swival_protocol::ApprovalDecision as D;
     if !std::io::stdin().is_terminal() {
         eprintln!(
@@ -354,12 +367,19 @@ async fn ask_terminal(command: &str, bucket: &str, high_risk: bool) -> swival_pr
     }
     let risk = if high_risk { " [high risk]" } else { "" };
     eprint!("? Run `{command}`{risk}? [y] once, [a] always `{bucket}`, [n] no, [never] `{bucket}` (default no): ");
-    let line = tokio::task::spawn_blocking(|| {
+    let read = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default();
+    });
+    let wait = std::time::Duration::from_secs_f64(timeout_s.max(0.0));
+    let line = tokio::select! {
+        l = read => l.unwrap_or_default(),
+        _ = tokio::time::sleep(wait) => {
+            eprintln!("\nno answer in time: rejected");
+            return D::RejectOnce;
+        }
+        _ = tokio::signal::ctrl_c() => return D::RejectOnce,
+    };
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => D::AllowOnce,
         "a" | "always" => D::AllowAlways,

@@ -138,7 +138,8 @@ impl AgentRun<'_> {
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
         let bucket = ask::bucket(&argv);
-        let command = shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
+        let command =
+            ask::display(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")));
         let question = Question { call_id, high_risk: ask::high_risk(&bucket), bucket: &bucket, command: &command };
         let allowed = self.ask_user(turn, &gate, question).await;
         (!allowed).then(|| ask::denied(&bucket))
@@ -149,9 +150,9 @@ impl AgentRun<'_> {
     /// it may not run.
     async fn approve_hook_ask(&mut self, turn: u64, call: &ToolCall, reason: &str) -> Option<String> {
         let gate = self.hook_asks;
-        let bucket = format!("{} (hook: {reason})", call.name);
+        let bucket = ask::display(&format!("{} (hook: {reason})", call.name));
         let args: String = call.arguments.chars().take(300).collect();
-        let command = format!("{} {args}", call.name);
+        let command = ask::display(&format!("{} {args}", call.name));
         let question = Question { call_id: &call.id, high_risk: false, bucket: &bucket, command: &command };
         let allowed = self.ask_user(turn, gate, question).await;
         (!allowed).then(|| format!("error: blocked by policy: the user did not approve this call ({reason})"))
@@ -165,6 +166,8 @@ impl AgentRun<'_> {
             return known;
         }
         let (approval_id, answer) = gate.approvals.ask(self.session_id);
+        // Forgotten however this ends, a dropped run included.
+        let _pending = ask::Pending(&gate.approvals, approval_id.clone());
         let requested = EventKind::ApprovalRequested {
             turn,
             approval_id: approval_id.clone(),
@@ -175,12 +178,13 @@ impl AgentRun<'_> {
             timeout_s: gate.timeout.as_secs_f64(),
         };
         self.events.emit(Some(self.run_id), requested);
+        // An answer that arrived is taken over a timeout due at the same time.
         let (decision, by) = tokio::select! {
+            biased;
             a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), "client"),
             _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, "timeout"),
             _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, "cancelled"),
         };
-        gate.approvals.forget(&approval_id);
         gate.remember(q.bucket, decision);
         let resolved = EventKind::ApprovalResolved { approval_id, decision, by: by.to_owned() };
         self.events.emit(Some(self.run_id), resolved);

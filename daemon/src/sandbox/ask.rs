@@ -30,8 +30,17 @@ const FIXED: &[&[&str]] = &[
     &["git", "clean"],
 ];
 /// Interpreters, whose inline code or temporary script gets its own bucket.
-const INTERPRETERS: &[&str] = &["python3", "python", "bash", "sh", "node", "bun", "ruby", "perl"];
-/// Swival's high-risk buckets.
+const INTERPRETERS: &[&str] =
+    &["python3", "python", "bash", "sh", "zsh", "dash", "node", "bun", "deno", "ruby", "perl"];
+/// Options of an interpreter that run code given on the command line.
+const INLINE_CODE: &[&str] = &["--command", "--eval", "--print", "--exec", "-p", "-E", "-x"];
+/// Programs that run another program: their bucket is the whole command,
+/// high-risk, so an answer for one never covers another.
+const WRAPPERS: &[&str] = &[
+    "env", "nice", "nohup", "timeout", "xargs", "sudo", "doas", "command", "exec", "stdbuf", "time", "setsid",
+    "chroot", "unshare", "busybox", "find",
+];
+/// Swival's high-risk buckets, and a few more of the same kind.
 const HIGH_RISK: &[&str] = &[
     "rm",
     "git push",
@@ -45,61 +54,110 @@ const HIGH_RISK: &[&str] = &[
     "pip install",
     "uv pip install",
     "uv run -c",
+    "python3 -m pip",
+    "python -m pip",
     "<shell>",
     "bash -c",
     "sh -c",
+    "zsh -c",
+    "dash -c",
     "python3 -c",
     "python -c",
     "node -e",
     "bun -e",
+    "deno -e",
     "ruby -e",
     "ruby -c",
     "perl -e",
     "perl -c",
 ];
 
-/// Swival's bucket of an argv.
+/// Swival's bucket of an argv, made harder to steer: the word rules apply
+/// only to a bare program name (`./bin/cargo test` is its own path, never
+/// `cargo test`); git's global options are skipped to find its
+/// subcommand (`git -C . push` is `git push`); an interpreter with any
+/// inline-code option is `<name> -c` or `-e`; a program that runs another
+/// (`env`, `xargs`, `timeout`, …) is bucketed by its whole command line.
 pub fn bucket(argv: &[String]) -> String {
     let Some(first) = argv.first() else { return String::new() };
-    let name = if first.contains('/') || first.contains('\\') { first.clone() } else { basename(first).to_owned() };
-    let words: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let short = basename(first);
-    let matches =
-        |prefix: &[&str]| words.len() >= prefix.len() && short == prefix[0] && words[1..prefix.len()] == prefix[1..];
+    if first.contains('/') || first.contains('\\') {
+        return display(first);
+    }
+    let name = first.as_str();
+    if WRAPPERS.contains(&name) {
+        return display(&argv.join(" "));
+    }
+    let mut words: Vec<&str> = argv.iter().map(String::as_str).collect();
+    if name == "git" {
+        words = git_words(&words);
+    }
+    if name == "npm" && words.get(1).is_some_and(|w| matches!(*w, "i" | "add" | "ci")) {
+        words[1] = "install";
+    }
+    let matches = |prefix: &[&str]| words.len() >= prefix.len() && words[..prefix.len()] == *prefix;
     if let Some(fixed) = FIXED.iter().find(|p| matches(p)) {
         return fixed.join(" ");
     }
     if let Some(prefix) = ONE_MORE_WORD.iter().find(|p| words.len() > p.len() && matches(p)) {
-        return format!("{} {}", prefix.join(" "), words[prefix.len()]);
+        return display(&format!("{} {}", prefix.join(" "), words[prefix.len()]));
     }
-    if INTERPRETERS.contains(&short) {
-        if let Some(arg) = words.get(1) {
-            if arg.starts_with("/tmp/") || arg.contains(".swival/tmp/") {
-                return format!("{name} <temp-script>");
+    if INTERPRETERS.contains(&name) {
+        if let Some(b) = interpreter_bucket(name, &words[1..]) {
+            return b;
+        }
+    }
+    display(name)
+}
+
+/// `git` followed by its subcommand and arguments, its global options
+/// (`-C dir`, `-c k=v`, `--git-dir=…`, `--no-pager`, …) left out.
+fn git_words<'a>(words: &[&'a str]) -> Vec<&'a str> {
+    let mut out = vec![words[0]];
+    let mut rest = words[1..].iter();
+    while let Some(w) = rest.next() {
+        match *w {
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                rest.next();
+            }
+            w if w.starts_with('-') => {}
+            w => {
+                out.push(w);
+                out.extend(rest);
+                break;
             }
         }
-        let flags: Vec<&str> =
-            words[1..].iter().take_while(|w| w.starts_with('-') && !w.starts_with("--")).copied().collect();
-        if flags.iter().any(|f| f.contains('c')) {
-            return format!("{name} -c");
-        }
-        if flags.iter().any(|f| f.contains('e')) {
-            return format!("{name} -e");
+    }
+    out
+}
+
+/// An interpreter's bucket when it runs inline code or a temporary script.
+fn interpreter_bucket(name: &str, args: &[&str]) -> Option<String> {
+    if let Some(first) = args.first() {
+        if first.starts_with("/tmp/") || first.contains(".swival/tmp/") {
+            return Some(format!("{name} <temp-script>"));
         }
     }
-    name
+    let short = |a: &&&str, c: char| a.starts_with('-') && !a.starts_with("--") && a.contains(c);
+    if args.iter().any(|a| short(&a, 'c') || *a == "--command") {
+        return Some(format!("{name} -c"));
+    }
+    if args.iter().any(|a| short(&a, 'e') || INLINE_CODE.contains(a)) {
+        return Some(format!("{name} -e"));
+    }
+    None
 }
 
-/// Whether Swival calls a bucket high-risk (path forms match by basename).
+/// Whether a bucket is high-risk: Swival's list, and every bucket of a
+/// whole command line (a wrapper) or a path.
 pub fn high_risk(bucket: &str) -> bool {
-    let (program, rest) = bucket.split_once(' ').unwrap_or((bucket, ""));
-    let short = basename(program);
-    let key = if rest.is_empty() { short.to_owned() } else { format!("{short} {rest}") };
-    HIGH_RISK.contains(&key.as_str())
+    let program = bucket.split(' ').next().unwrap_or(bucket);
+    HIGH_RISK.contains(&bucket) || WRAPPERS.contains(&program) || program.contains('/')
 }
 
-fn basename(p: &str) -> &str {
-    p.rsplit(['/', '\\']).next().unwrap_or(p)
+/// `s` with control characters escaped, so a command shown to a user
+/// cannot redraw the terminal or hide part of itself.
+pub fn display(s: &str) -> String {
+    s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
 /// The questions waiting for an answer, daemon-wide.
@@ -135,6 +193,15 @@ impl Approvals {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SessionId, oneshot::Sender<ApprovalDecision>)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A question's place in [`Approvals`], given up when this drops.
+pub struct Pending<'a>(pub &'a Approvals, pub String);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.forget(&self.1);
     }
 }
 
@@ -210,10 +277,35 @@ mod tests {
     }
 
     #[test]
-    fn high_risk_buckets_match_by_basename() {
+    fn the_model_cannot_steer_a_command_into_a_milder_bucket() {
+        // A program it wrote is its own path, never the trusted name.
+        assert_eq!(b(&["./bin/cargo", "test"]), "./bin/cargo");
+        assert_eq!(b(&["/tmp/x/git", "push"]), "/tmp/x/git");
+        // git's global options do not hide the subcommand.
+        assert_eq!(b(&["git", "-C", ".", "push"]), "git push");
+        assert_eq!(b(&["git", "--no-pager", "-c", "core.sshCommand=x", "reset", "--hard"]), "git reset");
+        // Inline code is inline code wherever the option sits.
+        assert_eq!(b(&["bash", "--norc", "-c", "id"]), "bash -c");
+        assert_eq!(b(&["bash", "-o", "posix", "-c", "id"]), "bash -c");
+        assert_eq!(b(&["python3", "-W", "ignore", "-c", "1"]), "python3 -c");
+        assert_eq!(b(&["node", "--eval", "1"]), "node -e");
+        assert_eq!(b(&["perl", "-E", "say 1"]), "perl -e");
+        // Wrappers are bucketed by the whole command, and high-risk.
+        assert_eq!(b(&["env", "FOO=1", "rm", "-rf", "x"]), "env FOO=1 rm -rf x");
+        assert!(high_risk(&b(&["timeout", "5", "ls"])));
+        assert_eq!(b(&["npm", "i", "left-pad"]), "npm install");
+        assert_eq!(b(&["python3", "-m", "pip", "install", "x"]), "python3 -m pip");
+        // Control characters are shown escaped.
+        assert_eq!(display("ls\x1b[2K\rrm"), "ls\\u{1b}[2K\\rrm");
+    }
+
+    #[test]
+    fn high_risk_buckets() {
         assert!(high_risk("rm"));
-        assert!(high_risk("/bin/bash -c"));
+        assert!(high_risk("bash -c"));
         assert!(high_risk("git push"));
+        assert!(high_risk("python3 -m pip"));
+        assert!(high_risk("./bin/cargo"));
         assert!(!high_risk("git"));
         assert!(!high_risk("ls"));
     }

@@ -106,6 +106,16 @@ impl Sessions {
             self.shared.runner.clone(),
         );
         if cfg.command_access() == crate::config::CommandAccess::Ask {
+            // A command that could reach the daemon's socket could answer
+            // its own approvals: ask mode needs the sandbox to prevent it.
+            if !(sandbox.daemon_socket_hidden || sandbox.unix_sockets_blocked) {
+                return Err(SessionError::Config(
+                    "commands = \"ask\" needs the OS sandbox to keep commands away from swivald's socket \
+                     (a command could answer its own approvals), and this session's sandbox cannot; \
+                     list the programs in allowed_commands instead, or see `swivalctl policy status`"
+                        .into(),
+                ));
+            }
             commands.ask = Some(std::sync::Arc::new(crate::sandbox::ask::AskGate::new(
                 self.shared.approvals.clone(),
                 self.shared.settings.approval_timeout,

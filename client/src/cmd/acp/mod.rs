@@ -10,6 +10,7 @@
 //! task, so every update of a run reaches the editor before its stop
 //! reason. Nothing but protocol messages is written on stdout.
 
+mod follow;
 mod session;
 mod updates;
 
@@ -84,6 +85,7 @@ async fn serve_on(bridge: Arc<Bridge>) -> Result<(), agent_client_protocol::Erro
             async move |req: acp::PromptRequest,
                         responder: Responder<acp::PromptResponse>,
                         cx: ConnectionTo<Editor>| {
+                b5.begin_prompt(&req.session_id);
                 let b = b5.clone();
                 cx.clone().spawn(async move { b.prompt(req, responder, cx).await })
             },
@@ -91,6 +93,7 @@ async fn serve_on(bridge: Arc<Bridge>) -> Result<(), agent_client_protocol::Erro
         )
         .on_receive_notification(
             async move |n: acp::CancelNotification, cx: ConnectionTo<Editor>| {
+                b6.note_cancel(&n.session_id);
                 let b = b6.clone();
                 cx.spawn(async move {
                     b.cancel(&n.session_id).await;

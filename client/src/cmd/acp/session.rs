@@ -1,9 +1,9 @@
 //! The bridge's state and the ACP methods: each ACP session is a daemon
-//! session followed by one task (`follow`), which sends its updates and
+//! session followed by one task (`follow.rs`), which sends its updates and
 //! hands each run's end to the prompt waiting for it.
 
 use super::acp;
-use super::updates::{self, Forwarder};
+use super::updates;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client as Editor, Error};
 use serde_json::{json, Map, Value};
@@ -11,36 +11,45 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use swival_protocol::{ApprovalDecision, ErrorCode, EventKind, Outcome, RunEnd, RunId, SessionCreateParams, SessionId};
+use swival_protocol::{ErrorCode, Outcome, RunEnd, RunId, SessionCreateParams, SessionId};
 use swivalctl::{Client, ClientError};
 use tokio::sync::oneshot;
 
 /// What `swivalctl acp` holds: the daemon connection, the editor's
 /// environment (the one runs happen in) and the sessions it follows.
 pub struct Bridge {
-    daemon: Client,
+    pub(super) daemon: Client,
     env: BTreeMap<String, String>,
     /// The editor offered `fs/read_text_file`.
-    editor_reads: AtomicBool,
-    sessions: Mutex<HashMap<String, Arc<Tracked>>>,
+    pub(super) editor_reads: AtomicBool,
+    pub(super) sessions: Mutex<HashMap<String, Arc<Tracked>>>,
 }
 
 /// One followed session.
-struct Tracked {
-    id: SessionId,
-    base_dir: PathBuf,
-    runs: Mutex<Runs>,
+pub(super) struct Tracked {
+    pub id: SessionId,
+    pub base_dir: PathBuf,
+    pub runs: Mutex<Runs>,
+    /// A later `session/load` took this follower's place.
+    pub retired: AtomicBool,
 }
 
-/// Runs of a followed session: the one this bridge started, and ends that
-/// passed the follower before (or while) a prompt waits for them.
+/// Runs of a followed session: the prompt in flight, and ends that passed
+/// the follower before (or while) it waits for them.
 #[derive(Default)]
-struct Runs {
-    active: Option<RunId>,
-    finished: HashMap<RunId, RunEnd>,
-    waiting: HashMap<RunId, oneshot::Sender<RunEnd>>,
+pub(super) struct Runs {
+    /// A prompt is in flight.
+    pub prompting: bool,
+    /// The editor cancelled the prompt in flight.
+    pub cancelled: bool,
+    /// The run of the prompt in flight, once started.
+    pub active: Option<RunId>,
+    /// Tasks of prompts sent, whose `run_started` is not echoed back.
+    pub own_prompts: Vec<String>,
+    pub finished: HashMap<RunId, RunEnd>,
+    pub waiting: HashMap<RunId, oneshot::Sender<RunEnd>>,
     /// The follower ended (the daemon went away): nothing will finish.
-    gone: bool,
+    pub gone: bool,
 }
 
 /// The slash commands offered to the editor.
@@ -102,7 +111,8 @@ impl Bridge {
         self.serve_buffers(&id, &cx).await;
         responder.respond(acp::NewSessionResponse::new(id.0.clone()))?;
         send(&cx, &id, commands_update())?;
-        self.follow(tracked, cx, None).await
+        self.follow(tracked, cx, None).await;
+        Ok(())
     }
 
     /// `session/load`: replay a daemon session's history as updates, answer,
@@ -118,12 +128,11 @@ impl Bridge {
             Ok(d) => d,
             Err(e) => return responder.respond_with_error(daemon_error(e)),
         };
-        if self.sessions.lock().expect("sessions lock").contains_key(&id.0) {
-            return responder.respond(acp::LoadSessionResponse::new());
-        }
+        // A session followed already is replayed again by a new follower.
         let tracked = self.track(id.clone(), PathBuf::from(&detail.info.base_dir));
         self.serve_buffers(&id, &cx).await;
-        self.follow(tracked, cx, Some((detail.info.last_seq.0, responder))).await
+        self.follow(tracked, cx, Some((detail.info.last_seq.0, responder))).await;
+        Ok(())
     }
 
     /// `session/list`: the daemon's sessions, those in `cwd` when given.
@@ -165,6 +174,7 @@ impl Bridge {
             let msg = format!("unknown session {}: create it with session/new or load it", req.session_id.0);
             return responder.respond_with_error(invalid(msg));
         };
+        let _done = PromptDone(tracked.clone());
         let task = prompt_text(&req.prompt);
         if task.trim().is_empty() {
             return responder.respond_with_error(invalid("the prompt has no text"));
@@ -173,14 +183,20 @@ impl Bridge {
             send(&cx, &tracked.id, message(&reply))?;
             return responder.respond(acp::PromptResponse::new(acp::StopReason::EndTurn));
         }
-        let run_id = match self.daemon.start_run(&tracked.id, &task, Some(self.env.clone())).await {
+        tracked.runs.lock().expect("runs lock").own_prompts.push(task.clone());
+        let started = self.daemon.start_run(&tracked.id, &task, Some(self.env.clone())).await;
+        let run_id = match started {
             Ok(r) => r,
-            Err(e) => return responder.respond_with_error(daemon_error(e)),
+            Err(e) => {
+                tracked.runs.lock().expect("runs lock").own_prompts.retain(|t| *t != task);
+                return responder.respond_with_error(daemon_error(e));
+            }
         };
-        let rx = {
+        let (rx, cancel_now) = {
             let mut runs = tracked.runs.lock().expect("runs lock");
             runs.active = Some(run_id.clone());
-            match runs.finished.remove(&run_id) {
+            let cancel_now = runs.cancelled;
+            let rx = match runs.finished.remove(&run_id) {
                 Some(end) => Err(end),
                 None if runs.gone => return responder.respond_with_error(gone()),
                 None => {
@@ -188,8 +204,13 @@ impl Bridge {
                     runs.waiting.insert(run_id.clone(), tx);
                     Ok(rx)
                 }
-            }
+            };
+            (rx, cancel_now)
         };
+        // A cancel that came while the run was being started.
+        if cancel_now {
+            self.cancel_run(&run_id).await;
+        }
         let end = match rx {
             Err(end) => end,
             Ok(rx) => match rx.await {
@@ -197,183 +218,59 @@ impl Bridge {
                 Err(_) => return responder.respond_with_error(gone()),
             },
         };
-        tracked.runs.lock().expect("runs lock").active = None;
-        responder.respond(acp::PromptResponse::new(stop_reason(&end)))
+        let cancelled = tracked.runs.lock().expect("runs lock").cancelled;
+        // ACP: a prompt the editor cancelled ends as cancelled.
+        let reason = if cancelled { acp::StopReason::Cancelled } else { stop_reason(&end) };
+        responder.respond(acp::PromptResponse::new(reason))
     }
 
-    /// `session/cancel`: cancel the run this bridge started in the session.
+    /// A `session/prompt` arrived: it is in flight from now on. Called in
+    /// the order messages arrive, before any later `session/cancel`.
+    pub fn begin_prompt(&self, session_id: &acp::SessionId) {
+        if let Some(tracked) = self.tracked(&session_id.0) {
+            let mut runs = tracked.runs.lock().expect("runs lock");
+            runs.prompting = true;
+            runs.cancelled = false;
+        }
+    }
+
+    /// A `session/cancel` arrived: the prompt in flight ends as cancelled
+    /// (its run is cancelled by [`Self::cancel`], or as soon as it starts).
+    pub fn note_cancel(&self, session_id: &acp::SessionId) {
+        if let Some(tracked) = self.tracked(&session_id.0) {
+            let mut runs = tracked.runs.lock().expect("runs lock");
+            runs.cancelled = runs.prompting;
+        }
+    }
+
+    /// `session/cancel`: cancel the run of the prompt in flight.
     pub async fn cancel(&self, session_id: &acp::SessionId) {
         let Some(tracked) = self.tracked(&session_id.0) else { return };
         let active = tracked.runs.lock().expect("runs lock").active.clone();
         if let Some(run) = active {
-            if let Err(e) = self.daemon.cancel_run(&run).await {
-                eprintln!("swivalctl acp: cannot cancel run {run}: {e}");
-            }
+            self.cancel_run(&run).await;
         }
     }
 
+    async fn cancel_run(&self, run: &RunId) {
+        if let Err(e) = self.daemon.cancel_run(run).await {
+            eprintln!("swivalctl acp: cannot cancel run {run}: {e}");
+        }
+    }
+
+    /// Follow `id` from now on; a follower of it already is retired.
     fn track(&self, id: SessionId, base_dir: PathBuf) -> Arc<Tracked> {
-        let tracked = Arc::new(Tracked { id: id.clone(), base_dir, runs: Mutex::default() });
-        self.sessions.lock().expect("sessions lock").insert(id.0, tracked.clone());
+        let tracked =
+            Arc::new(Tracked { id: id.clone(), base_dir, runs: Mutex::default(), retired: AtomicBool::new(false) });
+        let old = self.sessions.lock().expect("sessions lock").insert(id.0, tracked.clone());
+        if let Some(old) = old {
+            old.retired.store(true, Ordering::Relaxed);
+        }
         tracked
     }
 
     fn tracked(&self, id: &str) -> Option<Arc<Tracked>> {
         self.sessions.lock().expect("sessions lock").get(id).cloned()
-    }
-
-    /// Follow a session's events from the first, sending each one's updates.
-    /// With `replay`, the events up to that seq are history: the load is
-    /// answered after them and what follows is live.
-    async fn follow(
-        self: &Arc<Self>,
-        tracked: Arc<Tracked>,
-        cx: ConnectionTo<Editor>,
-        mut replay: Option<(u64, Responder<acp::LoadSessionResponse>)>,
-    ) -> Result<(), Error> {
-        let mut forwarder = Forwarder::new(tracked.base_dir.clone());
-        let mut events = match self.daemon.subscribe_events(&tracked.id, 1).await {
-            Ok(s) => s,
-            Err(e) => {
-                self.end_follow(&tracked);
-                return match replay.take() {
-                    Some((_, r)) => r.respond_with_error(daemon_error(e)),
-                    None => Err(daemon_error(e)),
-                };
-            }
-        };
-        if replay.as_ref().is_none_or(|(last, _)| *last == 0) {
-            if let Some((_, r)) = replay.take() {
-                r.respond(acp::LoadSessionResponse::new())?;
-                send(&cx, &tracked.id, commands_update())?;
-            }
-        }
-        // Questions asked while replaying: those still open when the
-        // replay ends go to the editor then.
-        let mut open: Vec<Question> = Vec::new();
-        while let Some(Ok(event)) = events.next().await {
-            for update in forwarder.updates(&event) {
-                send(&cx, &tracked.id, update)?;
-            }
-            match Question::of(&event) {
-                Some(q) if replay.is_none() => self.ask_editor(&cx, &tracked.id, q)?,
-                Some(q) => open.push(q),
-                None => {}
-            }
-            if let EventKind::ApprovalResolved { approval_id, .. } = &event.kind {
-                open.retain(|q| q.approval_id != *approval_id);
-            }
-            if let (EventKind::RunFinished(end), Some(run)) = (&event.kind, &event.run_id) {
-                self.finished(&tracked, run, end);
-            }
-            if replay.as_ref().is_some_and(|(last, _)| event.seq.0 >= *last) {
-                if let Some((_, r)) = replay.take() {
-                    r.respond(acp::LoadSessionResponse::new())?;
-                    send(&cx, &tracked.id, commands_update())?;
-                }
-                for q in open.drain(..) {
-                    self.ask_editor(&cx, &tracked.id, q)?;
-                }
-            }
-        }
-        self.end_follow(&tracked);
-        Ok(())
-    }
-
-    /// Ask the editor to approve a command (`session/request_permission`)
-    /// and pass its answer to the daemon. An editor that cancels the
-    /// question, or fails to answer, rejects the command.
-    fn ask_editor(self: &Arc<Self>, cx: &ConnectionTo<Editor>, session: &SessionId, q: Question) -> Result<(), Error> {
-        let options = vec![
-            acp::PermissionOption::new("allow_once", "Allow once", acp::PermissionOptionKind::AllowOnce),
-            acp::PermissionOption::new(
-                "allow_always",
-                format!("Always allow `{}` in this session", q.bucket),
-                acp::PermissionOptionKind::AllowAlways,
-            ),
-            acp::PermissionOption::new("reject_once", "Reject", acp::PermissionOptionKind::RejectOnce),
-            acp::PermissionOption::new(
-                "reject_always",
-                format!("Never allow `{}` in this session", q.bucket),
-                acp::PermissionOptionKind::RejectAlways,
-            ),
-        ];
-        let risk = if q.high_risk { " (high risk)" } else { "" };
-        let fields = acp::ToolCallUpdateFields::new()
-            .title(format!("Run {}{risk}", q.command))
-            .kind(acp::ToolKind::Execute)
-            .status(acp::ToolCallStatus::Pending);
-        let request = acp::RequestPermissionRequest::new(
-            session.0.clone(),
-            acp::ToolCallUpdate::new(q.tool_call_id.clone(), fields),
-            options,
-        );
-        let (bridge, editor, session) = (self.clone(), cx.clone(), session.clone());
-        cx.spawn(async move {
-            let decision = match editor.send_request(request).block_task().await {
-                Ok(r) => match r.outcome {
-                    acp::RequestPermissionOutcome::Selected(s) => decision_of(&s.option_id.0),
-                    _ => ApprovalDecision::RejectOnce,
-                },
-                Err(_) => ApprovalDecision::RejectOnce,
-            };
-            if let Err(e) = bridge.daemon.approve(&session, &q.approval_id, decision).await {
-                eprintln!("swivalctl acp: cannot pass the answer to swivald: {e}");
-            }
-            Ok(())
-        })
-    }
-
-    /// Answer the session's file reads from the editor's buffers
-    /// (`fs/read_text_file`), for as long as the daemon connection lives.
-    /// An editor that cannot read a file leaves it to the disk.
-    async fn serve_buffers(self: &Arc<Self>, session: &SessionId, cx: &ConnectionTo<Editor>) {
-        if !self.editor_reads.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut reads = match self.daemon.serve_buffers(session).await {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("swivalctl acp: reads will not see unsaved buffers: {e}");
-                return;
-            }
-        };
-        let (bridge, editor, session) = (self.clone(), cx.clone(), session.clone());
-        let served = cx.spawn(async move {
-            while let Some(Ok(read)) = reads.next().await {
-                let request = acp::ReadTextFileRequest::new(session.0.clone(), PathBuf::from(&read.path));
-                let text = editor.send_request(request).block_task().await.ok().map(|r| r.content);
-                if let Err(e) = bridge.daemon.respond_buffer(&read.request_id, text).await {
-                    eprintln!("swivalctl acp: cannot pass a buffer to swivald: {e}");
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = served {
-            eprintln!("swivalctl acp: reads will not see unsaved buffers: {e}");
-        }
-    }
-
-    /// Hand a run's end to the prompt waiting for it, or keep it for the
-    /// prompt about to wait.
-    fn finished(&self, tracked: &Tracked, run: &RunId, end: &RunEnd) {
-        let mut runs = tracked.runs.lock().expect("runs lock");
-        match runs.waiting.remove(run) {
-            Some(tx) => {
-                let _ = tx.send(end.clone());
-            }
-            None => {
-                runs.finished.insert(run.clone(), end.clone());
-            }
-        }
-    }
-
-    fn end_follow(&self, tracked: &Tracked) {
-        let mut runs = tracked.runs.lock().expect("runs lock");
-        runs.gone = true;
-        runs.waiting.clear();
-        drop(runs);
-        self.sessions.lock().expect("sessions lock").remove(&tracked.id.0);
     }
 
     /// Answer a slash command without a run (`None`: not one of ours).
@@ -404,38 +301,15 @@ impl Bridge {
     }
 }
 
-/// A command waiting for the user's approval.
-struct Question {
-    approval_id: String,
-    tool_call_id: String,
-    bucket: String,
-    command: String,
-    high_risk: bool,
-}
+/// Ends a session's prompt, however `prompt` returns.
+struct PromptDone(Arc<Tracked>);
 
-impl Question {
-    fn of(event: &swival_protocol::Event) -> Option<Question> {
-        match &event.kind {
-            EventKind::ApprovalRequested { approval_id, tool_call_id, bucket, command, high_risk, .. } => {
-                Some(Question {
-                    approval_id: approval_id.clone(),
-                    tool_call_id: tool_call_id.clone(),
-                    bucket: bucket.clone(),
-                    command: command.clone(),
-                    high_risk: *high_risk,
-                })
-            }
-            _ => None,
-        }
-    }
-}
-
-fn decision_of(option: &str) -> ApprovalDecision {
-    match option {
-        "allow_once" => ApprovalDecision::AllowOnce,
-        "allow_always" => ApprovalDecision::AllowAlways,
-        "reject_always" => ApprovalDecision::RejectAlways,
-        _ => ApprovalDecision::RejectOnce,
+impl Drop for PromptDone {
+    fn drop(&mut self) {
+        let mut runs = self.0.runs.lock().expect("runs lock");
+        runs.prompting = false;
+        runs.active = None;
+        runs.finished.clear();
     }
 }
 
@@ -499,7 +373,7 @@ fn stop_reason(end: &RunEnd) -> acp::StopReason {
     }
 }
 
-fn commands_update() -> acp::SessionUpdate {
+pub(super) fn commands_update() -> acp::SessionUpdate {
     let commands = COMMANDS.iter().map(|(n, d)| acp::AvailableCommand::new(*n, *d)).collect();
     acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands))
 }
@@ -508,7 +382,7 @@ fn message(text: &str) -> acp::SessionUpdate {
     acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(acp::ContentBlock::from(text.to_owned())))
 }
 
-fn send(cx: &ConnectionTo<Editor>, id: &SessionId, update: acp::SessionUpdate) -> Result<(), Error> {
+pub(super) fn send(cx: &ConnectionTo<Editor>, id: &SessionId, update: acp::SessionUpdate) -> Result<(), Error> {
     cx.send_notification(acp::SessionNotification::new(id.0.clone(), update))
 }
 
@@ -522,7 +396,7 @@ fn gone() -> Error {
 
 /// A daemon error as the editor should see it: the daemon's message,
 /// which says what was wrong and what to do.
-fn daemon_error(e: ClientError) -> Error {
+pub(super) fn daemon_error(e: ClientError) -> Error {
     let text = match &e {
         ClientError::Rpc { kind: Some(ErrorCode::UntrustedProject), message, .. } => {
             format!("{message} (trust it with `swivalctl trust <dir>`)")

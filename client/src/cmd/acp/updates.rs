@@ -18,14 +18,14 @@ pub struct Forwarder {
     base_dir: PathBuf,
     /// Answer text streamed in the current turn.
     streamed: String,
-    /// A counter for the ids of policy cards.
-    policy_cards: u64,
+    /// Tool calls waiting for an approval, by approval id.
+    approvals: std::collections::HashMap<String, String>,
 }
 
 impl Forwarder {
     /// A forwarder for a session rooted at `base_dir`.
     pub fn new(base_dir: PathBuf) -> Forwarder {
-        Forwarder { base_dir, streamed: String::new(), policy_cards: 0 }
+        Forwarder { base_dir, streamed: String::new(), approvals: Default::default() }
     }
 
     /// The updates one event becomes (often none).
@@ -43,19 +43,19 @@ impl Forwarder {
                 self.streamed.push_str(t);
                 vec![message(t)]
             }
-            EventKind::ToolCall { id, name, arguments, .. } => self.tool_call(id, name, arguments),
+            EventKind::ToolCall { id, name, arguments, .. } => self.tool_call(&call_id(event, id), name, arguments),
             EventKind::ToolResult { id, name, succeeded, content, change, .. } => {
                 self.streamed.clear();
-                self.tool_result(id, name, *succeeded, content, change.as_ref())
+                self.tool_result(&call_id(event, id), name, *succeeded, content, change.as_ref())
             }
             EventKind::Hook { point, hook, decision, reason, .. } if decision != "pass" => {
                 let reason = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
                 let failed = matches!(decision.as_str(), "block" | "ignored_failure");
-                self.card(format!("{point} hook {decision}"), format!("{hook} → {decision}{reason}"), failed)
+                card(event, format!("{point} hook {decision}"), format!("{hook} → {decision}{reason}"), failed)
             }
             EventKind::Review { round, verdict, feedback, .. } => {
                 let body = if feedback.trim().is_empty() { verdict.clone() } else { feedback.clone() };
-                self.card(format!("Reviewer round {round}: {verdict}"), body, verdict == "error")
+                card(event, format!("Reviewer round {round}: {verdict}"), body, verdict == "error")
             }
             EventKind::Intervention { kind, tool, message: m, .. } => {
                 let about = if tool.is_empty() { String::new() } else { format!(" ({tool})") };
@@ -69,9 +69,19 @@ impl Forwarder {
             EventKind::Retry { attempt, reason, .. } => {
                 vec![thought(&format!("[provider call failed (attempt {attempt}), retrying: {reason}]\n"))]
             }
-            EventKind::ApprovalResolved { decision, by, .. } => {
-                let decision = serde_json::to_value(decision).unwrap_or_default();
-                vec![thought(&format!("[command approval: {} ({by})]\n", decision.as_str().unwrap_or("?")))]
+            EventKind::ApprovalRequested { approval_id, tool_call_id, .. } => {
+                self.approvals.insert(approval_id.clone(), call_id(event, tool_call_id));
+                Vec::new()
+            }
+            EventKind::ApprovalResolved { approval_id, decision, by } => {
+                let name = serde_json::to_value(decision).unwrap_or_default();
+                let mut out = vec![thought(&format!("[approval: {} ({by})]\n", name.as_str().unwrap_or("?")))];
+                // An approved call runs now.
+                if let Some(id) = self.approvals.remove(approval_id).filter(|_| decision.allows()) {
+                    let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
+                    out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields)));
+                }
+                out
             }
             EventKind::RunFinished(end) => self.finished(end),
             _ => Vec::new(),
@@ -80,8 +90,12 @@ impl Forwarder {
 
     fn tool_call(&mut self, id: &str, name: &str, arguments: &str) -> Vec<SessionUpdate> {
         let args: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.to_owned()));
+        let kind = match (name, arg(&args, "move_from")) {
+            ("write_file", Some(_)) => ToolKind::Move,
+            _ => kind(name),
+        };
         let mut call = ToolCall::new(id.to_owned(), title(name, &args))
-            .kind(kind(name))
+            .kind(kind)
             .status(ToolCallStatus::InProgress)
             .raw_input(args.clone());
         if let Some(p) = arg(&args, "file_path") {
@@ -144,17 +158,6 @@ impl Forwarder {
         out
     }
 
-    /// A visible card for something the policy pipeline did.
-    fn card(&mut self, title: String, body: String, failed: bool) -> Vec<SessionUpdate> {
-        self.policy_cards += 1;
-        let status = if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
-        let call = ToolCall::new(format!("policy-{}", self.policy_cards), title)
-            .kind(ToolKind::Other)
-            .status(status)
-            .content(vec![ToolCallContent::from(text(&body))]);
-        vec![SessionUpdate::ToolCall(call)]
-    }
-
     fn resolve(&self, p: &str) -> PathBuf {
         let path = Path::new(p);
         if path.is_absolute() {
@@ -170,6 +173,25 @@ impl Forwarder {
 /// so the daemon reports `error`; to an editor it is a policy refusal.
 pub fn filter_blocked(end: &RunEnd) -> bool {
     end.outcome == Outcome::Error && end.error.as_deref().is_some_and(|e| e.starts_with("LLM filter blocked request"))
+}
+
+/// A tool call's id for the editor: the model's id is unique only within
+/// its run, so the run's id comes first.
+pub fn call_id(event: &Event, id: &str) -> String {
+    match &event.run_id {
+        Some(run) => format!("{run}/{id}"),
+        None => id.to_owned(),
+    }
+}
+
+/// A visible card for something the policy pipeline did.
+fn card(event: &Event, title: String, body: String, failed: bool) -> Vec<SessionUpdate> {
+    let status = if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
+    let call = ToolCall::new(format!("policy-{}", event.seq.0), title)
+        .kind(ToolKind::Other)
+        .status(status)
+        .content(vec![ToolCallContent::from(text(&body))]);
+    vec![SessionUpdate::ToolCall(call)]
 }
 
 /// How the editor should draw a tool.
