@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cache;
 pub mod config;
 pub mod environment;
+pub mod mcp;
 pub mod paths;
 pub mod pipeline;
 pub mod procs;

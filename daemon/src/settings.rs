@@ -75,6 +75,12 @@ pub struct Settings {
     /// Seconds an idle session (no run in flight) stays in memory unused;
     /// 0 keeps it until `max_live_sessions` pushes it out.
     pub session_idle_timeout_s: f64,
+    /// Seconds an MCP server no session uses keeps running before it is stopped.
+    pub mcp_idle_timeout_s: f64,
+    /// Seconds one MCP tool call may take.
+    pub mcp_call_timeout_s: f64,
+    /// Seconds an MCP server may take to start and list its tools.
+    pub mcp_start_timeout_s: f64,
 }
 
 impl Default for Settings {
@@ -100,6 +106,9 @@ impl Default for Settings {
             max_cache_bytes: 256 * 1024 * 1024,
             max_live_sessions: 1024,
             session_idle_timeout_s: 600.0,
+            mcp_idle_timeout_s: 300.0,
+            mcp_call_timeout_s: 120.0,
+            mcp_start_timeout_s: 30.0,
         }
     }
 }

@@ -32,6 +32,7 @@
 //! and names the key, so the user knows what to fix and where.
 
 mod command;
+mod mcp;
 mod merge;
 mod parse;
 mod schema;
@@ -43,13 +44,15 @@ mod types;
 mod tests;
 
 pub use command::Command;
+pub use mcp::{check_name as check_mcp_server_name, McpJson, PROJECT_MCP_JSON};
 pub use stages::{
     CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
     DEFAULT_HOOK_TIMEOUT_S,
 };
 pub use trust::ProjectFile;
 pub use types::{
-    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret, SessionConfig,
+    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, McpServerConfig, ReasoningEffort, SandboxMode, Secret,
+    SessionConfig,
 };
 
 use serde::Serialize;
@@ -206,16 +209,30 @@ pub fn load_with(
     project: Option<&ProjectFile>,
     request: Option<&serde_json::Value>,
 ) -> Result<EffectiveConfig, ConfigError> {
-    let mut files = Vec::new();
-    if let Some(path) = global_path {
-        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
-    }
-    if let Some(p) = project {
-        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
-    }
     let request = match request {
         Some(value) => Some(merge::Layer::from_request(value, Origin::request(base_dir))?),
         None => None,
     };
+    let mut files = Vec::new();
+    // The MCP JSON file's servers lie below every TOML layer (TOML wins
+    // by name); `--mcp-config` replaces the project's file.
+    let no_mcp = request.as_ref().is_some_and(|r| r.value("no_mcp") == Some(&serde_json::Value::Bool(true)));
+    let explicit = request.as_ref().and_then(|r| r.value("mcp_config")).and_then(|v| v.as_str()).map(PathBuf::from);
+    let json = match explicit {
+        Some(path) => Some(mcp::McpJson::read(&path)?.ok_or_else(|| ConfigError::Invalid {
+            origin: REQUEST_LABEL.to_owned(),
+            message: format!("--mcp-config file not found: {}", path.display()),
+        })?),
+        None => project.and_then(|p| p.mcp_json.clone()),
+    };
+    if let Some(json) = json.filter(|_| !no_mcp) {
+        files.push(merge::Layer::from_mcp_json(&json)?);
+    }
+    if let Some(path) = global_path {
+        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
+    }
+    if let Some(p) = project.filter(|p| p.has_toml) {
+        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
+    }
     merge::merge(files, request)
 }

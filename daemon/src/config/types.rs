@@ -371,9 +371,48 @@ pub struct SessionConfig {
     pub sandbox_strict_read: bool,
     /// Stream replies with SSE (non-streaming when false).
     pub stream: bool,
+    /// MCP servers by name (`[mcp_servers.NAME]`, merged by name; an
+    /// `mcpServers` JSON file below them).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Start no MCP server (`--no-mcp`).
+    pub no_mcp: bool,
+    /// The MCP JSON file read instead of `<base>/.swival/mcp.json` (`--mcp-config`).
+    pub mcp_config: Option<PathBuf>,
     /// Swival keys accepted but not acted on yet, by key name.
     #[serde(flatten, skip_deserializing)]
     pub kept: KeptKeys,
+}
+
+/// One MCP server as configured: a program speaking MCP on stdio
+/// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
+/// `headers`, `type`/`transport`). Checked by `config/mcp.rs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program (a bare name is looked up on the caller's PATH).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set over the caller's environment (values may be secrets: never shown).
+    #[serde(skip_serializing)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (default: the base dir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of an HTTP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (values may be secrets: never shown).
+    #[serde(skip_serializing)]
+    pub headers: BTreeMap<String, String>,
+    /// Swival's transport declaration (`stdio`, `http`, `streamable-http`, `sse`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The same, under its other name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 /// Default `max_output_tokens`.
@@ -436,6 +475,9 @@ impl Default for SessionConfig {
             sandbox_expose: Vec::new(),
             sandbox_strict_read: false,
             stream: true,
+            mcp_servers: BTreeMap::new(),
+            no_mcp: false,
+            mcp_config: None,
             kept: KeptKeys::default(),
         }
     }

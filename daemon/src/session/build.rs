@@ -132,6 +132,7 @@ impl Sessions {
             read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
             read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
         };
+        tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         Ok(Arc::new(Session {
             id: row.id.clone(),

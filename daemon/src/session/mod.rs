@@ -109,6 +109,8 @@ pub struct SessionSettings {
     pub max_cache_bytes: u64,
     /// When sessions are dropped from memory.
     pub live: LiveLimits,
+    /// The daemon's MCP servers.
+    pub mcp: Arc<crate::mcp::McpPool>,
 }
 
 /// Every session, live or stored.
@@ -467,6 +469,12 @@ impl Sessions {
             tracing::warn!("some runs did not end within the grace period");
         }
         self.shared.runner.shutdown().await;
+        self.shared.settings.mcp.shutdown();
+    }
+
+    /// `mcp/status`: every MCP server of the daemon.
+    pub fn mcp_status(&self) -> swival_protocol::McpStatusResult {
+        swival_protocol::McpStatusResult { servers: self.shared.settings.mcp.status() }
     }
 
     /// The response cache (opened on first use).

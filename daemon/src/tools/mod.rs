@@ -95,6 +95,8 @@ pub struct ToolBox {
     pub thinking: think::Thinking,
     /// The session's `todo` checklist.
     pub todo: todo::TodoList,
+    /// The session's MCP servers and their tools.
+    pub mcp: crate::mcp::SessionMcp,
 }
 
 impl ToolBox {
@@ -107,10 +109,11 @@ impl ToolBox {
             read_guard: true,
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
+            mcp: crate::mcp::SessionMcp::default(),
         }
     }
 
-    /// The schemas offered to the model.
+    /// The schemas of the file tools offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
         schema::file_tools(self.caps.read_lines)
     }
