@@ -116,8 +116,7 @@ pub enum McpAction {
 pub async fn mcp(socket: &Path, action: McpAction) -> Result<ExitCode, ClientError> {
     let McpAction::Status { json } = action;
     let client = connect(socket).await?;
-    let status: swival_protocol::McpStatusResult =
-        client.call_no_params(swival_protocol::methods::MCP_STATUS).await?;
+    let status: swival_protocol::McpStatusResult = client.call_no_params(swival_protocol::methods::MCP_STATUS).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&status).expect("serializes"));
         return Ok(ExitCode::SUCCESS);

@@ -193,6 +193,9 @@ fn status(server: &Server, pins: &[crate::procs::Pinned]) -> McpServerStatus {
             .unwrap_or_default(),
         sessions: server.users.load(Ordering::SeqCst) as u32,
         error: server.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-        files: pins.iter().map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() }).collect(),
+        files: pins
+            .iter()
+            .map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() })
+            .collect(),
     }
 }

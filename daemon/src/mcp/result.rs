@@ -108,12 +108,18 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///y", "blob": "AA"}},
             {"type": "weird"}
         ]});
-        assert_eq!(normalize(&r), "hello\n[image: image/png, 4 bytes]\nbody\n[resource: file:///y]\n[weird: unsupported content type]");
+        assert_eq!(
+            normalize(&r),
+            "hello\n[image: image/png, 4 bytes]\nbody\n[resource: file:///y]\n[weird: unsupported content type]"
+        );
     }
 
     #[test]
     fn is_error_becomes_an_error_result() {
-        assert_eq!(normalize(&json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})), "error: no such file");
+        assert_eq!(
+            normalize(&json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
+            "error: no such file"
+        );
         assert_eq!(normalize(&json!({"content": [], "isError": true})), "error: MCP tool returned an error");
         assert_eq!(normalize(&json!({"content": []})), "(empty result)");
     }

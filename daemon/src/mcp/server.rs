@@ -78,14 +78,10 @@ impl Server {
         }
     }
 
-    /// The live connection, if it still is.
+    /// The live connection, if it still is. A dead one stays in place
+    /// until a call reports it ([`Server::for_call`]) or a start replaces it.
     pub(super) fn live(&self) -> Option<Arc<Conn>> {
-        let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_some_and(|c| c.closed()) {
-            // Dropping it kills what is left of the process group.
-            *slot = None;
-        }
-        slot.clone()
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone().filter(|c| !c.closed())
     }
 
     /// Stop the server (its process group is killed once no call holds it).
@@ -102,8 +98,40 @@ impl Server {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.to_owned());
     }
 
+    /// For a call: the live connection; an error once when the server
+    /// exited since it was last used (the call that meets a crash reports
+    /// it), and a fresh start after that.
+    pub(super) async fn for_call(
+        &self,
+        pins: &[Pinned],
+        pid_dir: &Path,
+        timeout: Duration,
+    ) -> Result<Arc<Conn>, String> {
+        let dead = {
+            let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            match slot.as_ref() {
+                Some(c) if c.closed() => slot.take(),
+                Some(c) => return Ok(c.clone()),
+                None => None,
+            }
+        };
+        if let Some(dead) = dead {
+            let status = dead.child.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(McpChild::exit_status);
+            drop(dead);
+            let why = format!("the server exited ({})", status.unwrap_or_else(|| "connection closed".to_owned()));
+            self.failed(&why);
+            return Err(why);
+        }
+        self.connect(pins, pid_dir, timeout).await
+    }
+
     /// The connection, started when there is none (`pins` checked first).
-    pub(super) async fn connect(&self, pins: &[Pinned], pid_dir: &Path, timeout: Duration) -> Result<Arc<Conn>, String> {
+    pub(super) async fn connect(
+        &self,
+        pins: &[Pinned],
+        pid_dir: &Path,
+        timeout: Duration,
+    ) -> Result<Arc<Conn>, String> {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }

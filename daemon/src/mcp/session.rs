@@ -145,9 +145,13 @@ impl SessionMcp {
         }
         let settings = &pool.settings;
         let server = &s.lease.server;
-        let conn = match server.connect(&s.spec.pins, &settings.pid_dir, settings.start_timeout).await {
+        let conn = match server.for_call(&s.spec.pins, &settings.pid_dir, settings.start_timeout).await {
             Ok(conn) => conn,
-            Err(why) => return format!("error: MCP server '{server_name}' could not start: {why}"),
+            Err(why) => {
+                return format!(
+                    "error: MCP server '{server_name}' failed: {why}; it will be started again on the next call"
+                )
+            }
         };
         match server.call(conn, &route.original, args, settings.call_timeout, cancel).await {
             Ok(result) => guard(normalize(&result), name, &self.base_dir),
@@ -161,5 +165,4 @@ impl SessionMcp {
             Err(CallError::Cancelled) => "error: cancelled".to_owned(),
         }
     }
-
 }

@@ -91,12 +91,8 @@ pub fn specs(cfg: &SessionConfig, base_dir: &Path, env: &CallerEnv) -> Vec<Serve
 }
 
 fn spec(name: &str, server: &McpServerConfig, base_dir: &Path, env: &CallerEnv) -> ServerSpec {
-    let key = |endpoint| ServerKey {
-        name: name.to_owned(),
-        endpoint,
-        base_dir: base_dir.to_owned(),
-        caller: env.clone(),
-    };
+    let key =
+        |endpoint| ServerKey { name: name.to_owned(), endpoint, base_dir: base_dir.to_owned(), caller: env.clone() };
     let declared = server.kind.as_deref().or(server.transport.as_deref()).map(|t| t.trim().to_lowercase());
     if let Some(url) = &server.url {
         if declared.as_deref() == Some("sse") {
@@ -162,7 +158,8 @@ pub fn function_schema(server: &str, tool: &Value) -> Option<(String, String, Va
         .filter(|d| !d.is_empty())
         .map(str::to_owned)
         .unwrap_or_else(|| format!("MCP tool from {server}"));
-    let schema = json!({"type": "function", "function": {"name": name, "description": description, "parameters": params}});
+    let schema =
+        json!({"type": "function", "function": {"name": name, "description": description, "parameters": params}});
     Some((name, original, schema))
 }
 
@@ -193,10 +190,8 @@ mod tests {
     fn a_missing_program_or_the_old_sse_transport_is_a_broken_server() {
         let env = CallerEnv::default();
         let mut cfg = SessionConfig::default();
-        cfg.mcp_servers.insert(
-            "a".into(),
-            McpServerConfig { command: Some("no-such-program-xyz".into()), ..Default::default() },
-        );
+        cfg.mcp_servers
+            .insert("a".into(), McpServerConfig { command: Some("no-such-program-xyz".into()), ..Default::default() });
         cfg.mcp_servers.insert(
             "b".into(),
             McpServerConfig { url: Some("http://x".into()), kind: Some("sse".into()), ..Default::default() },

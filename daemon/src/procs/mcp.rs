@@ -56,6 +56,14 @@ impl McpChild {
     pub fn exited(&mut self) -> bool {
         !matches!(self.started.child.try_wait(), Ok(None))
     }
+
+    /// How it ended (`exit status 1`, `signal 9 (SIGKILL)`), once it has.
+    pub fn exit_status(&mut self) -> Option<String> {
+        match self.started.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            _ => None,
+        }
+    }
 }
 
 impl Drop for McpChild {

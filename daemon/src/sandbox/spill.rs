@@ -57,7 +57,13 @@ pub fn save_large_output(
 
 /// [`save_large_output`] for an MCP tool's result: Swival's summary then
 /// says `Tool output from <tool> too large for context`.
-pub fn save_large_tool_output(output: &str, base: &Path, inline_limit: usize, was_truncated: bool, tool: &str) -> String {
+pub fn save_large_tool_output(
+    output: &str,
+    base: &Path,
+    inline_limit: usize,
+    was_truncated: bool,
+    tool: &str,
+) -> String {
     spill(output, base, inline_limit, was_truncated, None, &format!("Tool output from {tool}"))
 }
 
