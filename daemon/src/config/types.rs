@@ -386,7 +386,7 @@ pub struct SessionConfig {
 /// One MCP server as configured: a program speaking MCP on stdio
 /// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
 /// `headers`, `type`/`transport`). Checked by `config/mcp.rs`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpServerConfig {
     /// The program (a bare name is looked up on the caller's PATH).
@@ -396,7 +396,7 @@ pub struct McpServerConfig {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Variables set over the caller's environment (values may be secrets: never shown).
-    #[serde(skip_serializing)]
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Working directory (default: the base dir).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -405,7 +405,7 @@ pub struct McpServerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// Headers sent with every HTTP request (values may be secrets: never shown).
-    #[serde(skip_serializing)]
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// Swival's transport declaration (`stdio`, `http`, `streamable-http`, `sse`).
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
@@ -413,6 +413,27 @@ pub struct McpServerConfig {
     /// The same, under its other name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
+}
+
+impl fmt::Debug for McpServerConfig {
+    /// Variable and header names only: their values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("type", &self.kind)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// A map shown with every value replaced by `<redacted>`.
+fn redacted_values<S: Serializer>(map: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(map.keys().map(|k| (k, REDACTED)))
 }
 
 /// Default `max_output_tokens`.
