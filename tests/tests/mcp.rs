@@ -345,3 +345,57 @@ fn a_server_that_cannot_start_is_a_warning_and_its_calls_say_why() {
     });
     assert!(warned, "{events:?}");
 }
+
+/// server-everything's streamable HTTP mode on a free port, killed on drop.
+struct HttpServer {
+    /// The server process.
+    child: std::process::Child,
+    /// Its endpoint.
+    url: String,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new(server("everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until("the HTTP MCP server to listen", || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        HttpServer { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_is_reached_by_url_with_its_headers() {
+    let http = HttpServer::start();
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "mcp__web__echo", json!({"message": "over http"})),
+        Step::text("done"),
+    ]);
+    let servers = json!({"web": {"url": http.url, "type": "http", "headers": {"X-Test": "1"}}});
+    let mut c = daemon.nd();
+    let sid = create(&mut c, &p, config(&mock, servers));
+    let r = run_on(&mut c, &sid, "t");
+    assert_eq!(r["outcome"], "success", "{r}");
+    assert_eq!(tool_result(&mock.requests()[1], "c1"), "Echo: over http");
+    let status = mcp_status(&mut c);
+    assert_eq!(
+        (status[0]["transport"].as_str(), status[0]["running"].as_bool()),
+        (Some("streamable-http"), Some(true))
+    );
+    assert!(!status[0].to_string().contains("X-Test"), "headers are never shown: {status:?}");
+}

@@ -214,11 +214,17 @@ pub fn load_with(
         None => None,
     };
     let mut files = Vec::new();
+    if let Some(path) = global_path {
+        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
+    }
+    if let Some(p) = project.filter(|p| p.has_toml) {
+        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
+    }
     // The MCP JSON file's servers lie below every TOML layer (TOML wins
-    // by name); `--mcp-config` replaces the project's file.
-    let no_mcp = request.as_ref().is_some_and(|r| r.value("no_mcp") == Some(&serde_json::Value::Bool(true)));
-    let explicit = request.as_ref().and_then(|r| r.value("mcp_config")).and_then(|v| v.as_str()).map(PathBuf::from);
-    let json = match explicit {
+    // by name); `mcp_config` (`--mcp-config`) replaces the project's file.
+    let last = |key: &str| request.iter().chain(files.iter().rev()).find_map(|l| l.value(key)).cloned();
+    let no_mcp = last("no_mcp") == Some(serde_json::Value::Bool(true));
+    let json = match last("mcp_config").as_ref().and_then(|v| v.as_str()).map(PathBuf::from) {
         Some(path) => Some(mcp::McpJson::read(&path)?.ok_or_else(|| ConfigError::Invalid {
             origin: REQUEST_LABEL.to_owned(),
             message: format!("--mcp-config file not found: {}", path.display()),
@@ -226,13 +232,7 @@ pub fn load_with(
         None => project.and_then(|p| p.mcp_json.clone()),
     };
     if let Some(json) = json.filter(|_| !no_mcp) {
-        files.push(merge::Layer::from_mcp_json(&json)?);
-    }
-    if let Some(path) = global_path {
-        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
-    }
-    if let Some(p) = project.filter(|p| p.has_toml) {
-        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
+        files.insert(0, merge::Layer::from_mcp_json(&json)?);
     }
     merge::merge(files, request)
 }

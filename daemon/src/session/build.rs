@@ -69,7 +69,8 @@ impl Sessions {
             .global_config
             .iter()
             .cloned()
-            .chain([base.join(config::PROJECT_FILE), base.join(".swival/mcp.json")])
+            .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
+            .chain(config.config.mcp_config.iter().cloned())
             .collect();
         let protection = pipeline.protection(&base, &config_files);
         policy.protected = protection.paths.clone();
