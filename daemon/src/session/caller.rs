@@ -146,7 +146,10 @@ mod tests {
 
     #[test]
     fn secrets_leave_the_request_and_come_back() {
-        let original = json!({"model": "m", "api_key": "sk-1", "profiles": {"a/b": {"api_key": "sk-2", "model": "x"}}});
+        let original = json!({
+            "model": "m", "api_key": "sk-1", "profiles": {"a/b": {"api_key": "sk-2", "model": "x"}},
+            "mcp_servers": {"s": {"command": "x", "env": {"T": "sk-3"}, "headers": {"A": "sk-4"}}},
+        });
         let mut stored = original.clone();
         let secrets = take_secrets(&mut stored);
         assert!(!stored.to_string().contains("sk-"), "{stored}");
