@@ -84,6 +84,8 @@ fn the_model_lists_and_calls_an_mcp_tool_and_the_result_reaches_the_next_request
     let params = &echo.unwrap()["function"]["parameters"];
     assert_eq!(params["properties"]["message"]["type"], "string", "{params}");
     assert!(params.get("$schema").is_none(), "{params}");
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("## MCP Tools") && system.contains("- `mcp__ev__echo`: Echoes back"), "{system}");
     assert_eq!(tool_result(&requests[1], "c1"), "Echo: hello from the model");
     // A name the server spells with a dash, sanitized as Swival does (kept).
     assert!(tool_result(&requests[2], "c2").contains('5'), "{}", tool_result(&requests[2], "c2"));

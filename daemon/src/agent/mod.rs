@@ -184,10 +184,6 @@ impl AgentRun<'_> {
     }
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
-        // Servers not started yet start now, so their tools are offered.
-        for message in self.tools.mcp.prepare().await {
-            self.events.emit(Some(self.run_id), EventKind::Warning { message });
-        }
         // Swival's command provider is not told about tools.
         let tools = if self.provider.settings.kind == ProviderKind::Command {
             Vec::new()

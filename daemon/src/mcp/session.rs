@@ -120,6 +120,21 @@ impl SessionMcp {
         &self.schemas
     }
 
+    /// Each server's tools as the model calls them, with their
+    /// descriptions (for the system prompt).
+    pub fn tool_info(&self) -> Vec<(String, Vec<(String, String)>)> {
+        let mut info: Vec<(String, Vec<(String, String)>)> =
+            self.servers.iter().map(|s| (s.spec.key.name.clone(), Vec::new())).collect();
+        for schema in &self.schemas {
+            let f = &schema["function"];
+            let name = f["name"].as_str().unwrap_or_default();
+            if let Some(route) = self.routes.get(name) {
+                info[route.server].1.push((name.to_owned(), f["description"].as_str().unwrap_or_default().to_owned()));
+            }
+        }
+        info
+    }
+
     /// Whether `name` is one of this session's MCP tools.
     pub fn owns(&self, name: &str) -> bool {
         self.routes.contains_key(name)

@@ -374,14 +374,23 @@ impl RunJob {
             Err(e) => return (LoopEnd::Failed(e), String::new()),
         };
         let provider = Provider::new(self.shared.http.clone(), settings);
+        // MCP servers not started yet start now, so their tools are offered.
+        for message in self.tools.mcp.prepare().await {
+            self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+        }
         let prepared = (|| {
             if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
                 let replacement = cfg
                     .system_prompt
                     .as_deref()
                     .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let text =
+                let mut text =
                     prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
+                if let Some(info) = prompt::mcp_tool_info(&self.tools.mcp.tool_info()).filter(|_| replacement.is_none())
+                {
+                    text.push_str("\n\n");
+                    text.push_str(&info);
+                }
                 self.conversation.push(json!({"role": "system", "content": text}))?;
             }
             self.conversation.complete_orphans()?;
