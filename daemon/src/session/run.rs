@@ -357,6 +357,16 @@ impl RunJob {
         LoopEnd::Answer(new_answer)
     }
 
+    /// Drop MCP tools that would take more than half of a `window`-token
+    /// context (Swival's schema budget), saying so in warnings.
+    fn fit_mcp(&mut self, window: u64) {
+        let mut builtin = self.tools.schemas();
+        builtin.extend(crate::sandbox::tool_schemas(&self.session.commands.policy));
+        for message in self.tools.mcp.fit(window, &builtin) {
+            self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+        }
+    }
+
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
@@ -415,6 +425,9 @@ impl RunJob {
             Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
         };
         let model = discovered.model.clone();
+        if let Some(window) = discovered.context_window {
+            self.fit_mcp(window);
+        }
         let pipeline = &self.session.pipeline;
         let cache = if cfg.cache {
             match self.shared.cache() {
