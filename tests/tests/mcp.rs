@@ -401,3 +401,38 @@ fn a_streamable_http_server_is_reached_by_url_with_its_headers() {
     );
     assert!(!status[0].to_string().contains("X-Test"), "headers are never shown: {status:?}");
 }
+
+#[test]
+fn sandbox_mcp_runs_a_server_under_the_command_sandbox() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let outside = env.project("outside");
+    let (inside_file, outside_file) = (p.join("in.txt"), outside.join("out.txt"));
+    let mock = MockProvider::start(vec![
+        Step::tool_call("out", "mcp__fs__write_file", json!({"path": outside_file, "content": "x"})),
+        Step::tool_call("in", "mcp__fs__write_file", json!({"path": inside_file, "content": "y"})),
+        Step::text("done"),
+    ]);
+    // The server itself would allow both directories; the sandbox does not.
+    let dirs = [p.display().to_string(), outside.display().to_string()];
+    let mut cfg = config(&mock, json!({"fs": {"command": server("filesystem"), "args": dirs}}));
+    cfg["sandbox_mcp"] = json!(true);
+    let mut c = daemon.nd();
+    let sid = create(&mut c, &p, cfg);
+    let st = c.ok("policy/status", json!({"session_id": sid}));
+    if !st["sandbox"]["mode"].to_string().contains("Landlock") {
+        eprintln!("SKIPPED: the kernel here does not confine programs: {}", st["sandbox"]);
+        return;
+    }
+    let r = run_on(&mut c, &sid, "write both");
+    assert_eq!(r["outcome"], "success", "{r}");
+    let requests = mock.requests();
+    let refused = tool_result(&requests[1], "out");
+    assert!(refused.starts_with("error:"), "{refused}");
+    assert!(!outside_file.exists(), "a confined server wrote outside the project");
+    assert_eq!(tool_result(&requests[2], "in").starts_with("error:"), false, "{}", tool_result(&requests[2], "in"));
+    assert_eq!(std::fs::read_to_string(&inside_file).unwrap(), "y");
+    let status = mcp_status(&mut c);
+    assert!(status[0]["command"].as_str().unwrap().ends_with("(sandboxed)"), "{status:?}");
+}

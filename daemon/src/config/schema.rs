@@ -320,6 +320,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("proactive_summaries", Kind::Bool),
     acted("no_mcp", Kind::Bool),
     acted("mcp_config", Kind::Path),
+    acted("sandbox_mcp", Kind::Bool),
     kept("no_a2a", Kind::Bool),
     kept("prompt_cache", Kind::Bool),
     kept("sanitize_thinking", Kind::Bool),

@@ -101,6 +101,7 @@ const REASONS: &[(&str, &str)] = &[
     ("command_network", "gives the agent's commands the network"),
     ("sandbox", "turns the kernel sandbox of commands off"),
     ("sandbox_strict_read", "lets commands read outside the project again"),
+    ("sandbox_mcp", "runs MCP servers outside the command sandbox"),
     ("encrypt_secrets", "sends secrets to the provider unencrypted"),
     ("encrypt_secrets_key", "chooses the key secrets are encrypted with"),
     ("encrypt_secrets_tweak", "chooses how secrets are encrypted"),
@@ -114,7 +115,7 @@ const REASONS: &[(&str, &str)] = &[
 fn narrows(key: &str, value: &toml::Value) -> bool {
     match (key, value) {
         ("yolo" | "command_network", toml::Value::Boolean(false)) => true,
-        ("encrypt_secrets" | "sandbox_strict_read", toml::Value::Boolean(true)) => true,
+        ("encrypt_secrets" | "sandbox_strict_read" | "sandbox_mcp", toml::Value::Boolean(true)) => true,
         ("sandbox", toml::Value::String(s)) => s == "os",
         ("commands", toml::Value::String(s)) => s == "none",
         // "some" is the default and beats yolo; "none" allows only .swival/.

@@ -378,6 +378,10 @@ pub struct SessionConfig {
     pub no_mcp: bool,
     /// The MCP JSON file read instead of `<base>/.swival/mcp.json` (`--mcp-config`).
     pub mcp_config: Option<PathBuf>,
+    /// Run stdio MCP servers under the command sandbox (Landlock, no
+    /// network unless `command_network`, hidden paths, the allow-listed
+    /// environment plus the server's `env`).
+    pub sandbox_mcp: bool,
     /// Swival keys accepted but not acted on yet, by key name.
     #[serde(flatten, skip_deserializing)]
     pub kept: KeptKeys,
@@ -499,6 +503,7 @@ impl Default for SessionConfig {
             mcp_servers: BTreeMap::new(),
             no_mcp: false,
             mcp_config: None,
+            sandbox_mcp: false,
             kept: KeptKeys::default(),
         }
     }

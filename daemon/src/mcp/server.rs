@@ -2,9 +2,11 @@
 //! for stdio, the process), started on first use and again after it
 //! failed, and the sessions using it.
 
-use super::spec::{Endpoint, ServerKey};
+use super::spec::{Confined, Endpoint, ServerKey};
 use crate::procs::mcp::{McpChild, McpLaunch};
-use crate::procs::Pinned;
+use crate::procs::{Env, Pinned, Through};
+use crate::sandbox::command::RunTempDir;
+use crate::sandbox::ExecSpec;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::ServiceExt as _;
@@ -25,6 +27,8 @@ pub(super) struct Conn {
     pub pid: Option<u32>,
     /// The tools it listed (each as its JSON).
     pub tools: Vec<Value>,
+    /// The private TMPDIR of a confined server (removed when it stops).
+    _tmp: Option<RunTempDir>,
 }
 
 impl Conn {
@@ -158,9 +162,19 @@ impl Server {
     }
 
     async fn start(&self, pins: &[Pinned], pid_dir: &Path) -> Result<Conn, String> {
+        let mut tmp = None;
         let (service, child) = match &self.key.endpoint {
-            Endpoint::Stdio { argv, env, cwd } => {
-                let launch = McpLaunch { argv, cwd, base: &self.key.caller, env, pins, pid_dir };
+            Endpoint::Stdio { argv, env, cwd, confined } => {
+                let (env, through) = match confined {
+                    None => (self.key.caller.script_env(env), None),
+                    Some(c) => {
+                        let dir = RunTempDir::create().map_err(|e| format!("cannot create its temp directory: {e}"))?;
+                        let launch = confined_launch(c, argv, env, &dir.0)?;
+                        tmp = Some(dir);
+                        launch
+                    }
+                };
+                let launch = McpLaunch { argv, cwd, env, through, pins, pid_dir };
                 let (child, stdout, stdin) =
                     crate::procs::mcp::start(launch, &self.key.name).map_err(|e| e.to_string())?;
                 let service = ().serve((stdout, stdin)).await.map_err(|e| format!("initialize failed: {e}"))?;
@@ -172,7 +186,7 @@ impl Server {
         let tools = service.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
         let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
         let pid = child.as_ref().and_then(McpChild::pid);
-        Ok(Conn { service, child: Mutex::new(child), pid, tools })
+        Ok(Conn { service, child: Mutex::new(child), pid, tools, _tmp: tmp })
     }
 
     /// Call `tool` on `conn` with `args`.
@@ -210,6 +224,27 @@ impl Server {
             }
         }
     }
+}
+
+/// The environment and helper of a server under the command sandbox: the
+/// session's plan with `tmp` writable, the commands' environment with
+/// TMPDIR and the server's `env` over it.
+fn confined_launch(
+    c: &Confined,
+    argv: &[String],
+    env: &[(String, String)],
+    tmp: &std::path::Path,
+) -> Result<(Env, Option<Through>), String> {
+    let mut plan = c.plan.clone();
+    plan.write_dirs.push(tmp.to_owned());
+    let program = std::path::PathBuf::from(argv.first().cloned().unwrap_or_default());
+    let spec =
+        serde_json::to_string(&ExecSpec { program, plan }).map_err(|e| format!("cannot describe its sandbox: {e}"))?;
+    let mut vars = c.env.clone();
+    vars.push(("TMPDIR".to_owned(), tmp.as_os_str().to_owned()));
+    vars.extend(env.iter().map(|(k, v)| (k.clone(), v.into())));
+    let through = Through { helper: c.helper.clone(), args: vec![crate::sandbox::EXEC_FLAG.to_owned(), spec] };
+    Ok((Env::Exact(vars), Some(through)))
 }
 
 /// Connect to a streamable HTTP server.

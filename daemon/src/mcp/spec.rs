@@ -7,7 +7,10 @@
 use crate::config::{McpServerConfig, SessionConfig};
 use crate::procs::pin::pin_argv;
 use crate::procs::{locate, CallerEnv, Pinned};
+use crate::sandbox::status::HelperPlan;
+use crate::sandbox::CommandEnv;
 use serde_json::{json, Value};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// How the daemon reaches one server.
@@ -17,10 +20,13 @@ pub enum Endpoint {
     Stdio {
         /// The located program, then its arguments.
         argv: Vec<String>,
-        /// Variables set over the caller's environment.
+        /// Variables set over the caller's environment (over the confined
+        /// environment under `sandbox_mcp`).
         env: Vec<(String, String)>,
         /// Working directory.
         cwd: PathBuf,
+        /// Run under the command sandbox (`sandbox_mcp`).
+        confined: Option<Confined>,
     },
     /// A server speaking streamable HTTP.
     Http {
@@ -31,6 +37,37 @@ pub enum Endpoint {
     },
     /// A server that cannot be started, and why (reported when it is used).
     Broken(String),
+}
+
+/// How a stdio server runs under the command sandbox: through the helper
+/// with the session's plan, in the commands' allow-listed environment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Confined {
+    /// The helper (swivald itself).
+    pub helper: PathBuf,
+    /// The session's plan (a private TMPDIR is added when the server starts).
+    pub plan: HelperPlan,
+    /// The environment the session's commands get.
+    pub env: Vec<(String, OsString)>,
+}
+
+/// Put the stdio servers of `specs` under the command sandbox of
+/// `commands`; where the OS sandbox cannot confine programs, such a server
+/// does not start (never unconfined when confinement was asked for).
+pub fn confine(specs: &mut [ServerSpec], commands: &CommandEnv) {
+    for spec in specs {
+        let Endpoint::Stdio { confined, .. } = &mut spec.key.endpoint else { continue };
+        match &commands.plan {
+            Some(plan) => {
+                *confined =
+                    Some(Confined { helper: commands.helper.clone(), plan: plan.clone(), env: commands.env.clone() });
+            }
+            None => {
+                let why = "sandbox_mcp is set but the command sandbox cannot confine programs here (sandbox = \"builtin\", or the kernel enforces nothing; see policy/status)";
+                spec.key.endpoint = Endpoint::Broken(why.to_owned());
+            }
+        }
+    }
 }
 
 /// What identifies one server process in the pool: its config, the base
@@ -58,6 +95,7 @@ impl ServerKey {
     /// The command line or URL, for status and messages.
     pub fn display(&self) -> String {
         match &self.endpoint {
+            Endpoint::Stdio { argv, confined: Some(_), .. } => format!("{} (sandboxed)", argv.join(" ")),
             Endpoint::Stdio { argv, .. } => argv.join(" "),
             Endpoint::Http { url, .. } => url.clone(),
             Endpoint::Broken(why) => format!("(cannot start: {why})"),
@@ -119,7 +157,7 @@ fn spec(name: &str, server: &McpServerConfig, base_dir: &Path, env: &CallerEnv) 
     argv.extend(server.args.iter().cloned());
     let pins = pin_argv(&argv, &cwd, &path);
     let env_vars = server.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    ServerSpec { key: key(Endpoint::Stdio { argv, env: env_vars, cwd }), pins }
+    ServerSpec { key: key(Endpoint::Stdio { argv, env: env_vars, cwd, confined: None }), pins }
 }
 
 /// Swival's `_sanitize_tool_name`: characters outside `[a-zA-Z0-9_-]`

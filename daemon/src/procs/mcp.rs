@@ -15,21 +15,22 @@
 //! configured server (and base dir), bounded by the configs the user
 //! trusted, idle most of the time; slots bound the work started per call.
 
-use super::launch::{self, Io, Launch, Started};
-use super::{CallerEnv, Pinned, ProcError};
+use super::launch::{self, Env, Io, Launch, Started, Through};
+use super::{Pinned, ProcError};
 use std::path::{Path, PathBuf};
 
 /// What to start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct McpLaunch<'a> {
     /// argv: the located program first (as pinned), then its arguments.
     pub argv: &'a [String],
     /// Its working directory.
     pub cwd: &'a Path,
-    /// The caller's environment it runs in.
-    pub base: &'a CallerEnv,
-    /// Variables set over it (the server's `env`).
-    pub env: &'a [(String, String)],
+    /// Its environment: the caller's with the server's `env` over it, or
+    /// exactly the confined one.
+    pub env: Env,
+    /// Run it through the sandbox helper (`sandbox_mcp`).
+    pub through: Option<Through>,
     /// The files it runs, checked before the spawn.
     pub pins: &'a [Pinned],
     /// Where its pid file goes.
@@ -87,9 +88,9 @@ pub fn start(
         program: super::pin::executable(&program, l.pins).to_path_buf(),
         argv: l.argv.to_vec(),
         cwd: Some(l.cwd.to_owned()),
-        env: l.base.script_env(l.env),
+        env: l.env,
         io: Io::Pipes,
-        through: None,
+        through: l.through,
     };
     let mut started = launch::start(&launch, name)?;
     let stdout = started.child.stdout.take().expect("piped stdout");

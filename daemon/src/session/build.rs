@@ -106,6 +106,9 @@ impl Sessions {
             command_env,
             self.shared.runner.clone(),
         );
+        if cfg.sandbox_mcp {
+            crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
+        }
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),
