@@ -158,6 +158,18 @@ mod tests {
     }
 
     #[test]
+    fn a_process_group_a_killed_daemon_left_is_killed_at_the_next_start() {
+        use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let mut orphan = std::process::Command::new("sleep").arg("300").process_group(0).spawn().unwrap();
+        let pid = orphan.id() as i32;
+        assert!(write_pid_file(dir.path(), pid).is_some());
+        assert_eq!(reap_orphans(dir.path()), 1);
+        assert_eq!(orphan.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn start_time_reads_this_process() {
         assert!(start_time(std::process::id() as i32).is_some());
     }
