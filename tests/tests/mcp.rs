@@ -437,3 +437,28 @@ fn sandbox_mcp_runs_a_server_under_the_command_sandbox() {
     let status = mcp_status(&mut c);
     assert!(status[0]["command"].as_str().unwrap().ends_with("(sandboxed)"), "{status:?}");
 }
+
+#[test]
+fn an_mcp_server_gets_the_real_secret_where_the_model_wrote_its_ciphertext() {
+    const GITHUB: &str = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::text("noted")]);
+    let mut cfg = config(&mock, json!({"fs": {"command": server("filesystem"), "args": [p.display().to_string()]}}));
+    cfg["encrypt_secrets"] = json!(true);
+    let mut c = daemon.nd();
+    let sid = create(&mut c, &p, cfg);
+    assert_eq!(run_on(&mut c, &sid, &format!("remember {GITHUB}"))["outcome"], "success");
+    let body = mock.requests()[0]["messages"].to_string();
+    let at = body.find("ghp_").expect("the ciphertext keeps the prefix");
+    let cipher = &body[at..at + GITHUB.len()];
+    assert_ne!(cipher, GITHUB);
+
+    let target = p.join("token.txt");
+    mock.push(Step::tool_call("w", "mcp__fs__write_file", json!({"path": target, "content": cipher})));
+    mock.push(Step::text("written"));
+    assert_eq!(run_on(&mut c, &sid, "write it")["outcome"], "success");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), GITHUB, "the server saw the decrypted argument");
+    assert!(!mock.requests_text().contains(GITHUB), "the provider never saw the key");
+}
