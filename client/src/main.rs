@@ -87,6 +87,11 @@ enum Command {
         #[command(subcommand)]
         action: cmd::policy::Action,
     },
+    /// The daemon's MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        action: cmd::session::McpAction,
+    },
     /// Start, stop or install the daemon.
     Daemon {
         #[command(subcommand)]
@@ -120,6 +125,7 @@ fn main() -> ExitCode {
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
             Command::Trust { dir, check, json } => cmd::policy::trust(&socket, dir, check, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,
+            Command::Mcp { action } => cmd::session::mcp(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
         }
     });

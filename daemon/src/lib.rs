@@ -10,6 +10,7 @@ pub mod cache;
 pub mod config;
 pub mod editor;
 pub mod environment;
+pub mod mcp;
 pub mod paths;
 pub mod pipeline;
 pub mod procs;

@@ -97,13 +97,19 @@ fn session_settings(
         sandbox_caps,
         socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
         cache_path: cache_dir.join("cache.db"),
-        daemon_dirs: vec![state_dir, cache_dir, crate::paths::config_dir()],
+        daemon_dirs: vec![state_dir.clone(), cache_dir, crate::paths::config_dir()],
         max_cache_bytes: settings.max_cache_bytes,
         approval_timeout: crate::config::seconds(settings.approval_timeout_s, 0.1),
         live: crate::session::LiveLimits {
             max_sessions: settings.max_live_sessions.max(1) as usize,
             idle_timeout: settings.session_idle_timeout(),
         },
+        mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
+            idle: crate::config::seconds(settings.mcp_idle_timeout_s, 0.0),
+            call_timeout: crate::config::seconds(settings.mcp_call_timeout_s, 0.001),
+            start_timeout: crate::config::seconds(settings.mcp_start_timeout_s, 0.001),
+            pid_dir: state_dir.join("mcp"),
+        }),
     }
 }
 

@@ -78,6 +78,12 @@ pub struct Settings {
     /// Seconds a run waits for a user to approve a command (`commands =
     /// "ask"`); no answer in time is a rejection.
     pub approval_timeout_s: f64,
+    /// Seconds an MCP server no session uses keeps running before it is stopped.
+    pub mcp_idle_timeout_s: f64,
+    /// Seconds one MCP tool call may take.
+    pub mcp_call_timeout_s: f64,
+    /// Seconds an MCP server may take to start and list its tools.
+    pub mcp_start_timeout_s: f64,
 }
 
 impl Default for Settings {
@@ -104,6 +110,9 @@ impl Default for Settings {
             max_live_sessions: 1024,
             session_idle_timeout_s: 600.0,
             approval_timeout_s: 300.0,
+            mcp_idle_timeout_s: 300.0,
+            mcp_call_timeout_s: 120.0,
+            mcp_start_timeout_s: 30.0,
         }
     }
 }

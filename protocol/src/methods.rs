@@ -58,6 +58,8 @@ pub const CACHE_CLEAR: &str = "cache/clear";
 pub const POLICY_CHECK: &str = "policy/check";
 /// The effective configuration for a base directory, with sources.
 pub const CONFIG_RESOLVE: &str = "config/resolve";
+/// Every MCP server the daemon runs or holds for a session.
+pub const MCP_STATUS: &str = "mcp/status";
 /// Trust a project's `swival.toml` as it is now.
 pub const PROJECT_TRUST: &str = "project/trust";
 
@@ -90,7 +92,11 @@ pub const ALL: &[(&str, &str)] = &[
     (CACHE_STATS, "Response cache: entries, bytes, hits, misses, shared calls."),
     (CACHE_CLEAR, "Empty the response cache; returns how many entries were removed."),
     (POLICY_CHECK, "Whether run_command would run an argv in a session (or base dir), and why."),
-    (POLICY_STATUS, "Filter stages, hooks, reviewer and sandbox of a session, each script with its SHA-256."),
+    (
+        POLICY_STATUS,
+        "Filter stages, hooks, reviewer, sandbox and MCP servers of a session, each script with its SHA-256.",
+    ),
     (CONFIG_RESOLVE, "The effective configuration for a base directory, with the layer that set each key."),
+    (MCP_STATUS, "Every MCP server: transport, command or URL, pid, tools and the sessions using it."),
     (PROJECT_TRUST, "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports."),
 ];

@@ -56,6 +56,7 @@ fn method_docs() -> Vec<MethodDoc> {
         doc(methods::POLICY_CHECK, Some(schema::<PolicyCheckParams>()), schema::<PolicyCheckResult>()),
         doc(methods::POLICY_STATUS, Some(schema::<SessionRef>()), schema::<PolicyStatus>()),
         doc(methods::CONFIG_RESOLVE, Some(schema::<ConfigResolveParams>()), schema::<ConfigResolveResult>()),
+        doc(methods::MCP_STATUS, None, schema::<McpStatusResult>()),
         doc(methods::PROJECT_TRUST, Some(schema::<ProjectTrustParams>()), schema::<ProjectTrustResult>()),
     ]
 }

@@ -679,6 +679,44 @@ pub struct PolicyStatus {
     /// files and directory trees and commands see them read-only.
     #[serde(default)]
     pub protected: Vec<String>,
+    /// The session's MCP servers.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerStatus>,
+}
+
+/// One MCP server as the daemon runs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerStatus {
+    /// The server's name in the config.
+    pub name: String,
+    /// The base dir of the sessions sharing it.
+    pub base_dir: String,
+    /// `stdio` or `streamable-http`.
+    pub transport: String,
+    /// The command line (the program located) or the URL.
+    pub command: String,
+    /// Whether it runs now.
+    pub running: bool,
+    /// Its process id (stdio servers that run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Its tools, as the model sees them (`mcp__<server>__<tool>`).
+    pub tools: Vec<String>,
+    /// Sessions in memory using it.
+    pub sessions: u32,
+    /// Why its last start or call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Files it runs with their SHA-256 (in `policy/status`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDigest>,
+}
+
+/// `mcp/status`: every MCP server of the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpStatusResult {
+    /// The servers, by name then base dir.
+    pub servers: Vec<McpServerStatus>,
 }
 
 /// One configured script.

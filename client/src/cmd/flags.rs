@@ -20,6 +20,9 @@ pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
     if !a.add_dir.is_empty() {
         put("allowed_dirs", json!(a.add_dir.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
     }
+    if let Some(file) = &a.mcp_config {
+        put("mcp_config", json!(cli_path(file)));
+    }
     if !a.add_dir_ro.is_empty() {
         put("allowed_dirs_ro", json!(a.add_dir_ro.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
     }
@@ -62,6 +65,7 @@ pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
     let switches = [
         ("yolo", a.yolo),
         ("no_history", a.no_history),
+        ("no_mcp", a.no_mcp),
         ("cache", a.cache),
         ("encrypt_secrets", a.encrypt_secrets),
         ("sandbox_strict_read", a.sandbox_strict_read),

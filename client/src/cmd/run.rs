@@ -139,6 +139,13 @@ pub struct RunArgs {
     /// Do not append the answer to .swival/HISTORY.md.
     #[arg(long)]
     pub no_history: bool,
+    /// Read MCP servers from this JSON file (`mcpServers`) instead of
+    /// .swival/mcp.json.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+    /// Start no MCP server.
+    #[arg(long)]
+    pub no_mcp: bool,
     /// Accept the project's swival.toml for this run even if it is not
     /// trusted (for scripts and CI); nothing is recorded.
     #[arg(long)]

@@ -101,6 +101,47 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
+/// What to ask about MCP servers.
+#[derive(Debug, clap::Subcommand)]
+pub enum McpAction {
+    /// Each server: transport, command or URL, pid, tools and the sessions using it.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `swivalctl mcp status`.
+pub async fn mcp(socket: &Path, action: McpAction) -> Result<ExitCode, ClientError> {
+    let McpAction::Status { json } = action;
+    let client = connect(socket).await?;
+    let status: swival_protocol::McpStatusResult = client.call_no_params(swival_protocol::methods::MCP_STATUS).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status).expect("serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if status.servers.is_empty() {
+        println!("no MCP server");
+    }
+    for s in &status.servers {
+        let state = match (s.running, s.pid) {
+            (true, Some(pid)) => format!("running, pid {pid}"),
+            (true, None) => "connected".to_owned(),
+            (false, _) => "stopped".to_owned(),
+        };
+        println!("{} ({}, {state}, {} session(s)) in {}", s.name, s.transport, s.sessions, s.base_dir);
+        println!("  {}", s.command);
+        if let Some(e) = &s.error {
+            println!("  last error: {e}");
+        }
+        for t in &s.tools {
+            println!("  - {t}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// What to do with the response cache.
 #[derive(Debug, clap::Subcommand)]
 pub enum CacheAction {

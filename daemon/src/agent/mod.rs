@@ -252,6 +252,7 @@ impl AgentRun<'_> {
         } else {
             let mut t = self.tools.schemas();
             t.extend(crate::sandbox::tool_schemas(&self.commands.policy));
+            t.extend(self.tools.mcp.schemas().iter().cloned());
             t
         };
         let mut guards = guard::Guards::new(self.storm_breaker);

@@ -67,6 +67,26 @@ pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructio
     out
 }
 
+/// Swival's `## MCP Tools` section: each server's tools (as the model
+/// calls them) with their descriptions; `None` without MCP tools.
+pub fn mcp_tool_info(servers: &[(String, Vec<(String, String)>)]) -> Option<String> {
+    if servers.iter().all(|(_, tools)| tools.is_empty()) {
+        return None;
+    }
+    let mut lines =
+        vec!["## MCP Tools".to_owned(), String::new(), "Tools provided by external MCP servers:".to_owned()];
+    lines.push(String::new());
+    for (server, tools) in servers.iter().filter(|(_, t)| !t.is_empty()) {
+        lines.push(format!("**{server}**:"));
+        for (name, description) in tools {
+            let desc = if description.is_empty() { String::new() } else { format!(": {description}") };
+            lines.push(format!("- `{name}`{desc}"));
+        }
+        lines.push(String::new());
+    }
+    Some(lines.join("\n"))
+}
+
 /// A file's text without HTML comments, cut to `budget` characters.
 fn read_capped(path: &Path, budget: usize) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
@@ -107,6 +127,19 @@ mod tests {
         assert!(prompt(FilesMode::All).contains("Filesystem access is unrestricted."));
         assert!(prompt(FilesMode::None).contains("Filesystem access is restricted to .swival/ only."));
         assert!(!prompt(FilesMode::None).contains("{FILES}"));
+    }
+
+    #[test]
+    fn mcp_tools_are_listed_by_server_as_swival_does() {
+        let info = vec![
+            ("ev".to_owned(), vec![("mcp__ev__echo".to_owned(), "Echoes".to_owned())]),
+            ("empty".to_owned(), vec![]),
+        ];
+        assert_eq!(
+            mcp_tool_info(&info).unwrap(),
+            "## MCP Tools\n\nTools provided by external MCP servers:\n\n**ev**:\n- `mcp__ev__echo`: Echoes\n"
+        );
+        assert!(mcp_tool_info(&[]).is_none());
     }
 
     #[test]

@@ -218,8 +218,8 @@ impl AgentRun<'_> {
         self.events.emit(Some(self.run_id), kind);
     }
 
-    /// Run one tool: commands and fetches are async (and cancellable);
-    /// file tools run on this thread.
+    /// Run one tool: commands, fetches and MCP tools are async (and
+    /// cancellable); file tools run on this thread.
     async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> String {
         let args = || crate::tools::parse_args(&call.arguments);
         match call.name.as_str() {
@@ -241,6 +241,7 @@ impl AgentRun<'_> {
                 Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
                 Err(e) => e,
             },
+            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
             _ => {
                 let tools = &mut *self.tools;
                 tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))

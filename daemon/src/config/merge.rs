@@ -55,6 +55,20 @@ impl Layer {
         Layer::from_map(map, origin)
     }
 
+    /// The servers of an MCP JSON file, as a layer setting `mcp_servers`.
+    pub(super) fn from_mcp_json(json: &super::McpJson) -> Result<Layer, ConfigError> {
+        let origin = Origin::file(&json.path);
+        let servers = json.servers()?;
+        let mut values = BTreeMap::new();
+        values.insert("mcp_servers".to_owned(), servers);
+        Ok(Layer { origin: Arc::new(origin), values, profiles: BTreeMap::new(), warnings: Vec::new() })
+    }
+
+    /// A key's normal value in this layer.
+    pub(super) fn value(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
     /// The `config` object of `session/create`; `null` means no keys.
     pub(super) fn from_request(value: &Value, origin: Origin) -> Result<Layer, ConfigError> {
         match value {

@@ -32,6 +32,7 @@
 //! and names the key, so the user knows what to fix and where.
 
 mod command;
+mod mcp;
 mod merge;
 mod parse;
 mod schema;
@@ -43,13 +44,15 @@ mod types;
 mod tests;
 
 pub use command::Command;
+pub use mcp::{check_name as check_mcp_server_name, McpJson, PROJECT_MCP_JSON};
 pub use stages::{
     CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
     DEFAULT_HOOK_TIMEOUT_S,
 };
 pub use trust::ProjectFile;
 pub use types::{
-    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, ReasoningEffort, SandboxMode, Secret, SessionConfig,
+    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, McpServerConfig, ReasoningEffort, SandboxMode, Secret,
+    SessionConfig,
 };
 
 use serde::Serialize;
@@ -206,16 +209,30 @@ pub fn load_with(
     project: Option<&ProjectFile>,
     request: Option<&serde_json::Value>,
 ) -> Result<EffectiveConfig, ConfigError> {
-    let mut files = Vec::new();
-    if let Some(path) = global_path {
-        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
-    }
-    if let Some(p) = project {
-        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
-    }
     let request = match request {
         Some(value) => Some(merge::Layer::from_request(value, Origin::request(base_dir))?),
         None => None,
     };
+    let mut files = Vec::new();
+    if let Some(path) = global_path {
+        files.extend(merge::Layer::from_file(path, Origin::file(path))?);
+    }
+    if let Some(p) = project.filter(|p| p.has_toml) {
+        files.push(merge::Layer::from_text(&p.path, &p.text, Origin::file(&p.path))?);
+    }
+    // The MCP JSON file's servers lie below every TOML layer (TOML wins
+    // by name); `mcp_config` (`--mcp-config`) replaces the project's file.
+    let last = |key: &str| request.iter().chain(files.iter().rev()).find_map(|l| l.value(key)).cloned();
+    let no_mcp = last("no_mcp") == Some(serde_json::Value::Bool(true));
+    let json = match last("mcp_config").as_ref().and_then(|v| v.as_str()).map(PathBuf::from) {
+        Some(path) => Some(mcp::McpJson::read(&path)?.ok_or_else(|| ConfigError::Invalid {
+            origin: REQUEST_LABEL.to_owned(),
+            message: format!("--mcp-config file not found: {}", path.display()),
+        })?),
+        None => project.and_then(|p| p.mcp_json.clone()),
+    };
+    if let Some(json) = json.filter(|_| !no_mcp) {
+        files.insert(0, merge::Layer::from_mcp_json(&json)?);
+    }
     merge::merge(files, request)
 }

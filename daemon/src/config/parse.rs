@@ -148,13 +148,26 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             let map = object(&Kind::Table, k, v, origin)?;
             table(fields, k, map, origin, matches!(kind, Kind::OpenTables(_))).map(Value::Object)
         }),
+        Kind::StrTable => {
+            let map = object(kind, key, value, origin)?;
+            for (k, v) in &map {
+                if !v.is_string() {
+                    return Err(wrong_type(&Kind::Str, &format!("{key}.{k}"), v, origin));
+                }
+            }
+            Ok(Value::Object(map))
+        }
         Kind::NamedTables(fields) => {
             let map = object(kind, key, value, origin)?;
             let mut out = Map::new();
             for (name, v) in map {
                 let sub = format!("{key}.{name}");
                 let inner = object(&Kind::Table, &sub, v, origin)?;
-                out.insert(name, Value::Object(table(fields, &sub, inner, origin, true)?));
+                let checked = table(fields, &sub, inner, origin, true)?;
+                if key == "mcp_servers" {
+                    super::mcp::check_server(&name, &checked, origin)?;
+                }
+                out.insert(name, Value::Object(checked));
             }
             Ok(Value::Object(out))
         }

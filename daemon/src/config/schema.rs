@@ -7,13 +7,13 @@
 //! `network`, `sandbox_session`,
 //! `sandbox_auto_session`, the `nono_*` keys, `no_skills`, `skills_dir`,
 //! `memory_full`, `color`, `self_review`, `review_prompt`, `objective`,
-//! `verify`, `proactive_summaries`, `no_mcp`, `no_a2a`, `prompt_cache`,
+//! `verify`, `proactive_summaries`, `no_a2a`, `prompt_cache`,
 //! `sanitize_thinking`, `show_thinking`, `cache_dir`, `serve_name`,
 //! `serve_description`, `serve_skills`, `lifecycle_command`,
 //! `lifecycle_timeout`, `lifecycle_fail_closed`, `no_lifecycle`,
 //! `command_middleware`, `subagents`,
 //! `oneshot_commands`, `trace_dir`, `metaskills`,
-//! `flatten_mcp_schemas`, `mcp_servers`, `a2a_servers`, `audit`,
+//! `flatten_mcp_schemas`, `a2a_servers`, `audit`,
 //! and `experimental`. They are still type-checked and their paths
 //! resolved, so a later version can act on them unchanged; setting one
 //! loads with a warning that swivald ignores it. `profiles` and
@@ -57,6 +57,8 @@ pub(super) enum Kind {
     Cidrs,
     /// Any table, kept as it is (`extra_body`).
     Table,
+    /// A table whose values are all strings (an MCP server's `env`, `headers`).
+    StrTable,
     /// A table with known fields (`[audit]`).
     Section(&'static [Field]),
     /// An array of tables with known fields (`[[filters]]`); another
@@ -87,7 +89,7 @@ impl Kind {
             | Kind::Cidrs
             | Kind::Tables(_)
             | Kind::OpenTables(_) => "list",
-            Kind::Table | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
+            Kind::Table | Kind::StrTable | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
         }
     }
 }
@@ -170,13 +172,15 @@ const SECRET_PATTERN_FIELDS: &[Field] = &[
     field("min_body_length", Kind::Int { min: 1 }, false),
 ];
 
-/// `[mcp_servers.NAME]`.
-const MCP_FIELDS: &[Field] = &[
+/// `[mcp_servers.NAME]` (and each server of an `mcpServers` JSON file);
+/// `cwd` is swivald's: the server's working directory (default: the base dir).
+pub(super) const MCP_FIELDS: &[Field] = &[
     field("command", Kind::Str, false),
     field("args", Kind::StrList, false),
-    field("env", Kind::Table, false),
+    field("env", Kind::StrTable, false),
+    field("cwd", Kind::Path, false),
     field("url", Kind::Str, false),
-    field("headers", Kind::Table, false),
+    field("headers", Kind::StrTable, false),
     field("type", Kind::Str, false),
     field("transport", Kind::Str, false),
 ];
@@ -315,7 +319,9 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("objective", Kind::Path),
     kept("verify", Kind::Path),
     kept("proactive_summaries", Kind::Bool),
-    kept("no_mcp", Kind::Bool),
+    acted("no_mcp", Kind::Bool),
+    acted("mcp_config", Kind::Path),
+    acted("sandbox_mcp", Kind::Bool),
     kept("no_a2a", Kind::Bool),
     kept("prompt_cache", Kind::Bool),
     kept("sanitize_thinking", Kind::Bool),
@@ -335,7 +341,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("metaskills", Kind::Str),
     acted("storm_breaker", Kind::Bool),
     kept("flatten_mcp_schemas", Kind::Bool),
-    kept("mcp_servers", Kind::NamedTables(MCP_FIELDS)),
+    acted("mcp_servers", Kind::NamedTables(MCP_FIELDS)),
     kept("a2a_servers", Kind::NamedTables(A2A_FIELDS)),
     kept("audit", Kind::Section(AUDIT_FIELDS)),
     kept("experimental", Kind::Section(EXPERIMENTAL_FIELDS)),

@@ -10,18 +10,26 @@
 //! The file is read once: its hash is checked and the same bytes are
 //! parsed, so a rewrite between the check and the load cannot slip in.
 
+use super::mcp::{McpJson, PROJECT_MCP_JSON};
 use super::{ConfigError, PROJECT_FILE};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// A project config file as read at one moment.
+/// A project's config as read at one moment: `swival.toml` and
+/// `.swival/mcp.json`, trusted together (one hash over both).
 #[derive(Debug, Clone)]
 pub struct ProjectFile {
-    /// `<base_dir>/swival.toml`.
+    /// `<base_dir>/swival.toml` (the name trust is recorded under, even
+    /// when only the MCP file exists).
     pub path: PathBuf,
-    /// Its content.
+    /// Its content (empty when it does not exist).
     pub text: String,
-    /// Hex SHA-256 of the content.
+    /// Whether `swival.toml` exists.
+    pub has_toml: bool,
+    /// `<base_dir>/.swival/mcp.json`, when it exists.
+    pub mcp_json: Option<McpJson>,
+    /// Hex SHA-256 of `swival.toml`'s content, followed (when it exists)
+    /// by a separator and the MCP file's.
     pub sha256: String,
 }
 
@@ -73,6 +81,7 @@ const REASONS: &[(&str, &str)] = &[
     ("hooks", "runs hook programs around every model call"),
     ("reviewer", "runs a reviewer program on every answer"),
     ("mcp_servers", "starts MCP server programs"),
+    ("mcp_config", "reads MCP servers (programs it starts) from this file"),
     ("a2a_servers", "connects to A2A agents"),
     ("allowed_commands", "lets the agent run these programs"),
     ("commands", "lets the agent run programs"),
@@ -92,6 +101,7 @@ const REASONS: &[(&str, &str)] = &[
     ("command_network", "gives the agent's commands the network"),
     ("sandbox", "turns the kernel sandbox of commands off"),
     ("sandbox_strict_read", "lets commands read outside the project again"),
+    ("sandbox_mcp", "runs MCP servers outside the command sandbox"),
     ("encrypt_secrets", "sends secrets to the provider unencrypted"),
     ("encrypt_secrets_key", "chooses the key secrets are encrypted with"),
     ("encrypt_secrets_tweak", "chooses how secrets are encrypted"),
@@ -105,7 +115,7 @@ const REASONS: &[(&str, &str)] = &[
 fn narrows(key: &str, value: &toml::Value) -> bool {
     match (key, value) {
         ("yolo" | "command_network", toml::Value::Boolean(false)) => true,
-        ("encrypt_secrets" | "sandbox_strict_read", toml::Value::Boolean(true)) => true,
+        ("encrypt_secrets" | "sandbox_strict_read" | "sandbox_mcp", toml::Value::Boolean(true)) => true,
         ("sandbox", toml::Value::String(s)) => s == "os",
         ("commands", toml::Value::String(s)) => s == "none",
         // "some" is the default and beats yolo; "none" allows only .swival/.
@@ -118,13 +128,23 @@ impl ProjectFile {
     /// `<base_dir>/swival.toml` as it is now; `None` when there is none.
     pub fn read(base_dir: &Path) -> Result<Option<ProjectFile>, ConfigError> {
         let path = base_dir.join(PROJECT_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let (text, has_toml) = match std::fs::read_to_string(&path) {
+            Ok(text) => (text, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
-        Ok(Some(ProjectFile { path, text, sha256 }))
+        let mcp_json = McpJson::read(&base_dir.join(PROJECT_MCP_JSON))?;
+        if !has_toml && mcp_json.is_none() {
+            return Ok(None);
+        }
+        let mut hasher = Sha256::new();
+        hasher.update(text.as_bytes());
+        if let Some(json) = &mcp_json {
+            hasher.update(b"\0.swival/mcp.json\0");
+            hasher.update(json.text.as_bytes());
+        }
+        let sha256 = hex::encode(hasher.finalize());
+        Ok(Some(ProjectFile { path, text, has_toml, mcp_json, sha256 }))
     }
 
     /// What the file enables that needs the user's trust, one line per
@@ -137,6 +157,12 @@ impl ProjectFile {
         })?;
         let mut out = Vec::new();
         sensitive(&table, "", &mut out);
+        if let Some(json) = &self.mcp_json {
+            let names = json.server_names();
+            if !names.is_empty() {
+                out.push(format!("{PROJECT_MCP_JSON} mcpServers = {}: starts MCP server programs", names.join(", ")));
+            }
+        }
         if let Some(toml::Value::Table(profiles)) = table.get("profiles") {
             for (name, body) in profiles {
                 if let toml::Value::Table(body) = body {
@@ -184,6 +210,8 @@ mod tests {
         ProjectFile {
             path: PathBuf::from("/p/swival.toml"),
             text: text.into(),
+            has_toml: true,
+            mcp_json: None,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
         }
     }
@@ -243,6 +271,18 @@ mod tests {
         assert_eq!(seconds(f64::NAN, 1.0).as_secs(), 1);
         assert_eq!(seconds(-5.0, 0.0).as_secs(), 0);
         assert_eq!(seconds(f64::INFINITY, 0.0).as_secs(), 365 * 24 * 3600);
+    }
+
+    #[test]
+    fn an_mcp_json_naming_servers_needs_trust() {
+        let mut f = file("max_turns = 5\n");
+        f.mcp_json = Some(McpJson {
+            path: PathBuf::from("/p/.swival/mcp.json"),
+            text: r#"{"mcpServers": {"fs": {"command": "x"}}}"#.into(),
+        });
+        assert_eq!(f.needs_trust().unwrap(), [".swival/mcp.json mcpServers = fs: starts MCP server programs"]);
+        f.mcp_json.as_mut().unwrap().text = r#"{"mcpServers": {}}"#.into();
+        assert!(f.needs_trust().unwrap().is_empty());
     }
 
     #[test]

@@ -376,9 +376,73 @@ pub struct SessionConfig {
     pub sandbox_strict_read: bool,
     /// Stream replies with SSE (non-streaming when false).
     pub stream: bool,
+    /// MCP servers by name (`[mcp_servers.NAME]`, merged by name; an
+    /// `mcpServers` JSON file below them).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Start no MCP server (`--no-mcp`).
+    pub no_mcp: bool,
+    /// The MCP JSON file read instead of `<base>/.swival/mcp.json` (`--mcp-config`).
+    pub mcp_config: Option<PathBuf>,
+    /// Run stdio MCP servers under the command sandbox (Landlock, no
+    /// network unless `command_network`, hidden paths, the allow-listed
+    /// environment plus the server's `env`).
+    pub sandbox_mcp: bool,
     /// Swival keys accepted but not acted on yet, by key name.
     #[serde(flatten, skip_deserializing)]
     pub kept: KeptKeys,
+}
+
+/// One MCP server as configured: a program speaking MCP on stdio
+/// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
+/// `headers`, `type`/`transport`). Checked by `config/mcp.rs`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program (a bare name is looked up on the caller's PATH).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set over the caller's environment (values may be secrets: never shown).
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (default: the base dir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of an HTTP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (values may be secrets: never shown).
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Swival's transport declaration (`stdio`, `http`, `streamable-http`, `sse`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The same, under its other name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+}
+
+impl fmt::Debug for McpServerConfig {
+    /// Variable and header names only: their values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("type", &self.kind)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// A map shown with every value replaced by `<redacted>`.
+fn redacted_values<S: Serializer>(map: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(map.keys().map(|k| (k, REDACTED)))
 }
 
 /// Default `max_output_tokens`.
@@ -442,6 +506,10 @@ impl Default for SessionConfig {
             sandbox_expose: Vec::new(),
             sandbox_strict_read: false,
             stream: true,
+            mcp_servers: BTreeMap::new(),
+            no_mcp: false,
+            mcp_config: None,
+            sandbox_mcp: false,
             kept: KeptKeys::default(),
         }
     }

@@ -40,6 +40,8 @@ pub struct Pipeline {
     pub hooks: Hooks,
     /// The files of the `command` provider, pinned at session start.
     pub provider_pins: Vec<Pinned>,
+    /// The MCP servers the session names, their files pinned like scripts.
+    pub mcp: Vec<crate::mcp::ServerSpec>,
 }
 
 pub(crate) fn mode_of(mode: ProcessMode, prespawn: u32) -> Mode {
@@ -126,16 +128,18 @@ impl Pipeline {
             (Some(cmd), crate::provider::ProviderKind::Command) => pin_argv(&cmd.argv, base_dir, &path),
             _ => Vec::new(),
         };
-        Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins })
+        let mcp = crate::mcp::spec::specs(cfg, base_dir, env);
+        Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins, mcp })
     }
 
     /// Every file the pipeline runs, as pinned: filter stages, command
-    /// hooks, the reviewer and the `command` provider.
+    /// hooks, the reviewer, the `command` provider and MCP servers.
     pub fn pinned(&self) -> impl Iterator<Item = &Pinned> {
         let filters = self.filters.iter().flat_map(|s| &s.script.pins);
         let hooks = self.hooks.commands.iter().flat_map(|c| &c.script.pins);
         let reviewer = self.reviewer.iter().flat_map(|r| &r.pins);
-        filters.chain(hooks).chain(reviewer).chain(&self.provider_pins)
+        let mcp = self.mcp.iter().flat_map(|s| &s.pins);
+        filters.chain(hooks).chain(reviewer).chain(&self.provider_pins).chain(mcp)
     }
 
     /// Hold every pin to the hash `recorded` (path → SHA-256) holds for it:
@@ -144,7 +148,8 @@ impl Pipeline {
         let filters = self.filters.iter_mut().flat_map(|s| s.script.pins.iter_mut());
         let hooks = self.hooks.commands.iter_mut().flat_map(|c| c.script.pins.iter_mut());
         let reviewer = self.reviewer.iter_mut().flat_map(|r| r.pins.iter_mut());
-        for pin in filters.chain(hooks).chain(reviewer).chain(self.provider_pins.iter_mut()) {
+        let mcp = self.mcp.iter_mut().flat_map(|s| s.pins.iter_mut());
+        for pin in filters.chain(hooks).chain(reviewer).chain(self.provider_pins.iter_mut()).chain(mcp) {
             if let Some(sha) = recorded.get(&pin.path.display().to_string()) {
                 pin.expect(sha);
             }

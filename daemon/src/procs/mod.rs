@@ -22,6 +22,7 @@
 
 mod child;
 mod launch;
+pub mod mcp;
 mod merged;
 mod persistent;
 pub mod pin;

@@ -80,6 +80,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: SessionRef = params.parse()?;
         ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)
     })?;
+    module.register_method(methods::MCP_STATUS, |_, ctx, _| Ok::<_, ErrorObjectOwned>(ctx.sessions.mcp_status()))?;
     module.register_method(methods::CACHE_STATS, |_, ctx, _| {
         ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error)
     })?;

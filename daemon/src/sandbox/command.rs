@@ -205,11 +205,14 @@ fn seconds(d: Duration) -> String {
 }
 
 /// The command's private TMPDIR (writable under Landlock), removed with
-/// everything in it when the run ends.
-struct RunTempDir(PathBuf);
+/// everything in it when the run ends (or, for a confined MCP server, when
+/// the server stops).
+#[derive(Debug)]
+pub(crate) struct RunTempDir(pub(crate) PathBuf);
 
 impl RunTempDir {
-    fn create() -> std::io::Result<RunTempDir> {
+    /// A new private directory under the system's temp dir.
+    pub(crate) fn create() -> std::io::Result<RunTempDir> {
         use std::os::unix::fs::DirBuilderExt;
         let path = std::env::temp_dir().join(format!("swivald-run-{}", spill::random_hex(8)));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;

@@ -52,6 +52,29 @@ pub fn save_large_output(
     was_truncated: bool,
     untrusted: Option<Untrusted<'_>>,
 ) -> String {
+    spill(output, base, inline_limit, was_truncated, untrusted, "Command output")
+}
+
+/// [`save_large_output`] for an MCP tool's result: Swival's summary then
+/// says `Tool output from <tool> too large for context`.
+pub fn save_large_tool_output(
+    output: &str,
+    base: &Path,
+    inline_limit: usize,
+    was_truncated: bool,
+    tool: &str,
+) -> String {
+    spill(output, base, inline_limit, was_truncated, None, &format!("Tool output from {tool}"))
+}
+
+fn spill(
+    output: &str,
+    base: &Path,
+    inline_limit: usize,
+    was_truncated: bool,
+    untrusted: Option<Untrusted<'_>>,
+    what: &str,
+) -> String {
     sweep(base);
     let header = untrusted.map(|u| untrusted_header(u.source, u.origin)).unwrap_or_default();
     let path = match write_spill_file(base, &header, output) {
@@ -81,7 +104,7 @@ pub fn save_large_output(
     }
     parts.push("[/preview]".to_owned());
     format!(
-        "Command output too large for context ({size_kb:.1}KB).\n{saved}: {}\nUse read_file to examine the output (supports offset and limit for pagination).\n\n{}",
+        "{what} too large for context ({size_kb:.1}KB).\n{saved}: {}\nUse read_file to examine the output (supports offset and limit for pagination).\n\n{}",
         rel.display(),
         parts.join("\n")
     )

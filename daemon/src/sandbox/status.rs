@@ -64,7 +64,7 @@ impl SandboxCapabilities {
 }
 
 /// How commands lose the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetBlock {
     /// A private network namespace with no interface up.
@@ -74,7 +74,7 @@ pub enum NetBlock {
 }
 
 /// What the helper does before exec'ing one command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct HelperPlan {
     /// Apply Landlock: read and execute everywhere, write only in `write_dirs`.
     pub landlock: bool,

@@ -69,7 +69,8 @@ impl Sessions {
             .global_config
             .iter()
             .cloned()
-            .chain([base.join(config::PROJECT_FILE), base.join(".swival/mcp.json")])
+            .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
+            .chain(config.config.mcp_config.iter().cloned())
             .collect();
         let protection = pipeline.protection(&base, &config_files);
         policy.protected = protection.paths.clone();
@@ -122,6 +123,9 @@ impl Sessions {
                 &cfg.approved_buckets,
             )));
         }
+        if cfg.sandbox_mcp {
+            crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
+        }
         crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),
@@ -149,6 +153,7 @@ impl Sessions {
             read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
             read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
         };
+        tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         Ok(Arc::new(Session {
             id: row.id.clone(),

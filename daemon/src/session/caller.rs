@@ -1,6 +1,6 @@
 //! What a caller sends that is held in memory only, per session: its
 //! environment and the secrets of its config request (`api_key`,
-//! `encrypt_secrets_key`). The store keeps the request without them; a
+//! `encrypt_secrets_key`, each MCP server's `env` and `headers`). The store keeps the request without them; a
 //! session loaded again gets them back from here, and after a restart from
 //! whoever continues it (`run/start` with `env`).
 //!
@@ -55,6 +55,17 @@ pub(super) fn take_secrets(request: &mut Value) -> Vec<(String, Value)> {
                 // JSON pointer escaping of the profile name.
                 let name = name.replace('~', "~0").replace('/', "~1");
                 take(p, &format!("/profiles/{name}"));
+            }
+        }
+    }
+    // An MCP server's environment and headers carry its tokens.
+    if let Some(servers) = top.get_mut("mcp_servers").and_then(Value::as_object_mut) {
+        for (name, server) in servers.iter_mut() {
+            let name = name.replace('~', "~0").replace('/', "~1");
+            for key in ["env", "headers"] {
+                if let Some(v) = server.as_object_mut().and_then(|s| s.remove(key)) {
+                    out.push((format!("/mcp_servers/{name}/{key}"), v));
+                }
             }
         }
     }
@@ -135,7 +146,10 @@ mod tests {
 
     #[test]
     fn secrets_leave_the_request_and_come_back() {
-        let original = json!({"model": "m", "api_key": "sk-1", "profiles": {"a/b": {"api_key": "sk-2", "model": "x"}}});
+        let original = json!({
+            "model": "m", "api_key": "sk-1", "profiles": {"a/b": {"api_key": "sk-2", "model": "x"}},
+            "mcp_servers": {"s": {"command": "x", "env": {"T": "sk-3"}, "headers": {"A": "sk-4"}}},
+        });
         let mut stored = original.clone();
         let secrets = take_secrets(&mut stored);
         assert!(!stored.to_string().contains("sk-"), "{stored}");

@@ -111,6 +111,8 @@ pub struct SessionSettings {
     pub live: LiveLimits,
     /// How long a run waits for a command's approval before it counts as rejected.
     pub approval_timeout: std::time::Duration,
+    /// The daemon's MCP servers.
+    pub mcp: Arc<crate::mcp::McpPool>,
 }
 
 /// Every session, live or stored.
@@ -484,6 +486,12 @@ impl Sessions {
             tracing::warn!("some runs did not end within the grace period");
         }
         self.shared.runner.shutdown().await;
+        self.shared.settings.mcp.shutdown();
+    }
+
+    /// `mcp/status`: every MCP server of the daemon.
+    pub fn mcp_status(&self) -> swival_protocol::McpStatusResult {
+        swival_protocol::McpStatusResult { servers: self.shared.settings.mcp.status() }
     }
 
     /// The response cache (opened on first use).

@@ -357,6 +357,16 @@ impl RunJob {
         LoopEnd::Answer(new_answer)
     }
 
+    /// Drop MCP tools that would take more than half of a `window`-token
+    /// context (Swival's schema budget), saying so in warnings.
+    fn fit_mcp(&mut self, window: u64) {
+        let mut builtin = self.tools.schemas();
+        builtin.extend(crate::sandbox::tool_schemas(&self.session.commands.policy));
+        for message in self.tools.mcp.fit(window, &builtin) {
+            self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+        }
+    }
+
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
@@ -374,14 +384,23 @@ impl RunJob {
             Err(e) => return (LoopEnd::Failed(e), String::new()),
         };
         let provider = Provider::new(self.shared.http.clone(), settings);
+        // MCP servers not started yet start now, so their tools are offered.
+        for message in self.tools.mcp.prepare().await {
+            self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
+        }
         let prepared = (|| {
             if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
                 let replacement = cfg
                     .system_prompt
                     .as_deref()
                     .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let text =
+                let mut text =
                     prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
+                if let Some(info) = prompt::mcp_tool_info(&self.tools.mcp.tool_info()).filter(|_| replacement.is_none())
+                {
+                    text.push_str("\n\n");
+                    text.push_str(&info);
+                }
                 self.conversation.push(json!({"role": "system", "content": text}))?;
             }
             self.conversation.complete_orphans()?;
@@ -406,6 +425,9 @@ impl RunJob {
             Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
         };
         let model = discovered.model.clone();
+        if let Some(window) = discovered.context_window {
+            self.fit_mcp(window);
+        }
         let pipeline = &self.session.pipeline;
         let cache = if cfg.cache {
             match self.shared.cache() {

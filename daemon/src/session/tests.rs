@@ -28,6 +28,12 @@ fn fixture(max_sessions: usize) -> Fixture {
         max_cache_bytes: 1 << 20,
         approval_timeout: Duration::from_secs(60),
         live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
+        mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
+            idle: Duration::from_secs(60),
+            call_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(60),
+            pid_dir: dir.path().join("mcp"),
+        }),
     };
     let sessions = Sessions::open(store, settings, CancellationToken::new()).unwrap();
     Fixture { dir, sessions }

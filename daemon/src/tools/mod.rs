@@ -101,6 +101,8 @@ pub struct ToolBox {
     /// An editor's text of one path (unsaved edits included), which the
     /// next `read_file` of that path shows instead of the disk.
     pub editor_text: Option<(std::path::PathBuf, String)>,
+    /// The session's MCP servers and their tools.
+    pub mcp: crate::mcp::SessionMcp,
 }
 
 impl ToolBox {
@@ -115,10 +117,11 @@ impl ToolBox {
             todo: todo::TodoList::default(),
             last_change: None,
             editor_text: None,
+            mcp: crate::mcp::SessionMcp::default(),
         }
     }
 
-    /// The schemas offered to the model.
+    /// The schemas of the file tools offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
         schema::file_tools(self.caps.read_lines)
     }

@@ -161,7 +161,8 @@ fn server_and_skill_tables_take_fields_swival_ignores_but_audit_stays_strict() {
          [[serve_skills]]\nid = \"s\"\ntags = [\"a\"]\n",
     );
     let cfg = f.config(None);
-    assert_eq!(cfg.kept.0["mcp_servers"], json!({"fs": {"command": "mcp-fs"}}));
+    let fs = &cfg.mcp_servers["fs"];
+    assert_eq!((fs.command.as_deref(), fs.cwd.as_deref()), (Some("mcp-fs"), Some(std::path::Path::new("/tmp"))));
     assert_eq!(cfg.kept.0["a2a_servers"], json!({"peer": {"url": "http://h"}}));
     assert_eq!(cfg.kept.0["serve_skills"], json!([{"id": "s"}]));
     let f = Fixture::new().project("[mcp_servers.fs]\ncommand = 3\n");
@@ -348,8 +349,7 @@ fn kept_swival_keys_are_kept_and_checked() {
     let cfg = f.config(Some(json!({"mcp_servers": {"b": {"url": "http://h", "headers": {"Authorization": "t"}}}})));
     assert_eq!(cfg.kept.0["no_skills"], json!(true));
     assert_eq!(cfg.kept.0["skills_dir"], json!([f.base.join("sk")]));
-    let servers = cfg.kept.0["mcp_servers"].as_object().unwrap();
-    assert_eq!(servers.keys().collect::<Vec<_>>(), ["a", "b"], "server tables merge by name");
+    assert_eq!(cfg.mcp_servers.keys().collect::<Vec<_>>(), ["a", "b"], "server tables merge by name");
     assert!(Fixture::new()
         .error(Some(json!({"lifecycle_timeout": "x"})))
         .contains("'lifecycle_timeout' expected int, got str"));
@@ -369,7 +369,8 @@ fn serialized_config_hides_secrets() {
     }
     assert!(!format!("{cfg:?}").contains("sk-live-123"));
     let json: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(json["mcp_servers"]["a"]["env"]["TOKEN"], "<redacted>", "kept keys serialize flat");
+    assert_eq!(json["mcp_servers"]["a"]["env"]["TOKEN"], "<redacted>");
+    assert!(!format!("{cfg:?}").contains("hush"));
 }
 
 #[test]

@@ -1,0 +1,131 @@
+//! MCP server configuration as Swival reads it: the checks on each
+//! `[mcp_servers.NAME]` table (name, `command` or `url`, transport), and
+//! the `mcpServers` JSON file (`<base>/.swival/mcp.json`, or the file
+//! `--mcp-config` names instead), whose servers sit below every TOML layer:
+//! a server both name is the TOML one (Swival's `merge_mcp_configs`).
+
+use super::parse::normalize;
+use super::schema::{Kind, MCP_FIELDS};
+use super::{ConfigError, Origin};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Where a project's MCP JSON file lives, relative to its base dir.
+pub const PROJECT_MCP_JSON: &str = ".swival/mcp.json";
+
+/// Transport names Swival accepts in `type`/`transport`.
+const TRANSPORTS: &[&str] = &["stdio", "http", "streamable-http", "streamable_http", "sse"];
+
+/// Swival's rule for a server name: `[a-zA-Z0-9_-]+` without `__` (the
+/// separator of `mcp__<server>__<tool>`).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        return Err(format!("MCP server name '{name}' is invalid: must match [a-zA-Z0-9_-]+"));
+    }
+    if name.contains("__") {
+        return Err(format!("MCP server name '{name}' must not contain double underscores"));
+    }
+    Ok(())
+}
+
+/// Swival's checks on one server table (fields already type-checked).
+pub(super) fn check_server(name: &str, table: &Map<String, Value>, origin: &Origin) -> Result<(), ConfigError> {
+    check_name(name).map_err(|m| origin.invalid(m))?;
+    match (table.contains_key("command"), table.contains_key("url")) {
+        (false, false) => return Err(origin.invalid(format!("mcp_servers.{name} must have 'command' or 'url'"))),
+        (true, true) => return Err(origin.invalid(format!("mcp_servers.{name} cannot have both 'command' and 'url'"))),
+        _ => {}
+    }
+    for field in ["type", "transport"] {
+        if let Some(t) = table.get(field).and_then(Value::as_str) {
+            if !TRANSPORTS.contains(&t.trim().to_lowercase().as_str()) {
+                return Err(origin.invalid(format!(
+                    "mcp_servers.{name}.{field}: unknown transport '{t}', expected 'http', 'sse' or 'stdio'"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An MCP JSON file as read at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpJson {
+    /// The file.
+    pub path: PathBuf,
+    /// Its content.
+    pub text: String,
+}
+
+impl McpJson {
+    /// `path` as it is now; `None` when it does not exist.
+    pub fn read(path: &Path) -> Result<Option<McpJson>, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(Some(McpJson { path: path.to_owned(), text })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
+        }
+    }
+
+    /// Its servers, checked as `[mcp_servers.NAME]` tables are (relative
+    /// `cwd` against the file's directory), in the normal form of the
+    /// `mcp_servers` key.
+    pub(super) fn servers(&self) -> Result<Value, ConfigError> {
+        let origin = Origin::file(&self.path);
+        let data: Value = serde_json::from_str(&self.text).map_err(|e| origin.invalid(format!("invalid JSON: {e}")))?;
+        let Value::Object(mut top) = data else {
+            return Err(origin.invalid("expected a JSON object at top level"));
+        };
+        let servers = top.remove("mcpServers").unwrap_or(Value::Object(Map::new()));
+        if !servers.is_object() {
+            return Err(origin.invalid("'mcpServers' must be a JSON object"));
+        }
+        normalize(&Kind::NamedTables(MCP_FIELDS), "mcp_servers", servers, &origin)
+    }
+
+    /// The names of its servers, for the trust question (empty when the
+    /// file names none or cannot be parsed: loading reports that).
+    pub fn server_names(&self) -> Vec<String> {
+        serde_json::from_str::<Value>(&self.text)
+            .ok()
+            .and_then(|v| v.get("mcpServers").and_then(Value::as_object).map(|m| m.keys().cloned().collect()))
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> Result<Value, ConfigError> {
+        McpJson { path: PathBuf::from("/p/.swival/mcp.json"), text: text.into() }.servers()
+    }
+
+    #[test]
+    fn server_names_follow_swivals_rule() {
+        assert!(check_name("fs-1_x").is_ok());
+        assert!(check_name("a b").unwrap_err().contains("must match"));
+        assert!(check_name("a__b").unwrap_err().contains("double underscores"));
+        assert!(check_name("").is_err());
+    }
+
+    #[test]
+    fn mcp_json_servers_are_checked_and_cwd_resolved_against_the_file() {
+        let v = json(r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "cwd": "sub"}}}"#).unwrap();
+        assert_eq!(v["fs"]["cwd"], "/p/.swival/sub");
+        assert_eq!(v["fs"]["args"][1], "x");
+    }
+
+    #[test]
+    fn bad_mcp_json_names_the_file_and_the_problem() {
+        let err = json(r#"{"mcpServers": {"fs": {"args": []}}}"#).unwrap_err().to_string();
+        assert_eq!(err, "/p/.swival/mcp.json: mcp_servers.fs must have 'command' or 'url'");
+        let err = json(r#"{"mcpServers": {"fs": {"url": "http://x", "type": "ws"}}}"#).unwrap_err().to_string();
+        assert!(err.contains("unknown transport 'ws'"), "{err}");
+        let err = json(r#"{"mcpServers": {"fs": {"command": "x", "env": {"A": 1}}}}"#).unwrap_err().to_string();
+        assert!(err.contains("'mcp_servers.fs.env.A' expected str, got int"), "{err}");
+        let err = json("[1]").unwrap_err().to_string();
+        assert!(err.contains("expected a JSON object at top level"), "{err}");
+        assert!(json("{").unwrap_err().to_string().contains("invalid JSON"));
+    }
+}
