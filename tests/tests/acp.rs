@@ -397,3 +397,27 @@ fn a_call_an_after_llm_call_hook_asks_about_goes_to_the_editor_and_a_rejection_k
     assert!(!p.join("new.txt").exists());
     assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn");
 }
+
+#[test]
+fn the_editors_mcp_servers_reach_the_model() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/node_modules/.bin/mcp-server-everything");
+    assert!(server.exists(), "{} is missing: run `npm ci --prefix tests/mcp`", server.display());
+    let mock = MockProvider::start(vec![
+        Step::tool_call("m1", "mcp__ev__echo", json!({"message": "from the editor's server"})),
+        Step::text("echoed"),
+    ]);
+    provider_config(&env, &mock, "");
+    let servers = json!([{"name": "ev", "command": server.display().to_string(), "args": [], "env": []}]);
+    let scenario = json!({"steps": [
+        {"op": "new", "cwd": p.display().to_string(), "mcpServers": servers},
+        {"op": "prompt", "text": "echo something"},
+    ]});
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn", "{}", dump(&seen));
+    let m1 = tool_update(&seen, "m1");
+    assert_eq!(m1["status"], "completed", "{m1}");
+    assert!(m1["content"][0]["content"]["text"].as_str().unwrap().contains("from the editor's server"), "{m1}");
+}
