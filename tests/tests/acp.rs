@@ -421,3 +421,28 @@ fn the_editors_mcp_servers_reach_the_model() {
     assert_eq!(m1["status"], "completed", "{m1}");
     assert!(m1["content"][0]["content"]["text"].as_str().unwrap().contains("from the editor's server"), "{m1}");
 }
+
+#[test]
+fn two_editors_and_swivalctl_run_share_one_daemon_each_with_its_own_sessions() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let (p1, p2, p3) = (env.project("one"), env.project("two"), env.project("three"));
+    let mock = MockProvider::start(vec![Step::text("done"), Step::text("done"), Step::text("done")]);
+    provider_config(&env, &mock, "");
+    let scenario =
+        |p: &Path| json!({"steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "hi"}]});
+    let (a, b) = (Driver::start(&env, &daemon, scenario(&p1)), Driver::start(&env, &daemon, scenario(&p2)));
+    let run = env.swivalctl(&daemon, &p3).args(["run", "hello"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let (a, b) = (a.finish(), b.finish());
+    for seen in [&a, &b] {
+        assert_eq!(result(seen, "prompt")["stopReason"], "end_turn", "{}", dump(seen));
+        assert_eq!(text_of(seen, "agent_message_chunk"), "done", "{}", dump(seen));
+    }
+    assert_ne!(result(&a, "new")["sessionId"], result(&b, "new")["sessionId"]);
+    let mut c = daemon.nd();
+    let listed = c.ok("session/list", json!({}));
+    let dirs: std::collections::BTreeSet<&str> =
+        listed["sessions"].as_array().unwrap().iter().map(|s| s["base_dir"].as_str().unwrap()).collect();
+    assert_eq!(dirs.len(), 3, "{listed}");
+}
