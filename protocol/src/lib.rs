@@ -9,13 +9,17 @@
 //! schemars only. No tokio, no I/O.
 
 pub mod error;
+pub mod events;
 pub mod methods;
 pub mod paths;
+pub mod policy;
 pub mod schema;
 pub mod session;
 pub mod types;
 
 pub use error::ErrorCode;
+pub use events::*;
+pub use policy::*;
 pub use session::*;
 pub use types::*;
 

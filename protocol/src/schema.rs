@@ -4,7 +4,7 @@
 //! below fails when the committed file differs (run it with
 //! `UPDATE_SCHEMA=1` to rewrite the file).
 
-use crate::{error::ErrorCode, methods, session::*, types::*};
+use crate::{error::ErrorCode, events::*, methods, policy::*, session::*, types::*};
 use schemars::{schema_for, JsonSchema};
 use serde_json::{json, Map, Value};
 

@@ -1,0 +1,293 @@
+//! The event stream of `session/subscribe`, and what clients answer to
+//! events that wait for them (`run/approve`).
+
+use crate::session::{RunEnd, RunId, Seq, SessionId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `session/subscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscribeParams {
+    /// The session to follow.
+    pub session_id: SessionId,
+    /// First seq to deliver (default 1: everything stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<Seq>,
+}
+
+/// One `session/event` notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Per-session sequence number.
+    pub seq: Seq,
+    /// The session.
+    pub session_id: SessionId,
+    /// The run it belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    /// When it happened, RFC 3339 UTC.
+    pub time: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What an event reports; serialized with a `type` tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    RunStarted {
+        /// The task.
+        task: String,
+    },
+    /// A turn began.
+    TurnStarted {
+        /// Turn number, from 1.
+        turn: u64,
+        /// The budget.
+        max_turns: u64,
+    },
+    /// Streamed answer text.
+    TextDelta {
+        /// The turn.
+        turn: u64,
+        /// The new text.
+        text: String,
+    },
+    /// A provider call finished.
+    LlmCall {
+        /// The turn.
+        turn: u64,
+        /// `agent` or `summary`.
+        call_kind: String,
+        /// Wall time of the call, retries included.
+        duration_s: f64,
+        /// The provider's finish reason (`error` when the call failed).
+        finish_reason: Option<String>,
+        /// The provider's token usage, as sent.
+        usage: Option<Value>,
+        /// Estimated prompt tokens.
+        prompt_tokens_est: u64,
+        /// Retries this call needed.
+        retries: u64,
+        /// `hit` (from the response cache) or `shared` (joined an identical call in flight).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache: Option<String>,
+    },
+    /// The model asked for a tool.
+    ToolCall {
+        /// The turn.
+        turn: u64,
+        /// The tool call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments as the model sent them.
+        arguments: String,
+    },
+    /// A tool finished.
+    ToolResult {
+        /// The turn.
+        turn: u64,
+        /// The tool call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// False when the result starts with `error:`.
+        succeeded: bool,
+        /// How long it ran.
+        duration_s: f64,
+        /// The result, cut to 4096 characters.
+        content: String,
+        /// The file a successful `write_file` or `edit_file` changed, with
+        /// its text before and after (absent when either is over 64 KiB or
+        /// not UTF-8), so an editor can show the diff, live or replayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change: Option<FileChange>,
+    },
+    /// A transient provider failure; the call is retried.
+    Retry {
+        /// The turn.
+        turn: u64,
+        /// The attempt that failed, from 1.
+        attempt: u64,
+        /// Seconds before the next attempt.
+        delay_s: f64,
+        /// What failed.
+        reason: String,
+    },
+    /// A line a filter, hook or reviewer script wrote to stderr.
+    Stderr {
+        /// Which script: `filter`, `hook`, `reviewer`, with its command.
+        source: String,
+        /// The line.
+        text: String,
+    },
+    /// A reviewer round finished.
+    Review {
+        /// Round number, from 1.
+        round: u64,
+        /// The reviewer's exit code (`None`: it timed out, could not start, or was killed).
+        exit_code: Option<i32>,
+        /// What it printed on stdout.
+        feedback: String,
+        /// What it decided: `accept`, `retry` or `error`.
+        verdict: String,
+    },
+    /// The conversation was compacted to fit the context window.
+    Compaction {
+        /// The turn.
+        turn: u64,
+        /// What was done: `truncate_tool_results`, `summarize_middle`, `drop_middle`, joined with `+`.
+        strategy: String,
+        /// Estimated prompt tokens before.
+        tokens_before: u64,
+        /// Estimated prompt tokens after.
+        tokens_after: u64,
+    },
+    /// A hook decided something.
+    Hook {
+        /// `before_llm_call`, `after_llm_call` or `before_response_emit`.
+        point: String,
+        /// The hook (its command, or `rpc:<name>`).
+        hook: String,
+        /// `pass`, `modify`, `block` or `ignored_failure`.
+        decision: String,
+        /// Why, when it blocked or failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// How long it took.
+        duration_s: f64,
+    },
+    /// A loop guard stepped in (Swival's guardrail nudge or stop, a
+    /// refused repeat, a re-read or finishing nudge); the run goes on.
+    Intervention {
+        /// The turn.
+        turn: u64,
+        /// `nudge`, `stop`, `storm`, `reread` or `finish`.
+        kind: String,
+        /// The tool it is about (empty for `finish`).
+        tool: String,
+        /// What the model was told.
+        message: String,
+    },
+    /// Something the user should know; the run goes on. The message is
+    /// Swival's words where Swival prints one (`Reviewer exited with code
+    /// 7, accepting answer as-is`); swivalctl shows it as `Warning: …`.
+    Warning {
+        /// The message.
+        message: String,
+    },
+    /// A progress line Swival prints on its terminal (`Review round 1:
+    /// sending answer to reviewer`), in Swival's words, for clients to show
+    /// as they are.
+    Notice {
+        /// How it reads: progress or a success.
+        level: NoticeLevel,
+        /// The text; may span lines (a reviewer's feedback follows its header line).
+        message: String,
+    },
+    /// The run waits for a user's approval of a command (`commands =
+    /// "ask"`). Any client may answer with `run/approve`; none answering
+    /// within `timeout_s` is a rejection.
+    ApprovalRequested {
+        /// The turn.
+        turn: u64,
+        /// What `run/approve` names.
+        approval_id: String,
+        /// The tool call id.
+        tool_call_id: String,
+        /// Swival's bucket of the command (`git push`, `python3 -c`, `rm`):
+        /// what an "always" answer approves.
+        bucket: String,
+        /// The command line as the model asked for it.
+        command: String,
+        /// The bucket is one Swival calls high-risk (`rm`, `git push`, `curl`, `sh -c`, …).
+        high_risk: bool,
+        /// How long the run waits.
+        timeout_s: f64,
+    },
+    /// An approval was answered (or timed out, or the run was cancelled).
+    ApprovalResolved {
+        /// The request answered.
+        approval_id: String,
+        /// The decision that applies.
+        decision: ApprovalDecision,
+        /// `client`, `timeout` or `cancelled`.
+        by: String,
+    },
+    /// The run ended; exactly one per run, always the run's last event.
+    RunFinished(RunEnd),
+}
+
+/// A user's answer to an [`EventKind::ApprovalRequested`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this command.
+    AllowOnce,
+    /// Run it, and every command of its bucket for the rest of the session.
+    AllowAlways,
+    /// Do not run it.
+    RejectOnce,
+    /// Do not run it, nor any command of its bucket for the rest of the session.
+    RejectAlways,
+}
+
+impl ApprovalDecision {
+    /// Whether the command runs.
+    pub fn allows(self) -> bool {
+        matches!(self, ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways)
+    }
+}
+
+/// `run/approve` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApproveParams {
+    /// The session of the run.
+    pub session_id: SessionId,
+    /// From the `approval_requested` event.
+    pub approval_id: String,
+    /// The answer.
+    pub decision: ApprovalDecision,
+}
+
+/// `run/approve` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApproveResult {
+    /// False when nothing waits for that approval any more (answered by
+    /// another client, timed out, or the run ended).
+    pub accepted: bool,
+}
+
+/// A file a tool changed: its text before (`None`: it did not exist) and
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileChange {
+    /// The absolute path.
+    pub path: String,
+    /// The text before the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    /// The text after it.
+    pub new_text: String,
+}
+
+/// How a [`EventKind::Notice`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    /// Something is happening (`Review round 1: sending answer to reviewer`).
+    Info,
+    /// Something went well (`Reviewer accepted the answer (round 2)`).
+    Success,
+}
+
+impl EventKind {
+    /// Whether this event ends its run.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, EventKind::RunFinished(_))
+    }
+}

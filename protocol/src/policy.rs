@@ -1,0 +1,235 @@
+//! Configuration, policy and the client-side parts of the pipeline:
+//! `config/resolve`, `policy/status`, `policy/check`, `mcp/status`, client
+//! hooks and editor buffers.
+
+use crate::session::SessionId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// `config/resolve` params: what `session/create` would produce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigResolveParams {
+    /// The base directory whose `swival.toml` applies.
+    pub base_dir: String,
+    /// Request-level overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+}
+
+/// `config/resolve` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigResolveResult {
+    /// The effective configuration.
+    pub config: Value,
+    /// For each key that was set, which layer set it (`default`, a file, `request`).
+    pub sources: BTreeMap<String, String>,
+    /// Keys that load but do nothing (Swival keys swivald ignores, keys
+    /// nobody knows), one line each naming the file and the key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// `policy/status` result: what guards a session, with fingerprints of the
+/// scripts involved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyStatus {
+    /// The session.
+    pub session_id: SessionId,
+    /// Outbound filter stages, in order.
+    pub filters: Vec<ScriptStatus>,
+    /// Command hooks, in the order they run.
+    pub hooks: Vec<ScriptStatus>,
+    /// The reviewer, if any.
+    pub reviewer: Option<ScriptStatus>,
+    /// What the sandbox enforces.
+    pub sandbox: SandboxStatus,
+    /// Policy the agent cannot change: file tools refuse to write these
+    /// files and directory trees and commands see them read-only.
+    #[serde(default)]
+    pub protected: Vec<String>,
+    /// The session's MCP servers.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerStatus>,
+}
+
+/// One MCP server as the daemon runs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerStatus {
+    /// The server's name in the config.
+    pub name: String,
+    /// The base dir of the sessions sharing it.
+    pub base_dir: String,
+    /// `stdio` or `streamable-http`.
+    pub transport: String,
+    /// The command line (the program located) or the URL.
+    pub command: String,
+    /// Whether it runs now.
+    pub running: bool,
+    /// Its process id (stdio servers that run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Its tools, as the model sees them (`mcp__<server>__<tool>`).
+    pub tools: Vec<String>,
+    /// Sessions in memory using it.
+    pub sessions: u32,
+    /// Why its last start or call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Files it runs with their SHA-256 (in `policy/status`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDigest>,
+}
+
+/// `mcp/status`: every MCP server of the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpStatusResult {
+    /// The servers, by name then base dir.
+    pub servers: Vec<McpServerStatus>,
+}
+
+/// One configured script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptStatus {
+    /// The command line.
+    pub command: String,
+    /// `oneshot`, `prespawn` or `persistent`.
+    pub mode: String,
+    /// Seconds before it is killed.
+    pub timeout_s: f64,
+    /// Hook point, for hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<String>,
+    /// Hook priority, for hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Files the command runs (the program, and script arguments that are files) with their SHA-256.
+    pub files: Vec<FileDigest>,
+}
+
+/// A `buffers/read` notification: the text of a file as the editor has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRead {
+    /// What `buffers/respond` names.
+    pub request_id: String,
+    /// The absolute path, already allowed by the session's path policy.
+    pub path: String,
+}
+
+/// `buffers/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRespondParams {
+    /// From the `buffers/read`.
+    pub request_id: String,
+    /// The buffer's text; `null` reads the file from disk.
+    pub text: Option<String>,
+}
+
+/// `buffers/respond` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BufferRespondResult {
+    /// False when nothing waits for that request any more.
+    pub accepted: bool,
+}
+
+/// A file and its SHA-256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileDigest {
+    /// Absolute path.
+    pub path: String,
+    /// Hex SHA-256 of its content.
+    pub sha256: String,
+}
+
+/// What the sandbox enforces for a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxStatus {
+    /// `os` or `builtin`.
+    pub mode: String,
+    /// Guards in force.
+    pub enforced: Vec<String>,
+    /// Guards the kernel or the configuration does not provide, said plainly.
+    pub not_enforced: Vec<String>,
+}
+
+/// `hooks/register` params: a client hook, consulted until the connection closes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRegisterParams {
+    /// A name for events and `policy/status`.
+    pub name: String,
+    /// Points to be consulted at: `before_llm_call`, `after_llm_call`, `before_response_emit`.
+    pub points: Vec<String>,
+    /// Lower runs first (default 0); ties keep registration order.
+    #[serde(default)]
+    pub priority: i64,
+    /// How long an answer may take (default 10000).
+    #[serde(default = "default_hook_timeout_ms")]
+    pub timeout_ms: u64,
+    /// `block` (default: a failure or timeout blocks) or `ignore`.
+    #[serde(default = "default_on_failure")]
+    pub on_failure: String,
+}
+
+fn default_hook_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_on_failure() -> String {
+    "block".into()
+}
+
+/// One `hooks/invoke` notification: answer it with `hooks/respond`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookInvocation {
+    /// Echo this in `hooks/respond`.
+    pub call_id: String,
+    /// The point.
+    pub point: String,
+    /// The point's payload (see docs/hooks.md).
+    pub payload: Value,
+}
+
+/// `hooks/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRespondParams {
+    /// From the invocation.
+    pub call_id: String,
+    /// The hook's result object (see docs/hooks.md).
+    pub result: Value,
+}
+
+/// `hooks/respond` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRespondResult {
+    /// False when no call waits for that id any more (it timed out).
+    pub accepted: bool,
+}
+
+/// `policy/check` params: would this command run?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyCheckParams {
+    /// Check against this session's policy...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<SessionId>,
+    /// ...or against the configuration of this base directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+    /// The command as the model would give it.
+    pub argv: Vec<String>,
+    /// With `base_dir`: the caller's environment, whose PATH resolves the
+    /// whitelist (as in `session/create`; omitted: the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+/// `policy/check` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyCheckResult {
+    /// Whether it would run.
+    pub allowed: bool,
+    /// The program that would run (absolute path), when allowed.
+    pub program: Option<String>,
+    /// Why, in one sentence, and under which sandbox.
+    pub reason: String,
+}
