@@ -314,13 +314,17 @@ impl Drop for PromptDone {
 }
 
 /// The prompt's text: text blocks as they are, resources as their text
-/// under their URI, links as their URI.
+/// under their URI, links as their path (a `file://` URI) or URI.
 fn prompt_text(blocks: &[acp::ContentBlock]) -> String {
     let mut parts = Vec::new();
     for block in blocks {
         match block {
             acp::ContentBlock::Text(t) => parts.push(t.text.clone()),
-            acp::ContentBlock::ResourceLink(l) => parts.push(format!("@{}", l.uri)),
+            // A file the user mentioned: its path, which the daemon reads
+            // for the model up front when it lies in the project.
+            acp::ContentBlock::ResourceLink(l) => {
+                parts.push(l.uri.strip_prefix("file://").unwrap_or(&l.uri).to_owned())
+            }
             acp::ContentBlock::Resource(r) => match &r.resource {
                 acp::EmbeddedResourceResource::TextResourceContents(t) => {
                     parts.push(format!("Contents of {}:\n```\n{}\n```", t.uri, t.text));
@@ -404,4 +408,16 @@ pub(super) fn daemon_error(e: ClientError) -> Error {
         other => other.to_string(),
     };
     Error::new(-32603, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mentioned_file_becomes_its_path_and_an_embedded_one_its_text() {
+        let link = acp::ContentBlock::ResourceLink(acp::ResourceLink::new("calc.py", "file:///p/calc.py"));
+        let text = acp::ContentBlock::from("fix".to_owned());
+        assert_eq!(prompt_text(&[text, link]), "fix\n/p/calc.py");
+    }
 }
