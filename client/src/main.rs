@@ -31,11 +31,13 @@ enum Command {
     Acp,
     /// Run a task in a project: answer on stdout, progress on stderr.
     Run(Box<cmd::run::RunArgs>),
-    /// List sessions.
+    /// List sessions, or prune old ones.
     Sessions {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(subcommand)]
+        action: Option<cmd::session::SessionsAction>,
     },
     /// Print a session's events from a seq until a run finishes.
     Attach {
@@ -117,7 +119,10 @@ fn main() -> ExitCode {
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
             Command::Acp => Ok(cmd::acp::serve(&socket).await),
             Command::Run(args) => cmd::run::run(&socket, *args).await,
-            Command::Sessions { json } => cmd::session::list(&socket, json).await,
+            Command::Sessions { json, action: None } => cmd::session::list(&socket, json).await,
+            Command::Sessions { json, action: Some(cmd::session::SessionsAction::Prune { older_than }) } => {
+                cmd::session::prune(&socket, older_than, json).await
+            }
             Command::Attach { session, from_seq, follow, json } => {
                 cmd::session::attach(&socket, session, from_seq, follow, json).await
             }

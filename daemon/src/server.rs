@@ -35,6 +35,9 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             sessions.shutdown(grace).await;
         });
     }
+    if let Some(age) = settings.session_retention() {
+        spawn_pruner(sessions.clone(), age, shutdown.clone());
+    }
     let ctx = DaemonContext {
         started: Instant::now(),
         socket: listener.path().to_owned(),
@@ -111,6 +114,26 @@ fn session_settings(
             pid_dir: state_dir.join("mcp"),
         }),
     }
+}
+
+/// Delete sessions unused for `age`, at start and then hourly, until the
+/// daemon stops (`prune_sessions_after_days`).
+fn spawn_pruner(sessions: Arc<Sessions>, age: std::time::Duration, shutdown: Shutdown) {
+    tokio::spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            tokio::select! {
+                _ = hourly.tick() => {}
+                _ = shutdown.wait() => return,
+            }
+            let sessions = sessions.clone();
+            match tokio::task::spawn_blocking(move || sessions.prune(age)).await {
+                Ok(Err(e)) => tracing::warn!("pruning old sessions failed: {e}"),
+                Err(e) => tracing::warn!("pruning old sessions failed: {e}"),
+                Ok(Ok(_)) => {}
+            }
+        }
+    });
 }
 
 fn spawn_signal_handler(shutdown: Shutdown) -> std::io::Result<()> {

@@ -78,6 +78,9 @@ pub struct Settings {
     /// Seconds a run waits for a user to approve a command (`commands =
     /// "ask"`); no answer in time is a rejection.
     pub approval_timeout_s: f64,
+    /// Sessions unused for this many days are deleted (at start, then
+    /// hourly); 0 keeps them all.
+    pub prune_sessions_after_days: f64,
     /// Seconds an MCP server no session uses keeps running before it is stopped.
     pub mcp_idle_timeout_s: f64,
     /// Seconds one MCP tool call may take.
@@ -110,6 +113,7 @@ impl Default for Settings {
             max_live_sessions: 1024,
             session_idle_timeout_s: 600.0,
             approval_timeout_s: 300.0,
+            prune_sessions_after_days: 0.0,
             mcp_idle_timeout_s: 300.0,
             mcp_call_timeout_s: 120.0,
             mcp_start_timeout_s: 30.0,
@@ -132,6 +136,11 @@ impl Settings {
     /// `idle_timeout_s` as a duration; `None` when closing idle connections is off.
     pub fn idle_timeout(&self) -> Option<Duration> {
         positive_seconds(self.idle_timeout_s)
+    }
+
+    /// `prune_sessions_after_days` as a duration; `None` when it is off.
+    pub fn session_retention(&self) -> Option<Duration> {
+        positive_seconds(self.prune_sessions_after_days * 86_400.0)
     }
 
     /// `session_idle_timeout_s` as a duration; `None` when it is off.

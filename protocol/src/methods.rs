@@ -16,6 +16,8 @@ pub const SESSION_LIST: &str = "session/list";
 pub const SESSION_GET: &str = "session/get";
 /// Close a session (cancelling its run).
 pub const SESSION_CLOSE: &str = "session/close";
+/// Delete sessions unused for a while, and compact the database.
+pub const SESSION_PRUNE: &str = "session/prune";
 /// Subscribe to a session's events (notifications: `session/event`).
 pub const SESSION_SUBSCRIBE: &str = "session/subscribe";
 /// The notification method of `session/subscribe`.
@@ -73,6 +75,7 @@ pub const ALL: &[(&str, &str)] = &[
     (SESSION_LIST, "Every session with its state and last event seq."),
     (SESSION_GET, "One session: summary, effective config, runs and stored conversation."),
     (SESSION_CLOSE, "Close a session; a run in flight is cancelled."),
+    (SESSION_PRUNE, "Delete sessions unused for older_than_s seconds (not those in use), then compact the database."),
     (SESSION_SUBSCRIBE, "Stream a session's stored and live events from a seq (notifications: session/event)."),
     (SESSION_UNSUBSCRIBE, "End a session/subscribe subscription."),
     (RUN_START, "Start a run; refused with session_busy while another runs."),

@@ -29,6 +29,7 @@ fn method_docs() -> Vec<MethodDoc> {
         doc(methods::SESSION_LIST, None, schema::<SessionListResult>()),
         doc(methods::SESSION_GET, Some(schema::<SessionRef>()), schema::<SessionDetail>()),
         doc(methods::SESSION_CLOSE, Some(schema::<SessionRef>()), schema::<SessionInfo>()),
+        doc(methods::SESSION_PRUNE, Some(schema::<SessionPruneParams>()), schema::<SessionPruneResult>()),
         // The result of a subscription is its notifications' payload.
         doc(methods::SESSION_SUBSCRIBE, Some(schema::<SubscribeParams>()), schema::<Event>()),
         doc(methods::SESSION_UNSUBSCRIBE, None, json!({"type": "boolean"})),

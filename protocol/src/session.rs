@@ -350,3 +350,18 @@ impl RunResult {
         }
     }
 }
+
+/// `session/prune` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionPruneParams {
+    /// Sessions whose last activity (creation, or their latest run's
+    /// start) is older than this many seconds are deleted.
+    pub older_than_s: f64,
+}
+
+/// `session/prune` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionPruneResult {
+    /// The sessions deleted.
+    pub removed: Vec<SessionId>,
+}

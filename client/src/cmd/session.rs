@@ -8,6 +8,52 @@ use std::process::ExitCode;
 use swival_protocol::{ConfigResolveParams, EventKind, RunId, SessionId};
 use swivalctl::ClientError;
 
+/// `swivalctl sessions …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionsAction {
+    /// Delete sessions unused for a while (their conversation, runs,
+    /// reports and events), then compact the database. Sessions in use are
+    /// kept.
+    Prune {
+        /// How long unused: a number with s, m, h, d or w (`30d`, `12h`).
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        older_than: std::time::Duration,
+    },
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w` as a duration.
+fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not an age: write a number and a unit, s, m, h, d or w (e.g. 30d)");
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+    let (n, unit) = s.split_at(split);
+    let n: f64 = n.parse().map_err(|_| bad())?;
+    let unit = match unit {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        "w" => 604_800.0,
+        _ => return Err(bad()),
+    };
+    std::time::Duration::try_from_secs_f64(n * unit).map_err(|_| bad())
+}
+
+/// `swivalctl sessions prune --older-than AGE`.
+pub async fn prune(socket: &Path, older_than: std::time::Duration, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let params = swival_protocol::SessionPruneParams { older_than_s: older_than.as_secs_f64() };
+    let r: swival_protocol::SessionPruneResult = client.call(swival_protocol::methods::SESSION_PRUNE, &params).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
+    } else {
+        println!("removed {} session(s)", r.removed.len());
+        for id in &r.removed {
+            println!("  {id}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `swivalctl sessions`: one line per session.
 pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;

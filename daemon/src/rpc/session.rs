@@ -41,6 +41,18 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: swival_protocol::ProjectTrustParams = params.parse()?;
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)
     })?;
+    module.register_method(methods::SESSION_PRUNE, |params, ctx, _| {
+        let p: swival_protocol::SessionPruneParams = params.parse()?;
+        if !(p.older_than_s.is_finite() && p.older_than_s >= 0.0) {
+            return Err(ErrorObjectOwned::owned(
+                -32602,
+                "older_than_s must be a number of seconds, 0 or more",
+                None::<()>,
+            ));
+        }
+        let older_than = std::time::Duration::from_secs_f64(p.older_than_s);
+        ctx.sessions.prune(older_than).map(|removed| swival_protocol::SessionPruneResult { removed }).map_err(rpc_error)
+    })?;
     module.register_method(methods::SESSION_LIST, |_, ctx, _| {
         ctx.sessions.list().map(|sessions| SessionListResult { sessions }).map_err(rpc_error)
     })?;
@@ -52,26 +64,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         let p: SessionRef = params.parse()?;
         ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
     })?;
-    module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
-        let p: RunStartParams = params.parse()?;
-        ctx.sessions
-            .start_run(&p.session_id, p.task, p.env)
-            .await
-            .map(|run_id| RunStartResult { run_id })
-            .map_err(rpc_error)
-    })?;
-    module.register_method(methods::RUN_CANCEL, |params, ctx, _| {
-        let p: RunRef = params.parse()?;
-        ctx.sessions.cancel(&p.run_id).map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
-    })?;
-    module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
-        let p: RunRef = params.parse()?;
-        ctx.sessions.wait(&p.run_id).await.map_err(rpc_error)
-    })?;
-    module.register_method(methods::RUN_APPROVE, |params, ctx, _| {
-        let p: ApproveParams = params.parse()?;
-        Ok::<_, ErrorObjectOwned>(ApproveResult { accepted: ctx.sessions.approve(&p) })
-    })?;
+    register_runs(module)?;
     module.register_method(methods::REPORT_GET, |params, ctx, _| {
         let p: RunRef = params.parse()?;
         ctx.sessions.report(&p.run_id).map_err(rpc_error)
@@ -106,6 +99,31 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         methods::SESSION_UNSUBSCRIBE,
         |params, pending, ctx, _| async move { subscribe(params.parse(), pending, ctx).await },
     )?;
+    Ok(())
+}
+
+/// `run/start`, `run/cancel`, `run/wait` and `run/approve`.
+fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
+    module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
+        let p: RunStartParams = params.parse()?;
+        ctx.sessions
+            .start_run(&p.session_id, p.task, p.env)
+            .await
+            .map(|run_id| RunStartResult { run_id })
+            .map_err(rpc_error)
+    })?;
+    module.register_method(methods::RUN_CANCEL, |params, ctx, _| {
+        let p: RunRef = params.parse()?;
+        ctx.sessions.cancel(&p.run_id).map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
+    })?;
+    module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
+        let p: RunRef = params.parse()?;
+        ctx.sessions.wait(&p.run_id).await.map_err(rpc_error)
+    })?;
+    module.register_method(methods::RUN_APPROVE, |params, ctx, _| {
+        let p: ApproveParams = params.parse()?;
+        Ok::<_, ErrorObjectOwned>(ApproveResult { accepted: ctx.sessions.approve(&p) })
+    })?;
     Ok(())
 }
 

@@ -84,6 +84,11 @@ impl Live {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The sessions in memory.
+    pub fn ids(&self) -> Vec<SessionId> {
+        self.sessions().keys().cloned().collect()
+    }
+
     /// The session if it is in memory (and now the most recently used).
     pub fn get(&self, id: &SessionId) -> Option<Arc<Session>> {
         let mut sessions = self.sessions();

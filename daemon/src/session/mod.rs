@@ -394,6 +394,18 @@ impl Sessions {
         self.shared.approvals.answer(&p.session_id, &p.approval_id, p.decision)
     }
 
+    /// `session/prune`: delete the sessions unused for `older_than` (never
+    /// one in memory, nor one with a run in flight) and compact the store.
+    pub fn prune(&self, older_than: std::time::Duration) -> Result<Vec<SessionId>, SessionError> {
+        let cutoff = std::time::SystemTime::now().checked_sub(older_than).unwrap_or(std::time::UNIX_EPOCH);
+        let cutoff = humantime::format_rfc3339_millis(cutoff).to_string();
+        let removed = self.shared.store.prune(&cutoff, self.live.ids())?;
+        if !removed.is_empty() {
+            tracing::info!("pruned {} session(s) unused since {cutoff}", removed.len());
+        }
+        Ok(removed)
+    }
+
     /// `session/list`, from the store: a session is running while one of
     /// its runs has no result (a run's result and its `run_finished` are
     /// stored together, so this agrees with the event stream).

@@ -8,6 +8,7 @@
 //! the WAL is kept small (`journal_size_limit`).
 
 mod policy;
+mod prune;
 mod writer;
 
 use rusqlite::{params, Connection, OptionalExtension};

@@ -25,6 +25,10 @@ trait Job: Send {
     fn run(&mut self, c: &Connection) -> rusqlite::Result<()>;
     /// Whether the caller would rather fail than wait for disk space.
     fn wait_for_space(&self) -> bool;
+    /// Whether the job runs alone, outside any transaction (`VACUUM`).
+    fn alone(&self) -> bool {
+        false
+    }
     /// Report the outcome: committed, or this job's error.
     fn done(self: Box<Self>, result: rusqlite::Result<()>);
 }
@@ -37,6 +41,7 @@ struct Typed<T, F> {
     f: F,
     out: Option<T>,
     wait_for_space: bool,
+    alone: bool,
     then: Then<T>,
 }
 
@@ -48,6 +53,10 @@ impl<T: Send, F: FnMut(&Connection) -> rusqlite::Result<T> + Send> Job for Typed
 
     fn wait_for_space(&self) -> bool {
         self.wait_for_space
+    }
+
+    fn alone(&self) -> bool {
+        self.alone
     }
 
     fn done(mut self: Box<Self>, result: rusqlite::Result<()>) {
@@ -119,7 +128,25 @@ impl Writer {
         T: Send + 'static,
         F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let job = Box::new(Typed { f, out: None, wait_for_space, then });
+        self.send(Box::new(Typed { f, out: None, wait_for_space, alone: false, then }));
+    }
+
+    /// Run `f` on the writer thread outside any transaction, between two
+    /// batches (for `VACUUM`, which cannot run inside one), and return its
+    /// result. A full disk fails it instead of waiting.
+    pub(super) fn alone<F>(&self, f: F) -> rusqlite::Result<()>
+    where
+        F: FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static,
+    {
+        let (reply, result) = mpsc::sync_channel(1);
+        let then: Then<()> = Box::new(move |r| {
+            let _ = reply.send(r);
+        });
+        self.send(Box::new(Typed { f, out: None, wait_for_space: false, alone: true, then }));
+        wait(result)
+    }
+
+    fn send(&self, job: Box<dyn Job>) {
         let refused = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(jobs) => jobs.send(job).err().map(|e| e.0),
             None => Some(job as Box<dyn Job>),
@@ -166,17 +193,36 @@ fn is_full(e: &rusqlite::Error) -> bool {
 }
 
 /// The writer thread: batch, commit, answer, until every sender is gone.
+/// A job that runs alone ends the batch before it and runs after it.
 fn serve(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
-    while let Ok(first) = jobs.recv() {
+    let mut next = jobs.recv().ok();
+    while let Some(first) = next.take() {
+        if first.alone() {
+            run_alone(&conn, first);
+            next = jobs.recv().ok();
+            continue;
+        }
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
+                Ok(job) if job.alone() => {
+                    next = Some(job);
+                    break;
+                }
                 Ok(job) => batch.push(job),
                 Err(_) => break,
             }
         }
         commit(&conn, batch);
+        if next.is_none() {
+            next = jobs.recv().ok();
+        }
     }
+}
+
+fn run_alone(conn: &Connection, mut job: Box<dyn Job>) {
+    let result = job.run(conn);
+    job.done(result);
 }
 
 /// Commit one batch, retrying while the disk is full.
