@@ -426,6 +426,12 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 /// (`params.result` of each `session/event`) up to the next `run_finished`.
 pub fn events_until_finished(c: &mut NdConn, session: &str, from_seq: u64) -> Vec<Value> {
     c.ok("session/subscribe", json!({"session_id": session, "from_seq": from_seq}));
+    read_until_finished(c, |_| {})
+}
+
+/// On a connection subscribed to a session, read events up to the next
+/// `run_finished`, handing each to `each` as it arrives; the events.
+pub fn read_until_finished(c: &mut NdConn, mut each: impl FnMut(&Value)) -> Vec<Value> {
     let mut events = Vec::new();
     loop {
         let msg = c.read();
@@ -433,6 +439,7 @@ pub fn events_until_finished(c: &mut NdConn, session: &str, from_seq: u64) -> Ve
             continue;
         }
         let event = msg["params"]["result"].clone();
+        each(&event);
         let done = event["type"] == "run_finished";
         events.push(event);
         if done {

@@ -392,6 +392,18 @@ impl MockProvider {
         bodies.join("\n")
     }
 
+    /// The tool results the model was shown in any request, by call id.
+    pub fn tool_results(&self) -> HashMap<String, String> {
+        let mut out = HashMap::new();
+        for req in self.requests() {
+            for m in req["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool") {
+                let id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+                out.insert(id, m["content"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+        out
+    }
+
     /// Blocks until at least `n` chat requests have arrived; panics after a
     /// generous safety limit.
     pub fn wait_for_requests(&self, n: usize) {

@@ -16,19 +16,6 @@ fn create(c: &mut NdConn, base: &Path, mock: &MockProvider, extra: Value) -> Str
     r["session_id"].as_str().unwrap().to_owned()
 }
 
-/// The tool results the model was shown, by call id.
-fn tool_results(mock: &MockProvider) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    for req in mock.requests() {
-        for m in req["messages"].as_array().unwrap() {
-            if m["role"] == "tool" {
-                out.insert(m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// Follow `session` from seq 1, answering each approval with the next of
 /// `answers`, until the run finishes; the events seen.
 fn run_answering(daemon: &Daemon, session: &str, answers: &[&str]) -> Vec<Value> {
@@ -36,25 +23,14 @@ fn run_answering(daemon: &Daemon, session: &str, answers: &[&str]) -> Vec<Value>
     let (mut c, mut other) = (daemon.nd(), daemon.nd());
     c.ok("session/subscribe", json!({"session_id": session, "from_seq": 1}));
     other.ok("run/start", json!({"session_id": session, "task": "t"}));
-    let mut events = Vec::new();
-    loop {
-        let msg = c.read();
-        if msg["method"] != "session/event" {
-            continue;
-        }
-        let event = msg["params"]["result"].clone();
+    swival_tests::read_until_finished(&mut c, |event| {
         if event["type"] == "approval_requested" {
             let decision = answers.next().unwrap_or_else(|| panic!("asked more than expected: {event}"));
             let id = &event["approval_id"];
             let r = other.ok("run/approve", json!({"session_id": session, "approval_id": id, "decision": decision}));
             assert_eq!(r["accepted"], true, "{r}");
         }
-        let done = event["type"] == "run_finished";
-        events.push(event);
-        if done {
-            return events;
-        }
-    }
+    })
 }
 
 fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
@@ -80,7 +56,7 @@ fn a_rejected_command_does_not_run_and_the_run_goes_on() {
     assert_eq!(asked[0]["tool_call_id"], "c1");
     assert_eq!(of_type(&events, "approval_resolved")[0]["decision"], "reject_once");
     assert!(!p.join("made-by-the-model").exists(), "a rejected command ran");
-    let result = &tool_results(&mock)["c1"];
+    let result = &mock.tool_results()["c1"];
     assert!(result.starts_with("error: user denied command bucket 'touch'"), "{result}");
     assert_eq!(events.last().unwrap()["outcome"], "success");
 }
@@ -101,7 +77,7 @@ fn allow_always_covers_the_bucket_for_the_session_and_approved_buckets_are_never
     let events = run_answering(&daemon, &sid, &["allow_always"]);
     assert_eq!(of_type(&events, "approval_requested").len(), 1, "{events:?}");
     assert!(p.join("one").exists() && p.join("two").exists());
-    let results = tool_results(&mock);
+    let results = mock.tool_results();
     assert!(results["c3"].contains("one"), "{}", results["c3"]);
 }
 
@@ -121,7 +97,7 @@ fn no_answer_in_time_is_a_rejection() {
     let r = c.ok("run/wait", json!({"run_id": run}));
     assert_eq!(r["outcome"], "success", "{r}");
     assert!(!p.join("late").exists());
-    assert!(tool_results(&mock)["c1"].starts_with("error: user denied"));
+    assert!(mock.tool_results()["c1"].starts_with("error: user denied"));
     let events = swival_tests::events_until_finished(&mut c, &sid, 1);
     let resolved = of_type(&events, "approval_resolved");
     assert_eq!((resolved[0]["decision"].as_str(), resolved[0]["by"].as_str()), (Some("reject_once"), Some("timeout")));

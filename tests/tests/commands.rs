@@ -19,15 +19,7 @@ fn tool_results(c: &mut NdConn, sid: &Value, mock: &MockProvider) -> std::collec
     let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
     let r = c.ok("run/wait", json!({"run_id": run}));
     assert_eq!(r["outcome"], "success", "{r}");
-    let mut out = std::collections::HashMap::new();
-    for req in mock.requests() {
-        for m in req["messages"].as_array().unwrap() {
-            if m["role"] == "tool" {
-                out.insert(m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned());
-            }
-        }
-    }
-    out
+    mock.tool_results()
 }
 
 #[test]
