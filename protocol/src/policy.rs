@@ -158,25 +158,21 @@ pub struct SandboxStatus {
 pub struct HookRegisterParams {
     /// A name for events and `policy/status`.
     pub name: String,
-    /// Points to be consulted at: `before_llm_call`, `after_llm_call`, `before_response_emit`.
-    pub points: Vec<String>,
+    /// Points to be consulted at (at least one).
+    pub points: Vec<HookPoint>,
     /// Lower runs first (default 0); ties keep registration order.
     #[serde(default)]
     pub priority: i64,
     /// How long an answer may take (default 10000).
     #[serde(default = "default_hook_timeout_ms")]
     pub timeout_ms: u64,
-    /// `block` (default: a failure or timeout blocks) or `ignore`.
-    #[serde(default = "default_on_failure")]
-    pub on_failure: String,
+    /// What a failure or timeout of this hook means (default `block`).
+    #[serde(default)]
+    pub on_failure: OnFailure,
 }
 
 fn default_hook_timeout_ms() -> u64 {
     10_000
-}
-
-fn default_on_failure() -> String {
-    "block".into()
 }
 
 /// One `hooks/invoke` notification: answer it with `hooks/respond`.
@@ -185,7 +181,7 @@ pub struct HookInvocation {
     /// Echo this in `hooks/respond`.
     pub call_id: String,
     /// The point.
-    pub point: String,
+    pub point: HookPoint,
     /// The point's payload (see docs/hooks.md).
     pub payload: Value,
 }
@@ -232,4 +228,61 @@ pub struct PolicyCheckResult {
     pub program: Option<String>,
     /// Why, in one sentence, and under which sandbox.
     pub reason: String,
+}
+
+/// Where in the pipeline a hook runs. Declared here once: the daemon's
+/// config, its events and `hooks/register` all use this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookPoint {
+    /// Before each provider call: may replace messages, narrow tools, block.
+    BeforeLlmCall,
+    /// After each provider reply, before any tool runs: may drop calls, ask the user about them, or block.
+    AfterLlmCall,
+    /// Before the final answer is delivered: may modify, redact or block it.
+    BeforeResponseEmit,
+}
+
+impl HookPoint {
+    /// Every point, in pipeline order.
+    pub const ALL: [HookPoint; 3] = [HookPoint::BeforeLlmCall, HookPoint::AfterLlmCall, HookPoint::BeforeResponseEmit];
+    /// Their names on the wire and in config.
+    pub const NAMES: &'static [&'static str] = &["before_llm_call", "after_llm_call", "before_response_emit"];
+
+    /// The name on the wire and in config.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// What a hook's own failure (error, timeout, malformed output) means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFailure {
+    /// Treat it as a block (fail closed; the default).
+    #[default]
+    Block,
+    /// Carry on as if the hook had not run.
+    Ignore,
+}
+
+impl OnFailure {
+    /// The names on the wire and in config.
+    pub const NAMES: &'static [&'static str] = &["block", "ignore"];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_wire_names() {
+        for point in HookPoint::ALL {
+            assert_eq!(serde_json::to_value(point).unwrap(), point.name());
+        }
+        assert_eq!(HookPoint::ALL.len(), HookPoint::NAMES.len());
+        for (f, name) in [OnFailure::Block, OnFailure::Ignore].into_iter().zip(OnFailure::NAMES) {
+            assert_eq!(serde_json::to_value(f).unwrap(), *name);
+        }
+    }
 }

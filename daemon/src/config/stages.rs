@@ -27,38 +27,9 @@ impl ProcessMode {
     pub(super) const NAMES: &'static [&'static str] = &["oneshot", "persistent"];
 }
 
-/// Where in the pipeline a hook runs (SPEC §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HookPoint {
-    /// Before each provider call: may replace messages, narrow tools, block.
-    BeforeLlmCall,
-    /// After each provider reply, before any tool runs: may drop calls or block.
-    AfterLlmCall,
-    /// Before the final answer is delivered: may modify, redact or block it.
-    BeforeResponseEmit,
-}
-
-impl HookPoint {
-    /// The names accepted in config.
-    pub(super) const NAMES: &'static [&'static str] = &["before_llm_call", "after_llm_call", "before_response_emit"];
-}
-
-/// What a hook's own failure (error, timeout, malformed output) means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnFailure {
-    /// Treat it as a block (fail closed; the default).
-    #[default]
-    Block,
-    /// Carry on as if the hook had not run.
-    Ignore,
-}
-
-impl OnFailure {
-    /// The names accepted in config.
-    pub(super) const NAMES: &'static [&'static str] = &["block", "ignore"];
-}
+/// Where in the pipeline a hook runs (SPEC §7), and what a hook's own
+/// failure means: declared once, in the protocol crate.
+pub use swival_protocol::{HookPoint, OnFailure};
 
 fn default_filter_timeout() -> f64 {
     DEFAULT_FILTER_TIMEOUT_S

@@ -2,7 +2,7 @@
 //! `hooks/respond`.
 
 use super::DaemonContext;
-use crate::config::{HookPoint, OnFailure};
+use crate::config::HookPoint;
 use crate::pipeline::hooks::rpc::Registration;
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
@@ -11,37 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{methods, HookInvocation, HookRegisterParams, HookRespondParams, HookRespondResult};
 
-fn invalid(message: String) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(-32602, message, None::<()>)
-}
-
-fn point(name: &str) -> Result<HookPoint, ErrorObjectOwned> {
-    match name {
-        "before_llm_call" => Ok(HookPoint::BeforeLlmCall),
-        "after_llm_call" => Ok(HookPoint::AfterLlmCall),
-        "before_response_emit" => Ok(HookPoint::BeforeResponseEmit),
-        other => Err(invalid(format!(
-            "unknown hook point {other:?}; use before_llm_call, after_llm_call or before_response_emit"
-        ))),
-    }
-}
-
 fn registration(p: HookRegisterParams) -> Result<Registration, ErrorObjectOwned> {
-    let points = p.points.iter().map(|n| point(n)).collect::<Result<Vec<_>, _>>()?;
-    if points.is_empty() {
-        return Err(invalid("hooks/register needs at least one point".into()));
+    if p.points.is_empty() {
+        let message = format!("hooks/register needs at least one point: {}", HookPoint::NAMES.join(", "));
+        return Err(ErrorObjectOwned::owned(-32602, message, None::<()>));
     }
-    let on_failure = match p.on_failure.as_str() {
-        "block" => OnFailure::Block,
-        "ignore" => OnFailure::Ignore,
-        other => return Err(invalid(format!("on_failure must be \"block\" or \"ignore\", not {other:?}"))),
-    };
     Ok(Registration {
         name: p.name,
-        points,
+        points: p.points,
         priority: p.priority,
         timeout: Duration::from_millis(p.timeout_ms.max(1)),
-        on_failure,
+        on_failure: p.on_failure,
     })
 }
 
@@ -84,7 +64,7 @@ async fn serve(
                 let Some(inv) = inv else { break };
                 let msg = HookInvocation {
                     call_id: inv.call_id,
-                    point: crate::pipeline::hooks::point_name(inv.point).into(),
+                    point: inv.point,
                     payload: inv.payload,
                 };
                 let msg: SubscriptionMessage = serde_json::value::to_raw_value(&msg)?.into();

@@ -223,11 +223,7 @@ fn view(point: HookPoint, payload: &Value, d: &Decision) -> Value {
 
 /// The point's name as written in config and events.
 pub fn point_name(point: HookPoint) -> &'static str {
-    match point {
-        HookPoint::BeforeLlmCall => "before_llm_call",
-        HookPoint::AfterLlmCall => "after_llm_call",
-        HookPoint::BeforeResponseEmit => "before_response_emit",
-    }
+    point.name()
 }
 
 /// Ids kept by a decision out of `ids` (all when no hook narrowed).
