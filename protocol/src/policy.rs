@@ -94,13 +94,13 @@ pub struct McpStatusResult {
 pub struct ScriptStatus {
     /// The command line.
     pub command: String,
-    /// `oneshot`, `prespawn` or `persistent`.
-    pub mode: String,
+    /// How it runs.
+    pub mode: ScriptMode,
     /// Seconds before it is killed.
     pub timeout_s: f64,
     /// Hook point, for hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub point: Option<String>,
+    pub point: Option<HookPoint>,
     /// Hook priority, for hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
@@ -255,6 +255,32 @@ impl HookPoint {
     }
 }
 
+/// How a policy script runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptMode {
+    /// A fresh process per call.
+    Oneshot,
+    /// A fresh process per call, started ahead of time.
+    Prespawn,
+    /// One long-lived worker, one JSON request and reply per line.
+    Persistent,
+    /// A client hook, answered over the socket.
+    Rpc,
+}
+
+impl ScriptMode {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptMode::Oneshot => "oneshot",
+            ScriptMode::Prespawn => "prespawn",
+            ScriptMode::Persistent => "persistent",
+            ScriptMode::Rpc => "rpc",
+        }
+    }
+}
+
 /// What a hook's own failure (error, timeout, malformed output) means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -281,6 +307,9 @@ mod tests {
             assert_eq!(serde_json::to_value(point).unwrap(), point.name());
         }
         assert_eq!(HookPoint::ALL.len(), HookPoint::NAMES.len());
+        for mode in [ScriptMode::Oneshot, ScriptMode::Prespawn, ScriptMode::Persistent, ScriptMode::Rpc] {
+            assert_eq!(serde_json::to_value(mode).unwrap(), mode.name());
+        }
         for (f, name) in [OnFailure::Block, OnFailure::Ignore].into_iter().zip(OnFailure::NAMES) {
             assert_eq!(serde_json::to_value(f).unwrap(), *name);
         }

@@ -52,11 +52,11 @@ pub(crate) fn mode_of(mode: ProcessMode, prespawn: u32) -> Mode {
     }
 }
 
-fn mode_name(mode: Mode) -> &'static str {
+fn mode_name(mode: Mode) -> swival_protocol::ScriptMode {
     match mode {
-        Mode::Oneshot => "oneshot",
-        Mode::Prespawn(_) => "prespawn",
-        Mode::Persistent => "persistent",
+        Mode::Oneshot => swival_protocol::ScriptMode::Oneshot,
+        Mode::Prespawn(_) => swival_protocol::ScriptMode::Prespawn,
+        Mode::Persistent => swival_protocol::ScriptMode::Persistent,
     }
 }
 
@@ -221,10 +221,10 @@ impl Pipeline {
             }
         };
         for s in &self.filters {
-            add("filter", &s.script, mode_name(s.mode));
+            add("filter", &s.script, mode_name(s.mode).name());
         }
         for c in &self.hooks.commands {
-            add(hooks::point_name(c.point), &c.script, mode_name(c.mode));
+            add(c.point.name(), &c.script, mode_name(c.mode).name());
         }
         hex::encode(h.finalize())
     }
@@ -235,7 +235,7 @@ impl Pipeline {
             .iter()
             .map(|s| ScriptStatus {
                 command: s.display.clone(),
-                mode: mode_name(s.mode).into(),
+                mode: mode_name(s.mode),
                 timeout_s: s.timeout.as_secs_f64(),
                 point: None,
                 priority: None,
@@ -256,9 +256,9 @@ impl Pipeline {
                     c.order,
                     ScriptStatus {
                         command: c.name.clone(),
-                        mode: mode_name(c.mode).into(),
+                        mode: mode_name(c.mode),
                         timeout_s: c.timeout.as_secs_f64(),
-                        point: Some(hooks::point_name(c.point).into()),
+                        point: Some(c.point),
                         priority: Some(c.priority),
                         files: digests(&c.script.pins),
                     },
@@ -272,9 +272,9 @@ impl Pipeline {
                     r.order,
                     ScriptStatus {
                         command: format!("rpc:{}", r.name),
-                        mode: "rpc".into(),
+                        mode: swival_protocol::ScriptMode::Rpc,
                         timeout_s: r.timeout.as_secs_f64(),
-                        point: Some(hooks::point_name(*point).into()),
+                        point: Some(*point),
                         priority: Some(r.priority),
                         files: Vec::new(),
                     },
@@ -289,7 +289,7 @@ impl Pipeline {
     pub fn reviewer_status(&self) -> Option<ScriptStatus> {
         self.reviewer.as_ref().map(|r| ScriptStatus {
             command: r.display.clone(),
-            mode: "oneshot".into(),
+            mode: swival_protocol::ScriptMode::Oneshot,
             timeout_s: r.timeout.as_secs_f64(),
             point: None,
             priority: None,
