@@ -60,8 +60,8 @@ pub enum EventKind {
     LlmCall {
         /// The turn.
         turn: u64,
-        /// `agent` or `summary`.
-        call_kind: String,
+        /// An agent turn or a compaction summary.
+        call_kind: CallKind,
         /// Wall time of the call, retries included.
         duration_s: f64,
         /// The provider's finish reason (`error` when the call failed).
@@ -72,9 +72,9 @@ pub enum EventKind {
         prompt_tokens_est: u64,
         /// Retries this call needed.
         retries: u64,
-        /// `hit` (from the response cache) or `shared` (joined an identical call in flight).
+        /// Answered from the response cache, or by an identical call in flight.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        cache: Option<String>,
+        cache: Option<CacheStatus>,
     },
     /// The model asked for a tool.
     ToolCall {
@@ -133,8 +133,8 @@ pub enum EventKind {
         exit_code: Option<i32>,
         /// What it printed on stdout.
         feedback: String,
-        /// What it decided: `accept`, `retry` or `error`.
-        verdict: String,
+        /// What it decided.
+        verdict: ReviewVerdict,
     },
     /// The conversation was compacted to fit the context window.
     Compaction {
@@ -149,12 +149,12 @@ pub enum EventKind {
     },
     /// A hook decided something.
     Hook {
-        /// `before_llm_call`, `after_llm_call` or `before_response_emit`.
-        point: String,
+        /// The point.
+        point: crate::HookPoint,
         /// The hook (its command, or `rpc:<name>`).
         hook: String,
-        /// `pass`, `modify`, `block` or `ignored_failure`.
-        decision: String,
+        /// What it decided.
+        decision: HookDecision,
         /// Why, when it blocked or failed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -215,11 +215,102 @@ pub enum EventKind {
         approval_id: String,
         /// The decision that applies.
         decision: ApprovalDecision,
-        /// `client`, `timeout` or `cancelled`.
-        by: String,
+        /// Who decided.
+        by: ResolvedBy,
     },
     /// The run ended; exactly one per run, always the run's last event.
     RunFinished(RunEnd),
+}
+
+/// The kind of a provider call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A normal agent turn.
+    Agent,
+    /// A context-compaction summary.
+    Summary,
+}
+
+impl CallKind {
+    /// The name on the wire (and given to filter scripts).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Agent => "agent",
+            CallKind::Summary => "summary",
+        }
+    }
+}
+
+/// How the response cache served a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheStatus {
+    /// From the cache.
+    Hit,
+    /// Joined an identical call in flight.
+    Shared,
+}
+
+/// What a reviewer round decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewVerdict {
+    /// The answer stands.
+    Accept,
+    /// The model gets the feedback and tries again.
+    Retry,
+    /// The reviewer failed; the answer stands (Swival's contract).
+    Error,
+}
+
+impl ReviewVerdict {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReviewVerdict::Accept => "accept",
+            ReviewVerdict::Retry => "retry",
+            ReviewVerdict::Error => "error",
+        }
+    }
+}
+
+/// What a hook decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// Nothing changed.
+    Pass,
+    /// It changed something.
+    Modify,
+    /// It blocked.
+    Block,
+    /// It failed and was passed over (`on_failure = "ignore"`).
+    IgnoredFailure,
+}
+
+impl HookDecision {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookDecision::Pass => "pass",
+            HookDecision::Modify => "modify",
+            HookDecision::Block => "block",
+            HookDecision::IgnoredFailure => "ignored_failure",
+        }
+    }
+}
+
+/// Who settled an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolvedBy {
+    /// A client's `run/approve`.
+    Client,
+    /// Nobody answered in time: rejected.
+    Timeout,
+    /// The run was cancelled: rejected.
+    Cancelled,
 }
 
 /// A user's answer to an [`EventKind::ApprovalRequested`].

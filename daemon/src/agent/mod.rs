@@ -27,7 +27,7 @@ use conversation::Conversation;
 use observer::Observer;
 use serde_json::{json, Value};
 use std::time::Instant;
-use swival_protocol::{EventKind, RunId, SessionId};
+use swival_protocol::{CacheStatus, EventKind, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -131,13 +131,7 @@ pub async fn consult(
             "reason": reason,
             "duration_s": (duration_s * 1000.0).round() / 1000.0,
         }));
-        let kind = EventKind::Hook {
-            point: hooks::point_name(point).into(),
-            hook: r.hook,
-            decision: r.effect.name().into(),
-            reason,
-            duration_s,
-        };
+        let kind = EventKind::Hook { point, hook: r.hook, decision: r.effect.decision(), reason, duration_s };
         events.emit(Some(run_id), kind);
     }
     Ok(decision)
@@ -550,13 +544,13 @@ impl AgentRun<'_> {
         });
         let kind = EventKind::LlmCall {
             turn,
-            call_kind: kind.as_str().into(),
+            call_kind: kind,
             duration_s,
             finish_reason,
             usage,
             prompt_tokens_est: estimate,
             retries,
-            cache: cache.map(str::to_owned),
+            cache: cache.map(|c| if c == "hit" { CacheStatus::Hit } else { CacheStatus::Shared }),
         };
         self.events.emit(Some(self.run_id), kind);
     }

@@ -13,7 +13,7 @@ use crate::store::StoreError;
 use crate::tools::repair;
 use serde_json::{json, Value};
 use std::time::Instant;
-use swival_protocol::{ApprovalDecision, EventKind};
+use swival_protocol::{ApprovalDecision, EventKind, ResolvedBy};
 
 /// What a user is asked to approve.
 struct Question<'a> {
@@ -181,12 +181,12 @@ impl AgentRun<'_> {
         // An answer that arrived is taken over a timeout due at the same time.
         let (decision, by) = tokio::select! {
             biased;
-            a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), "client"),
-            _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, "timeout"),
-            _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, "cancelled"),
+            a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), ResolvedBy::Client),
+            _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, ResolvedBy::Timeout),
+            _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
         };
         gate.remember(q.bucket, decision);
-        let resolved = EventKind::ApprovalResolved { approval_id, decision, by: by.to_owned() };
+        let resolved = EventKind::ApprovalResolved { approval_id, decision, by };
         self.events.emit(Some(self.run_id), resolved);
         self.record
             .event(json!({"type": "command_policy", "turn": turn, "bucket": q.bucket, "decision": decision, "by": by}));

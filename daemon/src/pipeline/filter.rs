@@ -17,24 +17,8 @@ const MAX_STDERR_SHOWN: usize = 8 * 1024;
 /// Most stderr lines of one stage call passed on.
 const MAX_STDERR_LINES: usize = 100;
 
-/// Which kind of provider call is being filtered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
-    /// A normal agent turn.
-    Agent,
-    /// A context-compaction summary.
-    Summary,
-}
-
-impl CallKind {
-    /// The name sent to scripts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallKind::Agent => "agent",
-            CallKind::Summary => "summary",
-        }
-    }
-}
+/// Which kind of provider call is being filtered (declared in the protocol crate).
+pub use swival_protocol::CallKind;
 
 /// One configured stage.
 #[derive(Debug, Clone)]

@@ -502,9 +502,9 @@ impl RunJob {
         events.emit(Some(&self.run_id), reviewer::sending_notice(round));
         let (verdict, rec) = reviewer.review(runner, answer, &self.task, model, round, &self.cancel).await;
         let verdict_name = match &verdict {
-            Verdict::Accept => "accept",
-            Verdict::Retry(_) => "retry",
-            Verdict::Error(_) => "error",
+            Verdict::Accept => swival_protocol::ReviewVerdict::Accept,
+            Verdict::Retry(_) => swival_protocol::ReviewVerdict::Retry,
+            Verdict::Error(_) => swival_protocol::ReviewVerdict::Error,
             Verdict::Cancelled | Verdict::Tampered(_) => return verdict,
         };
         record.stats.review_rounds += 1;
@@ -522,7 +522,7 @@ impl RunJob {
             round,
             exit_code: rec.exit_code,
             feedback: rec.feedback.clone(),
-            verdict: verdict_name.into(),
+            verdict: verdict_name,
         };
         events.emit(Some(&self.run_id), kind);
         for kind in reviewer::round_events(round, reviewer.max_rounds, &verdict, &rec) {

@@ -10,7 +10,7 @@ use super::acp::{
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use swival_protocol::{Event, EventKind, FileChange, Outcome, RunEnd};
+use swival_protocol::{Event, EventKind, FileChange, HookDecision, Outcome, ReviewVerdict, RunEnd};
 
 /// Turns one session's events into updates.
 pub struct Forwarder {
@@ -48,14 +48,16 @@ impl Forwarder {
                 self.streamed.clear();
                 self.tool_result(&call_id(event, id), name, *succeeded, content, change.as_ref())
             }
-            EventKind::Hook { point, hook, decision, reason, .. } if decision != "pass" => {
+            EventKind::Hook { point, hook, decision, reason, .. } if *decision != HookDecision::Pass => {
                 let reason = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-                let failed = matches!(decision.as_str(), "block" | "ignored_failure");
+                let failed = matches!(decision, HookDecision::Block | HookDecision::IgnoredFailure);
+                let (point, decision) = (point.name(), decision.name());
                 card(event, format!("{point} hook {decision}"), format!("{hook} → {decision}{reason}"), failed)
             }
             EventKind::Review { round, verdict, feedback, .. } => {
-                let body = if feedback.trim().is_empty() { verdict.clone() } else { feedback.clone() };
-                card(event, format!("Reviewer round {round}: {verdict}"), body, verdict == "error")
+                let body = if feedback.trim().is_empty() { verdict.name().to_owned() } else { feedback.clone() };
+                let title = format!("Reviewer round {round}: {}", verdict.name());
+                card(event, title, body, *verdict == ReviewVerdict::Error)
             }
             EventKind::Intervention { kind, tool, message: m, .. } => {
                 let about = if tool.is_empty() { String::new() } else { format!(" ({tool})") };
@@ -75,7 +77,9 @@ impl Forwarder {
             }
             EventKind::ApprovalResolved { approval_id, decision, by } => {
                 let name = serde_json::to_value(decision).unwrap_or_default();
-                let mut out = vec![thought(&format!("[approval: {} ({by})]\n", name.as_str().unwrap_or("?")))];
+                let by = serde_json::to_value(by).unwrap_or_default();
+                let (name, by) = (name.as_str().unwrap_or("?"), by.as_str().unwrap_or("?"));
+                let mut out = vec![thought(&format!("[approval: {name} ({by})]\n"))];
                 // An approved call runs now.
                 if let Some(id) = self.approvals.remove(approval_id).filter(|_| decision.allows()) {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);

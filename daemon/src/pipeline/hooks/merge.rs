@@ -73,6 +73,17 @@ impl Effect {
         }
     }
 
+    /// The decision as events carry it.
+    pub fn decision(&self) -> swival_protocol::HookDecision {
+        use swival_protocol::HookDecision as D;
+        match self {
+            Effect::Pass => D::Pass,
+            Effect::Modify => D::Modify,
+            Effect::Block(_) => D::Block,
+            Effect::Ignored(_) => D::IgnoredFailure,
+        }
+    }
+
     /// The reason, if any.
     pub fn reason(&self) -> Option<&str> {
         match self {
