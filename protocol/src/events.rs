@@ -166,8 +166,8 @@ pub enum EventKind {
     Intervention {
         /// The turn.
         turn: u64,
-        /// `nudge`, `stop`, `storm`, `reread` or `finish`.
-        kind: String,
+        /// Which guard stepped in.
+        kind: InterventionKind,
         /// The tool it is about (empty for `finish`).
         tool: String,
         /// What the model was told.
@@ -238,6 +238,38 @@ impl CallKind {
         match self {
             CallKind::Agent => "agent",
             CallKind::Summary => "summary",
+        }
+    }
+}
+
+/// Which loop guard stepped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionKind {
+    /// Swival's guardrail: the same call failed twice; the model is told what to do instead.
+    Nudge,
+    /// Swival's guardrail, second level: the model is told to stop repeating.
+    Stop,
+    /// The storm breaker refused an identical repeat without running it.
+    Storm,
+    /// The same successful read again.
+    Reread,
+    /// After a change that succeeded, only reads: the model is told to answer.
+    Finish,
+    /// Repeats were refused too often: one last call without tools.
+    Stuck,
+}
+
+impl InterventionKind {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            InterventionKind::Nudge => "nudge",
+            InterventionKind::Stop => "stop",
+            InterventionKind::Storm => "storm",
+            InterventionKind::Reread => "reread",
+            InterventionKind::Finish => "finish",
+            InterventionKind::Stuck => "stuck",
         }
     }
 }

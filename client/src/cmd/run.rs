@@ -464,7 +464,7 @@ impl Progress {
             EventKind::Warning { message } => format!("  ⚠ Warning: {message}"),
             EventKind::Notice { level, message } => notice(*level, message),
             EventKind::Intervention { kind, message, .. } => {
-                format!("  ↺ loop guard ({kind}): {}", preview(message, 160))
+                format!("  ↺ loop guard ({}): {}", kind.name(), preview(message, 160))
             }
             _ => return,
         };

@@ -27,6 +27,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
+use swival_protocol::InterventionKind;
 
 /// Calls the storm breaker remembers.
 const WINDOW: usize = 6;
@@ -60,7 +61,7 @@ pub struct Intervention {
     pub tool: String,
     /// `nudge`, `stop` (Swival's guardrail levels), `storm`, `reread`,
     /// `finish` or `stuck`.
-    pub level: &'static str,
+    pub level: InterventionKind,
     /// What the model is told.
     pub message: String,
 }
@@ -210,7 +211,7 @@ impl Guards {
             if n == 2 {
                 self.pending.push(Intervention {
                     tool: name.to_owned(),
-                    level: "nudge",
+                    level: InterventionKind::Nudge,
                     message: format!(
                         "IMPORTANT: You have called `{name}` 2 times with the same error. The error is: {first}\n\
                          Do not repeat that call: fix your tool call as the error says (it names the call to \
@@ -220,7 +221,7 @@ impl Guards {
             } else if n >= 3 {
                 self.pending.push(Intervention {
                     tool: name.to_owned(),
-                    level: "stop",
+                    level: InterventionKind::Stop,
                     message: format!(
                         "STOP: You have failed to use `{name}` correctly {n} times in a row with the same error: \
                          {first}\nDo NOT call `{name}` again with the same arguments. Do what the error says \
@@ -246,7 +247,7 @@ impl Guards {
         if *n == REREAD_AT {
             self.pending.push(Intervention {
                 tool: name.to_owned(),
-                level: "reread",
+                level: InterventionKind::Reread,
                 message: format!(
                     "Note: `{name}` with {} has now returned the same result {REREAD_AT} times and nothing \
                      changed in between. Use the result you already have: make the change the task needs, \
@@ -272,7 +273,7 @@ impl Guards {
                 self.finish_sent = true;
                 self.pending.push(Intervention {
                     tool: String::new(),
-                    level: "finish",
+                    level: InterventionKind::Finish,
                     message: format!(
                         "Your change was made and the last {IDLE_TURNS} turns only read. If the task is done, \
                          reply now with your final answer (a short summary of what you changed) and call no \
@@ -335,10 +336,10 @@ mod tests {
         assert!(g.end_turn().0.is_none());
         g.after("edit_file", EDIT, UNREAD);
         let (text, given) = g.end_turn();
-        assert_eq!(given[0].level, "nudge");
+        assert_eq!(given[0].level, InterventionKind::Nudge);
         assert!(text.unwrap().starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
         g.after("edit_file", EDIT, UNREAD);
-        assert_eq!(g.end_turn().1[0].level, "stop");
+        assert_eq!(g.end_turn().1[0].level, InterventionKind::Stop);
         g.after("edit_file", EDIT, "Edited a.py");
         g.after("edit_file", EDIT, UNREAD);
         assert!(g.end_turn().1.is_empty(), "a success resets the count");
@@ -391,7 +392,7 @@ mod tests {
         }
         g.after("grep", r#"{"pattern": "y"}"#, "a.py:1: y");
         let (text, given) = g.end_turn();
-        assert_eq!(given[0].level, "finish");
+        assert_eq!(given[0].level, InterventionKind::Finish);
         assert!(text.unwrap().contains("final answer"));
         g.after("read_file", r#"{"file_path": "z"}"#, "1: x");
         assert!(g.end_turn().0.is_none(), "once per change");
@@ -404,7 +405,7 @@ mod tests {
         for _ in 0..3 {
             g.after("read_file", read, "1: x");
         }
-        assert_eq!(g.end_turn().1[0].level, "reread");
+        assert_eq!(g.end_turn().1[0].level, InterventionKind::Reread);
         let mut s = Guards::new(true);
         for _ in 0..2 {
             s.before("edit_file", EDIT);

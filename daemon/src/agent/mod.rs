@@ -307,7 +307,7 @@ impl AgentRun<'_> {
         self.record.event(json!({"type": "intervention", "turn": turn, "kind": "stuck", "tool": ""}));
         let kind = EventKind::Intervention {
             turn,
-            kind: "stuck".into(),
+            kind: swival_protocol::InterventionKind::Stuck,
             tool: String::new(),
             message: guard::STUCK_NUDGE.into(),
         };

@@ -13,7 +13,7 @@ use crate::store::StoreError;
 use crate::tools::repair;
 use serde_json::{json, Value};
 use std::time::Instant;
-use swival_protocol::{ApprovalDecision, EventKind, ResolvedBy};
+use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, ResolvedBy};
 
 /// What a user is asked to approve.
 struct Question<'a> {
@@ -83,13 +83,13 @@ impl AgentRun<'_> {
         }
         let (nudge, given) = guards.end_turn();
         for Intervention { tool, level, message } in &given {
-            if matches!(*level, "nudge" | "stop") {
+            if matches!(*level, InterventionKind::Nudge | InterventionKind::Stop) {
                 self.record.stats.guardrail_interventions += 1;
                 self.record.event(json!({"type": "guardrail", "turn": turn, "tool": tool, "level": level}));
             } else {
                 self.record.event(json!({"type": "intervention", "turn": turn, "kind": level, "tool": tool}));
             }
-            self.intervened(turn, tool, level, message);
+            self.intervened(turn, tool, *level, message);
         }
         if let Some(text) = nudge {
             self.conversation.push(json!({"role": "user", "content": text, "_swival_synthetic": true}))?;
@@ -112,7 +112,7 @@ impl AgentRun<'_> {
                         "type": "storm_suppression", "turn": turn, "name": call.name,
                         "args_hash": refusal.args_hash, "count": refusal.count,
                     }));
-                    self.intervened(turn, &call.name, "storm", &refusal.result);
+                    self.intervened(turn, &call.name, InterventionKind::Storm, &refusal.result);
                     refusal.result
                 }
                 None => {
@@ -212,9 +212,8 @@ impl AgentRun<'_> {
     }
 
     /// Tell the event stream about an intervention.
-    fn intervened(&self, turn: u64, tool: &str, kind: &str, message: &str) {
-        let kind =
-            EventKind::Intervention { turn, kind: kind.to_owned(), tool: tool.to_owned(), message: message.to_owned() };
+    fn intervened(&self, turn: u64, tool: &str, kind: InterventionKind, message: &str) {
+        let kind = EventKind::Intervention { turn, kind, tool: tool.to_owned(), message: message.to_owned() };
         self.events.emit(Some(self.run_id), kind);
     }
 

@@ -61,7 +61,7 @@ impl Forwarder {
             }
             EventKind::Intervention { kind, tool, message: m, .. } => {
                 let about = if tool.is_empty() { String::new() } else { format!(" ({tool})") };
-                vec![thought(&format!("[loop guard: {kind}{about}] {m}\n"))]
+                vec![thought(&format!("[loop guard: {}{about}] {m}\n", kind.name()))]
             }
             EventKind::Warning { message: m } => vec![thought(&format!("Warning: {m}\n"))],
             EventKind::Notice { message: m, .. } => vec![thought(&format!("{m}\n"))],
