@@ -297,6 +297,34 @@ impl OnFailure {
     pub const NAMES: &'static [&'static str] = &["block", "ignore"];
 }
 
+/// `cache/stats` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheStats {
+    /// The cache file.
+    pub path: String,
+    /// Replies stored.
+    pub entries: u64,
+    /// Their size.
+    pub bytes: u64,
+    /// The size cap (`max_cache_bytes`).
+    pub max_bytes: u64,
+    /// Calls answered from the cache since the daemon started.
+    pub hits: u64,
+    /// Calls that went to the provider.
+    pub misses: u64,
+    /// Calls that joined an identical call in flight.
+    pub shared: u64,
+    /// Calls waiting on one in flight now.
+    pub waiting: u64,
+}
+
+/// `cache/clear` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CacheClearResult {
+    /// Replies removed.
+    pub removed: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -256,21 +256,21 @@ impl ResponseCache {
     }
 
     /// `cache/stats`.
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> swival_protocol::CacheStats {
         let db = self.db.lock().unwrap_or_else(|p| p.into_inner());
         let (entries, bytes): (i64, i64) = db
             .query_row("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM replies", [], |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap_or((0, 0));
-        serde_json::json!({
-            "path": self.path.display().to_string(),
-            "entries": entries,
-            "bytes": bytes,
-            "max_bytes": self.max_bytes,
-            "hits": self.counters.hits.load(Ordering::Relaxed),
-            "misses": self.counters.misses.load(Ordering::Relaxed),
-            "shared": self.counters.shared.load(Ordering::Relaxed),
-            "waiting": self.counters.waiting.load(Ordering::Relaxed),
-        })
+        swival_protocol::CacheStats {
+            path: self.path.display().to_string(),
+            entries: entries.max(0) as u64,
+            bytes: bytes.max(0) as u64,
+            max_bytes: self.max_bytes,
+            hits: self.counters.hits.load(Ordering::Relaxed),
+            misses: self.counters.misses.load(Ordering::Relaxed),
+            shared: self.counters.shared.load(Ordering::Relaxed),
+            waiting: self.counters.waiting.load(Ordering::Relaxed),
+        }
     }
 
     /// Remove these entries (a withheld answer must not stay cached).

@@ -78,7 +78,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error)
     })?;
     module.register_method(methods::CACHE_CLEAR, |_, ctx, _| {
-        ctx.sessions.cache().map(|c| serde_json::json!({"removed": c.clear()})).map_err(rpc_error)
+        ctx.sessions.cache().map(|c| swival_protocol::CacheClearResult { removed: c.clear() }).map_err(rpc_error)
     })?;
     module.register_method(methods::POLICY_CHECK, |params, ctx, _| {
         let p: swival_protocol::PolicyCheckParams = params.parse()?;
