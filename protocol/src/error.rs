@@ -33,6 +33,17 @@ pub enum ErrorCode {
     UntrustedProject,
 }
 
+/// The `data` of an application error: which one, and for a config that
+/// names something that cannot run, the exit code Swival uses (1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorData {
+    /// The application error.
+    pub kind: ErrorCode,
+    /// The exit code a CLI should use, when it is not the usual one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
 impl ErrorCode {
     /// Every code, for documentation and the schema.
     pub const ALL: [ErrorCode; 10] = [

@@ -17,7 +17,7 @@ pub mod schema;
 pub mod session;
 pub mod types;
 
-pub use error::ErrorCode;
+pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use policy::*;
 pub use session::*;

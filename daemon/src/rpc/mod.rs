@@ -97,5 +97,9 @@ pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
 
 /// A JSON-RPC error carrying one of our application codes.
 pub fn app_error(code: ErrorCode, message: impl Into<String>) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(code.code(), message.into(), Some(serde_json::json!({ "kind": code })))
+    ErrorObjectOwned::owned(
+        code.code(),
+        message.into(),
+        Some(swival_protocol::ErrorData { kind: code, exit_code: None }),
+    )
 }

@@ -23,7 +23,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
             return ErrorObjectOwned::owned(
                 ErrorCode::ConfigInvalid.code(),
                 e.to_string(),
-                Some(serde_json::json!({"kind": ErrorCode::ConfigInvalid, "exit_code": 1})),
+                Some(swival_protocol::ErrorData { kind: ErrorCode::ConfigInvalid, exit_code: Some(1) }),
             );
         }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
