@@ -11,11 +11,11 @@ use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use swival_protocol::methods::{typed as m, NoParams};
 use swival_protocol::{
     methods, ConfigResolveParams, ConfigResolveResult, DaemonStatus, ErrorCode, Event, InitializeParams,
-    InitializeResult, PeerInfo, RunCancelResult, RunId, RunRef, RunResult, RunStartParams, RunStartResult, Seq,
-    SessionCreateParams, SessionCreateResult, SessionDetail, SessionId, SessionListResult, SessionRef, SubscribeParams,
-    PROTOCOL_VERSION,
+    InitializeResult, PeerInfo, RunId, RunRef, RunResult, RunStartParams, Seq, SessionCreateParams,
+    SessionCreateResult, SessionDetail, SessionId, SessionListResult, SessionRef, SubscribeParams, PROTOCOL_VERSION,
 };
 use tokio::net::UnixStream;
 
@@ -124,6 +124,12 @@ impl Client {
         Ok(self.rpc.request(method, Named::new(params)?).await?)
     }
 
+    /// Call the method `M` (declared once in the protocol crate) with its
+    /// params type, decoding its result type.
+    pub async fn request<M: methods::Method>(&self, params: &M::Params) -> Result<M::Result, ClientError> {
+        self.call(M::NAME, params).await
+    }
+
     /// Call a method that takes no params.
     pub async fn call_no_params<R: DeserializeOwned>(&self, method: &str) -> Result<R, ClientError> {
         Ok(self.rpc.request(method, jsonrpsee::rpc_params![]).await?)
@@ -145,18 +151,18 @@ impl Client {
             client: PeerInfo { name: client_name.into(), version: env!("CARGO_PKG_VERSION").into() },
             protocol_version: PROTOCOL_VERSION,
         };
-        self.call(methods::INITIALIZE, &params).await
+        self.request::<m::Initialize>(&params).await
     }
 
     /// `daemon/status`.
     pub async fn status(&self) -> Result<DaemonStatus, ClientError> {
-        self.call_no_params(methods::DAEMON_STATUS).await
+        self.request::<m::DaemonStatusMethod>(&NoParams).await
     }
 
     /// `daemon/shutdown`. A connection closed by the stopping daemon
     /// before its reply arrived counts as success.
     pub async fn shutdown(&self) -> Result<(), ClientError> {
-        match self.call_no_params::<serde_json::Value>(methods::DAEMON_SHUTDOWN).await {
+        match self.request::<m::DaemonShutdown>(&NoParams).await {
             Ok(_) | Err(ClientError::Transport(_)) => Ok(()),
             Err(e) => Err(e),
         }
@@ -164,17 +170,17 @@ impl Client {
 
     /// `session/create`.
     pub async fn create_session(&self, params: &SessionCreateParams) -> Result<SessionCreateResult, ClientError> {
-        self.call(methods::SESSION_CREATE, params).await
+        self.request::<m::SessionCreate>(params).await
     }
 
     /// `session/list`.
     pub async fn list_sessions(&self) -> Result<SessionListResult, ClientError> {
-        self.call_no_params(methods::SESSION_LIST).await
+        self.request::<m::SessionList>(&NoParams).await
     }
 
     /// `session/get`.
     pub async fn session(&self, session_id: &SessionId) -> Result<SessionDetail, ClientError> {
-        self.call(methods::SESSION_GET, &SessionRef { session_id: session_id.clone() }).await
+        self.request::<m::SessionGet>(&SessionRef { session_id: session_id.clone() }).await
     }
 
     /// `run/start`; `env` is the caller's environment for this run on
@@ -186,13 +192,13 @@ impl Client {
         env: Option<BTreeMap<String, String>>,
     ) -> Result<RunId, ClientError> {
         let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env };
-        let r: RunStartResult = self.call(methods::RUN_START, &params).await?;
+        let r = self.request::<m::RunStart>(&params).await?;
         Ok(r.run_id)
     }
 
     /// `run/cancel`.
     pub async fn cancel_run(&self, run_id: &RunId) -> Result<bool, ClientError> {
-        let r: RunCancelResult = self.call(methods::RUN_CANCEL, &RunRef { run_id: run_id.clone() }).await?;
+        let r = self.request::<m::RunCancel>(&RunRef { run_id: run_id.clone() }).await?;
         Ok(r.cancelled)
     }
 
@@ -209,7 +215,7 @@ impl Client {
             approval_id: approval_id.to_owned(),
             decision,
         };
-        let r: swival_protocol::ApproveResult = self.call(methods::RUN_APPROVE, &params).await?;
+        let r = self.request::<m::RunApprove>(&params).await?;
         Ok(r.accepted)
     }
 
@@ -226,23 +232,24 @@ impl Client {
     /// `buffers/respond`: a buffer's text (`None`: read the disk).
     pub async fn respond_buffer(&self, request_id: &str, text: Option<String>) -> Result<bool, ClientError> {
         let params = swival_protocol::BufferRespondParams { request_id: request_id.to_owned(), text };
-        let r: swival_protocol::BufferRespondResult = self.call(methods::BUFFERS_RESPOND, &params).await?;
+        let r = self.request::<m::BuffersRespond>(&params).await?;
         Ok(r.accepted)
     }
 
     /// `run/wait`.
     pub async fn wait_run(&self, run_id: &RunId) -> Result<RunResult, ClientError> {
-        self.call(methods::RUN_WAIT, &RunRef { run_id: run_id.clone() }).await
+        self.request::<m::RunWait>(&RunRef { run_id: run_id.clone() }).await
     }
 
     /// `report/get`.
     pub async fn report(&self, run_id: &RunId) -> Result<serde_json::Value, ClientError> {
-        self.call(methods::REPORT_GET, &RunRef { run_id: run_id.clone() }).await
+        let report = self.request::<m::ReportGet>(&RunRef { run_id: run_id.clone() }).await?;
+        Ok(serde_json::Value::Object(report.0))
     }
 
     /// `config/resolve`.
     pub async fn resolve_config(&self, params: &ConfigResolveParams) -> Result<ConfigResolveResult, ClientError> {
-        self.call(methods::CONFIG_RESOLVE, params).await
+        self.request::<m::ConfigResolve>(params).await
     }
 
     /// `session/subscribe` from `from_seq` (1 = everything stored).
@@ -260,7 +267,7 @@ impl Client {
         &self,
         params: &swival_protocol::PolicyCheckParams,
     ) -> Result<swival_protocol::PolicyCheckResult, ClientError> {
-        self.call(methods::POLICY_CHECK, params).await
+        self.request::<m::PolicyCheck>(params).await
     }
 
     /// `project/trust`.
@@ -268,12 +275,12 @@ impl Client {
         &self,
         params: &swival_protocol::ProjectTrustParams,
     ) -> Result<swival_protocol::ProjectTrustResult, ClientError> {
-        self.call(methods::PROJECT_TRUST, params).await
+        self.request::<m::ProjectTrust>(params).await
     }
 
     /// `policy/status`.
     pub async fn policy_status(&self, session_id: &SessionId) -> Result<swival_protocol::PolicyStatus, ClientError> {
-        self.call(methods::POLICY_STATUS, &SessionRef { session_id: session_id.clone() }).await
+        self.request::<m::PolicyStatusMethod>(&SessionRef { session_id: session_id.clone() }).await
     }
 
     /// Whether the connection is still up.

@@ -1,105 +1,176 @@
-//! Method, subscription and notification names. They are part of the
-//! contract: clients in any language type them literally.
+//! Every method the daemon answers, declared once: its name, summary,
+//! params type and result type. The name constants, [`ALL`], the typed
+//! markers in [`typed`] (which the daemon registers its handlers with and
+//! clients call through) and the generated schema all come from the one
+//! list below. Notification names are plain constants.
 
+use crate::events::*;
+use crate::policy::*;
+use crate::session::*;
+use crate::types::*;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// A method: its wire name and summary, and the types of its params and
+/// result.
+pub trait Method {
+    /// The wire name.
+    const NAME: &'static str;
+    /// One line for the documentation.
+    const SUMMARY: &'static str;
+    /// What the params deserialize as.
+    type Params: Serialize + DeserializeOwned + Send + 'static;
+    /// What the result serializes from.
+    type Result: Serialize + DeserializeOwned + Clone + Send + 'static;
+}
+
+/// The params of a method that takes none: a call may send none, `null`,
+/// `{}` or `[]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, schemars::JsonSchema)]
+pub struct NoParams;
+
+impl Serialize for NoParams {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        s.serialize_map(Some(0))?.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for NoParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| NoParams)
+    }
+}
+
+/// Swival's report (version 1) of a finished run, as `report/get` returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+#[schemars(description = "Swival report v1")]
+pub struct Report(pub serde_json::Map<String, serde_json::Value>);
+
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $ty:ident($name:ident = $wire:literal): $params:ty => $result:ty, $summary:literal; )*) => {
+        $( $(#[$doc])* pub const $name: &str = $wire; )*
+
+        /// Typed markers, one per method (see [`Method`]).
+        pub mod typed {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                $(#[$doc])*
+                #[derive(Debug, Clone, Copy)]
+                pub struct $ty;
+                impl Method for $ty {
+                    const NAME: &'static str = $wire;
+                    const SUMMARY: &'static str = $summary;
+                    type Params = $params;
+                    type Result = $result;
+                }
+            )*
+        }
+
+        /// Every method the daemon answers, with its summary, in the order
+        /// the documentation lists them.
+        pub const ALL: &[(&str, &str)] = &[ $( ($wire, $summary) ),* ];
+
+        /// Each method's name, params schema (`None`: no params) and result
+        /// schema, in [`ALL`]'s order.
+        pub(crate) fn schemas() -> Vec<(&'static str, Option<serde_json::Value>, serde_json::Value)> {
+            vec![ $( ($wire, crate::schema::params::<$params>(), crate::schema::schema::<$result>()) ),* ]
+        }
+    };
+}
+
+methods! {
 /// Handshake; the first call of every connection.
-pub const INITIALIZE: &str = "initialize";
+    Initialize(INITIALIZE = "initialize"): InitializeParams => InitializeResult,
+        "Handshake: client and protocol version in, server info and capabilities out.";
 /// Daemon pid, version, uptime and open connections.
-pub const DAEMON_STATUS: &str = "daemon/status";
+    DaemonStatusMethod(DAEMON_STATUS = "daemon/status"): NoParams => DaemonStatus,
+        "Daemon pid, version, uptime, socket path and open connections.";
 /// Ask the daemon to stop gracefully.
-pub const DAEMON_SHUTDOWN: &str = "daemon/shutdown";
-
+    DaemonShutdown(DAEMON_SHUTDOWN = "daemon/shutdown"): NoParams => ShutdownResult,
+        "Stop accepting connections, finish in-flight work within the grace period, exit 0.";
 /// Create a session in a base directory.
-pub const SESSION_CREATE: &str = "session/create";
+    SessionCreate(SESSION_CREATE = "session/create"): SessionCreateParams => SessionCreateResult,
+        "Create a session: base_dir, config overrides, title.";
 /// List sessions.
-pub const SESSION_LIST: &str = "session/list";
+    SessionList(SESSION_LIST = "session/list"): NoParams => SessionListResult,
+        "Every session with its state and last event seq.";
 /// One session with its runs and conversation.
-pub const SESSION_GET: &str = "session/get";
+    SessionGet(SESSION_GET = "session/get"): SessionRef => SessionDetail,
+        "One session: summary, effective config, runs and stored conversation.";
 /// Close a session (cancelling its run).
-pub const SESSION_CLOSE: &str = "session/close";
+    SessionClose(SESSION_CLOSE = "session/close"): SessionRef => SessionInfo,
+        "Close a session; a run in flight is cancelled.";
 /// Delete sessions unused for a while, and compact the database.
-pub const SESSION_PRUNE: &str = "session/prune";
+    SessionPrune(SESSION_PRUNE = "session/prune"): SessionPruneParams => SessionPruneResult,
+        "Delete sessions unused for older_than_s seconds (not those in use), then compact the database.";
 /// Subscribe to a session's events (notifications: `session/event`).
-pub const SESSION_SUBSCRIBE: &str = "session/subscribe";
+    SessionSubscribe(SESSION_SUBSCRIBE = "session/subscribe"): SubscribeParams => Event,
+        "Stream a session's stored and live events from a seq (notifications: session/event).";
+/// End a `session/subscribe` subscription.
+    SessionUnsubscribe(SESSION_UNSUBSCRIBE = "session/unsubscribe"): NoParams => bool,
+        "End a session/subscribe subscription.";
+/// Start a run in a session.
+    RunStart(RUN_START = "run/start"): RunStartParams => RunStartResult,
+        "Start a run; refused with session_busy while another runs.";
+/// Cancel a run.
+    RunCancel(RUN_CANCEL = "run/cancel"): RunRef => RunCancelResult,
+        "Cancel a run: between turns and tools, killing running children.";
+/// Wait for a run to finish.
+    RunWait(RUN_WAIT = "run/wait"): RunRef => RunResult,
+        "Wait for a run to finish and return its result.";
+/// Answer a run's `approval_requested` event.
+    RunApprove(RUN_APPROVE = "run/approve"): ApproveParams => ApproveResult,
+        "Answer a run's approval_requested event: allow or reject once or for the session.";
+/// Swival's report JSON of a finished run.
+    ReportGet(REPORT_GET = "report/get"): RunRef => Report,
+        "Swival's report JSON (version 1) of a finished run.";
+/// Register a client hook (notifications: `hooks/invoke`).
+    HooksRegister(HOOKS_REGISTER = "hooks/register"): HookRegisterParams => HookInvocation,
+        "Register a client hook for some points; invocations arrive as hooks/invoke notifications.";
+/// Remove a client hook (closing the connection also does).
+    HooksUnregister(HOOKS_UNREGISTER = "hooks/unregister"): NoParams => bool,
+        "End a hooks/register subscription.";
+/// Serve a session's file reads from an editor's buffers (subscription).
+    BuffersServe(BUFFERS_SERVE = "buffers/serve"): SessionRef => BufferRead,
+        "Serve a session's read_file calls from an editor's buffers; requests arrive as buffers/read notifications.";
+/// End a `buffers/serve` subscription.
+    BuffersUnserve(BUFFERS_UNSERVE = "buffers/unserve"): NoParams => bool,
+        "End a buffers/serve subscription.";
+/// Answer one `buffers/read`.
+    BuffersRespond(BUFFERS_RESPOND = "buffers/respond"): BufferRespondParams => BufferRespondResult,
+        "Answer one buffers/read with the buffer's text, or null to read the file from disk.";
+/// A client hook's answer to one invocation.
+    HooksRespond(HOOKS_RESPOND = "hooks/respond"): HookRespondParams => HookRespondResult,
+        "Answer one hooks/invoke with the hook's result.";
+/// Response cache statistics.
+    CacheStatsMethod(CACHE_STATS = "cache/stats"): NoParams => CacheStats,
+        "Response cache: entries, bytes, hits, misses, shared calls.";
+/// Empty the response cache.
+    CacheClear(CACHE_CLEAR = "cache/clear"): NoParams => CacheClearResult,
+        "Empty the response cache; returns how many entries were removed.";
+/// Whether a command would run, and why.
+    PolicyCheck(POLICY_CHECK = "policy/check"): PolicyCheckParams => PolicyCheckResult,
+        "Whether run_command would run an argv in a session (or base dir), and why.";
+/// What guards a session: filters, hooks, reviewer, sandbox.
+    PolicyStatusMethod(POLICY_STATUS = "policy/status"): SessionRef => PolicyStatus,
+        "Filter stages, hooks, reviewer, sandbox and MCP servers of a session, each script with its SHA-256.";
+/// The effective configuration for a base directory, with sources.
+    ConfigResolve(CONFIG_RESOLVE = "config/resolve"): ConfigResolveParams => ConfigResolveResult,
+        "The effective configuration for a base directory, with the layer that set each key.";
+/// Every MCP server the daemon runs or holds for a session.
+    McpStatus(MCP_STATUS = "mcp/status"): NoParams => McpStatusResult,
+        "Every MCP server: transport, command or URL, pid, tools and the sessions using it.";
+/// Trust a project's `swival.toml` as it is now.
+    ProjectTrust(PROJECT_TRUST = "project/trust"): ProjectTrustParams => ProjectTrustResult,
+        "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports.";
+}
+
 /// The notification method of `session/subscribe`.
 pub const SESSION_EVENT: &str = "session/event";
-/// End a `session/subscribe` subscription.
-pub const SESSION_UNSUBSCRIBE: &str = "session/unsubscribe";
-/// Start a run in a session.
-pub const RUN_START: &str = "run/start";
-/// Cancel a run.
-pub const RUN_CANCEL: &str = "run/cancel";
-/// Wait for a run to finish.
-pub const RUN_WAIT: &str = "run/wait";
-/// Answer a run's `approval_requested` event.
-pub const RUN_APPROVE: &str = "run/approve";
-/// Swival's report JSON of a finished run.
-pub const REPORT_GET: &str = "report/get";
-/// Register a client hook (notifications: `hooks/invoke`).
-pub const HOOKS_REGISTER: &str = "hooks/register";
 /// The notification method of `hooks/register`.
 pub const HOOKS_INVOKE: &str = "hooks/invoke";
-/// Remove a client hook (closing the connection also does).
-pub const HOOKS_UNREGISTER: &str = "hooks/unregister";
-/// Serve a session's file reads from an editor's buffers (subscription).
-pub const BUFFERS_SERVE: &str = "buffers/serve";
 /// The notification of a `buffers/serve` subscription: a file to read.
 pub const BUFFERS_READ: &str = "buffers/read";
-/// End a `buffers/serve` subscription.
-pub const BUFFERS_UNSERVE: &str = "buffers/unserve";
-/// Answer one `buffers/read`.
-pub const BUFFERS_RESPOND: &str = "buffers/respond";
-/// A client hook's answer to one invocation.
-pub const HOOKS_RESPOND: &str = "hooks/respond";
-/// What guards a session: filters, hooks, reviewer, sandbox.
-pub const POLICY_STATUS: &str = "policy/status";
-/// Response cache statistics.
-pub const CACHE_STATS: &str = "cache/stats";
-/// Empty the response cache.
-pub const CACHE_CLEAR: &str = "cache/clear";
-/// Whether a command would run, and why.
-pub const POLICY_CHECK: &str = "policy/check";
-/// The effective configuration for a base directory, with sources.
-pub const CONFIG_RESOLVE: &str = "config/resolve";
-/// Every MCP server the daemon runs or holds for a session.
-pub const MCP_STATUS: &str = "mcp/status";
-/// Trust a project's `swival.toml` as it is now.
-pub const PROJECT_TRUST: &str = "project/trust";
-
-/// Every method the daemon answers, with a one-line summary, in the order
-/// the documentation lists them.
-pub const ALL: &[(&str, &str)] = &[
-    (INITIALIZE, "Handshake: client and protocol version in, server info and capabilities out."),
-    (DAEMON_STATUS, "Daemon pid, version, uptime, socket path and open connections."),
-    (DAEMON_SHUTDOWN, "Stop accepting connections, finish in-flight work within the grace period, exit 0."),
-    (SESSION_CREATE, "Create a session: base_dir, config overrides, title."),
-    (SESSION_LIST, "Every session with its state and last event seq."),
-    (SESSION_GET, "One session: summary, effective config, runs and stored conversation."),
-    (SESSION_CLOSE, "Close a session; a run in flight is cancelled."),
-    (SESSION_PRUNE, "Delete sessions unused for older_than_s seconds (not those in use), then compact the database."),
-    (SESSION_SUBSCRIBE, "Stream a session's stored and live events from a seq (notifications: session/event)."),
-    (SESSION_UNSUBSCRIBE, "End a session/subscribe subscription."),
-    (RUN_START, "Start a run; refused with session_busy while another runs."),
-    (RUN_CANCEL, "Cancel a run: between turns and tools, killing running children."),
-    (RUN_WAIT, "Wait for a run to finish and return its result."),
-    (RUN_APPROVE, "Answer a run's approval_requested event: allow or reject once or for the session."),
-    (REPORT_GET, "Swival's report JSON (version 1) of a finished run."),
-    (HOOKS_REGISTER, "Register a client hook for some points; invocations arrive as hooks/invoke notifications."),
-    (HOOKS_UNREGISTER, "End a hooks/register subscription."),
-    (
-        BUFFERS_SERVE,
-        "Serve a session's read_file calls from an editor's buffers; requests arrive as buffers/read notifications.",
-    ),
-    (BUFFERS_UNSERVE, "End a buffers/serve subscription."),
-    (BUFFERS_RESPOND, "Answer one buffers/read with the buffer's text, or null to read the file from disk."),
-    (HOOKS_RESPOND, "Answer one hooks/invoke with the hook's result."),
-    (CACHE_STATS, "Response cache: entries, bytes, hits, misses, shared calls."),
-    (CACHE_CLEAR, "Empty the response cache; returns how many entries were removed."),
-    (POLICY_CHECK, "Whether run_command would run an argv in a session (or base dir), and why."),
-    (
-        POLICY_STATUS,
-        "Filter stages, hooks, reviewer, sandbox and MCP servers of a session, each script with its SHA-256.",
-    ),
-    (CONFIG_RESOLVE, "The effective configuration for a base directory, with the layer that set each key."),
-    (MCP_STATUS, "Every MCP server: transport, command or URL, pid, tools and the sessions using it."),
-    (PROJECT_TRUST, "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports."),
-];

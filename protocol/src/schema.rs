@@ -4,7 +4,7 @@
 //! below fails when the committed file differs (run it with
 //! `UPDATE_SCHEMA=1` to rewrite the file).
 
-use crate::{error::ErrorCode, events::*, methods, policy::*, session::*, types::*};
+use crate::{error::ErrorCode, methods};
 use schemars::{schema_for, JsonSchema};
 use serde_json::{json, Map, Value};
 
@@ -15,47 +15,18 @@ struct MethodDoc {
     result: Value,
 }
 
-fn schema<T: JsonSchema>() -> Value {
+/// `T`'s JSON schema.
+pub(crate) fn schema<T: JsonSchema>() -> Value {
     serde_json::to_value(schema_for!(T)).expect("schemas serialize")
 }
 
+/// A params type's schema; `None` for [`methods::NoParams`].
+pub(crate) fn params<T: JsonSchema + 'static>() -> Option<Value> {
+    (std::any::TypeId::of::<T>() != std::any::TypeId::of::<methods::NoParams>()).then(schema::<T>)
+}
+
 fn method_docs() -> Vec<MethodDoc> {
-    let doc = |name, params: Option<Value>, result: Value| MethodDoc { name, params, result };
-    vec![
-        doc(methods::INITIALIZE, Some(schema::<InitializeParams>()), schema::<InitializeResult>()),
-        doc(methods::DAEMON_STATUS, None, schema::<DaemonStatus>()),
-        doc(methods::DAEMON_SHUTDOWN, None, schema::<ShutdownResult>()),
-        doc(methods::SESSION_CREATE, Some(schema::<SessionCreateParams>()), schema::<SessionCreateResult>()),
-        doc(methods::SESSION_LIST, None, schema::<SessionListResult>()),
-        doc(methods::SESSION_GET, Some(schema::<SessionRef>()), schema::<SessionDetail>()),
-        doc(methods::SESSION_CLOSE, Some(schema::<SessionRef>()), schema::<SessionInfo>()),
-        doc(methods::SESSION_PRUNE, Some(schema::<SessionPruneParams>()), schema::<SessionPruneResult>()),
-        // The result of a subscription is its notifications' payload.
-        doc(methods::SESSION_SUBSCRIBE, Some(schema::<SubscribeParams>()), schema::<Event>()),
-        doc(methods::SESSION_UNSUBSCRIBE, None, json!({"type": "boolean"})),
-        doc(methods::RUN_START, Some(schema::<RunStartParams>()), schema::<RunStartResult>()),
-        doc(methods::RUN_CANCEL, Some(schema::<RunRef>()), schema::<RunCancelResult>()),
-        doc(methods::RUN_WAIT, Some(schema::<RunRef>()), schema::<RunResult>()),
-        doc(methods::RUN_APPROVE, Some(schema::<ApproveParams>()), schema::<ApproveResult>()),
-        doc(
-            methods::REPORT_GET,
-            Some(schema::<RunRef>()),
-            json!({"type": "object", "description": "Swival report v1"}),
-        ),
-        doc(methods::HOOKS_REGISTER, Some(schema::<HookRegisterParams>()), schema::<HookInvocation>()),
-        doc(methods::HOOKS_UNREGISTER, None, json!({"type": "boolean"})),
-        doc(methods::BUFFERS_SERVE, Some(schema::<SessionRef>()), schema::<BufferRead>()),
-        doc(methods::BUFFERS_UNSERVE, None, json!({"type": "boolean"})),
-        doc(methods::BUFFERS_RESPOND, Some(schema::<BufferRespondParams>()), schema::<BufferRespondResult>()),
-        doc(methods::HOOKS_RESPOND, Some(schema::<HookRespondParams>()), schema::<HookRespondResult>()),
-        doc(methods::CACHE_STATS, None, schema::<CacheStats>()),
-        doc(methods::CACHE_CLEAR, None, schema::<CacheClearResult>()),
-        doc(methods::POLICY_CHECK, Some(schema::<PolicyCheckParams>()), schema::<PolicyCheckResult>()),
-        doc(methods::POLICY_STATUS, Some(schema::<SessionRef>()), schema::<PolicyStatus>()),
-        doc(methods::CONFIG_RESOLVE, Some(schema::<ConfigResolveParams>()), schema::<ConfigResolveResult>()),
-        doc(methods::MCP_STATUS, None, schema::<McpStatusResult>()),
-        doc(methods::PROJECT_TRUST, Some(schema::<ProjectTrustParams>()), schema::<ProjectTrustResult>()),
-    ]
+    methods::schemas().into_iter().map(|(name, params, result)| MethodDoc { name, params, result }).collect()
 }
 
 /// The whole protocol as one JSON document: version, methods with their

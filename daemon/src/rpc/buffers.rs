@@ -6,7 +6,7 @@ use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage};
 use std::sync::Arc;
-use swival_protocol::{methods, BufferRespondParams, BufferRespondResult, SessionRef};
+use swival_protocol::{methods, BufferRespondResult, SessionRef};
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     module.register_subscription(
@@ -15,10 +15,8 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         methods::BUFFERS_UNSERVE,
         |params, pending, ctx, _| async move { serve(params.parse::<SessionRef>(), pending, ctx).await },
     )?;
-    module.register_method(methods::BUFFERS_RESPOND, |params, ctx, _| {
-        let p: BufferRespondParams = params.parse()?;
-        let accepted = ctx.sessions.editor_buffers().respond(&p.request_id, p.text);
-        Ok::<_, ErrorObjectOwned>(BufferRespondResult { accepted })
+    super::method::<swival_protocol::methods::typed::BuffersRespond>(module, |p, ctx| {
+        Ok(BufferRespondResult { accepted: ctx.sessions.editor_buffers().respond(&p.request_id, p.text) })
     })?;
     Ok(())
 }

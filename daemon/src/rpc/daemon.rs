@@ -1,18 +1,19 @@
 //! `initialize`, `daemon/status`, `daemon/shutdown`.
 
-use super::{app_error, DaemonContext};
+use super::{app_error, method, DaemonContext};
 use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
+use swival_protocol::methods::{self, typed as m};
 use swival_protocol::{
-    methods, Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo, ShutdownResult,
+    Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo, ShutdownResult,
     PROTOCOL_VERSION,
 };
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_method(methods::INITIALIZE, |params, ctx, _| initialize(params.parse()?, ctx))?;
-    module.register_method(methods::DAEMON_STATUS, |_, ctx, _| Ok::<_, ErrorObjectOwned>(status(ctx)))?;
-    module.register_method(methods::DAEMON_SHUTDOWN, |_, ctx, _| {
+    method::<m::Initialize>(module, initialize)?;
+    method::<m::DaemonStatusMethod>(module, |_, ctx| Ok(status(ctx)))?;
+    method::<m::DaemonShutdown>(module, |_, ctx| {
         tracing::info!("shutdown requested over RPC");
         // Let this reply reach a WebSocket client before its connection is
         // closed; newline-delimited and HTTP replies are flushed anyway.
@@ -21,7 +22,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             shutdown.trigger();
         });
-        Ok::<_, ErrorObjectOwned>(ShutdownResult { stopping: true })
+        Ok(ShutdownResult { stopping: true })
     })?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage};
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{methods, HookInvocation, HookRegisterParams, HookRespondParams, HookRespondResult};
+use swival_protocol::{methods, HookInvocation, HookRegisterParams, HookRespondResult};
 
 fn registration(p: HookRegisterParams) -> Result<Registration, ErrorObjectOwned> {
     if p.points.is_empty() {
@@ -32,10 +32,8 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         methods::HOOKS_UNREGISTER,
         |params, pending, ctx, _| async move { serve(params.parse().and_then(registration), pending, ctx).await },
     )?;
-    module.register_method(methods::HOOKS_RESPOND, |params, ctx, _| {
-        let p: HookRespondParams = params.parse()?;
-        let accepted = ctx.sessions.hook_registry().respond(&p.call_id, p.result);
-        Ok::<_, ErrorObjectOwned>(HookRespondResult { accepted })
+    super::method::<swival_protocol::methods::typed::HooksRespond>(module, |p, ctx| {
+        Ok(HookRespondResult { accepted: ctx.sessions.hook_registry().respond(&p.call_id, p.result) })
     })?;
     Ok(())
 }

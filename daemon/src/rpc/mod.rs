@@ -16,6 +16,7 @@ use jsonrpsee::RpcModule;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use swival_protocol::methods::Method;
 use swival_protocol::{Activation, ErrorCode};
 
 /// What the handlers can reach: the daemon-wide services.
@@ -82,8 +83,43 @@ impl Drop for SubscriptionSlot {
 }
 
 /// Subscription methods (their names open a notification stream).
-pub const SUBSCRIPTION_METHODS: &[&str] =
-    &[swival_protocol::methods::SESSION_SUBSCRIBE, swival_protocol::methods::HOOKS_REGISTER];
+pub const SUBSCRIPTION_METHODS: &[&str] = &[
+    swival_protocol::methods::SESSION_SUBSCRIBE,
+    swival_protocol::methods::HOOKS_REGISTER,
+    swival_protocol::methods::BUFFERS_SERVE,
+];
+
+/// Register `M`'s handler: its params parsed as `M::Params` (a parse
+/// error is `-32602` naming what was wrong), its result of type
+/// `M::Result`. The method's name and types come from its one declaration
+/// in the protocol crate.
+pub(super) fn method<M: Method>(
+    module: &mut RpcModule<DaemonContext>,
+    f: impl Fn(M::Params, &DaemonContext) -> Result<M::Result, ErrorObjectOwned> + Send + Sync + Clone + 'static,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+    module.register_method(M::NAME, move |params, ctx, _| f(params.parse::<M::Params>()?, ctx))?;
+    Ok(())
+}
+
+/// [`method`] for a handler that awaits.
+pub(super) fn async_method<M: Method, Fut>(
+    module: &mut RpcModule<DaemonContext>,
+    f: impl Fn(M::Params, Arc<DaemonContext>) -> Fut + Send + Sync + Clone + 'static,
+) -> Result<(), jsonrpsee::core::RegisterMethodError>
+where
+    Fut: std::future::Future<Output = Result<M::Result, ErrorObjectOwned>> + Send + 'static,
+{
+    module.register_async_method(M::NAME, move |params, ctx, _| {
+        let f = f.clone();
+        async move { f(params.parse::<M::Params>()?, ctx).await }
+    })?;
+    Ok(())
+}
+
+/// An invalid-params error with a message saying what to send instead.
+pub(super) fn invalid_params(message: &str) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(-32602, message.to_owned(), None::<()>)
+}
 
 /// Build the module with every method registered.
 pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {

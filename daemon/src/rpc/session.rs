@@ -1,13 +1,13 @@
 //! Session, run, event, report and config methods.
 
-use super::{app_error, DaemonContext};
+use super::{app_error, async_method, invalid_params, method, DaemonContext};
 use crate::session::SessionError;
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
+use swival_protocol::methods::{self, typed as m, Report};
 use swival_protocol::{
-    methods, ApproveParams, ApproveResult, ConfigResolveParams, ConfigResolveResult, ErrorCode, RunCancelResult,
-    RunRef, RunStartParams, RunStartResult, SessionCreateParams, SessionListResult, SessionRef, SubscribeParams,
+    ApproveResult, ConfigResolveResult, ErrorCode, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
 };
 
 /// The JSON-RPC error for a session failure.
@@ -33,61 +33,46 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 }
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_method(methods::SESSION_CREATE, |params, ctx, _| {
-        let p: SessionCreateParams = params.parse()?;
+    method::<m::SessionCreate>(module, |p, ctx| {
         ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).map_err(rpc_error)
     })?;
-    module.register_method(methods::PROJECT_TRUST, |params, ctx, _| {
-        let p: swival_protocol::ProjectTrustParams = params.parse()?;
+    method::<m::ProjectTrust>(module, |p, ctx| {
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)
     })?;
-    module.register_method(methods::SESSION_PRUNE, |params, ctx, _| {
-        let p: swival_protocol::SessionPruneParams = params.parse()?;
+    method::<m::SessionPrune>(module, |p, ctx| {
         if !(p.older_than_s.is_finite() && p.older_than_s >= 0.0) {
-            return Err(ErrorObjectOwned::owned(
-                -32602,
-                "older_than_s must be a number of seconds, 0 or more",
-                None::<()>,
-            ));
+            return Err(invalid_params("older_than_s must be a number of seconds, 0 or more"));
         }
         let older_than = std::time::Duration::from_secs_f64(p.older_than_s);
         ctx.sessions.prune(older_than).map(|removed| swival_protocol::SessionPruneResult { removed }).map_err(rpc_error)
     })?;
-    module.register_method(methods::SESSION_LIST, |_, ctx, _| {
+    method::<m::SessionList>(module, |_, ctx| {
         ctx.sessions.list().map(|sessions| SessionListResult { sessions }).map_err(rpc_error)
     })?;
-    module.register_method(methods::SESSION_GET, |params, ctx, _| {
-        let p: SessionRef = params.parse()?;
-        ctx.sessions.detail(&p.session_id).map_err(rpc_error)
-    })?;
-    module.register_async_method(methods::SESSION_CLOSE, |params, ctx, _| async move {
-        let p: SessionRef = params.parse()?;
+    method::<m::SessionGet>(module, |p, ctx| ctx.sessions.detail(&p.session_id).map_err(rpc_error))?;
+    async_method::<m::SessionClose, _>(module, |p, ctx| async move {
         ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
     })?;
     register_runs(module)?;
-    module.register_method(methods::REPORT_GET, |params, ctx, _| {
-        let p: RunRef = params.parse()?;
-        ctx.sessions.report(&p.run_id).map_err(rpc_error)
+    method::<m::ReportGet>(module, |p, ctx| {
+        let report = ctx.sessions.report(&p.run_id).map_err(rpc_error)?;
+        Ok(Report(match report {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        }))
     })?;
-    module.register_method(methods::POLICY_STATUS, |params, ctx, _| {
-        let p: SessionRef = params.parse()?;
-        ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)
-    })?;
-    module.register_method(methods::MCP_STATUS, |_, ctx, _| Ok::<_, ErrorObjectOwned>(ctx.sessions.mcp_status()))?;
-    module.register_method(methods::CACHE_STATS, |_, ctx, _| {
-        ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error)
-    })?;
-    module.register_method(methods::CACHE_CLEAR, |_, ctx, _| {
+    method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;
+    method::<m::McpStatus>(module, |_, ctx| Ok(ctx.sessions.mcp_status()))?;
+    method::<m::CacheStatsMethod>(module, |_, ctx| ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error))?;
+    method::<m::CacheClear>(module, |_, ctx| {
         ctx.sessions.cache().map(|c| swival_protocol::CacheClearResult { removed: c.clear() }).map_err(rpc_error)
     })?;
-    module.register_method(methods::POLICY_CHECK, |params, ctx, _| {
-        let p: swival_protocol::PolicyCheckParams = params.parse()?;
+    method::<m::PolicyCheck>(module, |p, ctx| {
         ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv, p.env).map_err(rpc_error)
     })?;
-    module.register_method(methods::CONFIG_RESOLVE, |params, ctx, _| {
-        let p: ConfigResolveParams = params.parse()?;
+    method::<m::ConfigResolve>(module, |p, ctx| {
         let effective = ctx.sessions.resolve_config(&p.base_dir, p.config.as_ref()).map_err(rpc_error)?;
-        Ok::<_, ErrorObjectOwned>(ConfigResolveResult {
+        Ok(ConfigResolveResult {
             config: crate::session::public_config(&effective),
             sources: effective.sources,
             warnings: effective.warnings,
@@ -104,26 +89,21 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 
 /// `run/start`, `run/cancel`, `run/wait` and `run/approve`.
 fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_async_method(methods::RUN_START, |params, ctx, _| async move {
-        let p: RunStartParams = params.parse()?;
+    async_method::<m::RunStart, _>(module, |p, ctx| async move {
         ctx.sessions
             .start_run(&p.session_id, p.task, p.env)
             .await
             .map(|run_id| RunStartResult { run_id })
             .map_err(rpc_error)
     })?;
-    module.register_method(methods::RUN_CANCEL, |params, ctx, _| {
-        let p: RunRef = params.parse()?;
+    method::<m::RunCancel>(module, |p, ctx| {
         ctx.sessions.cancel(&p.run_id).map(|cancelled| RunCancelResult { cancelled }).map_err(rpc_error)
     })?;
-    module.register_async_method(methods::RUN_WAIT, |params, ctx, _| async move {
-        let p: RunRef = params.parse()?;
-        ctx.sessions.wait(&p.run_id).await.map_err(rpc_error)
-    })?;
-    module.register_method(methods::RUN_APPROVE, |params, ctx, _| {
-        let p: ApproveParams = params.parse()?;
-        Ok::<_, ErrorObjectOwned>(ApproveResult { accepted: ctx.sessions.approve(&p) })
-    })?;
+    async_method::<m::RunWait, _>(
+        module,
+        |p, ctx| async move { ctx.sessions.wait(&p.run_id).await.map_err(rpc_error) },
+    )?;
+    method::<m::RunApprove>(module, |p, ctx| Ok(ApproveResult { accepted: ctx.sessions.approve(&p) }))?;
     Ok(())
 }
 
