@@ -277,6 +277,12 @@ impl<'a> Scanner<'a> {
 
 /// Every (possibly overlapping) occurrence of `needle` in `text`.
 fn find_all(text: &str, needle: &str) -> Vec<usize> {
+    // Most texts hold no prefix at all, and setting up a substring search
+    // costs more than one scan for its first byte.
+    let Some(first) = needle.as_bytes().first() else { return Vec::new() };
+    if text.len() < needle.len() || !text.as_bytes().contains(first) {
+        return Vec::new();
+    }
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(offset) = text[from..].find(needle) {
