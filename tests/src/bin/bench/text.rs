@@ -51,12 +51,14 @@ pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"val
     report was encrypted with a throwaway secret shield that compiled its regexes (14 %) and rebuilt the whole \
     JSON (10 %) and scanned every short string in full; the writer parsed its BEGIN/SAVEPOINT/RELEASE/COMMIT for every job (now cached); each \
     conversation message waited for its commit on a tokio worker (now queued like events; the loop waits once \
-    at its end). Against the previous daemon, interleaved on this machine (`bench turns 3`, twice each): CPU per \
+    at its end); a newline-delimited connection writes the lines waiting for it in one system call instead of \
+    one each. Against the previous daemon, interleaved on this machine (`bench turns 3`, twice each): CPU per \
     turn of the 6-call task 1.17–1.36 ms → 0.76–0.79 ms, wall per turn (p50) 1.24–1.44 ms → 0.79 ms; 64 sessions \
     × 10 turns: CPU per turn 1.13–1.19 ms → 0.58–0.63 ms, p99 per turn 23–42 ms → 11–16 ms, 890–994 → \
-    1,570–1,680 turns/s. What the profile shows is left: the store's writer thread (25 %; a third of it is the `UPDATE \
-    sessions SET last_seq … RETURNING` that numbers each event, which rewrites the session row, config and \
-    request JSON included, every time), serialising the provider request (12 %: the whole conversation on every call), the report's secret \
+    1,570–1,680 turns/s (before the joined writes, which took 64-session throughput up by a further fifth). \
+    What the profile shows is left: the store's writer thread (25 %; a third of it is the `UPDATE \
+    sessions SET last_seq … RETURNING` that numbers each event: a lookup and an update of the session's row, \
+    whose page every commit then writes to the WAL), serialising the provider request (12 %: the whole conversation on every call), the report's secret \
     scan at run end (7 % here, where runs are 7–10 turns), SSE parsing into `serde_json::Value` (8 %), and \
     JSON-RPC dispatch and notifications (8 %). A quarter to a third of the CPU per turn is system time \
     (socket writes per event, the writer thread's wake-ups, WAL writes).";
