@@ -102,7 +102,7 @@ impl AgentRun<'_> {
                     json!({"role": "system", "content": SUMMARY_PROMPT}),
                     json!({"role": "user", "content": transcript(&messages[range.clone()])}),
                 ];
-                let note = match self.call_model(turn, CallKind::Summary, Some(request), &[]).await {
+                let note = match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
                     Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
                         strategy.push("summarize_middle");
                         format!("[Summary of earlier turns]\n{}", reply.content.unwrap_or_default())

@@ -1,10 +1,16 @@
 //! A session's conversation: OpenAI chat messages, stored message by
 //! message as they are added so a crash loses nothing already said.
+//!
+//! A message is queued for the store's writer without waiting for its
+//! commit (the writer commits in order, with the run's events); a failed
+//! write is reported by the next change or by [`Conversation::settle`],
+//! which the agent loop calls before it ends.
 
+use super::estimate::json_len;
 use crate::store::{Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use swival_protocol::SessionId;
 
 /// The tool result given to calls a crash or cancel left unanswered.
@@ -19,12 +25,17 @@ pub struct Conversation {
     session: SessionId,
     /// The messages, system prompt first.
     messages: Vec<Value>,
+    /// The length of their compact JSON, summed (for the token estimate).
+    chars: usize,
+    /// The first failed message write not reported yet.
+    failed: Arc<Mutex<Option<StoreError>>>,
 }
 
 impl Conversation {
     /// Wrap messages loaded from (or already in) the store.
     pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Value>) -> Conversation {
-        Conversation { store, session, messages }
+        let chars = messages.iter().map(json_len).sum();
+        Conversation { store, session, messages, chars, failed: Arc::default() }
     }
 
     /// The messages.
@@ -32,11 +43,42 @@ impl Conversation {
         &self.messages
     }
 
-    /// Append a message and store it.
+    /// The length of the messages' compact JSON, summed.
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
+
+    /// Append a message and queue it for the store. Fails when an earlier
+    /// message could not be stored.
     pub fn push(&mut self, message: Value) -> Result<(), StoreError> {
-        self.store.put_message(&self.session, self.messages.len(), &message)?;
+        self.check()?;
+        let body = message.to_string();
+        let len = body.len();
+        let failed = self.failed.clone();
+        let then = Box::new(move |r: Result<(), StoreError>| {
+            if let Err(e) = r {
+                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+            }
+        });
+        self.store.put_message_then(&self.session, self.messages.len(), body, then);
         self.messages.push(message);
+        self.chars += len;
         Ok(())
+    }
+
+    /// Wait until every message added so far is stored; the first write
+    /// that failed, if any.
+    pub fn settle(&self) -> Result<(), StoreError> {
+        self.store.settle()?;
+        self.check()
+    }
+
+    /// The first failed write not reported yet.
+    fn check(&self) -> Result<(), StoreError> {
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Give every tool call left without a result (a run that crashed or
@@ -70,7 +112,10 @@ impl Conversation {
     /// Change messages in place and store the whole conversation again.
     pub fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
         change(&mut self.messages);
-        self.store.replace_messages(&self.session, &self.messages)
+        self.chars = self.messages.iter().map(json_len).sum();
+        // Committed after every queued message: their failures are known now.
+        self.store.replace_messages(&self.session, &self.messages)?;
+        self.check()
     }
 
     /// The last non-empty assistant text, for exhausted runs.

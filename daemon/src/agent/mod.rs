@@ -5,6 +5,7 @@
 
 mod compact;
 pub mod conversation;
+mod estimate;
 mod guard;
 mod observer;
 pub mod prompt;
@@ -24,6 +25,8 @@ use crate::store::StoreError;
 use crate::tools::ToolBox;
 use compact::is_context_overflow;
 use conversation::Conversation;
+pub use estimate::estimate_tokens;
+use estimate::{estimate_from, json_len, Offered};
 use observer::Observer;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -169,12 +172,6 @@ enum CallError {
     Blocked(String),
 }
 
-/// Rough token count: four characters a token, as Swival's fallback does.
-pub fn estimate_tokens(messages: &[Value], tools: &[Value]) -> u64 {
-    let chars: usize = messages.iter().chain(tools).map(|v| v.to_string().len()).sum();
-    (chars / 4) as u64
-}
-
 /// What `after_llm_call` hooks decided about a reply's tool calls.
 #[derive(Debug, Default)]
 pub(super) struct CallVerdict {
@@ -236,7 +233,8 @@ impl AgentRun<'_> {
 
     /// Run turns until an answer, exhaustion, cancellation or failure.
     pub async fn run(&mut self) -> LoopEnd {
-        self.turns().await.unwrap_or_else(LoopEnd::from)
+        let end = self.turns().await.and_then(|end| self.conversation.settle().map(|()| end));
+        end.unwrap_or_else(LoopEnd::from)
     }
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
@@ -249,6 +247,7 @@ impl AgentRun<'_> {
             t.extend(self.tools.mcp.schemas().iter().cloned());
             t
         };
+        let offered = Offered::new(&tools);
         let mut guards = guard::Guards::new(self.storm_breaker);
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
@@ -256,7 +255,7 @@ impl AgentRun<'_> {
                 return Ok(LoopEnd::Cancelled);
             }
             self.events.emit(Some(self.run_id), EventKind::TurnStarted { turn, max_turns: self.max_turns });
-            let reply = match self.call_llm(turn, &tools).await {
+            let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
                 Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
@@ -312,7 +311,7 @@ impl AgentRun<'_> {
             message: guard::STUCK_NUDGE.into(),
         };
         self.events.emit(Some(self.run_id), kind);
-        let reply = match Box::pin(self.call_llm(turn, &[])).await {
+        let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
             Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
             Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
@@ -332,18 +331,18 @@ impl AgentRun<'_> {
 
     /// One logical provider call: the filter chain, then the provider
     /// under the daemon-wide slot limit.
-    async fn call_llm(&mut self, turn: u64, tools: &[Value]) -> Result<crate::provider::Reply, CallError> {
+    async fn call_llm(&mut self, turn: u64, tools: Offered<'_>) -> Result<crate::provider::Reply, CallError> {
         if let Some(window) = self.context_window {
-            if estimate_tokens(self.conversation.messages(), tools) * 10 > window * 9 {
-                self.compact(turn, tools, window).await?;
+            if estimate_from(self.conversation.chars(), tools.chars) * 10 > window * 9 {
+                self.compact(turn, tools.schemas, window).await?;
             }
         }
         match self.call_model(turn, CallKind::Agent, None, tools).await {
             Err(CallError::Failed(e)) if is_context_overflow(&e) => {
                 // The provider says the prompt is too long: compact and try once more.
                 let window =
-                    self.context_window.unwrap_or_else(|| estimate_tokens(self.conversation.messages(), tools));
-                self.compact(turn, tools, window * 3 / 4).await?;
+                    self.context_window.unwrap_or_else(|| estimate_from(self.conversation.chars(), tools.chars));
+                self.compact(turn, tools.schemas, window * 3 / 4).await?;
                 self.call_model(turn, CallKind::Agent, None, tools).await
             }
             other => other,
@@ -359,10 +358,11 @@ impl AgentRun<'_> {
         turn: u64,
         kind: CallKind,
         own: Option<Vec<Value>>,
-        tools: &[Value],
+        tools: Offered<'_>,
     ) -> Result<crate::provider::Reply, CallError> {
         let started = Instant::now();
-        let mut offered: Vec<Value> = tools.to_vec();
+        // Copied only when a hook narrows them.
+        let mut offered = std::borrow::Cow::Borrowed(tools.schemas);
         let mut replaced: Option<Vec<Value>> = None;
         if self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
             let payload = json!({
@@ -373,7 +373,7 @@ impl AgentRun<'_> {
                 "provider": self.provider.settings.kind.as_str(),
                 "model": self.model,
                 "messages": own.as_deref().unwrap_or(self.conversation.messages()),
-                "tools": tools,
+                "tools": tools.schemas,
             });
             let decision = consult(
                 self.pipeline,
@@ -387,19 +387,24 @@ impl AgentRun<'_> {
             .await
             .map_err(|_| CallError::Cancelled)?;
             if let Some((_, reason)) = decision.blocked {
-                let estimate = estimate_tokens(own.as_deref().unwrap_or(self.conversation.messages()), tools);
+                let estimate = self.estimate(own.as_deref(), tools);
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                 return Err(CallError::Blocked(reason));
             }
             if let Some(keep) = &decision.tools {
                 offered
+                    .to_mut()
                     .retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
             }
             replaced = decision.messages;
         }
-        let tools = offered.as_slice();
-        let messages = replaced.as_deref().or(own.as_deref()).unwrap_or(self.conversation.messages());
-        let estimate = estimate_tokens(messages, tools);
+        let tools = match &offered {
+            std::borrow::Cow::Borrowed(_) => tools,
+            std::borrow::Cow::Owned(narrowed) => Offered::new(narrowed),
+        };
+        let estimate = self.estimate(replaced.as_deref().or(own.as_deref()), tools);
+        let (messages, tools) =
+            (replaced.as_deref().or(own.as_deref()).unwrap_or(self.conversation.messages()), tools.schemas);
         let filtered;
         let outbound: &[Value] = if self.pipeline.filters.is_empty() {
             messages
@@ -528,6 +533,16 @@ impl AgentRun<'_> {
                 Err(CallError::Failed(e.run_error(self.model)))
             }
         }
+    }
+
+    /// The token estimate of a call with `own` messages (`None`: the
+    /// conversation, whose length is kept counted) and `tools`.
+    fn estimate(&self, own: Option<&[Value]>, tools: Offered<'_>) -> u64 {
+        let chars = match own {
+            Some(messages) => messages.iter().map(json_len).sum(),
+            None => self.conversation.chars(),
+        };
+        estimate_from(chars, tools.chars)
     }
 
     /// Record a finished (or failed) call in the report and the events.

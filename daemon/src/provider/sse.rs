@@ -25,12 +25,22 @@ impl StreamAssembler {
     /// Feed raw bytes; `on_text` gets each text delta.
     pub fn feed(&mut self, bytes: &[u8], on_text: &mut dyn FnMut(&str)) -> Result<(), ProviderError> {
         self.pending.extend_from_slice(bytes);
-        while let Some(pos) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line);
-            self.line(line.trim_end_matches(['\r', '\n']), on_text)?;
+        // Complete lines are read in place and dropped from the buffer
+        // together (dropping each as it is read moved the rest every time).
+        let pending = std::mem::take(&mut self.pending);
+        let mut read = 0;
+        let mut result = Ok(());
+        while let Some(offset) = pending[read..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&pending[read..=read + offset]);
+            read += offset + 1;
+            if let Err(e) = self.line(line.trim_end_matches(['\r', '\n']), on_text) {
+                result = Err(e);
+                break;
+            }
         }
-        Ok(())
+        self.pending = pending;
+        self.pending.drain(..read);
+        result
     }
 
     fn line(&mut self, line: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), ProviderError> {

@@ -204,13 +204,19 @@ impl SecretShield {
     /// `value` with every string value (not object keys) encrypted: reports
     /// and traces are written this way.
     pub fn encrypt_json(&mut self, value: &Value) -> Value {
+        let mut value = value.clone();
+        self.encrypt_json_in_place(&mut value);
+        value
+    }
+
+    /// [`SecretShield::encrypt_json`] on `value` itself: only strings that
+    /// hold a secret are rewritten.
+    pub fn encrypt_json_in_place(&mut self, value: &mut Value) {
         match value {
-            Value::String(s) => Value::String(self.encrypt_text(s)),
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.encrypt_json(v)).collect()),
-            Value::Object(map) => {
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), self.encrypt_json(v))).collect::<Map<_, _>>())
-            }
-            other => other.clone(),
+            Value::String(s) if !scan::scan(s, &self.patterns).is_empty() => *s = self.encrypt_text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.encrypt_json_in_place(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.encrypt_json_in_place(v)),
+            _ => {}
         }
     }
 

@@ -13,8 +13,10 @@ use super::cipher::domain_large_enough;
 use super::SecretsError;
 use crate::config::SecretPattern;
 use regex::Regex;
+use std::sync::LazyLock;
 
 /// One pattern, ready to scan with.
+#[derive(Clone)]
 pub(crate) struct TokenPattern {
     /// Pattern name; part of the encryption tweak and of heuristic markers.
     pub(crate) name: String,
@@ -25,6 +27,7 @@ pub(crate) struct TokenPattern {
 }
 
 /// The three kinds of pattern.
+#[derive(Clone)]
 pub(crate) enum Kind {
     /// Prefix + body over one alphabet.
     Simple {
@@ -179,8 +182,15 @@ fn heuristic(name: &str, alphabet: &'static Alphabet, len: usize) -> TokenPatter
 }
 
 /// Swival's built-in patterns, in Swival's order (longest prefix first; the
-/// order breaks ties between candidates at one position).
+/// order breaks ties between candidates at one position). Compiled once:
+/// every shield (one per report written without a session key, too) starts
+/// from a copy, which shares the compiled regexes.
 pub(crate) fn builtin() -> Vec<TokenPattern> {
+    static BUILTIN: LazyLock<Vec<TokenPattern>> = LazyLock::new(compile_builtin);
+    BUILTIN.clone()
+}
+
+fn compile_builtin() -> Vec<TokenPattern> {
     use alphabet::{ALPHANUMERIC, ALPHANUMERIC_LOWER, ALPHANUMERIC_UPPER, BASE64, BASE64URL, HEX_LOWER};
     let slack = |prefix: &str, name: &str| {
         let full = format!(r"{}[0-9]+-[0-9]+-[A-Za-z0-9]+", regex::escape(prefix));

@@ -45,6 +45,12 @@ pub(crate) struct Span {
 /// The tokens of `text`, in order, not overlapping.
 pub(crate) fn scan(text: &str, patterns: &[TokenPattern]) -> Vec<Span> {
     let scanner = Scanner::new(text, patterns);
+    if scanner.prefix_positions.is_empty() && patterns.iter().all(|p| cannot_start_without_prefix(p, text)) {
+        // Most strings (a report's names, numbers, short texts): no
+        // pattern's prefix occurs, and the text is shorter than any
+        // prefix-less token.
+        return Vec::new();
+    }
     let mut candidates = Vec::new();
     for (index, pattern) in patterns.iter().enumerate() {
         match pattern.kind {
@@ -68,6 +74,17 @@ pub(crate) fn scan(text: &str, patterns: &[TokenPattern]) -> Vec<Span> {
         }
     }
     kept
+}
+
+/// Whether `pattern` can find nothing in `text` when no prefix occurs in
+/// it: prefixed patterns need their prefix (a structured pattern's regex
+/// starts with it), a heuristic word needs `min_len` characters (at least
+/// as many bytes).
+fn cannot_start_without_prefix(pattern: &TokenPattern, text: &str) -> bool {
+    match pattern.kind {
+        Kind::Heuristic { min_len, .. } => text.len() < min_len,
+        Kind::Simple { .. } | Kind::Structured { .. } => !pattern.prefix.is_empty(),
+    }
 }
 
 /// One scan of one text.
@@ -277,6 +294,12 @@ impl<'a> Scanner<'a> {
 
 /// Every (possibly overlapping) occurrence of `needle` in `text`.
 fn find_all(text: &str, needle: &str) -> Vec<usize> {
+    // Most texts hold no prefix at all, and setting up a substring search
+    // costs more than one scan for its first byte.
+    let Some(first) = needle.as_bytes().first() else { return Vec::new() };
+    if text.len() < needle.len() || !text.as_bytes().contains(first) {
+        return Vec::new();
+    }
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(offset) = text[from..].find(needle) {

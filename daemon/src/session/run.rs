@@ -252,14 +252,15 @@ impl RunJob {
             sandbox: json!({"mode": session.sandbox.summary()}),
         };
         // Reports are written with known credentials encrypted (Swival's rule).
-        let report = report::build(&ctx, &result, &record);
-        let report = match self.shield.as_mut() {
-            Some(shield) => shield.encrypt_json(&report),
-            None => match SecretShield::new(None, None, &[]) {
-                Ok(mut throwaway) => throwaway.encrypt_json(&report),
-                Err(_) => report,
-            },
-        };
+        let mut report = report::build(&ctx, &result, &record);
+        match self.shield.as_mut() {
+            Some(shield) => shield.encrypt_json_in_place(&mut report),
+            None => {
+                if let Ok(mut throwaway) = SecretShield::new(None, None, &[]) {
+                    throwaway.encrypt_json_in_place(&mut report);
+                }
+            }
+        }
         // The session takes its conversation back and the terminal event is
         // stored under one lock: a client that sees run_finished can start
         // the next run at once, and no event of that run precedes it.
@@ -360,6 +361,10 @@ impl RunJob {
     /// Drop MCP tools that would take more than half of a `window`-token
     /// context (Swival's schema budget), saying so in warnings.
     fn fit_mcp(&mut self, window: u64) {
+        // Without MCP tools there is nothing to fit (and no schema to build).
+        if self.tools.mcp.schemas().is_empty() {
+            return;
+        }
         let mut builtin = self.tools.schemas();
         builtin.extend(crate::sandbox::tool_schemas(&self.session.commands.policy));
         for message in self.tools.mcp.fit(window, &builtin) {

@@ -7,10 +7,12 @@
 //! a write (WAL). A SIGKILL at any moment leaves a consistent database;
 //! the WAL is kept small (`journal_size_limit`).
 
+mod jobs;
 mod policy;
 mod prune;
 mod writer;
 
+use jobs::{event_job, message_job};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -303,12 +305,27 @@ impl Store {
 
     /// Store message `idx` (insert or replace).
     pub fn put_message(&self, id: &SessionId, idx: usize, body: &Value) -> Result<(), StoreError> {
-        let (id, body) = (id.0.clone(), body.to_string());
-        self.write(move |c| {
-            c.prepare_cached("INSERT OR REPLACE INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?
-                .execute(params![id, idx as i64, body])
-                .map(drop)
-        })
+        self.put_message_text(id, idx, body.to_string())
+    }
+
+    /// [`Store::put_message`] with the message already serialised.
+    pub fn put_message_text(&self, id: &SessionId, idx: usize, body: String) -> Result<(), StoreError> {
+        self.write(message_job(id, idx, body))
+    }
+
+    /// Queue message `idx` (already serialised) and return at once; `then`
+    /// gets the outcome on the writer thread once its batch committed.
+    /// Writes are committed in the order they were queued, so a later
+    /// write that waits ([`Store::settle`]) finds this one stored.
+    pub fn put_message_then(&self, id: &SessionId, idx: usize, body: String, then: Then<()>) {
+        let path = self.path.clone();
+        let then: writer::Then<()> = Box::new(move |r| then(r.map_err(|source| StoreError::Sqlite { path, source })));
+        self.writer.write_then(true, message_job(id, idx, body), then);
+    }
+
+    /// Wait until every write queued so far is committed.
+    pub fn settle(&self) -> Result<(), StoreError> {
+        self.write(|_| Ok(()))
     }
 
     /// Replace the whole stored conversation (after a rewrite or compaction).
@@ -467,6 +484,9 @@ impl Store {
     }
 }
 
+/// What runs on the writer thread once a queued write is committed (or failed).
+pub type Then<T> = Box<dyn FnOnce(Result<T, StoreError>) + Send>;
+
 /// What is written in the same commit as an event.
 #[derive(Debug, Clone, Copy)]
 pub enum EventWith<'a> {
@@ -480,40 +500,6 @@ pub enum EventWith<'a> {
 
 /// What runs on the writer thread once an event is committed.
 pub type AfterEvent = Box<dyn FnOnce(&Event) + Send>;
-
-/// The writer job storing `template` with the session's next seq (and a
-/// run's row or result in the same step); it returns the seq.
-fn event_job(
-    mut template: Event,
-    start: Option<(String, String, String, String)>,
-    finish: Option<(String, String, String)>,
-) -> impl FnMut(&Connection) -> rusqlite::Result<i64> + Send + 'static {
-    let session = template.session_id.0.clone();
-    move |c: &Connection| {
-        if let Some(row) = &start {
-            insert_run(c, row)?;
-        }
-        let seq: i64 = c
-            .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
-            .query_row(params![session], |r| r.get(0))?;
-        template.seq = Seq(seq as u64);
-        let body = serde_json::to_string(&template).expect("events serialize");
-        c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
-            .execute(params![session, seq, body])?;
-        if let Some((run, result, report)) = &finish {
-            c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
-                .execute(params![run, result, report])?;
-        }
-        Ok(seq)
-    }
-}
-
-/// Insert a run row (id, session, task, start time).
-fn insert_run(c: &Connection, row: &(String, String, String, String)) -> rusqlite::Result<()> {
-    c.prepare_cached("INSERT INTO runs (id, session_id, task, started_at) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![row.0, row.1, row.2, row.3])
-        .map(drop)
-}
 
 type RunTuple = (String, String, String, String, Option<String>, Option<String>);
 

@@ -78,6 +78,8 @@ pub(super) struct Writer {
 impl Writer {
     /// Start the thread that owns `conn`.
     pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
+        // Every statement the writer runs stays prepared.
+        conn.set_prepared_statement_cache_capacity(64);
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
         let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, rx))?;
         Ok(Writer { jobs: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), refusal: None })
@@ -277,15 +279,22 @@ fn commit(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
     }
 }
 
+/// Run one statement of the writer's own (transaction control) from the
+/// statement cache: they run for every job, and parsing them each time
+/// cost more than the jobs' own statements.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// One try: every job in its savepoint, then commit. `Err` (nothing kept)
 /// when the transaction as a whole failed or a job hit a full disk.
 fn attempt(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<Vec<rusqlite::Result<()>>> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+    control(conn, "BEGIN IMMEDIATE")?;
     let mut results = Vec::with_capacity(batch.len());
     for job in batch.iter_mut() {
-        let step = conn.execute_batch("SAVEPOINT job").and_then(|()| job.run(conn));
+        let step = control(conn, "SAVEPOINT job").and_then(|()| job.run(conn));
         match step {
-            Ok(()) => results.push(conn.execute_batch("RELEASE job")),
+            Ok(()) => results.push(control(conn, "RELEASE job")),
             Err(e) if is_full(&e) => {
                 let _ = conn.execute_batch("ROLLBACK");
                 return Err(e);
@@ -296,7 +305,7 @@ fn attempt(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<Ve
             }
         }
     }
-    if let Err(e) = conn.execute_batch("COMMIT") {
+    if let Err(e) = control(conn, "COMMIT") {
         let _ = conn.execute_batch("ROLLBACK");
         return Err(e);
     }

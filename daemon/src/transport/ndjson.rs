@@ -28,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Notifications a subscription may queue before its producer waits.
 const SUBSCRIPTION_BUFFER: usize = 1024;
+/// Lines waiting for the connection's writer are joined into one write up
+/// to about this many bytes.
+const COALESCE_BYTES: usize = 64 * 1024;
 /// Requests (lines) one connection may have in flight; the next line is read
 /// once one of them finishes.
 const MAX_IN_FLIGHT: usize = 256;
@@ -45,7 +48,15 @@ where
     let writer = {
         let queued = queued.clone();
         tokio::spawn(async move {
-            while let Some(msg) = out_rx.recv().await {
+            while let Some(mut msg) = out_rx.recv().await {
+                // Lines already waiting (a subscriber's events come in
+                // bursts) go out in the same write: one system call, not one each.
+                while msg.len() < COALESCE_BYTES {
+                    match out_rx.try_recv() {
+                        Ok(more) => msg.push_str(&more),
+                        Err(_) => break,
+                    }
+                }
                 if wr.write_all(msg.as_bytes()).await.is_err() {
                     break;
                 }

@@ -9,20 +9,24 @@
 //! `bench soak` instead creates, runs and closes 10,000 sessions against one
 //! daemon and rewrites only the soak section: whether memory, file
 //! descriptors and threads stay flat.
+//!
+//! `bench turns [ROUNDS]` runs only the per-turn measures and prints them
+//! (see `turns.rs`), leaving BENCHMARKS.md as it is.
 
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use swival_tests::mock::{Gate, MockProvider, Step};
-use swival_tests::{activated_daemon, init_params, rss_kib, Daemon, NdConn, TestEnv};
+use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 
 mod soak;
 mod text;
+mod turns;
 
 use text::{load_average, machine, WHY_CPU, WHY_UNKNOWN};
+use turns::{concurrent_round, read_calls, session, six_call_runs, six_call_turn, Round};
 
 const COMMAND: &str = "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench";
 const SOAK_COMMAND: &str =
@@ -41,18 +45,6 @@ fn micros(d: Duration) -> String {
 
 fn millis(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
-}
-
-/// CPU time (user + system) process `pid` has used so far.
-fn cpu_time(pid: i32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at field 3.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<u64> = rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
-    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Duration::from_secs_f64(ticks as f64 / hz)
 }
 
 /// The rows of BENCHMARKS.md, and a note for every target missed.
@@ -130,70 +122,6 @@ fn http_call(reader: &mut BufReader<UnixStream>, writer: &mut UnixStream, body: 
     String::from_utf8(buf).unwrap()
 }
 
-/// A task of `calls` read_file calls and a final answer (each call's
-/// `limit` differs, so the loop guards see no repeat).
-fn read_calls(calls: usize) -> Vec<Step> {
-    let mut s: Vec<Step> = (0..calls)
-        .map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "a.txt", "limit": 100 + i})))
-        .collect();
-    s.push(Step::text("done"));
-    s
-}
-
-/// Create a session on `mock` in `project` without history; returns its id.
-fn session(nd: &mut NdConn, project: &Path, mock: &MockProvider) -> String {
-    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
-    let r = nd.ok("session/create", json!({"base_dir": project, "config": cfg}));
-    r["session_id"].as_str().expect("session id").to_owned()
-}
-
-/// What one round of concurrent sessions measured.
-struct Round {
-    /// Turns finished per second, from the first run/start to the last run_finished.
-    throughput: f64,
-    /// Wall time of every turn, from its turn_started to the next turn_started or run_finished, as a subscriber sees them.
-    turns: Vec<Duration>,
-    /// The daemon's CPU time per turn.
-    cpu_per_turn: Duration,
-}
-
-/// `sessions` sessions × `turns` turns at once (each turn one read_file call, the last the answer),
-/// every session followed by one subscriber connection.
-fn concurrent_round(daemon: &Daemon, project: &Path, sessions: usize, turns: usize) -> Round {
-    let mocks: Vec<MockProvider> = (0..sessions).map(|_| MockProvider::start(read_calls(turns - 1))).collect();
-    let mut ctl = daemon.nd();
-    let mut sub = daemon.nd();
-    let ids: Vec<String> = mocks.iter().map(|m| session(&mut ctl, project, m)).collect();
-    for id in &ids {
-        sub.ok("session/subscribe", json!({"session_id": id, "from_seq": 1}));
-    }
-    let cpu_before = cpu_time(daemon.pid());
-    let started = Instant::now();
-    for id in &ids {
-        ctl.ok("run/start", json!({"session_id": id, "task": "read a.txt"}));
-    }
-    let mut stamps: HashMap<String, Vec<Instant>> = HashMap::new();
-    let mut finished = 0;
-    while finished < sessions {
-        let msg = sub.read();
-        let ev: &Value = &msg["params"]["result"];
-        let kind = ev["type"].as_str().unwrap_or_default();
-        if kind == "turn_started" || kind == "run_finished" {
-            stamps.entry(ev["session_id"].as_str().unwrap_or_default().to_owned()).or_default().push(Instant::now());
-        }
-        if kind == "run_finished" {
-            assert_eq!(ev["outcome"], "success", "{ev}");
-            finished += 1;
-        }
-    }
-    let elapsed = started.elapsed();
-    let cpu = cpu_time(daemon.pid()).saturating_sub(cpu_before);
-    let total = (sessions * turns) as u32;
-    let turns: Vec<Duration> = stamps.values().flat_map(|s| s.windows(2).map(|w| w[1] - w[0])).collect();
-    assert_eq!(turns.len(), total as usize, "every turn was seen");
-    Round { throughput: f64::from(total) / elapsed.as_secs_f64(), turns, cpu_per_turn: cpu / total }
-}
-
 /// RSS of a fresh daemon per session with a run in flight: `sessions` runs, each three calls in and held at
 /// its fourth by a gate (`max_concurrent_llm_calls` raised so every run holds its call), against the same
 /// daemon idle. Returns (idle KiB, active KiB).
@@ -233,20 +161,6 @@ fn active_rss(sessions: usize) -> (u64, u64) {
         assert_eq!(nd.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
     }
     (idle, active)
-}
-
-/// One 6-call run with `filters` on a fresh session: its wall time per
-/// turn, and the last request the provider saw.
-fn six_call_turn(nd: &mut NdConn, project: &Path, filters: Value) -> (Duration, Value) {
-    let mock = MockProvider::start(read_calls(6));
-    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true, "filters": filters});
-    let sid = nd.ok("session/create", json!({"base_dir": project, "config": cfg}))["session_id"].clone();
-    let t = Instant::now();
-    let run = nd.ok("run/start", json!({"session_id": sid, "task": "read a.txt six times"}))["run_id"].clone();
-    let r = nd.ok("run/wait", json!({"run_id": run}));
-    let turn = t.elapsed() / 7;
-    assert_eq!(r["outcome"], "success", "{r}");
-    (turn, mock.requests().pop().expect("the provider was called"))
 }
 
 /// What a persistent Python worker alone costs per call: `script` spoken to
@@ -298,6 +212,10 @@ fn activated_cold_start() -> Duration {
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("soak") {
         soak::soak(std::env::args().nth(2).map(|n| n.parse().expect("bench soak [number of sessions]")));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("turns") {
+        turns::turns_only(std::env::args().nth(2).map_or(3, |n| n.parse().expect("bench turns [rounds]")));
         return;
     }
     let bench_started = Instant::now();
@@ -368,12 +286,7 @@ fn main() {
     // A 6-call task: wall time per turn with a zero-latency mock.
     let project = env.project("bench");
     std::fs::write(project.join("a.txt"), "hello\n").unwrap();
-    const SIX_CALL_RUNS: u32 = 60;
-    let cpu_before = cpu_time(pid);
-    let mut per_turn: Vec<Duration> =
-        (0..SIX_CALL_RUNS).map(|_| six_call_turn(&mut nd, &project, json!([])).0).collect();
-    per_turn.sort();
-    let cpu_per_turn = cpu_time(pid).saturating_sub(cpu_before) / (SIX_CALL_RUNS * 7);
+    let (per_turn, cpu_per_turn) = six_call_runs(&mut nd, &project, pid);
     report.target(
         "wall time per turn of a 6-call task, mock at zero latency (p50 / p99); upper bound on daemon overhead",
         p50_p99(&per_turn, millis),
@@ -384,6 +297,13 @@ fn main() {
              own work, not waiting on the mock. {WHY_CPU}",
             millis(cpu_per_turn)
         ),
+    );
+    report.target(
+        "swivald CPU time per turn of the 6-call task (user + system, from /proc)",
+        millis(cpu_per_turn),
+        "≤ 0.25 ms",
+        (cpu_per_turn.as_secs_f64() * 1e3, 0.25, "ms"),
+        WHY_CPU,
     );
 
     // One filter stage per mode, with a Python identity filter: the extra

@@ -1,0 +1,54 @@
+//! The writer jobs that store a conversation message and an event (with a
+//! run's row or result in the same step): what one write does inside the
+//! writer's transaction.
+
+use rusqlite::{params, Connection};
+use swival_protocol::{Event, Seq, SessionId};
+
+/// The writer job storing message `idx` of session `id` (insert or replace).
+pub(super) fn message_job(
+    id: &SessionId,
+    idx: usize,
+    body: String,
+) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send {
+    let id = id.0.clone();
+    move |c| {
+        c.prepare_cached("INSERT OR REPLACE INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![id, idx as i64, body])
+            .map(drop)
+    }
+}
+
+/// The writer job storing `template` with the session's next seq (and a
+/// run's row or result in the same step); it returns the seq.
+pub(super) fn event_job(
+    mut template: Event,
+    start: Option<(String, String, String, String)>,
+    finish: Option<(String, String, String)>,
+) -> impl FnMut(&Connection) -> rusqlite::Result<i64> + Send + 'static {
+    let session = template.session_id.0.clone();
+    move |c: &Connection| {
+        if let Some(row) = &start {
+            insert_run(c, row)?;
+        }
+        let seq: i64 = c
+            .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
+            .query_row(params![session], |r| r.get(0))?;
+        template.seq = Seq(seq as u64);
+        let body = serde_json::to_string(&template).expect("events serialize");
+        c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![session, seq, body])?;
+        if let Some((run, result, report)) = &finish {
+            c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
+                .execute(params![run, result, report])?;
+        }
+        Ok(seq)
+    }
+}
+
+/// Insert a run row (id, session, task, start time).
+fn insert_run(c: &Connection, row: &(String, String, String, String)) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO runs (id, session_id, task, started_at) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![row.0, row.1, row.2, row.3])
+        .map(drop)
+}
