@@ -28,7 +28,12 @@ enum Command {
     },
     /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed,
     /// Neovim, Emacs, JetBrains): each ACP session is a swivald session.
-    Acp,
+    Acp {
+        /// Append diagnostics to this file instead of stderr (Swival's
+        /// `--acp-log`); stdout carries only protocol messages either way.
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+    },
     /// Run a task in a project: answer on stdout, progress on stderr.
     Run(Box<cmd::run::RunArgs>),
     /// List sessions, or prune old ones.
@@ -117,7 +122,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Status { json } => cmd::daemon::status(&socket, json).await,
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
-            Command::Acp => Ok(cmd::acp::serve(&socket).await),
+            Command::Acp { log } => Ok(cmd::acp::serve(&socket, log.as_deref()).await),
             Command::Run(args) => cmd::run::run(&socket, *args).await,
             Command::Sessions { json, action: None } => cmd::session::list(&socket, json).await,
             Command::Sessions { json, action: Some(cmd::session::SessionsAction::Prune { older_than }) } => {

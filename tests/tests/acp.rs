@@ -446,3 +446,24 @@ fn two_editors_and_swivalctl_run_share_one_daemon_each_with_its_own_sessions() {
         listed["sessions"].as_array().unwrap().iter().map(|s| s["base_dir"].as_str().unwrap()).collect();
     assert_eq!(dirs.len(), 3, "{listed}");
 }
+
+#[test]
+fn with_log_diagnostics_go_to_the_file_and_stdout_stays_clean() {
+    let env = TestEnv::new();
+    let log = env.root().join("acp.log");
+    // A socket under a regular file, where no daemon can listen: swivalctl says so.
+    let file = env.root().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    let out = env
+        .command(&bin("swivalctl"))
+        .arg("--socket")
+        .arg(file.join("swivald.sock"))
+        .args(["acp", "--log"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(written.contains("swivalctl: error:"), "{written}");
+}

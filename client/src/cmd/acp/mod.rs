@@ -23,8 +23,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Serve ACP on stdin/stdout until the editor closes stdin. Runs in flight
-/// go on in the daemon.
-pub async fn serve(socket: &Path) -> ExitCode {
+/// go on in the daemon. With `log`, diagnostics are appended to that file
+/// instead of stderr.
+pub async fn serve(socket: &Path, log: Option<&Path>) -> ExitCode {
+    if let Some(path) = log {
+        if let Err(e) = log_to(path) {
+            return super::fail(&format!("cannot write the log {}: {e}", path.display()));
+        }
+    }
     let daemon = match super::daemon::connect(socket).await {
         Ok(c) => c,
         Err(e) => return super::fail(&e),
@@ -34,6 +40,13 @@ pub async fn serve(socket: &Path) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => super::fail(&e),
     }
+}
+
+/// Point stderr at `path` (appending, created 0600 if missing).
+fn log_to(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    nix::unistd::dup2_stderr(file).map_err(std::io::Error::from)
 }
 
 async fn serve_on(bridge: Arc<Bridge>) -> Result<(), agent_client_protocol::Error> {
