@@ -345,6 +345,17 @@ pub enum ResolvedBy {
     Cancelled,
 }
 
+impl ResolvedBy {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResolvedBy::Client => "client",
+            ResolvedBy::Timeout => "timeout",
+            ResolvedBy::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// A user's answer to an [`EventKind::ApprovalRequested`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -360,6 +371,16 @@ pub enum ApprovalDecision {
 }
 
 impl ApprovalDecision {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalDecision::AllowOnce => "allow_once",
+            ApprovalDecision::AllowAlways => "allow_always",
+            ApprovalDecision::RejectOnce => "reject_once",
+            ApprovalDecision::RejectAlways => "reject_always",
+        }
+    }
+
     /// Whether the command runs.
     pub fn allows(self) -> bool {
         matches!(self, ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways)
@@ -412,5 +433,32 @@ impl EventKind {
     /// Whether this event ends its run.
     pub fn is_terminal(&self) -> bool {
         matches!(self, EventKind::RunFinished(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_wire_names() {
+        use ApprovalDecision as A;
+        for d in [A::AllowOnce, A::AllowAlways, A::RejectOnce, A::RejectAlways] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name());
+        }
+        for b in [ResolvedBy::Client, ResolvedBy::Timeout, ResolvedBy::Cancelled] {
+            assert_eq!(serde_json::to_value(b).unwrap(), b.name());
+        }
+        use HookDecision as H;
+        for h in [H::Pass, H::Modify, H::Block, H::IgnoredFailure] {
+            assert_eq!(serde_json::to_value(h).unwrap(), h.name());
+        }
+        use InterventionKind as I;
+        for k in [I::Nudge, I::Stop, I::Storm, I::Reread, I::Finish, I::Stuck] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+        for v in [ReviewVerdict::Accept, ReviewVerdict::Retry, ReviewVerdict::Error] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.name());
+        }
     }
 }

@@ -128,9 +128,9 @@ pub async fn consult(
         let duration_s = r.duration.as_secs_f64();
         record.event(json!({
             "type": "hook",
-            "point": hooks::point_name(point),
+            "point": point,
             "hook": r.hook,
-            "decision": r.effect.name(),
+            "decision": r.effect.decision(),
             "reason": reason,
             "duration_s": (duration_s * 1000.0).round() / 1000.0,
         }));

@@ -231,8 +231,7 @@ impl AgentRun<'_> {
             },
             "read_file" => {
                 self.tools.editor_text = self.editor_text(call).await;
-                let tools = &mut *self.tools;
-                let result = tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id));
+                let result = self.file_tool(call);
                 self.tools.editor_text = None;
                 result
             }
@@ -241,10 +240,13 @@ impl AgentRun<'_> {
                 Err(e) => e,
             },
             name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
-            _ => {
-                let tools = &mut *self.tools;
-                tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
-            }
+            _ => self.file_tool(call),
         }
+    }
+
+    /// A file tool, run on this thread (the runtime moves its other tasks).
+    fn file_tool(&mut self, call: &ToolCall) -> String {
+        let tools = &mut *self.tools;
+        tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
     }
 }

@@ -76,10 +76,7 @@ impl Forwarder {
                 Vec::new()
             }
             EventKind::ApprovalResolved { approval_id, decision, by } => {
-                let name = serde_json::to_value(decision).unwrap_or_default();
-                let by = serde_json::to_value(by).unwrap_or_default();
-                let (name, by) = (name.as_str().unwrap_or("?"), by.as_str().unwrap_or("?"));
-                let mut out = vec![thought(&format!("[approval: {name} ({by})]\n"))];
+                let mut out = vec![thought(&format!("[approval: {} ({})]\n", decision.name(), by.name()))];
                 // An approved call runs now.
                 if let Some(id) = self.approvals.remove(approval_id).filter(|_| decision.allows()) {
                     let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);

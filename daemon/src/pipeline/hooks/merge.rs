@@ -63,16 +63,6 @@ pub enum Effect {
 }
 
 impl Effect {
-    /// The name used in events.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Effect::Pass => "pass",
-            Effect::Modify => "modify",
-            Effect::Block(_) => "block",
-            Effect::Ignored(_) => "ignored_failure",
-        }
-    }
-
     /// The decision as events carry it.
     pub fn decision(&self) -> swival_protocol::HookDecision {
         use swival_protocol::HookDecision as D;

@@ -221,11 +221,6 @@ fn view(point: HookPoint, payload: &Value, d: &Decision) -> Value {
     v
 }
 
-/// The point's name as written in config and events.
-pub fn point_name(point: HookPoint) -> &'static str {
-    point.name()
-}
-
 /// Ids kept by a decision out of `ids` (all when no hook narrowed).
 pub fn kept(decision: &Decision, ids: &[String]) -> BTreeSet<String> {
     match &decision.tool_calls {
