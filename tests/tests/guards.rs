@@ -147,3 +147,42 @@ fn a_stuck_model_answering_without_tools_ends_the_run_with_that_answer() {
     assert_eq!(mock.request_count(), 8);
     assert_eq!(result["stats"]["stormed_calls"], 5);
 }
+
+#[test]
+fn files_the_task_names_are_read_up_front_and_a_wrong_directory_names_the_real_file() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("calc.py"), "x = 1\n").unwrap();
+    // A small model's slips: a directory it invented, then a whole-file
+    // write that drops what was there.
+    let wrong = json!({"file_path": "src/calc.py", "old_string": "x = 1", "new_string": "x = 2"});
+    let rewrite = json!({"file_path": "calc.py", "content": "y = 2\n"});
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "edit_file", wrong),
+        Step::tool_call("c2", "write_file", rewrite),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "calc.py: set x to 2");
+    assert_eq!(result["outcome"], "success", "{result}");
+
+    // The first request carries the named file as read_file shows it.
+    let first = texts(&mock, 0);
+    let pre = first.last().unwrap();
+    assert!(pre.starts_with("The task names these files") && pre.contains("=== calc.py ===\n1: x = 1"), "{pre}");
+    let results = mock.tool_results();
+    assert_eq!(
+        results["c1"],
+        r#"error: file does not exist: src/calc.py. calc.py exists: if you meant it, retry this call with "file_path": "calc.py"."#
+    );
+    // Counted as read, so the overwrite ran; the note says what it lost,
+    // and no line pushes the model to finish.
+    let wrote = &results["c2"];
+    assert!(
+        wrote.contains("\nNote: this replaced the whole file, and 1 of its 1 earlier lines are gone (`x = 1`)"),
+        "{wrote}"
+    );
+    assert!(!wrote.contains("reply now"), "{wrote}");
+    assert!(!p.join("src").exists(), "the wrong directory was never created");
+}

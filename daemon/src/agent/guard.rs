@@ -237,7 +237,10 @@ impl Guards {
             self.changed = true;
             self.idle_turns = 0;
             self.finish_sent = false;
-            return (name != "run_command" && name != "run_shell_command").then_some(DONE_HINT);
+            // A change noted as possibly not what the task wanted gets no
+            // push to finish: the note asks for another change.
+            let hint = name != "run_command" && name != "run_shell_command" && !crate::tools::has_warning_note(result);
+            return hint.then_some(DONE_HINT);
         }
         if EXEMPT.contains(&name) {
             return None;
@@ -376,6 +379,8 @@ mod tests {
     fn a_change_that_succeeded_gets_the_done_hint_a_failure_or_a_read_does_not() {
         let mut g = Guards::new(true);
         assert_eq!(g.after("edit_file", EDIT, "Edited a.py"), Some(DONE_HINT));
+        let noted = "Wrote 3 bytes to a.py\n[checksum=0]\nNote: this replaced the whole file";
+        assert_eq!(g.after("write_file", EDIT, noted), None, "a noted change is not pushed to finish");
         assert_eq!(g.after("edit_file", EDIT, UNREAD), None);
         assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, "1: x"), None);
         assert_eq!(Guards::new(false).after("edit_file", EDIT, "Edited a.py"), None);

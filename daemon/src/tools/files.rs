@@ -206,7 +206,8 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
                 if let Some(note) = missing_note(tb, &path) {
                     return Ok(note.into());
                 }
-                return Err(format!("error: path does not exist: {requested}; check the name with list_files"));
+                let plain = format!("error: path does not exist: {requested}; check the name with list_files");
+                return Err(tb.missing_file(requested, &path, plain));
             }
             Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
             Opened::File(f) => read_page(f, requested, window, tb.caps.read_bytes)?,

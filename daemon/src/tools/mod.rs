@@ -16,6 +16,7 @@ pub mod beneath;
 mod edit;
 mod files;
 mod named;
+mod near;
 pub mod path;
 pub mod repair;
 mod schema;
@@ -60,6 +61,11 @@ impl ReadTracker {
     /// Whether `p` was read or written.
     pub fn seen(&self, p: &Path) -> bool {
         self.seen.contains(p)
+    }
+
+    /// Every path read or written.
+    pub fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        self.seen.iter()
     }
 }
 
@@ -221,6 +227,12 @@ impl ToolBox {
 /// Whether a tool result counts as a failure.
 pub fn is_error(result: &str) -> bool {
     result.starts_with("error:")
+}
+
+/// Whether a successful result carries a note that the change may not be
+/// what the task wanted (see `near.rs`).
+pub fn has_warning_note(result: &str) -> bool {
+    result.contains(near::NOTE)
 }
 
 /// A toolbox on `dir` with no extra directories, for unit tests.

@@ -88,14 +88,21 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
                 .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
                 .map_err(|e| tb.io_error(requested, "write", e))?;
             tb.tracker.mark(&path);
+            let note = match &before {
+                Some(old) => super::near::dropped_lines_note(&String::from_utf8_lossy(old), &content),
+                None if existing.is_none() => tb.new_file_note(requested, &path),
+                None => None,
+            };
             if existing.is_none() || before.is_some() {
                 tb.last_change = change(&path, before, content.as_bytes());
             }
-            Ok(format!(
-                "Wrote {} bytes to {requested}\n[checksum={}]",
-                content.len(),
-                checksum(content.as_bytes())
-            ))
+            let mut result =
+                format!("Wrote {} bytes to {requested}\n[checksum={}]", content.len(), checksum(content.as_bytes()));
+            if let Some(note) = note {
+                result.push_str(super::near::NOTE);
+                result.push_str(&note);
+            }
+            Ok(result)
         }
         (None, Some(source)) => move_file(tb, requested, &path, source),
     }
@@ -170,7 +177,8 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         Ok(m) if m.kind == Kind::File => {}
         Ok(_) => return Err(format!("error: {requested} is not a regular file; edit_file edits text files")),
         Err(e) if e.is_not_found() => {
-            return Err(format!("error: file does not exist: {requested}; use write_file to create it"))
+            let plain = format!("error: file does not exist: {requested}; use write_file to create it");
+            return Err(tb.missing_file(requested, &path, plain));
         }
         Err(e) => return Err(tb.io_error(requested, "read", e)),
     }
