@@ -62,7 +62,9 @@ def run_swivalctl(args, task, project: Path, report: Path, env):
         "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
         task["task"],
     ]
-    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=args.timeout)
+    return subprocess.run(
+        cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
+    )
 
 
 def run_swival(args, task, project: Path, report: Path, env):
@@ -71,7 +73,9 @@ def run_swival(args, task, project: Path, report: Path, env):
         "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
         "--base-dir", str(project), task["task"],
     ]
-    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=args.timeout)
+    return subprocess.run(
+        cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
+    )
 
 
 def one(args, agent, runner, task, env):
