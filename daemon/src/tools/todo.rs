@@ -133,6 +133,25 @@ fn all_failed(action: &str, single: bool, errors: &[Value]) -> String {
 }
 
 impl TodoList {
+    /// `error` (Swival's line) followed by the call to make instead: the
+    /// shape of `tasks`, and for `done`/`remove` the items it may name.
+    fn with_next_call(&self, action: &str, error: String) -> String {
+        let open: Vec<&str> = self.items.iter().filter(|i| !i.done).map(|i| i.text.as_str()).collect();
+        let example = match (action, open.first()) {
+            ("add", _) | (_, None) => json!({"action": action, "tasks": ["<item text>"]}),
+            (_, Some(first)) => json!({"action": action, "tasks": [first]}),
+        };
+        let mut out = format!("{error}\nNext: call todo with {example}");
+        match open.as_slice() {
+            [] if action != "add" => {
+                out.push_str(". The list has no open items; if your work is done, give your final answer.")
+            }
+            [] => {}
+            items => out.push_str(&format!(". Open items: {}", serde_json::to_string(items).unwrap_or_default())),
+        }
+        out
+    }
+
     /// Items not yet done.
     pub fn remaining(&self) -> usize {
         self.items.iter().filter(|i| !i.done).count()
@@ -153,7 +172,7 @@ impl TodoList {
             "add" | "done" | "remove" => {}
             other => return Err(format!("error: invalid action '{other}', expected one of: {ACTIONS}")),
         }
-        let given = tasks(args)?;
+        let given = tasks(args).map_err(|e| self.with_next_call(action, e))?;
         let (valid, mut errors) = validate(action, &given)?;
         let mut skipped = Vec::new();
         let mut succeeded = 0;
@@ -323,6 +342,11 @@ mod tests {
         assert!(err.contains("invalid action"), "{err}");
         let err = t.call(&json!({"action": "add"}), None).unwrap_err();
         assert!(err.contains("requires a 'tasks' parameter"), "{err}");
+        assert!(err.contains(r#"Next: call todo with {"action":"add","tasks":["<item text>"]}"#), "{err}");
+        let err = t.call(&json!({"action": "done"}), None).unwrap_err();
+        assert!(err.ends_with(r#"{"action":"done","tasks":["fix a"]}. Open items: ["fix a","fix b"]"#), "{err}");
+        let err = TodoList::default().call(&json!({"action": "done"}), None).unwrap_err();
+        assert!(err.ends_with("no open items; if your work is done, give your final answer."), "{err}");
     }
 
     #[test]
