@@ -9,6 +9,7 @@ mod estimate;
 mod guard;
 mod observer;
 pub mod prompt;
+mod sink;
 mod tools;
 
 use crate::cache::{ResponseCache, Served};
@@ -20,7 +21,6 @@ use crate::provider::{ChatRequest, Provider, ProviderError, ProviderKind};
 use crate::report::{LlmCallRecord, RunRecord};
 use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
-use crate::session::events::EventLog;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
 use compact::is_context_overflow;
@@ -29,6 +29,7 @@ pub use estimate::estimate_tokens;
 use estimate::{estimate_from, json_len, Offered};
 use observer::Observer;
 use serde_json::{json, Value};
+pub use sink::EventSink;
 use std::time::Instant;
 use swival_protocol::{CacheStatus, EventKind, RunId, SessionId};
 use tokio::sync::Semaphore;
@@ -68,7 +69,7 @@ pub struct AgentRun<'a> {
     /// The run.
     pub run_id: &'a RunId,
     /// Where events go.
-    pub events: &'a EventLog,
+    pub events: &'a dyn EventSink,
     /// The provider client.
     pub provider: &'a Provider,
     /// Model id to request.
@@ -115,7 +116,7 @@ pub struct AgentRun<'a> {
 /// return the merged decision.
 pub async fn consult(
     pipeline: &Pipeline,
-    events: &EventLog,
+    events: &dyn EventSink,
     run_id: &RunId,
     record: &mut RunRecord,
     point: HookPoint,

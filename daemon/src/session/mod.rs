@@ -335,7 +335,7 @@ impl Sessions {
             title: title.clone(),
             config: public_config(&effective),
             request: stored_request,
-            created_at: events::now(),
+            created_at: crate::clock::now(),
             closed: false,
             last_seq: 0,
             run_count: 0,

@@ -1,6 +1,6 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
-use super::{events, random_id, run, ActiveRun, SessionError, Sessions};
+use super::{random_id, run, ActiveRun, SessionError, Sessions};
 use crate::store::RunRow;
 use serde_json::Value;
 use swival_protocol::{RunId, RunResult, SessionId};
@@ -48,7 +48,7 @@ impl Sessions {
                 task: task.clone(),
                 result: None,
                 report: None,
-                started_at: events::now(),
+                started_at: crate::clock::now(),
             };
             // Known as in flight before the store says so: `run/wait` relies on it.
             let (done_tx, done_rx) = watch::channel(None);
