@@ -222,7 +222,7 @@ impl RunJob {
             LoopEnd::Exhausted(last) => {
                 (Outcome::Exhausted, last, Some(format!("max_turns ({}) exhausted", cfg.max_turns)))
             }
-            LoopEnd::Cancelled if self.shared.stopping.is_cancelled() => {
+            LoopEnd::Cancelled if self.shared.shutdown.is_triggered() => {
                 (Outcome::Interrupted, None, Some("the daemon shut down while this run was in flight".to_owned()))
             }
             LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned())),

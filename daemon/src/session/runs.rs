@@ -15,7 +15,7 @@ impl Sessions {
         task: String,
         env: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<RunId, SessionError> {
-        if self.shared.stopping.is_cancelled() {
+        if self.shared.shutdown.is_triggered() {
             return Err(SessionError::ShuttingDown);
         }
         let env = self.caller_env(env)?;
@@ -41,7 +41,7 @@ impl Sessions {
             }
             let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
             let run_id = RunId(random_id("r_"));
-            let cancel = self.shared.stopping.child_token();
+            let cancel = self.shared.shutdown.child_token();
             let row = RunRow {
                 id: run_id.clone(),
                 session_id: id.clone(),
@@ -72,7 +72,7 @@ impl Sessions {
                 shield,
                 run_start: 0,
             };
-            self.tasks.spawn(run::supervise(job, self.live.clone(), done_tx));
+            self.shared.shutdown.spawn(run::supervise(job, self.live.clone(), done_tx));
             return Ok(run_id);
         }
     }
