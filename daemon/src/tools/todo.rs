@@ -6,6 +6,7 @@
 //! taken into this session's list.
 
 use super::beneath::{self, Missing};
+use super::ToolError;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
@@ -55,10 +56,10 @@ fn parse(text: &str) -> Vec<Item> {
 
 /// The `tasks` argument (or Swival's legacy `task`) as a list of trimmed
 /// strings; a JSON-encoded array inside a string is unwrapped.
-fn tasks(args: &Value) -> Result<Vec<String>, String> {
+fn tasks(args: &Value) -> Result<Vec<String>, ToolError> {
     let raw = match (args.get("tasks"), args.get("task")) {
         (Some(t), _) | (None, Some(t)) if !t.is_null() => t,
-        _ => return Err("error: action requires a 'tasks' parameter".into()),
+        _ => return Err(ToolError::refused("action requires a 'tasks' parameter")),
     };
     let to_list = |v: &Value| -> Vec<String> {
         match v {
@@ -77,7 +78,7 @@ fn tasks(args: &Value) -> Result<Vec<String>, String> {
     };
     let list = to_list(raw);
     if list.is_empty() {
-        return Err("error: 'tasks' must not be empty".into());
+        return Err(ToolError::refused("'tasks' must not be empty"));
     }
     Ok(list)
 }
@@ -91,7 +92,7 @@ fn item_text(v: &Value) -> String {
 
 /// Split `given` into valid tasks and per-item errors (empty, too long);
 /// an error when none is valid.
-fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), String> {
+fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), ToolError> {
     let mut errors: Vec<Value> = Vec::new();
     let mut valid = Vec::new();
     for t in given {
@@ -108,27 +109,23 @@ fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>),
         return Ok((valid, errors));
     }
     Err(match given {
-        [one] if one.is_empty() => {
-            format!("error: '{action}' requires a non-empty 'tasks' parameter")
-        }
-        [_] => {
-            format!("error: task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it")
-        }
-        _ => format!("error: all {} items failed — no valid tasks provided", given.len()),
+        [one] if one.is_empty() => ToolError::refused(format!("'{action}' requires a non-empty 'tasks' parameter")),
+        [_] => ToolError::refused(format!("task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it")),
+        _ => ToolError::refused(format!("all {} items failed — no valid tasks provided", given.len())),
     })
 }
 
 /// The error when no item of a call succeeded (Swival's wording).
-fn all_failed(action: &str, single: bool, errors: &[Value]) -> String {
+fn all_failed(action: &str, single: bool, errors: &[Value]) -> ToolError {
     let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
     if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
-        return format!("error: todo list full ({MAX_ITEMS} items max per session)");
+        return ToolError::refused(format!("todo list full ({MAX_ITEMS} items max per session)"));
     }
     let first = reasons.first().copied().unwrap_or("failed");
     if single {
-        format!("error: {first}")
+        ToolError::refused(first)
     } else {
-        format!("error: all {} items failed — {first}", errors.len())
+        ToolError::refused(format!("all {} items failed — {first}", errors.len()))
     }
 }
 
@@ -140,7 +137,7 @@ impl TodoList {
 
     /// Run one `todo` call; changes are mirrored to `.swival/todo.md` under
     /// `base` when given.
-    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, String> {
+    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, ToolError> {
         let action = args.get("action").and_then(Value::as_str).unwrap_or("");
         match action {
             "list" => return Ok(self.response("list", &[], &[])),
@@ -151,7 +148,7 @@ impl TodoList {
                 return Ok(self.response("clear", &[], &[]));
             }
             "add" | "done" | "remove" => {}
-            other => return Err(format!("error: invalid action '{other}', expected one of: {ACTIONS}")),
+            other => return Err(ToolError::refused(format!("invalid action '{other}', expected one of: {ACTIONS}"))),
         }
         let given = tasks(args)?;
         let (valid, mut errors) = validate(action, &given)?;
@@ -305,9 +302,9 @@ mod tests {
         let mut t = TodoList::default();
         let many: Vec<String> = (0..50).map(|i| format!("task {i}")).collect();
         call(&mut t, json!({"action": "add", "tasks": many}));
-        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err().render();
         assert_eq!(err, "error: todo list full (50 items max per session)");
-        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err().render();
         assert!(err.contains("exceeds 500 character limit"), "{err}");
     }
 
@@ -315,13 +312,13 @@ mod tests {
     fn ambiguous_and_unknown_tasks_are_errors() {
         let mut t = TodoList::default();
         call(&mut t, json!({"action": "add", "tasks": ["fix a", "fix b"]}));
-        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err().render();
         assert!(err.contains("matches multiple items"), "{err}");
-        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err().render();
         assert_eq!(err, "error: no task matching 'zzz'");
-        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err().render();
         assert!(err.contains("invalid action"), "{err}");
-        let err = t.call(&json!({"action": "add"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add"}), None).unwrap_err().render();
         assert!(err.contains("requires a 'tasks' parameter"), "{err}");
     }
 
