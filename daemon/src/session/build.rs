@@ -58,7 +58,7 @@ impl Sessions {
         let mut policy = policy;
         let mut pipeline =
             Pipeline::build(&config.config, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
-                .map_err(SessionError::Setup)?;
+                .map_err(|e| SessionError::Setup(e.to_string()))?;
         // Loaded again: what runs must still be what the session pinned
         // when it was created (a new session has nothing recorded yet).
         pipeline.expect_pins(&self.shared.store.session_pins(&row.id)?);

@@ -115,6 +115,22 @@ fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>),
     })
 }
 
+/// Why one item of a call was not added, done or removed: its `reason`
+/// in the result's `errors`.
+#[derive(Debug, thiserror::Error)]
+enum ItemRefusal {
+    /// The list holds [`MAX_ITEMS`] already.
+    #[error("todo list full")]
+    Full,
+    /// No item matches.
+    #[error("no task matching '{0}'")]
+    NoMatch(String),
+    /// Several items match at the first level that has any (up to five
+    /// shown, quoted).
+    #[error("'{task}' matches multiple items — be more specific: {}", .listed.join("; "))]
+    Ambiguous { task: String, listed: Vec<String> },
+}
+
 /// The error when no item of a call succeeded (Swival's wording).
 fn all_failed(action: &str, single: bool, errors: &[Value]) -> ToolError {
     let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
@@ -165,7 +181,7 @@ impl TodoList {
             };
             match outcome {
                 Ok(()) => succeeded += 1,
-                Err(reason) => errors.push(json!({"task": t, "reason": reason})),
+                Err(reason) => errors.push(json!({"task": t, "reason": reason.to_string()})),
             }
         }
         if succeeded == 0 {
@@ -175,13 +191,13 @@ impl TodoList {
         Ok(self.response(action, &skipped, &errors))
     }
 
-    fn add(&mut self, task: &str, skipped: &mut Vec<String>) -> Result<(), String> {
+    fn add(&mut self, task: &str, skipped: &mut Vec<String>) -> Result<(), ItemRefusal> {
         if self.items.iter().any(|i| key(&i.text) == key(task)) {
             skipped.push(task.to_owned());
             return Ok(());
         }
         if self.items.len() >= MAX_ITEMS {
-            return Err("todo list full".into());
+            return Err(ItemRefusal::Full);
         }
         self.removed.remove(&key(task));
         self.items.push(Item { text: task.to_owned(), done: false });
@@ -191,7 +207,7 @@ impl TodoList {
     /// The one item `task` names: exact, else prefix, else substring
     /// (case-insensitive); several at the first level that has any is an
     /// error listing them.
-    fn find(&self, task: &str) -> Result<usize, String> {
+    fn find(&self, task: &str) -> Result<usize, ItemRefusal> {
         let k = key(task);
         let tests: [&dyn Fn(&str) -> bool; 3] = [&|t| t == k, &|t| t.starts_with(&k), &|t| t.contains(&k)];
         for test in tests {
@@ -202,11 +218,11 @@ impl TodoList {
                 many => {
                     let listed: Vec<String> =
                         many.iter().take(5).map(|&i| format!("'{}'", self.items[i].text)).collect();
-                    return Err(format!("'{task}' matches multiple items — be more specific: {}", listed.join("; ")));
+                    return Err(ItemRefusal::Ambiguous { task: task.to_owned(), listed });
                 }
             }
         }
-        Err(format!("no task matching '{task}'"))
+        Err(ItemRefusal::NoMatch(task.to_owned()))
     }
 
     fn response(&self, action: &str, skipped: &[String], errors: &[Value]) -> String {
