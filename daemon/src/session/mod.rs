@@ -295,7 +295,8 @@ impl Sessions {
         match vars {
             None => Ok(None),
             Some(vars) => {
-                let vars = crate::environment::CallerEnv::check(vars).map_err(SessionError::Config)?;
+                let vars =
+                    crate::environment::CallerEnv::check(vars).map_err(|e| SessionError::Config(e.to_string()))?;
                 Ok(Some(self.callers.share(vars)))
             }
         }
