@@ -245,36 +245,7 @@ pub async fn serve(
     listener.std.set_nonblocking(true)?;
     let accept = tokio::net::UnixListener::from_std(listener.std.try_clone()?)?;
     let (stop, server_handle) = jsonrpsee::server::stop_channel();
-    let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
-    let config = ServerConfig::builder()
-        .max_request_body_size(body_limit)
-        .max_response_body_size(body_limit)
-        // The registry admits connections. jsonrpsee's own count (HTTP
-        // requests in flight, WebSocket connections) gets room for evicted
-        // connections that are still closing.
-        .max_connections(limits.max_connections.saturating_mul(2))
-        .max_subscriptions_per_connection(limits.max_subscriptions)
-        // HTTP batches are counted before jsonrpsee sees them; this bounds
-        // WebSocket ones.
-        .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
-        .build();
-    let max_batch_len = limits.max_batch_len as usize;
-    let tracking = http::CallTrackingLayer { methods: methods.clone() };
-    let shared = Arc::new(Shared {
-        methods,
-        subscription_methods,
-        max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
-        max_subscriptions: limits.max_subscriptions as usize,
-        max_batch_len,
-        max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
-        header_read_timeout: limits.header_read_timeout,
-        http: jsonrpsee::server::Server::builder()
-            .set_config(config)
-            .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
-            .to_service_builder(),
-        stop,
-        shutdown: shutdown.clone(),
-    });
+    let shared = Arc::new(Shared::new(methods, subscription_methods, &limits, stop, shutdown.clone()));
     raise_fd_limit(limits.max_connections);
     let registry = Registry::new(limits.max_connections, connections.clone());
     let reaper = limits.idle_timeout.map(|t| tokio::spawn(registry.clone().reap_idle(t)));
@@ -295,20 +266,8 @@ pub async fn serve(
                 }
             },
         };
-        match stream.peer_cred() {
-            Ok(cred) if cred.uid() == me => {}
-            Ok(cred) => {
-                tracing::warn!(
-                    "refused a connection from uid {} (pid {:?}): only uid {me} may use this daemon",
-                    cred.uid(),
-                    cred.pid()
-                );
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!("refused a connection whose peer credentials could not be read: {e}");
-                continue;
-            }
+        if !peer_is(&stream, me) {
+            continue;
         }
         let admission = registry.admit().ok_or_else(|| connections.enter());
         shutdown.spawn(serve_connection(stream, admission, shared.clone()));
@@ -324,6 +283,68 @@ pub async fn serve(
     drop(shared);
     shutdown.spawn(server_handle.stopped());
     Ok(())
+}
+
+impl Shared {
+    /// The state of every connection, jsonrpsee's service configured with
+    /// `limits` and our RPC middleware.
+    fn new(
+        methods: Methods,
+        subscription_methods: &'static [&'static str],
+        limits: &Limits,
+        stop: StopHandle,
+        shutdown: Shutdown,
+    ) -> Shared {
+        let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
+        let config = ServerConfig::builder()
+            .max_request_body_size(body_limit)
+            .max_response_body_size(body_limit)
+            // The registry admits connections. jsonrpsee's own count (HTTP
+            // requests in flight, WebSocket connections) gets room for evicted
+            // connections that are still closing.
+            .max_connections(limits.max_connections.saturating_mul(2))
+            .max_subscriptions_per_connection(limits.max_subscriptions)
+            // HTTP batches are counted before jsonrpsee sees them; this bounds
+            // WebSocket ones.
+            .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
+            .build();
+        let tracking = http::CallTrackingLayer { methods: methods.clone() };
+        Shared {
+            methods,
+            subscription_methods,
+            max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
+            max_subscriptions: limits.max_subscriptions as usize,
+            max_batch_len: limits.max_batch_len as usize,
+            max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
+            header_read_timeout: limits.header_read_timeout,
+            http: jsonrpsee::server::Server::builder()
+                .set_config(config)
+                .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
+                .to_service_builder(),
+            stop,
+            shutdown,
+        }
+    }
+}
+
+/// The peer check: whether the process at the other end of `stream` runs
+/// as uid `me` (a refusal is logged).
+fn peer_is(stream: &UnixStream, me: u32) -> bool {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == me => true,
+        Ok(cred) => {
+            tracing::warn!(
+                "refused a connection from uid {} (pid {:?}): only uid {me} may use this daemon",
+                cred.uid(),
+                cred.pid()
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer credentials could not be read: {e}");
+            false
+        }
+    }
 }
 
 /// Sniff the framing from the first byte and serve the connection with it;
