@@ -155,6 +155,14 @@ fn normalise_base_url(url: &str) -> String {
     }
 }
 
+/// Why a session's config describes no provider to call.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderConfigError {
+    /// A provider without a preset URL and no `base_url`.
+    #[error("provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url", .0.as_str())]
+    NoBaseUrl(ProviderKind),
+}
+
 /// The provider settings a session's config describes; the key comes from
 /// the config, else from the caller's environment (`env`).
 pub fn provider_settings(
@@ -162,18 +170,13 @@ pub fn provider_settings(
     base_dir: &Path,
     env: &crate::procs::CallerEnv,
     backoff_base: Duration,
-) -> Result<ProviderSettings, String> {
+) -> Result<ProviderSettings, ProviderConfigError> {
     let kind = cfg.provider;
     let base_url = match (&cfg.base_url, kind.default_base_url()) {
         (Some(url), _) => normalise_base_url(url),
         (None, Some(preset)) => preset.to_owned(),
         (None, None) if kind == ProviderKind::Command => String::new(),
-        (None, None) => {
-            return Err(format!(
-                "provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url",
-                kind.as_str()
-            ))
-        }
+        (None, None) => return Err(ProviderConfigError::NoBaseUrl(kind)),
     };
     let api_key = cfg
         .api_key
@@ -376,7 +379,7 @@ impl RunJob {
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
     /// The provider client of this run's session.
-    fn provider(&self, cfg: &SessionConfig) -> Result<Provider, String> {
+    fn provider(&self, cfg: &SessionConfig) -> Result<Provider, ProviderConfigError> {
         let env = &self.session.env;
         let mut settings = provider_settings(cfg, &self.session.base_dir, env, self.shared.settings.backoff_base)?;
         settings.command_pins = self.session.pipeline.provider_pins.clone();
@@ -413,7 +416,7 @@ impl RunJob {
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
         let provider = match self.provider(cfg) {
             Ok(p) => p,
-            Err(e) => return (LoopEnd::Failed(e), String::new()),
+            Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
         };
         // MCP servers not started yet start now, so their tools are offered.
         for message in self.tools.mcp.prepare().await {
