@@ -104,27 +104,42 @@ impl CallerVars {
     }
 }
 
+/// Why a caller's environment (`env` of `session/create` or `run/start`)
+/// was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CallerEnvError {
+    /// More than [`MAX_CALLER_VARS`] variables.
+    #[error("env has {0} variables; at most {MAX_CALLER_VARS} are accepted: send fewer")]
+    TooMany(usize),
+    /// More than [`MAX_CALLER_BYTES`] bytes of names and values.
+    #[error("env holds {0} bytes; at most {MAX_CALLER_BYTES} are accepted: send fewer")]
+    TooLarge(usize),
+    /// A name that is empty or holds `=` or NUL.
+    #[error("env: {0:?} is not a variable name (empty, or holds '=' or NUL)")]
+    BadName(String),
+    /// A value holding NUL.
+    #[error("env: the value of {0} holds a NUL byte")]
+    NulInValue(String),
+}
+
 impl CallerEnv {
     /// Check a caller's variables: names without `=` or NUL, values
     /// without NUL, within [`MAX_CALLER_VARS`] and [`MAX_CALLER_BYTES`].
-    pub fn check(vars: BTreeMap<String, String>) -> Result<CallerVars, String> {
+    pub fn check(vars: BTreeMap<String, String>) -> Result<CallerVars, CallerEnvError> {
         if vars.len() > MAX_CALLER_VARS {
-            return Err(format!(
-                "env has {} variables; at most {MAX_CALLER_VARS} are accepted: send fewer",
-                vars.len()
-            ));
+            return Err(CallerEnvError::TooMany(vars.len()));
         }
         let bytes: usize = vars.iter().map(|(k, v)| k.len() + v.len()).sum();
         if bytes > MAX_CALLER_BYTES {
-            return Err(format!("env holds {bytes} bytes; at most {MAX_CALLER_BYTES} are accepted: send fewer"));
+            return Err(CallerEnvError::TooLarge(bytes));
         }
         let mut hash = Sha256::new();
         for (k, v) in &vars {
             if k.is_empty() || k.contains('=') || k.contains('\0') {
-                return Err(format!("env: {k:?} is not a variable name (empty, or holds '=' or NUL)"));
+                return Err(CallerEnvError::BadName(k.clone()));
             }
             if v.contains('\0') {
-                return Err(format!("env: the value of {k} holds a NUL byte"));
+                return Err(CallerEnvError::NulInValue(k.clone()));
             }
             hash.update(k.as_bytes());
             hash.update([0]);
@@ -266,12 +281,12 @@ mod tests {
 
     #[test]
     fn bad_variables_are_refused_by_name() {
-        let bad = |k: &str, v: &str| CallerEnv::check([(k.to_owned(), v.to_owned())].into()).err().unwrap();
+        let bad = |k: &str, v: &str| CallerEnv::check([(k.to_owned(), v.to_owned())].into()).err().unwrap().to_string();
         assert!(bad("A=B", "x").contains("\"A=B\""));
         assert!(bad("", "x").contains("not a variable name"));
         assert!(bad("K", "a\0b").contains("value of K"));
         let many = (0..=MAX_CALLER_VARS).map(|i| (format!("V{i}"), String::new())).collect();
-        assert!(CallerEnv::check(many).err().unwrap().contains("at most 4096"));
+        assert!(CallerEnv::check(many).err().unwrap().to_string().contains("at most 4096"));
     }
 
     #[test]

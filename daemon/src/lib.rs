@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod cache;
+pub mod clock;
 pub mod config;
 pub mod editor;
 pub mod environment;

@@ -10,9 +10,9 @@ use crate::store::Store;
 use crate::transport::{self, ConnectionCount, Limits, Listener};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-/// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`.
+/// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`, then
+/// stop in the order ARCHITECTURE.md gives (see "Shutdown order").
 pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let connections = Arc::new(ConnectionCount::default());
@@ -20,21 +20,16 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
 
     let state_dir = settings.state_dir.clone().unwrap_or_else(crate::paths::state_dir);
     let store = Arc::new(Store::open(&state_dir.join("swivald.db"))?);
-    let stopping = CancellationToken::new();
     let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
     tracing::info!("command sandbox: {sandbox_caps:?}");
     let grace = crate::config::seconds(settings.shutdown_grace_s, 0.0);
-    let sessions =
-        Arc::new(Sessions::open(store, session_settings(&settings, &listener, state_dir, sandbox_caps), stopping)?);
-    {
-        // Runs end (as interrupted) as soon as shutdown begins, so requests
-        // waiting on them can finish within the grace period.
-        let (shutdown, sessions) = (shutdown.clone(), sessions.clone());
-        tokio::spawn(async move {
-            shutdown.wait().await;
-            sessions.shutdown(grace).await;
-        });
-    }
+    // Runs end (as interrupted) as soon as shutdown begins, so requests
+    // waiting on them can finish within the grace period.
+    let sessions = Arc::new(Sessions::open(
+        store,
+        session_settings(&settings, &listener, state_dir, sandbox_caps),
+        shutdown.clone(),
+    )?);
     if let Some(age) = settings.session_retention() {
         spawn_pruner(sessions.clone(), age, shutdown.clone());
     }
@@ -56,7 +51,6 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         max_message_size: settings.max_message_size,
         max_connections: settings.max_connections,
         max_subscriptions: settings.max_subscriptions_per_connection,
-        grace,
         idle_timeout: settings.idle_timeout(),
         header_read_timeout: settings.header_read_timeout(),
         max_batch_len: settings.max_batch_len,
@@ -72,14 +66,21 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     );
     service::notify_ready();
     service::spawn_watchdog(shutdown.clone());
-    {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            shutdown.wait().await;
-            service::notify_stopping();
-        });
+    let methods = module.into();
+    transport::serve(&listener, methods, rpc::SUBSCRIPTION_METHODS, limits, connections.clone(), shutdown.clone())
+        .await?;
+    // Shutdown has begun: no connection is accepted any more, runs are
+    // cancelled, connections are writing their last replies.
+    service::notify_stopping();
+    tracing::info!("shutting down: no new connections; waiting up to {grace:?} for in-flight requests and runs");
+    if !shutdown.drain(grace).await {
+        tracing::warn!(
+            "grace period over; dropping {} connection(s) still open and the runs that did not end",
+            connections.open()
+        );
     }
-    transport::serve(listener, module.into(), rpc::SUBSCRIPTION_METHODS, limits, connections, shutdown).await?;
+    sessions.stop_services().await;
+    listener.remove_socket_file();
     tracing::info!("stopped");
     Ok(())
 }

@@ -52,7 +52,7 @@ fuzz_target!(init: start_daemon(), |data: &[u8]| {
     if matches!(data.first(), Some(b'{' | b'[')) {
         check_ndjson_output(data, &output);
     }
-    // After `daemon/shutdown` (it stops 50 ms after its reply) the next input
+    // After `daemon/shutdown` (it stops once its reply is written) the next input
     // should meet the restarted daemon, not one that is going away.
     if String::from_utf8_lossy(&output).contains("\"stopping\":true") {
         let stopped = STOPS.load(Ordering::SeqCst);

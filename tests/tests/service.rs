@@ -2,7 +2,8 @@
 //! swivalctl commands that manage the daemon.
 
 use serde_json::json;
-use swival_tests::{bin, recv_line, TestEnv};
+use swival_protocol::methods::{typed, NoParams};
+use swival_tests::{bin, http_post, recv_line, TestEnv};
 
 #[test]
 fn socket_activation_notifies_ready_serves_and_notifies_stopping() {
@@ -55,6 +56,35 @@ fn daemon_shutdown_answers_then_exits_zero() {
     let mut daemon = env.start_daemon();
     let r = daemon.nd().ok("daemon/shutdown", json!({}));
     assert_eq!(r["stopping"], true);
+    assert_eq!(daemon.wait_exit().code(), Some(0));
+    assert!(!env.socket().exists());
+}
+
+#[test]
+fn daemon_shutdown_over_http_answers_then_exits_zero() {
+    let env = TestEnv::new();
+    let mut daemon = env.start_daemon();
+    let (code, body) = http_post(&daemon.socket, r#"{"jsonrpc":"2.0","id":3,"method":"daemon/shutdown"}"#);
+    assert_eq!(code, 200, "{body}");
+    let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["id"], 3);
+    assert_eq!(reply["result"]["stopping"], true, "{body}");
+    assert_eq!(daemon.wait_exit().code(), Some(0));
+    assert!(!env.socket().exists());
+}
+
+#[test]
+fn daemon_shutdown_over_websocket_answers_then_exits_zero() {
+    let env = TestEnv::new();
+    let mut daemon = env.start_daemon();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let reply = rt.block_on(async {
+        let client = swivalctl::Client::connect(&daemon.socket).await.unwrap();
+        // Not `Client::shutdown`, which also accepts a connection closed
+        // before the reply: here the reply itself must arrive.
+        client.request::<typed::DaemonShutdown>(&NoParams).await
+    });
+    assert!(reply.expect("the reply to daemon/shutdown").stopping);
     assert_eq!(daemon.wait_exit().code(), Some(0));
     assert!(!env.socket().exists());
 }

@@ -3,34 +3,34 @@
 //! without tool calls is the final answer; empty and cut-off replies get
 //! Swival's nudges; `max_turns` exhausted ends the run.
 
+mod call;
 mod compact;
 pub mod conversation;
 mod estimate;
 mod guard;
 mod observer;
 pub mod prompt;
+mod sink;
 mod tools;
 
-use crate::cache::{ResponseCache, Served};
+use crate::cache::ResponseCache;
 use crate::config::HookPoint;
-use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
+use crate::pipeline::filter::CallKind;
 use crate::pipeline::hooks::{self, merge::Decision};
 use crate::pipeline::Pipeline;
-use crate::provider::{ChatRequest, Provider, ProviderError, ProviderKind};
-use crate::report::{LlmCallRecord, RunRecord};
+use crate::provider::{Provider, ProviderKind};
+use crate::report::RunRecord;
 use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
-use crate::session::events::EventLog;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
 use compact::is_context_overflow;
 use conversation::Conversation;
 pub use estimate::estimate_tokens;
-use estimate::{estimate_from, json_len, Offered};
-use observer::Observer;
+use estimate::{estimate_from, Offered};
 use serde_json::{json, Value};
-use std::time::Instant;
-use swival_protocol::{CacheStatus, EventKind, RunId, SessionId};
+pub use sink::EventSink;
+use swival_protocol::{EventKind, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -68,7 +68,7 @@ pub struct AgentRun<'a> {
     /// The run.
     pub run_id: &'a RunId,
     /// Where events go.
-    pub events: &'a EventLog,
+    pub events: &'a dyn EventSink,
     /// The provider client.
     pub provider: &'a Provider,
     /// Model id to request.
@@ -115,7 +115,7 @@ pub struct AgentRun<'a> {
 /// return the merged decision.
 pub async fn consult(
     pipeline: &Pipeline,
-    events: &EventLog,
+    events: &dyn EventSink,
     run_id: &RunId,
     record: &mut RunRecord,
     point: HookPoint,
@@ -138,27 +138,6 @@ pub async fn consult(
         events.emit(Some(run_id), kind);
     }
     Ok(decision)
-}
-
-/// How a provider call ended, for the report and the `llm_call` event.
-struct CallEnd {
-    /// Agent turn or summary.
-    kind: CallKind,
-    /// The provider's finish reason, or `error`.
-    finish_reason: Option<String>,
-    /// The provider's usage object.
-    usage: Option<Value>,
-    /// Transient failures retried.
-    retries: u64,
-    /// `hit` or `shared` when the response cache answered.
-    cache: Option<&'static str>,
-}
-
-impl CallEnd {
-    /// A call that failed or was refused before a reply.
-    fn failed(kind: CallKind) -> CallEnd {
-        CallEnd { kind, finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
-    }
 }
 
 /// Why a provider call did not produce a reply.
@@ -347,226 +326,5 @@ impl AgentRun<'_> {
             }
             other => other,
         }
-    }
-
-    /// One provider call through the whole pipeline: `before_llm_call`
-    /// hooks, the filter chain, the response cache (agent calls), the
-    /// provider under the daemon-wide slot limit. `own` replaces the
-    /// conversation as the messages (summary calls).
-    async fn call_model(
-        &mut self,
-        turn: u64,
-        kind: CallKind,
-        own: Option<Vec<Value>>,
-        tools: Offered<'_>,
-    ) -> Result<crate::provider::Reply, CallError> {
-        let started = Instant::now();
-        // Copied only when a hook narrows them.
-        let mut offered = std::borrow::Cow::Borrowed(tools.schemas);
-        let mut replaced: Option<Vec<Value>> = None;
-        if self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
-            let payload = json!({
-                "session_id": self.session_id,
-                "run_id": self.run_id,
-                "turn": turn,
-                "call_kind": kind.as_str(),
-                "provider": self.provider.settings.kind.as_str(),
-                "model": self.model,
-                "messages": own.as_deref().unwrap_or(self.conversation.messages()),
-                "tools": tools.schemas,
-            });
-            let decision = consult(
-                self.pipeline,
-                self.events,
-                self.run_id,
-                self.record,
-                HookPoint::BeforeLlmCall,
-                &payload,
-                self.cancel,
-            )
-            .await
-            .map_err(|_| CallError::Cancelled)?;
-            if let Some((_, reason)) = decision.blocked {
-                let estimate = self.estimate(own.as_deref(), tools);
-                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                return Err(CallError::Blocked(reason));
-            }
-            if let Some(keep) = &decision.tools {
-                offered
-                    .to_mut()
-                    .retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
-            }
-            replaced = decision.messages;
-        }
-        let tools = match &offered {
-            std::borrow::Cow::Borrowed(_) => tools,
-            std::borrow::Cow::Owned(narrowed) => Offered::new(narrowed),
-        };
-        let estimate = self.estimate(replaced.as_deref().or(own.as_deref()), tools);
-        let (messages, tools) =
-            (replaced.as_deref().or(own.as_deref()).unwrap_or(self.conversation.messages()), tools.schemas);
-        let filtered;
-        let outbound: &[Value] = if self.pipeline.filters.is_empty() {
-            messages
-        } else {
-            let input = FilterInput {
-                provider: self.provider.settings.kind.as_str(),
-                model: self.model,
-                call_kind: kind,
-                messages,
-                tools,
-            };
-            let (events, run_id) = (self.events, self.run_id);
-            let on_stderr = |stage: &filter::Stage, line: &str| {
-                tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
-                let kind = EventKind::Stderr { source: format!("filter {}", stage.display), text: line.to_owned() };
-                events.emit(Some(run_id), kind);
-            };
-            match filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await {
-                Ok(m) => {
-                    filtered = m;
-                    &filtered
-                }
-                Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
-                Err(FilterError::Blocked(detail)) => {
-                    let message = format!("LLM filter blocked request: {detail}");
-                    self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                    return Err(CallError::Failed(message));
-                }
-            }
-        };
-        // Secret encryption comes after hooks and filters (they see
-        // plaintext) and before the cache key and the provider.
-        let encrypted;
-        let outbound: &[Value] = match self.shield.as_deref_mut() {
-            Some(shield) => {
-                encrypted = shield.encrypt_messages(outbound);
-                &encrypted
-            }
-            None => outbound,
-        };
-        let configured = self.provider.settings.max_output_tokens;
-        let max_tokens = match self.context_window {
-            Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
-            None => configured,
-        };
-        let req = ChatRequest { messages: outbound, tools, max_tokens };
-        // With before_response_emit hooks, text reaches clients only after them.
-        // Streamed text would show ciphertexts (and split them), and must
-        // not reach clients before before_response_emit hooks have run.
-        let stream_text =
-            kind == CallKind::Agent && self.shield.is_none() && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
-        let observer =
-            Observer { events: self.events, run_id: self.run_id, turn, stream_text, pending: Default::default() };
-        let call = || async {
-            let _permit = tokio::select! {
-                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
-                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
-            };
-            self.provider.chat(self.model, &req, &observer, self.cancel).await
-        };
-        let cache = if kind == CallKind::Agent { self.cache } else { None };
-        let (result, served) = match cache {
-            None => (call().await, None),
-            Some(cache) => {
-                let settings = &self.provider.settings;
-                let body = crate::provider::request_body(settings, self.model, &req).to_value();
-                let key = crate::cache::key(crate::cache::KeyParts {
-                    body: &body,
-                    provider: settings.kind.as_str(),
-                    base_url: &settings.base_url,
-                    policy_digest: self.policy_digest,
-                });
-                let cached = cache
-                    .get_or_call(&key, || async {
-                        call().await.map(|(reply, retries)| json!({"reply": reply.to_json(), "retries": retries}))
-                    })
-                    .await;
-                match cached {
-                    Ok((v, how)) => {
-                        self.record.cache_keys.push(key.clone());
-                        let reply = crate::provider::Reply::from_json(&v["reply"]);
-                        let retries = if how == Served::Miss { v["retries"].as_u64().unwrap_or(0) as u32 } else { 0 };
-                        let label = match how {
-                            Served::Hit => Some("hit"),
-                            Served::Shared => Some("shared"),
-                            Served::Miss => None,
-                        };
-                        (Ok((reply, retries)), label)
-                    }
-                    Err(e) => (Err(e), None),
-                }
-            }
-        };
-        // The end of the reply: text still waiting goes out now.
-        observer.flush();
-        // Secrets in the reply go back to their real values before anything
-        // (hooks, tools, the conversation) sees it.
-        let result = result.map(|(mut reply, retries)| {
-            if let Some(shield) = self.shield.as_deref() {
-                reply.content = reply.content.map(|c| shield.decrypt_text(&c));
-                for call in &mut reply.tool_calls {
-                    call.arguments = shield.decrypt_text(&call.arguments);
-                }
-            }
-            (reply, retries)
-        });
-        match result {
-            Ok((reply, retries)) => {
-                self.finish_call(
-                    turn,
-                    started,
-                    estimate,
-                    CallEnd {
-                        kind,
-                        finish_reason: reply.finish_reason.clone(),
-                        usage: reply.usage.clone(),
-                        retries: retries.into(),
-                        cache: served,
-                    },
-                );
-                Ok(reply)
-            }
-            Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
-            Err(e) => {
-                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                Err(CallError::Failed(e.run_error(self.model)))
-            }
-        }
-    }
-
-    /// The token estimate of a call with `own` messages (`None`: the
-    /// conversation, whose length is kept counted) and `tools`.
-    fn estimate(&self, own: Option<&[Value]>, tools: Offered<'_>) -> u64 {
-        let chars = match own {
-            Some(messages) => messages.iter().map(json_len).sum(),
-            None => self.conversation.chars(),
-        };
-        estimate_from(chars, tools.chars)
-    }
-
-    /// Record a finished (or failed) call in the report and the events.
-    fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
-        let CallEnd { kind, finish_reason, usage, retries, cache } = end;
-        let duration_s = started.elapsed().as_secs_f64();
-        self.record.llm_call(&LlmCallRecord {
-            turn,
-            duration_s,
-            prompt_tokens_est: estimate,
-            finish_reason: finish_reason.clone().unwrap_or_default(),
-            retries,
-            cache,
-        });
-        let kind = EventKind::LlmCall {
-            turn,
-            call_kind: kind,
-            duration_s,
-            finish_reason,
-            usage,
-            prompt_tokens_est: estimate,
-            retries,
-            cache: cache.map(|c| if c == "hit" { CacheStatus::Hit } else { CacheStatus::Shared }),
-        };
-        self.events.emit(Some(self.run_id), kind);
     }
 }

@@ -1,7 +1,7 @@
 //! Provider progress (streamed text, retries) turned into the run's
 //! events, with text deltas coalesced: every event is a stored row.
 
-use super::EventLog;
+use super::EventSink;
 use crate::provider::CallObserver;
 use std::time::Duration;
 use swival_protocol::{EventKind, RunId};
@@ -18,7 +18,7 @@ const DELTA_BYTES: usize = 1024;
 /// waiting; the rest waits for the next piece or [`Observer::flush`].
 pub(super) struct Observer<'a> {
     /// Where events go.
-    pub events: &'a EventLog,
+    pub events: &'a dyn EventSink,
     /// The run.
     pub run_id: &'a RunId,
     /// The turn.

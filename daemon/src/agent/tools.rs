@@ -227,7 +227,7 @@ impl AgentRun<'_> {
                     Some(refusal) => refusal,
                     None => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
                 },
-                Err(e) => e,
+                Err(e) => e.render(),
             },
             "read_file" => {
                 self.tools.editor_text = self.editor_text(call).await;
@@ -237,7 +237,7 @@ impl AgentRun<'_> {
             }
             "fetch_url" => match args() {
                 Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
-                Err(e) => e,
+                Err(e) => e.render(),
             },
             name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
             _ => self.file_tool(call),

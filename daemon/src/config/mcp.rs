@@ -16,21 +16,32 @@ pub const PROJECT_MCP_JSON: &str = ".swival/mcp.json";
 /// Transport names Swival accepts in `type`/`transport`.
 const TRANSPORTS: &[&str] = &["stdio", "http", "streamable-http", "streamable_http", "sse"];
 
+/// A server name Swival refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    /// Empty, or a character outside `[a-zA-Z0-9_-]`.
+    #[error("MCP server name '{0}' is invalid: must match [a-zA-Z0-9_-]+")]
+    Invalid(String),
+    /// `__`, the separator of `mcp__<server>__<tool>`.
+    #[error("MCP server name '{0}' must not contain double underscores")]
+    DoubleUnderscore(String),
+}
+
 /// Swival's rule for a server name: `[a-zA-Z0-9_-]+` without `__` (the
 /// separator of `mcp__<server>__<tool>`).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("MCP server name '{name}' is invalid: must match [a-zA-Z0-9_-]+"));
+        return Err(NameError::Invalid(name.to_owned()));
     }
     if name.contains("__") {
-        return Err(format!("MCP server name '{name}' must not contain double underscores"));
+        return Err(NameError::DoubleUnderscore(name.to_owned()));
     }
     Ok(())
 }
 
 /// Swival's checks on one server table (fields already type-checked).
 pub(super) fn check_server(name: &str, table: &Map<String, Value>, origin: &Origin) -> Result<(), ConfigError> {
-    check_name(name).map_err(|m| origin.invalid(m))?;
+    check_name(name).map_err(|e| origin.invalid(e.to_string()))?;
     match (table.contains_key("command"), table.contains_key("url")) {
         (false, false) => return Err(origin.invalid(format!("mcp_servers.{name} must have 'command' or 'url'"))),
         (true, true) => return Err(origin.invalid(format!("mcp_servers.{name} cannot have both 'command' and 'url'"))),
@@ -104,8 +115,8 @@ mod tests {
     #[test]
     fn server_names_follow_swivals_rule() {
         assert!(check_name("fs-1_x").is_ok());
-        assert!(check_name("a b").unwrap_err().contains("must match"));
-        assert!(check_name("a__b").unwrap_err().contains("double underscores"));
+        assert!(check_name("a b").unwrap_err().to_string().contains("must match"));
+        assert!(check_name("a__b").unwrap_err().to_string().contains("double underscores"));
         assert!(check_name("").is_err());
     }
 

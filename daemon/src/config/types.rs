@@ -175,22 +175,32 @@ fn mask(value: u128, bits: u8, prefix: u8) -> u128 {
     value & keep & width
 }
 
-impl FromStr for Cidr {
-    type Err = String;
+/// Text that is not an IP network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// The address part is not an IP address.
+    #[error("{0:?} is not an IP network; write it like 10.0.0.0/8 or fd00::/8")]
+    NotANetwork(String),
+    /// The prefix length is not a number within the address's bits.
+    #[error("{text:?} has a prefix length outside 0..={bits}")]
+    Prefix { text: String, bits: u8 },
+}
 
-    fn from_str(text: &str) -> Result<Cidr, String> {
+impl FromStr for Cidr {
+    type Err = CidrError;
+
+    fn from_str(text: &str) -> Result<Cidr, CidrError> {
         let (addr, prefix) = match text.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
         };
-        let addr: IpAddr =
-            addr.parse().map_err(|_| format!("{text:?} is not an IP network; write it like 10.0.0.0/8 or fd00::/8"))?;
+        let addr: IpAddr = addr.parse().map_err(|_| CidrError::NotANetwork(text.to_owned()))?;
         let bits = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => bits,
             Some(p) => match p.parse::<u8>() {
                 Ok(n) if n <= bits => n,
-                _ => return Err(format!("{text:?} has a prefix length outside 0..={bits}")),
+                _ => return Err(CidrError::Prefix { text: text.to_owned(), bits }),
             },
         };
         let addr = match addr {

@@ -210,7 +210,7 @@ impl SessionMcp {
         let args = match crate::tools::parse_args(raw_args) {
             Ok(Value::Object(map)) => map,
             Ok(_) => unreachable!("parse_args returns objects"),
-            Err(e) => return e,
+            Err(e) => return e.render(),
         };
         if pool.stopped() {
             return "error: the daemon is stopping".to_owned();

@@ -62,12 +62,21 @@ fn mode_name(mode: Mode) -> swival_protocol::ScriptMode {
 
 pub use crate::procs::locate;
 
+/// Why a session's pipeline cannot be built (Swival's start-up check).
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// A script's program is neither on the caller's PATH nor an
+    /// executable file; `key` is the config key naming it.
+    #[error("{key} executable not found or not executable: {program}")]
+    NotExecutable { key: &'static str, program: String },
+}
+
 /// Swival's start-up check: the program must be on the caller's PATH or
 /// an executable file.
-fn check(command: &Command, key: &str, env: &CallerEnv) -> Result<(), String> {
+fn check(command: &Command, key: &'static str, env: &CallerEnv) -> Result<(), PipelineError> {
     match locate(command.program(), &env.path()) {
         Some(_) => Ok(()),
-        None => Err(format!("{key} executable not found or not executable: {}", command.program())),
+        None => Err(PipelineError::NotExecutable { key, program: command.program().to_string() }),
     }
 }
 
@@ -81,7 +90,7 @@ impl Pipeline {
         env: &CallerEnv,
         runner: Arc<ProcessRunner>,
         registry: Arc<HookRegistry>,
-    ) -> Result<Pipeline, String> {
+    ) -> Result<Pipeline, PipelineError> {
         let path = env.path();
         let mut filters = Vec::new();
         for stage in cfg.filter_stages() {

@@ -130,7 +130,7 @@ pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) ->
     json!({
         "version": 1,
         "mode": "oneshot",
-        "timestamp": crate::session::events::now(),
+        "timestamp": crate::clock::now(),
         "task": ctx.task,
         "model": ctx.model,
         "provider": ctx.provider,

@@ -15,13 +15,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     method::<m::DaemonStatusMethod>(module, |_, ctx| Ok(status(ctx)))?;
     method::<m::DaemonShutdown>(module, |_, ctx| {
         tracing::info!("shutdown requested over RPC");
-        // Let this reply reach a WebSocket client before its connection is
-        // closed; newline-delimited and HTTP replies are flushed anyway.
-        let shutdown = ctx.shutdown.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            shutdown.trigger();
-        });
+        // This reply still reaches the caller on every framing: connections
+        // write the replies of the calls in flight before they close, and
+        // the daemon waits for that (`Shutdown::drain`).
+        ctx.shutdown.trigger();
         Ok(ShutdownResult { stopping: true })
     })?;
     Ok(())

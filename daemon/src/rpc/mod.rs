@@ -29,7 +29,7 @@ pub struct DaemonContext {
     pub activation: Activation,
     /// Open connections.
     pub connections: Arc<ConnectionCount>,
-    /// The daemon's shutdown latch.
+    /// The daemon's shutdown (`daemon/shutdown` triggers it).
     pub shutdown: Shutdown,
     /// Largest message, advertised in `initialize`.
     pub max_message_size: u64,

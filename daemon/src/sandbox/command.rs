@@ -371,7 +371,7 @@ mod tests {
     fn whitelist_map_is_sorted_in_errors() {
         let p = CommandPolicy::Whitelist(BTreeMap::new());
         assert_eq!(
-            policy::check(&argv(&["x"]), &p, Path::new("/")).unwrap_err(),
+            policy::check(&argv(&["x"]), &p, Path::new("/")).unwrap_err().to_string(),
             "command 'x' is not allowed. Allowed commands: (none)"
         );
     }

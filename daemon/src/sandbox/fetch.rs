@@ -8,7 +8,7 @@
 //! text, and large results are spilled like command output.
 
 use super::spill::{self, Untrusted};
-use super::ssrf::check_address;
+use super::ssrf::{check_address, Blocked};
 use crate::config::Cidr;
 use reqwest::header::{HeaderValue, ACCEPT, ACCEPT_LANGUAGE, CONTENT_TYPE, LOCATION};
 use serde_json::Value;
@@ -39,6 +39,68 @@ const TEXT_TYPES: &[&str] = &[
 ];
 const USER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36";
+
+/// Why a fetch failed: the model reads `error: ` and this message.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// No `url`.
+    #[error("url must be a non-empty string")]
+    NoUrl,
+    /// A `format` that is not one of the three.
+    #[error("invalid format '{0}', must be 'markdown', 'text', or 'html'")]
+    Format(String),
+    /// A `timeout` that is not a number; the type as Swival names it.
+    #[error("timeout must be a number, got {0}")]
+    Timeout(&'static str),
+    /// Not a URL.
+    #[error("invalid url '{url}': {source}")]
+    InvalidUrl { url: String, source: url::ParseError },
+    /// Neither http nor https.
+    #[error("url scheme '{0}' is not allowed, must be http or https")]
+    Scheme(String),
+    /// A URL without a host.
+    #[error("could not parse hostname from url")]
+    NoHost,
+    /// The name did not resolve.
+    #[error("could not resolve hostname '{name}': {source}")]
+    Resolve { name: String, source: std::io::Error },
+    /// The name resolved to nothing.
+    #[error("could not resolve hostname '{0}': no addresses")]
+    NoAddresses(String),
+    /// An address in the forbidden ranges.
+    #[error(transparent)]
+    Blocked(#[from] Blocked),
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// The connection or request failed; the whole error chain.
+    #[error("could not connect to {host}: {chain}")]
+    Connect { host: String, chain: String },
+    /// More than [`MAX_REDIRECTS`] hops.
+    #[error("too many redirects (limit is {MAX_REDIRECTS})")]
+    TooManyRedirects,
+    /// A redirect that says nowhere.
+    #[error("HTTP {0} redirect without a Location header")]
+    NoLocation(u16),
+    /// A redirect to something that is not a URL.
+    #[error("bad redirect location '{location}': {source}")]
+    BadLocation { location: String, source: url::ParseError },
+    /// A status other than success or redirect.
+    #[error("HTTP {code} — {reason}")]
+    Status { code: u16, reason: &'static str },
+    /// A content type that is not text.
+    #[error("binary content (content-type: {0}), cannot display as text")]
+    BinaryType(String),
+    /// NUL bytes in the body.
+    #[error("binary content detected (null bytes found), cannot display as text")]
+    BinaryBody,
+    /// More than [`MAX_BODY`] bytes.
+    #[error("response too large (more than {MAX_BODY} bytes, limit is 5MB)")]
+    TooLarge,
+    /// The body could not be read; the whole error chain.
+    #[error("reading the response failed: {0}")]
+    Read(String),
+}
 
 /// What a session fixes once for `fetch_url`.
 #[derive(Debug, Clone)]
@@ -75,10 +137,10 @@ pub struct FetchCall {
 }
 
 /// Check the model's `fetch_url` arguments (`url`, `format`, `timeout`).
-pub fn parse_call(args: &Value) -> Result<FetchCall, String> {
+pub fn parse_call(args: &Value) -> Result<FetchCall, FetchError> {
     let url = match args.get("url") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
-        _ => return Err("url must be a non-empty string".into()),
+        _ => return Err(FetchError::NoUrl),
     };
     let format = match args.get("format") {
         None | Some(Value::Null) => FetchFormat::Markdown,
@@ -87,7 +149,7 @@ pub fn parse_call(args: &Value) -> Result<FetchCall, String> {
         Some(Value::String(s)) if s == "html" => FetchFormat::Html,
         Some(other) => {
             let shown = other.as_str().map_or_else(|| other.to_string(), str::to_owned);
-            return Err(format!("invalid format '{shown}', must be 'markdown', 'text', or 'html'"));
+            return Err(FetchError::Format(shown));
         }
     };
     let timeout = match args.get("timeout") {
@@ -103,7 +165,7 @@ pub fn parse_call(args: &Value) -> Result<FetchCall, String> {
                 Value::Array(_) => "list",
                 _ => "dict",
             };
-            return Err(format!("timeout must be a number, got {kind}"));
+            return Err(FetchError::Timeout(kind));
         }
     };
     Ok(FetchCall { url, format, timeout })
@@ -134,7 +196,7 @@ pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: 
 }
 
 /// Follow the hops by hand and convert the final body.
-async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<String, String> {
+async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<String, FetchError> {
     let mut url = parse_url(original)?;
     for hop in 0..=MAX_REDIRECTS {
         let pinned = check_hop(&url, &env.allow_networks).await?;
@@ -146,52 +208,52 @@ async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<St
             .header(ACCEPT_LANGUAGE, "en-US,en;q=0.9")
             .send()
             .await
-            .map_err(|e| format!("could not connect to {host}: {}", chain(&e)))?;
+            .map_err(|e| FetchError::Connect { host, chain: chain(&e) })?;
         let status = resp.status();
         if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
             if hop == MAX_REDIRECTS {
-                return Err(format!("too many redirects (limit is {MAX_REDIRECTS})"));
+                return Err(FetchError::TooManyRedirects);
             }
             let location = resp
                 .headers()
                 .get(LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| format!("HTTP {} redirect without a Location header", status.as_u16()))?;
-            url = url.join(location).map_err(|e| format!("bad redirect location '{location}': {e}"))?;
+                .ok_or(FetchError::NoLocation(status.as_u16()))?;
+            url = url
+                .join(location)
+                .map_err(|source| FetchError::BadLocation { location: location.to_owned(), source })?;
             continue;
         }
         if !status.is_success() {
-            return Err(format!("HTTP {} — {}", status.as_u16(), status.canonical_reason().unwrap_or("")));
+            return Err(FetchError::Status { code: status.as_u16(), reason: status.canonical_reason().unwrap_or("") });
         }
         return read_page(resp, format).await;
     }
-    Err(format!("too many redirects (limit is {MAX_REDIRECTS})"))
+    Err(FetchError::TooManyRedirects)
 }
 
 /// The final response as text: type checked, size capped, decoded,
 /// converted.
-async fn read_page(resp: reqwest::Response, format: FetchFormat) -> Result<String, String> {
+async fn read_page(resp: reqwest::Response, format: FetchFormat) -> Result<String, FetchError> {
     let content_type = resp.headers().get(CONTENT_TYPE).cloned();
     let (mime, charset) = parse_content_type(content_type.as_ref());
     if !is_text(&mime) {
-        return Err(format!("binary content (content-type: {mime}), cannot display as text"));
+        return Err(FetchError::BinaryType(mime));
     }
     let body = read_capped(resp).await?;
     if body[..body.len().min(SNIFF)].contains(&0) {
-        return Err("binary content detected (null bytes found), cannot display as text".into());
+        return Err(FetchError::BinaryBody);
     }
     let text = decode(&body, charset.as_deref());
     Ok(convert(&text, &mime, format))
 }
 
-fn parse_url(s: &str) -> Result<Url, String> {
+fn parse_url(s: &str) -> Result<Url, FetchError> {
     match Url::parse(s) {
         Ok(u) => Ok(u),
-        Err(url::ParseError::RelativeUrlWithoutBase) => {
-            Err("url scheme '' is not allowed, must be http or https".into())
-        }
-        Err(url::ParseError::EmptyHost) => Err("could not parse hostname from url".into()),
-        Err(e) => Err(format!("invalid url '{s}': {e}")),
+        Err(url::ParseError::RelativeUrlWithoutBase) => Err(FetchError::Scheme(String::new())),
+        Err(url::ParseError::EmptyHost) => Err(FetchError::NoHost),
+        Err(source) => Err(FetchError::InvalidUrl { url: s.to_owned(), source }),
     }
 }
 
@@ -206,14 +268,14 @@ struct Pinned {
 }
 
 /// Scheme, host and every address the host resolves to.
-async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
+async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, FetchError> {
     match url.scheme() {
         "http" | "https" => {}
-        other => return Err(format!("url scheme '{other}' is not allowed, must be http or https")),
+        other => return Err(FetchError::Scheme(other.to_owned())),
     }
     let port = url.port_or_known_default().unwrap_or(80);
     match url.host() {
-        None => Err("could not parse hostname from url".into()),
+        None => Err(FetchError::NoHost),
         Some(Host::Ipv4(ip)) => {
             check_address(IpAddr::V4(ip), allow)?;
             Ok(Pinned { name: None, addrs: vec![SocketAddr::new(IpAddr::V4(ip), port)] })
@@ -225,10 +287,10 @@ async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
         Some(Host::Domain(name)) => {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
                 .await
-                .map_err(|e| format!("could not resolve hostname '{name}': {e}"))?
+                .map_err(|source| FetchError::Resolve { name: name.to_owned(), source })?
                 .collect();
             if addrs.is_empty() {
-                return Err(format!("could not resolve hostname '{name}': no addresses"));
+                return Err(FetchError::NoAddresses(name.to_owned()));
             }
             for a in &addrs {
                 check_address(a.ip(), allow)?;
@@ -240,13 +302,13 @@ async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, String> {
 
 /// A client that connects only to the pinned addresses: no proxy (a proxy
 /// would resolve the name itself), no automatic redirects.
-fn client(pinned: &Pinned) -> Result<reqwest::Client, String> {
+fn client(pinned: &Pinned) -> Result<reqwest::Client, FetchError> {
     let mut b =
         reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).user_agent(USER_AGENT);
     if let Some(name) = &pinned.name {
         b = b.resolve_to_addrs(name, &pinned.addrs);
     }
-    b.build().map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))
+    b.build().map_err(|e| FetchError::Client(chain(&e)))
 }
 
 /// MIME type (lower case, without parameters) and charset.
@@ -268,15 +330,14 @@ fn is_text(mime: &str) -> bool {
 }
 
 /// The body, refusing more than [`MAX_BODY`] bytes.
-async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
-    let too_large = || format!("response too large (more than {MAX_BODY} bytes, limit is 5MB)");
+async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, FetchError> {
     if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(too_large());
+        return Err(FetchError::TooLarge);
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading the response failed: {}", chain(&e)))? {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| FetchError::Read(chain(&e)))? {
         if body.len() + chunk.len() > MAX_BODY {
-            return Err(too_large());
+            return Err(FetchError::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
@@ -414,12 +475,13 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        assert_eq!(parse_call(&json!({})).unwrap_err(), "url must be a non-empty string");
+        assert_eq!(parse_call(&json!({})).unwrap_err().to_string(), "url must be a non-empty string");
         assert!(parse_call(&json!({"url": "http://x", "format": "pdf"}))
             .unwrap_err()
+            .to_string()
             .starts_with("invalid format 'pdf'"));
         assert_eq!(
-            parse_call(&json!({"url": "http://x", "timeout": "5"})).unwrap_err(),
+            parse_call(&json!({"url": "http://x", "timeout": "5"})).unwrap_err().to_string(),
             "timeout must be a number, got str"
         );
         let call = parse_call(&json!({"url": "http://x", "timeout": 500, "format": "text"})).unwrap();

@@ -40,6 +40,53 @@ const ABI_WANTED: ABI = ABI::V9;
 /// Device files every program may write; they store nothing.
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
+/// Why the helper could not confine or start the command, or why a probe
+/// step failed. Printed by the helper on stderr (`swivald sandbox: …`) and
+/// kept in the [`SandboxCapabilities`] a probe reports.
+#[derive(Debug, thiserror::Error)]
+enum HelperError {
+    /// The command line after `--sandbox-exec` is not `<plan> -- argv...`.
+    #[error("{0}")]
+    Usage(&'static str),
+    /// The plan is not a valid [`ExecSpec`].
+    #[error("bad plan after --sandbox-exec: {0}")]
+    BadPlan(serde_json::Error),
+    /// `exec` failed.
+    #[error("cannot run {}: {source}", .program.display())]
+    Exec { program: PathBuf, source: std::io::Error },
+    /// A system call of a confinement step failed: what it was for, and
+    /// the errno.
+    #[error("{what}: {source}")]
+    Sys { what: String, source: nix::errno::Errno },
+    /// A file write or a raw system call of a confinement step failed.
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    /// A Landlock step failed.
+    #[error("Landlock: {what}: {detail}")]
+    Landlock { what: String, detail: String },
+    /// Landlock is there but enforces nothing; why.
+    #[error("Landlock is not enforced by this kernel ({0})")]
+    LandlockNotEnforced(String),
+    /// The seccomp filter could not be built or installed.
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    /// Something a step checks did not hold, in its own words.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// [`HelperError::Sys`].
+fn sys(what: impl Into<String>) -> impl FnOnce(nix::errno::Errno) -> HelperError {
+    let what = what.into();
+    move |source| HelperError::Sys { what, source }
+}
+
+/// [`HelperError::Io`].
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HelperError {
+    let what = what.into();
+    move |source| HelperError::Io { what, source }
+}
+
 /// Run the helper when argv asks for it; `None` means "not a helper, go on
 /// with the daemon". Call it first thing in `main`.
 pub fn main_if_helper() -> Option<ExitCode> {
@@ -68,17 +115,17 @@ pub fn main_if_helper() -> Option<ExitCode> {
 }
 
 /// Parse `<spec> -- argv...`, confine, exec. Returns only on failure.
-fn exec(rest: Vec<OsString>) -> Result<Infallible, String> {
+fn exec(rest: Vec<OsString>) -> Result<Infallible, HelperError> {
     let mut rest = rest.into_iter();
-    let spec = rest.next().ok_or("missing the plan after --sandbox-exec")?;
-    let spec: ExecSpec = serde_json::from_str(spec.to_str().ok_or("the plan after --sandbox-exec is not UTF-8")?)
-        .map_err(|e| format!("bad plan after --sandbox-exec: {e}"))?;
+    let spec = rest.next().ok_or(HelperError::Usage("missing the plan after --sandbox-exec"))?;
+    let spec = spec.to_str().ok_or(HelperError::Usage("the plan after --sandbox-exec is not UTF-8"))?;
+    let spec: ExecSpec = serde_json::from_str(spec).map_err(HelperError::BadPlan)?;
     if rest.next().as_deref() != Some("--".as_ref()) {
-        return Err("expected -- between the plan and the command".into());
+        return Err(HelperError::Usage("expected -- between the plan and the command"));
     }
     let argv: Vec<OsString> = rest.collect();
     if argv.is_empty() {
-        return Err("no command after --".into());
+        return Err(HelperError::Usage("no command after --"));
     }
     let plan = &spec.plan;
     if plan.user_namespace() {
@@ -92,15 +139,15 @@ fn exec(rest: Vec<OsString>) -> Result<Infallible, String> {
 }
 
 /// Exec `program` with `argv` (argv\[0\] kept); returns why it failed.
-fn exec_program(program: &Path, argv: &[OsString]) -> String {
-    let err = std::process::Command::new(program).arg0(&argv[0]).args(&argv[1..]).exec();
-    format!("cannot run {}: {err}", program.display())
+fn exec_program(program: &Path, argv: &[OsString]) -> HelperError {
+    let source = std::process::Command::new(program).arg0(&argv[0]).args(&argv[1..]).exec();
+    HelperError::Exec { program: program.to_owned(), source }
 }
 
 /// The steps after namespaces and mounts, in the only order that works:
 /// capabilities dropped, then Landlock (which forbids mounting), then
 /// seccomp.
-fn confine_self(plan: &HelperPlan) -> Result<(), String> {
+fn confine_self(plan: &HelperPlan) -> Result<(), HelperError> {
     if plan.user_namespace() {
         drop_capabilities()?;
     }
@@ -122,14 +169,13 @@ fn confine_self(plan: &HelperPlan) -> Result<(), String> {
 
 /// The PID namespace path (after `unshare`, so our first child is pid 1
 /// there): fork init, wait for it, and leave with the command's status.
-fn run_under_init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<Infallible, String> {
+fn run_under_init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<Infallible, HelperError> {
     use nix::sys::wait::{waitpid, WaitStatus};
     use nix::unistd::{fork, ForkResult};
-    let (status_r, status_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(sys("cannot create a pipe"))?;
     // SAFETY: the helper is single-threaded (main calls it before any
     // thread exists), so the child may run arbitrary code.
-    match unsafe { fork() }.map_err(|e| format!("cannot fork the sandbox init: {e}"))? {
+    match unsafe { fork() }.map_err(sys("cannot fork the sandbox init"))? {
         ForkResult::Child => {
             drop(status_r);
             let code = match init(plan, program, argv) {
@@ -150,7 +196,7 @@ fn run_under_init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Resul
             let init_status = loop {
                 match waitpid(child, None) {
                     Err(nix::errno::Errno::EINTR) => continue,
-                    Err(e) => return Err(format!("waiting for the sandbox init failed: {e}")),
+                    Err(e) => return Err(sys("waiting for the sandbox init failed")(e)),
                     Ok(s) => break s,
                 }
             };
@@ -158,8 +204,10 @@ fn run_under_init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Resul
             let got = nix::unistd::read(&status_r, &mut raw).unwrap_or(0);
             if got != raw.len() {
                 return match init_status {
-                    WaitStatus::Exited(_, code) => Err(format!("the sandbox init failed (exit {code})")),
-                    other => Err(format!("the sandbox init ended: {other:?}")),
+                    WaitStatus::Exited(_, code) => {
+                        Err(HelperError::Failed(format!("the sandbox init failed (exit {code})")))
+                    }
+                    other => Err(HelperError::Failed(format!("the sandbox init ended: {other:?}"))),
                 };
             }
             leave_like(i32::from_ne_bytes(raw))
@@ -185,14 +233,14 @@ fn leave_like(status: i32) -> ! {
 /// orphan until the command exits, and return the command's raw wait
 /// status. Returning ends init, which makes the kernel kill whatever is
 /// left in the namespace.
-fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, String> {
+fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, HelperError> {
     use nix::unistd::{fork, ForkResult};
     // SAFETY: prctl with integer arguments only. If the helper dies (the
     // daemon killed its group), init and with it the namespace die too.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     mount_proc()?;
     // SAFETY: still single-threaded.
-    let command = match unsafe { fork() }.map_err(|e| format!("cannot fork the command: {e}"))? {
+    let command = match unsafe { fork() }.map_err(sys("cannot fork the command"))? {
         ForkResult::Child => {
             let why = match confine_self(plan) {
                 Ok(()) => exec_program(program, argv),
@@ -214,17 +262,16 @@ fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, Str
         if pid < 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(format!("init lost its command: {err}"));
+                return Err(io("init lost its command")(err));
             }
         }
     }
 }
 
 /// A /proc for this PID namespace, so commands see only their own processes.
-fn mount_proc() -> Result<(), String> {
+fn mount_proc() -> Result<(), HelperError> {
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>)
-        .map_err(|e| format!("cannot mount a private /proc: {e}"))
+    mount(Some("proc"), "/proc", Some("proc"), flags, None::<&str>).map_err(sys("cannot mount a private /proc"))
 }
 
 /// A user namespace mapping only our own uid and gid, with a private
@@ -232,7 +279,7 @@ fn mount_proc() -> Result<(), String> {
 /// where `hide_paths` are covered (see [`hide`]). Capabilities
 /// gained in the namespace are dropped before exec, so a command running
 /// as uid 0 cannot undo the mounts or configure the network.
-fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
+fn enter_namespaces(plan: &HelperPlan) -> Result<(), HelperError> {
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
     let mut flags = CloneFlags::CLONE_NEWUSER;
@@ -245,20 +292,16 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
     if plan.pid_namespace {
         flags |= CloneFlags::CLONE_NEWPID;
     }
-    unshare(flags).map_err(|e| format!("cannot create a user namespace: unshare: {e}"))?;
+    unshare(flags).map_err(sys("cannot create a user namespace: unshare"))?;
     match std::fs::write("/proc/self/setgroups", "deny") {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot write /proc/self/setgroups: {e}"))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("cannot write /proc/self/setgroups")(e)),
         _ => {}
     }
-    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))
-        .map_err(|e| format!("cannot write /proc/self/uid_map: {e}"))?;
-    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
-        .map_err(|e| format!("cannot write /proc/self/gid_map: {e}"))?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n")).map_err(io("cannot write /proc/self/uid_map"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n")).map_err(io("cannot write /proc/self/gid_map"))?;
     if plan.mount_namespace() {
         mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
-            .map_err(|e| format!("cannot make the mount namespace private: {e}"))?;
+            .map_err(sys("cannot make the mount namespace private"))?;
         // Read-only binds first: a hidden path inside a policy directory
         // stays hidden.
         for path in &plan.readonly_paths {
@@ -275,15 +318,14 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), String> {
 /// for mounts inherited into a user namespace (nosuid, nodev, noexec,
 /// atime), so the remount is allowed. A mount point also cannot be renamed
 /// or removed (EBUSY), so the file cannot be replaced either.
-fn bind_readonly(path: &Path) -> Result<(), String> {
+fn bind_readonly(path: &Path) -> Result<(), HelperError> {
     use nix::sys::statvfs::FsFlags;
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
-    let fail = |what: &str, e: nix::errno::Errno| format!("cannot make {} read-only: {what}: {e}", path.display());
-    mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
-        .map_err(|e| fail("bind", e))?;
-    let vfs = nix::sys::statvfs::statvfs(path).map_err(|e| fail("statvfs", e))?;
+    let fail = |what: &str| sys(format!("cannot make {} read-only: {what}", path.display()));
+    mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>).map_err(fail("bind"))?;
+    let vfs = nix::sys::statvfs::statvfs(path).map_err(fail("statvfs"))?;
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
     for (have, keep) in [
         (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
@@ -297,14 +339,14 @@ fn bind_readonly(path: &Path) -> Result<(), String> {
             flags |= keep;
         }
     }
-    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(|e| fail("remount", e))
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(fail("remount"))
 }
 
 /// Cover `path` in this mount namespace: a directory with an empty
 /// read-only tmpfs, anything else (swivald's socket) with /dev/null, so
 /// connecting to it is refused. A path that does not exist has nothing to
 /// hide.
-fn hide(path: &Path) -> Result<(), String> {
+fn hide(path: &Path) -> Result<(), HelperError> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
@@ -319,11 +361,11 @@ fn hide(path: &Path) -> Result<(), String> {
     } else {
         mount(Some("/dev/null"), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
     };
-    result.map_err(|e| format!("cannot hide {}: mount: {e}", path.display()))
+    result.map_err(sys(format!("cannot hide {}: mount", path.display())))
 }
 
 /// Empty the bounding and ambient sets, so exec leaves no capability.
-fn drop_capabilities() -> Result<(), String> {
+fn drop_capabilities() -> Result<(), HelperError> {
     for cap in 0..64 {
         // SAFETY: prctl with integer arguments only.
         let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
@@ -332,13 +374,13 @@ fn drop_capabilities() -> Result<(), String> {
             if err.raw_os_error() == Some(libc::EINVAL) {
                 break; // past the last capability this kernel knows
             }
-            return Err(format!("cannot drop capability {cap}: {err}"));
+            return Err(io(format!("cannot drop capability {cap}"))(err));
         }
     }
     // SAFETY: prctl with integer arguments only.
     let rc = unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
     if rc != 0 {
-        return Err(format!("cannot clear ambient capabilities: {}", std::io::Error::last_os_error()));
+        return Err(io("cannot clear ambient capabilities")(std::io::Error::last_os_error()));
     }
     Ok(())
 }
@@ -348,8 +390,11 @@ fn drop_capabilities() -> Result<(), String> {
 /// devices; signals and abstract Unix sockets scoped to the sandbox; on
 /// ABI 9 and later, named Unix sockets only inside `write_dirs`. Fails
 /// when the kernel enforces nothing.
-fn landlock(write_dirs: &[PathBuf], read_dirs: Option<&[PathBuf]>) -> Result<(), String> {
-    let e = |what: &str, err: &dyn std::fmt::Display| format!("Landlock: {what}: {err}");
+fn landlock(write_dirs: &[PathBuf], read_dirs: Option<&[PathBuf]>) -> Result<(), HelperError> {
+    let e = |what: &str, err: &dyn std::fmt::Display| HelperError::Landlock {
+        what: what.to_owned(),
+        detail: err.to_string(),
+    };
     let fd = |p: &Path| PathFd::new(p).map_err(|err| e(&format!("cannot open {}", p.display()), &err));
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_WANTED))
@@ -374,7 +419,7 @@ fn landlock(write_dirs: &[PathBuf], read_dirs: Option<&[PathBuf]>) -> Result<(),
     }
     let status = ruleset.restrict_self().map_err(|err| e("cannot enforce the ruleset", &err))?;
     if status.ruleset == RulesetStatus::NotEnforced {
-        return Err(format!("Landlock is not enforced by this kernel ({})", landlock_unavailable_reason()));
+        return Err(HelperError::LandlockNotEnforced(landlock_unavailable_reason()));
     }
     Ok(())
 }
@@ -412,18 +457,17 @@ fn landlock_unavailable_reason() -> String {
 /// seccomp: `socket(family, ...)` for each of `families` and
 /// `io_uring_setup` (which could open sockets without the socket call)
 /// fail with EACCES.
-fn deny_sockets(families: &[libc::c_int]) -> Result<(), String> {
+fn deny_sockets(families: &[libc::c_int]) -> Result<(), HelperError> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
         TargetArch,
     };
-    let e = |err: seccompiler::Error| format!("seccomp: {err}");
-    let arch: TargetArch =
-        std::env::consts::ARCH.try_into().map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
-    let domain = |af: libc::c_int| -> Result<SeccompRule, String> {
-        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64)
-            .map_err(|err| format!("seccomp: {err}"))?;
-        SeccompRule::new(vec![cond]).map_err(|err| format!("seccomp: {err}"))
+    let e = |err: &dyn std::fmt::Display| HelperError::Seccomp(err.to_string());
+    let arch: TargetArch = std::env::consts::ARCH.try_into().map_err(|err: seccompiler::BackendError| e(&err))?;
+    let domain = |af: libc::c_int| -> Result<SeccompRule, HelperError> {
+        let cond =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64).map_err(|err| e(&err))?;
+        SeccompRule::new(vec![cond]).map_err(|err| e(&err))
     };
     let ip_domains = families.iter().map(|f| domain(*f)).collect::<Result<Vec<_>, _>>()?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
@@ -436,9 +480,9 @@ fn deny_sockets(families: &[libc::c_int]) -> Result<(), String> {
     }
     rules.insert(libc::SYS_io_uring_setup, Vec::new());
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32), arch)
-        .map_err(|err| format!("seccomp: {err}"))?;
-    let program: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| format!("seccomp: {err}"))?;
-    seccompiler::apply_filter(&program).map_err(e)
+        .map_err(|err| e(&err))?;
+    let program: BpfProgram = filter.try_into().map_err(|err: seccompiler::BackendError| e(&err))?;
+    seccompiler::apply_filter(&program).map_err(|err| e(&err))
 }
 
 /// Try each mechanism for real, in the helper's order, and report.
@@ -460,32 +504,32 @@ fn probe() -> SandboxCapabilities {
             caps.user_namespaces = true;
             match probe_pid_namespace() {
                 Ok(()) => caps.pid_namespace = true,
-                Err(e) => caps.pid_namespace_error = Some(e),
+                Err(e) => caps.pid_namespace_error = Some(e.to_string()),
             }
         }
         Err(e) => {
-            caps.pid_namespace_error = Some(e.clone());
-            caps.user_namespaces_error = Some(e);
+            caps.pid_namespace_error = Some(e.to_string());
+            caps.user_namespaces_error = Some(e.to_string());
         }
     }
     match drop_capabilities().and_then(|()| landlock(&[scratch], None)) {
         Ok(()) => caps.landlock_abi = landlock_abi().ok(),
-        Err(e) => caps.landlock_error = Some(e),
+        Err(e) => caps.landlock_error = Some(e.to_string()),
     }
     match deny_sockets(&[libc::AF_INET, libc::AF_INET6]).and_then(|()| check_ip_sockets_denied()) {
         Ok(()) => caps.seccomp = true,
-        Err(e) => caps.seccomp_error = Some(e),
+        Err(e) => caps.seccomp_error = Some(e.to_string()),
     }
     caps
 }
 
 /// In a fresh PID namespace (already unshared), a child must be pid 1 and
 /// able to mount its own /proc.
-fn probe_pid_namespace() -> Result<(), String> {
+fn probe_pid_namespace() -> Result<(), HelperError> {
     use nix::sys::wait::{waitpid, WaitStatus};
     use nix::unistd::{fork, ForkResult};
     // SAFETY: the probe is single-threaded.
-    match unsafe { fork() }.map_err(|e| format!("cannot fork in a PID namespace: {e}"))? {
+    match unsafe { fork() }.map_err(sys("cannot fork in a PID namespace"))? {
         ForkResult::Child => {
             let code = match mount_proc() {
                 Ok(()) if std::process::id() == 1 => 0,
@@ -500,23 +544,23 @@ fn probe_pid_namespace() -> Result<(), String> {
         }
         ForkResult::Parent { child } => match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-            Ok(WaitStatus::Exited(_, 1)) => {
-                Err("a private /proc cannot be mounted (is /proc partly covered, as in some containers?)".into())
-            }
-            Ok(other) => Err(format!("the PID namespace probe ended: {other:?}")),
-            Err(e) => Err(format!("waiting for the PID namespace probe failed: {e}")),
+            Ok(WaitStatus::Exited(_, 1)) => Err(HelperError::Failed(
+                "a private /proc cannot be mounted (is /proc partly covered, as in some containers?)".into(),
+            )),
+            Ok(other) => Err(HelperError::Failed(format!("the PID namespace probe ended: {other:?}"))),
+            Err(e) => Err(sys("waiting for the PID namespace probe failed")(e)),
         },
     }
 }
 
 /// After the filter: an IPv4 socket must be refused.
-fn check_ip_sockets_denied() -> Result<(), String> {
+fn check_ip_sockets_denied() -> Result<(), HelperError> {
     // SAFETY: plain socket call; a returned descriptor is closed at once.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
     if fd >= 0 {
         // SAFETY: fd was just returned by socket().
         unsafe { libc::close(fd) };
-        return Err("seccomp filter installed but IPv4 sockets still open".into());
+        return Err(HelperError::Failed("seccomp filter installed but IPv4 sockets still open".into()));
     }
     Ok(())
 }

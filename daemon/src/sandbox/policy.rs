@@ -14,6 +14,67 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Why a whitelist could not be pinned; session creation fails with it.
+/// Each message names the command and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WhitelistError {
+    /// The base directory could not be resolved.
+    #[error("cannot resolve base directory {}: {source}", .base.display())]
+    BaseDir { base: PathBuf, source: std::io::Error },
+    /// An empty entry.
+    #[error("allowed_commands contains an empty name")]
+    EmptyName,
+    /// An entry with a slash: only bare names are looked up.
+    #[error("allowed_commands entry '{name}' must be a bare command name (found on PATH), not a path")]
+    NotBare { name: String },
+    /// Not on `PATH`.
+    #[error("command '{name}' not found on PATH; install it or remove it from allowed_commands")]
+    NotFound { name: String },
+    /// Found, but its real path could not be resolved.
+    #[error("cannot resolve command '{name}' ({}): {source}", .found.display())]
+    Unresolvable { name: String, found: PathBuf, source: std::io::Error },
+    /// Inside the base directory, where the model could replace it.
+    #[error("command '{name}' resolves to {}, inside the base directory {}. Commands inside the workspace can be modified by the model, so they cannot be whitelisted; install it outside the project or remove it from allowed_commands", .pinned.display(), .base.display())]
+    InsideBase { name: String, pinned: PathBuf, base: PathBuf },
+}
+
+/// Why a `run_command` call is refused before anything runs: its
+/// arguments, or the session's command policy. The model reads
+/// `error: ` and this message; `policy/check` returns it as the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandRefusal {
+    /// No program named.
+    #[error("run_command needs a non-empty 'command' array")]
+    Empty,
+    /// `cd /` (Swival's check).
+    #[error("accessing the filesystem root is not allowed. The base directory for this project is: {}", .base.display())]
+    FilesystemRoot { base: PathBuf },
+    /// The session runs no commands.
+    #[error("commands are disabled in this session (no allowed_commands and no yolo). Adjust your plan.")]
+    Disabled,
+    /// A path where the whitelist wants a bare name.
+    #[error("command must be a bare name, not a path: '{name}'. Allowed commands: {allowed}")]
+    NotBare { name: String, allowed: String },
+    /// A name the whitelist does not hold.
+    #[error("command '{name}' is not allowed. Allowed commands: {allowed}")]
+    NotAllowed { name: String, allowed: String },
+    /// Unrestricted, but the path names no executable file.
+    #[error("command executable not found: \"{}\"", .path.display())]
+    NoExecutable { path: PathBuf },
+    /// Unrestricted, but the name is not on `PATH`.
+    #[error("command not found on PATH: '{name}'")]
+    NotOnPath { name: String },
+    /// A string with shell syntax: there is no shell.
+    #[error("\"command\" must be a JSON array of strings, not a single string.\nWrong: \"command\": \"grep -n pattern file.py\"\nRight: \"command\": [\"grep\", \"-n\", \"pattern\", \"file.py\"]\nEach argument must be a separate element in the array.\nShell syntax (&&, |, >, 2>&1, etc.) is not supported — run one command at a time.")]
+    ShellString,
+    /// `command` of another JSON type.
+    #[error("\"command\" must be an array of strings, got {got}")]
+    NotAnArray { got: &'static str },
+    /// An argv element that is not a string.
+    #[error("\"command\" must be an array of strings; argument {index} is {got}")]
+    NotAString { index: usize, got: &'static str },
+}
+
 /// What `run_command` may run in one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandPolicy {
@@ -34,7 +95,11 @@ impl CommandPolicy {
     /// The policy for a session: resolves a whitelist against `path`
     /// (normally the daemon's `PATH`). The error names the command and says
     /// what to do; session creation should fail with it.
-    pub fn from_access(access: CommandAccess<'_>, base_dir: &Path, path: &OsStr) -> Result<CommandPolicy, String> {
+    pub fn from_access(
+        access: CommandAccess<'_>,
+        base_dir: &Path,
+        path: &OsStr,
+    ) -> Result<CommandPolicy, WhitelistError> {
         Ok(match access {
             CommandAccess::Off => CommandPolicy::Off,
             CommandAccess::Whitelist(names) => CommandPolicy::Whitelist(resolve_whitelist(names, base_dir, path)?),
@@ -60,31 +125,30 @@ impl CommandPolicy {
 /// symlink-free location. A missing name, a name that is not bare, or one
 /// that resolves inside `base_dir` (which the model can write, so it could
 /// replace the program) is an error naming the command.
-pub fn resolve_whitelist(names: &[String], base_dir: &Path, path: &OsStr) -> Result<BTreeMap<String, PathBuf>, String> {
+pub fn resolve_whitelist(
+    names: &[String],
+    base_dir: &Path,
+    path: &OsStr,
+) -> Result<BTreeMap<String, PathBuf>, WhitelistError> {
     let base = std::fs::canonicalize(base_dir)
-        .map_err(|e| format!("cannot resolve base directory {}: {e}", base_dir.display()))?;
+        .map_err(|source| WhitelistError::BaseDir { base: base_dir.to_owned(), source })?;
     let mut out = BTreeMap::new();
     for name in names {
         let name = name.trim();
         if name.is_empty() {
-            return Err("allowed_commands contains an empty name".into());
+            return Err(WhitelistError::EmptyName);
         }
         if name.contains('/') || name.contains('\\') {
-            return Err(format!(
-                "allowed_commands entry '{name}' must be a bare command name (found on PATH), not a path"
-            ));
+            return Err(WhitelistError::NotBare { name: name.to_owned() });
         }
-        let found = which(name, path).ok_or_else(|| {
-            format!("command '{name}' not found on PATH; install it or remove it from allowed_commands")
+        let found = which(name, path).ok_or_else(|| WhitelistError::NotFound { name: name.to_owned() })?;
+        let pinned = std::fs::canonicalize(&found).map_err(|source| WhitelistError::Unresolvable {
+            name: name.to_owned(),
+            found: found.clone(),
+            source,
         })?;
-        let pinned = std::fs::canonicalize(&found)
-            .map_err(|e| format!("cannot resolve command '{name}' ({}): {e}", found.display()))?;
         if pinned.starts_with(&base) {
-            return Err(format!(
-                "command '{name}' resolves to {}, inside the base directory {}. Commands inside the workspace can be modified by the model, so they cannot be whitelisted; install it outside the project or remove it from allowed_commands",
-                pinned.display(),
-                base.display()
-            ));
+            return Err(WhitelistError::InsideBase { name: name.to_owned(), pinned, base });
         }
         out.insert(name.to_owned(), pinned);
     }
@@ -106,23 +170,18 @@ fn is_executable_file(p: &Path) -> bool {
 }
 
 /// Whether `argv` would run under `policy`, and if so the absolute path of
-/// the program. The error is the reason, for a human or the model (the
+/// the program. The refusal is the reason, for a human or the model (the
 /// tool result puts `error: ` in front). `base_dir` is the session's base
 /// directory: relative program paths in unrestricted mode resolve there.
-pub fn check(argv: &[String], policy: &CommandPolicy, base_dir: &Path) -> Result<PathBuf, String> {
+pub fn check(argv: &[String], policy: &CommandPolicy, base_dir: &Path) -> Result<PathBuf, CommandRefusal> {
     let Some(name) = argv.first() else {
-        return Err("run_command needs a non-empty 'command' array".into());
+        return Err(CommandRefusal::Empty);
     };
     if name.eq_ignore_ascii_case("cd") && argv.get(1).is_some_and(|t| is_root(t)) {
-        return Err(format!(
-            "accessing the filesystem root is not allowed. The base directory for this project is: {}",
-            base_dir.display()
-        ));
+        return Err(CommandRefusal::FilesystemRoot { base: base_dir.to_owned() });
     }
     match policy {
-        CommandPolicy::Off => {
-            Err("commands are disabled in this session (no allowed_commands and no yolo). Adjust your plan.".into())
-        }
+        CommandPolicy::Off => Err(CommandRefusal::Disabled),
         CommandPolicy::Whitelist(map) => {
             let allowed = || {
                 if map.is_empty() {
@@ -132,25 +191,22 @@ pub fn check(argv: &[String], policy: &CommandPolicy, base_dir: &Path) -> Result
                 }
             };
             if name.contains('/') || name.contains('\\') {
-                return Err(format!(
-                    "command must be a bare name, not a path: '{name}'. Allowed commands: {}",
-                    allowed()
-                ));
+                return Err(CommandRefusal::NotBare { name: name.clone(), allowed: allowed() });
             }
             map.get(name.as_str())
                 .cloned()
-                .ok_or_else(|| format!("command '{name}' is not allowed. Allowed commands: {}", allowed()))
+                .ok_or_else(|| CommandRefusal::NotAllowed { name: name.clone(), allowed: allowed() })
         }
         CommandPolicy::Unrestricted { path } => {
             if name.contains('/') {
                 let candidate = Path::new(name);
                 let joined = if candidate.is_absolute() { candidate.to_owned() } else { base_dir.join(candidate) };
                 if !is_executable_file(&joined) {
-                    return Err(format!("command executable not found: \"{}\"", joined.display()));
+                    return Err(CommandRefusal::NoExecutable { path: joined });
                 }
                 Ok(joined)
             } else {
-                which(name, path).ok_or_else(|| format!("command not found on PATH: '{name}'"))
+                which(name, path).ok_or_else(|| CommandRefusal::NotOnPath { name: name.clone() })
             }
         }
     }
@@ -193,10 +249,10 @@ const SHELL_CHARS: &[char] = &[
 /// `timeout`). An array is taken as argv; a JSON-stringified array is
 /// decoded; a plain string without shell syntax is split on whitespace;
 /// anything else is refused, since there is no shell.
-pub fn parse_call(args: &Value) -> Result<CommandCall, String> {
+pub fn parse_call(args: &Value) -> Result<CommandCall, CommandRefusal> {
     let timeout = parse_timeout(args.get("timeout"));
     let (argv, repair_note) = match args.get("command") {
-        None | Some(Value::Null) => return Err("run_command needs a non-empty 'command' array".into()),
+        None | Some(Value::Null) => return Err(CommandRefusal::Empty),
         Some(Value::Array(items)) => (strings(items)?, None),
         Some(Value::String(s)) => {
             if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(s) {
@@ -206,39 +262,32 @@ pub fn parse_call(args: &Value) -> Result<CommandCall, String> {
                 }
             }
             if s.contains(SHELL_CHARS) {
-                return Err(concat!(
-                    "\"command\" must be a JSON array of strings, not a single string.\n",
-                    "Wrong: \"command\": \"grep -n pattern file.py\"\n",
-                    "Right: \"command\": [\"grep\", \"-n\", \"pattern\", \"file.py\"]\n",
-                    "Each argument must be a separate element in the array.\n",
-                    "Shell syntax (&&, |, >, 2>&1, etc.) is not supported — run one command at a time."
-                )
-                .into());
+                return Err(CommandRefusal::ShellString);
             }
             (
                 s.split_whitespace().map(str::to_owned).collect(),
                 Some("run_command received a string; converted to argv array".into()),
             )
         }
-        Some(other) => return Err(format!("\"command\" must be an array of strings, got {}", type_name(other))),
+        Some(other) => return Err(CommandRefusal::NotAnArray { got: type_name(other) }),
     };
     finish(argv, timeout, repair_note)
 }
 
-fn finish(argv: Vec<String>, timeout: Duration, repair_note: Option<String>) -> Result<CommandCall, String> {
+fn finish(argv: Vec<String>, timeout: Duration, repair_note: Option<String>) -> Result<CommandCall, CommandRefusal> {
     if argv.is_empty() {
-        return Err("run_command needs a non-empty 'command' array".into());
+        return Err(CommandRefusal::Empty);
     }
     Ok(CommandCall { argv, timeout, repair_note })
 }
 
-fn strings(items: &[Value]) -> Result<Vec<String>, String> {
+fn strings(items: &[Value]) -> Result<Vec<String>, CommandRefusal> {
     items
         .iter()
         .enumerate()
         .map(|(i, v)| match v {
             Value::String(s) => Ok(s.clone()),
-            other => Err(format!("\"command\" must be an array of strings; argument {i} is {}", type_name(other))),
+            other => Err(CommandRefusal::NotAString { index: i, got: type_name(other) }),
         })
         .collect()
 }
@@ -279,7 +328,7 @@ mod tests {
     fn whitelist_missing_command_is_named() {
         let bins = bin_dir_with(&[]);
         let base = tempfile::tempdir().unwrap();
-        let err = resolve_whitelist(&["nosuch".into()], base.path(), bins.path().as_os_str()).unwrap_err();
+        let err = resolve_whitelist(&["nosuch".into()], base.path(), bins.path().as_os_str()).unwrap_err().to_string();
         assert!(err.contains("'nosuch' not found on PATH"), "{err}");
     }
 
@@ -291,7 +340,7 @@ mod tests {
         let p = bins.join("tool");
         std::fs::write(&p, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let err = resolve_whitelist(&["tool".into()], base.path(), bins.as_os_str()).unwrap_err();
+        let err = resolve_whitelist(&["tool".into()], base.path(), bins.as_os_str()).unwrap_err().to_string();
         assert!(err.contains("inside the base directory"), "{err}");
         assert!(err.contains("can be modified by the model"), "{err}");
     }
@@ -304,14 +353,14 @@ mod tests {
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
         let bins = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(&real, bins.path().join("tool")).unwrap();
-        let err = resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap_err();
+        let err = resolve_whitelist(&["tool".into()], base.path(), bins.path().as_os_str()).unwrap_err().to_string();
         assert!(err.contains("inside the base directory"), "{err}");
     }
 
     #[test]
     fn whitelist_entry_with_a_slash_is_refused() {
         let base = tempfile::tempdir().unwrap();
-        let err = resolve_whitelist(&["/bin/ls".into()], base.path(), OsStr::new("/bin")).unwrap_err();
+        let err = resolve_whitelist(&["/bin/ls".into()], base.path(), OsStr::new("/bin")).unwrap_err().to_string();
         assert!(err.contains("bare command name"), "{err}");
     }
 
@@ -341,19 +390,19 @@ mod tests {
 
     #[test]
     fn name_not_in_whitelist_is_refused_with_the_list() {
-        let err = check(&argv(&["rm", "-rf", "x"]), &whitelist(), Path::new("/p")).unwrap_err();
+        let err = check(&argv(&["rm", "-rf", "x"]), &whitelist(), Path::new("/p")).unwrap_err().to_string();
         assert_eq!(err, "command 'rm' is not allowed. Allowed commands: git, ls");
     }
 
     #[test]
     fn path_instead_of_name_is_refused_under_whitelist() {
-        let err = check(&argv(&["/usr/bin/ls"]), &whitelist(), Path::new("/p")).unwrap_err();
+        let err = check(&argv(&["/usr/bin/ls"]), &whitelist(), Path::new("/p")).unwrap_err().to_string();
         assert!(err.starts_with("command must be a bare name, not a path"), "{err}");
     }
 
     #[test]
     fn off_policy_refuses_everything() {
-        let err = check(&argv(&["ls"]), &CommandPolicy::Off, Path::new("/p")).unwrap_err();
+        let err = check(&argv(&["ls"]), &CommandPolicy::Off, Path::new("/p")).unwrap_err().to_string();
         assert!(err.contains("commands are disabled"), "{err}");
         assert!(!CommandPolicy::Off.enabled());
     }
@@ -361,7 +410,7 @@ mod tests {
     #[test]
     fn cd_to_root_is_refused() {
         let p = CommandPolicy::Unrestricted { path: "/bin".into() };
-        let err = check(&argv(&["cd", "/"]), &p, Path::new("/p")).unwrap_err();
+        let err = check(&argv(&["cd", "/"]), &p, Path::new("/p")).unwrap_err().to_string();
         assert!(err.contains("filesystem root"), "{err}");
         assert!(err.contains("/p"), "{err}");
     }
@@ -371,7 +420,7 @@ mod tests {
         let bins = bin_dir_with(&["tool"]);
         let p = CommandPolicy::Unrestricted { path: bins.path().as_os_str().to_owned() };
         assert_eq!(check(&argv(&["tool"]), &p, Path::new("/p")).unwrap(), bins.path().join("tool"));
-        let err = check(&argv(&["missing"]), &p, Path::new("/p")).unwrap_err();
+        let err = check(&argv(&["missing"]), &p, Path::new("/p")).unwrap_err().to_string();
         assert_eq!(err, "command not found on PATH: 'missing'");
         let rel = check(&argv(&["./tool"]), &p, bins.path()).unwrap();
         assert_eq!(rel, bins.path().join("./tool"));
@@ -379,7 +428,7 @@ mod tests {
 
     #[test]
     fn empty_argv_is_refused() {
-        let err = check(&[], &whitelist(), Path::new("/p")).unwrap_err();
+        let err = check(&[], &whitelist(), Path::new("/p")).unwrap_err().to_string();
         assert!(err.contains("non-empty"), "{err}");
     }
 
@@ -402,13 +451,13 @@ mod tests {
     fn plain_string_is_split_and_shell_string_refused() {
         let call = parse_call(&json!({"command": "ls  -la\tsrc"})).unwrap();
         assert_eq!(call.argv, argv(&["ls", "-la", "src"]));
-        let err = parse_call(&json!({"command": "ls | wc"})).unwrap_err();
+        let err = parse_call(&json!({"command": "ls | wc"})).unwrap_err().to_string();
         assert!(err.contains("must be a JSON array of strings"), "{err}");
     }
 
     #[test]
     fn non_string_argument_is_refused_with_its_index() {
-        let err = parse_call(&json!({"command": ["ls", 3]})).unwrap_err();
+        let err = parse_call(&json!({"command": ["ls", 3]})).unwrap_err().to_string();
         assert!(err.contains("argument 1 is a number"), "{err}");
     }
 

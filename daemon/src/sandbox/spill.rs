@@ -110,24 +110,39 @@ fn spill(
     )
 }
 
+/// Why output could not be spilled; shown after `failed to ` in the
+/// truncated result.
+#[derive(Debug, thiserror::Error)]
+enum SpillError {
+    /// `.swival/` leads outside the base directory.
+    #[error("write temp file: {SCRATCH}/ resolves outside the base directory")]
+    Outside,
+    /// `.swival/` could not be opened or created.
+    #[error("open {SCRATCH}/ directory: {0}")]
+    Dir(crate::tools::beneath::Error),
+    /// The file could not be created or written.
+    #[error("write temp file: {0}")]
+    Write(crate::tools::beneath::Error),
+}
+
 /// Create `<base>/.swival/cmd_output_<hex>.txt` holding `header` then
 /// `output`. The scratch directory is opened beneath `base` without
 /// following a symlink, and the file must be new.
-fn write_spill_file(base: &Path, header: &str, output: &str) -> Result<PathBuf, String> {
+fn write_spill_file(base: &Path, header: &str, output: &str) -> Result<PathBuf, SpillError> {
     let scratch = base.join(SCRATCH);
     // Only for the message: `swival_dir` refuses every symlinked `.swival`.
     if let (Ok(canon_base), Ok(canon_scratch)) = (std::fs::canonicalize(base), std::fs::canonicalize(&scratch)) {
         if !canon_scratch.starts_with(&canon_base) {
-            return Err(format!("write temp file: {SCRATCH}/ resolves outside the base directory"));
+            return Err(SpillError::Outside);
         }
     }
-    let dir = swival_dir(base, Missing::Create).map_err(|e| format!("open {SCRATCH}/ directory: {e}"))?;
+    let dir = swival_dir(base, Missing::Create).map_err(SpillError::Dir)?;
     let name = format!("cmd_output_{}.txt", random_hex(6));
     let path = scratch.join(&name);
-    let mut f = dir.open_file(Path::new(&name), How::CreateNew).map_err(|e| format!("write temp file: {e}"))?;
+    let mut f = dir.open_file(Path::new(&name), How::CreateNew).map_err(SpillError::Write)?;
     f.write_all(header.as_bytes())
         .and_then(|()| f.write_all(output.as_bytes()))
-        .map_err(|e| format!("write temp file: {e}"))?;
+        .map_err(|e| SpillError::Write(e.into()))?;
     Ok(path)
 }
 

@@ -19,13 +19,18 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
     }
 }
 
+/// An address `fetch_url` refused to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("url resolves to private/internal address ({0}), blocked for security")]
+pub struct Blocked(pub IpAddr);
+
 /// Whether `ip` may be fetched: allowed networks win, then the
 /// forbidden ranges decide.
-pub fn check_address(ip: IpAddr, allow: &[Cidr]) -> Result<(), String> {
+pub fn check_address(ip: IpAddr, allow: &[Cidr]) -> Result<(), Blocked> {
     if allow.iter().any(|net| net.contains(ip)) || !is_forbidden(ip) {
         Ok(())
     } else {
-        Err(format!("url resolves to private/internal address ({ip}), blocked for security"))
+        Err(Blocked(ip))
     }
 }
 
@@ -159,7 +164,7 @@ mod tests {
     fn allow_list_wins_over_the_forbidden_ranges() {
         let allow: Vec<Cidr> = vec!["127.0.0.2/32".parse().unwrap()];
         assert!(check_address(ip("127.0.0.2"), &allow).is_ok());
-        let err = check_address(ip("127.0.0.1"), &allow).unwrap_err();
+        let err = check_address(ip("127.0.0.1"), &allow).unwrap_err().to_string();
         assert_eq!(err, "url resolves to private/internal address (127.0.0.1), blocked for security");
         assert!(check_address(ip("8.8.8.8"), &[]).is_ok());
     }

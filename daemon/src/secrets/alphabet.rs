@@ -20,18 +20,29 @@ pub(crate) struct Alphabet {
     other: HashMap<char, u16>,
 }
 
+/// A `body_alphabet` that cannot number a secret's body.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AlphabetError {
+    /// More characters than a `u16` numbers.
+    #[error("body_alphabet has more than {ABSENT} distinct characters")]
+    TooLarge,
+    /// Fewer than two distinct characters.
+    #[error("body_alphabet needs at least two distinct characters")]
+    TooSmall,
+}
+
 impl Alphabet {
     /// The alphabet of `chars` in order, duplicates dropped. Fails with a
     /// human-readable reason when fewer than two distinct characters remain or
     /// there are too many to number in a `u16`.
-    pub(crate) fn new(chars: &str) -> Result<Self, String> {
+    pub(crate) fn new(chars: &str) -> Result<Self, AlphabetError> {
         let mut alphabet = Alphabet { chars: Vec::new(), ascii: [ABSENT; 128], other: HashMap::new() };
         for c in chars.chars() {
             if alphabet.contains(c) {
                 continue;
             }
             if alphabet.chars.len() >= usize::from(ABSENT) {
-                return Err(format!("body_alphabet has more than {ABSENT} distinct characters"));
+                return Err(AlphabetError::TooLarge);
             }
             let numeral = alphabet.chars.len() as u16;
             if c.is_ascii() {
@@ -42,7 +53,7 @@ impl Alphabet {
             alphabet.chars.push(c);
         }
         if alphabet.chars.len() < 2 {
-            return Err("body_alphabet needs at least two distinct characters".into());
+            return Err(AlphabetError::TooSmall);
         }
         Ok(alphabet)
     }

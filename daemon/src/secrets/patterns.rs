@@ -243,7 +243,7 @@ pub(crate) fn custom(entry: &SecretPattern) -> Result<TokenPattern, SecretsError
         None => alphabet::ALPHANUMERIC.clone(),
         Some(name_or_chars) => match Alphabet::named(name_or_chars) {
             Some(named) => named.clone(),
-            None => Alphabet::new(name_or_chars).map_err(problem)?,
+            None => Alphabet::new(name_or_chars).map_err(|e| problem(e.to_string()))?,
         },
     };
     let min_body = match entry.min_body_length {

@@ -58,7 +58,7 @@ impl Sessions {
         let mut policy = policy;
         let mut pipeline =
             Pipeline::build(&config.config, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
-                .map_err(SessionError::Setup)?;
+                .map_err(|e| SessionError::Setup(e.to_string()))?;
         // Loaded again: what runs must still be what the session pinned
         // when it was created (a new session has nothing recorded yet).
         pipeline.expect_pins(&self.shared.store.session_pins(&row.id)?);
@@ -76,8 +76,8 @@ impl Sessions {
         policy.protected = protection.paths.clone();
         // Whitelisted commands resolve through the caller's PATH.
         let path_var = env.path();
-        let command_policy =
-            CommandPolicy::from_access(cfg.command_access(), &base, &path_var).map_err(SessionError::Config)?;
+        let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &path_var)
+            .map_err(|e| SessionError::Config(e.to_string()))?;
         let mut hide = crate::sandbox::default_hidden();
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
         hide.extend(self.shared.settings.daemon_dirs.iter().cloned());

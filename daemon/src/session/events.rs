@@ -6,6 +6,8 @@
 //! subscribers ([`Logs`]): a subscriber follows a session that is not in
 //! memory, and keeps receiving its events when it is loaded again.
 
+use crate::agent::EventSink;
+use crate::clock::now;
 use crate::store::{EventWith, RunRow, Store, StoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -18,11 +20,6 @@ use tokio::sync::{broadcast, mpsc};
 const LIVE_BUFFER: usize = 32;
 /// Events read from the store per page while catching up.
 const PAGE: usize = 512;
-
-/// The current time as RFC 3339 UTC with milliseconds.
-pub fn now() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
-}
 
 /// Appends and fans out one session's events.
 #[derive(Debug, Clone)]
@@ -85,6 +82,12 @@ impl Logs {
             map.prune_at = (map.by_session.len() * 2).max(64);
         }
         EventLog { inner }
+    }
+}
+
+impl EventSink for EventLog {
+    fn emit(&self, run: Option<&RunId>, kind: EventKind) {
+        EventLog::emit(self, run, kind);
     }
 }
 

@@ -32,6 +32,7 @@ use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::secrets::SecretShield;
+use crate::shutdown::Shutdown;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 use crate::tools::ToolBox;
 use events::{EventLog, Logs};
@@ -47,7 +48,6 @@ use swival_protocol::{
 };
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// What can go wrong with a session request; each maps to one error code.
 #[derive(Debug, thiserror::Error)]
@@ -121,8 +121,6 @@ pub struct Sessions {
     shared: Arc<Shared>,
     /// Sessions in memory and runs in flight.
     live: Arc<Live>,
-    /// Run tasks, awaited at shutdown.
-    tasks: TaskTracker,
     /// Callers' environments and secrets, in memory only.
     callers: caller::Callers,
 }
@@ -149,8 +147,9 @@ pub(crate) struct Shared {
     pub cache: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
-    /// Cancelled when the daemon stops: every run ends.
-    pub stopping: CancellationToken,
+    /// The daemon's shutdown: when it begins every run ends, and the
+    /// daemon waits for the run tasks (spawned through it) to record their ends.
+    pub shutdown: Shutdown,
 }
 
 impl Shared {
@@ -240,11 +239,7 @@ impl Sessions {
     /// Open the registry: runs the store says were in flight when the
     /// daemon last stopped are marked interrupted, each with its terminal
     /// `run_finished` event.
-    pub fn open(
-        store: Arc<Store>,
-        settings: SessionSettings,
-        stopping: CancellationToken,
-    ) -> Result<Sessions, StoreError> {
+    pub fn open(store: Arc<Store>, settings: SessionSettings, shutdown: Shutdown) -> Result<Sessions, StoreError> {
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: Logs::new(store.clone()),
@@ -256,7 +251,7 @@ impl Sessions {
             buffers: Arc::default(),
             cache: std::sync::OnceLock::new(),
             settings,
-            stopping,
+            shutdown,
         });
         for run in store.unfinished_runs()? {
             let result = crate::store::interrupted_result(&run.id);
@@ -278,10 +273,10 @@ impl Sessions {
         let live = Arc::new(Live::new(shared.settings.live));
         if let Some(timeout) = shared.settings.live.idle_timeout {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.stopping.clone()));
+                rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.shutdown.clone()));
             }
         }
-        Ok(Sessions { shared, live, tasks: TaskTracker::new(), callers: caller::Callers::default() })
+        Ok(Sessions { shared, live, callers: caller::Callers::default() })
     }
 
     /// The effective configuration `session/create` would use.
@@ -300,7 +295,8 @@ impl Sessions {
         match vars {
             None => Ok(None),
             Some(vars) => {
-                let vars = crate::environment::CallerEnv::check(vars).map_err(SessionError::Config)?;
+                let vars =
+                    crate::environment::CallerEnv::check(vars).map_err(|e| SessionError::Config(e.to_string()))?;
                 Ok(Some(self.callers.share(vars)))
             }
         }
@@ -335,7 +331,7 @@ impl Sessions {
             title: title.clone(),
             config: public_config(&effective),
             request: stored_request,
-            created_at: events::now(),
+            created_at: crate::clock::now(),
             closed: false,
             last_seq: 0,
             run_count: 0,
@@ -488,15 +484,11 @@ impl Sessions {
         self.live.run_count()
     }
 
-    /// Cancel every run and wait (at most `grace`) for them to record
-    /// their ends; runs that do not finish stay unfinished in the store and
-    /// are marked interrupted at the next start.
-    pub async fn shutdown(&self, grace: Duration) {
-        self.shared.stopping.cancel();
-        self.tasks.close();
-        if tokio::time::timeout(grace, self.tasks.wait()).await.is_err() {
-            tracing::warn!("some runs did not end within the grace period");
-        }
+    /// Stop the daemon-wide services runs use (policy script workers, MCP
+    /// servers), once shutdown has drained: runs were cancelled when it
+    /// began, and those that did not record their end within the grace
+    /// period stay unfinished in the store, marked interrupted at the next start.
+    pub async fn stop_services(&self) {
         self.shared.runner.shutdown().await;
         self.shared.settings.mcp.shutdown();
     }
@@ -531,14 +523,14 @@ impl Sessions {
 
 /// Drop sessions idle past `timeout`, checking a few times per timeout,
 /// until the daemon stops or the registry is gone.
-async fn sweep_idle(live: std::sync::Weak<Live>, timeout: Duration, stopping: CancellationToken) {
+async fn sweep_idle(live: std::sync::Weak<Live>, timeout: Duration, shutdown: Shutdown) {
     let every = (timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = stopping.cancelled() => return,
+            _ = shutdown.wait() => return,
         }
         let Some(live) = live.upgrade() else { return };
         live.sweep(std::time::Instant::now());

@@ -26,7 +26,7 @@ impl Sessions {
                 // Resolved through the caller's PATH, as a session would be.
                 let path = self.caller_env(env)?.unwrap_or_default().path();
                 let policy = CommandPolicy::from_access(effective.config.command_access(), &base, &path)
-                    .map_err(SessionError::Config)?;
+                    .map_err(|e| SessionError::Config(e.to_string()))?;
                 (policy, base, format!("sandbox = {:?}", effective.config.sandbox).to_lowercase())
             }
             (None, None) => return Err(SessionError::Config("policy/check needs session_id or base_dir".into())),
@@ -37,7 +37,9 @@ impl Sessions {
                 program: Some(program.display().to_string()),
                 reason: format!("would run {} in {} ({summary})", program.display(), base.display()),
             },
-            Err(reason) => swival_protocol::PolicyCheckResult { allowed: false, program: None, reason },
+            Err(refusal) => {
+                swival_protocol::PolicyCheckResult { allowed: false, program: None, reason: refusal.to_string() }
+            }
         })
     }
 

@@ -14,6 +14,7 @@ use crate::pipeline::reviewer::{self, Verdict};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::{self, ReportContext, RunRecord};
 use crate::secrets::SecretShield;
+use crate::store::StoreError;
 use crate::tools::ToolBox;
 use futures::FutureExt;
 use serde_json::{json, Value};
@@ -154,6 +155,14 @@ fn normalise_base_url(url: &str) -> String {
     }
 }
 
+/// Why a session's config describes no provider to call.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderConfigError {
+    /// A provider without a preset URL and no `base_url`.
+    #[error("provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url", .0.as_str())]
+    NoBaseUrl(ProviderKind),
+}
+
 /// The provider settings a session's config describes; the key comes from
 /// the config, else from the caller's environment (`env`).
 pub fn provider_settings(
@@ -161,18 +170,13 @@ pub fn provider_settings(
     base_dir: &Path,
     env: &crate::procs::CallerEnv,
     backoff_base: Duration,
-) -> Result<ProviderSettings, String> {
+) -> Result<ProviderSettings, ProviderConfigError> {
     let kind = cfg.provider;
     let base_url = match (&cfg.base_url, kind.default_base_url()) {
         (Some(url), _) => normalise_base_url(url),
         (None, Some(preset)) => preset.to_owned(),
         (None, None) if kind == ProviderKind::Command => String::new(),
-        (None, None) => {
-            return Err(format!(
-                "provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url",
-                kind.as_str()
-            ))
-        }
+        (None, None) => return Err(ProviderConfigError::NoBaseUrl(kind)),
     };
     let api_key = cfg
         .api_key
@@ -222,7 +226,7 @@ impl RunJob {
             LoopEnd::Exhausted(last) => {
                 (Outcome::Exhausted, last, Some(format!("max_turns ({}) exhausted", cfg.max_turns)))
             }
-            LoopEnd::Cancelled if self.shared.stopping.is_cancelled() => {
+            LoopEnd::Cancelled if self.shared.shutdown.is_triggered() => {
                 (Outcome::Interrupted, None, Some("the daemon shut down while this run was in flight".to_owned()))
             }
             LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned())),
@@ -374,51 +378,51 @@ impl RunJob {
 
     /// Prepare the conversation and run the loop; returns how it ended and
     /// the model used.
-    async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
-        let settings = match provider_settings(
-            cfg,
-            &self.session.base_dir,
-            &self.session.env,
-            self.shared.settings.backoff_base,
-        ) {
-            Ok(mut s) => {
-                s.command_pins = self.session.pipeline.provider_pins.clone();
-                s.runner = Some(self.shared.runner.clone());
-                s
+    /// The provider client of this run's session.
+    fn provider(&self, cfg: &SessionConfig) -> Result<Provider, ProviderConfigError> {
+        let env = &self.session.env;
+        let mut settings = provider_settings(cfg, &self.session.base_dir, env, self.shared.settings.backoff_base)?;
+        settings.command_pins = self.session.pipeline.provider_pins.clone();
+        settings.runner = Some(self.shared.runner.clone());
+        Ok(Provider::new(self.shared.http.clone(), settings))
+    }
+
+    /// The messages a run starts with: the system prompt (a new
+    /// conversation's first message, with the MCP tools listed as Swival
+    /// does), orphaned tool calls answered, the task, and the files it names.
+    fn open_conversation(&mut self, cfg: &SessionConfig) -> Result<(), StoreError> {
+        if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
+            let replacement = cfg
+                .system_prompt
+                .as_deref()
+                .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
+            let mut text =
+                prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
+            if let Some(info) = prompt::mcp_tool_info(&self.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
+                text.push_str("\n\n");
+                text.push_str(&info);
             }
-            Err(e) => return (LoopEnd::Failed(e), String::new()),
+            self.conversation.push(json!({"role": "system", "content": text}))?;
+        }
+        self.conversation.complete_orphans()?;
+        self.run_start = self.conversation.messages().len();
+        self.conversation.push(json!({"role": "user", "content": self.task}))?;
+        match self.tools.read_named(&self.task) {
+            Some(files) => self.conversation.push(json!({"role": "user", "content": files, "_swival_synthetic": true})),
+            None => Ok(()),
+        }
+    }
+
+    async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
+        let provider = match self.provider(cfg) {
+            Ok(p) => p,
+            Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
         };
-        let provider = Provider::new(self.shared.http.clone(), settings);
         // MCP servers not started yet start now, so their tools are offered.
         for message in self.tools.mcp.prepare().await {
             self.session.events.emit(Some(&self.run_id), EventKind::Warning { message });
         }
-        let prepared = (|| {
-            if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
-                let replacement = cfg
-                    .system_prompt
-                    .as_deref()
-                    .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-                let mut text =
-                    prompt::system_prompt(&self.session.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
-                if let Some(info) = prompt::mcp_tool_info(&self.tools.mcp.tool_info()).filter(|_| replacement.is_none())
-                {
-                    text.push_str("\n\n");
-                    text.push_str(&info);
-                }
-                self.conversation.push(json!({"role": "system", "content": text}))?;
-            }
-            self.conversation.complete_orphans()?;
-            self.run_start = self.conversation.messages().len();
-            self.conversation.push(json!({"role": "user", "content": self.task}))?;
-            match self.tools.read_named(&self.task) {
-                Some(files) => {
-                    self.conversation.push(json!({"role": "user", "content": files, "_swival_synthetic": true}))
-                }
-                None => Ok(()),
-            }
-        })();
-        if let Err(e) = prepared {
+        if let Err(e) = self.open_conversation(cfg) {
             return (LoopEnd::from(e), String::new());
         }
         let discovered = tokio::select! {
@@ -434,13 +438,9 @@ impl RunJob {
             self.fit_mcp(window);
         }
         let pipeline = &self.session.pipeline;
-        let cache = if cfg.cache {
-            match self.shared.cache() {
-                Ok(c) => Some(c),
-                Err(e) => return (LoopEnd::Failed(e), model),
-            }
-        } else {
-            None
+        let cache = match cfg.cache.then(|| self.shared.cache()).transpose() {
+            Ok(c) => c,
+            Err(e) => return (LoopEnd::Failed(e), model),
         };
         let policy_digest = pipeline.policy_digest();
         let mut turn_offset = 0;

@@ -1,6 +1,6 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
-use super::{events, random_id, run, ActiveRun, SessionError, Sessions};
+use super::{random_id, run, ActiveRun, SessionError, Sessions};
 use crate::store::RunRow;
 use serde_json::Value;
 use swival_protocol::{RunId, RunResult, SessionId};
@@ -15,7 +15,7 @@ impl Sessions {
         task: String,
         env: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<RunId, SessionError> {
-        if self.shared.stopping.is_cancelled() {
+        if self.shared.shutdown.is_triggered() {
             return Err(SessionError::ShuttingDown);
         }
         let env = self.caller_env(env)?;
@@ -41,14 +41,14 @@ impl Sessions {
             }
             let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
             let run_id = RunId(random_id("r_"));
-            let cancel = self.shared.stopping.child_token();
+            let cancel = self.shared.shutdown.child_token();
             let row = RunRow {
                 id: run_id.clone(),
                 session_id: id.clone(),
                 task: task.clone(),
                 result: None,
                 report: None,
-                started_at: events::now(),
+                started_at: crate::clock::now(),
             };
             // Known as in flight before the store says so: `run/wait` relies on it.
             let (done_tx, done_rx) = watch::channel(None);
@@ -72,7 +72,7 @@ impl Sessions {
                 shield,
                 run_start: 0,
             };
-            self.tasks.spawn(run::supervise(job, self.live.clone(), done_tx));
+            self.shared.shutdown.spawn(run::supervise(job, self.live.clone(), done_tx));
             return Ok(run_id);
         }
     }

@@ -35,7 +35,7 @@ fn fixture(max_sessions: usize) -> Fixture {
             pid_dir: dir.path().join("mcp"),
         }),
     };
-    let sessions = Sessions::open(store, settings, CancellationToken::new()).unwrap();
+    let sessions = Sessions::open(store, settings, crate::shutdown::Shutdown::new()).unwrap();
     Fixture { dir, sessions }
 }
 

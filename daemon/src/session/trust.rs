@@ -6,7 +6,7 @@
 //! content it accepted, so it loads again after a restart as long as the
 //! file is unchanged.
 
-use super::{check_base_dir, events, SessionError, Sessions};
+use super::{check_base_dir, SessionError, Sessions};
 use crate::config::ProjectFile;
 use std::path::Path;
 use swival_protocol::{ProjectTrustResult, SessionId};
@@ -64,7 +64,7 @@ impl Sessions {
             )));
         }
         if !check {
-            self.shared.store.trust_project(&path, &file.sha256, &events::now())?;
+            self.shared.store.trust_project(&path, &file.sha256, &crate::clock::now())?;
         }
         let trusted = enables.is_empty() || self.shared.store.trusted_project(&path)?.as_deref() == Some(&file.sha256);
         Ok(ProjectTrustResult { path: Some(path), sha256: Some(file.sha256), enables, trusted })

@@ -6,7 +6,7 @@
 use super::args::{opt_int, req_str, type_name};
 use super::beneath::{Beneath, How, Kind, Meta};
 use super::path::Access;
-use super::ToolBox;
+use super::{ToolBox, ToolError};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -57,7 +57,7 @@ struct Window {
 impl Window {
     /// Parse `offset`/`limit`/`tail_lines` (or Swival's older `tail`);
     /// `limit` defaults to `default_limit`.
-    fn from_args(args: &Value, default_limit: usize) -> Result<Window, String> {
+    fn from_args(args: &Value, default_limit: usize) -> Result<Window, ToolError> {
         let offset = opt_int(args, "offset")?;
         let limit = match opt_int(args, "limit")? {
             Some(n) => n.max(1) as usize,
@@ -69,9 +69,9 @@ impl Window {
         };
         let tail = match (offset, tail) {
             (Some(o), Some(t)) if t > 1 => {
-                return Err(format!(
-                    "error: cannot combine 'offset' and 'tail_lines'. To read the last {t} lines, drop 'offset' and keep tail_lines={t}. To paginate forward from line {o}, drop 'tail_lines' and keep offset={o}."
-                ))
+                return Err(ToolError::refused(format!(
+                    "cannot combine 'offset' and 'tail_lines'. To read the last {t} lines, drop 'offset' and keep tail_lines={t}. To paginate forward from line {o}, drop 'tail_lines' and keep offset={o}."
+                )))
             }
             (Some(_), Some(_)) => None,
             // Swival: tail_lines=1 with a larger limit means "the last `limit` lines".
@@ -129,7 +129,7 @@ enum Opened {
 }
 
 /// Open the resolved `path` for reading, beneath the directory it lies in.
-fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, String> {
+fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, ToolError> {
     let (dir, rel) = tb.beneath(path)?;
     let file = match dir.open_file(&rel, How::Read) {
         Ok(f) => f,
@@ -139,24 +139,25 @@ fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, S
     match Meta::of(&file) {
         Ok(m) if m.is_dir() => Ok(Opened::Dir(dir, rel)),
         Ok(_) => Ok(Opened::File(file)),
-        Err(e) => Err(format!("error: cannot read {requested}: {e}")),
+        Err(e) => Err(ToolError::refused(format!("cannot read {requested}: {e}"))),
     }
 }
 
 /// Read one page of the text file `file` (opened for `requested`).
-fn read_page(mut file: std::fs::File, requested: &str, w: Window, max_bytes: usize) -> Result<Page, String> {
+fn read_page(mut file: std::fs::File, requested: &str, w: Window, max_bytes: usize) -> Result<Page, ToolError> {
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(|e| format!("error: cannot read {requested}: {e}"))?;
+    file.read_to_end(&mut bytes).map_err(|e| ToolError::refused(format!("cannot read {requested}: {e}")))?;
     page_of(bytes, requested, w, max_bytes)
 }
 
 /// One page of a file's `bytes`, as [`read_page`] shows it.
-fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Result<Page, String> {
+fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Result<Page, ToolError> {
     if looks_binary(&bytes) {
-        return Err(format!("error: binary file detected: {requested}; read_file only shows text"));
+        return Err(ToolError::refused(format!("binary file detected: {requested}; read_file only shows text")));
     }
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|e| format!("error: failed to decode {requested} as UTF-8: {e}; read_file only shows UTF-8 text"))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        ToolError::refused(format!("failed to decode {requested} as UTF-8: {e}; read_file only shows UTF-8 text"))
+    })?;
     // `lines()` splits on `\n` and drops a trailing `\r`, like Python's
     // `splitlines()` does for the common cases.
     let lines: Vec<&str> = text.lines().collect();
@@ -166,10 +167,10 @@ fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Resu
         None => w.offset - 1,
     };
     if start > 0 && start >= total {
-        return Err(format!(
-            "error: offset {} is past the end of {requested}, which has {total} lines; use a smaller offset or tail_lines",
+        return Err(ToolError::refused(format!(
+            "offset {} is past the end of {requested}, which has {total} lines; use a smaller offset or tail_lines",
             start + 1
-        ));
+        )));
     }
     let mut body = String::new();
     let mut emitted = 0;
@@ -194,7 +195,7 @@ fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Resu
 }
 
 /// `read_file {file_path, offset?, limit?, tail_lines?}`.
-pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let requested = req_str(args, "file_path")?;
     let path = tb.policy.resolve(requested, Access::Read)?;
     let window = Window::from_args(args, tb.caps.read_lines)?;
@@ -206,7 +207,7 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
                 if let Some(note) = missing_note(tb, &path) {
                     return Ok(note.into());
                 }
-                let plain = format!("error: path does not exist: {requested}; check the name with list_files");
+                let plain = format!("path does not exist: {requested}; check the name with list_files");
                 return Err(tb.missing_file(requested, &path, plain));
             }
             Opened::Dir(dir, rel) => return list_dir(tb, &dir, &rel, requested),
@@ -229,7 +230,7 @@ pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
 
 /// The names in the directory `rel` beneath `dir`, directories marked
 /// with `/` (symlinks are not followed to find out).
-fn list_dir(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<String, String> {
+fn list_dir(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<String, ToolError> {
     let mut names: Vec<String> = dir
         .list(rel)
         .map_err(|e| tb.io_error(requested, "list", e))?
@@ -270,7 +271,7 @@ struct Section {
     read: Option<PathBuf>,
 }
 
-fn section(title: &str, request: &str, result: Result<(PathBuf, Page), String>) -> Section {
+fn section(title: &str, request: &str, result: Result<(PathBuf, Page), ToolError>) -> Section {
     let mut s = format!("=== FILE: {title} ===\n");
     match result {
         Ok((path, page)) => {
@@ -290,7 +291,7 @@ fn section(title: &str, request: &str, result: Result<(PathBuf, Page), String>) 
             Section { text: s, ok: true, read: page.counts_as_read.then_some(path) }
         }
         Err(e) => {
-            let _ = write!(s, "status: error\nrequest: {request}\n{e}");
+            let _ = write!(s, "status: error\nrequest: {request}\n{}", e.render());
             Section { text: s, ok: false, read: None }
         }
     }
@@ -306,22 +307,25 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
             return section(
                 &format!("file {}", index + 1),
                 default_request,
-                Err(format!("error: expected a path string or an object with file_path, got {}", type_name(other))),
+                Err(ToolError::refused(format!(
+                    "expected a path string or an object with file_path, got {}",
+                    type_name(other)
+                ))),
             )
         }
     };
     let Some(requested) = spec.get("file_path").and_then(Value::as_str) else {
-        return section(&format!("file {}", index + 1), default_request, Err("error: missing file_path".into()));
+        return section(&format!("file {}", index + 1), default_request, Err(ToolError::refused("missing file_path")));
     };
     let window = match Window::from_args(&spec, tb.caps.read_lines) {
         Ok(w) => w,
         Err(e) => return section(requested, default_request, Err(e)),
     };
     let request = window.describe();
-    let result = tb.policy.resolve(requested, Access::Read).and_then(|path| {
+    let result = tb.policy.resolve(requested, Access::Read).map_err(ToolError::from).and_then(|path| {
         let file = match open_for_read(tb, &path, requested)? {
-            Opened::Dir(..) => return Err("error: is a directory, use read_file to list directories".into()),
-            Opened::Missing => return Err(format!("error: path does not exist: {requested}")),
+            Opened::Dir(..) => return Err(ToolError::refused("is a directory, use read_file to list directories")),
+            Opened::Missing => return Err(ToolError::refused(format!("path does not exist: {requested}"))),
             Opened::File(f) => f,
         };
         read_page(file, requested, window, tb.caps.read_bytes).map(|page| (path, page))
@@ -331,16 +335,16 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
 
 /// `read_multiple_files {files: [...]}`: up to 20 files, one section each,
 /// 50 KB for the whole batch; errors are per file.
-pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let files = match args.get("files") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        _ => return Err("error: read_multiple_files requires a non-empty 'files' array. Each entry is either a path string or an object like {\"file_path\": \"...\", \"offset\": 1, \"limit\": 200}. To read a single file, use read_file instead.".into()),
+        _ => return Err(ToolError::refused("read_multiple_files requires a non-empty 'files' array. Each entry is either a path string or an object like {\"file_path\": \"...\", \"offset\": 1, \"limit\": 200}. To read a single file, use read_file instead.")),
     };
     if files.len() > MAX_BATCH {
-        return Err(format!(
-            "error: too many files requested ({}), maximum is {MAX_BATCH}; split the batch",
+        return Err(ToolError::refused(format!(
+            "too many files requested ({}), maximum is {MAX_BATCH}; split the batch",
             files.len()
-        ));
+        )));
     }
     let (mut ok, mut failed, mut used) = (0, 0, 0);
     let mut sections: Vec<String> = Vec::new();
@@ -451,7 +455,8 @@ mod tests {
         let mut tb = toolbox(d.path());
         let out = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
         assert!(out.starts_with("3: c\n4: d\n[checksum="), "{out}");
-        let err = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err();
+        let err =
+            read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err().render();
         assert!(err.contains("cannot combine 'offset' and 'tail_lines'"));
     }
 
@@ -460,9 +465,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("b.bin"), b"ab\0cd").unwrap();
         let mut tb = toolbox(d.path());
-        let err = read_file(&mut tb, &json!({"file_path": "b.bin"})).unwrap_err();
+        let err = read_file(&mut tb, &json!({"file_path": "b.bin"})).unwrap_err().render();
         assert!(err.starts_with("error: binary file detected: b.bin"));
-        let err = read_file(&mut tb, &json!({"file_path": "nope.txt"})).unwrap_err();
+        let err = read_file(&mut tb, &json!({"file_path": "nope.txt"})).unwrap_err().render();
         assert!(err.starts_with("error: path does not exist: nope.txt"));
     }
 
@@ -498,7 +503,7 @@ mod tests {
     fn read_multiple_files_refuses_more_than_twenty() {
         let d = tempfile::tempdir().unwrap();
         let files: Vec<String> = (0..21).map(|i| format!("f{i}")).collect();
-        let err = read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err();
+        let err = read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err().render();
         assert!(err.contains("maximum is 20"));
     }
 
@@ -526,7 +531,7 @@ mod tests {
         std::fs::write(d.path().join("a.txt"), "x\n").unwrap();
         let mut tb = toolbox(d.path());
         let path = tb.policy.base.join("a.txt");
-        read_file(&mut tb, &json!({"file_path": "a.txt", "offset": 5})).unwrap_err();
+        read_file(&mut tb, &json!({"file_path": "a.txt", "offset": 5})).unwrap_err().render();
         assert!(!tb.tracker.seen(&path));
         read_file(&mut tb, &json!({"file_path": "a.txt"})).unwrap();
         assert!(tb.tracker.seen(&path));

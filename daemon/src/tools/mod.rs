@@ -1,5 +1,6 @@
 //! The tools the model can call: their schemas (what the model sees) and
-//! dispatch. Every tool returns a string; a failure starts with `error:`.
+//! dispatch. Every tool returns a string; a failure is a [`ToolError`],
+//! shown to the model as `error: ` and its message.
 //!
 //! Every path a tool touches goes through [`path::PathPolicy::resolve`]
 //! (reads with `Access::Read`; writes, moves and deletes with
@@ -14,6 +15,7 @@
 pub(crate) mod args;
 pub mod beneath;
 mod edit;
+mod error;
 mod files;
 mod named;
 mod near;
@@ -27,21 +29,21 @@ mod trash;
 mod write;
 
 use beneath::Beneath;
+pub use error::ToolError;
 use path::{Access, FilesMode, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
-/// A tool call's arguments: a JSON object (empty text counts as `{}`); the
-/// error is the tool result to return.
-pub fn parse_args(raw: &str) -> Result<Value, String> {
+/// A tool call's arguments: a JSON object (empty text counts as `{}`).
+pub fn parse_args(raw: &str) -> Result<Value, ToolError> {
     if raw.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!("error: tool arguments must be a JSON object, got {other}")),
-        Err(e) => Err(format!("error: invalid JSON in tool arguments: {e}")),
+        Ok(other) => Err(ToolError::refused(format!("tool arguments must be a JSON object, got {other}"))),
+        Err(e) => Err(ToolError::refused(format!("invalid JSON in tool arguments: {e}"))),
     }
 }
 
@@ -138,13 +140,16 @@ impl ToolBox {
     }
 
     /// [`ToolBox::call`], knowing the model's id for the call (recorded in
-    /// the trash index by `delete_file`).
+    /// the trash index by `delete_file`). The one place a tool's failure
+    /// becomes the text the model reads.
     pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> String {
-        let args = match parse_args(raw_args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let result = match name {
+        self.dispatch(name, raw_args, call_id).unwrap_or_else(|e| e.render())
+    }
+
+    /// Run the tool `name`.
+    fn dispatch(&mut self, name: &str, raw_args: &str, call_id: &str) -> Result<String, ToolError> {
+        let args = parse_args(raw_args)?;
+        match name {
             "read_file" => files::read_file(self, &args),
             "read_multiple_files" => files::read_multiple_files(self, &args),
             "write_file" => write::write_file(self, &args),
@@ -166,10 +171,9 @@ impl ToolBox {
                     .iter()
                     .filter_map(|s| s.pointer("/function/name")?.as_str().map(str::to_owned))
                     .collect();
-                Err(format!("error: unknown tool '{other}'. Available tools: {}", names.join(", ")))
+                Err(ToolError::refused(format!("unknown tool '{other}'. Available tools: {}", names.join(", "))))
             }
-        };
-        result.unwrap_or_else(|e| e)
+        }
     }
 }
 
@@ -177,7 +181,7 @@ impl ToolBox {
     /// Open the directory `resolved` (a path the policy accepted) lies
     /// under — the innermost of the base dir and the allowed dirs holding
     /// it, or `/` under yolo — and return it with the rest of the path.
-    pub(crate) fn beneath(&self, resolved: &Path) -> Result<(Beneath, PathBuf), String> {
+    pub(crate) fn beneath(&self, resolved: &Path) -> Result<(Beneath, PathBuf), ToolError> {
         let root = std::iter::once(&self.policy.base)
             .chain(&self.policy.allow_rw)
             .chain(&self.policy.allow_ro)
@@ -186,10 +190,15 @@ impl ToolBox {
             .map(PathBuf::as_path)
             .or_else(|| (self.policy.files == FilesMode::All).then_some(Path::new("/")))
             .ok_or_else(|| {
-                format!("error: {} is outside the base directory {}", resolved.display(), self.policy.base.display())
+                ToolError::refused(format!(
+                    "{} is outside the base directory {}",
+                    resolved.display(),
+                    self.policy.base.display()
+                ))
             })?;
         let rel = resolved.strip_prefix(root).unwrap_or(Path::new("")).to_owned();
-        let dir = Beneath::open(root).map_err(|e| format!("error: cannot open {}: {e}", root.display()))?;
+        let dir =
+            Beneath::open(root).map_err(|e| ToolError::refused(format!("cannot open {}: {e}", root.display())))?;
         Ok((dir, rel))
     }
 
@@ -198,28 +207,30 @@ impl ToolBox {
     /// and checked for writing like any path, then opened with
     /// [`ToolBox::beneath`]. Use it only after `resolve` accepted the same
     /// string.
-    pub(crate) fn entry(&self, requested: &str) -> Result<(Beneath, PathBuf), String> {
+    pub(crate) fn entry(&self, requested: &str) -> Result<(Beneath, PathBuf), ToolError> {
         let original = self.policy.unresolved(requested)?;
         let (Some(parent), Some(Component::Normal(name))) = (original.parent(), original.components().next_back())
         else {
             // `.`, `..` or `/` at the end: the resolved path is the entry.
             return self.beneath(&self.policy.resolve(requested, Access::Write)?);
         };
-        let parent = parent.to_str().ok_or_else(|| format!("error: path {requested} is not valid UTF-8"))?;
+        let parent =
+            parent.to_str().ok_or_else(|| ToolError::refused(format!("path {requested} is not valid UTF-8")))?;
         let (dir, rel) = self.beneath(&self.policy.resolve(parent, Access::Write)?)?;
         Ok((dir, rel.join(name)))
     }
 
-    /// The tool result for I/O on `requested` that failed: a symlink met
-    /// beneath the root (it appeared after the check) reads like the
-    /// outside-the-base-dir refusal; anything else is `cannot <what>`.
-    pub(crate) fn io_error(&self, requested: &str, what: &str, e: beneath::Error) -> String {
+    /// The failure of I/O on `requested`: a symlink met beneath the root
+    /// (it appeared after the check) reads like the outside-the-base-dir
+    /// refusal; anything else is `cannot <what>`.
+    pub(crate) fn io_error(&self, requested: &str, what: &'static str, e: beneath::Error) -> ToolError {
         match e {
-            beneath::Error::Symlink(_) => format!(
-                "error: path {requested} was refused: {e} (it changed after the path was checked); only the base directory {} and allowed_dirs are reachable, so do not try to access it by other means",
-                self.policy.base.display()
-            ),
-            beneath::Error::Io(e) => format!("error: cannot {what} {requested}: {e}"),
+            beneath::Error::Symlink(_) => ToolError::Changed {
+                requested: requested.to_owned(),
+                symlink: e,
+                base: self.policy.base.display().to_string(),
+            },
+            beneath::Error::Io(source) => ToolError::Io { what, requested: requested.to_owned(), source },
         }
     }
 }

@@ -5,7 +5,7 @@
 //! anyway are ever named.
 
 use super::path::Access;
-use super::ToolBox;
+use super::{ToolBox, ToolError};
 use std::path::{Path, PathBuf};
 
 /// How a note on a successful write starts (on a line of its own).
@@ -50,15 +50,16 @@ impl ToolBox {
     }
 
     /// The error for a file `requested` names that does not exist, with
-    /// the file the model likely meant and the call to make with it.
-    pub(super) fn missing_file(&self, requested: &str, missing: &Path, otherwise: String) -> String {
-        match self.same_name_elsewhere(missing) {
+    /// the file the model likely meant and the call to make with it;
+    /// `otherwise` when there is no such file.
+    pub(super) fn missing_file(&self, requested: &str, missing: &Path, otherwise: String) -> ToolError {
+        ToolError::refused(match self.same_name_elsewhere(missing) {
             Some(alt) => format!(
-                "error: file does not exist: {requested}. {alt} exists: if you meant it, retry this call with \
+                "file does not exist: {requested}. {alt} exists: if you meant it, retry this call with \
                  \"file_path\": \"{alt}\"."
             ),
             None => otherwise,
-        }
+        })
     }
 
     /// What a successful `write_file` of a new file adds to its result when
@@ -107,10 +108,10 @@ mod tests {
         let tb = test_toolbox(d.path());
         assert_eq!(tb.same_name_elsewhere(&base.join("src/util.py")).as_deref(), Some("util.py"));
         assert_eq!(tb.same_name_elsewhere(&base.join("src/other.py")), None);
-        let err = tb.missing_file("src/util.py", &base.join("src/util.py"), "plain".into());
+        let err = tb.missing_file("src/util.py", &base.join("src/util.py"), "plain".into()).render();
         assert!(err.starts_with("error: file does not exist: src/util.py. util.py exists"), "{err}");
         assert!(err.contains(r#""file_path": "util.py""#), "{err}");
-        assert_eq!(tb.missing_file("src/x.py", &base.join("src/x.py"), "plain".into()), "plain");
+        assert_eq!(tb.missing_file("src/x.py", &base.join("src/x.py"), "plain".into()).render(), "error: plain");
     }
 
     #[test]

@@ -42,44 +42,75 @@ pub struct PathPolicy {
     pub home: Option<PathBuf>,
 }
 
+/// Why the path policy refused a path or could not resolve it. The
+/// messages are Swival's (the model reads them after `error: `), with the
+/// path as the model wrote it.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// No path at all.
+    #[error("the path is empty; pass a path relative to the project root")]
+    Empty,
+    /// A component could not be read while resolving.
+    #[error("cannot resolve path {requested}: {source}")]
+    Unresolvable { requested: String, source: std::io::Error },
+    /// `/` itself.
+    #[error("Path {} resolves to the filesystem root, which is not allowed even in unrestricted mode", py_repr(.requested))]
+    Root { requested: String },
+    /// A write to `swival.toml` or `mcp.json`, wherever they are.
+    #[error("{requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it")]
+    ProtectedConfig { requested: String },
+    /// Under the daemon's own directories or a credential store.
+    #[error("{requested} is hidden from the agent ({} holds the daemon's state or credentials); ask the user if you need something from it", .under.display())]
+    Hidden { requested: String, under: PathBuf },
+    /// A write to policy (a script, its directory, the config naming it);
+    /// `shown` is that policy path as the model sees it.
+    #[error("{requested} is protected policy ({shown} is a filter, hook or reviewer script, its directory, or the config naming them) and cannot be written, edited, moved or deleted by the agent; ask the user to change it")]
+    ProtectedPolicy { requested: String, shown: String },
+    /// `files = "none"`: outside `.swival/`.
+    #[error("Path {} resolves to {}, which is outside .swival/ (filesystem access is disabled)", py_repr(.requested), .resolved.display())]
+    FilesDisabled { requested: String, resolved: PathBuf },
+    /// A write in a read-only allowed directory.
+    #[error("{requested} is in a read-only directory (allowed_dirs_ro); it can be read but not written")]
+    ReadOnly { requested: String },
+    /// `files = "some"`: outside the base dir and the allowed dirs.
+    #[error("Path {} resolves to {}, which is outside base directory {}. You are not allowed to access that directory by any means.", py_repr(.requested), .resolved.display(), .base.display())]
+    OutsideBase { requested: String, resolved: PathBuf, base: PathBuf },
+    /// `~` with no `HOME` to expand it to.
+    #[error("~ used but HOME is not set")]
+    NoHome,
+    /// `~user`.
+    #[error("{requested}: ~user paths are not supported")]
+    OtherUsersHome { requested: String },
+}
+
 /// File names the agent may never write, wherever they are.
 const PROTECTED: &[&str] = &["swival.toml", "mcp.json"];
 
 impl PathPolicy {
     /// Resolve `requested` (relative to the base dir, `~` expanded) for
-    /// `access`; the error text is the tool result to return.
-    pub fn resolve(&self, requested: &str, access: Access) -> Result<PathBuf, String> {
+    /// `access`.
+    pub fn resolve(&self, requested: &str, access: Access) -> Result<PathBuf, PathError> {
         if requested.trim().is_empty() {
-            return Err("error: the path is empty; pass a path relative to the project root".into());
+            return Err(PathError::Empty);
         }
+        let owned = || requested.to_owned();
         let joined = self.unresolved(requested)?;
         let resolved =
-            canonicalize_lenient(&joined).map_err(|e| format!("error: cannot resolve path {requested}: {e}"))?;
+            canonicalize_lenient(&joined).map_err(|source| PathError::Unresolvable { requested: owned(), source })?;
         if resolved.parent().is_none() {
-            return Err(format!(
-                "error: Path {} resolves to the filesystem root, which is not allowed even in unrestricted mode",
-                py_repr(requested)
-            ));
+            return Err(PathError::Root { requested: owned() });
         }
         if access == Access::Write
             && resolved.file_name().and_then(|n| n.to_str()).is_some_and(|n| PROTECTED.contains(&n))
         {
-            return Err(format!(
-                "error: {requested} is protected configuration and cannot be written or edited by the agent; ask the user to change it"
-            ));
+            return Err(PathError::ProtectedConfig { requested: owned() });
         }
         if let Some(h) = self.hidden_under(&resolved) {
-            return Err(format!(
-                "error: {requested} is hidden from the agent ({} holds the daemon's state or credentials); ask the user if you need something from it",
-                h.display()
-            ));
+            return Err(PathError::Hidden { requested: owned(), under: h.to_owned() });
         }
         if access == Access::Write {
             if let Some(p) = self.protected.iter().find(|p| resolved.starts_with(p)) {
-                return Err(format!(
-                    "error: {requested} is protected policy ({} is a filter, hook or reviewer script, its directory, or the config naming them) and cannot be written, edited, moved or deleted by the agent; ask the user to change it",
-                    self.display(p)
-                ));
+                return Err(PathError::ProtectedPolicy { requested: owned(), shown: self.display(p) });
             }
         }
         match self.files {
@@ -87,18 +118,14 @@ impl PathPolicy {
             // `.swival` itself is not followed: the daemon refuses a
             // symlinked one, so a path through it resolves elsewhere.
             FilesMode::None if resolved.starts_with(self.base.join(".swival")) => Ok(resolved),
-            FilesMode::None => Err(format!(
-                "error: Path {} resolves to {}, which is outside .swival/ (filesystem access is disabled)",
-                py_repr(requested),
-                resolved.display()
-            )),
+            FilesMode::None => Err(PathError::FilesDisabled { requested: owned(), resolved }),
             FilesMode::Some => self.inside_some(requested, resolved, access),
         }
     }
 
     /// `files = "some"`: the base dir and the allowed dirs (read-only ones
     /// for reading only).
-    fn inside_some(&self, requested: &str, resolved: PathBuf, access: Access) -> Result<PathBuf, String> {
+    fn inside_some(&self, requested: &str, resolved: PathBuf, access: Access) -> Result<PathBuf, PathError> {
         let inside = |dirs: &[PathBuf]| dirs.iter().any(|d| resolved.starts_with(d));
         if resolved.starts_with(&self.base) || inside(&self.allow_rw) {
             return Ok(resolved);
@@ -106,17 +133,10 @@ impl PathPolicy {
         if inside(&self.allow_ro) {
             return match access {
                 Access::Read => Ok(resolved),
-                Access::Write => Err(format!(
-                    "error: {requested} is in a read-only directory (allowed_dirs_ro); it can be read but not written"
-                )),
+                Access::Write => Err(PathError::ReadOnly { requested: requested.to_owned() }),
             };
         }
-        Err(format!(
-            "error: Path {} resolves to {}, which is outside base directory {}. You are not allowed to access that directory by any means.",
-            py_repr(requested),
-            resolved.display(),
-            self.base.display()
-        ))
+        Err(PathError::OutsideBase { requested: requested.to_owned(), resolved, base: self.base.clone() })
     }
 
     /// The hidden path `resolved` lies under, if any.
@@ -128,7 +148,7 @@ impl PathPolicy {
     /// expanded), without following any symlink. Use it only after
     /// [`PathPolicy::resolve`] accepted the same string: it names the entry
     /// itself, so a symlink can be moved or deleted rather than its target.
-    pub fn unresolved(&self, requested: &str) -> Result<PathBuf, String> {
+    pub fn unresolved(&self, requested: &str) -> Result<PathBuf, PathError> {
         let expanded = expand_home(requested, self.home.as_deref())?;
         Ok(if expanded.is_absolute() { expanded } else { self.base.join(expanded) })
     }
@@ -167,13 +187,13 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-fn expand_home(p: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+fn expand_home(p: &str, home: Option<&Path>) -> Result<PathBuf, PathError> {
     if p == "~" || p.starts_with("~/") {
-        let home = home.ok_or("error: ~ used but HOME is not set")?;
+        let home = home.ok_or(PathError::NoHome)?;
         return Ok(home.join(p.trim_start_matches('~').trim_start_matches('/')));
     }
     if p.starts_with('~') {
-        return Err(format!("error: {p}: ~user paths are not supported"));
+        return Err(PathError::OtherUsersHome { requested: p.to_owned() });
     }
     Ok(PathBuf::from(p))
 }
@@ -234,6 +254,11 @@ fn resolve_from(mut out: PathBuf, p: &Path, links: &mut usize) -> std::io::Resul
 mod tests {
     use super::*;
 
+    /// A refusal as the model reads it.
+    fn shown(e: PathError) -> String {
+        format!("error: {e}")
+    }
+
     fn policy(base: &Path) -> PathPolicy {
         PathPolicy {
             base: base.canonicalize().unwrap(),
@@ -260,7 +285,7 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         let p = policy(&base);
         for bad in ["../outside.txt", "/etc/passwd", "/"] {
-            let err = p.resolve(bad, Access::Read).unwrap_err();
+            let err = p.resolve(bad, Access::Read).map_err(shown).unwrap_err();
             assert!(err.starts_with("error:") && err.contains(bad), "{bad}: {err}");
         }
     }
@@ -295,13 +320,17 @@ mod tests {
         p.allow_ro = vec![ro.canonicalize().unwrap()];
         let f = ro.join("f.txt");
         assert!(p.resolve(f.to_str().unwrap(), Access::Read).is_ok());
-        assert!(p.resolve(f.to_str().unwrap(), Access::Write).unwrap_err().contains("read-only"));
+        assert!(p.resolve(f.to_str().unwrap(), Access::Write).map_err(shown).unwrap_err().contains("read-only"));
     }
 
     #[test]
     fn swival_toml_cannot_be_written() {
         let d = tempfile::tempdir().unwrap();
-        assert!(policy(d.path()).resolve("swival.toml", Access::Write).unwrap_err().contains("protected"));
+        assert!(policy(d.path())
+            .resolve("swival.toml", Access::Write)
+            .map_err(shown)
+            .unwrap_err()
+            .contains("protected"));
     }
 
     #[test]
@@ -311,7 +340,7 @@ mod tests {
         p.files = FilesMode::All;
         p.protected = vec![p.base.join("scripts"), p.base.join("hook.sh")];
         for bad in ["scripts/redact.py", "scripts/helper.py", "scripts/new/x", "hook.sh", "./scripts/../hook.sh"] {
-            let err = p.resolve(bad, Access::Write).unwrap_err();
+            let err = p.resolve(bad, Access::Write).map_err(shown).unwrap_err();
             assert!(err.contains("protected policy"), "{bad}: {err}");
         }
         assert!(p.resolve("scripts/redact.py", Access::Read).is_ok());
@@ -325,7 +354,7 @@ mod tests {
         p.files = FilesMode::All;
         p.hidden = vec![p.base.join(".ssh")];
         for access in [Access::Read, Access::Write] {
-            let err = p.resolve(".ssh/id_rsa", access).unwrap_err();
+            let err = p.resolve(".ssh/id_rsa", access).map_err(shown).unwrap_err();
             assert!(err.contains("hidden from the agent"), "{err}");
         }
         assert!(p.resolve(".sshx", Access::Read).is_ok());
@@ -355,7 +384,7 @@ mod tests {
         let evil = d.path().join("proj-evil");
         std::fs::create_dir(&base).unwrap();
         std::fs::create_dir(&evil).unwrap();
-        let err = policy(&base).resolve(evil.join("x").to_str().unwrap(), Access::Read).unwrap_err();
+        let err = policy(&base).resolve(evil.join("x").to_str().unwrap(), Access::Read).map_err(shown).unwrap_err();
         assert!(err.contains("which is outside base directory"), "{err}");
     }
 
@@ -377,7 +406,7 @@ mod tests {
         std::fs::create_dir(&base).unwrap();
         std::fs::create_dir(&out).unwrap();
         std::os::unix::fs::symlink(&out, base.join("door")).unwrap();
-        let err = policy(&base).resolve("door/new.txt", Access::Write).unwrap_err();
+        let err = policy(&base).resolve("door/new.txt", Access::Write).map_err(shown).unwrap_err();
         assert!(err.contains("door/new.txt"), "{err}");
     }
 
@@ -387,13 +416,13 @@ mod tests {
         let p = policy(d.path());
         assert_eq!(p.unresolved("~/notes.txt").unwrap(), PathBuf::from("/home/tester/notes.txt"));
         let none = PathPolicy { home: None, ..policy(d.path()) };
-        assert_eq!(none.unresolved("~/x").unwrap_err(), "error: ~ used but HOME is not set");
+        assert_eq!(none.unresolved("~/x").map_err(shown).unwrap_err(), "error: ~ used but HOME is not set");
     }
 
     #[test]
     fn tilde_user_paths_are_refused() {
         let d = tempfile::tempdir().unwrap();
-        let err = policy(d.path()).resolve("~root/x", Access::Read).unwrap_err();
+        let err = policy(d.path()).resolve("~root/x", Access::Read).map_err(shown).unwrap_err();
         assert!(err.contains("~user"), "{err}");
     }
 
@@ -420,7 +449,7 @@ mod tests {
         let base = d.path().join("proj");
         std::fs::create_dir(&base).unwrap();
         std::os::unix::fs::symlink(d.path().join("not-yet"), base.join("trap")).unwrap();
-        let err = policy(&base).resolve("trap", Access::Write).unwrap_err();
+        let err = policy(&base).resolve("trap", Access::Write).map_err(shown).unwrap_err();
         assert!(err.contains("which is outside base directory"), "{err}");
     }
 
@@ -441,7 +470,7 @@ mod tests {
         let base = d.path().join("proj");
         std::fs::create_dir(&base).unwrap();
         let p = policy(&base);
-        let err = p.resolve("../x.txt", Access::Read).unwrap_err();
+        let err = p.resolve("../x.txt", Access::Read).map_err(shown).unwrap_err();
         let outside = p.base.parent().unwrap().join("x.txt");
         assert_eq!(
             err,
@@ -451,7 +480,7 @@ mod tests {
                 p.base.display()
             )
         );
-        let err = p.resolve("/", Access::Read).unwrap_err();
+        let err = p.resolve("/", Access::Read).map_err(shown).unwrap_err();
         assert_eq!(
             err,
             "error: Path '/' resolves to the filesystem root, which is not allowed even in unrestricted mode"
@@ -471,7 +500,7 @@ mod tests {
         for access in [Access::Read, Access::Write] {
             assert_eq!(p.resolve(".swival/notes.md", access).unwrap(), p.base.join(".swival/notes.md"));
         }
-        let err = p.resolve("src/main.rs", Access::Read).unwrap_err();
+        let err = p.resolve("src/main.rs", Access::Read).map_err(shown).unwrap_err();
         assert_eq!(
             err,
             format!(
@@ -480,7 +509,7 @@ mod tests {
             )
         );
         for bad in [".", ".swival/../x", ".swivalx/y", extra.join("f").to_str().unwrap()] {
-            let err = p.resolve(bad, Access::Read).unwrap_err();
+            let err = p.resolve(bad, Access::Read).map_err(shown).unwrap_err();
             assert!(err.contains("outside .swival/"), "{bad}: {err}");
         }
     }
@@ -495,7 +524,7 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, base.join(".swival")).unwrap();
         let mut p = policy(&base);
         p.files = FilesMode::None;
-        assert!(p.resolve(".swival/x", Access::Write).unwrap_err().contains("outside .swival/"));
+        assert!(p.resolve(".swival/x", Access::Write).map_err(shown).unwrap_err().contains("outside .swival/"));
     }
 
     #[test]
@@ -512,9 +541,13 @@ mod tests {
         let f = out.join("f.txt");
         assert_eq!(p.resolve(f.to_str().unwrap(), Access::Write).unwrap(), out.canonicalize().unwrap().join("f.txt"));
         assert!(p.resolve("../out/g.txt", Access::Read).is_ok());
-        assert!(p.resolve("/", Access::Read).unwrap_err().contains("filesystem root"));
-        assert!(p.resolve("../out/secret/k", Access::Read).unwrap_err().contains("hidden from the agent"));
-        assert!(p.resolve("../out/hook.sh", Access::Write).unwrap_err().contains("protected policy"));
+        assert!(p.resolve("/", Access::Read).map_err(shown).unwrap_err().contains("filesystem root"));
+        assert!(p
+            .resolve("../out/secret/k", Access::Read)
+            .map_err(shown)
+            .unwrap_err()
+            .contains("hidden from the agent"));
+        assert!(p.resolve("../out/hook.sh", Access::Write).map_err(shown).unwrap_err().contains("protected policy"));
     }
 
     #[test]

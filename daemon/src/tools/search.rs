@@ -11,8 +11,8 @@
 use super::args::{opt_bool, opt_int, opt_str, req_str};
 use super::beneath::Kind;
 use super::files::{cut_line, looks_binary};
-use super::path::{Access, FilesMode};
-use super::ToolBox;
+use super::path::{Access, FilesMode, PathError};
+use super::{ToolBox, ToolError};
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -104,20 +104,20 @@ fn sort_newest_first(found: &mut [Found]) {
 }
 
 /// A glob where `*` stays within one path component and `**` crosses them.
-fn glob(pattern: &str) -> Result<GlobMatcher, String> {
+fn glob(pattern: &str) -> Result<GlobMatcher, ToolError> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("error: invalid glob pattern '{pattern}': {e}"))
+        .map_err(|e| ToolError::refused(format!("invalid glob pattern '{pattern}': {e}")))
 }
 
 /// Swival refuses `..` in relative patterns, which could reach outside.
-fn check_relative_pattern(pattern: &str) -> Result<(), String> {
+fn check_relative_pattern(pattern: &str) -> Result<(), ToolError> {
     if Path::new(pattern).components().any(|c| c == Component::ParentDir) || pattern.split('\\').any(|c| c == "..") {
-        return Err(format!(
-            "error: pattern '{pattern}' contains '..', which is not allowed; set 'path' to the directory to search instead"
-        ));
+        return Err(ToolError::refused(format!(
+            "pattern '{pattern}' contains '..', which is not allowed; set 'path' to the directory to search instead"
+        )));
     }
     Ok(())
 }
@@ -133,30 +133,30 @@ fn split_absolute_glob(pattern: &str) -> (String, String) {
 }
 
 /// Expand a leading `~` in a pattern the way paths are expanded.
-fn expand_tilde(pattern: &str, home: Option<&std::path::Path>) -> Result<String, String> {
+fn expand_tilde(pattern: &str, home: Option<&std::path::Path>) -> Result<String, ToolError> {
     if pattern == "~" || pattern.starts_with("~/") {
-        let home = home.ok_or("error: ~ used but HOME is not set")?;
+        let home = home.ok_or(PathError::NoHome)?;
         return Ok(format!("{}{}", home.display(), &pattern[1..]));
     }
     if pattern.starts_with('~') {
-        return Err(format!(
-            "error: pattern '{pattern}' uses ~user syntax, which is not supported; use an absolute path"
-        ));
+        return Err(ToolError::refused(format!(
+            "pattern '{pattern}' uses ~user syntax, which is not supported; use an absolute path"
+        )));
     }
     Ok(pattern.to_owned())
 }
 
 /// Resolve the `path` argument of a search for reading; it must exist.
-fn search_root(tb: &ToolBox, path: &str) -> Result<PathBuf, String> {
+fn search_root(tb: &ToolBox, path: &str) -> Result<PathBuf, ToolError> {
     let root = tb.policy.resolve(path, Access::Read)?;
     if !root.exists() {
-        return Err(format!("error: path does not exist: {path}"));
+        return Err(ToolError::refused(format!("path does not exist: {path}")));
     }
     Ok(root)
 }
 
 /// `list_files {pattern, path?}`.
-pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let pattern = expand_tilde(req_str(args, "pattern")?, tb.policy.home.as_deref())?;
     let mut path = opt_str(args, "path")?.unwrap_or(".").to_owned();
     let pattern = if pattern.starts_with('/') {
@@ -173,7 +173,7 @@ pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
         return Ok(tb.policy.display(&root));
     }
     if !root.is_dir() {
-        return Err(format!("error: path is not a directory: {path}"));
+        return Err(ToolError::refused(format!("path is not a directory: {path}")));
     }
     let (mut found, walk_cut) = walk(tb, &root, |rel| matcher.is_match(rel));
     if found.is_empty() {
@@ -228,7 +228,7 @@ struct Searched {
 
 /// Whether `include` accepts a file, as Swival: the glob against the path
 /// relative to the root, or its last component against the file name.
-fn include_filter(include: Option<&str>) -> Result<impl Fn(&str) -> bool, String> {
+fn include_filter(include: Option<&str>) -> Result<impl Fn(&str) -> bool, ToolError> {
     let matchers = match include {
         None => None,
         Some(inc) => {
@@ -244,13 +244,13 @@ fn include_filter(include: Option<&str>) -> Result<impl Fn(&str) -> bool, String
 
 /// The files `grep` looks at: `root` itself when it is a file (whatever
 /// `include` says), else the walk under it filtered by `include`.
-fn grep_candidates(tb: &ToolBox, root: &Path, path: &str, include: Option<&str>) -> Result<Vec<Found>, String> {
+fn grep_candidates(tb: &ToolBox, root: &Path, path: &str, include: Option<&str>) -> Result<Vec<Found>, ToolError> {
     if root.is_file() {
         let mtime = file_beneath(tb, root).map_or(SystemTime::UNIX_EPOCH, |m| m.modified);
         return Ok(vec![Found { path: root.to_owned(), real: root.to_owned(), mtime }]);
     }
     if !root.is_dir() {
-        return Err(format!("error: path is not a directory: {path}"));
+        return Err(ToolError::refused(format!("path is not a directory: {path}")));
     }
     Ok(walk(tb, root, include_filter(include)?).0)
 }
@@ -289,7 +289,7 @@ fn search_files(tb: &ToolBox, candidates: Vec<Found>, regex: &regex::Regex) -> (
 }
 
 /// `grep {pattern, path?, include?, case_insensitive?, context_lines?}`.
-pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let pattern = req_str(args, "pattern")?;
     let path = opt_str(args, "path")?.unwrap_or(".");
     let include = opt_str(args, "include")?;
@@ -301,10 +301,11 @@ pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
             check_relative_pattern(inc)?;
         }
     }
-    let regex = regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
-        .map_err(|e| format!("error: invalid regex '{pattern}': {e}\n(The syntax is Rust's regex crate: no lookaround or backreferences.)"))?;
+    let regex = regex::RegexBuilder::new(pattern).case_insensitive(case_insensitive).build().map_err(|e| {
+        ToolError::refused(format!(
+            "invalid regex '{pattern}': {e}\n(The syntax is Rust's regex crate: no lookaround or backreferences.)"
+        ))
+    })?;
     let root = search_root(tb, path)?;
     let candidates = grep_candidates(tb, &root, path, include)?;
     let (searched, mut hits) = search_files(tb, candidates, &regex);
@@ -456,9 +457,9 @@ mod tests {
     fn list_files_refuses_dotdot_patterns_and_checks_absolute_roots() {
         let d = tempfile::tempdir().unwrap();
         let mut tb = toolbox(d.path());
-        let err = list_files(&mut tb, &json!({"pattern": "../*"})).unwrap_err();
+        let err = list_files(&mut tb, &json!({"pattern": "../*"})).unwrap_err().render();
         assert!(err.contains("'..'"), "{err}");
-        let err = list_files(&mut tb, &json!({"pattern": "/etc/*.conf"})).unwrap_err();
+        let err = list_files(&mut tb, &json!({"pattern": "/etc/*.conf"})).unwrap_err().render();
         assert!(err.contains("outside base directory"), "{err}");
         assert_eq!(list_files(&mut tb, &json!({"pattern": "*.nothing"})).unwrap(), "No files matched the pattern.");
     }
@@ -521,7 +522,7 @@ mod tests {
         file(d.path(), "ignored.txt", "needle\n", 0);
         let mut tb = toolbox(d.path());
         assert_eq!(grep(&mut tb, &json!({"pattern": "needle"})).unwrap(), "No matches found.");
-        let err = grep(&mut tb, &json!({"pattern": "(unclosed"})).unwrap_err();
+        let err = grep(&mut tb, &json!({"pattern": "(unclosed"})).unwrap_err().render();
         assert!(err.starts_with("error: invalid regex '(unclosed'"), "{err}");
     }
 }

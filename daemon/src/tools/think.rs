@@ -3,6 +3,7 @@
 //! revisions and branches can be checked against what exists.
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
+use super::ToolError;
 use serde_json::{json, Value};
 
 /// Longest thought kept; longer ones are cut.
@@ -50,24 +51,24 @@ impl Thinking {
     }
 
     /// Check a branch's fields and remember its name.
-    fn branch(&mut self, from: Option<i64>, id: Option<&str>) -> Result<(), String> {
+    fn branch(&mut self, from: Option<i64>, id: Option<&str>) -> Result<(), ToolError> {
         let (Some(from), Some(id)) = (from, id) else {
-            return Err("error: branch mode requires branch_from_thought and branch_id. Both branch_from_thought and branch_id must be set together".into());
+            return Err(ToolError::refused("branch mode requires branch_from_thought and branch_id. Both branch_from_thought and branch_id must be set together"));
         };
         if id.is_empty() {
-            return Err("error: branch_id must not be blank".into());
+            return Err(ToolError::refused("branch_id must not be blank"));
         }
         if id.chars().count() > MAX_BRANCH_ID {
-            return Err(format!("error: branch_id exceeds {MAX_BRANCH_ID} character limit"));
+            return Err(ToolError::refused(format!("branch_id exceeds {MAX_BRANCH_ID} character limit")));
         }
         let valid = self.numbers();
         if !valid.contains(&from) {
             let last = valid.last().copied().unwrap_or(1);
-            return Err(format!("error: branch_from_thought={from} not found in history; valid thought numbers: {valid:?}. Use branch_from_thought={last}"));
+            return Err(ToolError::refused(format!("branch_from_thought={from} not found in history; valid thought numbers: {valid:?}. Use branch_from_thought={last}")));
         }
         if !self.branches.iter().any(|b| b == id) {
             if self.branches.len() >= MAX_BRANCHES {
-                return Err(format!("error: too many branches ({MAX_BRANCHES} max)"));
+                return Err(ToolError::refused(format!("too many branches ({MAX_BRANCHES} max)")));
             }
             self.branches.push(id.to_owned());
         }
@@ -75,9 +76,11 @@ impl Thinking {
     }
 
     /// Run one `think` call.
-    pub fn call(&mut self, args: &Value) -> Result<String, String> {
+    pub fn call(&mut self, args: &Value) -> Result<String, ToolError> {
         if self.history.len() >= MAX_HISTORY {
-            return Err(format!("error: thinking history full ({MAX_HISTORY} steps max); act on what you have"));
+            return Err(ToolError::refused(format!(
+                "thinking history full ({MAX_HISTORY} steps max); act on what you have"
+            )));
         }
         let _thought: String = req_str(args, "thought")?.chars().take(MAX_THOUGHT_CHARS).collect();
         let mut revises = opt_int(args, "revises_thought")?;
@@ -97,8 +100,8 @@ impl Thinking {
         let valid = self.numbers();
         let last = valid.last().copied().unwrap_or(1);
         match (mode, revises) {
-            (Mode::Revision, None) => return Err(format!("error: revision mode requires revises_thought; valid thought numbers: {valid:?}. Use mode=\"revision\" with revises_thought={last}, or omit mode for a normal thought")),
-            (_, Some(r)) if !valid.contains(&r) => return Err(format!("error: revises_thought={r} not found in history; valid thought numbers: {valid:?}. Omit revises_thought for a normal thought, or use revises_thought={last}")),
+            (Mode::Revision, None) => return Err(ToolError::refused(format!("revision mode requires revises_thought; valid thought numbers: {valid:?}. Use mode=\"revision\" with revises_thought={last}, or omit mode for a normal thought"))),
+            (_, Some(r)) if !valid.contains(&r) => return Err(ToolError::refused(format!("revises_thought={r} not found in history; valid thought numbers: {valid:?}. Omit revises_thought for a normal thought, or use revises_thought={last}"))),
             _ => {}
         }
         if mode == Mode::Branch {
@@ -123,7 +126,7 @@ impl Thinking {
 /// Swival infers the mode from the fields when `mode` is absent; fields
 /// that do not belong to the mode are then dropped (models often send a
 /// full template with defaults).
-fn infer_mode(args: &Value, has_revises: bool, has_branch: bool) -> Result<Mode, String> {
+fn infer_mode(args: &Value, has_revises: bool, has_branch: bool) -> Result<Mode, ToolError> {
     Ok(match opt_str(args, "mode")? {
         Some("revision") => Mode::Revision,
         Some("branch") => Mode::Branch,
@@ -160,7 +163,7 @@ mod tests {
     fn revisions_and_branches_must_name_recorded_thoughts() {
         let mut t = Thinking::default();
         t.call(&json!({"thought": "a"})).unwrap();
-        let err = t.call(&json!({"thought": "b", "mode": "revision", "revises_thought": 9})).unwrap_err();
+        let err = t.call(&json!({"thought": "b", "mode": "revision", "revises_thought": 9})).unwrap_err().render();
         assert!(err.contains("revises_thought=9 not found"), "{err}");
         let out = t.call(&json!({"thought": "b", "branch_from_thought": 1, "branch_id": "alt"})).unwrap();
         assert!(out.contains("\"branches\":[\"alt\"]"), "{out}");

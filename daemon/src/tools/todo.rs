@@ -6,6 +6,7 @@
 //! taken into this session's list.
 
 use super::beneath::{self, Missing};
+use super::ToolError;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;
@@ -55,10 +56,10 @@ fn parse(text: &str) -> Vec<Item> {
 
 /// The `tasks` argument (or Swival's legacy `task`) as a list of trimmed
 /// strings; a JSON-encoded array inside a string is unwrapped.
-fn tasks(args: &Value) -> Result<Vec<String>, String> {
+fn tasks(args: &Value) -> Result<Vec<String>, ToolError> {
     let raw = match (args.get("tasks"), args.get("task")) {
         (Some(t), _) | (None, Some(t)) if !t.is_null() => t,
-        _ => return Err("error: action requires a 'tasks' parameter".into()),
+        _ => return Err(ToolError::refused("action requires a 'tasks' parameter")),
     };
     let to_list = |v: &Value| -> Vec<String> {
         match v {
@@ -77,7 +78,7 @@ fn tasks(args: &Value) -> Result<Vec<String>, String> {
     };
     let list = to_list(raw);
     if list.is_empty() {
-        return Err("error: 'tasks' must not be empty".into());
+        return Err(ToolError::refused("'tasks' must not be empty"));
     }
     Ok(list)
 }
@@ -91,7 +92,7 @@ fn item_text(v: &Value) -> String {
 
 /// Split `given` into valid tasks and per-item errors (empty, too long);
 /// an error when none is valid.
-fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), String> {
+fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), ToolError> {
     let mut errors: Vec<Value> = Vec::new();
     let mut valid = Vec::new();
     for t in given {
@@ -108,34 +109,46 @@ fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>),
         return Ok((valid, errors));
     }
     Err(match given {
-        [one] if one.is_empty() => {
-            format!("error: '{action}' requires a non-empty 'tasks' parameter")
-        }
-        [_] => {
-            format!("error: task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it")
-        }
-        _ => format!("error: all {} items failed — no valid tasks provided", given.len()),
+        [one] if one.is_empty() => ToolError::refused(format!("'{action}' requires a non-empty 'tasks' parameter")),
+        [_] => ToolError::refused(format!("task text exceeds {MAX_ITEM_CHARS} character limit, please shorten it")),
+        _ => ToolError::refused(format!("all {} items failed — no valid tasks provided", given.len())),
     })
 }
 
+/// Why one item of a call was not added, done or removed: its `reason`
+/// in the result's `errors`.
+#[derive(Debug, thiserror::Error)]
+enum ItemRefusal {
+    /// The list holds [`MAX_ITEMS`] already.
+    #[error("todo list full")]
+    Full,
+    /// No item matches.
+    #[error("no task matching '{0}'")]
+    NoMatch(String),
+    /// Several items match at the first level that has any (up to five
+    /// shown, quoted).
+    #[error("'{task}' matches multiple items — be more specific: {}", .listed.join("; "))]
+    Ambiguous { task: String, listed: Vec<String> },
+}
+
 /// The error when no item of a call succeeded (Swival's wording).
-fn all_failed(action: &str, single: bool, errors: &[Value]) -> String {
+fn all_failed(action: &str, single: bool, errors: &[Value]) -> ToolError {
     let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
     if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
-        return format!("error: todo list full ({MAX_ITEMS} items max per session)");
+        return ToolError::refused(format!("todo list full ({MAX_ITEMS} items max per session)"));
     }
     let first = reasons.first().copied().unwrap_or("failed");
     if single {
-        format!("error: {first}")
+        ToolError::refused(first)
     } else {
-        format!("error: all {} items failed — {first}", errors.len())
+        ToolError::refused(format!("all {} items failed — {first}", errors.len()))
     }
 }
 
 impl TodoList {
     /// `error` (Swival's line) followed by the call to make instead: the
     /// shape of `tasks`, and for `done`/`remove` the items it may name.
-    fn with_next_call(&self, action: &str, error: String) -> String {
+    fn with_next_call(&self, action: &str, error: ToolError) -> ToolError {
         let open: Vec<&str> = self.items.iter().filter(|i| !i.done).map(|i| i.text.as_str()).collect();
         let example = match (action, open.first()) {
             ("add", _) | (_, None) => json!({"action": action, "tasks": ["<item text>"]}),
@@ -149,7 +162,7 @@ impl TodoList {
             [] => {}
             items => out.push_str(&format!(". Open items: {}", serde_json::to_string(items).unwrap_or_default())),
         }
-        out
+        ToolError::refused(out)
     }
 
     /// Items not yet done.
@@ -159,7 +172,7 @@ impl TodoList {
 
     /// Run one `todo` call; changes are mirrored to `.swival/todo.md` under
     /// `base` when given.
-    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, String> {
+    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, ToolError> {
         let action = args.get("action").and_then(Value::as_str).unwrap_or("");
         match action {
             "list" => return Ok(self.response("list", &[], &[])),
@@ -170,7 +183,7 @@ impl TodoList {
                 return Ok(self.response("clear", &[], &[]));
             }
             "add" | "done" | "remove" => {}
-            other => return Err(format!("error: invalid action '{other}', expected one of: {ACTIONS}")),
+            other => return Err(ToolError::refused(format!("invalid action '{other}', expected one of: {ACTIONS}"))),
         }
         let given = tasks(args).map_err(|e| self.with_next_call(action, e))?;
         let (valid, mut errors) = validate(action, &given)?;
@@ -187,7 +200,7 @@ impl TodoList {
             };
             match outcome {
                 Ok(()) => succeeded += 1,
-                Err(reason) => errors.push(json!({"task": t, "reason": reason})),
+                Err(reason) => errors.push(json!({"task": t, "reason": reason.to_string()})),
             }
         }
         if succeeded == 0 {
@@ -197,13 +210,13 @@ impl TodoList {
         Ok(self.response(action, &skipped, &errors))
     }
 
-    fn add(&mut self, task: &str, skipped: &mut Vec<String>) -> Result<(), String> {
+    fn add(&mut self, task: &str, skipped: &mut Vec<String>) -> Result<(), ItemRefusal> {
         if self.items.iter().any(|i| key(&i.text) == key(task)) {
             skipped.push(task.to_owned());
             return Ok(());
         }
         if self.items.len() >= MAX_ITEMS {
-            return Err("todo list full".into());
+            return Err(ItemRefusal::Full);
         }
         self.removed.remove(&key(task));
         self.items.push(Item { text: task.to_owned(), done: false });
@@ -213,7 +226,7 @@ impl TodoList {
     /// The one item `task` names: exact, else prefix, else substring
     /// (case-insensitive); several at the first level that has any is an
     /// error listing them.
-    fn find(&self, task: &str) -> Result<usize, String> {
+    fn find(&self, task: &str) -> Result<usize, ItemRefusal> {
         let k = key(task);
         let tests: [&dyn Fn(&str) -> bool; 3] = [&|t| t == k, &|t| t.starts_with(&k), &|t| t.contains(&k)];
         for test in tests {
@@ -224,11 +237,11 @@ impl TodoList {
                 many => {
                     let listed: Vec<String> =
                         many.iter().take(5).map(|&i| format!("'{}'", self.items[i].text)).collect();
-                    return Err(format!("'{task}' matches multiple items — be more specific: {}", listed.join("; ")));
+                    return Err(ItemRefusal::Ambiguous { task: task.to_owned(), listed });
                 }
             }
         }
-        Err(format!("no task matching '{task}'"))
+        Err(ItemRefusal::NoMatch(task.to_owned()))
     }
 
     fn response(&self, action: &str, skipped: &[String], errors: &[Value]) -> String {
@@ -324,9 +337,9 @@ mod tests {
         let mut t = TodoList::default();
         let many: Vec<String> = (0..50).map(|i| format!("task {i}")).collect();
         call(&mut t, json!({"action": "add", "tasks": many}));
-        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err().render();
         assert_eq!(err, "error: todo list full (50 items max per session)");
-        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err().render();
         assert!(err.contains("exceeds 500 character limit"), "{err}");
     }
 
@@ -334,18 +347,18 @@ mod tests {
     fn ambiguous_and_unknown_tasks_are_errors() {
         let mut t = TodoList::default();
         call(&mut t, json!({"action": "add", "tasks": ["fix a", "fix b"]}));
-        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err().render();
         assert!(err.contains("matches multiple items"), "{err}");
-        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err().render();
         assert_eq!(err, "error: no task matching 'zzz'");
-        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err().render();
         assert!(err.contains("invalid action"), "{err}");
-        let err = t.call(&json!({"action": "add"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "add"}), None).unwrap_err().render();
         assert!(err.contains("requires a 'tasks' parameter"), "{err}");
         assert!(err.contains(r#"Next: call todo with {"action":"add","tasks":["<item text>"]}"#), "{err}");
-        let err = t.call(&json!({"action": "done"}), None).unwrap_err();
+        let err = t.call(&json!({"action": "done"}), None).unwrap_err().render();
         assert!(err.ends_with(r#"{"action":"done","tasks":["fix a"]}. Open items: ["fix a","fix b"]"#), "{err}");
-        let err = TodoList::default().call(&json!({"action": "done"}), None).unwrap_err();
+        let err = TodoList::default().call(&json!({"action": "done"}), None).unwrap_err().render();
         assert!(err.ends_with("no open items; if your work is done, give your final answer."), "{err}");
     }
 

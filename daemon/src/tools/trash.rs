@@ -8,7 +8,7 @@
 use super::args::req_str;
 use super::beneath::{self, Beneath, How, Kind, Missing};
 use super::path::Access;
-use super::ToolBox;
+use super::{ToolBox, ToolError};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -21,18 +21,18 @@ const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 const MAX_BYTES: u64 = 50 * 1024 * 1024;
 
 /// `delete_file {file_path}`.
-pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<String, String> {
+pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<String, ToolError> {
     let requested = req_str(args, "file_path")?;
     let resolved = tb.policy.resolve(requested, Access::Write)?;
     // The entry itself: a symlink is trashed, not its target.
     let (source, rel) = tb.entry(requested)?;
     let meta = source.metadata(&rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, "delete", e),
-        beneath::Error::Io(_) => format!("error: file not found: {requested}"),
+        beneath::Error::Io(_) => ToolError::refused(format!("file not found: {requested}")),
     })?;
     let is_link = meta.kind == Kind::Symlink;
     if meta.is_dir() {
-        return Err(format!("error: {requested} is a directory. delete_file only removes regular files and symlinks (no recursive directory removal). List the directory with list_files, then delete each file individually."));
+        return Err(ToolError::refused(format!("{requested} is a directory. delete_file only removes regular files and symlinks (no recursive directory removal). List the directory with list_files, then delete each file individually.")));
     }
     if !is_link {
         tb.check_write(&resolved, requested, true)?;
@@ -40,15 +40,17 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
     // The policy's words when `.swival` leads outside; `swival_dir` refuses
     // any symlinked `.swival`.
     tb.policy.resolve(".swival/trash", Access::Write)?;
-    let trash = open_trash(&tb.policy.base).map_err(|e| format!("error: cannot use the trash: {e}"))?;
+    let trash = open_trash(&tb.policy.base).map_err(|e| ToolError::refused(format!("cannot use the trash: {e}")))?;
     let _lock = lock(&trash)?;
     prune(&trash, None);
     let id = trash_id();
-    trash.mkdir_all(Path::new(&id)).map_err(|e| format!("error: cannot create .swival/trash/{id}: {e}"))?;
+    trash
+        .mkdir_all(Path::new(&id))
+        .map_err(|e| ToolError::refused(format!("cannot create .swival/trash/{id}: {e}")))?;
     let name = rel.file_name().map(OsString::from).unwrap_or_else(|| OsString::from("file"));
     source
         .rename(&rel, &trash, &Path::new(&id).join(name))
-        .map_err(|e| format!("error: cannot move {requested} to the trash: {e}"))?;
+        .map_err(|e| ToolError::refused(format!("cannot move {requested} to the trash: {e}")))?;
     if !is_link {
         // Recreating the same path later is a new file, not an overwrite.
         tb.tracker.mark(&resolved);
@@ -82,12 +84,12 @@ fn open_trash(base: &Path) -> Result<Beneath, beneath::Error> {
 }
 
 /// An exclusive lock on `.swival/trash/.lock`, held until dropped.
-fn lock(trash: &Beneath) -> Result<nix::fcntl::Flock<std::fs::File>, String> {
+fn lock(trash: &Beneath) -> Result<nix::fcntl::Flock<std::fs::File>, ToolError> {
     let file = trash
         .open_file(Path::new(".lock"), How::Lock)
-        .map_err(|e| format!("error: cannot open the trash lock: {e}"))?;
+        .map_err(|e| ToolError::refused(format!("cannot open the trash lock: {e}")))?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| format!("error: cannot lock the trash: {e}"))
+        .map_err(|(_, e)| ToolError::refused(format!("cannot lock the trash: {e}")))
 }
 
 /// Drop entries older than [`MAX_AGE`], then the oldest until the trash is
@@ -158,10 +160,10 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        assert!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err().starts_with(READ_FIRST));
-        let err = delete_file(&mut tb, &json!({"file_path": "dir"}), "").unwrap_err();
+        assert!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err().to_string().starts_with(READ_FIRST));
+        let err = delete_file(&mut tb, &json!({"file_path": "dir"}), "").unwrap_err().render();
         assert!(err.contains("is a directory"), "{err}");
-        let err = delete_file(&mut tb, &json!({"file_path": "nope"}), "").unwrap_err();
+        let err = delete_file(&mut tb, &json!({"file_path": "nope"}), "").unwrap_err().render();
         assert_eq!(err, "error: file not found: nope");
     }
 

@@ -7,27 +7,27 @@ use super::beneath::{self, Beneath, How, Kind};
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::ToolBox;
+use super::{ToolBox, ToolError};
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
 use swival_protocol::FileChange;
 
 /// Swival's text for the read-before-write guard.
-pub const READ_FIRST: &str = "error: cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
+pub const READ_FIRST: &str = "cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
 
 /// The guard's error when the file cannot be shown: Swival's line, then
 /// the exact call to make next.
-pub fn read_first(requested: &str) -> String {
+pub fn read_first(requested: &str) -> ToolError {
     let call = serde_json::json!({ "file_path": requested });
-    format!("{READ_FIRST}\nNext: call read_file with {call}, then retry this call.")
+    ToolError::refused(format!("{READ_FIRST}\nNext: call read_file with {call}, then retry this call."))
 }
 
 impl ToolBox {
     /// The read-before-write guard: an existing file (`exists`, as seen
     /// beneath its root) may be changed only after this session read or
     /// wrote it.
-    pub(super) fn check_write(&mut self, path: &Path, requested: &str, exists: bool) -> Result<(), String> {
+    pub(super) fn check_write(&mut self, path: &Path, requested: &str, exists: bool) -> Result<(), ToolError> {
         if self.must_read_first(path, exists) {
             return Err(self.read_for_the_model(requested));
         }
@@ -38,12 +38,12 @@ impl ToolBox {
     /// then the file as `read_file` shows it (which counts as read), so the
     /// next call can be made against what is there instead of a round
     /// trip a small model often never makes.
-    pub(super) fn read_for_the_model(&mut self, requested: &str) -> String {
+    pub(super) fn read_for_the_model(&mut self, requested: &str) -> ToolError {
         match super::files::read_file(self, &serde_json::json!({ "file_path": requested })) {
-            Ok(content) => format!(
+            Ok(content) => ToolError::refused(format!(
                 "{READ_FIRST}\nIt has now been read for you; its current content follows. Retry your change \
                  against this text (old_string must match it exactly).\n{content}"
-            ),
+            )),
             Err(_) => read_first(requested),
         }
     }
@@ -55,7 +55,7 @@ impl ToolBox {
 }
 
 /// `write_file {file_path, content?, move_from?}`: exactly one of the two.
-pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let requested = req_str(args, "file_path")?;
     // Empty strings count as "not given", as in Swival.
     let content = match args.get("content") {
@@ -68,15 +68,15 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let move_from = opt_str(args, "move_from")?.filter(|s| !s.is_empty());
     let path = tb.policy.resolve(requested, Access::Write)?;
     match (content, move_from) {
-        (Some(_), Some(_)) => Err(format!("error: write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry.")),
-        (None, None) => Err(format!("error: write_file requires exactly one of 'content' or 'move_from'. To create or overwrite {requested}, pass 'content' as a string (use \"\" for an empty file). To rename an existing file to {requested}, pass 'move_from' with the source path. Retry with one of these arguments.")),
+        (Some(_), Some(_)) => Err(ToolError::refused(format!("write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry."))),
+        (None, None) => Err(ToolError::refused(format!("write_file requires exactly one of 'content' or 'move_from'. To create or overwrite {requested}, pass 'content' as a string (use \"\" for an empty file). To rename an existing file to {requested}, pass 'move_from' with the source path. Retry with one of these arguments."))),
         (Some(content), None) => {
             let (dir, rel) = tb.beneath(&path)?;
             let existing = dir.metadata(&rel).ok();
             if existing.is_some_and(|m| m.is_dir()) {
-                return Err(format!(
-                    "error: {requested} is a directory; give a file path"
-                ));
+                return Err(ToolError::refused(format!(
+                    "{requested} is a directory; give a file path"
+                )));
             }
             tb.check_write(&path, requested, existing.is_some())?;
             let before = match &existing {
@@ -127,7 +127,7 @@ fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChan
 }
 
 /// Create the missing directories above `rel`, each beneath the last.
-fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<(), String> {
+fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<(), ToolError> {
     match rel.parent() {
         Some(parent) => dir.mkdir_all(parent).map_err(|e| tb.io_error(requested, "create the directories for", e)),
         None => Ok(()),
@@ -135,37 +135,37 @@ fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Re
 }
 
 /// Rename `source` to `dest` (a file or a symlink, never a directory).
-fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, String> {
+fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, ToolError> {
     let (dest_dir, dest_rel) = tb.beneath(dest)?;
     let existing = dest_dir.metadata(&dest_rel).ok();
     if existing.is_some_and(|m| m.is_dir()) {
-        return Err(format!("error: {requested} is a directory; give the destination's full file path"));
+        return Err(ToolError::refused(format!("{requested} is a directory; give the destination's full file path")));
     }
     tb.check_write(dest, requested, existing.is_some())?;
     let resolved_source = tb.policy.resolve(source, Access::Write)?;
     if resolved_source == dest {
-        return Err(format!("error: write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path."));
+        return Err(ToolError::refused(format!("write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path.")));
     }
     // The entry itself, so a symlink is moved rather than its target.
     let (source_dir, source_rel) = tb.entry(source)?;
     let meta = source_dir.metadata(&source_rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(source, "read", e),
-        beneath::Error::Io(_) => format!("error: move_from not found: {source}"),
+        beneath::Error::Io(_) => ToolError::refused(format!("move_from not found: {source}")),
     })?;
     if meta.is_dir() {
-        return Err(format!("error: move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory."));
+        return Err(ToolError::refused(format!("move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory.")));
     }
     create_parent(tb, &dest_dir, &dest_rel, requested)?;
     source_dir.rename(&source_rel, &dest_dir, &dest_rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, "write", e),
-        beneath::Error::Io(e) => format!("error: cannot move {source} to {requested}: {e}"),
+        beneath::Error::Io(e) => ToolError::refused(format!("cannot move {source} to {requested}: {e}")),
     })?;
     tb.tracker.mark(dest);
     Ok(format!("Moved {source} -> {requested}"))
 }
 
 /// `edit_file {file_path, old_string, new_string, replace_all?, line_number?, checksum?}`.
-pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
+pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     let requested = req_str(args, "file_path")?;
     let old = req_str(args, "old_string")?;
     let new = req_str(args, "new_string")?;
@@ -175,9 +175,11 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     let (dir, rel) = tb.beneath(&path)?;
     match dir.metadata(&rel) {
         Ok(m) if m.kind == Kind::File => {}
-        Ok(_) => return Err(format!("error: {requested} is not a regular file; edit_file edits text files")),
+        Ok(_) => {
+            return Err(ToolError::refused(format!("{requested} is not a regular file; edit_file edits text files")))
+        }
         Err(e) if e.is_not_found() => {
-            let plain = format!("error: file does not exist: {requested}; use write_file to create it");
+            let plain = format!("file does not exist: {requested}; use write_file to create it");
             return Err(tb.missing_file(requested, &path, plain));
         }
         Err(e) => return Err(tb.io_error(requested, "read", e)),
@@ -187,7 +189,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
     // (the guard is against blind overwrites). Checked once it is read.
     let unread = tb.must_read_first(&path, true);
     let fail = |reason: String| edit_error(&reason, requested);
-    let io_fail = |what: &str, e: beneath::Error| match e {
+    let io_fail = |what: &'static str, e: beneath::Error| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, what, e),
         beneath::Error::Io(e) => fail(format!("cannot {what} the file: {e}")),
     };
@@ -223,10 +225,10 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, String> {
 
 /// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
 /// details on later lines (candidates, closest match) follow the first.
-fn edit_error(reason: &str, requested: &str) -> String {
+fn edit_error(reason: &str, requested: &str) -> ToolError {
     match reason.split_once('\n') {
-        Some((first, rest)) => format!("error: edit_file: {first} (in {requested})\n{rest}"),
-        None => format!("error: edit_file: {reason} (in {requested})"),
+        Some((first, rest)) => ToolError::refused(format!("edit_file: {first} (in {requested})\n{rest}")),
+        None => ToolError::refused(format!("edit_file: {reason} (in {requested})")),
     }
 }
 
@@ -242,7 +244,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
-        let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err();
+        let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST), "{err}");
         assert!(err.contains("It has now been read for you") && err.contains("old"), "the content is shown: {err}");
         // The refusal showed the file: it counts as read.
@@ -271,9 +273,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut tb = toolbox(d.path());
         let both = json!({"file_path": "a", "content": "x", "move_from": "b"});
-        assert!(write_file(&mut tb, &both).unwrap_err().contains("mutually exclusive"));
+        assert!(write_file(&mut tb, &both).unwrap_err().render().contains("mutually exclusive"));
         let neither = json!({"file_path": "a"});
-        assert!(write_file(&mut tb, &neither).unwrap_err().contains("exactly one of 'content' or 'move_from'"));
+        assert!(write_file(&mut tb, &neither)
+            .unwrap_err()
+            .render()
+            .contains("exactly one of 'content' or 'move_from'"));
     }
 
     #[test]
@@ -289,9 +294,10 @@ mod tests {
         assert!(!d.path().join("a.txt").exists());
         write_file(&mut tb, &json!({"file_path": "link2", "move_from": "link"})).unwrap();
         assert_eq!(std::fs::read_link(d.path().join("link2")).unwrap(), Path::new("a-target"));
-        let err = write_file(&mut tb, &json!({"file_path": "d2", "move_from": "dir"})).unwrap_err();
+        let err = write_file(&mut tb, &json!({"file_path": "d2", "move_from": "dir"})).unwrap_err().render();
         assert!(err.contains("is a directory"), "{err}");
-        let err = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"})).unwrap_err();
+        let err =
+            write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"})).unwrap_err().render();
         assert!(err.contains("same location"), "{err}");
     }
 
@@ -300,7 +306,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a"), "A").unwrap();
         std::fs::write(d.path().join("b"), "B").unwrap();
-        let err = write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err();
+        let err =
+            write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST) && err.contains("It has now been read for you"), "{err}");
     }
 
@@ -326,11 +333,11 @@ mod tests {
         let mut tb = toolbox(d.path());
         std::fs::write(d.path().join("e.rs"), "x\nx\n").unwrap();
         let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
-        let err = edit_file(&mut tb, &args).unwrap_err();
+        let err = edit_file(&mut tb, &args).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST), "two matches need a read: {err}");
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
-        let err = edit_file(&mut tb, &args).unwrap_err();
+        let err = edit_file(&mut tb, &args).unwrap_err().render();
         assert!(err.starts_with("error: edit_file: checksum mismatch"), "{err}");
         assert!(err.ends_with("(in e.rs)"), "{err}");
         // A malformed checksum is ignored.
@@ -351,9 +358,9 @@ mod tests {
         std::fs::write(d.path().join("d.py"), "a = 1\n").unwrap();
         std::fs::write(d.path().join("e.py"), "a = 1\n").unwrap();
         let fuzzy = json!({"file_path": "d.py", "old_string": "a  =  1", "new_string": "a = 2"});
-        assert!(edit_file(&mut tb, &fuzzy).unwrap_err().starts_with(READ_FIRST));
+        assert!(edit_file(&mut tb, &fuzzy).unwrap_err().to_string().starts_with(READ_FIRST));
         let all = json!({"file_path": "e.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
-        assert!(edit_file(&mut tb, &all).unwrap_err().starts_with(READ_FIRST));
+        assert!(edit_file(&mut tb, &all).unwrap_err().to_string().starts_with(READ_FIRST));
         // Refused, but shown: the same call now runs.
         edit_file(&mut tb, &all).unwrap();
         assert_eq!(std::fs::read_to_string(d.path().join("e.py")).unwrap(), "a = 2\n");
@@ -364,7 +371,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let err =
             edit_file(&mut toolbox(d.path()), &json!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}))
-                .unwrap_err();
+                .unwrap_err()
+                .render();
         assert_eq!(err, "error: file does not exist: n.rs; use write_file to create it");
     }
 
@@ -374,7 +382,9 @@ mod tests {
         std::fs::write(d.path().join("e.rs"), "a\na\n").unwrap();
         let mut tb = toolbox(d.path());
         read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
-        let err = edit_file(&mut tb, &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"})).unwrap_err();
+        let err = edit_file(&mut tb, &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}))
+            .unwrap_err()
+            .render();
         let first = err.lines().next().unwrap();
         assert!(first.starts_with("error: edit_file: multiple matches (2 found)"), "{err}");
         assert!(first.ends_with("(in e.rs)"), "{err}");
@@ -389,7 +399,8 @@ mod tests {
             &mut toolbox(d.path()),
             &json!({"file_path": "swival.toml", "old_string": "1", "new_string": "2"}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .render();
         assert!(err.contains("protected"), "{err}");
     }
 }

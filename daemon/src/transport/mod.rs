@@ -28,7 +28,6 @@ use std::time::Duration;
 use swival_protocol::{Activation, ErrorCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio_util::task::TaskTracker;
 
 /// Why the daemon could not get its socket.
 #[derive(Debug, thiserror::Error)]
@@ -113,8 +112,9 @@ impl Listener {
         self.activation
     }
 
-    /// Remove the socket file if we created it and it is still ours.
-    fn remove_socket_file(&self) {
+    /// Remove the socket file if we created it and it is still ours (the
+    /// last step of shutdown; systemd owns an activated socket's file).
+    pub fn remove_socket_file(&self) {
         let Some((dev, ino)) = self.owned_file else {
             return;
         };
@@ -188,8 +188,6 @@ pub struct Limits {
     pub max_connections: u32,
     /// Most subscriptions per connection.
     pub max_subscriptions: u32,
-    /// How long in-flight requests get after shutdown begins.
-    pub grace: Duration,
     /// How long a connection may be idle before it is closed; `None`: forever.
     pub idle_timeout: Option<Duration>,
     /// How long an HTTP client has to send a request head; `None`: forever.
@@ -226,14 +224,18 @@ struct Shared {
     http: HttpServiceBuilder,
     /// Tells jsonrpsee's HTTP/WebSocket connections to stop.
     stop: StopHandle,
-    /// The daemon's shutdown latch.
+    /// The daemon's shutdown: connections watch it and are spawned through
+    /// it, so the daemon waits for their in-flight requests.
     shutdown: Shutdown,
 }
 
-/// Accept and serve connections until shutdown, then give in-flight
-/// requests `limits.grace` to finish and remove the socket file.
+/// Accept and serve connections until shutdown begins. Every connection
+/// task, and every WebSocket connection jsonrpsee runs on its own, is
+/// tracked by `shutdown`: once it begins, connections stop reading new
+/// requests and end after writing the replies of those in flight, and
+/// [`Shutdown::drain`] waits for that.
 pub async fn serve(
-    listener: Listener,
+    listener: &Listener,
     methods: Methods,
     subscription_methods: &'static [&'static str],
     limits: Limits,
@@ -243,41 +245,11 @@ pub async fn serve(
     listener.std.set_nonblocking(true)?;
     let accept = tokio::net::UnixListener::from_std(listener.std.try_clone()?)?;
     let (stop, server_handle) = jsonrpsee::server::stop_channel();
-    let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
-    let config = ServerConfig::builder()
-        .max_request_body_size(body_limit)
-        .max_response_body_size(body_limit)
-        // The registry admits connections. jsonrpsee's own count (HTTP
-        // requests in flight, WebSocket connections) gets room for evicted
-        // connections that are still closing.
-        .max_connections(limits.max_connections.saturating_mul(2))
-        .max_subscriptions_per_connection(limits.max_subscriptions)
-        // HTTP batches are counted before jsonrpsee sees them; this bounds
-        // WebSocket ones.
-        .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
-        .build();
-    let max_batch_len = limits.max_batch_len as usize;
-    let tracking = http::CallTrackingLayer { methods: methods.clone() };
-    let shared = Arc::new(Shared {
-        methods,
-        subscription_methods,
-        max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
-        max_subscriptions: limits.max_subscriptions as usize,
-        max_batch_len,
-        max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
-        header_read_timeout: limits.header_read_timeout,
-        http: jsonrpsee::server::Server::builder()
-            .set_config(config)
-            .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
-            .to_service_builder(),
-        stop,
-        shutdown: shutdown.clone(),
-    });
+    let shared = Arc::new(Shared::new(methods, subscription_methods, &limits, stop, shutdown.clone()));
     raise_fd_limit(limits.max_connections);
     let registry = Registry::new(limits.max_connections, connections.clone());
     let reaper = limits.idle_timeout.map(|t| tokio::spawn(registry.clone().reap_idle(t)));
     let me = nix::unistd::geteuid().as_raw();
-    let tracker = TaskTracker::new();
     loop {
         let stream = tokio::select! {
             _ = shutdown.wait() => break,
@@ -294,35 +266,85 @@ pub async fn serve(
                 }
             },
         };
-        match stream.peer_cred() {
-            Ok(cred) if cred.uid() == me => {}
-            Ok(cred) => {
-                tracing::warn!(
-                    "refused a connection from uid {} (pid {:?}): only uid {me} may use this daemon",
-                    cred.uid(),
-                    cred.pid()
-                );
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!("refused a connection whose peer credentials could not be read: {e}");
-                continue;
-            }
+        if !peer_is(&stream, me) {
+            continue;
         }
         let admission = registry.admit().ok_or_else(|| connections.enter());
-        tracker.spawn(serve_connection(stream, admission, shared.clone()));
+        shutdown.spawn(serve_connection(stream, admission, shared.clone()));
     }
-    tracing::info!("shutting down: no new connections; waiting up to {:?} for in-flight requests", limits.grace);
     if let Some(reaper) = reaper {
         reaper.abort();
     }
+    // jsonrpsee's WebSocket connections run in tasks of their own, each
+    // holding a stop handle until it has written the replies of the calls
+    // in flight and closed: `stopped` resolves when the last handle is
+    // gone (ours in `shared` go with the connection tasks).
     let _ = server_handle.stop();
-    tracker.close();
-    if tokio::time::timeout(limits.grace, tracker.wait()).await.is_err() {
-        tracing::warn!("grace period over; dropping {} connection(s) still open", connections.open());
-    }
-    listener.remove_socket_file();
+    drop(shared);
+    shutdown.spawn(server_handle.stopped());
     Ok(())
+}
+
+impl Shared {
+    /// The state of every connection, jsonrpsee's service configured with
+    /// `limits` and our RPC middleware.
+    fn new(
+        methods: Methods,
+        subscription_methods: &'static [&'static str],
+        limits: &Limits,
+        stop: StopHandle,
+        shutdown: Shutdown,
+    ) -> Shared {
+        let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
+        let config = ServerConfig::builder()
+            .max_request_body_size(body_limit)
+            .max_response_body_size(body_limit)
+            // The registry admits connections. jsonrpsee's own count (HTTP
+            // requests in flight, WebSocket connections) gets room for evicted
+            // connections that are still closing.
+            .max_connections(limits.max_connections.saturating_mul(2))
+            .max_subscriptions_per_connection(limits.max_subscriptions)
+            // HTTP batches are counted before jsonrpsee sees them; this bounds
+            // WebSocket ones.
+            .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
+            .build();
+        let tracking = http::CallTrackingLayer { methods: methods.clone() };
+        Shared {
+            methods,
+            subscription_methods,
+            max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
+            max_subscriptions: limits.max_subscriptions as usize,
+            max_batch_len: limits.max_batch_len as usize,
+            max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
+            header_read_timeout: limits.header_read_timeout,
+            http: jsonrpsee::server::Server::builder()
+                .set_config(config)
+                .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
+                .to_service_builder(),
+            stop,
+            shutdown,
+        }
+    }
+}
+
+/// The peer check: whether the process at the other end of `stream` runs
+/// as uid `me` (a refusal is logged).
+fn peer_is(stream: &UnixStream, me: u32) -> bool {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == me => true,
+        Ok(cred) => {
+            tracing::warn!(
+                "refused a connection from uid {} (pid {:?}): only uid {me} may use this daemon",
+                cred.uid(),
+                cred.pid()
+            );
+            false
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer credentials could not be read: {e}");
+            false
+        }
+    }
 }
 
 /// Sniff the framing from the first byte and serve the connection with it;

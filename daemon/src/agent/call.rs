@@ -1,0 +1,310 @@
+//! One provider call, the one path every call takes (agent turns and
+//! summaries alike): `before_llm_call` hooks → filter chain → secret
+//! encryption → response cache → provider under the daemon-wide slot
+//! limit → decryption, then the call recorded in the report and as an
+//! `llm_call` event.
+
+use super::estimate::{estimate_from, json_len, Offered};
+use super::observer::Observer;
+use super::{consult, AgentRun, CallError};
+use crate::cache::Served;
+use crate::config::HookPoint;
+use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
+use crate::provider::{ChatRequest, ProviderError, Reply};
+use crate::report::LlmCallRecord;
+use serde_json::{json, Value};
+use std::time::Instant;
+use swival_protocol::{CacheStatus, EventKind};
+
+/// How a provider call ended, for the report and the `llm_call` event.
+pub(super) struct CallEnd {
+    /// Agent turn or summary.
+    kind: CallKind,
+    /// The provider's finish reason, or `error`.
+    finish_reason: Option<String>,
+    /// The provider's usage object.
+    usage: Option<Value>,
+    /// Transient failures retried.
+    retries: u64,
+    /// `hit` or `shared` when the response cache answered.
+    cache: Option<&'static str>,
+}
+
+impl CallEnd {
+    /// A call that failed or was refused before a reply.
+    pub(super) fn failed(kind: CallKind) -> CallEnd {
+        CallEnd { kind, finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
+    }
+}
+
+/// What `before_llm_call` hooks changed about a call.
+#[derive(Debug, Default)]
+struct Hooked {
+    /// The tools offered, narrowed; `None`: as offered.
+    tools: Option<Vec<Value>>,
+    /// Messages that replace the call's; `None`: unchanged.
+    messages: Option<Vec<Value>>,
+}
+
+/// The provider's answer to one request.
+struct Answered {
+    /// The reply and the transient failures retried, or why there is none.
+    result: Result<(Reply, u32), ProviderError>,
+    /// `hit` or `shared` when the response cache answered.
+    served: Option<&'static str>,
+    /// The cache key, when the response cache was asked.
+    cache_key: Option<String>,
+}
+
+impl AgentRun<'_> {
+    /// One provider call through the whole pipeline: `before_llm_call`
+    /// hooks, the filter chain, the response cache (agent calls), the
+    /// provider under the daemon-wide slot limit. `own` replaces the
+    /// conversation as the messages (summary calls).
+    pub(super) async fn call_model(
+        &mut self,
+        turn: u64,
+        kind: CallKind,
+        own: Option<Vec<Value>>,
+        tools: Offered<'_>,
+    ) -> Result<Reply, CallError> {
+        let started = Instant::now();
+        let hooked = self.before_llm_call(turn, kind, own.as_deref(), tools, started).await?;
+        let tools = hooked.tools.as_deref().map_or(tools, Offered::new);
+        let chosen = hooked.messages.as_deref().or(own.as_deref());
+        let estimate = self.estimate(chosen, tools);
+        let messages = chosen.unwrap_or(self.conversation.messages());
+        let filtered = match self.filtered(kind, messages, tools.schemas).await {
+            Ok(f) => f,
+            Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
+            Err(FilterError::Blocked(detail)) => {
+                let message = format!("LLM filter blocked request: {detail}");
+                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
+                return Err(CallError::Failed(message));
+            }
+        };
+        let outbound = filtered.as_deref().unwrap_or(messages);
+        // Secret encryption comes after hooks and filters (they see
+        // plaintext) and before the cache key and the provider.
+        let encrypted;
+        let outbound: &[Value] = match self.shield.as_deref_mut() {
+            Some(shield) => {
+                encrypted = shield.encrypt_messages(outbound);
+                &encrypted
+            }
+            None => outbound,
+        };
+        let configured = self.provider.settings.max_output_tokens;
+        let max_tokens = match self.context_window {
+            Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
+            None => configured,
+        };
+        let req = ChatRequest { messages: outbound, tools: tools.schemas, max_tokens };
+        let answered = self.chat(turn, kind, &req).await;
+        self.record.cache_keys.extend(answered.cache_key);
+        self.settle(turn, kind, started, estimate, answered.result, answered.served)
+    }
+
+    /// The `before_llm_call` hooks of a call: the tools they narrowed the
+    /// offer to and the messages they replaced, or the end of the call
+    /// when one blocked it (recorded) or the run was cancelled.
+    async fn before_llm_call(
+        &mut self,
+        turn: u64,
+        kind: CallKind,
+        own: Option<&[Value]>,
+        tools: Offered<'_>,
+        started: Instant,
+    ) -> Result<Hooked, CallError> {
+        if !self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
+            return Ok(Hooked::default());
+        }
+        let payload = json!({
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            "turn": turn,
+            "call_kind": kind.as_str(),
+            "provider": self.provider.settings.kind.as_str(),
+            "model": self.model,
+            "messages": own.unwrap_or(self.conversation.messages()),
+            "tools": tools.schemas,
+        });
+        let decision = consult(
+            self.pipeline,
+            self.events,
+            self.run_id,
+            self.record,
+            HookPoint::BeforeLlmCall,
+            &payload,
+            self.cancel,
+        )
+        .await
+        .map_err(|_| CallError::Cancelled)?;
+        if let Some((_, reason)) = decision.blocked {
+            let estimate = self.estimate(own, tools);
+            self.finish_call(turn, started, estimate, CallEnd::failed(kind));
+            return Err(CallError::Blocked(reason));
+        }
+        // Copied only when a hook narrows them.
+        let tools = decision.tools.map(|keep| {
+            let mut narrowed = tools.schemas.to_vec();
+            narrowed.retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
+            narrowed
+        });
+        Ok(Hooked { tools, messages: decision.messages })
+    }
+
+    /// The filter chain's messages for the call; `None` when the session
+    /// has no filters (the messages go as they are).
+    async fn filtered(
+        &self,
+        kind: CallKind,
+        messages: &[Value],
+        tools: &[Value],
+    ) -> Result<Option<Vec<Value>>, FilterError> {
+        if self.pipeline.filters.is_empty() {
+            return Ok(None);
+        }
+        let input = FilterInput {
+            provider: self.provider.settings.kind.as_str(),
+            model: self.model,
+            call_kind: kind,
+            messages,
+            tools,
+        };
+        let (events, run_id) = (self.events, self.run_id);
+        let on_stderr = |stage: &filter::Stage, line: &str| {
+            tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
+            let kind = EventKind::Stderr { source: format!("filter {}", stage.display), text: line.to_owned() };
+            events.emit(Some(run_id), kind);
+        };
+        filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await.map(Some)
+    }
+
+    /// Send `req` to the provider under the daemon-wide slot limit, through
+    /// the response cache for agent calls, streaming progress as events.
+    async fn chat(&self, turn: u64, kind: CallKind, req: &ChatRequest<'_>) -> Answered {
+        // With before_response_emit hooks, text reaches clients only after them.
+        // Streamed text would show ciphertexts (and split them), and must
+        // not reach clients before before_response_emit hooks have run.
+        let stream_text =
+            kind == CallKind::Agent && self.shield.is_none() && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
+        let observer =
+            Observer { events: self.events, run_id: self.run_id, turn, stream_text, pending: Default::default() };
+        let call = || async {
+            let _permit = tokio::select! {
+                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
+                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
+            };
+            self.provider.chat(self.model, req, &observer, self.cancel).await
+        };
+        let cache = if kind == CallKind::Agent { self.cache } else { None };
+        let answered = match cache {
+            None => Answered { result: call().await, served: None, cache_key: None },
+            Some(cache) => {
+                let settings = &self.provider.settings;
+                let body = crate::provider::request_body(settings, self.model, req).to_value();
+                let key = crate::cache::key(crate::cache::KeyParts {
+                    body: &body,
+                    provider: settings.kind.as_str(),
+                    base_url: &settings.base_url,
+                    policy_digest: self.policy_digest,
+                });
+                let cached = cache
+                    .get_or_call(&key, || async {
+                        call().await.map(|(reply, retries)| json!({"reply": reply.to_json(), "retries": retries}))
+                    })
+                    .await;
+                match cached {
+                    Ok((v, how)) => {
+                        let reply = Reply::from_json(&v["reply"]);
+                        let retries = if how == Served::Miss { v["retries"].as_u64().unwrap_or(0) as u32 } else { 0 };
+                        let served = match how {
+                            Served::Hit => Some("hit"),
+                            Served::Shared => Some("shared"),
+                            Served::Miss => None,
+                        };
+                        Answered { result: Ok((reply, retries)), served, cache_key: Some(key) }
+                    }
+                    Err(e) => Answered { result: Err(e), served: None, cache_key: None },
+                }
+            }
+        };
+        // The end of the reply: text still waiting goes out now.
+        observer.flush();
+        answered
+    }
+
+    /// The end of a call: secrets in the reply go back to their real
+    /// values before anything (hooks, tools, the conversation) sees it,
+    /// and the call is recorded.
+    fn settle(
+        &mut self,
+        turn: u64,
+        kind: CallKind,
+        started: Instant,
+        estimate: u64,
+        result: Result<(Reply, u32), ProviderError>,
+        served: Option<&'static str>,
+    ) -> Result<Reply, CallError> {
+        match result {
+            Ok((mut reply, retries)) => {
+                if let Some(shield) = self.shield.as_deref() {
+                    reply.content = reply.content.map(|c| shield.decrypt_text(&c));
+                    for call in &mut reply.tool_calls {
+                        call.arguments = shield.decrypt_text(&call.arguments);
+                    }
+                }
+                let end = CallEnd {
+                    kind,
+                    finish_reason: reply.finish_reason.clone(),
+                    usage: reply.usage.clone(),
+                    retries: retries.into(),
+                    cache: served,
+                };
+                self.finish_call(turn, started, estimate, end);
+                Ok(reply)
+            }
+            Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
+            Err(e) => {
+                self.finish_call(turn, started, estimate, CallEnd::failed(kind));
+                Err(CallError::Failed(e.run_error(self.model)))
+            }
+        }
+    }
+
+    /// The token estimate of a call with `own` messages (`None`: the
+    /// conversation, whose length is kept counted) and `tools`.
+    pub(super) fn estimate(&self, own: Option<&[Value]>, tools: Offered<'_>) -> u64 {
+        let chars = match own {
+            Some(messages) => messages.iter().map(json_len).sum(),
+            None => self.conversation.chars(),
+        };
+        estimate_from(chars, tools.chars)
+    }
+
+    /// Record a finished (or failed) call in the report and the events.
+    pub(super) fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
+        let CallEnd { kind, finish_reason, usage, retries, cache } = end;
+        let duration_s = started.elapsed().as_secs_f64();
+        self.record.llm_call(&LlmCallRecord {
+            turn,
+            duration_s,
+            prompt_tokens_est: estimate,
+            finish_reason: finish_reason.clone().unwrap_or_default(),
+            retries,
+            cache,
+        });
+        let kind = EventKind::LlmCall {
+            turn,
+            call_kind: kind,
+            duration_s,
+            finish_reason,
+            usage,
+            prompt_tokens_est: estimate,
+            retries,
+            cache: cache.map(|c| if c == "hit" { CacheStatus::Hit } else { CacheStatus::Shared }),
+        };
+        self.events.emit(Some(self.run_id), kind);
+    }
+}
