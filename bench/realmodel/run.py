@@ -108,6 +108,7 @@ def one(args, agent, runner, task, env):
         "prompt_tokens_per_call": round(statistics.mean(prompts)) if prompts else 0,
         "tool_calls_failed": stats.get("tool_calls_failed", 0),
         "tool_calls_total": stats.get("tool_calls_total", 0),
+        "answer": answer[:300],
     }
     shutil.rmtree(project, ignore_errors=True)
     report.unlink(missing_ok=True)

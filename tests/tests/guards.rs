@@ -130,22 +130,38 @@ fn storm_breaker_false_turns_the_guards_off() {
     assert!(all.iter().all(|t| !t.contains("IMPORTANT") && !t.contains("repeat-loop")), "{all:?}");
 }
 
-#[test]
-fn a_stuck_model_answering_without_tools_ends_the_run_with_that_answer() {
+/// A model that lists the same files seven times (two run, five are
+/// refused, so the run is stuck) and then says `last_word` without tools:
+/// the run's result and the number of model calls.
+fn stuck_run(last_word: &str) -> (Value, usize) {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
     let list = json!({"pattern": "*.py"});
     let mut steps: Vec<Step> = (0..7).map(|i| Step::tool_call(&format!("c{i}"), "list_files", list.clone())).collect();
-    steps.push(Step::text("I could not find the file to change; nothing was edited."));
+    steps.push(Step::text(last_word));
     let mock = MockProvider::start(steps);
     let mut c = daemon.nd();
     let (_, _, result) = run_task(&mut c, &p, config(&mock), "fix the bug");
-    // Two listings run, five repeats refused, then the answer without tools.
+    (result, mock.request_count())
+}
+
+#[test]
+fn a_stuck_model_answering_without_tools_ends_the_run_with_that_answer() {
+    let (result, calls) = stuck_run("I could not find the file to change; nothing was edited.");
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(result["answer"], "I could not find the file to change; nothing was edited.");
-    assert_eq!(mock.request_count(), 8);
+    assert_eq!(calls, 8);
     assert_eq!(result["stats"]["stormed_calls"], 5);
+}
+
+#[test]
+fn a_stuck_model_writing_a_tool_call_as_its_last_word_ends_the_run_as_stuck() {
+    let (result, calls) = stuck_run("```json\n{\"name\": \"list_files\", \"arguments\": {\"pattern\": \"*.py\"}}\n```");
+    // Not an answer: the run ends as stuck, not as a success.
+    assert_eq!(result["outcome"], "error", "{result}");
+    assert!(result["error"].as_str().unwrap().starts_with("the model is stuck"), "{result}");
+    assert_eq!(calls, 8);
 }
 
 #[test]

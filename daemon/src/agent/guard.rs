@@ -306,6 +306,32 @@ impl Guards {
     }
 }
 
+/// Whether `text` is nothing but tool calls written out: JSON objects with
+/// a `name` and `arguments` (or `parameters`), one or one per line, bare
+/// or in a code fence. A small model with no tools offered answers so.
+pub fn is_tool_call_text(text: &str) -> bool {
+    let body = text.trim();
+    let body = match body.strip_prefix("```") {
+        Some(rest) => {
+            let rest = rest.trim_end().strip_suffix("```").unwrap_or(rest);
+            // The fence's language tag, if any, ends its first line.
+            rest.split_once('\n').map_or(rest, |(tag, code)| if tag.contains('{') { rest } else { code })
+        }
+        None => body,
+    };
+    let is_call = |v: &Value| {
+        v.get("name").is_some_and(Value::is_string) && (v.get("arguments").is_some() || v.get("parameters").is_some())
+    };
+    if let Ok(v) = serde_json::from_str::<Value>(body.trim()) {
+        return match &v {
+            Value::Array(items) => !items.is_empty() && items.iter().all(is_call),
+            other => is_call(other),
+        };
+    }
+    let lines: Vec<&str> = body.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    !lines.is_empty() && lines.iter().all(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| is_call(&v)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +339,21 @@ mod tests {
     const EDIT: &str = r#"{"file_path": "a.py", "old_string": "x", "new_string": "y"}"#;
     const UNREAD: &str =
         "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
+
+    #[test]
+    fn tool_calls_written_as_text_are_recognised_and_answers_are_not() {
+        let fenced = "```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"a.md\"}}\n```";
+        assert!(is_tool_call_text(fenced));
+        let two = "```\n{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"parameters\": {}}\n```";
+        assert!(is_tool_call_text(two));
+        assert!(is_tool_call_text(r#"[{"name": "a", "arguments": {}}]"#));
+        assert!(is_tool_call_text(r#"{"name": "a", "arguments": "{}"}"#));
+        for answer in
+            ["Aurora", "3", "Done: set x to 2.", "```python\nprint(1)\n```", r#"{"name": "svc", "timeout": 60}"#, ""]
+        {
+            assert!(!is_tool_call_text(answer), "{answer}");
+        }
+    }
 
     #[test]
     fn the_third_identical_call_is_refused_and_names_itself() {

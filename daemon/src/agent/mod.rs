@@ -279,7 +279,8 @@ impl AgentRun<'_> {
 
     /// A stuck run gets one call without tools: an answer ends the run as
     /// any answer does (the model says what it did and what is left);
-    /// anything else fails the run with `why`.
+    /// anything else, a tool call written as text included, fails the run
+    /// with `why`.
     async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
         self.conversation.push(json!({"role": "user", "content": guard::STUCK_NUDGE, "_swival_synthetic": true}))?;
         self.record.event(json!({"type": "intervention", "turn": turn, "kind": "stuck", "tool": ""}));
@@ -296,7 +297,14 @@ impl AgentRun<'_> {
             Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
             Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
         };
-        match reply.content.as_deref().map(str::trim).filter(|t| !t.is_empty() && reply.tool_calls.is_empty()) {
+        // A tool call written out as text (small models do, with no tools
+        // offered) is not an answer: the run is stuck.
+        let answer = reply
+            .content
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !guard::is_tool_call_text(t));
+        match answer {
             Some(text) => {
                 let text = text.to_owned();
                 self.conversation.push(json!({"role": "assistant", "content": text}))?;

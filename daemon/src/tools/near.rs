@@ -129,14 +129,23 @@ mod tests {
     }
 
     #[test]
-    fn hidden_files_are_never_named() {
+    fn files_the_policy_refuses_are_never_named() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join(".env"), "SECRET=1").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("keys")).unwrap();
+        std::fs::write(d.path().join("keys/id.pem"), "secret").unwrap();
+        std::fs::write(outside.path().join("id.pem"), "secret").unwrap();
         let base = d.path().canonicalize().unwrap();
-        let tb = test_toolbox(d.path());
-        // Whatever the policy says of `.env`, a name it refuses is never given.
-        let named = tb.same_name_elsewhere(&base.join("x/.env"));
-        assert_eq!(named.is_some(), tb.policy.resolve(".env", Access::Read).is_ok());
+        // Each the one candidate, even marked as seen (which the model
+        // could never have made happen).
+        let mut tb = test_toolbox(d.path());
+        tb.tracker.mark(&base.join("keys/id.pem"));
+        assert_eq!(tb.same_name_elsewhere(&base.join("src/id.pem")).as_deref(), Some("keys/id.pem"));
+        tb.policy.hidden.push(base.join("keys"));
+        assert_eq!(tb.same_name_elsewhere(&base.join("src/id.pem")), None, "hidden");
+        let mut tb = test_toolbox(d.path());
+        tb.tracker.mark(&outside.path().canonicalize().unwrap().join("id.pem"));
+        assert_eq!(tb.same_name_elsewhere(&base.join("src/id.pem")), None, "outside the base dir");
     }
 
     #[test]
