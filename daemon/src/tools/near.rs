@@ -6,7 +6,7 @@
 
 use super::path::Access;
 use super::{ToolBox, ToolError};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How a note on a successful write starts (on a line of its own).
 pub(super) const NOTE: &str = "\nNote: ";
@@ -21,32 +21,24 @@ impl ToolBox {
     /// none, or more than one.
     pub(super) fn same_name_elsewhere(&self, missing: &Path) -> Option<String> {
         let name = missing.file_name()?;
-        let mut found: Vec<PathBuf> =
-            self.tracker.paths().filter(|p| p.file_name() == Some(name) && *p != missing).cloned().collect();
         let top = self.policy.base.join(name);
-        if top != missing && !found.contains(&top) {
-            found.push(top);
-        }
-        let mut found: Vec<(PathBuf, String)> = found.into_iter().filter_map(|p| self.readable(p)).collect();
-        found.sort();
-        found.dedup();
-        match found.as_slice() {
-            [(_, shown)] => Some(shown.clone()),
-            _ => None,
-        }
+        let seen = self.tracker.paths().filter(|p| p.file_name() == Some(name) && *p != missing && **p != top);
+        let mut readable = seen.chain((top != missing).then_some(&top)).filter_map(|p| self.readable(p));
+        let first = readable.next()?;
+        readable.next().is_none().then_some(first)
     }
 
-    /// `path` and how the model names it, when it is a regular file the
-    /// path policy lets it read.
-    fn readable(&self, path: PathBuf) -> Option<(PathBuf, String)> {
+    /// How the model names `path`, when it is a regular file the path
+    /// policy lets it read.
+    fn readable(&self, path: &Path) -> Option<String> {
         let shown = match path.strip_prefix(&self.policy.base) {
             Ok(rel) => rel.display().to_string(),
             Err(_) => path.display().to_string(),
         };
-        let resolved = self.policy.resolve(&shown, Access::Read).ok().filter(|r| *r == path)?;
+        let resolved = self.policy.resolve(&shown, Access::Read).ok().filter(|r| r == path)?;
         let (dir, rel) = self.beneath(&resolved).ok()?;
         let meta = dir.metadata(&rel).ok()?;
-        (meta.kind == super::beneath::Kind::File).then_some((path, shown))
+        (meta.kind == super::beneath::Kind::File).then_some(shown)
     }
 
     /// The error for a file `requested` names that does not exist, with
