@@ -61,6 +61,13 @@ impl Shutdown {
         self.tasks.spawn(task)
     }
 
+    /// Have [`Shutdown::drain`] wait while the returned token lives: for
+    /// work inside a task that is not itself waited for (a run inside its
+    /// session's actor).
+    pub fn hold(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
+        self.tasks.token()
+    }
+
     /// Wait for every task spawned through [`Shutdown::spawn`] to end, for
     /// at most `grace`; `false` when some were still running at its end
     /// (they are dropped with the runtime when the daemon exits).

@@ -3,7 +3,7 @@
 //! protected and hidden from the agent, the command sandbox plan and
 //! environment, fetch, secret encryption, the tools and the conversation.
 
-use super::{Session, SessionError, Sessions, State};
+use super::{Parts, Session, SessionError, Sessions};
 use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
 use crate::environment::CallerEnv;
@@ -24,7 +24,7 @@ impl Sessions {
         config: EffectiveConfig,
         messages: Vec<Value>,
         env: CallerEnv,
-    ) -> Result<Arc<Session>, SessionError> {
+    ) -> Result<(Arc<Session>, Parts), SessionError> {
         let base = PathBuf::from(&row.base_dir);
         // Swival's checks and messages (`_resolve_dir_list`); a run failure
         // (exit 1) in Swival, not a usage error.
@@ -155,7 +155,7 @@ impl Sessions {
         };
         tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
-        Ok(Arc::new(Session {
+        let session = Session {
             id: row.id.clone(),
             base_dir: base,
             title: row.title.clone(),
@@ -174,12 +174,7 @@ impl Sessions {
             sandbox,
             tools_protected: protection.paths,
             protection_notes: protection.notes,
-            state: tokio::sync::Mutex::new(State {
-                idle: Some((conversation, tools, shield)),
-                active: None,
-                closed: row.closed,
-                retired: false,
-            }),
-        }))
+        };
+        Ok((Arc::new(session), Parts { conversation, tools, shield }))
     }
 }

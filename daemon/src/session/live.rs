@@ -4,20 +4,18 @@
 //! A session is held while it is in use and dropped when it is not: a
 //! closed one as soon as its run (if any) has ended, an idle one after
 //! `session_idle_timeout_s` or when more than `max_live_sessions` are held
-//! (least recently used first). `Sessions::get` loads a dropped session
-//! again from the store. A session with a run in flight is never dropped:
-//! its run holds the conversation and tools, and a second copy could start
-//! a second run.
+//! (least recently used first). `Sessions::find` loads a dropped session
+//! again from the store.
 //!
-//! Dropping a session marks it `retired` under its state lock, in the same
-//! critical section that removes it from the map, so whoever still holds
-//! the old copy (a `run/start` or `session/close` waiting for that lock)
-//! sees it and loads the session again instead of using a stale copy; a
-//! copy seen retired is never the one held.
+//! The registry never drops a session itself: it asks the session's actor
+//! to leave, and the actor leaves only when it has no run in flight (a
+//! second copy could start a second run). The actor takes itself out of
+//! the registry before it stops reading its mailbox (`actor.rs`), so the
+//! cap is reached as soon as the asked actors have answered.
 
-use super::Session;
+use super::actor::Handle;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use swival_protocol::{RunId, RunResult, SessionId};
 use tokio::sync::watch;
@@ -42,8 +40,8 @@ pub(super) struct ActiveRun {
 
 /// One session held in memory.
 struct Held {
-    /// The session.
-    session: Arc<Session>,
+    /// Its actor.
+    handle: Handle,
     /// When it was last asked for.
     used: Instant,
 }
@@ -56,18 +54,6 @@ pub(super) struct Live {
     runs: Mutex<HashMap<RunId, ActiveRun>>,
     /// When sessions are dropped.
     limits: LiveLimits,
-}
-
-/// Mark `session` retired if it can be dropped now: nobody holds its state
-/// and no run is in flight.
-fn retire_if_idle(session: &Session) -> bool {
-    match session.state.try_lock() {
-        Ok(mut st) if st.active.is_none() => {
-            st.retired = true;
-            true
-        }
-        _ => false,
-    }
 }
 
 impl Live {
@@ -89,84 +75,78 @@ impl Live {
         self.sessions().keys().cloned().collect()
     }
 
-    /// The session if it is in memory (and now the most recently used).
-    pub fn get(&self, id: &SessionId) -> Option<Arc<Session>> {
+    /// The session's actor if it is in memory (and now the most recently used).
+    pub fn get(&self, id: &SessionId) -> Option<Handle> {
         let mut sessions = self.sessions();
         let held = sessions.get_mut(id)?;
         held.used = Instant::now();
-        Some(held.session.clone())
+        Some(held.handle.clone())
     }
 
-    /// Hold `session`, unless a copy is already held (which is returned
-    /// instead); then drop the least recently used idle sessions past the cap.
-    pub fn insert(&self, session: Arc<Session>) -> Arc<Session> {
-        let mut dropped = Vec::new();
-        let kept = {
-            let mut sessions = self.sessions();
-            let kept = sessions
-                .entry(session.id.clone())
-                .or_insert_with(|| Held { session, used: Instant::now() })
-                .session
-                .clone();
-            if sessions.len() > self.limits.max_sessions {
-                let mut idle: Vec<(Instant, SessionId)> = sessions
-                    .iter()
-                    .filter(|(id, _)| **id != kept.id)
-                    .map(|(id, held)| (held.used, id.clone()))
-                    .collect();
-                idle.sort();
-                for (_, id) in idle {
-                    if sessions.len() <= self.limits.max_sessions {
-                        break;
-                    }
-                    if retire_if_idle(&sessions[&id].session) {
-                        dropped.extend(sessions.remove(&id));
-                    }
-                }
+    /// Hold `handle`, unless a copy of its session is already held (which
+    /// is returned as the error); then ask the least recently used others
+    /// to leave while more than the cap are held.
+    pub fn insert(&self, handle: Handle) -> Result<(), Handle> {
+        let mut sessions = self.sessions();
+        let id = handle.session.id.clone();
+        if let Some(held) = sessions.get_mut(&id) {
+            held.used = Instant::now();
+            return Err(held.handle.clone());
+        }
+        sessions.insert(id.clone(), Held { handle, used: Instant::now() });
+        let over = sessions.len().saturating_sub(self.limits.max_sessions);
+        if over > 0 {
+            let mut others: Vec<(Instant, &Handle)> =
+                sessions.iter().filter(|(other, _)| **other != id).map(|(_, h)| (h.used, &h.handle)).collect();
+            others.sort_by_key(|(used, _)| *used);
+            // Actors with a run in flight stay; the cap is a target, not a wall.
+            for (_, handle) in others.into_iter().take(over) {
+                handle.nudge_leave();
             }
-            kept
-        };
-        // Dropping a session closes what it holds; not under the lock.
-        drop(dropped);
-        kept
+        }
+        Ok(())
     }
 
-    /// Mark `session` (if it is the copy held) as used just now.
-    pub fn touch(&self, session: &Arc<Session>) {
-        if let Some(held) = self.sessions().get_mut(&session.id) {
-            if Arc::ptr_eq(&held.session, session) {
+    /// Mark `handle`'s session (if it is the copy held) as used just now.
+    pub fn touch(&self, handle: &Handle) {
+        if let Some(held) = self.sessions().get_mut(&handle.session.id) {
+            if held.handle.same(handle) {
                 held.used = Instant::now();
             }
         }
     }
 
-    /// Stop holding `session` (if it is the copy held).
-    pub fn remove(&self, session: &Arc<Session>) {
-        let removed = {
-            let mut sessions = self.sessions();
-            match sessions.get(&session.id) {
-                Some(held) if Arc::ptr_eq(&held.session, session) => sessions.remove(&session.id),
-                _ => None,
-            }
-        };
-        drop(removed);
+    /// Stop holding `handle` (if it is the copy held); only its actor does this.
+    pub fn remove(&self, handle: &Handle) {
+        let mut sessions = self.sessions();
+        if sessions.get(&handle.session.id).is_some_and(|held| held.handle.same(handle)) {
+            sessions.remove(&handle.session.id);
+        }
     }
 
-    /// Drop the sessions idle for longer than the idle timeout.
+    /// Ask the sessions idle for longer than the idle timeout to leave.
     pub fn sweep(&self, now: Instant) {
         let Some(timeout) = self.limits.idle_timeout else { return };
-        let dropped: Vec<Held> = {
-            let mut sessions = self.sessions();
-            let mut stale = Vec::new();
-            for (id, held) in sessions.iter() {
-                if now.saturating_duration_since(held.used) >= timeout && retire_if_idle(&held.session) {
-                    stale.push(id.clone());
-                }
-            }
-            stale.iter().filter_map(|id| sessions.remove(id)).collect()
-        };
-        if !dropped.is_empty() {
-            tracing::debug!("{} idle sessions dropped from memory", dropped.len());
+        let sessions = self.sessions();
+        let stale = sessions.values().filter(|held| now.saturating_duration_since(held.used) >= timeout);
+        let mut asked = 0;
+        for held in stale {
+            held.handle.nudge_leave();
+            asked += 1;
+        }
+        if asked > 0 {
+            tracing::debug!("{asked} idle sessions asked to leave memory");
+        }
+    }
+
+    /// Returns once every actor held now has handled what it was sent
+    /// before (a sweep's or the cap's requests to leave).
+    #[cfg(test)]
+    pub async fn settle(&self) {
+        let handles: Vec<Handle> = self.sessions().values().map(|h| h.handle.clone()).collect();
+        for handle in handles {
+            // An actor that left has no mailbox to answer from: settled too.
+            let _ = handle.ask(|reply| super::actor::Command::Ping { reply }).await;
         }
     }
 

@@ -2,16 +2,18 @@
 //! from the store when they are used, starting, cancelling and waiting for
 //! runs, and restoring everything from the store after a restart.
 //!
-//! A session owns its conversation and tools. A run borrows them for its
-//! duration (taking them out of the session's state) and gives them back
-//! when it ends, so exactly one run at a time can touch them; a second
-//! `run/start` meanwhile finds the session busy.
+//! Each session in memory is an actor (`actor.rs`): one task owns its
+//! conversation, tools and run in flight, and callers send it commands
+//! through a handle. A run borrows the conversation and tools for its
+//! duration and returns them when it ends, so exactly one run at a time
+//! can touch them; a second `run/start` meanwhile finds the session busy.
 //!
 //! The store is the truth; memory holds only sessions in use (`live.rs`).
 //! Read-only requests (`session/get`, `session/list`, `report/get`,
 //! `run/wait` on a finished run, subscriptions) read the store and never
 //! load a session.
 
+mod actor;
 mod build;
 mod caller;
 pub mod events;
@@ -24,20 +26,18 @@ mod runs;
 mod tests;
 mod trust;
 
-use crate::agent::conversation::Conversation;
 use crate::cache::ResponseCache;
 use crate::config::{self, EffectiveConfig};
 use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
-use crate::secrets::SecretShield;
 use crate::shutdown::Shutdown;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
-use crate::tools::ToolBox;
+use actor::{Actor, Command, Handle, Parts};
 use events::{EventLog, Logs};
+use live::Live;
 pub use live::LiveLimits;
-use live::{ActiveRun, Live};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,6 @@ use swival_protocol::{
     Event, EventKind, RunId, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
 };
 use tokio::sync::{mpsc, Semaphore};
-use tokio_util::sync::CancellationToken;
 
 /// What can go wrong with a session request; each maps to one error code.
 #[derive(Debug, thiserror::Error)]
@@ -196,21 +195,14 @@ pub struct Session {
     pub tools_protected: Vec<PathBuf>,
     /// What could not be protected, in plain words.
     pub protection_notes: Vec<String>,
-    /// What may change.
-    state: tokio::sync::Mutex<State>,
 }
 
-/// A session's mutable part.
-struct State {
-    /// The conversation and tools, or `None` while a run has them.
-    idle: Option<(Conversation, ToolBox, Option<SecretShield>)>,
-    /// The run in flight and its cancel switch.
-    active: Option<(RunId, CancellationToken)>,
-    /// Closed sessions take no runs.
-    closed: bool,
-    /// This copy is no longer the one in memory (dropped, or its run
-    /// panicked and took the conversation with it): load the session again.
-    retired: bool,
+/// A session as `run/start` and `session/close` find it.
+enum Found {
+    /// In memory (loaded now if it was not): its actor.
+    Live(Handle),
+    /// Closed: there is nothing to load.
+    Closed,
 }
 
 fn random_id(prefix: &str) -> String {
@@ -336,7 +328,7 @@ impl Sessions {
             last_seq: 0,
             run_count: 0,
         };
-        let session = self.build(&row, effective, Vec::new(), caller.env.clone())?;
+        let (session, parts) = self.build(&row, effective, Vec::new(), caller.env.clone())?;
         self.shared.store.insert_session(&row)?;
         self.callers.set(&id, caller);
         self.remember_project(&id, accepted.as_deref())?;
@@ -352,17 +344,28 @@ impl Sessions {
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
-        self.live.insert(session);
+        self.hold(session, parts);
         Ok(SessionCreateResult { session_id: id, config, warnings })
     }
 
-    /// A session, loaded from the store if it is not in memory. A closed
-    /// session is loaded for the caller alone and not kept.
-    pub fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
-        if let Some(s) = self.live.get(id) {
-            return Ok(s);
+    /// A session's actor, loading the session from the store if it is not
+    /// in memory; a closed session is not loaded.
+    fn find(&self, id: &SessionId) -> Result<Found, SessionError> {
+        if let Some(handle) = self.live.get(id) {
+            return Ok(Found::Live(handle));
         }
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        if row.closed {
+            return Ok(Found::Closed);
+        }
+        let (session, parts) = self.load(&row)?;
+        Ok(Found::Live(self.hold(session, parts)))
+    }
+
+    /// Build a stored session in memory, with the config it was created
+    /// with (a project file as the user trusted it) and its conversation.
+    fn load(&self, row: &SessionRow) -> Result<(Arc<Session>, Parts), SessionError> {
+        let id = &row.id;
         let caller = self.callers.get(id);
         let mut request = row.request.clone();
         caller.restore(&mut request);
@@ -377,11 +380,36 @@ impl Sessions {
             config::load_with(base, self.shared.settings.global_config.as_deref(), project.as_ref(), request)
                 .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = self.shared.store.messages(id)?;
-        let session = self.build(&row, effective, messages, caller.env)?;
+        self.build(row, effective, messages, caller.env)
+    }
+
+    /// A session's fixed part (config, pipeline, sandbox), for what reports
+    /// on it; a closed session is built for the caller alone and not kept.
+    pub(super) fn session(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
+        if let Some(handle) = self.live.get(id) {
+            return Ok(handle.session);
+        }
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let (session, parts) = self.load(&row)?;
         if row.closed {
             return Ok(session);
         }
-        Ok(self.live.insert(session))
+        Ok(self.hold(session, parts).session)
+    }
+
+    /// Hold `session` in memory with an actor owning `parts`, unless a copy
+    /// is held already (loaded meanwhile by another caller): that one's
+    /// handle is returned and this copy dropped.
+    fn hold(&self, session: Arc<Session>, parts: Parts) -> Handle {
+        let (handle, rx) = Handle::new(session);
+        if let Err(held) = self.live.insert(handle.clone()) {
+            return held;
+        }
+        // A close stored by the copy that held the session before is seen
+        // here: that copy left the registry only after storing it.
+        let closed = matches!(self.shared.store.session(&handle.session.id), Ok(Some(row)) if row.closed);
+        Actor::spawn(self.shared.clone(), &self.live, handle.clone(), rx, parts, closed);
+        handle
     }
 
     /// `run/approve`: answer a question a run of the session waits on;
@@ -430,30 +458,19 @@ impl Sessions {
     /// leaves memory now, or when its run has ended.
     pub async fn close(&self, id: &SessionId) -> Result<SessionInfo, SessionError> {
         loop {
-            let session = self.get(id)?;
-            let mut st = session.state.lock().await;
-            if st.retired {
-                continue;
+            match self.find(id)? {
+                Found::Closed => break,
+                Found::Live(handle) => match handle.ask(|reply| Command::Close { reply }).await {
+                    Ok(stored) => {
+                        stored?;
+                        break;
+                    }
+                    // It left memory before reading this: load it again.
+                    Err(actor::Gone) => continue,
+                },
             }
-            st.closed = true;
-            let running = match &st.active {
-                Some((_, cancel)) => {
-                    cancel.cancel();
-                    true
-                }
-                None => false,
-            };
-            // Written under the state lock: a copy loaded from the store
-            // after this copy leaves memory is closed too.
-            let stored = self.shared.store.close_session(id);
-            drop(st);
-            if !running && stored.is_ok() {
-                self.live.remove(&session);
-            }
-            stored?;
-            self.callers.forget(id);
-            break;
         }
+        self.callers.forget(id);
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(info(&row, false))
     }

@@ -17,7 +17,7 @@ impl Sessions {
     ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
         let (policy, base, summary) = match (session, base_dir) {
             (Some(id), _) => {
-                let s = self.get(id)?;
+                let s = self.session(id)?;
                 (s.commands.policy.clone(), s.base_dir.clone(), s.sandbox.summary())
             }
             (None, Some(dir)) => {
@@ -45,7 +45,7 @@ impl Sessions {
 
     /// `policy/status`.
     pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
-        let session = self.get(id)?;
+        let session = self.session(id)?;
         let p = &session.pipeline;
         Ok(swival_protocol::PolicyStatus {
             session_id: id.clone(),

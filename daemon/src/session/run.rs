@@ -1,10 +1,10 @@
 //! One run from start to its terminal event: set up the provider, run the
 //! agent loop, decide the outcome, write history, build the report, store
 //! the result with its `run_finished` event, and hand the conversation back
-//! to the session. `supervise` publishes the result, forgets the run, and
-//! turns a panic anywhere in the run into an `error` outcome.
+//! to the session's actor. `supervised` turns a panic anywhere in the run
+//! into an `error` outcome.
 
-use super::live::Live;
+use super::actor::Parts;
 use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{consult, prompt, AgentRun, LoopEnd};
@@ -23,7 +23,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{EventKind, Outcome, RunId, RunResult};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// A run about to execute, holding the session's conversation and tools.
@@ -52,26 +51,23 @@ pub(super) struct RunJob {
 #[cfg(test)]
 pub(super) const PANIC_TASK: &str = "(test) panic in the run";
 
-/// How a run ended, as `supervise` needs it.
-struct Ended {
-    /// The result, stored with its `run_finished` event.
-    result: RunResult,
-    /// Whether the session's copy leaves memory now (it was closed
-    /// meanwhile, or retired after a panic).
-    leave: bool,
-}
+/// A task whose run waits to be cancelled before it goes on, to test what
+/// a run in flight keeps.
+#[cfg(test)]
+pub(super) const HOLD_TASK: &str = "(test) wait for run/cancel";
 
-/// Run `job` to its end, then publish its result to `run/wait` and forget
-/// the run. A panic anywhere in the run (a tool, the provider client, a
-/// hook) ends it as `error` with its `run_finished`, and the session is
-/// never left busy: the panic took its conversation and tools with it, so
-/// this copy is retired and the session loads again from the store.
-pub(super) async fn supervise(job: RunJob, live: Arc<Live>, done: watch::Sender<Option<RunResult>>) {
+/// Run `job` to its end: its result, stored with its `run_finished`, and
+/// the session's parts back. A panic anywhere in the run (a tool, the
+/// provider client, a hook) ends it as `error` with its `run_finished`, and
+/// the session is never left busy: the panic took the parts with it
+/// (`None`), so the actor leaves memory and the session loads again from
+/// the store.
+pub(super) async fn supervised(job: RunJob) -> (RunResult, Option<Parts>) {
     let (shared, session) = (job.shared.clone(), job.session.clone());
     let (run_id, task) = (job.run_id.clone(), job.task.clone());
     // Boxed: the run's future is large, and is moved as a box, not on the stack.
-    let ended = match AssertUnwindSafe(Box::pin(job.execute())).catch_unwind().await {
-        Ok(ended) => ended,
+    match AssertUnwindSafe(Box::pin(job.execute())).catch_unwind().await {
+        Ok((result, parts)) => (result, Some(parts)),
         Err(panic) => {
             let why = panic
                 .downcast_ref::<&str>()
@@ -79,54 +75,32 @@ pub(super) async fn supervise(job: RunJob, live: Arc<Live>, done: watch::Sender<
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".to_owned());
             tracing::error!("run {run_id} of session {} panicked: {why}", session.id);
-            recover(&shared, &live, &session, &run_id, &task, &why).await
+            (recover(&shared, &session, &run_id, &task, &why), None)
         }
-    };
-    // The result is stored: a waiter that comes after the entry is gone
-    // reads it there; one that came before gets it from `done`.
-    let _ = done.send(Some(ended.result));
-    live.run_ended(&run_id);
-    if ended.leave {
-        live.remove(&session);
-    } else {
-        // Idle from now on: the idle timeout counts from the run's end.
-        live.touch(&session);
     }
 }
 
 /// End a run whose task panicked: store an `error` result with its
-/// `run_finished` (unless the run stored its end before panicking) and
-/// retire the session's copy, which lost its conversation and tools.
-async fn recover(shared: &Shared, live: &Live, session: &Arc<Session>, run_id: &RunId, task: &str, why: &str) -> Ended {
-    let mut st = session.state.lock().await;
-    let stored = shared.store.run(run_id).ok().flatten().and_then(|r| r.result);
-    let result = match stored {
-        Some(result) => result,
-        None => {
-            let result = RunResult {
-                run_id: run_id.clone(),
-                outcome: Outcome::Error,
-                answer: None,
-                exit_code: Outcome::Error.exit_code(),
-                error: Some(format!(
-                    "internal error: the run stopped unexpectedly ({why}); the session continues from its stored \
-                     conversation; please report this with the daemon's log"
-                )),
-                stats: Default::default(),
-            };
-            if let Err(e) = session.events.finish(&result, &bare_report(task, &result)) {
-                tracing::error!("could not store the end of run {run_id}: {e}");
-            }
-            result
-        }
+/// `run_finished`, unless the run stored its end before panicking.
+fn recover(shared: &Shared, session: &Session, run_id: &RunId, task: &str, why: &str) -> RunResult {
+    if let Some(result) = shared.store.run(run_id).ok().flatten().and_then(|r| r.result) {
+        return result;
+    }
+    let result = RunResult {
+        run_id: run_id.clone(),
+        outcome: Outcome::Error,
+        answer: None,
+        exit_code: Outcome::Error.exit_code(),
+        error: Some(format!(
+            "internal error: the run stopped unexpectedly ({why}); the session continues from its stored \
+             conversation; please report this with the daemon's log"
+        )),
+        stats: Default::default(),
     };
-    // Retired and out of memory under one lock: whoever finds this copy
-    // retired finds the session gone from memory and loads it again.
-    st.active = None;
-    st.retired = true;
-    live.remove(session);
-    drop(st);
-    Ended { result, leave: false }
+    if let Err(e) = session.events.finish(&result, &bare_report(task, &result)) {
+        tracing::error!("could not store the end of run {run_id}: {e}");
+    }
+    result
 }
 
 /// The report of a run that ended without running its loop to the end
@@ -210,12 +184,17 @@ pub fn provider_settings(
 
 impl RunJob {
     /// Run to the end; never fails: every failure becomes the outcome.
-    async fn execute(mut self) -> Ended {
+    /// Returns the result, stored with `run_finished`, and the parts.
+    async fn execute(mut self) -> (RunResult, Parts) {
         let session = self.session.clone();
         let cfg = &session.config.config;
         #[cfg(test)]
         if self.task == PANIC_TASK {
             panic!("{PANIC_TASK}");
+        }
+        #[cfg(test)]
+        if self.task == HOLD_TASK {
+            self.cancel.cancelled().await;
         }
         let mut record = RunRecord::default();
         let (end, model) = self.drive(cfg, &mut record).await;
@@ -265,18 +244,13 @@ impl RunJob {
                 }
             }
         }
-        // The session takes its conversation back and the terminal event is
-        // stored under one lock: a client that sees run_finished can start
-        // the next run at once, and no event of that run precedes it.
-        let mut st = session.state.lock().await;
+        // Nothing awaits after the terminal event: the actor takes its
+        // parts back in the same step, before it reads its next command, so
+        // a client that sees run_finished can start the next run at once.
         if let Err(e) = session.events.finish(&result, &report) {
             tracing::error!("could not store the end of run {}: {e}", self.run_id);
         }
-        st.idle = Some((self.conversation, self.tools, self.shield));
-        st.active = None;
-        let leave = st.closed;
-        drop(st);
-        Ended { result, leave }
+        (result, Parts { conversation: self.conversation, tools: self.tools, shield: self.shield })
     }
 
     /// before_response_emit: the hooks may rewrite or block the answer. A

@@ -1,10 +1,10 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
-use super::{random_id, run, ActiveRun, SessionError, Sessions};
+use super::actor::{Command, Gone, StartRefused};
+use super::{Found, SessionError, Sessions};
 use crate::store::RunRow;
 use serde_json::Value;
 use swival_protocol::{RunId, RunResult, SessionId};
-use tokio::sync::watch;
 
 impl Sessions {
     /// `run/start`; `env`, when sent, is the caller's environment from
@@ -20,60 +20,24 @@ impl Sessions {
         }
         let env = self.caller_env(env)?;
         loop {
-            let session = self.get(id)?;
-            let mut st = session.state.lock().await;
-            if st.retired {
-                continue;
-            }
-            if st.closed {
-                return Err(SessionError::Closed(id.clone()));
-            }
-            if let Some((run, _)) = &st.active {
-                return Err(SessionError::Busy { session: id.clone(), run: run.clone() });
-            }
-            // Another environment: this copy was built for the old one
-            // (PATH, keys, scripts' environment); load the session again.
-            if let Some(env) = env.as_ref().filter(|e| **e != session.env) {
-                self.callers.set_env(id, env.clone());
-                st.retired = true;
-                self.live.remove(&session);
-                continue;
-            }
-            let (conversation, tools, shield) = st.idle.take().expect("an idle session holds its conversation");
-            let run_id = RunId(random_id("r_"));
-            let cancel = self.shared.shutdown.child_token();
-            let row = RunRow {
-                id: run_id.clone(),
-                session_id: id.clone(),
-                task: task.clone(),
-                result: None,
-                report: None,
-                started_at: crate::clock::now(),
+            let handle = match self.find(id)? {
+                Found::Live(handle) => handle,
+                Found::Closed => return Err(SessionError::Closed(id.clone())),
             };
-            // Known as in flight before the store says so: `run/wait` relies on it.
-            let (done_tx, done_rx) = watch::channel(None);
-            self.live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
-            // The run row and its run_started event: one commit.
-            if let Err(e) = session.events.start(&row) {
-                self.live.run_ended(&run_id);
-                st.idle = Some((conversation, tools, shield));
-                return Err(e.into());
+            let sent = env.clone();
+            match handle.ask(|reply| Command::Start { task: task.clone(), env: sent, reply }).await {
+                Ok(Ok(run)) => return Ok(run),
+                Ok(Err(StartRefused::Session(e))) => return Err(e),
+                // The copy in memory was built for the caller's old
+                // environment and has left; the next one loads with this.
+                Ok(Err(StartRefused::Reload)) => {
+                    if let Some(env) = &env {
+                        self.callers.set_env(id, env.clone());
+                    }
+                }
+                // It left memory before reading this: load it again.
+                Err(Gone) => {}
             }
-            st.active = Some((run_id.clone(), cancel.clone()));
-            drop(st);
-            let job = run::RunJob {
-                shared: self.shared.clone(),
-                session,
-                run_id: run_id.clone(),
-                task,
-                cancel,
-                conversation,
-                tools,
-                shield,
-                run_start: 0,
-            };
-            self.shared.shutdown.spawn(run::supervise(job, self.live.clone(), done_tx));
-            return Ok(run_id);
         }
     }
 

@@ -101,8 +101,9 @@ async fn closed_sessions_and_finished_runs_leave_memory_and_reads_load_nothing()
 async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back() {
     let f = fixture(2);
     let (a, b) = (f.create(), f.create());
-    f.sessions.get(&a).unwrap();
+    f.sessions.session(&a).unwrap();
     let c = f.create();
+    f.sessions.live.settle().await;
     assert_eq!(f.sessions.live_sessions(), 2);
     let held: Vec<bool> = [&a, &b, &c].iter().map(|id| f.sessions.live.get(id).is_some()).collect();
     assert_eq!(held, [true, false, true], "b was used least recently");
@@ -116,17 +117,32 @@ async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back()
 async fn the_sweep_drops_idle_sessions_but_never_one_with_a_run_in_flight() {
     let f = fixture(16);
     let id = f.create();
-    let session = f.sessions.get(&id).unwrap();
-    // A run in flight: its session's state says so.
-    session.state.lock().await.active = Some((RunId("r_x".into()), CancellationToken::new()));
+    let first = f.sessions.session(&id).unwrap();
+    let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
     let later = std::time::Instant::now() + Duration::from_secs(3600);
     f.sessions.live.sweep(later);
-    assert_eq!(f.sessions.live_sessions(), 1);
-    session.state.lock().await.active = None;
+    f.sessions.live.settle().await;
+    assert_eq!(f.sessions.live_sessions(), 1, "a session with a run in flight stays");
+    assert!(f.sessions.cancel(&run).unwrap());
+    f.sessions.wait(&run).await.unwrap();
     f.sessions.live.sweep(later);
+    f.sessions.live.settle().await;
     assert_eq!(f.sessions.live_sessions(), 0);
-    assert!(session.state.lock().await.retired, "the dropped copy is never used again");
-    assert!(!Arc::ptr_eq(&f.sessions.get(&id).unwrap(), &session));
+    // The copy that left is never used again: the next use loads another.
+    assert!(!Arc::ptr_eq(&f.sessions.session(&id).unwrap(), &first));
+}
+
+#[tokio::test]
+async fn a_second_run_on_a_busy_session_is_refused_and_close_cancels_the_run() {
+    let f = fixture(16);
+    let id = f.create();
+    let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
+    let busy = f.sessions.start_run(&id, "second".into(), None).await;
+    assert!(matches!(&busy, Err(SessionError::Busy { run: r, .. }) if *r == run), "{:?}", busy.err());
+    f.sessions.close(&id).await.unwrap();
+    assert_eq!(f.sessions.wait(&run).await.unwrap().outcome, Outcome::Cancelled);
+    assert_eq!(f.sessions.live_sessions(), 0, "a closed session leaves memory when its run ends");
+    assert!(matches!(f.sessions.start_run(&id, "third".into(), None).await, Err(SessionError::Closed(_))));
 }
 
 #[tokio::test]
@@ -134,7 +150,7 @@ async fn a_subscriber_and_the_session_in_memory_share_one_event_log() {
     let f = fixture(16);
     let id = f.create();
     let log = f.sessions.shared.logs.log(&id);
-    let session = f.sessions.get(&id).unwrap();
+    let session = f.sessions.session(&id).unwrap();
     let mut live = log.inner.tx.subscribe();
     session.events.emit(None, EventKind::Warning { message: "w".into() });
     // Broadcast by the store writer once committed.
