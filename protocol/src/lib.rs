@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod events;
+pub mod hooks;
 pub mod methods;
 pub mod paths;
 pub mod policy;
@@ -19,6 +20,7 @@ pub mod types;
 
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;
+pub use hooks::*;
 pub use policy::*;
 pub use session::*;
 pub use types::*;

@@ -180,10 +180,9 @@ fn default_hook_timeout_ms() -> u64 {
 pub struct HookInvocation {
     /// Echo this in `hooks/respond`.
     pub call_id: String,
-    /// The point.
-    pub point: HookPoint,
-    /// The point's payload (see docs/hooks.md).
-    pub payload: Value,
+    /// The point (`point`) and its payload (`payload`).
+    #[serde(flatten)]
+    pub call: crate::hooks::HookCall,
 }
 
 /// `hooks/respond` params.
@@ -191,7 +190,10 @@ pub struct HookInvocation {
 pub struct HookRespondParams {
     /// From the invocation.
     pub call_id: String,
-    /// The hook's result object (see docs/hooks.md).
+    /// The hook's result object, a [`crate::hooks::HookResult`]; taken as
+    /// any JSON so that a malformed one reaches the merge rules, which
+    /// count it as the hook's failure (fail closed), instead of being
+    /// refused here while the run waits for the timeout.
     pub result: Value,
 }
 

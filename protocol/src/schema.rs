@@ -52,6 +52,9 @@ pub fn document() -> Value {
         "generated_from": "the swival-protocol crate; do not edit by hand",
         "methods": methods_obj,
         "errors": errors,
+        // Answered through `hooks/respond` (taken as any JSON there, so a
+        // malformed answer fails closed) and by command hooks on stdout.
+        "hook_result": schema::<crate::hooks::HookResult>(),
     })
 }
 

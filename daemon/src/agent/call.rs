@@ -14,7 +14,7 @@ use crate::provider::{ChatRequest, ProviderError, Reply};
 use crate::report::LlmCallRecord;
 use serde_json::{json, Value};
 use std::time::Instant;
-use swival_protocol::{CacheStatus, EventKind};
+use swival_protocol::{BeforeLlmCall, CacheStatus, EventKind, HookCall};
 
 /// How a provider call ended, for the report and the `llm_call` event.
 pub(super) struct CallEnd {
@@ -119,27 +119,19 @@ impl AgentRun<'_> {
         if !self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
             return Ok(Hooked::default());
         }
-        let payload = json!({
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            "turn": turn,
-            "call_kind": kind.as_str(),
-            "provider": self.provider.settings.kind.as_str(),
-            "model": self.model,
-            "messages": own.unwrap_or(self.conversation.messages()),
-            "tools": tools.schemas,
+        let call = HookCall::BeforeLlmCall(BeforeLlmCall {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            turn,
+            call_kind: kind,
+            provider: self.provider.settings.kind.as_str().to_owned(),
+            model: self.model.to_owned(),
+            messages: own.unwrap_or(self.conversation.messages()).to_vec(),
+            tools: tools.schemas.to_vec(),
         });
-        let decision = consult(
-            self.pipeline,
-            self.events,
-            self.run_id,
-            self.record,
-            HookPoint::BeforeLlmCall,
-            &payload,
-            self.cancel,
-        )
-        .await
-        .map_err(|_| CallError::Cancelled)?;
+        let decision = consult(self.pipeline, self.events, self.run_id, self.record, &call, self.cancel)
+            .await
+            .map_err(|_| CallError::Cancelled)?;
         if let Some((_, reason)) = decision.blocked {
             let estimate = self.estimate(own, tools);
             self.finish_call(turn, started, estimate, CallEnd::failed(kind));

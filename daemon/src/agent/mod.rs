@@ -28,9 +28,9 @@ use compact::is_context_overflow;
 use conversation::Conversation;
 pub use estimate::estimate_tokens;
 use estimate::{estimate_from, Offered};
-use serde_json::{json, Value};
+use serde_json::json;
 pub use sink::EventSink;
-use swival_protocol::{EventKind, RunId, SessionId};
+use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -118,11 +118,11 @@ pub async fn consult(
     events: &dyn EventSink,
     run_id: &RunId,
     record: &mut RunRecord,
-    point: HookPoint,
-    payload: &Value,
+    call: &HookCall,
     cancel: &CancellationToken,
 ) -> Result<Decision, hooks::Cancelled> {
-    let (decision, records) = pipeline.hooks.run(point, payload, cancel).await?;
+    let point = call.point();
+    let (decision, records) = pipeline.hooks.run(call, cancel).await?;
     for r in records {
         let reason = r.effect.reason().map(str::to_owned);
         let duration_s = r.duration.as_secs_f64();
@@ -175,20 +175,21 @@ impl AgentRun<'_> {
         if !self.pipeline.hooks.any(HookPoint::AfterLlmCall) {
             return Ok(Ok(CallVerdict::default()));
         }
-        let calls: Vec<Value> =
-            reply.tool_calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect();
-        let payload = json!({
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            "turn": turn,
-            "assistant": {"content": reply.content, "tool_calls": calls},
+        let tool_calls = reply
+            .tool_calls
+            .iter()
+            .map(|c| ProposedCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .collect();
+        let call = HookCall::AfterLlmCall(AfterLlmCall {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            turn,
+            assistant: ProposedTurn { content: reply.content.clone(), tool_calls },
         });
-        let point = HookPoint::AfterLlmCall;
-        let decision =
-            match consult(self.pipeline, self.events, self.run_id, self.record, point, &payload, self.cancel).await {
-                Ok(d) => d,
-                Err(hooks::Cancelled) => return Ok(Err(LoopEnd::Cancelled)),
-            };
+        let decision = match consult(self.pipeline, self.events, self.run_id, self.record, &call, self.cancel).await {
+            Ok(d) => d,
+            Err(hooks::Cancelled) => return Ok(Err(LoopEnd::Cancelled)),
+        };
         if let Some((_, reason)) = decision.blocked {
             // Keep the conversation well-formed: every call gets a result, none runs.
             if !reply.tool_calls.is_empty() {

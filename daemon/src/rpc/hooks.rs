@@ -9,7 +9,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage};
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{methods, HookInvocation, HookRegisterParams, HookRespondResult};
+use swival_protocol::{methods, HookRegisterParams, HookRespondResult};
 
 fn registration(p: HookRegisterParams) -> Result<Registration, ErrorObjectOwned> {
     if p.points.is_empty() {
@@ -60,12 +60,7 @@ async fn serve(
         tokio::select! {
             inv = invocations.recv() => {
                 let Some(inv) = inv else { break };
-                let msg = HookInvocation {
-                    call_id: inv.call_id,
-                    point: inv.point,
-                    payload: inv.payload,
-                };
-                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&msg)?.into();
+                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&inv)?.into();
                 if sink.send(msg).await.is_err() {
                     break;
                 }

@@ -22,7 +22,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{EventKind, Outcome, RunId, RunResult};
+use swival_protocol::{BeforeResponseEmit, EventKind, HookCall, Outcome, RunId, RunResult};
 use tokio_util::sync::CancellationToken;
 
 /// A run about to execute, holding the session's conversation and tools.
@@ -272,27 +272,18 @@ impl RunJob {
                 m["content"].as_str().filter(|t| !t.trim().is_empty()).map(|t| (start + i, t.to_owned()))
             })
             .collect();
-        let payload = json!({
-            "session_id": session.id,
-            "run_id": self.run_id,
-            "task": self.task,
-            "content": answer,
-            "all_content": texts.iter().map(|(_, t)| t).collect::<Vec<_>>(),
+        let call = HookCall::BeforeResponseEmit(BeforeResponseEmit {
+            session_id: session.id.clone(),
+            run_id: self.run_id.clone(),
+            task: self.task.clone(),
+            content: answer.clone(),
+            all_content: texts.iter().map(|(_, t)| t.clone()).collect(),
         });
-        let decision = match consult(
-            &session.pipeline,
-            &session.events,
-            &self.run_id,
-            record,
-            HookPoint::BeforeResponseEmit,
-            &payload,
-            &self.cancel,
-        )
-        .await
-        {
-            Ok(d) => d,
-            Err(_) => return LoopEnd::Cancelled,
-        };
+        let decision =
+            match consult(&session.pipeline, &session.events, &self.run_id, record, &call, &self.cancel).await {
+                Ok(d) => d,
+                Err(_) => return LoopEnd::Cancelled,
+            };
         if let Some((_, reason)) = decision.blocked {
             let stored = self.conversation.rewrite(|msgs| {
                 for m in msgs.iter_mut().skip(start).filter(|m| m["role"] == "assistant") {

@@ -15,6 +15,7 @@
 use crate::config::{HookPoint, OnFailure};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use swival_protocol::HookResult;
 
 /// What one hook answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,19 +84,49 @@ impl Effect {
     }
 }
 
-/// Fields each point accepts in a reply.
-fn allowed(point: HookPoint) -> &'static [&'static str] {
-    match point {
-        HookPoint::BeforeLlmCall => &["messages", "tools", "block", "reason"],
-        HookPoint::AfterLlmCall => &["tool_calls", "ask", "block", "reason"],
-        HookPoint::BeforeResponseEmit => &["content", "all_content", "block", "reason"],
-    }
-}
-
 fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
     v.as_array()
         .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
         .ok_or_else(|| format!("'{key}' must be a list of strings"))
+}
+
+/// A hook's output as the result object of `point`, with a plain reason
+/// when it is malformed (not an object, a field `point` does not take, a
+/// field of the wrong type).
+pub fn parse(point: HookPoint, v: &Value) -> Result<HookResult, String> {
+    let obj = v.as_object().ok_or("the output is not a JSON object")?;
+    if let Some(k) = obj.keys().find(|k| !point.result_fields().contains(&k.as_str())) {
+        return Err(format!("'{k}' is not a field of a {point:?} result"));
+    }
+    let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
+    let string = |k: &str| match field(k) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("'{k}' must be a string")),
+    };
+    let list = |k: &str| field(k).map(|t| strings(t, k)).transpose();
+    let reason = string("reason")?;
+    match field("block") {
+        None | Some(Value::Bool(false)) => {}
+        // A block stands even beside a malformed field (fail closed).
+        Some(Value::Bool(true)) => return Ok(HookResult { block: true, reason, ..HookResult::default() }),
+        Some(_) => return Err("'block' must be a boolean".into()),
+    }
+    let messages = match field("messages") {
+        None => None,
+        Some(Value::Array(m)) if m.iter().all(Value::is_object) => Some(m.clone()),
+        Some(_) => return Err("'messages' must be a list of message objects".into()),
+    };
+    Ok(HookResult {
+        messages,
+        tools: list("tools")?,
+        tool_calls: list("tool_calls")?,
+        ask: list("ask")?,
+        content: string("content")?,
+        all_content: list("all_content")?,
+        block: false,
+        reason,
+    })
 }
 
 impl Decision {
@@ -129,38 +160,14 @@ impl Decision {
 
     /// Merge a well-formed reply; `Err` when it is malformed.
     fn merge(&mut self, point: HookPoint, hook: &str, v: &Value) -> Result<Effect, String> {
-        let obj = v.as_object().ok_or("the output is not a JSON object")?;
-        if let Some(k) = obj.keys().find(|k| !allowed(point).contains(&k.as_str())) {
-            return Err(format!("'{k}' is not a field of a {point:?} result"));
+        // Every field is checked before anything changes: a malformed
+        // reply leaves none of its changes behind.
+        let HookResult { messages, tools, tool_calls: calls, ask, content, all_content, block, reason } =
+            parse(point, v)?;
+        if block {
+            return Ok(Effect::Block(reason.unwrap_or_else(|| "blocked by hook".into())));
         }
-        let reason = match obj.get("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("'reason' must be a string".into()),
-        };
-        match obj.get("block") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => return Ok(Effect::Block(reason.unwrap_or_else(|| "blocked by hook".into()))),
-            Some(_) => return Err("'block' must be a boolean".into()),
-        }
-        // Check every field before changing anything: a malformed reply
-        // must not leave half its changes behind.
-        let messages = match obj.get("messages") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(m)) if m.iter().all(Value::is_object) => Some(m.clone()),
-            Some(_) => return Err("'messages' must be a list of message objects".into()),
-        };
-        let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
-        let tools = field("tools").map(|t| strings(t, "tools")).transpose()?;
-        let calls = field("tool_calls").map(|t| strings(t, "tool_calls")).transpose()?;
-        let ask = field("ask").map(|t| strings(t, "ask")).transpose()?.unwrap_or_default();
-        let content = match field("content") {
-            None => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("'content' must be a string".into()),
-        };
-        let all_content = field("all_content").map(|t| strings(t, "all_content")).transpose()?;
-
+        let ask = ask.unwrap_or_default();
         let mut changed = false;
         if let Some(m) = messages {
             if self.messages.is_none() {
@@ -323,5 +330,27 @@ mod tests {
         let mut d = Decision::default();
         assert_eq!(d.apply(E, "h", OnFailure::Block, out(json!({}))), Effect::Pass);
         assert_eq!(d, Decision::default());
+    }
+
+    #[test]
+    fn a_block_stands_beside_a_malformed_field_even_for_an_ignored_hook() {
+        let mut d = Decision::default();
+        let e = d.apply(B, "h", OnFailure::Ignore, out(json!({"block": true, "reason": "no", "messages": 3})));
+        assert_eq!(e, Effect::Block("no".into()));
+        let mut d = Decision::default();
+        let e = d.apply(B, "h", OnFailure::Ignore, out(json!({"messages": 3})));
+        assert!(matches!(e, Effect::Ignored(why) if why.contains("'messages' must be a list")));
+    }
+
+    #[test]
+    fn a_well_formed_result_parses_into_the_protocol_type() {
+        let r = parse(A, &json!({"tool_calls": ["c1"], "ask": ["c2"], "reason": null})).unwrap();
+        assert_eq!(r.tool_calls, Some(vec!["c1".into()]));
+        assert_eq!(r.ask, Some(vec!["c2".into()]));
+        assert_eq!(r.reason, None);
+        assert_eq!(
+            parse(A, &json!({"content": "x"})).unwrap_err(),
+            "'content' is not a field of a AfterLlmCall result"
+        );
     }
 }

@@ -11,11 +11,12 @@ use crate::config::{CommandHook, HookPoint, OnFailure};
 use crate::procs::{Call, Mode, ProcError, ProcessRunner, Script};
 use merge::{Decision, Effect, Reply};
 use rpc::{HookRegistry, RpcHook};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use swival_protocol::HookCall;
 use tokio_util::sync::CancellationToken;
 
 /// Largest output read from a command hook.
@@ -130,14 +131,10 @@ impl Hooks {
         self.commands.iter().any(|c| c.point == point) || !self.registry.for_point(point).is_empty()
     }
 
-    /// Run every hook of `point` in order on `payload`; each sees the state
-    /// the earlier ones left. Stops at the first block.
-    pub async fn run(
-        &self,
-        point: HookPoint,
-        payload: &Value,
-        cancel: &CancellationToken,
-    ) -> Result<(Decision, Vec<Record>), Cancelled> {
+    /// Run every hook of `call`'s point in order on its payload; each sees
+    /// the state the earlier ones left. Stops at the first block.
+    pub async fn run(&self, call: &HookCall, cancel: &CancellationToken) -> Result<(Decision, Vec<Record>), Cancelled> {
+        let point = call.point();
         let mut hooks: Vec<Hook> = self.commands.iter().filter(|c| c.point == point).map(Hook::Command).collect();
         hooks.extend(self.registry.for_point(point).into_iter().map(Hook::Rpc));
         hooks.sort_by_key(Hook::key);
@@ -147,11 +144,11 @@ impl Hooks {
             if decision.is_blocked() {
                 break;
             }
-            let view = view(point, payload, &decision);
+            let view = view(call, &decision);
             let started = Instant::now();
             let reply = match &hook {
                 Hook::Command(c) => self.call_command(c, &view, cancel).await?,
-                Hook::Rpc(r) => self.registry.invoke(r, point, view).await,
+                Hook::Rpc(r) => self.registry.invoke(r, view).await,
             };
             let effect = decision.apply(point, &hook.name(), hook.on_failure(), reply);
             records.push(Record { hook: hook.name(), effect, duration: started.elapsed() });
@@ -162,10 +159,10 @@ impl Hooks {
     async fn call_command(
         &self,
         c: &CommandEntry,
-        payload: &Value,
+        call: &HookCall,
         cancel: &CancellationToken,
     ) -> Result<Reply, Cancelled> {
-        let input = serde_json::to_vec(payload).expect("JSON serializes");
+        let input = call.payload_json();
         let call = Call { script: &c.script, mode: c.mode, input: &input, timeout: c.timeout, max_stdout: MAX_STDOUT };
         let out = match self.runner.call(call, cancel).await {
             Ok(out) => out,
@@ -187,33 +184,32 @@ impl Hooks {
     }
 }
 
-/// The payload a hook sees: the original, with what earlier hooks changed.
-fn view(point: HookPoint, payload: &Value, d: &Decision) -> Value {
-    let mut v = payload.clone();
-    match point {
-        HookPoint::BeforeLlmCall => {
+/// The call a hook sees: the original, with what earlier hooks changed.
+fn view(call: &HookCall, d: &Decision) -> HookCall {
+    let mut v = call.clone();
+    match &mut v {
+        HookCall::BeforeLlmCall(p) => {
             if let Some(m) = &d.messages {
-                v["messages"] = json!(m);
+                p.messages = m.clone();
             }
-            if let (Some(keep), Some(tools)) = (&d.tools, v.get_mut("tools").and_then(Value::as_array_mut)) {
-                tools.retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
-            }
-        }
-        HookPoint::AfterLlmCall => {
-            if let (Some(keep), Some(calls)) =
-                (&d.tool_calls, v.pointer_mut("/assistant/tool_calls").and_then(Value::as_array_mut))
-            {
-                calls.retain(|c| c.get("id").and_then(Value::as_str).is_some_and(|id| keep.contains(id)));
+            if let Some(keep) = &d.tools {
+                p.tools
+                    .retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
             }
         }
-        HookPoint::BeforeResponseEmit => {
+        HookCall::AfterLlmCall(p) => {
+            if let Some(keep) = &d.tool_calls {
+                p.assistant.tool_calls.retain(|c| keep.contains(&c.id));
+            }
+        }
+        HookCall::BeforeResponseEmit(p) => {
             if let Some(c) = &d.content {
-                v["content"] = json!(c);
+                p.content = c.clone();
             }
             if let Some(all) = &d.all_content {
-                v["all_content"] = json!(all);
+                p.all_content = all.clone();
                 if let Some(last) = all.last() {
-                    v["content"] = json!(last);
+                    p.content = last.clone();
                 }
             }
         }

@@ -10,18 +10,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use swival_protocol::{HookCall, HookInvocation};
 use tokio::sync::{mpsc, oneshot};
-
-/// One `hooks/invoke` to deliver.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    /// Pairs the answer with this call.
-    pub call_id: String,
-    /// Where in the pipeline.
-    pub point: HookPoint,
-    /// The point's payload.
-    pub payload: Value,
-}
 
 /// A registered client hook.
 #[derive(Debug, Clone)]
@@ -41,7 +31,7 @@ pub struct RpcHook {
     /// What its failure means.
     pub on_failure: OnFailure,
     /// Where its invocations go.
-    tx: mpsc::Sender<Invocation>,
+    tx: mpsc::Sender<HookInvocation>,
 }
 
 /// Every client hook, and the daemon-wide registration counter.
@@ -79,7 +69,7 @@ impl HookRegistry {
     }
 
     /// Register a client hook; invocations arrive on the receiver.
-    pub fn register(&self, r: Registration) -> (u64, mpsc::Receiver<Invocation>) {
+    pub fn register(&self, r: Registration) -> (u64, mpsc::Receiver<HookInvocation>) {
         let (tx, rx) = mpsc::channel(64);
         let order = self.next_order();
         let hook = RpcHook {
@@ -118,11 +108,11 @@ impl HookRegistry {
     }
 
     /// Ask a client hook and wait for its answer.
-    pub async fn invoke(&self, hook: &RpcHook, point: HookPoint, payload: Value) -> Reply {
+    pub async fn invoke(&self, hook: &RpcHook, call: HookCall) -> Reply {
         let call_id = format!("h{}", self.calls.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(call_id.clone(), tx);
-        let sent = hook.tx.send(Invocation { call_id: call_id.clone(), point, payload }).await;
+        let sent = hook.tx.send(HookInvocation { call_id: call_id.clone(), call }).await;
         let reply = if sent.is_err() {
             Reply::Failed("its client disconnected".into())
         } else {
