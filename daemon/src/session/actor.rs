@@ -8,13 +8,15 @@
 //! answers other commands meanwhile (a second `run/start` is refused as
 //! busy, `session/close` cancels the run).
 //!
-//! The actor alone decides when it leaves memory: when it is closed and
-//! idle, when asked to leave (`Leave`, from the idle sweep or the cap on
-//! sessions in memory) while idle, or when a run panicked and took its
-//! parts with it. It takes itself out of the
-//! registry before it drops its mailbox, so a caller that still holds its
-//! handle finds the mailbox gone and loads the session again from the
-//! store; two copies never run at once.
+//! The registry (`live.rs`) holds one handle per session in memory. A run
+//! starts only in the actor the registry holds at that moment, checked
+//! and marked busy under the registry's lock, and the registry drops only
+//! actors that are not busy; so two copies of a session never run at once.
+//! An actor ends when nobody holds its handle any more (the registry let
+//! it go: idle too long, or past the cap), or takes itself out of the
+//! registry when it is closed and idle, when the caller's environment
+//! changed, or when a run panicked and took its parts with it. A caller
+//! that still holds an old handle is told to load the session again.
 
 use super::live::{ActiveRun, Live};
 use super::run::{self, RunJob};
@@ -48,8 +50,9 @@ pub(super) struct Parts {
 pub(super) enum StartRefused {
     /// A refusal for the caller (closed, busy, a store failure).
     Session(SessionError),
-    /// The caller's environment changed: this copy was built for the old
-    /// one and has left memory; load the session again.
+    /// This copy is no longer the one in memory (the registry let it go,
+    /// or it was built for the caller's old environment and left): load
+    /// the session again.
     Reload,
 }
 
@@ -68,17 +71,6 @@ pub(super) enum Command {
     Close {
         /// Whether the closed flag was stored.
         reply: oneshot::Sender<Result<(), SessionError>>,
-    },
-    /// Leave memory if idle; the reply (when asked) says whether it left.
-    Leave {
-        /// Told whether the actor left.
-        reply: Option<oneshot::Sender<bool>>,
-    },
-    /// Reply once every earlier command has been handled.
-    #[cfg(test)]
-    Ping {
-        /// Answered at once.
-        reply: oneshot::Sender<()>,
     },
 }
 
@@ -102,9 +94,9 @@ impl Handle {
         (Handle { session, tx }, rx)
     }
 
-    /// Whether both handles reach the same actor.
-    pub fn same(&self, other: &Handle) -> bool {
-        Arc::ptr_eq(&self.session, &other.session)
+    /// Whether this handle reaches the actor of `session` (this copy).
+    pub fn is(&self, session: &Arc<Session>) -> bool {
+        Arc::ptr_eq(&self.session, session)
     }
 
     /// Send `command` and wait for its answer; `Gone` when the actor left
@@ -114,12 +106,6 @@ impl Handle {
         self.tx.send(command(reply)).await.map_err(|_| Gone)?;
         answer.await.map_err(|_| Gone)
     }
-
-    /// Ask the actor to leave memory if it is idle, without waiting.
-    pub fn nudge_leave(&self) {
-        // A full mailbox means a busy actor, which would not leave anyway.
-        let _ = self.tx.try_send(Command::Leave { reply: None });
-    }
 }
 
 /// Takes the actor's handle out of the registry when the actor ends, also
@@ -127,14 +113,14 @@ impl Handle {
 struct Unregister {
     /// The registry.
     live: Weak<Live>,
-    /// This actor's handle.
-    handle: Handle,
+    /// This actor's copy of the session.
+    session: Arc<Session>,
 }
 
 impl Drop for Unregister {
     fn drop(&mut self) {
         if let Some(live) = self.live.upgrade() {
-            live.remove(&self.handle);
+            live.remove(&self.session);
         }
     }
 }
@@ -149,8 +135,9 @@ pub(super) struct Actor {
     shared: Arc<Shared>,
     /// The registry of sessions in memory and runs in flight.
     live: Weak<Live>,
-    /// Its handle, for the registry and the runs it starts.
-    handle: Handle,
+    /// Its copy of the session (no handle: the actor ends when the last
+    /// handle is dropped).
+    session: Arc<Session>,
     /// Its parts, `None` while a run has them.
     parts: Option<Parts>,
     /// Closed sessions take no runs.
@@ -164,14 +151,15 @@ impl Actor {
     pub fn spawn(
         shared: Arc<Shared>,
         live: &Arc<Live>,
-        handle: Handle,
+        handle: &Handle,
         rx: mpsc::Receiver<Command>,
         parts: Parts,
         closed: bool,
     ) {
         let live = Arc::downgrade(live);
-        let unregister = Unregister { live: live.clone(), handle: handle.clone() };
-        let actor = Actor { shared: shared.clone(), live, handle, parts: Some(parts), closed, active: None };
+        let session = handle.session.clone();
+        let unregister = Unregister { live: live.clone(), session: session.clone() };
+        let actor = Actor { shared, live, session, parts: Some(parts), closed, active: None };
         // Not waited for by shutdown: an idle actor has nothing to finish,
         // and its run holds the drain open while it goes (`start`).
         tokio::spawn(actor.serve(rx, unregister));
@@ -199,7 +187,8 @@ impl Actor {
                         }
                     }
                     // Only the registry and callers hold handles; once all
-                    // are gone nobody can reach this actor.
+                    // are gone (the registry let this copy go) nobody can
+                    // reach this actor.
                     None if idle => break,
                     None => {
                         let ended = running.take().expect("running").await;
@@ -236,26 +225,11 @@ impl Actor {
                 if let Some((_, cancel, _)) = &self.active {
                     cancel.cancel();
                 }
-                let stored = self.shared.store.close_session(&self.handle.session.id).map_err(SessionError::from);
+                let stored = self.shared.store.close_session(&self.session.id).map_err(SessionError::from);
                 if stored.is_ok() && self.active.is_none() {
                     self.leave();
                 }
                 let _ = reply.send(stored);
-                None
-            }
-            Command::Leave { reply } => {
-                let leaves = self.active.is_none();
-                if leaves {
-                    self.leave();
-                }
-                if let Some(reply) = reply {
-                    let _ = reply.send(leaves);
-                }
-                None
-            }
-            #[cfg(test)]
-            Command::Ping { reply } => {
-                let _ = reply.send(());
                 None
             }
         }
@@ -264,7 +238,7 @@ impl Actor {
     /// Leave memory: out of the registry now, then the loop ends.
     fn leave(&mut self) {
         if let Some(live) = self.live.upgrade() {
-            live.remove(&self.handle);
+            live.remove(&self.session);
         }
         self.parts = None;
     }
@@ -272,7 +246,7 @@ impl Actor {
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
     fn start(&mut self, task: String, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
-        let session = &self.handle.session;
+        let session = &self.session;
         if self.closed {
             return Err(StartRefused::Session(SessionError::Closed(session.id.clone())));
         }
@@ -286,6 +260,11 @@ impl Actor {
             return Err(StartRefused::Reload);
         }
         let live = self.live.upgrade().ok_or(StartRefused::Session(SessionError::ShuttingDown))?;
+        // Only the copy held right now may run, and it stays held until
+        // the run ends.
+        if !live.begin_run(session) {
+            return Err(StartRefused::Reload);
+        }
         let run_id = RunId(random_id("r_"));
         let cancel = self.shared.shutdown.child_token();
         let row = RunRow {
@@ -300,6 +279,7 @@ impl Actor {
         live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
         if let Err(e) = session.events.start(&row) {
             live.run_ended(&run_id);
+            live.end_run(session);
             return Err(StartRefused::Session(e.into()));
         }
         let parts = self.parts.take().expect("an idle session holds its parts");
@@ -331,16 +311,13 @@ impl Actor {
         let (run_id, _, done) = self.active.take().expect("a run was in flight");
         self.parts = parts;
         let stays = self.parts.is_some() && !self.closed;
-        if stays {
-            // Idle from now on: the idle timeout counts from the run's end.
-            if let Some(live) = self.live.upgrade() {
-                live.touch(&self.handle);
-            }
-        } else {
-            self.leave();
-        }
         if let Some(live) = self.live.upgrade() {
+            // Idle from now on: the idle timeout counts from the run's end.
+            live.end_run(&self.session);
             live.run_ended(&run_id);
+        }
+        if !stays {
+            self.leave();
         }
         // A waiter that comes after the entry is gone reads the store; one
         // that came before gets the result here.

@@ -7,14 +7,16 @@
 //! (least recently used first). `Sessions::find` loads a dropped session
 //! again from the store.
 //!
-//! The registry never drops a session itself: it asks the session's actor
-//! to leave, and the actor leaves only when it has no run in flight (a
-//! second copy could start a second run). The actor takes itself out of
-//! the registry before it stops reading its mailbox (`actor.rs`), so the
-//! cap is reached as soon as the asked actors have answered.
+//! A session with a run in flight is never dropped: a run starts only in
+//! the copy held right now, marked busy under this registry's lock
+//! (`begin_run`), and only copies that are not busy are dropped, under the
+//! same lock. A dropped copy's actor ends once nobody holds its handle; a
+//! caller still holding one is told to load the session again.
 
 use super::actor::Handle;
+use super::Session;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use swival_protocol::{RunId, RunResult, SessionId};
@@ -44,6 +46,8 @@ struct Held {
     handle: Handle,
     /// When it was last asked for.
     used: Instant,
+    /// A run of it is in flight: it is not dropped.
+    busy: bool,
 }
 
 /// Sessions in memory and runs in flight.
@@ -84,69 +88,85 @@ impl Live {
     }
 
     /// Hold `handle`, unless a copy of its session is already held (which
-    /// is returned as the error); then ask the least recently used others
-    /// to leave while more than the cap are held.
+    /// is returned as the error); then drop the least recently used idle
+    /// sessions past the cap.
     pub fn insert(&self, handle: Handle) -> Result<(), Handle> {
-        let mut sessions = self.sessions();
-        let id = handle.session.id.clone();
-        if let Some(held) = sessions.get_mut(&id) {
-            held.used = Instant::now();
-            return Err(held.handle.clone());
-        }
-        sessions.insert(id.clone(), Held { handle, used: Instant::now() });
-        let over = sessions.len().saturating_sub(self.limits.max_sessions);
-        if over > 0 {
-            let mut others: Vec<(Instant, &Handle)> =
-                sessions.iter().filter(|(other, _)| **other != id).map(|(_, h)| (h.used, &h.handle)).collect();
-            others.sort_by_key(|(used, _)| *used);
-            // Actors with a run in flight stay; the cap is a target, not a wall.
-            for (_, handle) in others.into_iter().take(over) {
-                handle.nudge_leave();
+        let mut dropped = Vec::new();
+        {
+            let mut sessions = self.sessions();
+            let id = handle.session.id.clone();
+            if let Some(held) = sessions.get_mut(&id) {
+                held.used = Instant::now();
+                return Err(held.handle.clone());
+            }
+            sessions.insert(id.clone(), Held { handle, used: Instant::now(), busy: false });
+            if sessions.len() > self.limits.max_sessions {
+                let mut idle: Vec<(Instant, SessionId)> = sessions
+                    .iter()
+                    .filter(|(other, held)| **other != id && !held.busy)
+                    .map(|(other, held)| (held.used, other.clone()))
+                    .collect();
+                idle.sort();
+                let over = sessions.len() - self.limits.max_sessions;
+                dropped.extend(idle.into_iter().take(over).filter_map(|(_, other)| sessions.remove(&other)));
             }
         }
+        // Dropping handles ends idle actors, which close what they hold;
+        // not under the lock.
+        drop(dropped);
         Ok(())
     }
 
-    /// Mark `handle`'s session (if it is the copy held) as used just now.
-    pub fn touch(&self, handle: &Handle) {
-        if let Some(held) = self.sessions().get_mut(&handle.session.id) {
-            if held.handle.same(handle) {
+    /// A run of `session` starts: true (and it stays held until
+    /// [`Live::end_run`]) when this copy is the one held.
+    pub fn begin_run(&self, session: &Arc<Session>) -> bool {
+        match self.sessions().get_mut(&session.id) {
+            Some(held) if held.handle.is(session) => {
+                held.busy = true;
+                held.used = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The run of `session` ended: it may be dropped again, and counts as
+    /// used just now.
+    pub fn end_run(&self, session: &Arc<Session>) {
+        if let Some(held) = self.sessions().get_mut(&session.id) {
+            if held.handle.is(session) {
+                held.busy = false;
                 held.used = Instant::now();
             }
         }
     }
 
-    /// Stop holding `handle` (if it is the copy held); only its actor does this.
-    pub fn remove(&self, handle: &Handle) {
-        let mut sessions = self.sessions();
-        if sessions.get(&handle.session.id).is_some_and(|held| held.handle.same(handle)) {
-            sessions.remove(&handle.session.id);
-        }
+    /// Stop holding `session` (if it is the copy held).
+    pub fn remove(&self, session: &Arc<Session>) {
+        let removed = {
+            let mut sessions = self.sessions();
+            match sessions.get(&session.id) {
+                Some(held) if held.handle.is(session) => sessions.remove(&session.id),
+                _ => None,
+            }
+        };
+        drop(removed);
     }
 
-    /// Ask the sessions idle for longer than the idle timeout to leave.
+    /// Drop the sessions idle for longer than the idle timeout.
     pub fn sweep(&self, now: Instant) {
         let Some(timeout) = self.limits.idle_timeout else { return };
-        let sessions = self.sessions();
-        let stale = sessions.values().filter(|held| now.saturating_duration_since(held.used) >= timeout);
-        let mut asked = 0;
-        for held in stale {
-            held.handle.nudge_leave();
-            asked += 1;
-        }
-        if asked > 0 {
-            tracing::debug!("{asked} idle sessions asked to leave memory");
-        }
-    }
-
-    /// Returns once every actor held now has handled what it was sent
-    /// before (a sweep's or the cap's requests to leave).
-    #[cfg(test)]
-    pub async fn settle(&self) {
-        let handles: Vec<Handle> = self.sessions().values().map(|h| h.handle.clone()).collect();
-        for handle in handles {
-            // An actor that left has no mailbox to answer from: settled too.
-            let _ = handle.ask(|reply| super::actor::Command::Ping { reply }).await;
+        let dropped: Vec<Held> = {
+            let mut sessions = self.sessions();
+            let stale: Vec<SessionId> = sessions
+                .iter()
+                .filter(|(_, held)| !held.busy && now.saturating_duration_since(held.used) >= timeout)
+                .map(|(id, _)| id.clone())
+                .collect();
+            stale.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        if !dropped.is_empty() {
+            tracing::debug!("{} idle sessions dropped from memory", dropped.len());
         }
     }
 

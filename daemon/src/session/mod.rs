@@ -408,7 +408,7 @@ impl Sessions {
         // A close stored by the copy that held the session before is seen
         // here: that copy left the registry only after storing it.
         let closed = matches!(self.shared.store.session(&handle.session.id), Ok(Some(row)) if row.closed);
-        Actor::spawn(self.shared.clone(), &self.live, handle.clone(), rx, parts, closed);
+        Actor::spawn(self.shared.clone(), &self.live, &handle, rx, parts, closed);
         handle
     }
 

@@ -103,7 +103,6 @@ async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back()
     let (a, b) = (f.create(), f.create());
     f.sessions.session(&a).unwrap();
     let c = f.create();
-    f.sessions.live.settle().await;
     assert_eq!(f.sessions.live_sessions(), 2);
     let held: Vec<bool> = [&a, &b, &c].iter().map(|id| f.sessions.live.get(id).is_some()).collect();
     assert_eq!(held, [true, false, true], "b was used least recently");
@@ -121,12 +120,10 @@ async fn the_sweep_drops_idle_sessions_but_never_one_with_a_run_in_flight() {
     let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
     let later = std::time::Instant::now() + Duration::from_secs(3600);
     f.sessions.live.sweep(later);
-    f.sessions.live.settle().await;
     assert_eq!(f.sessions.live_sessions(), 1, "a session with a run in flight stays");
     assert!(f.sessions.cancel(&run).unwrap());
     f.sessions.wait(&run).await.unwrap();
     f.sessions.live.sweep(later);
-    f.sessions.live.settle().await;
     assert_eq!(f.sessions.live_sessions(), 0);
     // The copy that left is never used again: the next use loads another.
     assert!(!Arc::ptr_eq(&f.sessions.session(&id).unwrap(), &first));

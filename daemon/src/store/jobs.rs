@@ -2,6 +2,7 @@
 //! run's row or result in the same step): what one write does inside the
 //! writer's transaction.
 
+use super::writer::Tx;
 use rusqlite::{params, Connection};
 use swival_protocol::{Event, Seq, SessionId};
 
@@ -20,20 +21,20 @@ pub(super) fn message_job(
 }
 
 /// The writer job storing `template` with the session's next seq (and a
-/// run's row or result in the same step); it returns the seq.
+/// run's row or result in the same step); it returns the seq. The number
+/// counts as used only once every statement of the job succeeded.
 pub(super) fn event_job(
     mut template: Event,
     start: Option<(String, String, String, String)>,
     finish: Option<(String, String, String)>,
-) -> impl FnMut(&Connection) -> rusqlite::Result<i64> + Send + 'static {
+) -> impl FnMut(&mut Tx<'_>) -> rusqlite::Result<i64> + Send + 'static {
     let session = template.session_id.0.clone();
-    move |c: &Connection| {
+    move |tx: &mut Tx<'_>| {
+        let c = tx.conn;
         if let Some(row) = &start {
             insert_run(c, row)?;
         }
-        let seq: i64 = c
-            .prepare_cached("UPDATE sessions SET last_seq = last_seq + 1 WHERE id = ?1 RETURNING last_seq")?
-            .query_row(params![session], |r| r.get(0))?;
+        let seq = tx.seqs.next(c, &session)?;
         template.seq = Seq(seq as u64);
         let body = serde_json::to_string(&template).expect("events serialize");
         c.prepare_cached("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)")?
@@ -42,6 +43,7 @@ pub(super) fn event_job(
             c.prepare_cached("UPDATE runs SET result = ?2, report = ?3 WHERE id = ?1")?
                 .execute(params![run, result, report])?;
         }
+        tx.seqs.used(&session, seq);
         Ok(seq)
     }
 }

@@ -419,7 +419,7 @@ impl Store {
         let mut done = event.clone();
         let job = event_job(event, None, None);
         let path = self.path.clone();
-        self.writer.write_then(
+        self.writer.write_tx_then(
             true,
             job,
             Box::new(move |r| match r {
@@ -456,7 +456,7 @@ impl Store {
         let job = event_job(event.clone(), start, finish);
         let mut done = event.clone();
         let (reply, result) = std::sync::mpsc::sync_channel(1);
-        self.writer.write_then(
+        self.writer.write_tx_then(
             wait_for_space,
             job,
             Box::new(move |r: rusqlite::Result<i64>| {

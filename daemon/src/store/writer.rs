@@ -19,10 +19,76 @@ const MAX_BATCH: usize = 512;
 /// How long a caller waits before telling the runtime it is blocking.
 const QUICK_WAIT: Duration = Duration::from_millis(20);
 
+/// Most sessions whose last event number the writer keeps in memory;
+/// past it the numbers are read from the database again as needed.
+const MAX_CACHED_SEQS: usize = 4096;
+
+/// Every session's last event number, kept by the writer so numbering an
+/// event is not a read and an update of the session's row each time: the
+/// row's `last_seq` is written once per session per batch, in the batch's
+/// transaction. Numbers handed out in a batch become the known ones only
+/// once it commits; a rolled-back batch forgets them.
+#[derive(Debug, Default)]
+pub(super) struct Seqs {
+    /// Last numbers as committed.
+    committed: std::collections::HashMap<String, i64>,
+    /// Last numbers handed out in the batch being written.
+    batch: std::collections::HashMap<String, i64>,
+}
+
+impl Seqs {
+    /// The number after the last one `session` has (in this batch, as
+    /// committed, or as stored); an error when there is no such session.
+    pub(super) fn next(&self, c: &Connection, session: &str) -> rusqlite::Result<i64> {
+        let last = match self.batch.get(session).or_else(|| self.committed.get(session)) {
+            Some(last) => *last,
+            None => c
+                .prepare_cached("SELECT last_seq FROM sessions WHERE id = ?1")?
+                .query_row([session], |r| r.get::<_, i64>(0))?,
+        };
+        Ok(last + 1)
+    }
+
+    /// `seq` was stored for `session` (by a job whose work all succeeded).
+    pub(super) fn used(&mut self, session: &str, seq: i64) {
+        self.batch.insert(session.to_owned(), seq);
+    }
+
+    /// Write the batch's last numbers into the sessions' rows.
+    fn store(&self, c: &Connection) -> rusqlite::Result<()> {
+        let mut update = c.prepare_cached("UPDATE sessions SET last_seq = ?2 WHERE id = ?1")?;
+        for (session, seq) in &self.batch {
+            update.execute(rusqlite::params![session, seq])?;
+        }
+        Ok(())
+    }
+
+    /// The batch committed: its numbers are the known ones now.
+    fn committed(&mut self) {
+        if self.committed.len() + self.batch.len() > MAX_CACHED_SEQS {
+            self.committed.clear();
+        }
+        self.committed.extend(self.batch.drain());
+    }
+
+    /// The batch was rolled back: forget what it handed out.
+    fn rolled_back(&mut self) {
+        self.batch.clear();
+    }
+}
+
+/// What a job works with inside the writer's transaction.
+pub(super) struct Tx<'a> {
+    /// The write connection.
+    pub conn: &'a Connection,
+    /// The sessions' event numbers.
+    pub seqs: &'a mut Seqs,
+}
+
 /// A unit of work run inside the writer's transaction.
 trait Job: Send {
     /// Do the work; may run again after the batch was rolled back.
-    fn run(&mut self, c: &Connection) -> rusqlite::Result<()>;
+    fn run(&mut self, tx: &mut Tx<'_>) -> rusqlite::Result<()>;
     /// Whether the caller would rather fail than wait for disk space.
     fn wait_for_space(&self) -> bool;
     /// Whether the job runs alone, outside any transaction (`VACUUM`).
@@ -45,9 +111,9 @@ struct Typed<T, F> {
     then: Then<T>,
 }
 
-impl<T: Send, F: FnMut(&Connection) -> rusqlite::Result<T> + Send> Job for Typed<T, F> {
-    fn run(&mut self, c: &Connection) -> rusqlite::Result<()> {
-        self.out = Some((self.f)(c)?);
+impl<T: Send, F: FnMut(&mut Tx<'_>) -> rusqlite::Result<T> + Send> Job for Typed<T, F> {
+    fn run(&mut self, tx: &mut Tx<'_>) -> rusqlite::Result<()> {
+        self.out = Some((self.f)(tx)?);
         Ok(())
     }
 
@@ -125,10 +191,19 @@ impl Writer {
     /// Queue `f` for the writer's next transaction and return at once;
     /// `then` gets the result on the writer thread, in commit order, once
     /// the batch committed (waiting for disk space as [`Writer::write`]).
-    pub(super) fn write_then<T, F>(&self, wait_for_space: bool, f: F, then: Then<T>)
+    pub(super) fn write_then<T, F>(&self, wait_for_space: bool, mut f: F, then: Then<T>)
     where
         T: Send + 'static,
         F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.write_tx_then(wait_for_space, move |tx: &mut Tx<'_>| f(tx.conn), then);
+    }
+
+    /// [`Writer::write_then`] for a job that numbers events (`Tx::seqs`).
+    pub(super) fn write_tx_then<T, F>(&self, wait_for_space: bool, f: F, then: Then<T>)
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx<'_>) -> rusqlite::Result<T> + Send + 'static,
     {
         self.send(Box::new(Typed { f, out: None, wait_for_space, alone: false, then }));
     }
@@ -136,10 +211,11 @@ impl Writer {
     /// Run `f` on the writer thread outside any transaction, between two
     /// batches (for `VACUUM`, which cannot run inside one), and return its
     /// result. A full disk fails it instead of waiting.
-    pub(super) fn alone<F>(&self, f: F) -> rusqlite::Result<()>
+    pub(super) fn alone<F>(&self, mut f: F) -> rusqlite::Result<()>
     where
         F: FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static,
     {
+        let f = move |tx: &mut Tx<'_>| f(tx.conn);
         let (reply, result) = mpsc::sync_channel(1);
         let then: Then<()> = Box::new(move |r| {
             let _ = reply.send(r);
@@ -197,10 +273,11 @@ fn is_full(e: &rusqlite::Error) -> bool {
 /// The writer thread: batch, commit, answer, until every sender is gone.
 /// A job that runs alone ends the batch before it and runs after it.
 fn serve(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
+    let mut seqs = Seqs::default();
     let mut next = jobs.recv().ok();
     while let Some(first) = next.take() {
         if first.alone() {
-            run_alone(&conn, first);
+            run_alone(&conn, &mut seqs, first);
             next = jobs.recv().ok();
             continue;
         }
@@ -215,24 +292,29 @@ fn serve(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
-        commit(&conn, batch);
+        commit(&conn, &mut seqs, batch);
         if next.is_none() {
             next = jobs.recv().ok();
         }
     }
 }
 
-fn run_alone(conn: &Connection, mut job: Box<dyn Job>) {
-    let result = job.run(conn);
+fn run_alone(conn: &Connection, seqs: &mut Seqs, mut job: Box<dyn Job>) {
+    let result = job.run(&mut Tx { conn, seqs });
     job.done(result);
 }
 
 /// Commit one batch, retrying while the disk is full.
-fn commit(conn: &Connection, mut batch: Vec<Box<dyn Job>>) {
+fn commit(conn: &Connection, seqs: &mut Seqs, mut batch: Vec<Box<dyn Job>>) {
     let mut pause = Duration::from_millis(50);
     let mut warned = false;
     loop {
-        match attempt(conn, &mut batch) {
+        let attempted = attempt(conn, seqs, &mut batch);
+        match &attempted {
+            Ok(_) => seqs.committed(),
+            Err(_) => seqs.rolled_back(),
+        }
+        match attempted {
             Ok(results) => {
                 for (job, result) in batch.into_iter().zip(results) {
                     job.done(result);
@@ -288,11 +370,15 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 /// One try: every job in its savepoint, then commit. `Err` (nothing kept)
 /// when the transaction as a whole failed or a job hit a full disk.
-fn attempt(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<Vec<rusqlite::Result<()>>> {
+fn attempt(
+    conn: &Connection,
+    seqs: &mut Seqs,
+    batch: &mut [Box<dyn Job>],
+) -> rusqlite::Result<Vec<rusqlite::Result<()>>> {
     control(conn, "BEGIN IMMEDIATE")?;
     let mut results = Vec::with_capacity(batch.len());
     for job in batch.iter_mut() {
-        let step = control(conn, "SAVEPOINT job").and_then(|()| job.run(conn));
+        let step = control(conn, "SAVEPOINT job").and_then(|()| job.run(&mut Tx { conn, seqs: &mut *seqs }));
         match step {
             Ok(()) => results.push(control(conn, "RELEASE job")),
             Err(e) if is_full(&e) => {
@@ -305,9 +391,41 @@ fn attempt(conn: &Connection, batch: &mut [Box<dyn Job>]) -> rusqlite::Result<Ve
             }
         }
     }
-    if let Err(e) = control(conn, "COMMIT") {
+    if let Err(e) = seqs.store(conn).and_then(|()| control(conn, "COMMIT")) {
         let _ = conn.execute_batch("ROLLBACK");
         return Err(e);
     }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions_table(last_seq: i64) -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE sessions (id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL DEFAULT 0)").unwrap();
+        c.execute("INSERT INTO sessions (id, last_seq) VALUES ('s', ?1)", [last_seq]).unwrap();
+        c
+    }
+
+    #[test]
+    fn numbers_continue_from_the_row_and_a_rolled_back_batch_hands_its_numbers_out_again() {
+        let c = sessions_table(7);
+        let mut seqs = Seqs::default();
+        assert_eq!(seqs.next(&c, "s").unwrap(), 8);
+        seqs.used("s", 8);
+        assert_eq!(seqs.next(&c, "s").unwrap(), 9, "the batch's own numbers count");
+        seqs.rolled_back();
+        assert_eq!(seqs.next(&c, "s").unwrap(), 8);
+        seqs.used("s", 8);
+        seqs.store(&c).unwrap();
+        seqs.committed();
+        let stored: i64 = c.query_row("SELECT last_seq FROM sessions WHERE id = 's'", [], |r| r.get(0)).unwrap();
+        assert_eq!(stored, 8);
+        // Known from memory now: the row is not read again.
+        c.execute("UPDATE sessions SET last_seq = 100", []).unwrap();
+        assert_eq!(seqs.next(&c, "s").unwrap(), 9);
+        assert!(seqs.next(&c, "nobody").is_err(), "an unknown session has no numbers");
+    }
 }
