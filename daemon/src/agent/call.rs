@@ -99,7 +99,7 @@ impl AgentRun<'_> {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
-        let req = ChatRequest { messages: outbound, tools: tools.schemas, max_tokens };
+        let req = ChatRequest { messages: outbound, tools: tools.schemas, tools_json: tools.json, max_tokens };
         let answered = self.chat(turn, kind, &req).await;
         self.record.cache_keys.extend(answered.cache_key);
         self.settle(turn, kind, started, estimate, answered.result, answered.served)

@@ -25,15 +25,23 @@ pub struct Offered<'a> {
     pub schemas: &'a [Value],
     /// The length of their compact JSON, summed.
     pub chars: usize,
+    /// Their JSON array, serialised once for every call of the run;
+    /// `None` when the offer was narrowed for one call.
+    pub json: Option<&'a serde_json::value::RawValue>,
 }
 
 impl<'a> Offered<'a> {
     /// No tools.
-    pub const NONE: Offered<'static> = Offered { schemas: &[], chars: 0 };
+    pub const NONE: Offered<'static> = Offered { schemas: &[], chars: 0, json: None };
 
     /// `schemas`, counted.
     pub fn new(schemas: &'a [Value]) -> Offered<'a> {
-        Offered { schemas, chars: schemas.iter().map(json_len).sum() }
+        Offered { schemas, chars: schemas.iter().map(json_len).sum(), json: None }
+    }
+
+    /// `schemas`, counted, with `json` their JSON array as sent.
+    pub fn serialized(schemas: &'a [Value], json: &'a serde_json::value::RawValue) -> Offered<'a> {
+        Offered { json: Some(json), ..Offered::new(schemas) }
     }
 }
 

@@ -227,7 +227,9 @@ impl AgentRun<'_> {
             t.extend(self.tools.mcp.schemas().iter().cloned());
             t
         };
-        let offered = Offered::new(&tools);
+        // The schemas go out on every call unchanged: serialised once.
+        let tools_json = serde_json::value::to_raw_value(&tools).expect("tool schemas serialize");
+        let offered = Offered::serialized(&tools, &tools_json);
         let mut guards = guard::Guards::new(self.storm_breaker);
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;

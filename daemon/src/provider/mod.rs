@@ -257,6 +257,8 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Value],
     /// Tool schemas offered (OpenAI function format).
     pub tools: &'a [Value],
+    /// `tools` as a JSON array already serialised, when the caller has it.
+    pub tools_json: Option<&'a serde_json::value::RawValue>,
     /// `max_tokens`, already clamped to the window.
     pub max_tokens: u64,
 }
@@ -271,7 +273,7 @@ pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a
     body.insert("messages", Part::Messages(req.messages));
     body.insert("max_tokens", Part::Owned(json!(req.max_tokens)));
     if !req.tools.is_empty() {
-        body.insert("tools", Part::Values(req.tools));
+        body.insert("tools", req.tools_json.map_or(Part::Values(req.tools), Part::Raw));
         body.insert("tool_choice", Part::Str("auto"));
     }
     if let Some(t) = settings.temperature {
@@ -327,6 +329,8 @@ enum Part<'a> {
     Values(&'a [Value]),
     /// Stored messages, as sent (see [`WireMessage`]).
     Messages(&'a [Value]),
+    /// JSON serialised before.
+    Raw(&'a serde_json::value::RawValue),
 }
 
 impl serde::Serialize for Part<'_> {
@@ -337,6 +341,7 @@ impl serde::Serialize for Part<'_> {
             Part::Owned(v) => v.serialize(s),
             Part::Values(v) => v.serialize(s),
             Part::Messages(ms) => s.collect_seq(ms.iter().map(WireMessage)),
+            Part::Raw(v) => v.serialize(s),
         }
     }
 }
@@ -538,7 +543,7 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let req = ChatRequest { messages: &msgs, tools: &tools, max_tokens: 100 };
+        let req = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 100 };
         let body = request_body(&settings(), "m", &req).to_value();
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
@@ -549,9 +554,22 @@ mod tests {
     }
 
     #[test]
+    fn tools_serialised_before_go_out_byte_for_byte_as_the_schemas_would() {
+        let msgs = vec![json!({"role": "user", "content": "hi"})];
+        let tools =
+            vec![json!({"type": "function", "function": {"name": "read_file", "parameters": {"b": 1, "a": 2}}})];
+        let json = serde_json::value::to_raw_value(&tools).unwrap();
+        let settings = settings();
+        let plain = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 9 };
+        let raw = ChatRequest { tools_json: Some(&json), ..plain.clone() };
+        let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
+        assert_eq!(text(&raw), text(&plain));
+    }
+
+    #[test]
     fn no_tools_means_no_tool_choice() {
         let settings = settings();
-        let req = ChatRequest { messages: &[], tools: &[], max_tokens: 1 };
+        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&settings, "m", &req).to_value();
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
@@ -561,7 +579,7 @@ mod tests {
         let mut s = settings();
         s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let req = ChatRequest { messages: &[], tools: &[], max_tokens: 1 };
+        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&s, "m", &req).to_value();
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);

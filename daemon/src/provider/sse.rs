@@ -52,45 +52,58 @@ impl StreamAssembler {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Malformed(format!("stream chunk is not JSON ({e}): {}", preview(data))))?;
-        if let Some(err) = chunk.get("error") {
+        let malformed = |e: serde_json::Error| {
+            ProviderError::Malformed(format!("stream chunk is not JSON ({e}): {}", preview(data)))
+        };
+        let chunk: wire::Chunk<'_> = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            // JSON, but not an object: nothing in it for the reply.
+            Err(e) if e.classify() == serde_json::error::Category::Data => return Ok(()),
+            Err(e) => return Err(malformed(e)),
+        };
+        if let Some(err) = chunk.error {
+            let err: Value = serde_json::from_str(err.get()).map_err(malformed)?;
             return Err(ProviderError::Transport(format!("provider error in stream: {err}")));
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.reply.usage = Some(usage.clone());
+        if let Some(usage) = chunk.usage {
+            self.reply.usage = Some(serde_json::from_str(usage.get()).map_err(malformed)?);
         }
-        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+        // Read as leniently as the fields' types allow: a field of another
+        // type than expected counts as absent, as it did when chunks were
+        // read into a `Value`.
+        let Some(choice) = chunk.choices.and_then(|c| wire::first(c)) else {
             return Ok(());
         };
         self.saw_choice = true;
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.reply.finish_reason = Some(reason.to_owned());
+        let choice: wire::Choice<'_> = wire::object(choice);
+        if let Some(reason) = choice.finish_reason {
+            self.reply.finish_reason = Some(reason.into_owned());
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.delta else {
             return Ok(());
         };
-        if let Some(text) = delta.get("content").and_then(Value::as_str) {
-            if !text.is_empty() {
-                self.text.push_str(text);
-                on_text(text);
-            }
+        let delta: wire::Delta<'_> = wire::object(delta);
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.text.push_str(&text);
+            on_text(&text);
         }
-        for tc in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(self.calls.len() as u64) as usize;
+        for tc in delta.tool_calls.map(wire::items).unwrap_or_default() {
+            let tc: wire::DeltaCall<'_> = wire::object(tc);
+            let index = tc.index.unwrap_or(self.calls.len() as u64) as usize;
             while self.calls.len() <= index {
                 self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
             }
             let call = &mut self.calls[index];
-            if let Some(id) = tc.get("id").and_then(Value::as_str) {
-                call.id = id.to_owned();
+            if let Some(id) = tc.id {
+                call.id = id.into_owned();
             }
-            if let Some(f) = tc.get("function") {
-                if let Some(name) = f.get("name").and_then(Value::as_str) {
-                    call.name.push_str(name);
+            if let Some(f) = tc.function {
+                let f: wire::DeltaFunction<'_> = wire::object(f);
+                if let Some(name) = f.name {
+                    call.name.push_str(&name);
                 }
-                if let Some(args) = f.get("arguments").and_then(Value::as_str) {
-                    call.arguments.push_str(args);
+                if let Some(args) = f.arguments {
+                    call.arguments.push_str(&args);
                 }
             }
         }
@@ -110,6 +123,165 @@ impl StreamAssembler {
         self.reply.content = (!self.text.is_empty()).then_some(self.text);
         self.reply.tool_calls = self.calls.into_iter().filter(|c| !c.name.is_empty()).collect();
         Ok(self.reply)
+    }
+}
+
+/// A `chat.completion.chunk` read in place: strings borrowed from the
+/// line where they hold no escapes, nested parts kept as raw JSON and read
+/// only when needed, fields of an unexpected type taken as absent.
+mod wire {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+
+    /// One chunk.
+    #[derive(Deserialize)]
+    pub struct Chunk<'a> {
+        /// The choices, when present.
+        #[serde(borrow, default)]
+        pub choices: Option<&'a RawValue>,
+        /// Token counts, when present and not null.
+        #[serde(borrow, default)]
+        pub usage: Option<&'a RawValue>,
+        /// A provider error, when the key is there at all (even null).
+        #[serde(borrow, default, deserialize_with = "present")]
+        pub error: Option<&'a RawValue>,
+    }
+
+    /// One choice of a chunk.
+    #[derive(Deserialize, Default)]
+    pub struct Choice<'a> {
+        /// Why the reply ended, on its last chunk.
+        #[serde(borrow, default, deserialize_with = "string")]
+        pub finish_reason: Option<Cow<'a, str>>,
+        /// What this chunk adds.
+        #[serde(borrow, default)]
+        pub delta: Option<&'a RawValue>,
+    }
+
+    /// What a chunk adds to the reply.
+    #[derive(Deserialize, Default)]
+    pub struct Delta<'a> {
+        /// Text.
+        #[serde(borrow, default, deserialize_with = "string")]
+        pub content: Option<Cow<'a, str>>,
+        /// Fragments of tool calls.
+        #[serde(borrow, default)]
+        pub tool_calls: Option<&'a RawValue>,
+    }
+
+    /// A fragment of one tool call.
+    #[derive(Deserialize, Default)]
+    pub struct DeltaCall<'a> {
+        /// Which call of the reply it belongs to.
+        #[serde(default, deserialize_with = "number")]
+        pub index: Option<u64>,
+        /// The call's id, on its first fragment.
+        #[serde(borrow, default, deserialize_with = "string")]
+        pub id: Option<Cow<'a, str>>,
+        /// Name and argument text so far.
+        #[serde(borrow, default)]
+        pub function: Option<&'a RawValue>,
+    }
+
+    /// A fragment of a call's function.
+    #[derive(Deserialize, Default)]
+    pub struct DeltaFunction<'a> {
+        /// A piece of its name.
+        #[serde(borrow, default, deserialize_with = "string")]
+        pub name: Option<Cow<'a, str>>,
+        /// A piece of its arguments' text.
+        #[serde(borrow, default, deserialize_with = "string")]
+        pub arguments: Option<Cow<'a, str>>,
+    }
+
+    /// `raw` read as `T`, or `T`'s empty value when it is not an object.
+    pub fn object<'a, T: Deserialize<'a> + Default>(raw: &'a RawValue) -> T {
+        serde_json::from_str(raw.get()).unwrap_or_default()
+    }
+
+    /// The items of `raw` when it is an array (else none).
+    pub fn items(raw: &RawValue) -> Vec<&RawValue> {
+        serde_json::from_str(raw.get()).unwrap_or_default()
+    }
+
+    /// The first item of `raw` when it is a non-empty array.
+    pub fn first(raw: &RawValue) -> Option<&RawValue> {
+        items(raw).into_iter().next()
+    }
+
+    /// A field that counts as present whatever it holds, null included.
+    fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(d).map(Some)
+    }
+
+    /// A string, or absent when the field holds anything else.
+    fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+        d.deserialize_any(Lenient(|v: Scalar<'de>| match v {
+            Scalar::Str(s) => Some(s),
+            Scalar::Number(_) => None,
+        }))
+    }
+
+    /// A whole number, or absent when the field holds anything else.
+    fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_any(Lenient(|v: Scalar<'de>| match v {
+            Scalar::Number(n) => Some(n),
+            Scalar::Str(_) => None,
+        }))
+    }
+
+    /// The scalars a lenient field may want.
+    enum Scalar<'de> {
+        Str(Cow<'de, str>),
+        Number(u64),
+    }
+
+    /// Accepts any JSON value; `pick` keeps the scalars it wants.
+    struct Lenient<F>(F);
+
+    impl<'de, T, F: FnOnce(Scalar<'de>) -> Option<T>> Visitor<'de> for Lenient<F> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok((self.0)(Scalar::Str(Cow::Borrowed(v))))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok((self.0)(Scalar::Str(Cow::Owned(v.to_owned()))))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok((self.0)(Scalar::Str(Cow::Owned(v))))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok((self.0)(Scalar::Number(v)))
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
     }
 }
 
@@ -170,6 +342,31 @@ mod tests {
     fn stream_cut_before_the_end_is_an_error() {
         let (r, _) = assemble("data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n");
         assert!(matches!(r, Err(ProviderError::Transport(_))));
+    }
+
+    #[test]
+    fn fields_of_an_unexpected_type_count_as_absent() {
+        let (r, d) = assemble(concat!(
+            "data: 5\n",
+            "data: {\"choices\":{}}\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":7}}]}\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"a\\nb\",\"tool_calls\":[{\"index\":-1,\"id\":3,\"function\":{\"name\":\"x\"}}]}}]}\n",
+            "data: {\"choices\":[{\"finish_reason\":\"stop\",\"delta\":[]}],\"usage\":null}\n",
+            "data: [DONE]\n"
+        ));
+        let r = r.unwrap();
+        assert_eq!(d, ["a\nb"], "an escaped string is read too");
+        assert_eq!((r.content.as_deref(), r.finish_reason.as_deref()), (Some("a\nb"), Some("stop")));
+        assert_eq!((r.tool_calls.len(), r.tool_calls[0].id.as_str(), r.tool_calls[0].name.as_str()), (1, "", "x"));
+        assert!(r.usage.is_none());
+    }
+
+    #[test]
+    fn an_error_key_ends_the_stream_even_when_null() {
+        let (r, _) = assemble("data: {\"error\":{\"message\":\"overloaded\"}}\n");
+        assert!(matches!(&r, Err(ProviderError::Transport(m)) if m.contains("overloaded")), "{r:?}");
+        let (r, _) = assemble("data: {\"error\":null}\n");
+        assert!(matches!(&r, Err(ProviderError::Transport(m)) if m.ends_with("null")), "{r:?}");
     }
 
     #[test]
