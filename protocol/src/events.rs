@@ -95,12 +95,16 @@ pub enum EventKind {
         id: String,
         /// The tool.
         name: String,
-        /// False when the result starts with `error:`.
+        /// False when the call failed (its result is an `error: …` line).
         succeeded: bool,
         /// How long it ran.
         duration_s: f64,
         /// The result, cut to 4096 characters.
         content: String,
+        /// The whole result's length in bytes, however much of it
+        /// `content` holds (absent only in events an older swivald stored).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result_length: Option<u64>,
         /// The file a successful `write_file` or `edit_file` changed, with
         /// its text before and after (absent when either is over 64 KiB or
         /// not UTF-8), so an editor can show the diff, live or replayed.
@@ -135,6 +139,10 @@ pub enum EventKind {
         feedback: String,
         /// What it decided.
         verdict: ReviewVerdict,
+        /// What it wrote on stderr, when anything (each line is also a
+        /// `stderr` event).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stderr: Option<String>,
     },
     /// The conversation was compacted to fit the context window.
     Compaction {
@@ -172,6 +180,9 @@ pub enum EventKind {
         tool: String,
         /// What the model was told.
         message: String,
+        /// The repeat a `storm` intervention refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repeat: Option<Repeat>,
     },
     /// Something the user should know; the run goes on. The message is
     /// Swival's words where Swival prints one (`Reviewer exited with code
@@ -272,6 +283,16 @@ impl InterventionKind {
             InterventionKind::Stuck => "stuck",
         }
     }
+}
+
+/// A call the storm breaker refused: how often it came, and which it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Repeat {
+    /// Identical calls in the breaker's window, this one included.
+    pub count: u64,
+    /// The first 12 hex digits of the SHA-256 of the call (the tool's name
+    /// and its arguments, canonical).
+    pub args_hash: String,
 }
 
 /// How the response cache served a call.

@@ -254,9 +254,9 @@ impl Outcome {
 /// Success and failure counts of one tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCounts {
-    /// Results that did not start with `error:`.
+    /// Calls that succeeded.
     pub succeeded: u64,
-    /// Results that started with `error:`.
+    /// Calls that failed (their result is an `error: …` line).
     pub failed: u64,
 }
 

@@ -1,8 +1,8 @@
 //! One provider call, the one path every call takes (agent turns and
 //! summaries alike): `before_llm_call` hooks → filter chain → secret
 //! encryption → response cache → provider under the daemon-wide slot
-//! limit → decryption, then the call recorded in the report and as an
-//! `llm_call` event.
+//! limit → decryption, then the call's `llm_call` event (which the report
+//! folds in).
 
 use super::estimate::{estimate_from, json_len, Offered};
 use super::observer::Observer;
@@ -11,12 +11,11 @@ use crate::cache::Served;
 use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
 use crate::provider::{ChatRequest, ProviderError, Reply};
-use crate::report::LlmCallRecord;
 use serde_json::{json, Value};
 use std::time::Instant;
 use swival_protocol::{BeforeLlmCall, CacheStatus, EventKind, HookCall};
 
-/// How a provider call ended, for the report and the `llm_call` event.
+/// How a provider call ended, for its `llm_call` event.
 pub(super) struct CallEnd {
     /// Agent turn or summary.
     kind: CallKind,
@@ -26,8 +25,8 @@ pub(super) struct CallEnd {
     usage: Option<Value>,
     /// Transient failures retried.
     retries: u64,
-    /// `hit` or `shared` when the response cache answered.
-    cache: Option<&'static str>,
+    /// Set when the response cache answered.
+    cache: Option<CacheStatus>,
 }
 
 impl CallEnd {
@@ -50,8 +49,8 @@ struct Hooked {
 struct Answered {
     /// The reply and the transient failures retried, or why there is none.
     result: Result<(Reply, u32), ProviderError>,
-    /// `hit` or `shared` when the response cache answered.
-    served: Option<&'static str>,
+    /// Set when the response cache answered.
+    served: Option<CacheStatus>,
     /// The cache key, when the response cache was asked.
     cache_key: Option<String>,
 }
@@ -212,8 +211,8 @@ impl AgentRun<'_> {
                         let reply = Reply::from_json(&v["reply"]);
                         let retries = if how == Served::Miss { v["retries"].as_u64().unwrap_or(0) as u32 } else { 0 };
                         let served = match how {
-                            Served::Hit => Some("hit"),
-                            Served::Shared => Some("shared"),
+                            Served::Hit => Some(CacheStatus::Hit),
+                            Served::Shared => Some(CacheStatus::Shared),
                             Served::Miss => None,
                         };
                         Answered { result: Ok((reply, retries)), served, cache_key: Some(key) }
@@ -237,7 +236,7 @@ impl AgentRun<'_> {
         started: Instant,
         estimate: u64,
         result: Result<(Reply, u32), ProviderError>,
-        served: Option<&'static str>,
+        served: Option<CacheStatus>,
     ) -> Result<Reply, CallError> {
         match result {
             Ok((mut reply, retries)) => {
@@ -275,19 +274,11 @@ impl AgentRun<'_> {
         estimate_from(chars, tools.chars)
     }
 
-    /// Record a finished (or failed) call in the report and the events.
+    /// Emit a finished (or failed) call's `llm_call` event.
     pub(super) fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
         let CallEnd { kind, finish_reason, usage, retries, cache } = end;
         let duration_s = started.elapsed().as_secs_f64();
-        self.record.llm_call(&LlmCallRecord {
-            turn,
-            duration_s,
-            prompt_tokens_est: estimate,
-            finish_reason: finish_reason.clone().unwrap_or_default(),
-            retries,
-            cache,
-        });
-        let kind = EventKind::LlmCall {
+        self.emit(EventKind::LlmCall {
             turn,
             call_kind: kind,
             duration_s,
@@ -295,8 +286,7 @@ impl AgentRun<'_> {
             usage,
             prompt_tokens_est: estimate,
             retries,
-            cache: cache.map(|c| if c == "hit" { CacheStatus::Hit } else { CacheStatus::Shared }),
-        };
-        self.events.emit(Some(self.run_id), kind);
+            cache,
+        });
     }
 }

@@ -126,12 +126,7 @@ impl AgentRun<'_> {
             .rewrite(|m| *m = messages)
             .map_err(|e| CallError::Failed(format!("could not store the compacted conversation: {e}")))?;
         let strategy = strategy.join("+");
-        self.record.stats.compactions += 1;
-        self.record.event(json!({
-            "type": "compaction", "turn": turn, "strategy": strategy, "tokens_before": before, "tokens_after": after,
-        }));
-        let kind = EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after };
-        self.events.emit(Some(self.run_id), kind);
+        self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
         Ok(())
     }
 }

@@ -24,6 +24,7 @@
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
 
+use crate::tools::ToolOutcome;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
@@ -190,17 +191,17 @@ impl Guards {
     /// the turn's results. A change that succeeded gets a hint to append
     /// to its result: small models keep calling tools after the change
     /// that finished the task.
-    pub fn after(&mut self, name: &str, raw_args: &str, result: &str) -> Option<&'static str> {
+    pub fn after(&mut self, name: &str, raw_args: &str, outcome: &ToolOutcome) -> Option<&'static str> {
         if !self.enabled {
             return None;
         }
-        let failed = crate::tools::is_error(result);
+        let failed = outcome.failed;
         let mutating = MUTATING.contains(&name);
         if !EXEMPT.contains(&name) && (mutating || failed) {
             self.turn_busy = true;
         }
         if failed {
-            let first = result.lines().next().unwrap_or_default().to_owned();
+            let first = outcome.text.lines().next().unwrap_or_default().to_owned();
             let entry = self.errors.entry(name.to_owned()).or_insert_with(|| (String::new(), 0));
             if entry.0 == first {
                 entry.1 += 1;
@@ -239,7 +240,7 @@ impl Guards {
             self.finish_sent = false;
             // A change noted as possibly not what the task wanted gets no
             // push to finish: the note asks for another change.
-            let hint = name != "run_command" && name != "run_shell_command" && !crate::tools::has_warning_note(result);
+            let hint = name != "run_command" && name != "run_shell_command" && !outcome.warned;
             return hint.then_some(DONE_HINT);
         }
         if EXEMPT.contains(&name) {
@@ -340,6 +341,11 @@ mod tests {
     const UNREAD: &str =
         "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
 
+    /// What a call gave: a failure when it reads as one.
+    fn gave(text: &str) -> ToolOutcome {
+        ToolOutcome::from_text(text.to_owned())
+    }
+
     #[test]
     fn tool_calls_written_as_text_are_recognised_and_answers_are_not() {
         let fenced = "```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"a.md\"}}\n```";
@@ -359,11 +365,11 @@ mod tests {
     fn the_third_identical_call_is_refused_and_names_itself() {
         let mut g = Guards::new(true);
         assert!(g.before("edit_file", EDIT).is_none());
-        g.after("edit_file", EDIT, UNREAD);
+        g.after("edit_file", EDIT, &gave(UNREAD));
         // The same call written with other spacing and key order is the same call.
         let same = r#"{"new_string":"y","old_string":"x","file_path":"a.py"}"#;
         assert!(g.before("edit_file", same).is_none());
-        g.after("edit_file", same, UNREAD);
+        g.after("edit_file", same, &gave(UNREAD));
         let refusal = g.before("edit_file", EDIT).expect("third identical call refused");
         assert_eq!(refusal.count, 3);
         assert_eq!(refusal.args_hash.len(), 12);
@@ -376,16 +382,16 @@ mod tests {
     #[test]
     fn second_identical_error_nudges_third_stops_and_a_success_resets() {
         let mut g = Guards::new(true);
-        g.after("edit_file", EDIT, UNREAD);
+        g.after("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().0.is_none());
-        g.after("edit_file", EDIT, UNREAD);
+        g.after("edit_file", EDIT, &gave(UNREAD));
         let (text, given) = g.end_turn();
         assert_eq!(given[0].level, InterventionKind::Nudge);
         assert!(text.unwrap().starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
-        g.after("edit_file", EDIT, UNREAD);
+        g.after("edit_file", EDIT, &gave(UNREAD));
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Stop);
-        g.after("edit_file", EDIT, "Edited a.py");
-        g.after("edit_file", EDIT, UNREAD);
+        g.after("edit_file", EDIT, &gave("Edited a.py"));
+        g.after("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().1.is_empty(), "a success resets the count");
     }
 
@@ -395,10 +401,10 @@ mod tests {
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..2 {
             assert!(g.before("read_file", read).is_none());
-            g.after("read_file", read, "1: x");
+            g.after("read_file", read, &gave("1: x"));
         }
         assert!(g.before("edit_file", EDIT).is_none());
-        g.after("edit_file", EDIT, "Edited a.py");
+        g.after("edit_file", EDIT, &gave("Edited a.py"));
         assert!(g.before("read_file", read).is_none(), "reading after an edit is fine");
     }
 
@@ -411,7 +417,7 @@ mod tests {
         let mut off = Guards::new(false);
         for _ in 0..5 {
             assert!(off.before("edit_file", EDIT).is_none());
-            off.after("edit_file", EDIT, UNREAD);
+            off.after("edit_file", EDIT, &gave(UNREAD));
         }
         assert_eq!(off.end_turn(), (None, Vec::new()));
     }
@@ -419,28 +425,32 @@ mod tests {
     #[test]
     fn a_change_that_succeeded_gets_the_done_hint_a_failure_or_a_read_does_not() {
         let mut g = Guards::new(true);
-        assert_eq!(g.after("edit_file", EDIT, "Edited a.py"), Some(DONE_HINT));
+        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
         let noted = "Wrote 3 bytes to a.py\n[checksum=0]\nNote: this replaced the whole file";
-        assert_eq!(g.after("write_file", EDIT, noted), None, "a noted change is not pushed to finish");
-        assert_eq!(g.after("edit_file", EDIT, UNREAD), None);
-        assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, "1: x"), None);
-        assert_eq!(Guards::new(false).after("edit_file", EDIT, "Edited a.py"), None);
+        assert_eq!(
+            g.after("write_file", EDIT, &ToolOutcome::warned(noted.into())),
+            None,
+            "a noted change is not pushed to finish"
+        );
+        assert_eq!(g.after("edit_file", EDIT, &gave(UNREAD)), None);
+        assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, &gave("1: x")), None);
+        assert_eq!(Guards::new(false).after("edit_file", EDIT, &gave("Edited a.py")), None);
     }
 
     #[test]
     fn reads_only_after_a_change_earn_one_finishing_nudge() {
         let mut g = Guards::new(true);
-        g.after("edit_file", EDIT, "Edited a.py");
+        g.after("edit_file", EDIT, &gave("Edited a.py"));
         assert!(g.end_turn().0.is_none());
         for i in 0..2 {
-            g.after("read_file", &format!(r#"{{"file_path": "f{i}"}}"#), "1: x");
+            g.after("read_file", &format!(r#"{{"file_path": "f{i}"}}"#), &gave("1: x"));
             assert!(g.end_turn().0.is_none());
         }
-        g.after("grep", r#"{"pattern": "y"}"#, "a.py:1: y");
+        g.after("grep", r#"{"pattern": "y"}"#, &gave("a.py:1: y"));
         let (text, given) = g.end_turn();
         assert_eq!(given[0].level, InterventionKind::Finish);
         assert!(text.unwrap().contains("final answer"));
-        g.after("read_file", r#"{"file_path": "z"}"#, "1: x");
+        g.after("read_file", r#"{"file_path": "z"}"#, &gave("1: x"));
         assert!(g.end_turn().0.is_none(), "once per change");
     }
 
@@ -449,7 +459,7 @@ mod tests {
         let mut g = Guards::new(true);
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..3 {
-            g.after("read_file", read, "1: x");
+            g.after("read_file", read, &gave("1: x"));
         }
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Reread);
         let mut s = Guards::new(true);

@@ -29,7 +29,7 @@ use conversation::Conversation;
 pub use estimate::estimate_tokens;
 use estimate::{estimate_from, Offered};
 use serde_json::json;
-pub use sink::EventSink;
+pub use sink::{emit_recorded, EventSink};
 use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ pub struct AgentRun<'a> {
     pub cancel: &'a CancellationToken,
     /// Daemon-wide cap on concurrent provider calls (FIFO-fair).
     pub llm_slots: &'a Semaphore,
-    /// Stats and timeline.
+    /// Stats and timeline, folded from the events the loop emits.
     pub record: &'a mut RunRecord,
     /// The session's policy pipeline.
     pub pipeline: &'a Pipeline,
@@ -111,8 +111,8 @@ pub struct AgentRun<'a> {
     pub hook_asks: &'a crate::sandbox::ask::AskGate,
 }
 
-/// Run the hooks of `point`, record each decision (event and report), and
-/// return the merged decision.
+/// Run the hooks of `call`'s point, emit each decision (an event, folded
+/// into the report), and return the merged decision.
 pub async fn consult(
     pipeline: &Pipeline,
     events: &dyn EventSink,
@@ -126,16 +126,8 @@ pub async fn consult(
     for r in records {
         let reason = r.effect.reason().map(str::to_owned);
         let duration_s = r.duration.as_secs_f64();
-        record.event(json!({
-            "type": "hook",
-            "point": point,
-            "hook": r.hook,
-            "decision": r.effect.decision(),
-            "reason": reason,
-            "duration_s": (duration_s * 1000.0).round() / 1000.0,
-        }));
         let kind = EventKind::Hook { point, hook: r.hook, decision: r.effect.decision(), reason, duration_s };
-        events.emit(Some(run_id), kind);
+        emit_recorded(events, run_id, record, kind);
     }
     Ok(decision)
 }
@@ -165,6 +157,12 @@ pub(super) struct CallVerdict {
 }
 
 impl AgentRun<'_> {
+    /// Emit `kind` as an event of this run, folded into its record: how
+    /// the loop tells the session and the report what happened.
+    fn emit(&mut self, kind: EventKind) {
+        emit_recorded(self.events, self.run_id, self.record, kind);
+    }
+
     /// Consult the `after_llm_call` hooks about `reply`: which calls run,
     /// which wait for a user, or the end of the run (a block, or cancel).
     async fn after_llm_call(
@@ -236,7 +234,7 @@ impl AgentRun<'_> {
             if self.cancel.is_cancelled() {
                 return Ok(LoopEnd::Cancelled);
             }
-            self.events.emit(Some(self.run_id), EventKind::TurnStarted { turn, max_turns: self.max_turns });
+            self.emit(EventKind::TurnStarted { turn, max_turns: self.max_turns });
             let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
@@ -286,14 +284,7 @@ impl AgentRun<'_> {
     /// with `why`.
     async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
         self.conversation.push(json!({"role": "user", "content": guard::STUCK_NUDGE, "_swival_synthetic": true}))?;
-        self.record.event(json!({"type": "intervention", "turn": turn, "kind": "stuck", "tool": ""}));
-        let kind = EventKind::Intervention {
-            turn,
-            kind: swival_protocol::InterventionKind::Stuck,
-            tool: String::new(),
-            message: guard::STUCK_NUDGE.into(),
-        };
-        self.events.emit(Some(self.run_id), kind);
+        self.intervened(turn, "", swival_protocol::InterventionKind::Stuck, guard::STUCK_NUDGE, None);
         let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
             Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),

@@ -1,19 +1,20 @@
 //! Running one turn's tool calls, in order: a call hooks dropped gets a
 //! policy result; a tool that does not exist gets the closest real one
 //! named; arguments are repaired against the offered schemas; the loop
-//! guards may refuse a repeat; then the tool runs. The guards' nudges
-//! follow the results as one synthetic user message, and every
-//! intervention is an event and a report entry.
+//! guards may refuse a repeat; then the tool runs. Every call is a
+//! `tool_call` and a `tool_result` event (a dropped one too), which the
+//! report folds in. The guards' nudges follow the results as one
+//! synthetic user message, and every intervention is an event.
 
 use super::guard::{Guards, Intervention};
 use super::{AgentRun, CallVerdict, CANCELLED_RESULT};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
-use crate::tools::repair;
+use crate::tools::{repair, ToolOutcome};
 use serde_json::{json, Value};
 use std::time::Instant;
-use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, ResolvedBy};
+use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, Repeat, ResolvedBy};
 
 /// What a user is asked to approve.
 struct Question<'a> {
@@ -39,57 +40,44 @@ impl AgentRun<'_> {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
             }
-            if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
-                let content = format!("error: blocked by policy: {}", verdict.drop_reason);
-                self.record.tool_call(turn, &call.name, &call.arguments, &content, 0.0);
-                self.push_result(&call.id, &content)?;
-                continue;
-            }
-            self.events.emit(
-                Some(self.run_id),
-                EventKind::ToolCall {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                },
-            );
+            self.emit(EventKind::ToolCall {
+                turn,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
             let started = Instant::now();
             self.tools.last_change = None;
-            let refused = match verdict.ask.contains(&call.id) {
-                true => self.approve_hook_ask(turn, call, &verdict.ask_reason).await,
-                false => None,
+            // A call the hooks dropped is reported like any call; it never runs.
+            let outcome = if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
+                ToolOutcome::failed(format!("error: blocked by policy: {}", verdict.drop_reason))
+            } else {
+                let refused = match verdict.ask.contains(&call.id) {
+                    true => self.approve_hook_ask(turn, call, &verdict.ask_reason).await,
+                    false => None,
+                };
+                match refused {
+                    Some(refusal) => refusal,
+                    None => self.guarded_call(turn, call, offered, guards).await,
+                }
             };
-            let result = match refused {
-                Some(refusal) => refusal,
-                None => self.guarded_call(turn, call, offered, guards).await,
-            };
-            let elapsed = started.elapsed().as_secs_f64();
+            let duration_s = started.elapsed().as_secs_f64();
             let change = self.tools.last_change.take();
-            self.record.tool_call(turn, &call.name, &call.arguments, &result, elapsed);
-            self.events.emit(
-                Some(self.run_id),
-                EventKind::ToolResult {
-                    turn,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    succeeded: !crate::tools::is_error(&result),
-                    duration_s: elapsed,
-                    content: result.chars().take(4096).collect(),
-                    change,
-                },
-            );
-            self.push_result(&call.id, &result)?;
+            self.emit(EventKind::ToolResult {
+                turn,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                succeeded: !outcome.failed,
+                duration_s,
+                content: outcome.text.chars().take(4096).collect(),
+                result_length: Some(outcome.text.len() as u64),
+                change,
+            });
+            self.push_result(&call.id, &outcome.text)?;
         }
         let (nudge, given) = guards.end_turn();
         for Intervention { tool, level, message } in &given {
-            if matches!(*level, InterventionKind::Nudge | InterventionKind::Stop) {
-                self.record.stats.guardrail_interventions += 1;
-                self.record.event(json!({"type": "guardrail", "turn": turn, "tool": tool, "level": level}));
-            } else {
-                self.record.event(json!({"type": "intervention", "turn": turn, "kind": level, "tool": tool}));
-            }
-            self.intervened(turn, tool, *level, message);
+            self.intervened(turn, tool, *level, message, None);
         }
         if let Some(text) = nudge {
             self.conversation.push(json!({"role": "user", "content": text, "_swival_synthetic": true}))?;
@@ -99,41 +87,38 @@ impl AgentRun<'_> {
 
     /// The result of one call: an unknown tool named, arguments repaired,
     /// a repeat refused, or the tool run.
-    async fn guarded_call(&mut self, turn: u64, call: &ToolCall, offered: &[Value], guards: &mut Guards) -> String {
+    async fn guarded_call(
+        &mut self,
+        turn: u64,
+        call: &ToolCall,
+        offered: &[Value],
+        guards: &mut Guards,
+    ) -> ToolOutcome {
         if !repair::names(offered).contains(&call.name.as_str()) {
-            repair::unknown_tool(&call.name, offered)
-        } else {
-            let repaired = repair::repair(&call.name, &call.arguments, offered);
-            match guards.before(&call.name, &repaired.args) {
-                Some(refusal) => {
-                    guards.refused_call();
-                    self.record.stats.stormed_calls += 1;
-                    self.record.event(json!({
-                        "type": "storm_suppression", "turn": turn, "name": call.name,
-                        "args_hash": refusal.args_hash, "count": refusal.count,
-                    }));
-                    self.intervened(turn, &call.name, InterventionKind::Storm, &refusal.result);
-                    refusal.result
-                }
-                None => {
-                    let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
-                    let mut result = self.call_tool(turn, &fixed).await;
-                    let hint = guards.after(&call.name, &repaired.args, &result);
-                    if let Some(note) = repaired.note() {
-                        result = format!("{result}\n{note}");
-                    }
-                    if let Some(hint) = hint {
-                        result = format!("{result}\n{hint}");
-                    }
-                    result
-                }
-            }
+            return ToolOutcome::failed(repair::unknown_tool(&call.name, offered));
         }
+        let repaired = repair::repair(&call.name, &call.arguments, offered);
+        if let Some(refusal) = guards.before(&call.name, &repaired.args) {
+            guards.refused_call();
+            let repeat = Repeat { count: refusal.count as u64, args_hash: refusal.args_hash };
+            self.intervened(turn, &call.name, InterventionKind::Storm, &refusal.result, Some(repeat));
+            return ToolOutcome::failed(refusal.result);
+        }
+        let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
+        let mut outcome = self.call_tool(turn, &fixed).await;
+        let hint = guards.after(&call.name, &repaired.args, &outcome);
+        if let Some(note) = repaired.note() {
+            outcome.append_line(&note);
+        }
+        if let Some(hint) = hint {
+            outcome.append_line(hint);
+        }
+        outcome
     }
 
     /// `commands = "ask"`: the user's answer for this command's bucket;
     /// the tool result when it may not run.
-    async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<String> {
+    async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<ToolOutcome> {
         let gate = self.commands.ask.clone()?;
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
@@ -142,20 +127,22 @@ impl AgentRun<'_> {
             ask::display(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")));
         let question = Question { call_id, high_risk: ask::high_risk(&bucket), bucket: &bucket, command: &command };
         let allowed = self.ask_user(turn, &gate, question).await;
-        (!allowed).then(|| ask::denied(&bucket))
+        (!allowed).then(|| ToolOutcome::failed(ask::denied(&bucket)))
     }
 
     /// A call an `after_llm_call` hook asked about: the user's answer for
     /// this tool (held for the session on "always"); the tool result when
     /// it may not run.
-    async fn approve_hook_ask(&mut self, turn: u64, call: &ToolCall, reason: &str) -> Option<String> {
+    async fn approve_hook_ask(&mut self, turn: u64, call: &ToolCall, reason: &str) -> Option<ToolOutcome> {
         let gate = self.hook_asks;
         let bucket = ask::display(&format!("{} (hook: {reason})", call.name));
         let args: String = call.arguments.chars().take(300).collect();
         let command = ask::display(&format!("{} {args}", call.name));
         let question = Question { call_id: &call.id, high_risk: false, bucket: &bucket, command: &command };
         let allowed = self.ask_user(turn, gate, question).await;
-        (!allowed).then(|| format!("error: blocked by policy: the user did not approve this call ({reason})"))
+        (!allowed).then(|| {
+            ToolOutcome::failed(format!("error: blocked by policy: the user did not approve this call ({reason})"))
+        })
     }
 
     /// Ask the user (unless the session already answered for the bucket):
@@ -177,7 +164,7 @@ impl AgentRun<'_> {
             high_risk: q.high_risk,
             timeout_s: gate.timeout.as_secs_f64(),
         };
-        self.events.emit(Some(self.run_id), requested);
+        self.emit(requested);
         // An answer that arrived is taken over a timeout due at the same time.
         let (decision, by) = tokio::select! {
             biased;
@@ -186,10 +173,7 @@ impl AgentRun<'_> {
             _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
         };
         gate.remember(q.bucket, decision);
-        let resolved = EventKind::ApprovalResolved { approval_id, decision, by };
-        self.events.emit(Some(self.run_id), resolved);
-        self.record
-            .event(json!({"type": "command_policy", "turn": turn, "bucket": q.bucket, "decision": decision, "by": by}));
+        self.emit(EventKind::ApprovalResolved { approval_id, decision, by });
         decision.allows()
     }
 
@@ -211,23 +195,32 @@ impl AgentRun<'_> {
         self.conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}))
     }
 
-    /// Tell the event stream about an intervention.
-    fn intervened(&self, turn: u64, tool: &str, kind: InterventionKind, message: &str) {
-        let kind = EventKind::Intervention { turn, kind, tool: tool.to_owned(), message: message.to_owned() };
-        self.events.emit(Some(self.run_id), kind);
+    /// Emit an intervention (`repeat`: the call a `storm` refused).
+    pub(super) fn intervened(
+        &mut self,
+        turn: u64,
+        tool: &str,
+        kind: InterventionKind,
+        message: &str,
+        repeat: Option<Repeat>,
+    ) {
+        self.emit(EventKind::Intervention { turn, kind, tool: tool.to_owned(), message: message.to_owned(), repeat });
     }
 
     /// Run one tool: commands, fetches and MCP tools are async (and
-    /// cancellable); file tools run on this thread.
-    async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> String {
+    /// cancellable), their results Swival's text only; file tools run on
+    /// this thread and say what their result means.
+    async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
         let args = || crate::tools::parse_args(&call.arguments);
         match call.name.as_str() {
             "run_command" if self.commands.policy.enabled() => match args() {
                 Ok(a) => match self.approve(turn, &call.id, &a).await {
                     Some(refusal) => refusal,
-                    None => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
+                    None => {
+                        ToolOutcome::from_text(crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await)
+                    }
                 },
-                Err(e) => e.render(),
+                Err(e) => e.into(),
             },
             "read_file" => {
                 self.tools.editor_text = self.editor_text(call).await;
@@ -236,16 +229,18 @@ impl AgentRun<'_> {
                 result
             }
             "fetch_url" => match args() {
-                Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
-                Err(e) => e.render(),
+                Ok(a) => ToolOutcome::from_text(crate::sandbox::fetch_url_tool(self.fetch, &a).await),
+                Err(e) => e.into(),
             },
-            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
+            name if self.tools.mcp.owns(name) => {
+                ToolOutcome::from_text(self.tools.mcp.call(name, &call.arguments, self.cancel).await)
+            }
             _ => self.file_tool(call),
         }
     }
 
     /// A file tool, run on this thread (the runtime moves its other tasks).
-    fn file_tool(&mut self, call: &ToolCall) -> String {
+    fn file_tool(&mut self, call: &ToolCall) -> ToolOutcome {
         let tools = &mut *self.tools;
         tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
     }

@@ -60,7 +60,7 @@ pub enum Verdict {
     Tampered(String),
 }
 
-/// One round's record (report timeline and event).
+/// One round's record (its `review` event, which the report folds in).
 #[derive(Debug, Clone)]
 pub struct Round {
     /// Exit code, when the reviewer exited normally.

@@ -293,9 +293,7 @@ impl RunJob {
                     }
                 }
             });
-            for e in record.timeline.iter_mut().filter(|e| e["type"] == "tool_call") {
-                e["arguments"] = Value::Null;
-            }
+            record.withhold_arguments();
             if !record.cache_keys.is_empty() {
                 if let Ok(cache) = self.shared.cache() {
                     cache.forget(&record.cache_keys);
@@ -456,9 +454,10 @@ impl RunJob {
         }
     }
 
-    /// One reviewer round: run the reviewer on `answer`, record the round
-    /// (report, `review` and `stderr` events) and tell the user what it
-    /// decided in Swival's words (`notice` and `warning` events).
+    /// One reviewer round: run the reviewer on `answer`, emit the round
+    /// (`stderr` events and a `review` event, which the report folds in)
+    /// and tell the user what it decided in Swival's words (`notice` and
+    /// `warning` events).
     async fn review(
         &self,
         reviewer: &reviewer::Reviewer,
@@ -477,24 +476,19 @@ impl RunJob {
             Verdict::Error(_) => swival_protocol::ReviewVerdict::Error,
             Verdict::Cancelled | Verdict::Tampered(_) => return verdict,
         };
-        record.stats.review_rounds += 1;
         for line in rec.stderr.lines() {
             tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
             let kind = EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
             events.emit(Some(&self.run_id), kind);
         }
-        let mut entry = json!({"type": "review", "round": round, "exit_code": rec.exit_code, "feedback": rec.feedback});
-        if !rec.stderr.is_empty() {
-            entry["stderr"] = json!(rec.stderr);
-        }
-        record.event(entry);
         let kind = EventKind::Review {
             round,
             exit_code: rec.exit_code,
             feedback: rec.feedback.clone(),
             verdict: verdict_name,
+            stderr: (!rec.stderr.is_empty()).then(|| rec.stderr.clone()),
         };
-        events.emit(Some(&self.run_id), kind);
+        crate::agent::emit_recorded(events, &self.run_id, record, kind);
         for kind in reviewer::round_events(round, reviewer.max_rounds, &verdict, &rec) {
             events.emit(Some(&self.run_id), kind);
         }

@@ -1,6 +1,8 @@
 //! The tools the model can call: their schemas (what the model sees) and
-//! dispatch. Every tool returns a string; a failure is a [`ToolError`],
-//! shown to the model as `error: ` and its message.
+//! dispatch. Every tool returns a string (`write_file` a [`ToolOutcome`]:
+//! its text may carry a warning); a failure is a [`ToolError`], shown to
+//! the model as `error: ` and its message. A call's [`ToolOutcome`] says
+//! which it was, so nobody downstream reads the text to find out.
 //!
 //! Every path a tool touches goes through [`path::PathPolicy::resolve`]
 //! (reads with `Access::Read`; writes, moves and deletes with
@@ -19,6 +21,7 @@ mod error;
 mod files;
 mod named;
 mod near;
+mod outcome;
 pub mod path;
 pub mod repair;
 mod schema;
@@ -30,6 +33,7 @@ mod write;
 
 use beneath::Beneath;
 pub use error::ToolError;
+pub use outcome::ToolOutcome;
 use path::{Access, FilesMode, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -136,23 +140,24 @@ impl ToolBox {
 
     /// Run one tool call; the result string is what the model sees.
     pub fn call(&mut self, name: &str, raw_args: &str) -> String {
-        self.call_with_id(name, raw_args, "")
+        self.call_with_id(name, raw_args, "").text
     }
 
     /// [`ToolBox::call`], knowing the model's id for the call (recorded in
-    /// the trash index by `delete_file`). The one place a tool's failure
-    /// becomes the text the model reads.
-    pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> String {
-        self.dispatch(name, raw_args, call_id).unwrap_or_else(|e| e.render())
+    /// the trash index by `delete_file`), with what the result means. The
+    /// one place a tool's failure becomes the text the model reads.
+    pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> ToolOutcome {
+        self.dispatch(name, raw_args, call_id).unwrap_or_else(ToolOutcome::from)
     }
 
     /// Run the tool `name`.
-    fn dispatch(&mut self, name: &str, raw_args: &str, call_id: &str) -> Result<String, ToolError> {
+    fn dispatch(&mut self, name: &str, raw_args: &str, call_id: &str) -> Result<ToolOutcome, ToolError> {
         let args = parse_args(raw_args)?;
-        match name {
+        let text = match name {
             "read_file" => files::read_file(self, &args),
             "read_multiple_files" => files::read_multiple_files(self, &args),
-            "write_file" => write::write_file(self, &args),
+            // The one tool whose success may carry a warning.
+            "write_file" => return write::write_file(self, &args),
             "edit_file" => write::edit_file(self, &args),
             "list_files" => search::list_files(self, &args),
             "grep" => search::grep(self, &args),
@@ -173,7 +178,8 @@ impl ToolBox {
                     .collect();
                 Err(ToolError::refused(format!("unknown tool '{other}'. Available tools: {}", names.join(", "))))
             }
-        }
+        };
+        text.map(ToolOutcome::ok)
     }
 }
 
@@ -235,17 +241,6 @@ impl ToolBox {
     }
 }
 
-/// Whether a tool result counts as a failure.
-pub fn is_error(result: &str) -> bool {
-    result.starts_with("error:")
-}
-
-/// Whether a successful result carries a note that the change may not be
-/// what the task wanted (see `near.rs`).
-pub fn has_warning_note(result: &str) -> bool {
-    result.contains(near::NOTE)
-}
-
 /// A toolbox on `dir` with no extra directories, for unit tests.
 #[cfg(test)]
 fn test_toolbox(dir: &Path) -> ToolBox {
@@ -297,6 +292,21 @@ mod tests {
         assert!(tb.call("nope", "{}").starts_with("error: unknown tool 'nope'"));
         assert!(tb.call("read_file", "{bad").starts_with("error: invalid JSON"));
         assert!(tb.call("read_file", "[1]").starts_with("error: tool arguments must be"));
+    }
+
+    #[test]
+    fn a_calls_outcome_says_failed_or_warned_where_the_result_is_made() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("m.py"), "def add(a, b):\n    return a + b\n").unwrap();
+        let mut tb = test_toolbox(d.path());
+        let read = tb.call_with_id("read_file", r#"{"file_path": "m.py"}"#, "c1");
+        assert!(!read.failed && !read.warned, "{}", read.text);
+        let rewrite = r#"{"file_path": "m.py", "content": "def multiply(a, b):\n    return a * b"}"#;
+        let written = tb.call_with_id("write_file", rewrite, "c2");
+        assert!(written.warned && !written.failed, "{}", written.text);
+        assert!(written.text.contains("\nNote: "), "{}", written.text);
+        let missing = tb.call_with_id("read_file", r#"{"file_path": "nope.py"}"#, "c3");
+        assert!(missing.failed && missing.text.starts_with("error: "), "{}", missing.text);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::beneath::{self, Beneath, How, Kind};
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::{ToolBox, ToolError};
+use super::{ToolBox, ToolError, ToolOutcome};
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
@@ -55,7 +55,9 @@ impl ToolBox {
 }
 
 /// `write_file {file_path, content?, move_from?}`: exactly one of the two.
-pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
+/// A write that may not be what the task wanted (`near.rs`) succeeds with
+/// a warning note.
+pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<ToolOutcome, ToolError> {
     let requested = req_str(args, "file_path")?;
     // Empty strings count as "not given", as in Swival.
     let content = match args.get("content") {
@@ -98,13 +100,16 @@ pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
             }
             let mut result =
                 format!("Wrote {} bytes to {requested}\n[checksum={}]", content.len(), checksum(content.as_bytes()));
-            if let Some(note) = note {
-                result.push_str(super::near::NOTE);
-                result.push_str(&note);
-            }
-            Ok(result)
+            Ok(match note {
+                Some(note) => {
+                    result.push_str(super::near::NOTE);
+                    result.push_str(&note);
+                    ToolOutcome::warned(result)
+                }
+                None => ToolOutcome::ok(result),
+            })
         }
-        (None, Some(source)) => move_file(tb, requested, &path, source),
+        (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
     }
 }
 
@@ -264,7 +269,7 @@ mod tests {
     #[test]
     fn new_files_and_parents_are_created() {
         let d = tempfile::tempdir().unwrap();
-        let out = write_file(&mut toolbox(d.path()), &json!({"file_path": "x/y/z.txt", "content": "hi"})).unwrap();
+        let out = write_file(&mut toolbox(d.path()), &json!({"file_path": "x/y/z.txt", "content": "hi"})).unwrap().text;
         assert_eq!(out, format!("Wrote 2 bytes to x/y/z.txt\n[checksum={}]", checksum(b"hi")));
     }
 
@@ -288,7 +293,7 @@ mod tests {
         std::os::unix::fs::symlink("a-target", d.path().join("link")).unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        let out = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "a.txt"})).unwrap();
+        let out = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "a.txt"})).unwrap().text;
         assert_eq!(out, "Moved a.txt -> sub/b.txt");
         assert_eq!(std::fs::read_to_string(d.path().join("sub/b.txt")).unwrap(), "A");
         assert!(!d.path().join("a.txt").exists());

@@ -1,0 +1,556 @@
+//! What a run did, as the report tells it: [`RunRecord`] is a fold of the
+//! run's events ([`RunRecord::apply`]) into Swival's stats and timeline.
+//! The loop emits each event once and the record is fed the same value,
+//! so the report and the event log cannot disagree; the timeline is typed
+//! ([`Entry`]) and serializes to Swival's entries, keys in Swival's order.
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use std::collections::HashMap;
+use swival_protocol::{
+    ApprovalDecision, CacheStatus, EventKind, HookDecision, HookPoint, InterventionKind, Repeat, ResolvedBy, RunStats,
+};
+
+/// Characters of a failed tool call's result kept as the entry's `error`.
+const ERROR_CHARS: usize = 500;
+
+/// Stats and timeline of one run, folded from its events as it goes.
+#[derive(Debug, Default, Clone)]
+pub struct RunRecord {
+    /// The counters (changed only by [`RunRecord::apply`]).
+    pub stats: RunStats,
+    /// The timeline, in the order things happened.
+    timeline: Vec<Entry>,
+    /// Response-cache keys this run's replies touched, so a withheld answer
+    /// can be removed from the cache too.
+    pub cache_keys: Vec<String>,
+    /// Arguments of the tool calls whose result has not come yet, by call id.
+    calls: HashMap<String, String>,
+    /// Turn and bucket of the approvals asked and not answered yet, by
+    /// approval id.
+    asked: HashMap<String, (u64, String)>,
+}
+
+/// One entry of the report's timeline, as Swival writes it: a `type` tag,
+/// then the fields in the order declared here.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// A provider call: an agent turn or a compaction summary.
+    LlmCall {
+        /// The turn.
+        turn: u64,
+        /// Wall time, retries included.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+        /// Estimated prompt tokens.
+        prompt_tokens_est: u64,
+        /// The provider's finish reason, `error` for a failed call, empty
+        /// when the provider gave none.
+        finish_reason: String,
+        /// Swival's call re-sent by its recovery ladder; swivald re-sends
+        /// none (its retries are `provider_retries`), so always false.
+        is_retry: bool,
+        /// Transient failures retried (left out when none).
+        #[serde(skip_serializing_if = "is_zero")]
+        provider_retries: u64,
+        /// Answered by the response cache.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache: Option<CacheStatus>,
+    },
+    /// A tool call and its result.
+    ToolCall {
+        /// The turn.
+        turn: u64,
+        /// The tool, as the model named it.
+        name: String,
+        /// The arguments (`None`: not JSON, or withheld with the answer).
+        arguments: Option<Value>,
+        /// False when the call failed.
+        succeeded: bool,
+        /// How long it ran.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+        /// The whole result's length in bytes.
+        result_length: u64,
+        /// A failed call's result, its first 500 characters.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The conversation was compacted.
+    Compaction {
+        /// The turn.
+        turn: u64,
+        /// What was done, `+`-joined.
+        strategy: String,
+        /// Estimated prompt tokens before.
+        tokens_before: u64,
+        /// Estimated prompt tokens after.
+        tokens_after: u64,
+    },
+    /// Swival's error guardrail: a nudge or a stop.
+    Guardrail {
+        /// The turn.
+        turn: u64,
+        /// The tool that kept failing.
+        tool: String,
+        /// `nudge` or `stop`.
+        level: InterventionKind,
+    },
+    /// Another loop guard stepped in (a re-read or finishing nudge, the
+    /// last call of a stuck run).
+    Intervention {
+        /// The turn.
+        turn: u64,
+        /// Which guard.
+        kind: InterventionKind,
+        /// The tool it is about (empty when none).
+        tool: String,
+    },
+    /// The storm breaker refused a repeat.
+    StormSuppression {
+        /// The turn.
+        turn: u64,
+        /// The tool.
+        name: String,
+        /// Which call it was.
+        args_hash: String,
+        /// Identical calls in the window, this one included.
+        count: u64,
+    },
+    /// A user answered (or did not) for a command's bucket.
+    CommandPolicy {
+        /// The turn.
+        turn: u64,
+        /// The bucket asked about.
+        bucket: String,
+        /// The decision that applies.
+        decision: ApprovalDecision,
+        /// Who decided.
+        by: ResolvedBy,
+    },
+    /// A hook decided something.
+    Hook {
+        /// The point.
+        point: HookPoint,
+        /// The hook.
+        hook: String,
+        /// What it decided.
+        decision: HookDecision,
+        /// Why (null when it gave no reason).
+        reason: Option<String>,
+        /// How long it took.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+    },
+    /// A reviewer round (no turn, as in Swival).
+    Review {
+        /// Round number, from 1.
+        round: u64,
+        /// The reviewer's exit code (null: none).
+        exit_code: Option<i32>,
+        /// What it printed on stdout.
+        feedback: String,
+        /// What it wrote on stderr, only when anything.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stderr: Option<String>,
+    },
+}
+
+/// Seconds to three decimals, as Swival reports them.
+pub(super) fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn rounded<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round3(*x))
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl RunRecord {
+    /// Fold one event of the run into the timeline and the stats. Events
+    /// the report says nothing of are passed over.
+    pub fn apply(&mut self, event: &EventKind) {
+        if let Some(entry) = self.entry(event) {
+            self.count(&entry);
+            self.timeline.push(entry);
+        }
+    }
+
+    /// The timeline so far.
+    pub fn timeline(&self) -> &[Entry] {
+        &self.timeline
+    }
+
+    /// Forget every tool call's arguments: a withheld answer's content,
+    /// tool calls included, must not reach the report.
+    pub fn withhold_arguments(&mut self) {
+        for entry in &mut self.timeline {
+            if let Entry::ToolCall { arguments, .. } = entry {
+                *arguments = None;
+            }
+        }
+    }
+
+    /// The timeline entry `event` makes, if any; a tool call and an
+    /// approval asked are kept until their result and answer make one.
+    fn entry(&mut self, event: &EventKind) -> Option<Entry> {
+        Some(match event {
+            EventKind::LlmCall { turn, duration_s, finish_reason, prompt_tokens_est, retries, cache, .. } => {
+                Entry::LlmCall {
+                    turn: *turn,
+                    duration_s: *duration_s,
+                    prompt_tokens_est: *prompt_tokens_est,
+                    finish_reason: finish_reason.clone().unwrap_or_default(),
+                    is_retry: false,
+                    provider_retries: *retries,
+                    cache: *cache,
+                }
+            }
+            EventKind::ToolCall { id, arguments, .. } => {
+                self.calls.insert(id.clone(), arguments.clone());
+                return None;
+            }
+            EventKind::ToolResult { turn, id, name, succeeded, duration_s, content, result_length, .. } => {
+                Entry::ToolCall {
+                    turn: *turn,
+                    name: name.clone(),
+                    arguments: self.calls.remove(id).and_then(|raw| serde_json::from_str(&raw).ok()),
+                    succeeded: *succeeded,
+                    duration_s: *duration_s,
+                    result_length: result_length.unwrap_or(content.len() as u64),
+                    // `content` holds the first 4096 characters: enough.
+                    error: (!succeeded).then(|| content.chars().take(ERROR_CHARS).collect()),
+                }
+            }
+            EventKind::Intervention { turn, kind, tool, repeat, .. } => intervention(*turn, *kind, tool, repeat),
+            EventKind::Compaction { turn, strategy, tokens_before, tokens_after } => Entry::Compaction {
+                turn: *turn,
+                strategy: strategy.clone(),
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            },
+            EventKind::Hook { point, hook, decision, reason, duration_s } => Entry::Hook {
+                point: *point,
+                hook: hook.clone(),
+                decision: *decision,
+                reason: reason.clone(),
+                duration_s: *duration_s,
+            },
+            EventKind::Review { round, exit_code, feedback, stderr, .. } => Entry::Review {
+                round: *round,
+                exit_code: *exit_code,
+                feedback: feedback.clone(),
+                stderr: stderr.clone(),
+            },
+            EventKind::ApprovalRequested { turn, approval_id, bucket, .. } => {
+                self.asked.insert(approval_id.clone(), (*turn, bucket.clone()));
+                return None;
+            }
+            EventKind::ApprovalResolved { approval_id, decision, by } => {
+                let (turn, bucket) = self.asked.remove(approval_id)?;
+                Entry::CommandPolicy { turn, bucket, decision: *decision, by: *by }
+            }
+            EventKind::RunStarted { .. }
+            | EventKind::TurnStarted { .. }
+            | EventKind::TextDelta { .. }
+            | EventKind::Retry { .. }
+            | EventKind::Stderr { .. }
+            | EventKind::Warning { .. }
+            | EventKind::Notice { .. }
+            | EventKind::RunFinished(_) => return None,
+        })
+    }
+
+    /// Count `entry` in the stats.
+    fn count(&mut self, entry: &Entry) {
+        let stats = &mut self.stats;
+        match entry {
+            Entry::LlmCall { turn, duration_s, provider_retries, .. } => {
+                stats.llm_calls += 1;
+                stats.provider_retries += provider_retries;
+                stats.total_llm_time_s += duration_s;
+                stats.turns = stats.turns.max(*turn);
+            }
+            Entry::ToolCall { name, succeeded, duration_s, .. } => {
+                let counts = stats.tool_calls_by_name.entry(name.clone()).or_default();
+                stats.tool_calls_total += 1;
+                if *succeeded {
+                    counts.succeeded += 1;
+                    stats.tool_calls_succeeded += 1;
+                } else {
+                    counts.failed += 1;
+                    stats.tool_calls_failed += 1;
+                }
+                stats.total_tool_time_s += duration_s;
+            }
+            Entry::Compaction { .. } => stats.compactions += 1,
+            Entry::Guardrail { .. } => stats.guardrail_interventions += 1,
+            Entry::StormSuppression { .. } => stats.stormed_calls += 1,
+            Entry::Review { .. } => stats.review_rounds += 1,
+            Entry::Intervention { .. } | Entry::CommandPolicy { .. } | Entry::Hook { .. } => {}
+        }
+    }
+}
+
+/// The entry of a loop guard's intervention: Swival's guardrail levels,
+/// the storm breaker's refusal, or one of swivald's own nudges.
+fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: &Option<Repeat>) -> Entry {
+    let tool = tool.to_owned();
+    match kind {
+        InterventionKind::Nudge | InterventionKind::Stop => Entry::Guardrail { turn, tool, level: kind },
+        InterventionKind::Storm => {
+            // The loop always says which repeat it refused.
+            let Repeat { count, args_hash } = repeat.clone().unwrap_or_default();
+            Entry::StormSuppression { turn, name: tool, args_hash, count }
+        }
+        InterventionKind::Reread | InterventionKind::Finish | InterventionKind::Stuck => {
+            Entry::Intervention { turn, kind, tool }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use swival_protocol::{CallKind, NoticeLevel, ReviewVerdict};
+
+    /// A finished agent call.
+    pub(in crate::report) fn llm_call(turn: u64, duration_s: f64, estimate: u64, finish: &str) -> EventKind {
+        EventKind::LlmCall {
+            turn,
+            call_kind: CallKind::Agent,
+            duration_s,
+            finish_reason: Some(finish.into()),
+            usage: None,
+            prompt_tokens_est: estimate,
+            retries: 0,
+            cache: None,
+        }
+    }
+
+    /// Fold a tool call and its result, as the loop emits them.
+    pub(in crate::report) fn tool_call(rec: &mut RunRecord, turn: u64, name: &str, args: &str, result: &str, s: f64) {
+        let id = format!("c{}", rec.timeline().len());
+        rec.apply(&EventKind::ToolCall { turn, id: id.clone(), name: name.into(), arguments: args.into() });
+        rec.apply(&EventKind::ToolResult {
+            turn,
+            id,
+            name: name.into(),
+            succeeded: !result.starts_with("error:"),
+            duration_s: s,
+            content: result.chars().take(4096).collect(),
+            result_length: Some(result.len() as u64),
+            change: None,
+        });
+    }
+
+    fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: Option<Repeat>) -> EventKind {
+        EventKind::Intervention { turn, kind, tool: tool.into(), message: "told".into(), repeat }
+    }
+
+    /// The timeline as the report writes it, one entry a line, fields in
+    /// declaration order (the order a build with `preserve_order` keeps).
+    fn lines(rec: &RunRecord) -> Vec<String> {
+        rec.timeline().iter().map(|e| serde_json::to_string(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn each_entry_is_written_as_swival_writes_it_keys_in_order() {
+        let mut rec = RunRecord::default();
+        let mut call = llm_call(2, 1.23456, 900, "stop");
+        if let EventKind::LlmCall { retries, cache, .. } = &mut call {
+            (*retries, *cache) = (2, Some(CacheStatus::Hit));
+        }
+        rec.apply(&call);
+        tool_call(&mut rec, 2, "read_file", r#"{"file_path": "a"}"#, "1: x", 0.0004);
+        tool_call(&mut rec, 2, "edit_file", "{oops", "error: edit_file: no match", 0.25);
+        rec.apply(&EventKind::Compaction { turn: 3, strategy: "a+b".into(), tokens_before: 90, tokens_after: 40 });
+        rec.apply(&intervention(3, InterventionKind::Nudge, "grep", None));
+        rec.apply(&intervention(3, InterventionKind::Reread, "read_file", None));
+        let repeat = Repeat { count: 3, args_hash: "0123456789ab".into() };
+        rec.apply(&intervention(3, InterventionKind::Storm, "grep", Some(repeat)));
+        rec.apply(&intervention(4, InterventionKind::Stuck, "", None));
+        rec.apply(&EventKind::Hook {
+            point: HookPoint::BeforeLlmCall,
+            hook: "./h.sh".into(),
+            decision: HookDecision::Pass,
+            reason: None,
+            duration_s: 0.0106,
+        });
+        let review = |stderr: Option<&str>| EventKind::Review {
+            round: 1,
+            exit_code: Some(1),
+            feedback: "more".into(),
+            verdict: ReviewVerdict::Retry,
+            stderr: stderr.map(str::to_owned),
+        };
+        rec.apply(&review(None));
+        rec.apply(&review(Some("warn\n")));
+        assert_eq!(
+            lines(&rec),
+            [
+                r#"{"type":"llm_call","turn":2,"duration_s":1.235,"prompt_tokens_est":900,"finish_reason":"stop","is_retry":false,"provider_retries":2,"cache":"hit"}"#,
+                r#"{"type":"tool_call","turn":2,"name":"read_file","arguments":{"file_path":"a"},"succeeded":true,"duration_s":0.0,"result_length":4}"#,
+                r#"{"type":"tool_call","turn":2,"name":"edit_file","arguments":null,"succeeded":false,"duration_s":0.25,"result_length":26,"error":"error: edit_file: no match"}"#,
+                r#"{"type":"compaction","turn":3,"strategy":"a+b","tokens_before":90,"tokens_after":40}"#,
+                r#"{"type":"guardrail","turn":3,"tool":"grep","level":"nudge"}"#,
+                r#"{"type":"intervention","turn":3,"kind":"reread","tool":"read_file"}"#,
+                r#"{"type":"storm_suppression","turn":3,"name":"grep","args_hash":"0123456789ab","count":3}"#,
+                r#"{"type":"intervention","turn":4,"kind":"stuck","tool":""}"#,
+                r#"{"type":"hook","point":"before_llm_call","hook":"./h.sh","decision":"pass","reason":null,"duration_s":0.011}"#,
+                r#"{"type":"review","round":1,"exit_code":1,"feedback":"more"}"#,
+                r#"{"type":"review","round":1,"exit_code":1,"feedback":"more","stderr":"warn\n"}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_without_retries_or_cache_leaves_both_keys_out_and_a_missing_finish_reason_is_empty() {
+        let mut rec = RunRecord::default();
+        let mut call = llm_call(1, 0.5, 10, "");
+        if let EventKind::LlmCall { finish_reason, .. } = &mut call {
+            *finish_reason = None;
+        }
+        rec.apply(&call);
+        assert_eq!(
+            lines(&rec),
+            [
+                r#"{"type":"llm_call","turn":1,"duration_s":0.5,"prompt_tokens_est":10,"finish_reason":"","is_retry":false}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn stats_count_what_the_timeline_shows() {
+        let mut rec = RunRecord::default();
+        rec.apply(&llm_call(1, 0.5, 10, "tool_calls"));
+        let mut retried = llm_call(3, 0.25, 10, "stop");
+        if let EventKind::LlmCall { retries, .. } = &mut retried {
+            *retries = 2;
+        }
+        rec.apply(&retried);
+        tool_call(&mut rec, 1, "grep", "{}", "a:1: x", 0.5);
+        tool_call(&mut rec, 1, "grep", "{}", "error: bad regex", 0.25);
+        tool_call(&mut rec, 3, "think", "{}", "ok", 0.0);
+        rec.apply(&EventKind::Compaction { turn: 3, strategy: "s".into(), tokens_before: 2, tokens_after: 1 });
+        for kind in [InterventionKind::Nudge, InterventionKind::Stop, InterventionKind::Finish] {
+            rec.apply(&intervention(3, kind, "grep", None));
+        }
+        rec.apply(&intervention(3, InterventionKind::Storm, "grep", Some(Repeat::default())));
+        let review = EventKind::Review {
+            round: 1,
+            exit_code: Some(0),
+            feedback: String::new(),
+            verdict: ReviewVerdict::Accept,
+            stderr: None,
+        };
+        rec.apply(&review);
+        let s = &rec.stats;
+        assert_eq!((s.llm_calls, s.turns, s.provider_retries, s.total_llm_time_s), (2, 3, 2, 0.75));
+        assert_eq!(
+            (s.tool_calls_total, s.tool_calls_succeeded, s.tool_calls_failed, s.total_tool_time_s),
+            (3, 2, 1, 0.75)
+        );
+        assert_eq!((s.tool_calls_by_name["grep"].succeeded, s.tool_calls_by_name["grep"].failed), (1, 1));
+        assert_eq!((s.compactions, s.guardrail_interventions, s.stormed_calls, s.review_rounds), (1, 2, 1, 1));
+    }
+
+    #[test]
+    fn a_tool_result_takes_its_calls_arguments_and_the_whole_results_length() {
+        let mut rec = RunRecord::default();
+        rec.apply(&EventKind::ToolCall {
+            turn: 1,
+            id: "a".into(),
+            name: "grep".into(),
+            arguments: r#"{"p": 1}"#.into(),
+        });
+        rec.apply(&EventKind::ToolCall {
+            turn: 1,
+            id: "b".into(),
+            name: "grep".into(),
+            arguments: r#"{"p": 2}"#.into(),
+        });
+        let result = |id: &str, succeeded: bool, content: String, result_length: Option<u64>| EventKind::ToolResult {
+            turn: 1,
+            id: id.into(),
+            name: "grep".into(),
+            succeeded,
+            duration_s: 0.0,
+            content,
+            result_length,
+            change: None,
+        };
+        rec.apply(&result("b", false, format!("error: {}", "x".repeat(4090)), Some(9000)));
+        // An event stored by an older daemon has no length: its content's is taken.
+        rec.apply(&result("a", true, "found".into(), None));
+        let e: Vec<Value> = rec.timeline().iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        assert_eq!((&e[0]["arguments"], &e[0]["result_length"]), (&serde_json::json!({"p": 2}), &9000.into()));
+        assert_eq!(e[0]["error"].as_str().unwrap().chars().count(), ERROR_CHARS);
+        assert_eq!((&e[1]["arguments"], &e[1]["result_length"]), (&serde_json::json!({"p": 1}), &5.into()));
+        assert!(e[1].get("error").is_none());
+    }
+
+    #[test]
+    fn an_answered_approval_is_a_command_policy_entry_with_the_turn_and_bucket_asked() {
+        let mut rec = RunRecord::default();
+        rec.apply(&EventKind::ApprovalRequested {
+            turn: 4,
+            approval_id: "ap_1".into(),
+            tool_call_id: "c1".into(),
+            bucket: "git push".into(),
+            command: "git push origin".into(),
+            high_risk: true,
+            timeout_s: 60.0,
+        });
+        assert!(rec.timeline().is_empty(), "a question alone is not an entry");
+        let decision = ApprovalDecision::RejectOnce;
+        rec.apply(&EventKind::ApprovalResolved { approval_id: "ap_1".into(), decision, by: ResolvedBy::Timeout });
+        assert_eq!(
+            lines(&rec),
+            [r#"{"type":"command_policy","turn":4,"bucket":"git push","decision":"reject_once","by":"timeout"}"#]
+        );
+    }
+
+    #[test]
+    fn withholding_nulls_every_tool_calls_arguments_and_nothing_else() {
+        let mut rec = RunRecord::default();
+        tool_call(&mut rec, 1, "write_file", r#"{"content": "secret plan"}"#, "Wrote 11 bytes", 0.0);
+        rec.apply(&EventKind::Compaction { turn: 1, strategy: "s".into(), tokens_before: 2, tokens_after: 1 });
+        tool_call(&mut rec, 2, "read_file", r#"{"file_path": "plan"}"#, "1: secret plan", 0.0);
+        let expected: Vec<String> = lines(&rec)
+            .iter()
+            .map(|l| l.replace(r#"{"content":"secret plan"}"#, "null").replace(r#"{"file_path":"plan"}"#, "null"))
+            .collect();
+        assert!(expected[0].contains(r#""arguments":null"#) && expected[2].contains(r#""arguments":null"#));
+        rec.withhold_arguments();
+        assert_eq!(lines(&rec), expected);
+    }
+
+    #[test]
+    fn events_the_report_does_not_show_change_nothing() {
+        let mut rec = RunRecord::default();
+        for event in [
+            EventKind::RunStarted { task: "t".into() },
+            EventKind::TurnStarted { turn: 1, max_turns: 5 },
+            EventKind::TextDelta { turn: 1, text: "hi".into() },
+            EventKind::Retry { turn: 1, attempt: 1, delay_s: 1.0, reason: "503".into() },
+            EventKind::Stderr { source: "filter f".into(), text: "x".into() },
+            EventKind::Warning { message: "w".into() },
+            EventKind::Notice { level: NoticeLevel::Info, message: "n".into() },
+            // An answer nobody asked for (none was recorded) makes no entry.
+            EventKind::ApprovalResolved {
+                approval_id: "ap_9".into(),
+                decision: ApprovalDecision::AllowOnce,
+                by: ResolvedBy::Client,
+            },
+        ] {
+            rec.apply(&event);
+        }
+        assert!(rec.timeline().is_empty());
+        assert_eq!(rec.stats, RunStats::default());
+    }
+}
