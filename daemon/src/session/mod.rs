@@ -344,7 +344,7 @@ impl Sessions {
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
-        self.hold(session, parts);
+        self.hold(session, parts, false);
         Ok(SessionCreateResult { session_id: id, config, warnings })
     }
 
@@ -359,7 +359,7 @@ impl Sessions {
             return Ok(Found::Closed);
         }
         let (session, parts) = self.load(&row)?;
-        Ok(Found::Live(self.hold(session, parts)))
+        Ok(Found::Live(self.hold(session, parts, true)))
     }
 
     /// Build a stored session in memory, with the config it was created
@@ -394,20 +394,21 @@ impl Sessions {
         if row.closed {
             return Ok(session);
         }
-        Ok(self.hold(session, parts).session)
+        Ok(self.hold(session, parts, true).session)
     }
 
     /// Hold `session` in memory with an actor owning `parts`, unless a copy
     /// is held already (loaded meanwhile by another caller): that one's
-    /// handle is returned and this copy dropped.
-    fn hold(&self, session: Arc<Session>, parts: Parts) -> Handle {
+    /// handle is returned and this copy dropped. `loaded`: built from the
+    /// store (not just created).
+    fn hold(&self, session: Arc<Session>, parts: Parts, loaded: bool) -> Handle {
         let (handle, rx) = Handle::new(session);
         if let Err(held) = self.live.insert(handle.clone()) {
             return held;
         }
         // A close stored by the copy that held the session before is seen
         // here: that copy left the registry only after storing it.
-        let closed = matches!(self.shared.store.session(&handle.session.id), Ok(Some(row)) if row.closed);
+        let closed = loaded && self.shared.store.is_closed(&handle.session.id).unwrap_or(false);
         Actor::spawn(self.shared.clone(), &self.live, &handle, rx, parts, closed);
         handle
     }

@@ -287,6 +287,18 @@ impl Store {
         Ok(self.select_sessions(Some(id))?.pop())
     }
 
+    /// Whether a session is closed (false when there is no such session).
+    pub fn is_closed(&self, id: &SessionId) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let closed =
+                c.prepare_cached("SELECT closed FROM sessions WHERE id = ?1")?.query_row([&id.0], |r| r.get(0));
+            match closed {
+                Err(rusqlite::Error::QueryReturnedNoRows) => Ok(false),
+                other => other,
+            }
+        })
+    }
+
     /// Mark a session closed.
     pub fn close_session(&self, id: &SessionId) -> Result<(), StoreError> {
         let id = id.0.clone();

@@ -9,8 +9,22 @@ fn tool(name: &str, description: &str, parameters: Value) -> Value {
 }
 
 /// The file, search and bookkeeping tools, in the order the model sees
-/// them; reads return `read_lines` lines unless they name a `limit`.
+/// them; reads return `read_lines` lines unless they name a `limit`. Built
+/// once per `read_lines` the daemon has seen (a handful of configured
+/// values) and copied from there.
 pub fn file_tools(read_lines: usize) -> Vec<Value> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    static BUILT: Mutex<Option<HashMap<usize, Arc<[Value]>>>> = Mutex::new(None);
+    let built = {
+        let mut cache = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = cache.get_or_insert_with(HashMap::new);
+        cache.entry(read_lines).or_insert_with(|| build_file_tools(read_lines).into()).clone()
+    };
+    built.to_vec()
+}
+
+fn build_file_tools(read_lines: usize) -> Vec<Value> {
     let window = |file_desc: &str| {
         json!({
             "file_path": {"type": "string", "description": file_desc},
