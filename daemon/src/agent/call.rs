@@ -259,7 +259,8 @@ impl AgentRun<'_> {
             Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
             Err(e) => {
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                Err(CallError::Failed(e.run_error(self.model)))
+                let message = e.run_error(self.model);
+                Err(if e.is_context_overflow() { CallError::Overflow(message) } else { CallError::Failed(message) })
             }
         }
     }

@@ -19,17 +19,6 @@ const SUMMARY_PROMPT: &str = "You summarise part of a coding session so the work
 Write a compact summary of what was asked, what was found (files, facts, errors) and what was changed, \
 with exact file names and values. No preamble.";
 
-/// Whether a provider error says the prompt is too long (Swival's patterns).
-pub fn is_context_overflow(message: &str) -> bool {
-    static OVERFLOW: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
-        )
-        .expect("static regex")
-    });
-    OVERFLOW.is_match(&message.to_lowercase())
-}
-
 /// Cut old tool results (all but the last `KEEP_TAIL` messages) to
 /// `KEEP_CHARS` with a marker; true when anything changed.
 pub fn truncate_old_tool_results(messages: &mut [Value]) -> bool {
@@ -134,13 +123,6 @@ impl AgentRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn overflow_messages_are_recognised() {
-        assert!(is_context_overflow("provider returned HTTP 400: This model's maximum context length is 8192 tokens"));
-        assert!(is_context_overflow("context_length_exceeded"));
-        assert!(!is_context_overflow("provider returned HTTP 401: Incorrect API key provided"));
-    }
 
     #[test]
     fn only_old_long_tool_results_are_cut() {

@@ -24,7 +24,6 @@ use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
-use compact::is_context_overflow;
 use conversation::Conversation;
 pub use estimate::estimate_tokens;
 use estimate::{estimate_from, Offered};
@@ -139,6 +138,9 @@ enum CallError {
     Cancelled,
     /// The call failed for good; the message says why.
     Failed(String),
+    /// The provider said the prompt is too long for the context; the
+    /// message says so as a failure would.
+    Overflow(String),
     /// A hook blocked it; the reason.
     Blocked(String),
 }
@@ -238,7 +240,7 @@ impl AgentRun<'_> {
             let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-                Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
+                Err(CallError::Failed(e) | CallError::Overflow(e)) => return Ok(LoopEnd::Failed(e)),
                 Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
             };
             // after_llm_call: the hooks see the reply and every proposed
@@ -288,7 +290,7 @@ impl AgentRun<'_> {
         let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
             Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-            Err(CallError::Failed(e)) => return Ok(LoopEnd::Failed(e)),
+            Err(CallError::Failed(e) | CallError::Overflow(e)) => return Ok(LoopEnd::Failed(e)),
             Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
         };
         // A tool call written out as text (small models do, with no tools
@@ -319,7 +321,7 @@ impl AgentRun<'_> {
             }
         }
         match self.call_model(turn, CallKind::Agent, None, tools).await {
-            Err(CallError::Failed(e)) if is_context_overflow(&e) => {
+            Err(CallError::Overflow(_)) => {
                 // The provider says the prompt is too long: compact and try once more.
                 let window =
                     self.context_window.unwrap_or_else(|| estimate_from(self.conversation.chars(), tools.chars));

@@ -229,6 +229,27 @@ impl From<String> for ProviderError {
 }
 
 impl ProviderError {
+    /// Whether the provider said the prompt is too long for the model's
+    /// context (Swival's patterns over the error the provider returned: an
+    /// error status and its message, or an error in the stream), so the
+    /// run compacts its conversation and tries again.
+    pub fn is_context_overflow(&self) -> bool {
+        static OVERFLOW: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(
+                r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
+            )
+            .expect("static regex")
+        });
+        match self {
+            ProviderError::Http { .. }
+            | ProviderError::Transport(_)
+            | ProviderError::Malformed(_)
+            | ProviderError::Command(_) => OVERFLOW.is_match(&self.to_string().to_lowercase()),
+            ProviderError::Exhausted { last, .. } => last.is_context_overflow(),
+            ProviderError::EmptyChoices | ProviderError::Config(_) | ProviderError::Cancelled => false,
+        }
+    }
+
     /// What a run that failed on this error reports (Swival's `AgentError`
     /// text): a failed request is `LLM call failed (model: M): <detail>`;
     /// an empty `choices` list, the `command` provider and a missing model
@@ -551,6 +572,18 @@ mod tests {
         assert_eq!(body["messages"][0], json!({"role": "user", "content": "hi"}));
         assert!(body.get("temperature").is_none(), "unset sampling params are not sent");
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn context_overflow_is_told_from_the_provider_error() {
+        let http = |status, message: &str| ProviderError::Http { status, message: message.into(), retry_after: None };
+        assert!(http(400, "This model's maximum context length is 8192 tokens").is_context_overflow());
+        assert!(http(400, "context_length_exceeded").is_context_overflow());
+        assert!(http(413, "Payload Too Large").is_context_overflow());
+        assert!(!http(401, "Incorrect API key provided").is_context_overflow());
+        let gave_up = ProviderError::Exhausted { attempts: 2, last: Box::new(http(400, "prompt is too long")) };
+        assert!(gave_up.is_context_overflow());
+        assert!(!ProviderError::Config("no model; the context window is unknown".into()).is_context_overflow());
     }
 
     #[test]
