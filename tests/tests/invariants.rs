@@ -78,7 +78,6 @@ const KNOWN: &[Known] = &[
     Known { rule: Rule::LongFn, file: "daemon/src/session/build.rs", what: "build" },
     Known { rule: Rule::LongFn, file: "daemon/src/sandbox/status.rs", what: "plan" },
     Known { rule: Rule::LongFn, file: "daemon/src/config/parse.rs", what: "normalize" },
-    Known { rule: Rule::LongFn, file: "daemon/src/tools/schema.rs", what: "file_tools" },
     Known { rule: Rule::LongFn, file: "client/src/cmd/run.rs", what: "run" },
     Known { rule: Rule::LongFn, file: "tests/src/bin/bench/main.rs", what: "main" },
     Known {

@@ -7,14 +7,15 @@
 
 mod command;
 mod openai;
+mod request;
 mod retry;
 mod sse;
 
+pub use request::{request_body, ChatRequest, RequestBody};
 pub use retry::{backoff_delay, is_retryable_status};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -271,116 +272,6 @@ impl ProviderError {
     }
 }
 
-/// What one call sends, before provider settings are applied.
-#[derive(Debug, Clone)]
-pub struct ChatRequest<'a> {
-    /// The conversation.
-    pub messages: &'a [Value],
-    /// Tool schemas offered (OpenAI function format).
-    pub tools: &'a [Value],
-    /// `tools` as a JSON array already serialised, when the caller has it.
-    pub tools_json: Option<&'a serde_json::value::RawValue>,
-    /// `max_tokens`, already clamped to the window.
-    pub max_tokens: u64,
-}
-
-/// The request body as sent (Swival's shape): built from the borrowed
-/// conversation and tool schemas, which are serialised in place rather
-/// than copied into a `Value` first. Keys come out sorted, as a JSON
-/// object would; `extra_body` keys are merged at the top and win.
-pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a ChatRequest<'a>) -> RequestBody<'a> {
-    let mut body: BTreeMap<&'a str, Part<'a>> = BTreeMap::new();
-    body.insert("model", Part::Str(model));
-    body.insert("messages", Part::Messages(req.messages));
-    body.insert("max_tokens", Part::Owned(json!(req.max_tokens)));
-    if !req.tools.is_empty() {
-        body.insert("tools", req.tools_json.map_or(Part::Values(req.tools), Part::Raw));
-        body.insert("tool_choice", Part::Str("auto"));
-    }
-    if let Some(t) = settings.temperature {
-        body.insert("temperature", Part::Owned(json!(t)));
-    }
-    if let Some(p) = settings.top_p {
-        body.insert("top_p", Part::Owned(json!(p)));
-    }
-    if let Some(s) = settings.seed {
-        body.insert("seed", Part::Owned(json!(s)));
-    }
-    if let Some(effort) = settings.reasoning_effort.as_deref().filter(|e| *e != "default") {
-        body.insert("reasoning_effort", Part::Str(effort));
-    }
-    if let Some(extra) = &settings.extra_body {
-        for (k, v) in extra {
-            body.insert(k.as_str(), Part::Value(v));
-        }
-    }
-    if settings.stream {
-        body.insert("stream", Part::Owned(json!(true)));
-    }
-    RequestBody(body)
-}
-
-/// A request body ready to serialise (see [`request_body`]).
-#[derive(Debug)]
-pub struct RequestBody<'a>(BTreeMap<&'a str, Part<'a>>);
-
-impl RequestBody<'_> {
-    /// The body as a JSON value (for the cache key and tests).
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("JSON serializes")
-    }
-}
-
-impl serde::Serialize for RequestBody<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-/// One field of a request body.
-#[derive(Debug)]
-enum Part<'a> {
-    /// A string.
-    Str(&'a str),
-    /// A borrowed value.
-    Value(&'a Value),
-    /// A small owned value.
-    Owned(Value),
-    /// Borrowed values, as an array.
-    Values(&'a [Value]),
-    /// Stored messages, as sent (see [`WireMessage`]).
-    Messages(&'a [Value]),
-    /// JSON serialised before.
-    Raw(&'a serde_json::value::RawValue),
-}
-
-impl serde::Serialize for Part<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Part::Str(v) => v.serialize(s),
-            Part::Value(v) => v.serialize(s),
-            Part::Owned(v) => v.serialize(s),
-            Part::Values(v) => v.serialize(s),
-            Part::Messages(ms) => s.collect_seq(ms.iter().map(WireMessage)),
-            Part::Raw(v) => v.serialize(s),
-        }
-    }
-}
-
-/// A stored message as sent: keys starting with `_` are internal.
-struct WireMessage<'a>(&'a Value);
-
-impl serde::Serialize for WireMessage<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => {
-                s.collect_map(map.iter().filter(|(k, _)| !k.starts_with('_')))
-            }
-            other => other.serialize(s),
-        }
-    }
-}
-
 /// The daemon-wide HTTP client plus one session's settings.
 #[derive(Debug, Clone)]
 pub struct Provider {
@@ -521,7 +412,7 @@ fn no_server(kind: ProviderKind, base_url: &str, e: &ProviderError) -> String {
 mod tests {
     use super::*;
 
-    fn settings() -> ProviderSettings {
+    pub(super) fn settings() -> ProviderSettings {
         ProviderSettings {
             command_pins: Vec::new(),
             runner: None,
@@ -561,20 +452,6 @@ mod tests {
     }
 
     #[test]
-    fn request_body_has_swivals_shape() {
-        let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
-        let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let req = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 100 };
-        let body = request_body(&settings(), "m", &req).to_value();
-        assert_eq!(body["model"], "m");
-        assert_eq!(body["tool_choice"], "auto");
-        assert_eq!(body["max_tokens"], 100);
-        assert_eq!(body["messages"][0], json!({"role": "user", "content": "hi"}));
-        assert!(body.get("temperature").is_none(), "unset sampling params are not sent");
-        assert!(body.get("stream").is_none());
-    }
-
-    #[test]
     fn context_overflow_is_told_from_the_provider_error() {
         let http = |status, message: &str| ProviderError::Http { status, message: message.into(), retry_after: None };
         assert!(http(400, "This model's maximum context length is 8192 tokens").is_context_overflow());
@@ -584,37 +461,5 @@ mod tests {
         let gave_up = ProviderError::Exhausted { attempts: 2, last: Box::new(http(400, "prompt is too long")) };
         assert!(gave_up.is_context_overflow());
         assert!(!ProviderError::Config("no model; the context window is unknown".into()).is_context_overflow());
-    }
-
-    #[test]
-    fn tools_serialised_before_go_out_byte_for_byte_as_the_schemas_would() {
-        let msgs = vec![json!({"role": "user", "content": "hi"})];
-        let tools =
-            vec![json!({"type": "function", "function": {"name": "read_file", "parameters": {"b": 1, "a": 2}}})];
-        let json = serde_json::value::to_raw_value(&tools).unwrap();
-        let settings = settings();
-        let plain = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 9 };
-        let raw = ChatRequest { tools_json: Some(&json), ..plain.clone() };
-        let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
-        assert_eq!(text(&raw), text(&plain));
-    }
-
-    #[test]
-    fn no_tools_means_no_tool_choice() {
-        let settings = settings();
-        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
-        let body = request_body(&settings, "m", &req).to_value();
-        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
-    }
-
-    #[test]
-    fn extra_body_is_merged_at_the_top() {
-        let mut s = settings();
-        s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
-        s.temperature = Some(0.2);
-        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
-        let body = request_body(&s, "m", &req).to_value();
-        assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
-        assert_eq!(body["temperature"], 0.2);
     }
 }

@@ -25,6 +25,13 @@ pub fn file_tools(read_lines: usize) -> Vec<Value> {
 }
 
 fn build_file_tools(read_lines: usize) -> Vec<Value> {
+    let mut tools = reading_and_writing(read_lines);
+    tools.extend(searching_and_bookkeeping());
+    tools
+}
+
+/// `read_file`, `read_multiple_files`, `write_file`, `edit_file`.
+fn reading_and_writing(read_lines: usize) -> Vec<Value> {
     let window = |file_desc: &str| {
         json!({
             "file_path": {"type": "string", "description": file_desc},
@@ -35,7 +42,6 @@ fn build_file_tools(read_lines: usize) -> Vec<Value> {
     };
     let mut read_props = window("Path to the file or directory to read.");
     read_props["tail_lines"]["description"] = json!("Number of lines to return from the end of the file. Mutually exclusive with offset; pass at most one of the two. To paginate within the tail, use the offset from the continuation hint in a follow-up call (without tail_lines).");
-    let search_path = json!({"type": "string", "description": "File or directory to search in, relative to base directory. Defaults to \".\" (base directory).", "default": "."});
     vec![
         tool(
             "read_file",
@@ -71,6 +77,13 @@ fn build_file_tools(read_lines: usize) -> Vec<Value> {
                 "checksum": {"type": "string", "description": "Optional [checksum=...] value from your last read_file, write_file or edit_file of this file. The edit is refused if the file changed since."}
             }, "required": ["file_path", "old_string", "new_string"]}),
         ),
+    ]
+}
+
+/// `list_files`, `grep`, `think`, `todo`, `delete_file`.
+fn searching_and_bookkeeping() -> Vec<Value> {
+    let search_path = json!({"type": "string", "description": "File or directory to search in, relative to base directory. Defaults to \".\" (base directory).", "default": "."});
+    vec![
         tool(
             "list_files",
             "Recursively list files matching a glob, relative to the base directory.",
