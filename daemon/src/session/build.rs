@@ -17,6 +17,39 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Swival's checks and messages for `allowed_dirs` and `allowed_dirs_ro`
+/// (`_resolve_dir_list`): each must be an existing directory other than
+/// the root; a run failure (exit 1) in Swival, not a usage error.
+fn canon_all(dirs: &[PathBuf], key: &str) -> Result<Vec<PathBuf>, SessionError> {
+    dirs.iter()
+        .map(|d| {
+            let not_dir = || SessionError::Setup(format!("{key} path is not a directory: {}", d.display()));
+            let c = d.canonicalize().map_err(|_| not_dir())?;
+            if c.parent().is_none() {
+                return Err(SessionError::Setup(format!("{key} cannot be the filesystem root: {}", d.display())));
+            }
+            if !c.is_dir() {
+                return Err(not_dir());
+            }
+            Ok(c)
+        })
+        .collect()
+}
+
+/// The secret shield of a session that encrypts secrets (not for the
+/// command provider, as in Swival); the key comes from the config, else
+/// from the caller's environment.
+fn shield(cfg: &config::SessionConfig, env: &CallerEnv) -> Result<Option<SecretShield>, SessionError> {
+    if !cfg.encrypt_secrets || cfg.provider == crate::provider::ProviderKind::Command {
+        return Ok(None);
+    }
+    let env_key = env.secret(crate::secrets::ENCRYPT_KEY_ENV);
+    let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
+    SecretShield::from_hex_key(key.as_deref(), cfg.encrypt_secrets_tweak.as_deref(), &cfg.encrypt_secrets_patterns)
+        .map(Some)
+        .map_err(|e| SessionError::Config(format!("encrypt_secrets: {e}")))
+}
+
 impl Sessions {
     pub(super) fn build(
         &self,
@@ -26,43 +59,21 @@ impl Sessions {
         env: CallerEnv,
     ) -> Result<(Arc<Session>, Parts), SessionError> {
         let base = PathBuf::from(&row.base_dir);
-        // Swival's checks and messages (`_resolve_dir_list`); a run failure
-        // (exit 1) in Swival, not a usage error.
-        let canon_all = |dirs: &[PathBuf], key: &str| -> Result<Vec<PathBuf>, SessionError> {
-            dirs.iter()
-                .map(|d| {
-                    let not_dir = || SessionError::Setup(format!("{key} path is not a directory: {}", d.display()));
-                    let c = d.canonicalize().map_err(|_| not_dir())?;
-                    if c.parent().is_none() {
-                        return Err(SessionError::Setup(format!(
-                            "{key} cannot be the filesystem root: {}",
-                            d.display()
-                        )));
-                    }
-                    if !c.is_dir() {
-                        return Err(not_dir());
-                    }
-                    Ok(c)
-                })
-                .collect()
-        };
-        let policy = PathPolicy {
+        let cfg = &config.config;
+        let mut policy = PathPolicy {
             base: base.clone(),
-            allow_rw: canon_all(&config.config.allowed_dirs, "allowed_dirs")?,
-            allow_ro: canon_all(&config.config.allowed_dirs_ro, "allowed_dirs_ro")?,
-            files: config.config.files_mode(),
+            allow_rw: canon_all(&cfg.allowed_dirs, "allowed_dirs")?,
+            allow_ro: canon_all(&cfg.allowed_dirs_ro, "allowed_dirs_ro")?,
+            files: cfg.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
             home: env.home(),
         };
-        let mut policy = policy;
-        let mut pipeline =
-            Pipeline::build(&config.config, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
-                .map_err(|e| SessionError::Setup(e.to_string()))?;
+        let mut pipeline = Pipeline::build(cfg, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
+            .map_err(|e| SessionError::Setup(e.to_string()))?;
         // Loaded again: what runs must still be what the session pinned
         // when it was created (a new session has nothing recorded yet).
         pipeline.expect_pins(&self.shared.store.session_pins(&row.id)?);
-        let cfg = &config.config;
         let config_files: Vec<PathBuf> = self
             .shared
             .settings
@@ -70,13 +81,66 @@ impl Sessions {
             .iter()
             .cloned()
             .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
-            .chain(config.config.mcp_config.iter().cloned())
+            .chain(cfg.mcp_config.iter().cloned())
             .collect();
         let protection = pipeline.protection(&base, &config_files);
         policy.protected = protection.paths.clone();
-        // Whitelisted commands resolve through the caller's PATH.
-        let path_var = env.path();
-        let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &path_var)
+        let (commands, sandbox) = self.commands(cfg, &env, &mut policy, &protection.paths)?;
+        if cfg.sandbox_mcp {
+            crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
+        }
+        crate::sandbox::spill::sweep(&base);
+        let fetch = FetchEnv {
+            base_dir: base.clone(),
+            allow_networks: cfg.fetch_allow_networks.clone(),
+            max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
+        };
+        // Secrets are encrypted before anything reaches the provider.
+        let shield = shield(cfg, &env)?;
+        let mut tools = ToolBox::new(policy);
+        tools.read_guard = !cfg.no_read_guard;
+        tools.caps = OutputCaps {
+            read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
+            read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
+        };
+        tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
+        let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
+        let session = Session {
+            id: row.id.clone(),
+            base_dir: base,
+            title: row.title.clone(),
+            created_at: row.created_at.clone(),
+            config,
+            env,
+            events: self.shared.logs.log(&row.id),
+            pipeline,
+            commands,
+            fetch,
+            hook_asks: crate::sandbox::ask::AskGate::new(
+                self.shared.approvals.clone(),
+                self.shared.settings.approval_timeout,
+                &[],
+            ),
+            sandbox,
+            tools_protected: protection.paths,
+            protection_notes: protection.notes,
+        };
+        Ok((Arc::new(session), Parts { conversation, tools, shield }))
+    }
+
+    /// How the session's commands run: the whitelist (resolved through the
+    /// caller's PATH), the kernel sandbox plan with what it hides (also
+    /// from the file tools, in `policy`) and keeps read-only (`readonly`),
+    /// the command environment, and ask mode's approvals.
+    fn commands(
+        &self,
+        cfg: &config::SessionConfig,
+        env: &CallerEnv,
+        policy: &mut PathPolicy,
+        readonly: &[PathBuf],
+    ) -> Result<(CommandEnv, crate::sandbox::SandboxStatus), SessionError> {
+        let base = policy.base.clone();
+        let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &env.path())
             .map_err(|e| SessionError::Config(e.to_string()))?;
         let mut hide = crate::sandbox::default_hidden();
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
@@ -93,7 +157,7 @@ impl Sessions {
             read_only_dirs: policy.allow_ro.clone(),
             socket: self.shared.settings.socket.clone(),
             hide,
-            readonly: protection.paths.clone(),
+            readonly: readonly.to_vec(),
             strict_read: cfg.sandbox_strict_read,
         };
         let command_env = crate::sandbox::command::allowed_environment(env.vars_os(), &cfg.command_env);
@@ -123,58 +187,6 @@ impl Sessions {
                 &cfg.approved_buckets,
             )));
         }
-        if cfg.sandbox_mcp {
-            crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
-        }
-        crate::sandbox::spill::sweep(&base);
-        let fetch = FetchEnv {
-            base_dir: base.clone(),
-            allow_networks: cfg.fetch_allow_networks.clone(),
-            max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
-        };
-        // Secrets are encrypted before anything reaches the provider (not for
-        // the command provider, as in Swival).
-        let shield = if cfg.encrypt_secrets && cfg.provider != crate::provider::ProviderKind::Command {
-            let env_key = env.secret(crate::secrets::ENCRYPT_KEY_ENV);
-            let key = cfg.encrypt_secrets_key.as_ref().map(|k| k.expose().to_owned()).or(env_key);
-            let shield = SecretShield::from_hex_key(
-                key.as_deref(),
-                cfg.encrypt_secrets_tweak.as_deref(),
-                &cfg.encrypt_secrets_patterns,
-            )
-            .map_err(|e| SessionError::Config(format!("encrypt_secrets: {e}")))?;
-            Some(shield)
-        } else {
-            None
-        };
-        let mut tools = ToolBox::new(policy);
-        tools.read_guard = !config.config.no_read_guard;
-        tools.caps = OutputCaps {
-            read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
-            read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
-        };
-        tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
-        let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
-        let session = Session {
-            id: row.id.clone(),
-            base_dir: base,
-            title: row.title.clone(),
-            created_at: row.created_at.clone(),
-            config,
-            env,
-            events: self.shared.logs.log(&row.id),
-            pipeline,
-            commands,
-            fetch,
-            hook_asks: crate::sandbox::ask::AskGate::new(
-                self.shared.approvals.clone(),
-                self.shared.settings.approval_timeout,
-                &[],
-            ),
-            sandbox,
-            tools_protected: protection.paths,
-            protection_notes: protection.notes,
-        };
-        Ok((Arc::new(session), Parts { conversation, tools, shield }))
+        Ok((commands, sandbox))
     }
 }
