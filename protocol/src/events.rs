@@ -149,7 +149,8 @@ pub enum EventKind {
         /// The turn.
         turn: u64,
         /// What was done: `truncate_tool_results`, `summarize_middle`, `drop_middle`, joined with `+`.
-        strategy: String,
+        #[schemars(with = "String")]
+        strategy: CompactionStrategy,
         /// Estimated prompt tokens before.
         tokens_before: u64,
         /// Estimated prompt tokens after.
@@ -231,6 +232,70 @@ pub enum EventKind {
     },
     /// The run ended; exactly one per run, always the run's last event.
     RunFinished(RunEnd),
+}
+
+/// One step of a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionStep {
+    /// Old tool results were cut short.
+    TruncateToolResults,
+    /// Middle turns were replaced by the model's summary of them.
+    SummarizeMiddle,
+    /// Middle turns were dropped (the summary failed or was refused).
+    DropMiddle,
+}
+
+impl CompactionStep {
+    /// Every step, in the order a compaction takes them.
+    pub const ALL: [CompactionStep; 3] =
+        [CompactionStep::TruncateToolResults, CompactionStep::SummarizeMiddle, CompactionStep::DropMiddle];
+    /// Their names on the wire.
+    pub const NAMES: &'static [&'static str] = &["truncate_tool_results", "summarize_middle", "drop_middle"];
+
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// What a compaction did, step by step; on the wire the steps' names
+/// joined with `+` (Swival's form, e.g. `truncate_tool_results+summarize_middle`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub struct CompactionStrategy(pub Vec<CompactionStep>);
+
+impl From<CompactionStrategy> for String {
+    fn from(s: CompactionStrategy) -> String {
+        s.to_string()
+    }
+}
+
+impl std::fmt::Display for CompactionStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("+")?;
+            }
+            f.write_str(step.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl TryFrom<String> for CompactionStrategy {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        text.split('+')
+            .map(|name| {
+                CompactionStep::ALL
+                    .into_iter()
+                    .find(|step| step.name() == name)
+                    .ok_or_else(|| format!("unknown compaction step {name:?} in {text:?}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(CompactionStrategy)
+    }
 }
 
 /// The kind of a provider call.
@@ -459,6 +524,16 @@ impl EventKind {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_compaction_strategy_is_its_steps_joined_with_plus() {
+        let s = CompactionStrategy(vec![CompactionStep::TruncateToolResults, CompactionStep::SummarizeMiddle]);
+        let wire = serde_json::to_value(&s).unwrap();
+        assert_eq!(wire, "truncate_tool_results+summarize_middle");
+        assert_eq!(serde_json::from_value::<CompactionStrategy>(wire).unwrap(), s);
+        assert!(serde_json::from_value::<CompactionStrategy>("squash".into()).is_err());
+    }
+
     use super::*;
 
     #[test]

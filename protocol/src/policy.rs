@@ -142,11 +142,34 @@ pub struct FileDigest {
     pub sha256: String,
 }
 
+/// How a session's commands are confined (`sandbox` in config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Kernel enforcement (Landlock, network namespace/seccomp) plus the in-process checks.
+    #[default]
+    Os,
+    /// Only the in-process checks, as in Swival.
+    Builtin,
+}
+
+impl SandboxMode {
+    /// The names on the wire and in config.
+    pub const NAMES: &'static [&'static str] = &["os", "builtin"];
+
+    /// The name on the wire and in config.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// What the sandbox enforces for a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxStatus {
-    /// `os` or `builtin`.
-    pub mode: String,
+    /// The mode configured.
+    pub mode: SandboxMode,
+    /// What that comes to on this machine, in one line.
+    pub summary: String,
     /// Guards in force.
     pub enforced: Vec<String>,
     /// Guards the kernel or the configuration does not provide, said plainly.

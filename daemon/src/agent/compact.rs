@@ -8,7 +8,7 @@
 use super::{estimate_tokens, AgentRun, CallError};
 use crate::pipeline::filter::CallKind;
 use serde_json::{json, Value};
-use swival_protocol::EventKind;
+use swival_protocol::{CompactionStep, CompactionStrategy, EventKind};
 
 /// Tool results longer than this are cut when old.
 const KEEP_CHARS: usize = 300;
@@ -80,10 +80,10 @@ impl AgentRun<'_> {
     pub(super) async fn compact(&mut self, turn: u64, tools: &[Value], budget: u64) -> Result<(), CallError> {
         let limit = budget * 9 / 10;
         let before = estimate_tokens(self.conversation.messages(), tools);
-        let mut strategy = Vec::new();
+        let mut strategy = CompactionStrategy::default();
         let mut messages = self.conversation.messages().to_vec();
         if truncate_old_tool_results(&mut messages) {
-            strategy.push("truncate_tool_results");
+            strategy.0.push(CompactionStep::TruncateToolResults);
         }
         if estimate_tokens(&messages, tools) > limit {
             if let Some(range) = middle(&messages) {
@@ -93,13 +93,13 @@ impl AgentRun<'_> {
                 ];
                 let note = match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
                     Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
-                        strategy.push("summarize_middle");
+                        strategy.0.push(CompactionStep::SummarizeMiddle);
                         format!("[Summary of earlier turns]\n{}", reply.content.unwrap_or_default())
                     }
                     Err(CallError::Cancelled) => return Err(CallError::Cancelled),
                     // A blocked or failed summary only skips the summary.
                     _ => {
-                        strategy.push("drop_middle");
+                        strategy.0.push(CompactionStep::DropMiddle);
                         format!("[{} earlier messages were dropped to fit the context window]", range.len())
                     }
                 };
@@ -107,14 +107,13 @@ impl AgentRun<'_> {
                 messages.splice(range, [replacement]);
             }
         }
-        if strategy.is_empty() {
+        if strategy.0.is_empty() {
             return Ok(());
         }
         let after = estimate_tokens(&messages, tools);
         self.conversation
             .rewrite(|m| *m = messages)
             .map_err(|e| CallError::Failed(format!("could not store the compacted conversation: {e}")))?;
-        let strategy = strategy.join("+");
         self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
         Ok(())
     }

@@ -62,20 +62,7 @@ pub enum CommandAccess<'a> {
 }
 
 /// How commands are confined (ours; Swival's `agentfs`/`nono` are refused).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxMode {
-    /// Kernel enforcement (Landlock, network namespace/seccomp) plus the in-process checks.
-    #[default]
-    Os,
-    /// Only the in-process checks, as in Swival.
-    Builtin,
-}
-
-impl SandboxMode {
-    /// The names accepted in config.
-    pub(super) const NAMES: &'static [&'static str] = &["os", "builtin"];
-}
+pub use swival_protocol::SandboxMode;
 
 /// `reasoning_effort`, passed to the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -82,7 +82,7 @@ pub enum Entry {
         /// The turn.
         turn: u64,
         /// What was done, `+`-joined.
-        strategy: String,
+        strategy: swival_protocol::CompactionStrategy,
         /// Estimated prompt tokens before.
         tokens_before: u64,
         /// Estimated prompt tokens after.
@@ -316,7 +316,7 @@ fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: &Option<R
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use swival_protocol::{CallKind, NoticeLevel, ReviewVerdict};
+    use swival_protocol::{CallKind, CompactionStep, CompactionStrategy, NoticeLevel, ReviewVerdict};
 
     /// A finished agent call.
     pub(in crate::report) fn llm_call(turn: u64, duration_s: f64, estimate: u64, finish: &str) -> EventKind {
@@ -368,7 +368,12 @@ pub(super) mod tests {
         rec.apply(&call);
         tool_call(&mut rec, 2, "read_file", r#"{"file_path": "a"}"#, "1: x", 0.0004);
         tool_call(&mut rec, 2, "edit_file", "{oops", "error: edit_file: no match", 0.25);
-        rec.apply(&EventKind::Compaction { turn: 3, strategy: "a+b".into(), tokens_before: 90, tokens_after: 40 });
+        rec.apply(&EventKind::Compaction {
+            turn: 3,
+            strategy: CompactionStrategy(vec![CompactionStep::TruncateToolResults, CompactionStep::DropMiddle]),
+            tokens_before: 90,
+            tokens_after: 40,
+        });
         rec.apply(&intervention(3, InterventionKind::Nudge, "grep", None));
         rec.apply(&intervention(3, InterventionKind::Reread, "read_file", None));
         let repeat = Repeat { count: 3, args_hash: "0123456789ab".into() };
@@ -396,7 +401,7 @@ pub(super) mod tests {
                 r#"{"type":"llm_call","turn":2,"duration_s":1.235,"prompt_tokens_est":900,"finish_reason":"stop","is_retry":false,"provider_retries":2,"cache":"hit"}"#,
                 r#"{"type":"tool_call","turn":2,"name":"read_file","arguments":{"file_path":"a"},"succeeded":true,"duration_s":0.0,"result_length":4}"#,
                 r#"{"type":"tool_call","turn":2,"name":"edit_file","arguments":null,"succeeded":false,"duration_s":0.25,"result_length":26,"error":"error: edit_file: no match"}"#,
-                r#"{"type":"compaction","turn":3,"strategy":"a+b","tokens_before":90,"tokens_after":40}"#,
+                r#"{"type":"compaction","turn":3,"strategy":"truncate_tool_results+drop_middle","tokens_before":90,"tokens_after":40}"#,
                 r#"{"type":"guardrail","turn":3,"tool":"grep","level":"nudge"}"#,
                 r#"{"type":"intervention","turn":3,"kind":"reread","tool":"read_file"}"#,
                 r#"{"type":"storm_suppression","turn":3,"name":"grep","args_hash":"0123456789ab","count":3}"#,
@@ -436,7 +441,12 @@ pub(super) mod tests {
         tool_call(&mut rec, 1, "grep", "{}", "a:1: x", 0.5);
         tool_call(&mut rec, 1, "grep", "{}", "error: bad regex", 0.25);
         tool_call(&mut rec, 3, "think", "{}", "ok", 0.0);
-        rec.apply(&EventKind::Compaction { turn: 3, strategy: "s".into(), tokens_before: 2, tokens_after: 1 });
+        rec.apply(&EventKind::Compaction {
+            turn: 3,
+            strategy: CompactionStrategy(vec![CompactionStep::DropMiddle]),
+            tokens_before: 2,
+            tokens_after: 1,
+        });
         for kind in [InterventionKind::Nudge, InterventionKind::Stop, InterventionKind::Finish] {
             rec.apply(&intervention(3, kind, "grep", None));
         }
@@ -519,7 +529,12 @@ pub(super) mod tests {
     fn withholding_nulls_every_tool_calls_arguments_and_nothing_else() {
         let mut rec = RunRecord::default();
         tool_call(&mut rec, 1, "write_file", r#"{"content": "secret plan"}"#, "Wrote 11 bytes", 0.0);
-        rec.apply(&EventKind::Compaction { turn: 1, strategy: "s".into(), tokens_before: 2, tokens_after: 1 });
+        rec.apply(&EventKind::Compaction {
+            turn: 1,
+            strategy: CompactionStrategy(vec![CompactionStep::DropMiddle]),
+            tokens_before: 2,
+            tokens_after: 1,
+        });
         tool_call(&mut rec, 2, "read_file", r#"{"file_path": "plan"}"#, "1: secret plan", 0.0);
         let expected: Vec<String> = lines(&rec)
             .iter()

@@ -129,5 +129,10 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
     let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
     not_enforced.extend(session.protection_notes.iter().cloned());
-    swival_protocol::SandboxStatus { mode: st.summary(), enforced, not_enforced }
+    swival_protocol::SandboxStatus {
+        mode: session.config.config.sandbox,
+        summary: st.summary(),
+        enforced,
+        not_enforced,
+    }
 }

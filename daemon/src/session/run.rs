@@ -232,7 +232,8 @@ impl RunJob {
             model: &model,
             provider: cfg.provider.as_str(),
             settings: report_settings(cfg),
-            sandbox: json!({"mode": session.sandbox.summary()}),
+            // Swival's `{"mode": …}`, plus what that comes to here.
+            sandbox: json!({"mode": cfg.sandbox, "summary": session.sandbox.summary()}),
         };
         // Reports are written with known credentials encrypted (Swival's rule).
         let mut report = report::build(&ctx, &result, &record);
