@@ -44,21 +44,19 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 /// `bench turns 1` drives it (60 six-call runs and one round of 64 sessions
 /// × 10 turns; release build with line tables).
 pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"valgrind --tool=callgrind\" \
-    target/release/bench turns 1`; perf's samples in this VM land on the kernel). The last round of work took \
-    the daemon's instructions for that workload from 2.95 G to 1.27 G (−57 %): the token estimate serialised the \
-    whole conversation and every tool schema twice per call to count characters (21 %; now counted once per \
-    message, as it is stored); every call deep-copied the tool schemas (6 %, plus freeing them); every run's \
-    report was encrypted with a throwaway secret shield that compiled its regexes (14 %) and rebuilt the whole \
-    JSON (10 %) and scanned every short string in full; the writer parsed its BEGIN/SAVEPOINT/RELEASE/COMMIT for every job (now cached); each \
-    conversation message waited for its commit on a tokio worker (now queued like events; the loop waits once \
-    at its end); a newline-delimited connection writes the lines waiting for it in one system call instead of \
-    one each. Against the previous daemon, interleaved on this machine (`bench turns 3`, twice each): CPU per \
-    turn of the 6-call task 1.17–1.36 ms → 0.76–0.79 ms, wall per turn (p50) 1.24–1.44 ms → 0.79 ms; 64 sessions \
-    × 10 turns: CPU per turn 1.13–1.19 ms → 0.58–0.63 ms, p99 per turn 23–42 ms → 11–16 ms, 890–994 → \
-    1,570–1,680 turns/s (before the joined writes, which took 64-session throughput up by a further fifth). \
-    What the profile shows is left: the store's writer thread (25 %; a third of it is the `UPDATE \
-    sessions SET last_seq … RETURNING` that numbers each event: a lookup and an update of the session's row, \
-    whose page every commit then writes to the WAL), serialising the provider request (12 %: the whole conversation on every call), the report's secret \
-    scan at run end (7 % here, where runs are 7–10 turns), SSE parsing into `serde_json::Value` (8 %), and \
-    JSON-RPC dispatch and notifications (8 %). A quarter to a third of the CPU per turn is system time \
-    (socket writes per event, the writer thread's wake-ups, WAL writes).";
+    target/release/bench turns 1`; perf's samples in this VM land on the kernel). Two rounds of work took the \
+    daemon's instructions for that workload from 2.95 G to 1.27 G and then to 1.06 G. The second round: the \
+    store's writer numbers events from each session's last number kept in memory and writes the session's row \
+    once per batch instead of a lookup and an update per event (writer thread 341 M → 136 M instructions); the \
+    run's tool schemas are serialised once and spliced into every request (request serialisation 154 M → 47 M); \
+    stream chunks are read in place into borrowed typed fields instead of a `serde_json::Value` (135 M → 97 M); \
+    the file tool schemas are built once per `read_lines`; a freshly created session no longer reads its own \
+    row back. Against the previous daemon, interleaved on this machine (`bench turns 1`, three times each, load \
+    0.8): CPU per turn of the 6-call task 0.71–0.83 ms → 0.71–0.74 ms (user time fell, system time rose within \
+    the /proc tick); 64 sessions × 10 turns: 0.52–0.56 ms → 0.42–0.56 ms per turn, p99 11–15 ms → 7–11 ms. \
+    What is left, by the profile: SSE parsing (9 %), the report's secret scan at run end (8 %, runs here are 7 \
+    turns), JSON-RPC transport and dispatch (6 %), the token estimate's walk over new messages and the tool \
+    schemas (5 %), session creation (4 %: every 6-call run here creates its session). About half the CPU per \
+    turn is system time: WAL page writes (about 18 `pwrite`s and 8 `fcntl` locks per turn, by strace), the \
+    writer thread's and the workers' wake-ups, socket writes per event; meeting 0.25 ms needs fewer commits per \
+    turn, not only fewer instructions.";
