@@ -6,8 +6,9 @@
 //! Each `POST /v1/chat/completions` consumes the next step, answering in SSE
 //! when the request asks for `"stream": true`. Every request is logged so a
 //! test can assert on what the provider saw. The server runs on its own
-//! thread and runtime, answers with zero added latency, keeps connections
-//! alive, and stops when the [`MockProvider`] is dropped.
+//! thread and runtime, answers with zero added latency unless
+//! [`MockProvider::with_latency`] sets one, keeps connections alive, and
+//! stops when the [`MockProvider`] is dropped.
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
@@ -223,6 +224,17 @@ struct Recorded {
     body: Value,
     /// Headers, names lowercased.
     headers: HashMap<String, String>,
+    /// When it arrived and when its answer started (`None` until then).
+    times: RequestTimes,
+}
+
+/// When one chat request arrived and when the mock started answering it.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestTimes {
+    /// Its body was read.
+    pub arrived: Instant,
+    /// Its answer started (after any gate and latency); `None` until then.
+    pub answered: Option<Instant>,
 }
 
 /// Everything the server and the test share.
@@ -243,6 +255,8 @@ struct State {
     stale_keep_alive: bool,
     /// Requests dropped that way.
     stale_drops: usize,
+    /// How long every chat request waits before it is answered.
+    latency: Duration,
 }
 
 /// The shared state and the condvar signalled on every chat request.
@@ -309,6 +323,7 @@ impl MockProvider {
                 context_length: 32768,
                 stale_keep_alive: false,
                 stale_drops: 0,
+                latency: Duration::ZERO,
             }),
             arrived: Condvar::new(),
         });
@@ -341,6 +356,18 @@ impl MockProvider {
     pub fn with_context_length(self, context_length: u64) -> MockProvider {
         self.shared.lock().context_length = context_length;
         self
+    }
+
+    /// Answers every chat request `latency` after it arrived (after any
+    /// gate opened), like a model taking its time; the default is zero.
+    pub fn with_latency(self, latency: Duration) -> MockProvider {
+        self.shared.lock().latency = latency;
+        self
+    }
+
+    /// When each chat request arrived and was answered, in arrival order.
+    pub fn request_times(&self) -> Vec<RequestTimes> {
+        self.shared.lock().log.iter().map(|r| r.times).collect()
     }
 
     /// `http://127.0.0.1:PORT/v1`.
@@ -495,7 +522,7 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
         return json_response(400, error_body(message, "invalid_request_error"));
     };
     let parsed = serde_json::from_slice::<Value>(&raw).ok();
-    let Some((mut step, number, model)) = shared.record(&raw, parsed.clone(), headers) else {
+    let Some((mut step, number, model, latency)) = shared.record(&raw, parsed.clone(), headers) else {
         let message = "mock provider: request body is not JSON";
         return json_response(400, error_body(message, "invalid_request_error"));
     };
@@ -503,6 +530,10 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
         gate.wait().await;
         step = *inner;
     }
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    shared.lock().log[number - 1].times.answered = Some(Instant::now());
     let body = parsed.unwrap_or_default();
     let reply = Reply {
         id: format!("chatcmpl-mock-{number}"),
@@ -518,17 +549,18 @@ impl Shared {
     /// Logs a chat request and takes the step that answers it: `None` for a
     /// body that is not JSON (it does not consume the step meant for a good
     /// request), the fallback text once the script is exhausted. Also returns
-    /// the request's number (from 1) and the model name.
+    /// the request's number (from 1), the model name and the latency.
     fn record(
         &self,
         raw: &[u8],
         parsed: Option<Value>,
         headers: HashMap<String, String>,
-    ) -> Option<(Step, usize, String)> {
+    ) -> Option<(Step, usize, String, Duration)> {
         let mut state = self.lock();
         let ok = parsed.is_some();
         let body = parsed.unwrap_or_else(|| Value::String(String::from_utf8_lossy(raw).into()));
-        state.log.push(Recorded { body, headers });
+        let times = RequestTimes { arrived: Instant::now(), answered: None };
+        state.log.push(Recorded { body, headers, times });
         self.arrived.notify_all();
         if !ok {
             return None;
@@ -537,7 +569,7 @@ impl Shared {
             state.exhausted_hits += 1;
             Step::text(EXHAUSTED_REPLY)
         });
-        Some((step, state.log.len(), state.model.clone()))
+        Some((step, state.log.len(), state.model.clone(), state.latency))
     }
 }
 

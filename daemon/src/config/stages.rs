@@ -51,7 +51,8 @@ pub struct FilterStage {
     /// One process per call, or a persistent worker.
     #[serde(default)]
     pub mode: ProcessMode,
-    /// One-shot processes kept started and waiting on stdin (0 = none).
+    /// One-shot processes kept started and waiting on stdin (0 = none,
+    /// Swival's way; docs/hooks.md says why that is the default).
     #[serde(default)]
     pub prespawn: u32,
 }
@@ -83,7 +84,8 @@ pub struct CommandHook {
     /// One process per call, or a persistent worker.
     #[serde(default)]
     pub mode: ProcessMode,
-    /// One-shot processes kept started and waiting on stdin (0 = none).
+    /// One-shot processes kept started and waiting on stdin (0 = none,
+    /// Swival's way; docs/hooks.md says why that is the default).
     #[serde(default)]
     pub prespawn: u32,
 }

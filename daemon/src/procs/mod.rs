@@ -13,7 +13,9 @@
 //! checked before every spawn and every call, and three modes:
 //! - `Oneshot`: Swival's one process per call;
 //! - `Prespawn(n)`: `n` processes of the script started ahead and waiting
-//!   on stdin, refilled in the background, to take spawn time off the call;
+//!   on stdin, to take spawn time off the call; the pool is refilled in
+//!   the background as soon as a call is served, so the next process
+//!   starts while the model answers, not beside the one serving a call;
 //! - `Persistent`: one long-lived worker speaking one JSON line each way.
 //!
 //! The model's commands are described by a [`Launch`] (no pins: the
@@ -35,7 +37,7 @@ pub use pin::{locate, Pinned};
 pub use crate::environment::CallerEnv;
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -103,8 +105,8 @@ pub struct ProcessRunner {
     slots: Semaphore,
     /// The size of `slots`.
     max_children: usize,
-    /// Prespawned processes, per script.
-    pools: Mutex<HashMap<Script, Arc<Pool>>>,
+    /// Prespawned processes, per script and pool size.
+    pools: Mutex<HashMap<(Script, u32), Arc<Pool>>>,
     /// Persistent workers, per script.
     workers: Mutex<HashMap<Script, Arc<Worker>>>,
 }
@@ -152,7 +154,9 @@ impl ProcessRunner {
                 drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
             }
             Mode::Prespawn(n) => {
-                let spawned = self.pool(call.script, n).take()?;
+                let pool = self.pool(call.script, n);
+                let spawned = pool.take()?;
+                let _refill = RefillWhenServed(pool);
                 drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
             }
             Mode::Persistent => {
@@ -196,7 +200,7 @@ impl ProcessRunner {
     fn pool(&self, script: &Script, size: u32) -> Arc<Pool> {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools
-            .entry(script.clone())
+            .entry((script.clone(), size))
             .or_insert_with(|| Arc::new(Pool { script: script.clone(), size: size as usize, ready: Mutex::default() }))
             .clone()
     }
@@ -230,18 +234,19 @@ struct Pool {
     script: Script,
     /// How many to keep ready.
     size: usize,
-    /// The ready ones (dropping one kills it).
-    ready: Mutex<Vec<Spawned>>,
+    /// The ready ones, oldest first (dropping one kills it).
+    ready: Mutex<VecDeque<Spawned>>,
 }
 
 impl Pool {
-    /// A ready process (or a fresh one when none is ready); the pool is
-    /// refilled in the background.
-    fn take(self: &Arc<Self>) -> Result<Spawned, ProcError> {
+    /// The oldest ready process (the likeliest to have finished starting),
+    /// or a fresh one when none is ready (the first call, or calls coming
+    /// faster than processes start).
+    fn take(&self) -> Result<Spawned, ProcError> {
         let taken = {
             let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
             let mut found = None;
-            while let Some(mut s) = ready.pop() {
+            while let Some(mut s) = ready.pop_front() {
                 if !s.exited() {
                     found = Some(s);
                     break;
@@ -249,26 +254,44 @@ impl Pool {
             }
             found
         };
-        let pool = self.clone();
-        tokio::spawn(async move { pool.refill() });
         match taken {
             Some(s) => Ok(s),
             None => spawn(&self.script),
         }
     }
 
+    /// Start processes up to the pool's size. A process is started only if
+    /// its files still match their pins (see `spawn`), and checked again
+    /// before it serves a call.
     fn refill(&self) {
         loop {
             if self.ready.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.size {
                 return;
             }
             match spawn(&self.script) {
-                Ok(s) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(s),
+                Ok(s) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push_back(s),
                 Err(e) => {
                     tracing::warn!("cannot prespawn {:?}: {e}", self.script.argv);
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Refills its pool, off the caller's path, once the call that took a
+/// process is over: served, failed, or dropped by a caller that stopped
+/// waiting. The next call is at least a model answer away, time enough for
+/// an interpreter to start; started any earlier (when the call takes its
+/// process) it would compete for the CPU with the process serving it.
+struct RefillWhenServed(Arc<Pool>);
+
+impl Drop for RefillWhenServed {
+    fn drop(&mut self) {
+        let pool = self.0.clone();
+        // No runtime left (the daemon is exiting): nothing to refill for.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move { pool.refill() });
         }
     }
 }

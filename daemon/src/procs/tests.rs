@@ -110,3 +110,90 @@ async fn merged_output_keeps_the_order_and_the_cap() {
     let m = runner.run_merged(&launch, Duration::from_secs(10), 5, &cancel).await.unwrap();
     assert_eq!((m.output.bytes.as_slice(), m.output.truncated), (&b"out\ne"[..], true));
 }
+
+/// A one-shot script that logs `started PID` when it starts and `served
+/// PID` once it has read its input, and answers `{"pid": PID}`; it holds
+/// its answer until a file `release` exists beside it.
+const LOGS_ITS_LIFE: &str = r#"
+import json, os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+def log(line):
+    with open(os.path.join(here, "life.log"), "a") as f:
+        f.write(line + "\n")
+log("started %d" % os.getpid())
+sys.stdin.read()
+while not os.path.exists(os.path.join(here, "release")):
+    time.sleep(0.01)
+log("served %d" % os.getpid())
+print(json.dumps({"pid": os.getpid()}))
+"#;
+
+/// A call of `script` with an empty JSON object as input.
+fn call(script: &Script, mode: Mode) -> Call<'_> {
+    Call { script, mode, input: b"{}", timeout: Duration::from_secs(60), max_stdout: 1024 }
+}
+
+/// The pids of the processes ready in the pool of `script` at `size`.
+fn ready(runner: &ProcessRunner, script: &Script, size: u32) -> Vec<i32> {
+    let pools = runner.pools.lock().unwrap();
+    let Some(pool) = pools.get(&(script.clone(), size)) else { return Vec::new() };
+    let ready = pool.ready.lock().unwrap();
+    ready.iter().filter_map(Spawned::pgid).collect()
+}
+
+/// Let the pool's refill (a background task) run until `size` processes
+/// of `script` are ready.
+async fn until_ready(runner: &ProcessRunner, script: &Script, size: u32) -> Vec<i32> {
+    loop {
+        let pids = ready(runner, script, size);
+        if pids.len() == size as usize {
+            return pids;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_prespawned_process_starts_once_the_call_before_it_is_served_and_a_changed_script_never_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut script = script(dir.path(), LOGS_ITS_LIFE);
+    script.pins = pin::pin_argv(&script.argv, dir.path(), &std::env::var_os("PATH").unwrap_or_default());
+    assert_eq!(script.pins.len(), 2, "python3 and the script are pinned");
+    let runner = Arc::new(ProcessRunner::new(4));
+    let cancel = CancellationToken::new();
+    let pid = |out: Output| serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["pid"].as_i64().unwrap();
+    let log = || std::fs::read_to_string(dir.path().join("life.log")).unwrap_or_default();
+
+    // The pool is empty at first: the call starts its own process, and
+    // nothing else starts while that process serves it.
+    let held = {
+        let (runner, script) = (runner.clone(), script.clone());
+        tokio::spawn(async move { runner.call(call(&script, Mode::Prespawn(1)), &CancellationToken::new()).await })
+    };
+    while !log().contains("started") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(ready(&runner, &script, 1), Vec::<i32>::new(), "a process was started beside the call");
+    std::fs::write(dir.path().join("release"), "").unwrap();
+    let first = pid(held.await.unwrap().unwrap());
+
+    // Once it is served the pool starts the next one, which serves the next call.
+    let [next] = until_ready(&runner, &script, 1).await[..] else { unreachable!() };
+    let second = pid(runner.call(call(&script, Mode::Prespawn(1)), &cancel).await.unwrap());
+    assert_eq!(second, i64::from(next), "the second call is served by the prespawned process");
+    assert_eq!(log(), format!("started {first}\nserved {first}\nstarted {second}\nserved {second}\n"));
+
+    // A pool of another size is a pool of its own.
+    runner.call(call(&script, Mode::Prespawn(2)), &cancel).await.unwrap();
+    assert_eq!(until_ready(&runner, &script, 2).await.len(), 2);
+
+    // The script changes while a process started from it waits: the call
+    // fails closed and that process is never given the input.
+    let [waiting] = until_ready(&runner, &script, 1).await[..] else { unreachable!() };
+    std::fs::write(dir.path().join("worker.py"), format!("{LOGS_ITS_LIFE}\n# changed\n")).unwrap();
+    let err = runner.call(call(&script, Mode::Prespawn(1)), &cancel).await.expect_err("a changed script never serves");
+    assert!(matches!(err, ProcError::Changed { .. }), "{err}");
+    assert_eq!(ready(&runner, &script, 1), vec![waiting], "the waiting process was not taken");
+    assert!(!log().contains(&format!("served {waiting}")), "{}", log());
+    runner.shutdown().await;
+}

@@ -11,7 +11,9 @@
 //! descriptors and threads stay flat.
 //!
 //! `bench turns [ROUNDS]` runs only the per-turn measures and prints them
-//! (see `turns.rs`), leaving BENCHMARKS.md as it is.
+//! (see `turns.rs`), leaving BENCHMARKS.md as it is; `bench filter-latency
+//! [ROUNDS]` likewise runs only what a filter adds per call with the mock
+//! at 200 ms per call (see `filter_latency.rs`).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use swival_tests::mock::{Gate, MockProvider, Step};
 use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 
+mod filter_latency;
 mod soak;
 mod text;
 mod turns;
@@ -214,6 +217,11 @@ fn main() {
         soak::soak(std::env::args().nth(2).map(|n| n.parse().expect("bench soak [number of sessions]")));
         return;
     }
+    if std::env::args().nth(1).as_deref() == Some("filter-latency") {
+        let rounds = std::env::args().nth(2).map(|n| n.parse().expect("bench filter-latency [rounds]"));
+        filter_latency::filter_latency_only(rounds);
+        return;
+    }
     if std::env::args().nth(1).as_deref() == Some("turns") {
         turns::turns_only(std::env::args().nth(2).map_or(3, |n| n.parse().expect("bench turns [rounds]")));
         return;
@@ -308,13 +316,8 @@ fn main() {
 
     // One filter stage per mode, with a Python identity filter: the extra
     // wall time per turn over the unfiltered runs above.
-    // The interpreter itself, not a version-manager shim in front of it.
-    let python = if Path::new("/usr/bin/python3").exists() { "#!/usr/bin/python3" } else { "#!/usr/bin/env python3" };
-    let oneshot = swival_tests::script(
-        &project,
-        "identity.py",
-        &format!("{python}\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({{'messages': req['messages']}}))\n"),
-    );
+    let python = filter_latency::python_shebang();
+    let oneshot = filter_latency::identity_filter(&project);
     let persistent = swival_tests::script(
         &project,
         "identity-worker.py",
@@ -358,6 +361,10 @@ fn main() {
             report.row(measure, millis(cost));
         }
     }
+
+    // The same filter with the model taking 200 ms per call: what prespawn hides.
+    let latency = filter_latency::measure(&mut nd, &env.project("filter-latency"), filter_latency::FULL_RUN_ROUNDS);
+    filter_latency::report(&mut report, &latency);
 
     // The same task through `swivalctl run`, end to end.
     let mut e2e = Vec::new();
