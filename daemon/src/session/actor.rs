@@ -262,7 +262,7 @@ impl Actor {
         let live = self.live.upgrade().ok_or(StartRefused::Session(SessionError::ShuttingDown))?;
         // Only the copy held right now may run, and it stays held until
         // the run ends.
-        if !live.begin_run(session) {
+        if !live.set_busy(session, true) {
             return Err(StartRefused::Reload);
         }
         let run_id = RunId(random_id("r_"));
@@ -279,7 +279,7 @@ impl Actor {
         live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
         if let Err(e) = session.events.start(&row) {
             live.run_ended(&run_id);
-            live.end_run(session);
+            live.set_busy(session, false);
             return Err(StartRefused::Session(e.into()));
         }
         let parts = self.parts.take().expect("an idle session holds its parts");
@@ -313,7 +313,7 @@ impl Actor {
         let stays = self.parts.is_some() && !self.closed;
         if let Some(live) = self.live.upgrade() {
             // Idle from now on: the idle timeout counts from the run's end.
-            live.end_run(&self.session);
+            live.set_busy(&self.session, false);
             live.run_ended(&run_id);
         }
         if !stays {

@@ -9,7 +9,7 @@
 //!
 //! A session with a run in flight is never dropped: a run starts only in
 //! the copy held right now, marked busy under this registry's lock
-//! (`begin_run`), and only copies that are not busy are dropped, under the
+//! (`set_busy`), and only copies that are not busy are dropped, under the
 //! same lock. A dropped copy's actor ends once nobody holds its handle; a
 //! caller still holding one is told to load the session again.
 
@@ -117,27 +117,17 @@ impl Live {
         Ok(())
     }
 
-    /// A run of `session` starts: true (and it stays held until
-    /// [`Live::end_run`]) when this copy is the one held.
-    pub fn begin_run(&self, session: &Arc<Session>) -> bool {
+    /// Mark `session`, if this copy is the one held, as busy with a run
+    /// (never dropped until marked idle again) or idle, and used just now;
+    /// false when another copy, or none, is held.
+    pub fn set_busy(&self, session: &Arc<Session>, busy: bool) -> bool {
         match self.sessions().get_mut(&session.id) {
             Some(held) if held.handle.is(session) => {
-                held.busy = true;
+                held.busy = busy;
                 held.used = Instant::now();
                 true
             }
             _ => false,
-        }
-    }
-
-    /// The run of `session` ended: it may be dropped again, and counts as
-    /// used just now.
-    pub fn end_run(&self, session: &Arc<Session>) {
-        if let Some(held) = self.sessions().get_mut(&session.id) {
-            if held.handle.is(session) {
-                held.busy = false;
-                held.used = Instant::now();
-            }
         }
     }
 

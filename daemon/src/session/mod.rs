@@ -386,15 +386,13 @@ impl Sessions {
     /// A session's fixed part (config, pipeline, sandbox), for what reports
     /// on it; a closed session is built for the caller alone and not kept.
     pub(super) fn session(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
-        if let Some(handle) = self.live.get(id) {
-            return Ok(handle.session);
+        match self.find(id)? {
+            Found::Live(handle) => Ok(handle.session),
+            Found::Closed => {
+                let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+                Ok(self.load(&row)?.0)
+            }
         }
-        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-        let (session, parts) = self.load(&row)?;
-        if row.closed {
-            return Ok(session);
-        }
-        Ok(self.hold(session, parts, true).session)
     }
 
     /// Hold `session` in memory with an actor owning `parts`, unless a copy
