@@ -113,6 +113,7 @@ impl AgentRun<'_> {
         let after = estimate_tokens(&messages, tools);
         self.conversation
             .rewrite(|m| *m = messages)
+            .await
             .map_err(|e| CallError::Failed(format!("could not store the compacted conversation: {e}")))?;
         self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
         Ok(())

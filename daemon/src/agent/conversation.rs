@@ -68,8 +68,8 @@ impl Conversation {
 
     /// Wait until every message added so far is stored; the first write
     /// that failed, if any.
-    pub fn settle(&self) -> Result<(), StoreError> {
-        self.store.settle()?;
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.store.settle().await?;
         self.check()
     }
 
@@ -110,11 +110,11 @@ impl Conversation {
     }
 
     /// Change messages in place and store the whole conversation again.
-    pub fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
+    pub async fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
         change(&mut self.messages);
         self.chars = self.messages.iter().map(json_len).sum();
         // Committed after every queued message: their failures are known now.
-        self.store.replace_messages(&self.session, &self.messages)?;
+        self.store.replace_messages(&self.session, &self.messages).await?;
         self.check()
     }
 

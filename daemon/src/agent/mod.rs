@@ -213,7 +213,10 @@ impl AgentRun<'_> {
 
     /// Run turns until an answer, exhaustion, cancellation or failure.
     pub async fn run(&mut self) -> LoopEnd {
-        let end = self.turns().await.and_then(|end| self.conversation.settle().map(|()| end));
+        let end = match self.turns().await {
+            Ok(end) => self.conversation.settle().await.map(|()| end),
+            Err(e) => Err(e),
+        };
         end.unwrap_or_else(LoopEnd::from)
     }
 

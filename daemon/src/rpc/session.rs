@@ -33,8 +33,8 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 }
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    method::<m::SessionCreate>(module, |p, ctx| {
-        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).map_err(rpc_error)
+    async_method::<m::SessionCreate, _>(module, |p, ctx| async move {
+        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).await.map_err(rpc_error)
     })?;
     method::<m::ProjectTrust>(module, |p, ctx| {
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)

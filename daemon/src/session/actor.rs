@@ -127,7 +127,7 @@ impl Drop for Unregister {
 
 /// A run in flight: its future, which yields its result and (unless it
 /// panicked) the parts back.
-type Running = BoxFuture<'static, (RunResult, Option<Parts>)>;
+type Running = BoxFuture<'static, run::Ended>;
 
 /// One session's actor.
 pub(super) struct Actor {
@@ -179,7 +179,7 @@ impl Actor {
                 }
                 command = rx.recv() => match command {
                     Some(command) => {
-                        if let Some(run) = self.handle_command(command) {
+                        if let Some(run) = self.handle_command(command).await {
                             running = Some(run);
                         }
                         if self.parts.is_none() && running.is_none() {
@@ -205,9 +205,9 @@ impl Actor {
 
     /// Handle one command; returns the run it started, if any. Leaves
     /// `parts` empty with no run when the actor must leave.
-    fn handle_command(&mut self, command: Command) -> Option<Running> {
+    async fn handle_command(&mut self, command: Command) -> Option<Running> {
         match command {
-            Command::Start { task, env, reply } => match self.start(task, env) {
+            Command::Start { task, env, reply } => match self.start(task, env).await {
                 Ok((run_id, run)) => {
                     let _ = reply.send(Ok(run_id));
                     Some(run)
@@ -225,7 +225,7 @@ impl Actor {
                 if let Some((_, cancel, _)) = &self.active {
                     cancel.cancel();
                 }
-                let stored = self.shared.store.close_session(&self.session.id).map_err(SessionError::from);
+                let stored = self.shared.store.close_session(&self.session.id).await.map_err(SessionError::from);
                 if stored.is_ok() && self.active.is_none() {
                     self.leave();
                 }
@@ -245,7 +245,7 @@ impl Actor {
 
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
-    fn start(&mut self, task: String, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
+    async fn start(&mut self, task: String, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
         let session = &self.session;
         if self.closed {
             return Err(StartRefused::Session(SessionError::Closed(session.id.clone())));
@@ -277,7 +277,7 @@ impl Actor {
         };
         let (done_tx, done_rx) = watch::channel(None);
         live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
-        if let Err(e) = session.events.start(&row) {
+        if let Err(e) = session.events.start(&row).await {
             live.run_ended(&run_id);
             live.set_busy(session, false);
             return Err(StartRefused::Session(e.into()));
@@ -307,7 +307,7 @@ impl Actor {
     /// A run ended (its result and `run_finished` are stored): publish the
     /// result, forget the run and take the parts back. False when the
     /// actor must leave (closed, or the run panicked and lost the parts).
-    fn ended(&mut self, (result, parts): (RunResult, Option<Parts>)) -> bool {
+    fn ended(&mut self, run::Ended { result, parts, terminal }: run::Ended) -> bool {
         let (run_id, _, done) = self.active.take().expect("a run was in flight");
         self.parts = parts;
         let stays = self.parts.is_some() && !self.closed;
@@ -318,6 +318,10 @@ impl Actor {
         }
         if !stays {
             self.leave();
+        }
+        // Ready for the next run before anyone hears this one ended.
+        if let Some(event) = terminal {
+            self.session.events.publish(event);
         }
         // A waiter that comes after the entry is gone reads the store; one
         // that came before gets the result here.

@@ -104,41 +104,39 @@ impl EventLog {
 
     /// Store a new run's row together with its `run_started` event, so no
     /// crash can leave one without the other.
-    pub fn start(&self, run: &RunRow) -> Result<Seq, StoreError> {
-        let kind = EventKind::RunStarted { task: run.task.clone() };
-        self.append(Some(&run.id), kind, EventWith::Start(run), true)
+    pub async fn start(&self, run: &RunRow) -> Result<Seq, StoreError> {
+        let mut event = self.event(Some(&run.id), EventKind::RunStarted { task: run.task.clone() });
+        let tx = self.inner.tx.clone();
+        let after: crate::store::AfterEvent = Box::new(move |e| drop(tx.send(e.clone())));
+        self.inner.store.append_event_async(&mut event, EventWith::Start(run), Some(after)).await?;
+        Ok(event.seq)
     }
 
-    /// Store the run's terminal event together with its result and report.
-    pub fn finish(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
+    /// Store the run's terminal event together with its result and report,
+    /// and return it unpublished: the session publishes it once it can take
+    /// the next run, so a client that sees `run_finished` can start one.
+    pub async fn finish(&self, result: &RunResult, report: &serde_json::Value) -> Result<Event, StoreError> {
         let with = EventWith::Finish(&result.run_id, result, report);
-        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), with, true)
+        let mut event = self.event(Some(&result.run_id), EventKind::RunFinished(result.end()));
+        self.inner.store.append_event_async(&mut event, with, None).await?;
+        Ok(event)
+    }
+
+    /// Send a stored event to the live subscribers (a gap or a late one
+    /// sends them back to the store, which has it).
+    pub fn publish(&self, event: Event) {
+        // No receivers is fine: nobody is subscribed right now.
+        let _ = self.inner.tx.send(event);
     }
 
     /// [`EventLog::finish`] that fails at once on a full disk instead of
     /// waiting for space (start-up bookkeeping).
     pub fn finish_now(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
         let with = EventWith::Finish(&result.run_id, result, report);
-        self.append(Some(&result.run_id), EventKind::RunFinished(result.end()), with, false)
-    }
-
-    fn append(
-        &self,
-        run: Option<&RunId>,
-        kind: EventKind,
-        with: EventWith<'_>,
-        wait_for_space: bool,
-    ) -> Result<Seq, StoreError> {
-        let mut event = self.event(run, kind);
+        let mut event = self.event(Some(&result.run_id), EventKind::RunFinished(result.end()));
         let tx = self.inner.tx.clone();
-        // Broadcast on the writer thread once committed, so live events
-        // go out in seq order whether their writer waited or not.
         let after: crate::store::AfterEvent = Box::new(move |e| drop(tx.send(e.clone())));
-        if wait_for_space {
-            self.inner.store.append_event(&mut event, with, after)?;
-        } else {
-            self.inner.store.append_event_now(&mut event, with, after)?;
-        }
+        self.inner.store.append_event_now(&mut event, with, after)?;
         Ok(event.seq)
     }
 

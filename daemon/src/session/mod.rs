@@ -296,7 +296,7 @@ impl Sessions {
 
     /// `session/create`; `env` is the caller's environment (`None`: the
     /// daemon's).
-    pub fn create(
+    pub async fn create(
         &self,
         base_dir: &str,
         request: Option<Value>,
@@ -329,11 +329,9 @@ impl Sessions {
             run_count: 0,
         };
         let (session, parts) = self.build(&row, effective, Vec::new(), caller.env.clone())?;
-        self.shared.store.insert_session(&row)?;
-        self.callers.set(&id, caller);
-        self.remember_project(&id, accepted.as_deref())?;
         let pins = session.pipeline.pinned().map(|p| (p.path.display().to_string(), p.sha256.clone())).collect();
-        self.shared.store.set_session_pins(&id, pins)?;
+        self.shared.store.create_session(&row, accepted, pins).await?;
+        self.callers.set(&id, caller);
         let config = row.config.clone();
         // What the kernel cannot enforce is said plainly, never pretended.
         let mut warnings = config_warnings;

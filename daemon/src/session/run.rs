@@ -22,7 +22,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{BeforeResponseEmit, EventKind, HookCall, Outcome, RunId, RunResult};
+use swival_protocol::{BeforeResponseEmit, Event, EventKind, HookCall, Outcome, RunId, RunResult};
 use tokio_util::sync::CancellationToken;
 
 /// A run about to execute, holding the session's conversation and tools.
@@ -56,18 +56,29 @@ pub(super) const PANIC_TASK: &str = "(test) panic in the run";
 #[cfg(test)]
 pub(super) const HOLD_TASK: &str = "(test) wait for run/cancel";
 
+/// How a run ended.
+pub(super) struct Ended {
+    /// The result, stored with the run's `run_finished`.
+    pub result: RunResult,
+    /// The session's parts back; `None` after a panic took them.
+    pub parts: Option<Parts>,
+    /// The stored `run_finished`, for the actor to publish once it can take
+    /// the next run; `None` when it could not be stored.
+    pub terminal: Option<Event>,
+}
+
 /// Run `job` to its end: its result, stored with its `run_finished`, and
 /// the session's parts back. A panic anywhere in the run (a tool, the
 /// provider client, a hook) ends it as `error` with its `run_finished`, and
 /// the session is never left busy: the panic took the parts with it
 /// (`None`), so the actor leaves memory and the session loads again from
 /// the store.
-pub(super) async fn supervised(job: RunJob) -> (RunResult, Option<Parts>) {
+pub(super) async fn supervised(job: RunJob) -> Ended {
     let (shared, session) = (job.shared.clone(), job.session.clone());
     let (run_id, task) = (job.run_id.clone(), job.task.clone());
     // Boxed: the run's future is large, and is moved as a box, not on the stack.
     match AssertUnwindSafe(Box::pin(job.execute())).catch_unwind().await {
-        Ok((result, parts)) => (result, Some(parts)),
+        Ok(ended) => ended,
         Err(panic) => {
             let why = panic
                 .downcast_ref::<&str>()
@@ -75,16 +86,17 @@ pub(super) async fn supervised(job: RunJob) -> (RunResult, Option<Parts>) {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".to_owned());
             tracing::error!("run {run_id} of session {} panicked: {why}", session.id);
-            (recover(&shared, &session, &run_id, &task, &why), None)
+            recover(&shared, &session, &run_id, &task, &why).await
         }
     }
 }
 
 /// End a run whose task panicked: store an `error` result with its
 /// `run_finished`, unless the run stored its end before panicking.
-fn recover(shared: &Shared, session: &Session, run_id: &RunId, task: &str, why: &str) -> RunResult {
+async fn recover(shared: &Shared, session: &Session, run_id: &RunId, task: &str, why: &str) -> Ended {
     if let Some(result) = shared.store.run(run_id).ok().flatten().and_then(|r| r.result) {
-        return result;
+        // Its run_finished is stored; only the store's readers see it.
+        return Ended { result, parts: None, terminal: None };
     }
     let result = RunResult {
         run_id: run_id.clone(),
@@ -97,10 +109,20 @@ fn recover(shared: &Shared, session: &Session, run_id: &RunId, task: &str, why: 
         )),
         stats: Default::default(),
     };
-    if let Err(e) = session.events.finish(&result, &bare_report(task, &result)) {
-        tracing::error!("could not store the end of run {run_id}: {e}");
+    let terminal = store_end(session, &result, &bare_report(task, &result)).await;
+    Ended { result, parts: None, terminal }
+}
+
+/// Store a run's end with its `run_finished`: the event to publish, or
+/// `None` (logged) when it could not be stored.
+async fn store_end(session: &Session, result: &RunResult, report: &Value) -> Option<Event> {
+    match session.events.finish(result, report).await {
+        Ok(event) => Some(event),
+        Err(e) => {
+            tracing::error!("could not store the end of run {}: {e}", result.run_id);
+            None
+        }
     }
-    result
 }
 
 /// The report of a run that ended without running its loop to the end
@@ -185,7 +207,7 @@ pub fn provider_settings(
 impl RunJob {
     /// Run to the end; never fails: every failure becomes the outcome.
     /// Returns the result, stored with `run_finished`, and the parts.
-    async fn execute(mut self) -> (RunResult, Parts) {
+    async fn execute(mut self) -> Ended {
         let session = self.session.clone();
         let cfg = &session.config.config;
         #[cfg(test)]
@@ -245,13 +267,11 @@ impl RunJob {
                 }
             }
         }
-        // Nothing awaits after the terminal event: the actor takes its
-        // parts back in the same step, before it reads its next command, so
-        // a client that sees run_finished can start the next run at once.
-        if let Err(e) = session.events.finish(&result, &report) {
-            tracing::error!("could not store the end of run {}: {e}", self.run_id);
-        }
-        (result, Parts { conversation: self.conversation, tools: self.tools, shield: self.shield })
+        // Stored here, published by the actor once it holds its parts
+        // again, so a client that sees run_finished can start the next run.
+        let terminal = store_end(&session, &result, &report).await;
+        let parts = Parts { conversation: self.conversation, tools: self.tools, shield: self.shield };
+        Ended { result, parts: Some(parts), terminal }
     }
 
     /// before_response_emit: the hooks may rewrite or block the answer. A
@@ -286,14 +306,17 @@ impl RunJob {
                 Err(_) => return LoopEnd::Cancelled,
             };
         if let Some((_, reason)) = decision.blocked {
-            let stored = self.conversation.rewrite(|msgs| {
-                for m in msgs.iter_mut().skip(start).filter(|m| m["role"] == "assistant") {
-                    m["content"] = json!(WITHHELD);
-                    for call in m.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
-                        call["function"]["arguments"] = json!("{}");
+            let stored = self
+                .conversation
+                .rewrite(|msgs| {
+                    for m in msgs.iter_mut().skip(start).filter(|m| m["role"] == "assistant") {
+                        m["content"] = json!(WITHHELD);
+                        for call in m.get_mut("tool_calls").and_then(Value::as_array_mut).into_iter().flatten() {
+                            call["function"]["arguments"] = json!("{}");
+                        }
                     }
-                }
-            });
+                })
+                .await;
             record.withhold_arguments();
             if !record.cache_keys.is_empty() {
                 if let Ok(cache) = self.shared.cache() {
@@ -316,11 +339,15 @@ impl RunJob {
         if let Some((_, t)) = rewrites.iter().find(|(i, _)| Some(*i) == last) {
             new_answer = t.clone();
         }
-        if let Err(e) = self.conversation.rewrite(|msgs| {
-            for (i, t) in &rewrites {
-                msgs[*i]["content"] = json!(t);
-            }
-        }) {
+        if let Err(e) = self
+            .conversation
+            .rewrite(|msgs| {
+                for (i, t) in &rewrites {
+                    msgs[*i]["content"] = json!(t);
+                }
+            })
+            .await
+        {
             return LoopEnd::Failed(format!("could not store the rewritten answer: {e}"));
         }
         LoopEnd::Answer(new_answer)

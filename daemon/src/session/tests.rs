@@ -40,20 +40,20 @@ fn fixture(max_sessions: usize) -> Fixture {
 }
 
 impl Fixture {
-    fn create(&self) -> SessionId {
+    async fn create(&self) -> SessionId {
         let config = serde_json::json!({
             "provider": "generic", "base_url": "http://127.0.0.1:9/v1", "model": "m",
             "retries": 1, "no_history": true, "cache": false,
         });
         let base = self.dir.path().join("project");
-        self.sessions.create(base.to_str().unwrap(), Some(config), None, false, None).unwrap().session_id
+        self.sessions.create(base.to_str().unwrap(), Some(config), None, false, None).await.unwrap().session_id
     }
 }
 
 #[tokio::test]
 async fn a_panicking_run_ends_as_error_with_run_finished_and_leaves_the_session_idle() {
     let f = fixture(16);
-    let id = f.create();
+    let id = f.create().await;
     let run = f.sessions.start_run(&id, run::PANIC_TASK.to_owned(), None).await.unwrap();
     let result = f.sessions.wait(&run).await.unwrap();
     assert_eq!(result.outcome, Outcome::Error);
@@ -76,7 +76,7 @@ async fn a_panicking_run_ends_as_error_with_run_finished_and_leaves_the_session_
 #[tokio::test]
 async fn closed_sessions_and_finished_runs_leave_memory_and_reads_load_nothing() {
     let f = fixture(16);
-    let id = f.create();
+    let id = f.create().await;
     assert_eq!(f.sessions.live_sessions(), 1);
     let run = f.sessions.start_run(&id, "task".into(), None).await.unwrap();
     let result = f.sessions.wait(&run).await.unwrap();
@@ -100,9 +100,9 @@ async fn closed_sessions_and_finished_runs_leave_memory_and_reads_load_nothing()
 #[tokio::test]
 async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back() {
     let f = fixture(2);
-    let (a, b) = (f.create(), f.create());
+    let (a, b) = (f.create().await, f.create().await);
     f.sessions.session(&a).unwrap();
-    let c = f.create();
+    let c = f.create().await;
     assert_eq!(f.sessions.live_sessions(), 2);
     let held: Vec<bool> = [&a, &b, &c].iter().map(|id| f.sessions.live.get(id).is_some()).collect();
     assert_eq!(held, [true, false, true], "b was used least recently");
@@ -115,7 +115,7 @@ async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back()
 #[tokio::test]
 async fn the_sweep_drops_idle_sessions_but_never_one_with_a_run_in_flight() {
     let f = fixture(16);
-    let id = f.create();
+    let id = f.create().await;
     let first = f.sessions.session(&id).unwrap();
     let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
     let later = std::time::Instant::now() + Duration::from_secs(3600);
@@ -132,7 +132,7 @@ async fn the_sweep_drops_idle_sessions_but_never_one_with_a_run_in_flight() {
 #[tokio::test]
 async fn a_second_run_on_a_busy_session_is_refused_and_close_cancels_the_run() {
     let f = fixture(16);
-    let id = f.create();
+    let id = f.create().await;
     let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
     let busy = f.sessions.start_run(&id, "second".into(), None).await;
     assert!(matches!(&busy, Err(SessionError::Busy { run: r, .. }) if *r == run), "{:?}", busy.err());
@@ -145,7 +145,7 @@ async fn a_second_run_on_a_busy_session_is_refused_and_close_cancels_the_run() {
 #[tokio::test]
 async fn a_subscriber_and_the_session_in_memory_share_one_event_log() {
     let f = fixture(16);
-    let id = f.create();
+    let id = f.create().await;
     let log = f.sessions.shared.logs.log(&id);
     let session = f.sessions.session(&id).unwrap();
     let mut live = log.inner.tx.subscribe();

@@ -9,7 +9,7 @@
 use super::{check_base_dir, SessionError, Sessions};
 use crate::config::ProjectFile;
 use std::path::Path;
-use swival_protocol::{ProjectTrustResult, SessionId};
+use swival_protocol::ProjectTrustResult;
 
 impl Sessions {
     /// The project file of `base`, read once, and the SHA-256 this
@@ -68,13 +68,5 @@ impl Sessions {
         }
         let trusted = enables.is_empty() || self.shared.store.trusted_project(&path)?.as_deref() == Some(&file.sha256);
         Ok(ProjectTrustResult { path: Some(path), sha256: Some(file.sha256), enables, trusted })
-    }
-
-    /// Remember what a new session accepted.
-    pub(super) fn remember_project(&self, id: &SessionId, sha: Option<&str>) -> Result<(), SessionError> {
-        if let Some(sha) = sha {
-            self.shared.store.set_session_project(id, sha)?;
-        }
-        Ok(())
     }
 }

@@ -224,17 +224,30 @@ impl Store {
         serde_json::from_str(text).map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
     }
 
-    /// Record a new session.
+    /// [`Store::write`] for async code: the task waits for the commit, the
+    /// runtime's thread does not.
+    async fn write_async<T: Send + 'static>(
+        &self,
+        f: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.writer.write_async(true, f).await.map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
+    }
+
+    /// Record a new session, with the project config content it accepted
+    /// and the policy files it pinned (path, SHA-256), in one commit.
+    pub async fn create_session(
+        &self,
+        row: &SessionRow,
+        project: Option<String>,
+        pins: Vec<(String, String)>,
+    ) -> Result<(), StoreError> {
+        self.write_async(session_job(row, project, pins)).await
+    }
+
+    /// Record a new session (tests: sessions come from [`Store::create_session`]).
+    #[cfg(test)]
     pub fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
-        let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
-        let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
-        self.write(move |c| {
-            c.prepare_cached(
-                "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![id, base, title, config, request, created])
-            .map(drop)
-        })
+        self.write(session_job(row, None, Vec::new()))
     }
 
     /// Every session, oldest first.
@@ -300,9 +313,10 @@ impl Store {
     }
 
     /// Mark a session closed.
-    pub fn close_session(&self, id: &SessionId) -> Result<(), StoreError> {
+    pub async fn close_session(&self, id: &SessionId) -> Result<(), StoreError> {
         let id = id.0.clone();
-        self.write(move |c| c.execute("UPDATE sessions SET closed = 1 WHERE id = ?1", params![id]).map(drop))
+        self.write_async(move |c| c.execute("UPDATE sessions SET closed = 1 WHERE id = ?1", params![id]).map(drop))
+            .await
     }
 
     /// The stored conversation.
@@ -316,13 +330,9 @@ impl Store {
     }
 
     /// Store message `idx` (insert or replace).
+    #[cfg(test)]
     pub fn put_message(&self, id: &SessionId, idx: usize, body: &Value) -> Result<(), StoreError> {
-        self.put_message_text(id, idx, body.to_string())
-    }
-
-    /// [`Store::put_message`] with the message already serialised.
-    pub fn put_message_text(&self, id: &SessionId, idx: usize, body: String) -> Result<(), StoreError> {
-        self.write(message_job(id, idx, body))
+        self.write(message_job(id, idx, body.to_string()))
     }
 
     /// Queue message `idx` (already serialised) and return at once; `then`
@@ -336,16 +346,16 @@ impl Store {
     }
 
     /// Wait until every write queued so far is committed.
-    pub fn settle(&self) -> Result<(), StoreError> {
-        self.write(|_| Ok(()))
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.write_async(|_| Ok(())).await
     }
 
     /// Replace the whole stored conversation (after a rewrite or compaction).
-    pub fn replace_messages(&self, id: &SessionId, messages: &[Value]) -> Result<(), StoreError> {
+    pub async fn replace_messages(&self, id: &SessionId, messages: &[Value]) -> Result<(), StoreError> {
         let id = id.0.clone();
         let bodies: Vec<String> = messages.iter().map(Value::to_string).collect();
         // The writer's savepoint makes the delete and the inserts one step.
-        self.write(move |c| {
+        self.write_async(move |c| {
             c.execute("DELETE FROM messages WHERE session_id = ?1", params![id])?;
             let mut insert = c.prepare_cached("INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?;
             for (i, body) in bodies.iter().enumerate() {
@@ -353,6 +363,7 @@ impl Store {
             }
             Ok(())
         })
+        .await
     }
 
     /// One run.
@@ -409,6 +420,7 @@ impl Store {
     /// its `run_started`, a run's result and report with its
     /// `run_finished`). `after` runs on the writer thread once committed,
     /// in commit order (the live broadcast), before this returns.
+    #[cfg(test)]
     pub fn append_event(&self, event: &mut Event, with: EventWith<'_>, after: AfterEvent) -> Result<(), StoreError> {
         self.append(event, with, true, after)
     }
@@ -453,6 +465,42 @@ impl Store {
         wait_for_space: bool,
         after: AfterEvent,
     ) -> Result<(), StoreError> {
+        let (reply, result) = std::sync::mpsc::sync_channel(1);
+        self.queue_event(event, with, wait_for_space, Some(after), move |r| drop(reply.send(r)));
+        let seq = writer::wait(result).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })?;
+        event.seq = Seq(seq as u64);
+        Ok(())
+    }
+
+    /// [`Store::append_event`] for async code: the task waits for the
+    /// commit, the runtime's thread does not. Without `after`, nothing runs
+    /// once committed: the caller publishes the event itself.
+    pub async fn append_event_async(
+        &self,
+        event: &mut Event,
+        with: EventWith<'_>,
+        after: Option<AfterEvent>,
+    ) -> Result<(), StoreError> {
+        let (reply, result) = tokio::sync::oneshot::channel();
+        self.queue_event(event, with, true, after, move |r| drop(reply.send(r)));
+        let seq = result
+            .await
+            .unwrap_or_else(|_| Err(writer::stopped()))
+            .map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })?;
+        event.seq = Seq(seq as u64);
+        Ok(())
+    }
+
+    /// Queue `event` (and what goes `with` it); once its batch is done,
+    /// `after` runs if it was stored, then `reply` gets its seq or error.
+    fn queue_event(
+        &self,
+        event: &Event,
+        with: EventWith<'_>,
+        wait_for_space: bool,
+        after: Option<AfterEvent>,
+        reply: impl FnOnce(rusqlite::Result<i64>) + Send + 'static,
+    ) {
         let finish = match with {
             EventWith::Finish(run, result, report) => {
                 Some((run.0.clone(), serde_json::to_string(result).expect("results serialize"), report.to_string()))
@@ -467,21 +515,17 @@ impl Store {
         };
         let job = event_job(event.clone(), start, finish);
         let mut done = event.clone();
-        let (reply, result) = std::sync::mpsc::sync_channel(1);
         self.writer.write_tx_then(
             wait_for_space,
             job,
             Box::new(move |r: rusqlite::Result<i64>| {
-                if let Ok(seq) = &r {
+                if let (Ok(seq), Some(after)) = (&r, after) {
                     done.seq = Seq(*seq as u64);
                     after(&done);
                 }
-                let _ = reply.send(r);
+                reply(r);
             }),
         );
-        let seq = writer::wait(result).map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })?;
-        event.seq = Seq(seq as u64);
-        Ok(())
     }
 
     /// Stored events with `seq >= from`, in order, at most `limit`.
@@ -519,6 +563,27 @@ fn run_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunTuple> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
 }
 
+/// The writes of a new session: its row, the project config content it
+/// accepted and the policy files it pinned.
+fn session_job(
+    row: &SessionRow,
+    project: Option<String>,
+    pins: Vec<(String, String)>,
+) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static {
+    let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
+    let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
+    move |c| {
+        c.prepare_cached(
+            "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![id, base, title, config, request, created])?;
+        if let Some(sha256) = &project {
+            policy::put_session_project(c, &id, sha256)?;
+        }
+        policy::put_session_pins(c, &id, &pins)
+    }
+}
+
 /// The result recorded for a run the daemon lost (crash or kill).
 pub fn interrupted_result(run: &RunId) -> RunResult {
     RunResult {
@@ -532,61 +597,4 @@ pub fn interrupted_result(run: &RunId) -> RunResult {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use swival_protocol::EventKind;
-
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("db.sqlite")).unwrap();
-        (dir, s)
-    }
-
-    fn session(s: &Store) -> SessionId {
-        let id = SessionId("s_1".into());
-        s.insert_session(&SessionRow {
-            id: id.clone(),
-            base_dir: "/tmp".into(),
-            title: None,
-            config: serde_json::json!({}),
-            request: serde_json::Value::Null,
-            created_at: "2026-01-01T00:00:00Z".into(),
-            closed: false,
-            last_seq: 0,
-            run_count: 0,
-        })
-        .unwrap();
-        id
-    }
-
-    #[test]
-    fn events_get_consecutive_seqs_from_one() {
-        let (_d, s) = store();
-        let id = session(&s);
-        for _ in 0..3 {
-            let mut e = Event {
-                seq: Seq(0),
-                session_id: id.clone(),
-                run_id: None,
-                time: "t".into(),
-                kind: EventKind::Warning { message: "w".into() },
-            };
-            s.append_event(&mut e, EventWith::Nothing, Box::new(|_| {})).unwrap();
-        }
-        let seqs: Vec<u64> = s.events_from(&id, 2, 100).unwrap().iter().map(|e| e.seq.0).collect();
-        assert_eq!(seqs, [2, 3]);
-        assert_eq!(s.session(&id).unwrap().unwrap().last_seq, 3);
-    }
-
-    #[test]
-    fn messages_round_trip_in_order() {
-        let (_d, s) = store();
-        let id = session(&s);
-        s.put_message(&id, 0, &serde_json::json!({"role": "system", "content": "a"})).unwrap();
-        s.put_message(&id, 1, &serde_json::json!({"role": "user", "content": "b"})).unwrap();
-        let m = s.messages(&id).unwrap();
-        assert_eq!(m[1]["content"], "b");
-        s.replace_messages(&id, &m[..1]).unwrap();
-        assert_eq!(s.messages(&id).unwrap().len(), 1);
-    }
-}
+mod tests;

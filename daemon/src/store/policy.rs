@@ -2,7 +2,7 @@
 //! the content each session accepted, and the scripts each session pinned.
 
 use super::{Store, StoreError};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 use swival_protocol::SessionId;
 
 impl Store {
@@ -35,18 +35,6 @@ impl Store {
         })
     }
 
-    /// Remember the project config content session `id` accepted.
-    pub fn set_session_project(&self, id: &SessionId, sha256: &str) -> Result<(), StoreError> {
-        let (id, sha256) = (id.clone(), sha256.to_owned());
-        self.write(move |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO session_projects (session_id, sha256) VALUES (?1, ?2)",
-                params![id.0, sha256],
-            )
-            .map(drop)
-        })
-    }
-
     /// The policy files session `id` pinned when it was created: path → SHA-256.
     pub fn session_pins(&self, id: &SessionId) -> Result<std::collections::HashMap<String, String>, StoreError> {
         self.with(|c| {
@@ -55,17 +43,21 @@ impl Store {
             rows.collect()
         })
     }
+}
 
-    /// Record what session `id` pinned.
-    pub fn set_session_pins(&self, id: &SessionId, pins: Vec<(String, String)>) -> Result<(), StoreError> {
-        let id = id.0.clone();
-        self.write(move |c| {
-            let mut insert =
-                c.prepare_cached("INSERT OR REPLACE INTO session_pins (session_id, path, sha256) VALUES (?1, ?2, ?3)")?;
-            for (path, sha) in &pins {
-                insert.execute(params![id, path, sha])?;
-            }
-            Ok(())
-        })
+/// Remember the project config content session `id` accepted.
+pub(super) fn put_session_project(c: &Connection, id: &str, sha256: &str) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT OR REPLACE INTO session_projects (session_id, sha256) VALUES (?1, ?2)")?
+        .execute(params![id, sha256])
+        .map(drop)
+}
+
+/// Record what session `id` pinned: (path, SHA-256) pairs.
+pub(super) fn put_session_pins(c: &Connection, id: &str, pins: &[(String, String)]) -> rusqlite::Result<()> {
+    let mut insert =
+        c.prepare_cached("INSERT OR REPLACE INTO session_pins (session_id, path, sha256) VALUES (?1, ?2, ?3)")?;
+    for (path, sha) in pins {
+        insert.execute(params![id, path, sha])?;
     }
+    Ok(())
 }

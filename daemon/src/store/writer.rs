@@ -174,6 +174,25 @@ impl Writer {
         );
         wait(result)
     }
+
+    /// [`Writer::write`] for async code: the task waits for the commit, the
+    /// runtime's thread does not (so a slow disk neither blocks a worker nor
+    /// makes the runtime start threads to replace it).
+    pub(super) async fn write_async<T, F>(&self, wait_for_space: bool, f: F) -> rusqlite::Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (reply, result) = tokio::sync::oneshot::channel();
+        self.write_then(
+            wait_for_space,
+            f,
+            Box::new(move |r| {
+                let _ = reply.send(r);
+            }),
+        );
+        result.await.unwrap_or_else(|_| Err(stopped()))
+    }
 }
 
 /// Wait for a job's reply: at once when the commit is quick, else telling
@@ -251,7 +270,7 @@ impl Drop for Writer {
     }
 }
 
-fn stopped() -> rusqlite::Error {
+pub(super) fn stopped() -> rusqlite::Error {
     rusqlite::Error::SqliteFailure(
         rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
         Some("the database writer has stopped".into()),

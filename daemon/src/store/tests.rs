@@ -1,0 +1,58 @@
+//! The store's own tests: event numbers and the conversation.
+
+use super::*;
+use swival_protocol::EventKind;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("db.sqlite")).unwrap();
+    (dir, s)
+}
+
+fn session(s: &Store) -> SessionId {
+    let id = SessionId("s_1".into());
+    s.insert_session(&SessionRow {
+        id: id.clone(),
+        base_dir: "/tmp".into(),
+        title: None,
+        config: serde_json::json!({}),
+        request: serde_json::Value::Null,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        closed: false,
+        last_seq: 0,
+        run_count: 0,
+    })
+    .unwrap();
+    id
+}
+
+#[test]
+fn events_get_consecutive_seqs_from_one() {
+    let (_d, s) = store();
+    let id = session(&s);
+    for _ in 0..3 {
+        let mut e = Event {
+            seq: Seq(0),
+            session_id: id.clone(),
+            run_id: None,
+            time: "t".into(),
+            kind: EventKind::Warning { message: "w".into() },
+        };
+        s.append_event(&mut e, EventWith::Nothing, Box::new(|_| {})).unwrap();
+    }
+    let seqs: Vec<u64> = s.events_from(&id, 2, 100).unwrap().iter().map(|e| e.seq.0).collect();
+    assert_eq!(seqs, [2, 3]);
+    assert_eq!(s.session(&id).unwrap().unwrap().last_seq, 3);
+}
+
+#[tokio::test]
+async fn messages_round_trip_in_order() {
+    let (_d, s) = store();
+    let id = session(&s);
+    s.put_message(&id, 0, &serde_json::json!({"role": "system", "content": "a"})).unwrap();
+    s.put_message(&id, 1, &serde_json::json!({"role": "user", "content": "b"})).unwrap();
+    let m = s.messages(&id).unwrap();
+    assert_eq!(m[1]["content"], "b");
+    s.replace_messages(&id, &m[..1]).await.unwrap();
+    assert_eq!(s.messages(&id).unwrap().len(), 1);
+}
