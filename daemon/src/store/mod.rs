@@ -97,6 +97,10 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// Each connection's page cache, in KiB (SQLite's default is 2,000): the
+/// memory it holds grows to this as the database does.
+const PAGE_CACHE_KIB: i64 = 512;
+
 /// Largest WAL file kept between checkpoints.
 const WAL_LIMIT_BYTES: i64 = 8 * 1024 * 1024;
 
@@ -191,6 +195,7 @@ impl Store {
         let open = || -> rusqlite::Result<Connection> {
             let conn = Connection::open(path)?;
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
             Ok(conn)
         };
         let conn = open().map_err(err)?;
