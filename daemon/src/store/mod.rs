@@ -104,6 +104,11 @@ const PAGE_CACHE_KIB: i64 = 512;
 /// Largest WAL file kept between checkpoints.
 const WAL_LIMIT_BYTES: i64 = 8 * 1024 * 1024;
 
+/// The tables. Events and messages are rows keyed by (session, number)
+/// and kept in that key's b-tree alone (`WITHOUT ROWID`), so storing one
+/// writes one page where a rowid table would write a table page and an
+/// index page. A database made before keeps its rowid tables; every
+/// statement here reads and writes both kinds the same.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -120,7 +125,7 @@ CREATE TABLE IF NOT EXISTS messages (
     idx INTEGER NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (session_id, idx)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
@@ -150,7 +155,7 @@ CREATE TABLE IF NOT EXISTS events (
     seq INTEGER NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
-);
+) WITHOUT ROWID;
 ";
 
 impl Store {
