@@ -1,10 +1,32 @@
-//! The writer jobs that store a conversation message and an event (with a
-//! run's row or result in the same step): what one write does inside the
-//! writer's transaction.
+//! The writer jobs that store a new session, a conversation message and
+//! an event (with a run's row or result in the same step): what one write
+//! does inside the writer's transaction.
 
 use super::writer::Tx;
+use super::SessionRow;
 use rusqlite::{params, Connection};
 use swival_protocol::{Event, Seq, SessionId};
+
+/// The writes of a new session: its row, the project config content it
+/// accepted and the policy files it pinned.
+pub(super) fn session_job(
+    row: &SessionRow,
+    project: Option<String>,
+    pins: Vec<(String, String)>,
+) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static {
+    let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
+    let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
+    move |c| {
+        c.prepare_cached(
+            "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![id, base, title, config, request, created])?;
+        if let Some(sha256) = &project {
+            super::policy::put_session_project(c, &id, sha256)?;
+        }
+        super::policy::put_session_pins(c, &id, &pins)
+    }
+}
 
 /// The writer job storing message `idx` of session `id` (insert or replace).
 pub(super) fn message_job(

@@ -12,7 +12,7 @@ mod policy;
 mod prune;
 mod writer;
 
-use jobs::{event_job, message_job};
+use jobs::{event_job, message_job, session_job};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -571,27 +571,6 @@ type RunTuple = (String, String, String, String, Option<String>, Option<String>)
 
 fn run_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunTuple> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-}
-
-/// The writes of a new session: its row, the project config content it
-/// accepted and the policy files it pinned.
-fn session_job(
-    row: &SessionRow,
-    project: Option<String>,
-    pins: Vec<(String, String)>,
-) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static {
-    let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
-    let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
-    move |c| {
-        c.prepare_cached(
-            "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![id, base, title, config, request, created])?;
-        if let Some(sha256) = &project {
-            policy::put_session_project(c, &id, sha256)?;
-        }
-        policy::put_session_pins(c, &id, &pins)
-    }
 }
 
 /// The result recorded for a run the daemon lost (crash or kill).
