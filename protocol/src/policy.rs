@@ -61,8 +61,8 @@ pub struct McpServerStatus {
     pub name: String,
     /// The base dir of the sessions sharing it.
     pub base_dir: String,
-    /// `stdio` or `streamable-http`.
-    pub transport: String,
+    /// How the daemon talks to it.
+    pub transport: McpTransport,
     /// The command line (the program located) or the URL.
     pub command: String,
     /// Whether it runs now.
@@ -80,6 +80,26 @@ pub struct McpServerStatus {
     /// Files it runs with their SHA-256 (in `policy/status`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDigest>,
+}
+
+/// How the daemon talks to an MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpTransport {
+    /// A child process, over its stdin and stdout.
+    Stdio,
+    /// An HTTP endpoint (MCP's streamable HTTP).
+    StreamableHttp,
+}
+
+impl McpTransport {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            McpTransport::Stdio => "stdio",
+            McpTransport::StreamableHttp => "streamable-http",
+        }
+    }
 }
 
 /// `mcp/status`: every MCP server of the daemon.

@@ -72,7 +72,7 @@ fn argv(a: &[&str]) -> Vec<String> {
 }
 
 async fn run(env: &CommandEnv, a: &[&str], timeout_s: u64) -> String {
-    let out = run_command(env, &argv(a), Duration::from_secs(timeout_s), &CancellationToken::new()).await;
+    let out = run_command(env, &argv(a), Duration::from_secs(timeout_s), &CancellationToken::new()).await.text;
     println!("$ {a:?}\n{out}");
     out
 }
@@ -426,7 +426,7 @@ fn fetch_env(base: &Path) -> FetchEnv {
 }
 
 async fn fetch(env: &FetchEnv, url: &str) -> String {
-    let out = fetch_url(env, url, FetchFormat::Markdown, Duration::from_secs(10)).await;
+    let out = fetch_url(env, url, FetchFormat::Markdown, Duration::from_secs(10)).await.text;
     println!("fetch {url}\n{}", swivald::sandbox::spill::truncate_utf8(&out, 2000));
     out
 }
@@ -494,9 +494,9 @@ async fn fetch_converts_an_allowed_html_page_to_text() {
     assert!(out.contains("* first\n* second"), "{out}");
     assert!(!out.contains("<p>") && !out.contains("var secret"), "{out}");
 
-    let text = fetch_url(&env, &url, FetchFormat::Text, Duration::from_secs(10)).await;
+    let text = fetch_url(&env, &url, FetchFormat::Text, Duration::from_secs(10)).await.text;
     assert!(text.contains("\nHello sandbox\n"), "{text}");
-    let html = fetch_url(&env, &url, FetchFormat::Html, Duration::from_secs(10)).await;
+    let html = fetch_url(&env, &url, FetchFormat::Html, Duration::from_secs(10)).await.text;
     assert!(html.ends_with(PAGE), "{html}");
 }
 

@@ -176,7 +176,7 @@ pub async fn mcp(socket: &Path, action: McpAction) -> Result<ExitCode, ClientErr
             (true, None) => "connected".to_owned(),
             (false, _) => "stopped".to_owned(),
         };
-        println!("{} ({}, {state}, {} session(s)) in {}", s.name, s.transport, s.sessions, s.base_dir);
+        println!("{} ({}, {state}, {} session(s)) in {}", s.name, s.transport.name(), s.sessions, s.base_dir);
         println!("  {}", s.command);
         if let Some(e) = &s.error {
             println!("  last error: {e}");

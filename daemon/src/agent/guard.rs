@@ -341,9 +341,12 @@ mod tests {
     const UNREAD: &str =
         "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
 
-    /// What a call gave: a failure when it reads as one.
+    /// What a call gave: here, a failure when it reads as one.
     fn gave(text: &str) -> ToolOutcome {
-        ToolOutcome::from_text(text.to_owned())
+        match text.starts_with("error:") {
+            true => ToolOutcome::failed(text.to_owned()),
+            false => ToolOutcome::ok(text.to_owned()),
+        }
     }
 
     #[test]

@@ -216,9 +216,7 @@ impl AgentRun<'_> {
             "run_command" if self.commands.policy.enabled() => match args() {
                 Ok(a) => match self.approve(turn, &call.id, &a).await {
                     Some(refusal) => refusal,
-                    None => {
-                        ToolOutcome::from_text(crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await)
-                    }
+                    None => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
                 },
                 Err(e) => e.into(),
             },
@@ -229,12 +227,10 @@ impl AgentRun<'_> {
                 result
             }
             "fetch_url" => match args() {
-                Ok(a) => ToolOutcome::from_text(crate::sandbox::fetch_url_tool(self.fetch, &a).await),
+                Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
                 Err(e) => e.into(),
             },
-            name if self.tools.mcp.owns(name) => {
-                ToolOutcome::from_text(self.tools.mcp.call(name, &call.arguments, self.cancel).await)
-            }
+            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
             _ => self.file_tool(call),
         }
     }

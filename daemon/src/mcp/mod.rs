@@ -178,7 +178,7 @@ fn status(server: &Server, pins: &[crate::procs::Pinned]) -> McpServerStatus {
     McpServerStatus {
         name: name.clone(),
         base_dir: server.key.base_dir.display().to_string(),
-        transport: server.key.transport().to_owned(),
+        transport: server.key.transport(),
         command: server.key.display(),
         running: conn.is_some(),
         pid: conn.as_ref().and_then(|c| c.pid),

@@ -9,6 +9,7 @@
 use super::result::{guard, normalize};
 use super::server::CallError;
 use super::{Lease, McpPool, ServerSpec};
+use crate::tools::ToolOutcome;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -198,35 +199,35 @@ impl SessionMcp {
     }
 
     /// Run one call; the result is what the model sees.
-    pub async fn call(&self, name: &str, raw_args: &str, cancel: &CancellationToken) -> String {
+    pub async fn call(&self, name: &str, raw_args: &str, cancel: &CancellationToken) -> ToolOutcome {
         let (Some(route), Some(pool)) = (self.routes.get(name), &self.pool) else {
-            return format!("error: unknown MCP tool: {name}");
+            return ToolOutcome::failed(format!("error: unknown MCP tool: {name}"));
         };
         let s = &self.servers[route.server];
         let server_name = &s.spec.key.name;
         if let Err(e) = crate::procs::pin::verify_all(&s.spec.pins) {
-            return format!("error: MCP server '{server_name}' was not called: {e}");
+            return ToolOutcome::failed(format!("error: MCP server '{server_name}' was not called: {e}"));
         }
         let args = match crate::tools::parse_args(raw_args) {
             Ok(Value::Object(map)) => map,
             Ok(_) => unreachable!("parse_args returns objects"),
-            Err(e) => return e.render(),
+            Err(e) => return e.into(),
         };
         if pool.stopped() {
-            return "error: the daemon is stopping".to_owned();
+            return ToolOutcome::failed("error: the daemon is stopping".to_owned());
         }
         let settings = &pool.settings;
         let server = &s.lease.server;
         let conn = match server.for_call(&s.spec.pins, &settings.pid_dir, settings.start_timeout).await {
             Ok(conn) => conn,
             Err(why) => {
-                return format!(
+                return ToolOutcome::failed(format!(
                     "error: MCP server '{server_name}' failed: {why}; it will be started again on the next call"
-                )
+                ))
             }
         };
-        match server.call(conn, &route.original, args, settings.call_timeout, cancel).await {
-            Ok(result) => guard(normalize(&result), name, &self.base_dir),
+        let failed = match server.call(conn, &route.original, args, settings.call_timeout, cancel).await {
+            Ok(result) => return guard(normalize(&result), name, &self.base_dir),
             Err(CallError::Refused(why)) => format!("error: {why}"),
             Err(CallError::Failed(why)) => {
                 format!("error: MCP server '{server_name}' failed: {why}; it will be started again on the next call")
@@ -235,7 +236,8 @@ impl SessionMcp {
                 format!("error: MCP tool {name} timed out after {}s", t.as_secs_f64())
             }
             Err(CallError::Cancelled) => "error: cancelled".to_owned(),
-        }
+        };
+        ToolOutcome::failed(failed)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::sandbox::CommandEnv;
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use swival_protocol::McpTransport;
 
 /// How the daemon reaches one server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -102,11 +103,11 @@ impl ServerKey {
         }
     }
 
-    /// `stdio` or `streamable-http`.
-    pub fn transport(&self) -> &'static str {
+    /// How the daemon talks to it.
+    pub fn transport(&self) -> McpTransport {
         match &self.endpoint {
-            Endpoint::Http { .. } => "streamable-http",
-            _ => "stdio",
+            Endpoint::Http { .. } => McpTransport::StreamableHttp,
+            _ => McpTransport::Stdio,
         }
     }
 }

@@ -14,6 +14,7 @@ use super::spill;
 use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
 use crate::procs::{Capture, Ending, Env, Io, Launch, ProcError, ProcessRunner, Through};
+use crate::tools::ToolOutcome;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -91,47 +92,58 @@ pub fn allowed_environment(
 /// The `run_command` tool: repair and check the model's arguments, run,
 /// and add Swival's `(auto-corrected: …)` note when the argument was
 /// repaired.
-pub async fn run_command_tool(env: &CommandEnv, args: &Value, cancel: &CancellationToken) -> String {
+pub async fn run_command_tool(env: &CommandEnv, args: &Value, cancel: &CancellationToken) -> ToolOutcome {
     let call = match policy::parse_call(args) {
         Ok(c) => c,
-        Err(e) => return format!("error: {e}"),
+        Err(e) => return ToolOutcome::failed(format!("error: {e}")),
     };
-    let result = run_command(env, &call.argv, call.timeout, cancel).await;
-    match call.repair_note {
-        Some(note) => format!("{result}\n(auto-corrected: {note})"),
-        None => result,
+    let mut result = run_command(env, &call.argv, call.timeout, cancel).await;
+    if let Some(note) = call.repair_note {
+        result.append_line(&format!("(auto-corrected: {note})"));
     }
+    result
 }
 
-/// Run `argv` under `env` and return the tool result.
-pub async fn run_command(env: &CommandEnv, argv: &[String], timeout: Duration, cancel: &CancellationToken) -> String {
+/// Run `argv` under `env` and return the tool result. A command that ran
+/// and exited succeeded whatever its status (Swival's contract: the model
+/// reads `Exit code: N`); one that could not run, timed out or was
+/// cancelled failed.
+pub async fn run_command(
+    env: &CommandEnv,
+    argv: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> ToolOutcome {
     let program = match policy::check(argv, &env.policy, &env.base_dir) {
         Ok(p) => p,
-        Err(e) => return format!("error: {e}"),
+        Err(e) => return ToolOutcome::failed(format!("error: {e}")),
     };
     if !env.base_dir.is_dir() {
-        return format!("error: base directory does not exist or is not a directory: {}", env.base_dir.display());
+        return ToolOutcome::failed(format!(
+            "error: base directory does not exist or is not a directory: {}",
+            env.base_dir.display()
+        ));
     }
     let tmp = match &env.plan {
         Some(_) => match RunTempDir::create() {
             Ok(t) => Some(t),
-            Err(e) => return format!("error: cannot create the command's temp directory: {e}"),
+            Err(e) => return ToolOutcome::failed(format!("error: cannot create the command's temp directory: {e}")),
         },
         None => None,
     };
     let launch = match launch(env, &program, argv, tmp.as_ref()) {
         Ok(l) => l,
-        Err(e) => return format!("error: cannot prepare the command: {e}"),
+        Err(e) => return ToolOutcome::failed(format!("error: cannot prepare the command: {e}")),
     };
     let (ending, capture) = match env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel).await {
         Ok(m) => (m.ending, m.output),
         // Cancelled while waiting for a slot: nothing ran.
         Err(ProcError::Cancelled { .. }) => (Ending::Cancelled, Capture::new(CAPTURE_LIMIT)),
         Err(ProcError::Spawn { source, .. }) => {
-            return format!("error: failed to start command {}: {source}", program.display())
+            return ToolOutcome::failed(format!("error: failed to start command {}: {source}", program.display()))
         }
-        Err(ProcError::Io { source, .. }) => return format!("error: {source}"),
-        Err(e) => return format!("error: {e}"),
+        Err(ProcError::Io { source, .. }) => return ToolOutcome::failed(format!("error: {source}")),
+        Err(e) => return ToolOutcome::failed(format!("error: {e}")),
     };
     drop(tmp);
     format_result(&env.base_dir, ending, timeout, capture)
@@ -162,8 +174,10 @@ fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTem
     })
 }
 
-/// Swival's result text, spilled when over [`INLINE_LIMIT`].
-fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Capture) -> String {
+/// Swival's result text, spilled when over [`INLINE_LIMIT`]; a timeout
+/// or a cancellation is a failure.
+fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Capture) -> ToolOutcome {
+    let failed = matches!(ending, Ending::TimedOut | Ending::Cancelled);
     let head = match ending {
         Ending::Exited(0) => None,
         Ending::Exited(code) => Some(format!("Exit code: {code}")),
@@ -181,18 +195,21 @@ fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Captur
     if capture.truncated {
         parts.push("[output truncated at 1MB]");
     }
-    if parts.is_empty() {
-        return "(no output)".into();
-    }
-    let result = parts.join("\n");
-    if result.len() <= INLINE_LIMIT {
-        return result;
-    }
-    let saved = spill::save_large_output(&result, base, INLINE_LIMIT, capture.truncated, None);
-    match head {
-        Some(h) => format!("{saved}\n{h}"),
-        None => saved,
-    }
+    let text = if parts.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        let result = parts.join("\n");
+        if result.len() <= INLINE_LIMIT {
+            result
+        } else {
+            let saved = spill::save_large_output(&result, base, INLINE_LIMIT, capture.truncated, None);
+            match head {
+                Some(h) => format!("{saved}\n{h}"),
+                None => saved,
+            }
+        }
+    };
+    ToolOutcome { text, failed, warned: false }
 }
 
 /// `30` for whole seconds, `2.5` otherwise.
@@ -261,9 +278,12 @@ mod tests {
         let env = env(base.path(), &["echo", "pwd"]);
         let c = CancellationToken::new();
         let out = run_command(&env, &argv(&["echo", "$(id)", "; rm -rf x"]), Duration::from_secs(10), &c).await;
-        assert_eq!(out, "$(id) ; rm -rf x\n");
+        assert_eq!(out, ToolOutcome::ok("$(id) ; rm -rf x\n".into()));
         let out = run_command(&env, &argv(&["pwd"]), Duration::from_secs(10), &c).await;
-        assert_eq!(out.trim_end(), env.base_dir.display().to_string());
+        assert_eq!(out.text.trim_end(), env.base_dir.display().to_string());
+        // What a command prints is its output, not a verdict on it.
+        let out = run_command(&env, &argv(&["echo", "error: not really"]), Duration::from_secs(10), &c).await;
+        assert_eq!(out, ToolOutcome::ok("error: not really\n".into()));
     }
 
     #[tokio::test]
@@ -274,7 +294,8 @@ mod tests {
         let out =
             run_command(&env, &argv(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(10), &c)
                 .await;
-        assert_eq!(out, "Exit code: 3\nout\nerr\n");
+        // Swival's contract: the model reads the status; the call succeeded.
+        assert_eq!(out, ToolOutcome::ok("Exit code: 3\nout\nerr\n".into()));
     }
 
     #[tokio::test]
@@ -283,7 +304,7 @@ mod tests {
         let env = env(base.path(), &["echo"]);
         let out =
             run_command(&env, &argv(&["rm", "-rf", "x"]), Duration::from_secs(10), &CancellationToken::new()).await;
-        assert_eq!(out, "error: command 'rm' is not allowed. Allowed commands: echo");
+        assert_eq!(out, ToolOutcome::failed("error: command 'rm' is not allowed. Allowed commands: echo".into()));
     }
 
     #[tokio::test]
@@ -291,7 +312,7 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["true"]);
         let out = run_command(&env, &argv(&["true"]), Duration::from_secs(10), &CancellationToken::new()).await;
-        assert_eq!(out, "(no output)");
+        assert_eq!(out, ToolOutcome::ok("(no output)".into()));
     }
 
     #[tokio::test]
@@ -303,7 +324,7 @@ mod tests {
         let out =
             run_command(&env, &argv(&["sh", "-c", script]), Duration::from_secs(1), &CancellationToken::new()).await;
         assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
-        assert_eq!(out, "error: command timed out after 1s\nstarted\n");
+        assert_eq!(out, ToolOutcome::failed("error: command timed out after 1s\nstarted\n".into()));
         let pid: i32 = std::fs::read_to_string(base.path().join("grandchild.pid")).unwrap().trim().parse().unwrap();
         assert!(gone(pid), "grandchild {pid} survived");
     }
@@ -319,7 +340,7 @@ mod tests {
             c2.cancel();
         });
         let out = run_command(&env, &argv(&["sleep", "60"]), Duration::from_secs(30), &c).await;
-        assert_eq!(out, "error: command was cancelled");
+        assert_eq!(out, ToolOutcome::failed("error: command was cancelled".into()));
     }
 
     #[tokio::test]
@@ -333,6 +354,8 @@ mod tests {
             &CancellationToken::new(),
         )
         .await;
+        assert!(!out.failed);
+        let out = out.text;
         assert!(out.starts_with("Command output too large for context ("), "{out}");
         assert!(out.ends_with("[/preview]\nExit code: 2"), "{out}");
         let rel = out.lines().find_map(|l| l.strip_prefix("Full output saved to: ")).unwrap();
@@ -346,7 +369,10 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["echo"]);
         let out = run_command_tool(&env, &serde_json::json!({"command": "echo hi"}), &CancellationToken::new()).await;
-        assert_eq!(out, "hi\n\n(auto-corrected: run_command received a string; converted to argv array)");
+        assert_eq!(
+            out,
+            ToolOutcome::ok("hi\n\n(auto-corrected: run_command received a string; converted to argv array)".into())
+        );
     }
 
     #[test]

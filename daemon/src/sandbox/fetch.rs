@@ -10,6 +10,7 @@
 use super::spill::{self, Untrusted};
 use super::ssrf::{check_address, Blocked};
 use crate::config::Cidr;
+use crate::tools::ToolOutcome;
 use reqwest::header::{HeaderValue, ACCEPT, ACCEPT_LANGUAGE, CONTENT_TYPE, LOCATION};
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
@@ -172,27 +173,27 @@ pub fn parse_call(args: &Value) -> Result<FetchCall, FetchError> {
 }
 
 /// The `fetch_url` tool: check the arguments, fetch, return the result.
-pub async fn fetch_url_tool(env: &FetchEnv, args: &Value) -> String {
+pub async fn fetch_url_tool(env: &FetchEnv, args: &Value) -> ToolOutcome {
     match parse_call(args) {
         Ok(call) => fetch_url(env, &call.url, call.format, call.timeout).await,
-        Err(e) => format!("error: {e}"),
+        Err(e) => ToolOutcome::failed(format!("error: {e}")),
     }
 }
 
 /// Fetch `url` and return the tool result: the page behind Swival's
-/// untrusted-content header, or an `error: …` line.
-pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: Duration) -> String {
+/// untrusted-content header, or a failure with its `error: …` line.
+pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: Duration) -> ToolOutcome {
     let text = match tokio::time::timeout(timeout, fetch(env, url, format)).await {
-        Err(_) => return format!("error: request timed out after {} seconds", trim_secs(timeout)),
-        Ok(Err(e)) => return format!("error: {e}"),
+        Err(_) => return ToolOutcome::failed(format!("error: request timed out after {} seconds", trim_secs(timeout))),
+        Ok(Err(e)) => return ToolOutcome::failed(format!("error: {e}")),
         Ok(Ok(text)) => text,
     };
     let header = spill::untrusted_header("fetch_url", url);
     if text.len() <= env.max_inline {
-        return header + &text;
+        return ToolOutcome::ok(header + &text);
     }
     let untrusted = Untrusted { source: "fetch_url", origin: url };
-    header + &spill::save_large_output(&text, &env.base_dir, env.max_inline, false, Some(untrusted))
+    ToolOutcome::ok(header + &spill::save_large_output(&text, &env.base_dir, env.max_inline, false, Some(untrusted)))
 }
 
 /// Follow the hops by hand and convert the final body.
@@ -435,7 +436,14 @@ mod tests {
 
     async fn get(url: &str) -> String {
         let (_dir, env) = env();
-        fetch_url(&env, url, FetchFormat::Markdown, Duration::from_secs(5)).await
+        fetch_url(&env, url, FetchFormat::Markdown, Duration::from_secs(5)).await.text
+    }
+
+    #[tokio::test]
+    async fn a_refused_fetch_is_a_failure() {
+        let (_dir, env) = env();
+        let out = fetch_url(&env, "http://127.0.0.1/", FetchFormat::Markdown, Duration::from_secs(5)).await;
+        assert!(out.failed && out.text.starts_with("error: "), "{out:?}");
     }
 
     #[tokio::test]

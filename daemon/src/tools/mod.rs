@@ -2,7 +2,8 @@
 //! dispatch. Every tool returns a string (`write_file` a [`ToolOutcome`]:
 //! its text may carry a warning); a failure is a [`ToolError`], shown to
 //! the model as `error: ` and its message. A call's [`ToolOutcome`] says
-//! which it was, so nobody downstream reads the text to find out.
+//! which it was, so nobody downstream reads the text to find out; the
+//! command, fetch and MCP tools outside this module return one too.
 //!
 //! Every path a tool touches goes through [`path::PathPolicy::resolve`]
 //! (reads with `Access::Read`; writes, moves and deletes with

@@ -36,14 +36,6 @@ impl ToolOutcome {
         ToolOutcome { text, failed: true, warned: false }
     }
 
-    /// A result that exists only as Swival's text (a command's, a
-    /// fetch's, an MCP tool's, each made where Swival makes it): it failed
-    /// when it starts with `error:`, which is how Swival counts it.
-    pub fn from_text(text: String) -> ToolOutcome {
-        let failed = text.starts_with(ERROR_PREFIX);
-        ToolOutcome { text, failed, warned: false }
-    }
-
     /// Add a line to what the model reads (a repair note, a hint); what the
     /// outcome means does not change.
     pub fn append_line(&mut self, line: &str) {
@@ -63,10 +55,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn swivals_text_fails_only_on_its_error_prefix() {
-        assert!(ToolOutcome::from_text("error: exit".into()).failed);
-        assert!(!ToolOutcome::from_text("Exit code: 1\nerror: in output".into()).failed);
-        assert!(ToolOutcome::from(ToolError::refused("no")).failed);
+    fn a_tool_error_is_a_failure_with_its_error_line() {
+        let o = ToolOutcome::from(ToolError::refused("no"));
+        assert!(o.failed && o.text.starts_with(ERROR_PREFIX), "{o:?}");
     }
 
     #[test]
