@@ -214,7 +214,10 @@ impl ReadError {
 /// Read to EOF, failing as soon as more than `limit` bytes arrive.
 async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Vec<u8>, ReadError> {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
+    // On the heap: an array here would make every future that runs a
+    // process (the command provider, filters, hooks, the agent loop
+    // around them) 16 KiB larger per stream, copied each time it moves.
+    let mut chunk = vec![0u8; 16 * 1024];
     loop {
         let n = r.read(&mut chunk).await.map_err(ReadError::Io)?;
         if n == 0 {
