@@ -11,6 +11,7 @@ use crate::cache::Served;
 use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
 use crate::provider::{ChatRequest, ProviderError, Reply};
+use crate::tools::repair;
 use serde_json::{json, Value};
 use std::time::Instant;
 use swival_protocol::{BeforeLlmCall, CacheStatus, EventKind, HookCall};
@@ -139,7 +140,7 @@ impl AgentRun<'_> {
         // Copied only when a hook narrows them.
         let tools = decision.tools.map(|keep| {
             let mut narrowed = tools.schemas.to_vec();
-            narrowed.retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
+            narrowed.retain(|t| repair::name_of(t).is_some_and(|n| keep.contains(n)));
             narrowed
         });
         Ok(Hooked { tools, messages: decision.messages })

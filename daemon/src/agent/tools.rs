@@ -94,7 +94,7 @@ impl AgentRun<'_> {
         offered: &[Value],
         guards: &mut Guards,
     ) -> ToolOutcome {
-        if !repair::names(offered).contains(&call.name.as_str()) {
+        if !repair::offers(offered, &call.name) {
             return ToolOutcome::failed(repair::unknown_tool(&call.name, offered));
         }
         let repaired = repair::repair(&call.name, &call.arguments, offered);

@@ -172,11 +172,8 @@ impl ToolBox {
             }
             "delete_file" => trash::delete_file(self, &args, call_id),
             other => {
-                let names: Vec<String> = self
-                    .schemas()
-                    .iter()
-                    .filter_map(|s| s.pointer("/function/name")?.as_str().map(str::to_owned))
-                    .collect();
+                let schemas = self.schemas();
+                let names = repair::names(&schemas);
                 Err(ToolError::refused(format!("unknown tool '{other}'. Available tools: {}", names.join(", "))))
             }
         };

@@ -74,14 +74,30 @@ impl Repaired {
     }
 }
 
+/// The name of an OpenAI function tool's schema (`function.name`; read
+/// by key, not by JSON pointer, which allocates each step of its path).
+pub fn name_of(schema: &Value) -> Option<&str> {
+    schema.get("function")?.get("name")?.as_str()
+}
+
 /// The schema of `name` among `schemas` (OpenAI function tools).
 fn schema_of<'a>(schemas: &'a [Value], name: &str) -> Option<&'a Value> {
-    schemas.iter().find(|s| s.pointer("/function/name").and_then(Value::as_str) == Some(name))
+    schemas.iter().find(|s| name_of(s) == Some(name))
+}
+
+/// The `properties` of a function tool's parameters.
+fn properties(schema: &Value) -> Option<&Map<String, Value>> {
+    schema.get("function")?.get("parameters")?.get("properties")?.as_object()
+}
+
+/// Whether `name` is one of `schemas`.
+pub fn offers(schemas: &[Value], name: &str) -> bool {
+    schema_of(schemas, name).is_some()
 }
 
 /// The names of `schemas`.
 pub fn names(schemas: &[Value]) -> Vec<&str> {
-    schemas.iter().filter_map(|s| s.pointer("/function/name")?.as_str()).collect()
+    schemas.iter().filter_map(name_of).collect()
 }
 
 /// Levenshtein distance, for "did you mean".
@@ -146,8 +162,7 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
         },
         _ => return unchanged(),
     };
-    let Some(props) = schema_of(schemas, name).and_then(|s| s.pointer("/function/parameters/properties")?.as_object())
-    else {
+    let Some(props) = schema_of(schemas, name).and_then(properties) else {
         return unchanged();
     };
     let known: Vec<&str> = props.keys().map(String::as_str).collect();

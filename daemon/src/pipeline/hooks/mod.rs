@@ -193,8 +193,7 @@ fn view(call: &HookCall, d: &Decision) -> HookCall {
                 p.messages = m.clone();
             }
             if let Some(keep) = &d.tools {
-                p.tools
-                    .retain(|t| t.pointer("/function/name").and_then(Value::as_str).is_some_and(|n| keep.contains(n)));
+                p.tools.retain(|t| crate::tools::repair::name_of(t).is_some_and(|n| keep.contains(n)));
             }
         }
         HookCall::AfterLlmCall(p) => {
