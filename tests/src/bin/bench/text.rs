@@ -44,19 +44,19 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 /// `bench turns 1` drives it (60 six-call runs and one round of 64 sessions
 /// × 10 turns; release build with line tables).
 pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"valgrind --tool=callgrind\" \
-    target/release/bench turns 1`; perf's samples in this VM land on the kernel). Two rounds of work took the \
-    daemon's instructions for that workload from 2.95 G to 1.27 G and then to 1.06 G. The second round: the \
-    store's writer numbers events from each session's last number kept in memory and writes the session's row \
-    once per batch instead of a lookup and an update per event (writer thread 341 M → 136 M instructions); the \
-    run's tool schemas are serialised once and spliced into every request (request serialisation 154 M → 47 M); \
-    stream chunks are read in place into borrowed typed fields instead of a `serde_json::Value` (135 M → 97 M); \
-    the file tool schemas are built once per `read_lines`; a freshly created session no longer reads its own \
-    row back. Against the previous daemon, interleaved on this machine (`bench turns 1`, three times each, load \
-    0.8): CPU per turn of the 6-call task 0.71–0.83 ms → 0.71–0.74 ms (user time fell, system time rose within \
-    the /proc tick); 64 sessions × 10 turns: 0.52–0.56 ms → 0.42–0.56 ms per turn, p99 11–15 ms → 7–11 ms. \
-    What is left, by the profile: SSE parsing (9 %), the report's secret scan at run end (8 %, runs here are 7 \
-    turns), JSON-RPC transport and dispatch (6 %), the token estimate's walk over new messages and the tool \
-    schemas (5 %), session creation (4 %: every 6-call run here creates its session). About half the CPU per \
-    turn is system time: WAL page writes (about 18 `pwrite`s and 8 `fcntl` locks per turn, by strace), the \
-    writer thread's and the workers' wake-ups, socket writes per event; meeting 0.25 ms needs fewer commits per \
-    turn, not only fewer instructions.";
+    target/release/bench turns 1`; perf's samples in this VM land on the kernel). Rounds of work took the daemon's \
+    instructions for that workload from 2.95 G to 1.27 G, 1.06 G and now 0.94 G. The latest round: a 16 KiB read \
+    buffer that sat inside every future that runs a process is on the heap, so the model call's future shrank from \
+    35 KB (copied twice per call, 74 M instructions of memcpy); tool names are read by key instead of by JSON \
+    pointer (37 M); store writes from async code (session create, run start and end, settle, close) await their \
+    commit instead of blocking a runtime worker, which costs no instructions but a thread hand-off each, and under \
+    a slow disk made the runtime start replacement threads. Against the daemon before that round, interleaved on \
+    this machine (`bench turns 1`, three times each, load 2.0): CPU per turn of the 6-call task 0.79–0.81 ms → \
+    0.69–0.81 ms; 64 sessions × 10 turns: 0.55–0.56 ms → 0.53–0.63 ms per turn, p99 10–11 ms → 9–14 ms; the \
+    noise on this machine is as large as the change. What is left, by the profile: the store's writer thread \
+    (23 %: SQLite statements and WAL frames), SSE parsing (10 %), serialising JSON values for events, messages \
+    and requests (13 %, overlapping the rest), the report's secret scan at run end (8 %; runs here are 7 turns), \
+    JSON-RPC transport and dispatch (6 %), the token estimate (5 %). About half the CPU per turn is system time: \
+    by strace, a turn of the 6-call task makes 1.9 commits writing 11.5 WAL frames (about 25 `pwrite`s with the \
+    checkpoints) and 13 `fcntl` locks, and wakes the writer thread and the workers for each. Meeting 0.25 ms \
+    needs a different shape (one commit per turn, fewer thread hand-offs per event), not only fewer instructions.";
