@@ -219,6 +219,51 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
     }
     let mut not_enforced = Vec::new();
     let landlock = caps.landlock_abi.is_some();
+    landlock_gaps(caps, &mut not_enforced);
+    let net = network_block(network_allowed, caps, &mut not_enforced);
+    let deny_unix_sockets = unix_sockets_denied(network_allowed, caps, &mut not_enforced);
+    let hiding = hiding(caps, &write_dirs, socket, hide, readonly, &mut not_enforced);
+    if !hiding.socket_hidden && !deny_unix_sockets {
+        not_enforced.push("commands can connect to swivald's own socket".into());
+    }
+    let pid_namespace = pid_namespace(caps, &mut not_enforced);
+    let read_dirs = strict_read_dirs(strict_read, landlock, read_only_dirs, &mut not_enforced);
+
+    let status = SandboxStatus {
+        mode,
+        helper: true,
+        filesystem_confined: landlock,
+        landlock_abi: caps.landlock_abi,
+        network_allowed,
+        network_block: net,
+        daemon_socket_hidden: hiding.socket_hidden,
+        hidden: hiding.hidden,
+        readonly: hiding.readonly.clone(),
+        pid_namespace,
+        unix_sockets_blocked: deny_unix_sockets,
+        strict_read: read_dirs.is_some(),
+        not_enforced,
+    };
+    let plan = HelperPlan {
+        landlock,
+        write_dirs,
+        net,
+        hide_paths: hiding.paths,
+        readonly_paths: hiding.readonly,
+        pid_namespace,
+        deny_unix_sockets,
+        read_dirs,
+    };
+    (status, Some(plan))
+}
+
+/// Why user namespaces are unavailable, for a note.
+fn userns_why(caps: &SandboxCapabilities) -> String {
+    caps.user_namespaces_error.as_deref().unwrap_or("unknown reason").to_owned()
+}
+
+/// What Landlock (or its absence, or an old ABI) leaves unconfined.
+fn landlock_gaps(caps: &SandboxCapabilities, not_enforced: &mut Vec<String>) {
     match caps.landlock_abi {
         None => not_enforced.push(format!(
             "Landlock is unavailable ({}): commands can write anywhere the user can, outside the base directory too",
@@ -233,9 +278,15 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
             }
         }
     }
-    let userns_why = || caps.user_namespaces_error.as_deref().unwrap_or("unknown reason").to_owned();
+}
 
-    let net = if network_allowed {
+/// How the network is taken from commands, if it is and can be.
+fn network_block(
+    network_allowed: bool,
+    caps: &SandboxCapabilities,
+    not_enforced: &mut Vec<String>,
+) -> Option<NetBlock> {
+    if network_allowed {
         None
     } else if caps.user_namespaces {
         Some(NetBlock::Namespace)
@@ -244,16 +295,17 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
     } else {
         not_enforced.push(format!(
             "command_network = false is not enforced: no user namespaces ({}) and no seccomp ({}); commands can use the network",
-            userns_why(),
+            userns_why(caps),
             caps.seccomp_error.as_deref().unwrap_or("unknown reason")
         ));
         None
-    };
+    }
+}
 
-    // Unix sockets: seccomp refuses to create them unless the network is
-    // allowed (a named socket is a door out of the sandbox: ssh-agent,
-    // the D-Bus session bus, docker).
-    let deny_unix_sockets = !network_allowed && caps.seccomp;
+/// Whether seccomp refuses to create Unix sockets: unless the network is
+/// allowed (a named socket is a door out of the sandbox: ssh-agent, the
+/// D-Bus session bus, docker).
+fn unix_sockets_denied(network_allowed: bool, caps: &SandboxCapabilities, not_enforced: &mut Vec<String>) -> bool {
     if network_allowed {
         not_enforced.push("command_network = true: commands can also connect to named Unix sockets the user can reach (ssh-agent, D-Bus, docker) outside the hidden paths".into());
     } else if !caps.seccomp {
@@ -262,44 +314,78 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
             caps.seccomp_error.as_deref().unwrap_or("unknown reason")
         ));
     }
+    !network_allowed && caps.seccomp
+}
 
-    let (hide_paths, socket_hidden, hidden, readonly_paths) = if caps.user_namespaces {
-        let keep = |h: &PathBuf| !covers_needed(h, &write_dirs);
-        let socket: Vec<PathBuf> = socket.into_iter().filter(keep).collect();
-        // Paths that do not exist yet stay in the plan: the helper hides
-        // (or binds) whatever exists when each command starts.
-        let mut hidden: Vec<PathBuf> = hide.into_iter().filter(keep).collect();
-        hidden.sort();
-        hidden.dedup();
-        let socket_hidden = !socket.is_empty();
-        let mut all = socket;
-        all.extend(hidden.iter().cloned());
-        let mut ro: Vec<PathBuf> = readonly;
-        ro.sort();
-        ro.dedup();
-        (all, socket_hidden, hidden, ro)
-    } else {
+/// What the helper hides and binds read-only (with user namespaces only).
+struct Hiding {
+    /// Every path hidden: the daemon's socket and the configured ones.
+    paths: Vec<PathBuf>,
+    /// Whether the daemon's socket is among them.
+    socket_hidden: bool,
+    /// The configured hidden paths kept, sorted.
+    hidden: Vec<PathBuf>,
+    /// Paths bound read-only, sorted.
+    readonly: Vec<PathBuf>,
+}
+
+/// The paths to hide and to bind read-only; a hidden path that would
+/// cover a write dir is dropped. Without user namespaces nothing is, and
+/// the notes say what that leaves readable and writable.
+fn hiding(
+    caps: &SandboxCapabilities,
+    write_dirs: &[PathBuf],
+    socket: Option<PathBuf>,
+    hide: Vec<PathBuf>,
+    readonly: Vec<PathBuf>,
+    not_enforced: &mut Vec<String>,
+) -> Hiding {
+    if !caps.user_namespaces {
         if !readonly.is_empty() {
-            not_enforced.push(format!("commands can modify policy scripts and config files where they can write (no user namespaces: {}); a changed script is still refused by its pinned SHA-256", userns_why()));
+            not_enforced.push(format!("commands can modify policy scripts and config files where they can write (no user namespaces: {}); a changed script is still refused by its pinned SHA-256", userns_why(caps)));
         }
-        not_enforced.push(format!("commands can read the daemon's state (other sessions' conversations) and credential stores such as ~/.ssh (no user namespaces: {})", userns_why()));
-        (Vec::new(), false, Vec::new(), Vec::new())
-    };
-    if !socket_hidden && !deny_unix_sockets {
-        not_enforced.push("commands can connect to swivald's own socket".into());
+        not_enforced.push(format!("commands can read the daemon's state (other sessions' conversations) and credential stores such as ~/.ssh (no user namespaces: {})", userns_why(caps)));
+        return Hiding { paths: Vec::new(), socket_hidden: false, hidden: Vec::new(), readonly: Vec::new() };
     }
+    let keep = |h: &PathBuf| !covers_needed(h, write_dirs);
+    let socket: Vec<PathBuf> = socket.into_iter().filter(keep).collect();
+    // Paths that do not exist yet stay in the plan: the helper hides
+    // (or binds) whatever exists when each command starts.
+    let mut hidden: Vec<PathBuf> = hide.into_iter().filter(keep).collect();
+    hidden.sort();
+    hidden.dedup();
+    let socket_hidden = !socket.is_empty();
+    let mut paths = socket;
+    paths.extend(hidden.iter().cloned());
+    let mut readonly = readonly;
+    readonly.sort();
+    readonly.dedup();
+    Hiding { paths, socket_hidden, hidden, readonly }
+}
 
+/// Whether commands get a PID namespace (with user namespaces only).
+fn pid_namespace(caps: &SandboxCapabilities, not_enforced: &mut Vec<String>) -> bool {
     let pid_namespace = caps.user_namespaces && caps.pid_namespace;
     if !pid_namespace {
         let why = if caps.user_namespaces {
             caps.pid_namespace_error.clone().unwrap_or_else(|| "unknown reason".into())
         } else {
-            userns_why()
+            userns_why(caps)
         };
         not_enforced.push(format!("processes a command starts in a new session (setsid, double fork) can outlive it, and /proc shows other processes' command lines (no PID namespace: {why})"));
     }
+    pid_namespace
+}
 
-    let read_dirs = match (strict_read, landlock) {
+/// The directories commands may read under `sandbox_strict_read` (the
+/// system's and the configured read-only ones), when Landlock can enforce it.
+fn strict_read_dirs(
+    strict_read: bool,
+    landlock: bool,
+    read_only_dirs: Vec<PathBuf>,
+    not_enforced: &mut Vec<String>,
+) -> Option<Vec<PathBuf>> {
+    match (strict_read, landlock) {
         (false, _) => None,
         (true, true) => {
             let mut dirs: Vec<PathBuf> = SYSTEM_READ_DIRS.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
@@ -310,34 +396,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
             not_enforced.push("sandbox_strict_read is not enforced: Landlock is unavailable".into());
             None
         }
-    };
-
-    let status = SandboxStatus {
-        mode,
-        helper: true,
-        filesystem_confined: landlock,
-        landlock_abi: caps.landlock_abi,
-        network_allowed,
-        network_block: net,
-        daemon_socket_hidden: socket_hidden,
-        hidden,
-        readonly: readonly_paths.clone(),
-        pid_namespace,
-        unix_sockets_blocked: deny_unix_sockets,
-        strict_read: read_dirs.is_some(),
-        not_enforced,
-    };
-    let plan = HelperPlan {
-        landlock,
-        write_dirs,
-        net,
-        hide_paths,
-        readonly_paths,
-        pid_namespace,
-        deny_unix_sockets,
-        read_dirs,
-    };
-    (status, Some(plan))
+    }
 }
 
 /// The status when commands run without the helper (builtin mode, or a
