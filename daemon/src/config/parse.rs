@@ -79,14 +79,7 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
         Kind::Str => string(kind, key, value, origin).map(Value::String),
         Kind::Int { min } => int(kind, key, &value, *min, origin).map(Value::from),
         Kind::Float { positive } => float(kind, key, &value, *positive, origin).map(Value::from),
-        Kind::Enum(names) => {
-            let text = string(kind, key, value, origin)?;
-            if names.contains(&text.as_str()) {
-                return Ok(Value::String(text));
-            }
-            let listed = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
-            Err(origin.invalid(format!("'{key}' must be one of {listed}, got '{text}'{}", enum_hint(key, &text))))
-        }
+        Kind::Enum(names) => enum_value(kind, names, key, value, origin),
         Kind::StrList => list(kind, key, value, origin, |k, v| string(&Kind::Str, k, v, origin).map(Value::String)),
         Kind::Path => {
             let text = string(kind, key, value, origin)?;
@@ -100,37 +93,10 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             let text = string(kind, key, value, origin)?;
             command_value(&text, key, origin)
         }
-        Kind::CommandList => match value {
-            Value::String(text) => Ok(Value::Array(vec![command_value(&text, key, origin)?])),
-            Value::Array(_) => list(kind, key, value, origin, |k, v| {
-                let text = string(&Kind::Str, k, v, origin)?;
-                command_value(&text, k, origin)
-            }),
-            other => Err(wrong_type(kind, key, &other, origin)),
-        },
-        Kind::CommandPolicy => match value {
-            Value::String(text) => match text.as_str() {
-                "all" | "none" | "ask" => Ok(Value::String(text)),
-                _ => Err(origin.invalid(format!(
-                    "'{key}' must be 'all', 'none', 'ask', or a list of command names, got '{text}'"
-                ))),
-            },
-            Value::Array(_) => command_names(kind, key, value, origin),
-            other => Err(wrong_type(kind, key, &other, origin)),
-        },
+        Kind::CommandList => command_list(kind, key, value, origin),
+        Kind::CommandPolicy => command_policy(kind, key, value, origin),
         Kind::CommandNames => command_names(kind, key, value, origin),
-        Kind::HexKey => {
-            let text = string(kind, key, value, origin)?;
-            let ok = matches!(text.len(), 32 | 48 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
-            if ok {
-                Ok(Value::String(text))
-            } else {
-                Err(origin.invalid(format!(
-                    "'{key}' must be 32, 48 or 64 hex digits (a 16, 24 or 32-byte key), got {} characters",
-                    text.len()
-                )))
-            }
-        }
+        Kind::HexKey => hex_key(kind, key, value, origin),
         Kind::Cidrs => list(kind, key, value, origin, |k, v| {
             let text = string(&Kind::Str, k, v, origin)?;
             let cidr: Cidr = text.parse().map_err(|e| origin.invalid(format!("'{k}': {e}")))?;
@@ -148,33 +114,92 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             let map = object(&Kind::Table, k, v, origin)?;
             table(fields, k, map, origin, matches!(kind, Kind::OpenTables(_))).map(Value::Object)
         }),
-        Kind::StrTable => {
-            let map = object(kind, key, value, origin)?;
-            for (k, v) in &map {
-                if !v.is_string() {
-                    return Err(wrong_type(&Kind::Str, &format!("{key}.{k}"), v, origin));
-                }
-            }
-            Ok(Value::Object(map))
-        }
-        Kind::NamedTables(fields) => {
-            let map = object(kind, key, value, origin)?;
-            let mut out = Map::new();
-            for (name, v) in map {
-                let sub = format!("{key}.{name}");
-                let inner = object(&Kind::Table, &sub, v, origin)?;
-                let checked = table(fields, &sub, inner, origin, true)?;
-                if key == "mcp_servers" {
-                    super::mcp::check_server(&name, &checked, origin)?;
-                }
-                out.insert(name, Value::Object(checked));
-            }
-            Ok(Value::Object(out))
-        }
+        Kind::StrTable => str_table(kind, key, value, origin),
+        Kind::NamedTables(fields) => named_tables(kind, fields, key, value, origin),
         // `Layer::from_map` reads profiles with [`profiles`] to keep the
         // warnings; here they are dropped.
         Kind::Profiles => profiles(key, value, origin, &mut Vec::new()).map(Value::Object),
     }
+}
+
+/// One of `names`.
+fn enum_value(kind: &Kind, names: &[&str], key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    let text = string(kind, key, value, origin)?;
+    if names.contains(&text.as_str()) {
+        return Ok(Value::String(text));
+    }
+    let listed = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    Err(origin.invalid(format!("'{key}' must be one of {listed}, got '{text}'{}", enum_hint(key, &text))))
+}
+
+/// One command line or a list of them, each as argv.
+fn command_list(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    match value {
+        Value::String(text) => Ok(Value::Array(vec![command_value(&text, key, origin)?])),
+        Value::Array(_) => list(kind, key, value, origin, |k, v| {
+            let text = string(&Kind::Str, k, v, origin)?;
+            command_value(&text, k, origin)
+        }),
+        other => Err(wrong_type(kind, key, &other, origin)),
+    }
+}
+
+/// `all`, `none`, `ask`, or a list of command names.
+fn command_policy(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    match value {
+        Value::String(text) => match text.as_str() {
+            "all" | "none" | "ask" => Ok(Value::String(text)),
+            _ => Err(origin
+                .invalid(format!("'{key}' must be 'all', 'none', 'ask', or a list of command names, got '{text}'"))),
+        },
+        Value::Array(_) => command_names(kind, key, value, origin),
+        other => Err(wrong_type(kind, key, &other, origin)),
+    }
+}
+
+/// A 16, 24 or 32-byte key in hex.
+fn hex_key(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    let text = string(kind, key, value, origin)?;
+    if matches!(text.len(), 32 | 48 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(Value::String(text));
+    }
+    Err(origin.invalid(format!(
+        "'{key}' must be 32, 48 or 64 hex digits (a 16, 24 or 32-byte key), got {} characters",
+        text.len()
+    )))
+}
+
+/// A table of strings.
+fn str_table(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    let map = object(kind, key, value, origin)?;
+    for (k, v) in &map {
+        if !v.is_string() {
+            return Err(wrong_type(&Kind::Str, &format!("{key}.{k}"), v, origin));
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// Tables by name (`[mcp_servers.NAME]`), each checked against `fields`.
+fn named_tables(
+    kind: &Kind,
+    fields: &'static [Field],
+    key: &str,
+    value: Value,
+    origin: &Origin,
+) -> Result<Value, ConfigError> {
+    let map = object(kind, key, value, origin)?;
+    let mut out = Map::new();
+    for (name, v) in map {
+        let sub = format!("{key}.{name}");
+        let inner = object(&Kind::Table, &sub, v, origin)?;
+        let checked = table(fields, &sub, inner, origin, true)?;
+        if key == "mcp_servers" {
+            super::mcp::check_server(&name, &checked, origin)?;
+        }
+        out.insert(name, Value::Object(checked));
+    }
+    Ok(Value::Object(out))
 }
 
 /// A hint after a bad enum value, for values Swival accepts and we do not.
