@@ -243,90 +243,22 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         None => cwd,
     };
     let client = connect(socket).await?;
-    // The run happens in this process's environment: keys, PATH, and
-    // what the user's scripts see. A session continued is sent it again
-    // with the run (the daemon holds it in memory only).
-    let mut continue_env = None;
-    let (session_id, from_seq) = match &a.session {
-        Some(id) => {
-            let id = SessionId(id.clone());
-            let detail = client.session(&id).await?;
-            continue_env = Some(swivalctl::caller_env());
-            (id, detail.info.last_seq.0 + 1)
-        }
-        None => {
-            let params = SessionCreateParams {
-                base_dir: base_dir.display().to_string(),
-                config: Some(flag_config(&a, &base_dir)),
-                title: Some(task.chars().take(80).collect()),
-                trust: a.trust,
-                env: Some(swivalctl::caller_env()),
-            };
-            match client.create_session(&params).await {
-                Ok(created) => {
-                    for w in &created.warnings {
-                        eprintln!("warning: {w}");
-                    }
-                    (created.session_id, 1)
-                }
-                Err(ClientError::Rpc {
-                    kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, ..
-                }) => {
-                    // Bad config is a usage error (2); a script that cannot
-                    // run is a run failure (1), with a report, as in Swival.
-                    let code = data.as_ref().and_then(|d| d["exit_code"].as_i64()).unwrap_or(2);
-                    eprintln!("Error: {message}");
-                    if code == 1 {
-                        if let Some(path) = &a.report {
-                            write_failure_report(path, &task, &message);
-                        }
-                    }
-                    return Ok(ExitCode::from(u8::try_from(code).unwrap_or(2)));
-                }
-                Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::UntrustedProject), message, .. }) => {
-                    eprintln!("Error: {message}");
-                    return Ok(ExitCode::from(2));
-                }
-                Err(e) => return Err(e),
-            }
-        }
+    let Opened { session_id, from_seq, continue_env } = match open_session(&client, &a, &base_dir, &task).await? {
+        Ok(opened) => opened,
+        Err(code) => return Ok(code),
     };
     // Ctrl-C cancels the run in the daemon; listen before the run exists.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
     // Subscribe before starting, so no event of the run is missed.
-    let mut events = client.subscribe_events(&session_id, from_seq).await?;
+    let events = client.subscribe_events(&session_id, from_seq).await?;
     let run_id = client.start_run(&session_id, &task, continue_env).await?;
     if a.detach {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);
     }
     let progress = Progress { quiet: a.quiet, json: a.json };
-    let mut cancelled = false;
-    let result = loop {
-        let next = tokio::select! {
-            ev = events.next() => ev,
-            _ = interrupt.recv(), if !cancelled => {
-                cancelled = true;
-                eprintln!("\ninterrupted: cancelling run {run_id}");
-                let _ = client.cancel_run(&run_id).await;
-                continue;
-            }
-        };
-        let event = match next {
-            Some(Ok(e)) => e,
-            Some(Err(e)) => return Err(ClientError::Transport(format!("bad event from swivald: {e}"))),
-            None => break client.wait_run(&run_id).await?,
-        };
-        if event.run_id.as_ref() != Some(&run_id) {
-            continue;
-        }
-        progress.show(&event);
-        answer_approval(&client, &session_id, &event).await;
-        if let EventKind::RunFinished(end) = event.kind {
-            break swival_protocol::RunResult::from_end(run_id.clone(), end);
-        }
-    };
+    let (result, cancelled) = follow(&client, &session_id, &run_id, events, interrupt, &progress).await?;
     if let Some(path) = &a.report {
         write_report(&client, &run_id, path).await;
     }
@@ -341,6 +273,103 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     }
     let code = if cancelled { 130 } else { result.exit_code };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The session a run goes to, and where its events start.
+struct Opened {
+    /// The session.
+    session_id: SessionId,
+    /// The first event of the run to come.
+    from_seq: u64,
+    /// This process's environment, sent again with the run of a session
+    /// continued (the daemon holds it in memory only).
+    continue_env: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// Continue `--session` or create a session for the task, in this
+/// process's environment (keys, PATH, what the user's scripts see); a
+/// refused config is the exit code to end with, as in Swival.
+async fn open_session(
+    client: &Client,
+    a: &RunArgs,
+    base_dir: &Path,
+    task: &str,
+) -> Result<Result<Opened, ExitCode>, ClientError> {
+    if let Some(id) = &a.session {
+        let id = SessionId(id.clone());
+        let detail = client.session(&id).await?;
+        let from_seq = detail.info.last_seq.0 + 1;
+        return Ok(Ok(Opened { session_id: id, from_seq, continue_env: Some(swivalctl::caller_env()) }));
+    }
+    let params = SessionCreateParams {
+        base_dir: base_dir.display().to_string(),
+        config: Some(flag_config(a, base_dir)),
+        title: Some(task.chars().take(80).collect()),
+        trust: a.trust,
+        env: Some(swivalctl::caller_env()),
+    };
+    match client.create_session(&params).await {
+        Ok(created) => {
+            for w in &created.warnings {
+                eprintln!("warning: {w}");
+            }
+            Ok(Ok(Opened { session_id: created.session_id, from_seq: 1, continue_env: None }))
+        }
+        Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, .. }) => {
+            // Bad config is a usage error (2); a script that cannot
+            // run is a run failure (1), with a report, as in Swival.
+            let code = data.as_ref().and_then(|d| d["exit_code"].as_i64()).unwrap_or(2);
+            eprintln!("Error: {message}");
+            if code == 1 {
+                if let Some(path) = &a.report {
+                    write_failure_report(path, task, &message);
+                }
+            }
+            Ok(Err(ExitCode::from(u8::try_from(code).unwrap_or(2))))
+        }
+        Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::UntrustedProject), message, .. }) => {
+            eprintln!("Error: {message}");
+            Ok(Err(ExitCode::from(2)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Show the run's events until it ends (Ctrl-C cancels it in the daemon,
+/// once); its result, and whether it was cancelled here.
+async fn follow(
+    client: &Client,
+    session_id: &SessionId,
+    run_id: &RunId,
+    mut events: jsonrpsee::core::client::Subscription<Event>,
+    mut interrupt: tokio::signal::unix::Signal,
+    progress: &Progress,
+) -> Result<(swival_protocol::RunResult, bool), ClientError> {
+    let mut cancelled = false;
+    loop {
+        let next = tokio::select! {
+            ev = events.next() => ev,
+            _ = interrupt.recv(), if !cancelled => {
+                cancelled = true;
+                eprintln!("\ninterrupted: cancelling run {run_id}");
+                let _ = client.cancel_run(run_id).await;
+                continue;
+            }
+        };
+        let event = match next {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => return Err(ClientError::Transport(format!("bad event from swivald: {e}"))),
+            None => return Ok((client.wait_run(run_id).await?, cancelled)),
+        };
+        if event.run_id.as_ref() != Some(run_id) {
+            continue;
+        }
+        progress.show(&event);
+        answer_approval(client, session_id, &event).await;
+        if let EventKind::RunFinished(end) = event.kind {
+            return Ok((swival_protocol::RunResult::from_end(run_id.clone(), end), cancelled));
+        }
+    }
 }
 
 /// Answer an `approval_requested` event on the terminal.
