@@ -3,7 +3,7 @@
 //! from the requests the mock received, as the model would see them.
 
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use swival_tests::mock::{MockProvider, Step};
 use swival_tests::{init_params, TestEnv};
 
@@ -399,13 +399,15 @@ struct RaceTally {
     other: usize,
 }
 
+/// What the file outside the base dir holds in the race test.
+const MARKER: &str = "OUTSIDE-MARKER-7d3e91";
+/// Writes, and as many reads, in the race test.
+const EACH: usize = 500;
+/// Calls per model turn in the race test.
+const PER_TURN: usize = 50;
+
 #[test]
 fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::Arc;
-    const MARKER: &str = "OUTSIDE-MARKER-7d3e91";
-    const EACH: usize = 500;
-    const PER_TURN: usize = 50;
     let env = TestEnv::new();
     let base = env.project("p");
     let outside = env.root().join("outside");
@@ -434,27 +436,10 @@ fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
     let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "mock-model", "max_turns": 100});
     let sid = c.ok("session/create", json!({"base_dir": base, "config": cfg}))["session_id"].clone();
 
-    // Flip `d` between a directory and a symlink to `outside` as fast as
-    // possible while the run makes its calls: one atomic exchange with
-    // `d.alt` per flip, so `d` is always one or the other, never missing.
-    let alt = base.join("d.alt");
-    std::os::unix::fs::symlink(&outside, &alt).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flips = Arc::new(AtomicUsize::new(0));
-    let flipper = {
-        let (stop, flips, d) = (stop.clone(), flips.clone(), d.clone());
-        std::thread::spawn(move || {
-            use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
-            while !stop.load(Ordering::Relaxed) {
-                renameat2(AT_FDCWD, &d, AT_FDCWD, &alt, RenameFlags::RENAME_EXCHANGE).unwrap();
-                flips.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    };
+    let flipper = Flipper::start(d, base.join("d.alt"), &outside);
     let run = c.ok("run/start", json!({"session_id": sid, "task": "race"}))["run_id"].clone();
     let result = c.ok("run/wait", json!({"run_id": run}));
-    stop.store(true, Ordering::Relaxed);
-    flipper.join().unwrap();
+    let flips = flipper.stop();
     assert_eq!(result["answer"], "done", "{result}");
 
     let names: Vec<String> =
@@ -463,10 +448,58 @@ fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
     assert_eq!(read(outside.join("secret")), MARKER);
     assert!(!mock.requests_text().contains(MARKER), "the outside file reached the model");
 
-    // Every call's result, from the request after its turn.
-    let requests = mock.requests();
+    let tally = race_tally(&calls, &mock.requests(), flips);
+    eprintln!("race tally: {tally:?}");
+    assert!(tally.flips > 2 * EACH, "the flipper barely ran: {tally:?}");
+    assert!(tally.refused + tally.refused_late > 0 && tally.written + tally.read_inside > 0, "{tally:?}");
+}
+
+/// A thread flipping a directory between itself and a symlink to
+/// `outside` as fast as it can: one atomic exchange with `alt` per flip,
+/// so the path is always one or the other, never missing.
+struct Flipper {
+    /// Set to end the thread.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Flips so far.
+    flips: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The thread.
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Flipper {
+    /// Make `alt` a symlink to `outside` and start exchanging it with `dir`.
+    fn start(dir: PathBuf, alt: PathBuf, outside: &Path) -> Flipper {
+        use std::sync::atomic::Ordering;
+        std::os::unix::fs::symlink(outside, &alt).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flips = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let thread = {
+            let (stop, flips) = (stop.clone(), flips.clone());
+            std::thread::spawn(move || {
+                use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+                while !stop.load(Ordering::Relaxed) {
+                    renameat2(AT_FDCWD, &dir, AT_FDCWD, &alt, RenameFlags::RENAME_EXCHANGE).unwrap();
+                    flips.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        Flipper { stop, flips, thread }
+    }
+
+    /// Stop flipping; how many flips there were.
+    fn stop(self) -> usize {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+        self.flips.load(Ordering::Relaxed)
+    }
+}
+
+/// Every call's result, read from the request after its turn, sorted
+/// into the tally; none may hold the outside file's marker.
+fn race_tally(calls: &[(String, &str, Value)], requests: &[Value], flips: usize) -> RaceTally {
     assert_eq!(requests.len(), 2 * EACH / PER_TURN + 1);
-    let mut tally = RaceTally { flips: flips.load(Ordering::Relaxed), ..RaceTally::default() };
+    let mut tally = RaceTally { flips, ..RaceTally::default() };
     for (turn, batch) in calls.chunks(PER_TURN).enumerate() {
         let messages = requests[turn + 1]["messages"].as_array().unwrap();
         for (id, _, _) in batch {
@@ -491,9 +524,7 @@ fn a_directory_flipped_to_a_symlink_never_lets_file_tools_reach_outside() {
             }
         }
     }
-    eprintln!("race tally: {tally:?}");
-    assert!(tally.flips > 2 * EACH, "the flipper barely ran: {tally:?}");
-    assert!(tally.refused + tally.refused_late > 0 && tally.written + tally.read_inside > 0, "{tally:?}");
+    tally
 }
 
 #[test]
