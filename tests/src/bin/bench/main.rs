@@ -234,10 +234,40 @@ fn main() {
     let daemon = env.start_daemon();
     let pid = daemon.pid();
     let mut report = Report::default();
-    let p50_p99 = |lat: &[Duration], f: fn(Duration) -> String| {
-        format!("{} / {}", f(percentile(lat, 0.5)), f(percentile(lat, 0.99)))
-    };
+    idle_rss(&mut report, pid);
+    let mut nd = daemon.nd();
+    nd.ok("initialize", init_params());
+    let (_rt, client) = round_trips(&mut report, &daemon, &mut nd);
+    let project = env.project("bench");
+    std::fs::write(project.join("a.txt"), "hello\n").unwrap();
+    six_call_task(&mut report, &mut nd, &project, pid);
+    filter_stages(&mut report, &mut nd, &project, &load);
+    // The same filter with the model taking 200 ms per call: what prespawn hides.
+    let latency = filter_latency::measure(&mut nd, &env.project("filter-latency"), filter_latency::FULL_RUN_ROUNDS);
+    filter_latency::report(&mut report, &latency);
+    swivalctl_run(&mut report, &env, &daemon, &project);
+    concurrent(&mut report, &daemon, &project, cores);
+    idle_sessions(&mut report, &mut nd, &project, pid);
+    drop(nd);
+    drop(client);
+    drop(daemon);
+    active_sessions(&mut report);
+    cold_starts(&mut report);
+    write_benchmarks(&report, &load, bench_started);
+}
 
+/// Wall-time percentiles as `p50 / p99`.
+fn p50_p99(lat: &[Duration], f: fn(Duration) -> String) -> String {
+    format!("{} / {}", f(percentile(lat, 0.5)), f(percentile(lat, 0.99)))
+}
+
+/// Sessions at once in the concurrent rounds.
+const SESSIONS: usize = 64;
+/// Turns of each session in the concurrent rounds.
+const TURNS: usize = 10;
+
+/// The daemon's RSS right after start.
+fn idle_rss(report: &mut Report, pid: i32) {
     let idle_rss = rss_kib(pid);
     report.target(
         "idle RSS of swivald after start",
@@ -246,10 +276,16 @@ fn main() {
         (idle_rss as f64 * 1024.0 / 1e6, 20.0, "MB"),
         WHY_UNKNOWN,
     );
+}
 
+/// `daemon/status` round trips over each transport; the client library's
+/// connection and runtime, kept open to the end like the others.
+fn round_trips(
+    report: &mut Report,
+    daemon: &swival_tests::Daemon,
+    nd: &mut swival_tests::NdConn,
+) -> (tokio::runtime::Runtime, swivalctl::Client) {
     // Newline-delimited round trip.
-    let mut nd = daemon.nd();
-    nd.ok("initialize", init_params());
     let lat = measure(20_000, || {
         nd.ok("daemon/status", json!({}));
     });
@@ -290,11 +326,13 @@ fn main() {
         (percentile(&lat, 0.5).as_secs_f64() * 1e6, 100.0, "µs"),
         WHY_UNKNOWN,
     );
+    (rt, client)
+}
 
+/// The 6-call task's wall time and the daemon's CPU per turn.
+fn six_call_task(report: &mut Report, nd: &mut swival_tests::NdConn, project: &Path, pid: i32) {
     // A 6-call task: wall time per turn with a zero-latency mock.
-    let project = env.project("bench");
-    std::fs::write(project.join("a.txt"), "hello\n").unwrap();
-    let (per_turn, cpu_per_turn) = six_call_runs(&mut nd, &project, pid);
+    let (per_turn, cpu_per_turn) = six_call_runs(nd, project, pid);
     report.target(
         "wall time per turn of a 6-call task, mock at zero latency (p50 / p99); upper bound on daemon overhead",
         p50_p99(&per_turn, millis),
@@ -313,13 +351,16 @@ fn main() {
         (cpu_per_turn.as_secs_f64() * 1e3, 0.25, "ms"),
         WHY_CPU,
     );
+}
 
+/// What one filter stage adds per call, in each mode.
+fn filter_stages(report: &mut Report, nd: &mut swival_tests::NdConn, project: &Path, load: &str) {
     // One filter stage per mode, with a Python identity filter: the extra
     // wall time per turn over the unfiltered runs above.
     let python = filter_latency::python_shebang();
-    let oneshot = filter_latency::identity_filter(&project);
+    let oneshot = filter_latency::identity_filter(project);
     let persistent = swival_tests::script(
-        &project,
+        project,
         "identity-worker.py",
         &format!("{python}\nimport json, sys\nfor line in sys.stdin:\n    req = json.loads(line)\n    print(json.dumps({{'id': req['id'], 'messages': req['messages']}}), flush=True)\n"),
     );
@@ -332,8 +373,8 @@ fn main() {
     ] {
         let (mut filtered, mut plain) = (Vec::new(), Vec::new());
         for _ in 0..30 {
-            plain.push(six_call_turn(&mut nd, &project, json!([])).0);
-            let (turn, last_request) = six_call_turn(&mut nd, &project, json!([stage.clone()]));
+            plain.push(six_call_turn(nd, project, json!([])).0);
+            let (turn, last_request) = six_call_turn(nd, project, json!([stage.clone()]));
             filtered.push(turn);
             // What the filter saw on the last call (it passes messages through unchanged).
             payload = json!({"provider": "generic", "model": "m", "call_kind": "agent",
@@ -361,18 +402,17 @@ fn main() {
             report.row(measure, millis(cost));
         }
     }
+}
 
-    // The same filter with the model taking 200 ms per call: what prespawn hides.
-    let latency = filter_latency::measure(&mut nd, &env.project("filter-latency"), filter_latency::FULL_RUN_ROUNDS);
-    filter_latency::report(&mut report, &latency);
-
+/// The 6-call task through `swivalctl run`, end to end.
+fn swivalctl_run(report: &mut Report, env: &TestEnv, daemon: &swival_tests::Daemon, project: &Path) {
     // The same task through `swivalctl run`, end to end.
     let mut e2e = Vec::new();
     for _ in 0..20 {
         let mock = MockProvider::start(read_calls(6));
         let t = Instant::now();
         let out = env
-            .swivalctl(&daemon, &project)
+            .swivalctl(daemon, project)
             .args([
                 "run",
                 "--provider",
@@ -398,11 +438,12 @@ fn main() {
         (percentile(&e2e, 0.5).as_secs_f64() * 1e3, 50.0, "ms (p50)"),
         WHY_UNKNOWN,
     );
+}
 
+/// Many sessions running at once.
+fn concurrent(report: &mut Report, daemon: &swival_tests::Daemon, project: &Path, cores: usize) {
     // 64 sessions × 10 turns at once, three rounds.
-    const SESSIONS: usize = 64;
-    const TURNS: usize = 10;
-    let rounds: Vec<Round> = (0..3).map(|_| concurrent_round(&daemon, &project, SESSIONS, TURNS)).collect();
+    let rounds: Vec<Round> = (0..3).map(|_| concurrent_round(daemon, project, SESSIONS, TURNS)).collect();
     let mut throughputs: Vec<f64> = rounds.iter().map(|r| r.throughput).collect();
     throughputs.sort_by(f64::total_cmp);
     let mut turns: Vec<Duration> = rounds.iter().flat_map(|r| r.turns.iter().copied()).collect();
@@ -436,7 +477,10 @@ fn main() {
         format!("{SESSIONS} concurrent sessions × {TURNS} turns: swivald CPU time per turn (median of 3 rounds)"),
         millis(cpu[1]),
     );
+}
 
+/// Memory per idle session, and the daemon's RSS after everything.
+fn idle_sessions(report: &mut Report, nd: &mut swival_tests::NdConn, project: &Path, pid: i32) {
     // Memory per idle session.
     let before = rss_kib(pid);
     let n = 500;
@@ -456,18 +500,19 @@ fn main() {
         WHY_UNKNOWN,
     );
     report.row("RSS of swivald after all of the above", format!("{:.1} MiB", rss_kib(pid) as f64 / 1024.0));
-    drop(nd);
-    drop(client);
-    drop(daemon);
+}
 
-    // Memory per session with a run in flight, on a fresh daemon.
+/// Memory per session with a run in flight, on a fresh daemon.
+fn active_sessions(report: &mut Report) {
     let (idle, active) = active_rss(SESSIONS);
     report.row(
         format!("RSS per active session ({SESSIONS} runs, each held in its 4th provider call by a gate; fresh daemon with `max_concurrent_llm_calls = {SESSIONS}`, minus its idle RSS)"),
         format!("{:.1} KiB", active.saturating_sub(idle) as f64 / SESSIONS as f64),
     );
+}
 
-    // Cold start to first reply, plain and socket-activated.
+/// Cold start to first reply, plain and socket-activated.
+fn cold_starts(report: &mut Report) {
     let mut cold = Vec::new();
     for _ in 0..10 {
         let env = TestEnv::new();
@@ -494,7 +539,10 @@ fn main() {
         (percentile(&activated, 0.5).as_secs_f64() * 1e3, 50.0, "ms"),
         WHY_UNKNOWN,
     );
+}
 
+/// Write BENCHMARKS.md (keeping the soak's section) and print it.
+fn write_benchmarks(report: &Report, load: &str, bench_started: Instant) {
     let mut md = String::from("# Benchmarks\n\nProduced by:\n\n```sh\n");
     md.push_str(COMMAND);
     md.push_str("\n```\n\n");
