@@ -36,8 +36,8 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     async_method::<m::SessionCreate, _>(module, |p, ctx| async move {
         ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).await.map_err(rpc_error)
     })?;
-    method::<m::ProjectTrust>(module, |p, ctx| {
-        ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).map_err(rpc_error)
+    async_method::<m::ProjectTrust, _>(module, |p, ctx| async move {
+        ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).await.map_err(rpc_error)
     })?;
     method::<m::SessionPrune>(module, |p, ctx| {
         if !(p.older_than_s.is_finite() && p.older_than_s >= 0.0) {

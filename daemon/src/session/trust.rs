@@ -44,7 +44,7 @@ impl Sessions {
 
     /// `project/trust`: record (unless `check`) that the user trusts the
     /// project file of `base_dir` as it is now.
-    pub fn trust_project(
+    pub async fn trust_project(
         &self,
         base_dir: &str,
         check: bool,
@@ -64,7 +64,7 @@ impl Sessions {
             )));
         }
         if !check {
-            self.shared.store.trust_project(&path, &file.sha256, &crate::clock::now())?;
+            self.shared.store.trust_project(&path, &file.sha256, &crate::clock::now()).await?;
         }
         let trusted = enables.is_empty() || self.shared.store.trusted_project(&path)?.as_deref() == Some(&file.sha256);
         Ok(ProjectTrustResult { path: Some(path), sha256: Some(file.sha256), enables, trusted })

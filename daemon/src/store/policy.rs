@@ -15,15 +15,16 @@ impl Store {
     }
 
     /// Record that the user trusts `path` with content `sha256`.
-    pub fn trust_project(&self, path: &str, sha256: &str, at: &str) -> Result<(), StoreError> {
+    pub async fn trust_project(&self, path: &str, sha256: &str, at: &str) -> Result<(), StoreError> {
         let (path, sha256, at) = (path.to_owned(), sha256.to_owned(), at.to_owned());
-        self.write(move |c| {
+        self.write_async(move |c| {
             c.execute(
                 "INSERT OR REPLACE INTO trusted_projects (path, sha256, trusted_at) VALUES (?1, ?2, ?3)",
                 params![path, sha256, at],
             )
             .map(drop)
         })
+        .await
     }
 
     /// The project config content a session accepted when it was created
