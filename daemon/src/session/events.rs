@@ -97,18 +97,14 @@ impl EventLog {
     /// in seq order, and logs a write that fails.
     pub fn emit(&self, run: Option<&RunId>, kind: EventKind) {
         let event = self.event(run, kind);
-        let tx = self.inner.tx.clone();
-        // No receivers is fine: nobody is subscribed right now.
-        self.inner.store.append_event_detached(event, Box::new(move |e| drop(tx.send(e.clone()))));
+        self.inner.store.append_event_detached(event, self.broadcast());
     }
 
     /// Store a new run's row together with its `run_started` event, so no
     /// crash can leave one without the other.
     pub async fn start(&self, run: &RunRow) -> Result<Seq, StoreError> {
         let mut event = self.event(Some(&run.id), EventKind::RunStarted { task: run.task.clone() });
-        let tx = self.inner.tx.clone();
-        let after: crate::store::AfterEvent = Box::new(move |e| drop(tx.send(e.clone())));
-        self.inner.store.append_event_async(&mut event, EventWith::Start(run), Some(after)).await?;
+        self.inner.store.append_event_async(&mut event, EventWith::Start(run), Some(self.broadcast())).await?;
         Ok(event.seq)
     }
 
@@ -134,10 +130,16 @@ impl EventLog {
     pub fn finish_now(&self, result: &RunResult, report: &serde_json::Value) -> Result<Seq, StoreError> {
         let with = EventWith::Finish(&result.run_id, result, report);
         let mut event = self.event(Some(&result.run_id), EventKind::RunFinished(result.end()));
-        let tx = self.inner.tx.clone();
-        let after: crate::store::AfterEvent = Box::new(move |e| drop(tx.send(e.clone())));
-        self.inner.store.append_event_now(&mut event, with, after)?;
+        self.inner.store.append_event_now(&mut event, with, self.broadcast())?;
         Ok(event.seq)
+    }
+
+    /// What the writer runs once an event is committed: send it to the
+    /// live subscribers, in commit order (no receivers is fine: nobody is
+    /// subscribed right now).
+    fn broadcast(&self) -> crate::store::AfterEvent {
+        let tx = self.inner.tx.clone();
+        Box::new(move |e| drop(tx.send(e.clone())))
     }
 
     /// A new event of `run` (its seq is given when it is stored).
