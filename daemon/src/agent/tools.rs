@@ -235,9 +235,17 @@ impl AgentRun<'_> {
         }
     }
 
-    /// A file tool, run on this thread (the runtime moves its other tasks).
+    /// A file tool, run on this thread. One that may take long tells the
+    /// runtime first, which moves this worker's other tasks to another
+    /// thread; a bounded one runs at once (handing the worker over costs
+    /// more than reading a file).
     fn file_tool(&mut self, call: &ToolCall) -> ToolOutcome {
         let tools = &mut *self.tools;
-        tokio::task::block_in_place(|| tools.call_with_id(&call.name, &call.arguments, &call.id))
+        let mut run = || tools.call_with_id(&call.name, &call.arguments, &call.id);
+        if crate::tools::walks_tree(&call.name) {
+            tokio::task::block_in_place(run)
+        } else {
+            run()
+        }
     }
 }

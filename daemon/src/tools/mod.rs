@@ -52,6 +52,14 @@ pub fn parse_args(raw: &str) -> Result<Value, ToolError> {
     }
 }
 
+/// Whether the file tool `name` may take long: it walks a tree
+/// (`list_files`, `grep`) or may move one (`delete_file`). The others read or
+/// write a bounded amount (one file, or at most 20, each read up to
+/// 50 KiB) and run on the calling thread.
+pub fn walks_tree(name: &str) -> bool {
+    matches!(name, "list_files" | "grep" | "delete_file")
+}
+
 /// Files read or written in this session (the read-before-write guard).
 #[derive(Debug, Default)]
 pub struct ReadTracker {
