@@ -10,6 +10,7 @@
 mod jobs;
 mod policy;
 mod prune;
+mod queue;
 mod writer;
 
 use jobs::{event_job, message_job, session_job};
@@ -18,6 +19,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use swival_protocol::{Event, Outcome, RunId, RunInfo, RunResult, Seq, SessionId};
+use writer::Waiter;
 
 /// A database failure, with the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -352,7 +354,7 @@ impl Store {
     pub fn put_message_then(&self, id: &SessionId, idx: usize, body: String, then: Then<()>) {
         let path = self.path.clone();
         let then: writer::Then<()> = Box::new(move |r| then(r.map_err(|source| StoreError::Sqlite { path, source })));
-        self.writer.write_then(true, message_job(id, idx, body), then);
+        self.writer.write_then(true, Waiter::Detached, message_job(id, idx, body), then);
     }
 
     /// Wait until every write queued so far is committed.
@@ -455,6 +457,7 @@ impl Store {
         let path = self.path.clone();
         self.writer.write_tx_then(
             true,
+            Waiter::Detached,
             job,
             Box::new(move |r| match r {
                 Ok(seq) => {
@@ -527,6 +530,7 @@ impl Store {
         let mut done = event.clone();
         self.writer.write_tx_then(
             wait_for_space,
+            Waiter::Waiting,
             job,
             Box::new(move |r: rusqlite::Result<i64>| {
                 if let (Ok(seq), Some(after)) = (&r, after) {

@@ -1,16 +1,20 @@
 //! The one thread that writes the database. Callers hand it a job and wait
-//! for the job's result; the thread takes every job waiting at that moment
-//! and commits them in one transaction (each in its own savepoint, so one
-//! failing job does not undo the others). Concurrent sessions therefore
-//! share commits instead of queueing for one each.
+//! for the job's result, or go on and have the result handed to a callback;
+//! the thread takes every job waiting at that moment and commits them in one
+//! transaction (each in its own savepoint, so one failing job does not undo
+//! the others). Concurrent sessions therefore share commits instead of
+//! queueing for one each, and a batch nobody waits for is held briefly so a
+//! run's next events share its commit ([`super::queue`]).
 //!
 //! When the disk is full, the batch is rolled back and tried again until
 //! space returns: what a caller was told is what ends up stored. Jobs that
 //! must not wait for that (start-up bookkeeping) are failed instead.
 
+use super::queue::Queue;
+pub(super) use super::queue::Waiter;
 use rusqlite::{Connection, ErrorCode};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -133,8 +137,8 @@ impl<T: Send, F: FnMut(&mut Tx<'_>) -> rusqlite::Result<T> + Send> Job for Typed
 
 /// The writer thread and the way to it.
 pub(super) struct Writer {
-    /// Jobs go here; `None` once the writer stopped.
-    jobs: Mutex<Option<mpsc::Sender<Box<dyn Job>>>>,
+    /// Jobs go here; closed once the writer stops (or when there is none).
+    jobs: Arc<Queue<Box<dyn Job>>>,
     /// The thread, joined on drop.
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Why writes are refused, when there is no thread.
@@ -146,14 +150,15 @@ impl Writer {
     pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
         // Every statement the writer runs stays prepared.
         conn.set_prepared_statement_cache_capacity(64);
-        let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
-        let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, rx))?;
-        Ok(Writer { jobs: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)), refusal: None })
+        let jobs = Arc::new(Queue::new(MAX_BATCH, true));
+        let queue = jobs.clone();
+        let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, &queue))?;
+        Ok(Writer { jobs, thread: Mutex::new(Some(thread)), refusal: None })
     }
 
     /// A writer that refuses every write, saying `why`.
     pub(super) fn refusing(why: String) -> Writer {
-        Writer { jobs: Mutex::new(None), thread: Mutex::new(None), refusal: Some(why) }
+        Writer { jobs: Arc::new(Queue::new(MAX_BATCH, false)), thread: Mutex::new(None), refusal: Some(why) }
     }
 
     /// Run `f` in the writer's next transaction and return its result once
@@ -167,6 +172,7 @@ impl Writer {
         let (reply, result) = mpsc::sync_channel(1);
         self.write_then(
             wait_for_space,
+            Waiter::Waiting,
             f,
             Box::new(move |r| {
                 let _ = reply.send(r);
@@ -186,6 +192,7 @@ impl Writer {
         let (reply, result) = tokio::sync::oneshot::channel();
         self.write_then(
             wait_for_space,
+            Waiter::Waiting,
             f,
             Box::new(move |r| {
                 let _ = reply.send(r);
@@ -210,21 +217,23 @@ impl Writer {
     /// Queue `f` for the writer's next transaction and return at once;
     /// `then` gets the result on the writer thread, in commit order, once
     /// the batch committed (waiting for disk space as [`Writer::write`]).
-    pub(super) fn write_then<T, F>(&self, wait_for_space: bool, mut f: F, then: Then<T>)
+    /// `waiter` says whether something waits on `then` (the commit is not
+    /// held for company) or not.
+    pub(super) fn write_then<T, F>(&self, wait_for_space: bool, waiter: Waiter, mut f: F, then: Then<T>)
     where
         T: Send + 'static,
         F: FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        self.write_tx_then(wait_for_space, move |tx: &mut Tx<'_>| f(tx.conn), then);
+        self.write_tx_then(wait_for_space, waiter, move |tx: &mut Tx<'_>| f(tx.conn), then);
     }
 
     /// [`Writer::write_then`] for a job that numbers events (`Tx::seqs`).
-    pub(super) fn write_tx_then<T, F>(&self, wait_for_space: bool, f: F, then: Then<T>)
+    pub(super) fn write_tx_then<T, F>(&self, wait_for_space: bool, waiter: Waiter, f: F, then: Then<T>)
     where
         T: Send + 'static,
         F: FnMut(&mut Tx<'_>) -> rusqlite::Result<T> + Send + 'static,
     {
-        self.send(Box::new(Typed { f, out: None, wait_for_space, alone: false, then }));
+        self.send(Box::new(Typed { f, out: None, wait_for_space, alone: false, then }), waiter);
     }
 
     /// Run `f` on the writer thread outside any transaction, between two
@@ -239,16 +248,12 @@ impl Writer {
         let then: Then<()> = Box::new(move |r| {
             let _ = reply.send(r);
         });
-        self.send(Box::new(Typed { f, out: None, wait_for_space: false, alone: true, then }));
+        self.send(Box::new(Typed { f, out: None, wait_for_space: false, alone: true, then }), Waiter::Waiting);
         wait(result)
     }
 
-    fn send(&self, job: Box<dyn Job>) {
-        let refused = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(jobs) => jobs.send(job).err().map(|e| e.0),
-            None => Some(job as Box<dyn Job>),
-        };
-        if let Some(job) = refused {
+    fn send(&self, job: Box<dyn Job>, waiter: Waiter) {
+        if let Err(job) = self.jobs.push(job, waiter) {
             let why = match &self.refusal {
                 Some(why) => rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
@@ -263,7 +268,7 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.jobs.close();
         if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = t.join();
         }
@@ -289,31 +294,25 @@ fn is_full(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(ErrorCode::DiskFull)
 }
 
-/// The writer thread: batch, commit, answer, until every sender is gone.
-/// A job that runs alone ends the batch before it and runs after it.
-fn serve(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
+/// The writer thread: batch, commit, answer, until the queue is closed
+/// and empty. A job that runs alone ends the batch before it and runs
+/// after it.
+fn serve(conn: Connection, jobs: &Queue<Box<dyn Job>>) {
     let mut seqs = Seqs::default();
-    let mut next = jobs.recv().ok();
-    while let Some(first) = next.take() {
-        if first.alone() {
-            run_alone(&conn, &mut seqs, first);
-            next = jobs.recv().ok();
-            continue;
-        }
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) if job.alone() => {
-                    next = Some(job);
-                    break;
+    while let Some(batch) = jobs.next_batch() {
+        let mut group = Vec::with_capacity(batch.len());
+        for job in batch {
+            if job.alone() {
+                if !group.is_empty() {
+                    commit(&conn, &mut seqs, std::mem::take(&mut group));
                 }
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+                run_alone(&conn, &mut seqs, job);
+            } else {
+                group.push(job);
             }
         }
-        commit(&conn, &mut seqs, batch);
-        if next.is_none() {
-            next = jobs.recv().ok();
+        if !group.is_empty() {
+            commit(&conn, &mut seqs, group);
         }
     }
 }
