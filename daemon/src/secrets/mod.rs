@@ -220,6 +220,22 @@ impl SecretShield {
         }
     }
 
+    /// [`SecretShield::encrypt_json_in_place`] for a session without a
+    /// shield (reports are written with known credentials encrypted all the
+    /// same): a shield of its own, under a random key kept nowhere, is built
+    /// only when some string holds a secret.
+    pub fn encrypt_json_unkeyed(value: &mut Value) {
+        static BUILTIN: std::sync::LazyLock<Vec<TokenPattern>> = std::sync::LazyLock::new(patterns::builtin);
+        if !holds_secret(value, &BUILTIN) {
+            return;
+        }
+        match SecretShield::new(None, None, &[]) {
+            Ok(mut shield) => shield.encrypt_json_in_place(value),
+            // Never let a secret through: the strings that hold one go.
+            Err(e) => redact_json(value, &BUILTIN, &e.to_string()),
+        }
+    }
+
     /// `text` with every ciphertext this shield emitted replaced by its
     /// plaintext (plain substring replacement, no parsing): used on the
     /// model's reply text and tool-call arguments before anything else sees them.
@@ -296,6 +312,29 @@ impl SecretShield {
                 Some(out)
             }
         }
+    }
+}
+
+/// Whether any string value in `value` holds a token of `patterns`.
+fn holds_secret(value: &Value, patterns: &[TokenPattern]) -> bool {
+    match value {
+        Value::String(s) => !scan::scan(s, patterns).is_empty(),
+        Value::Array(items) => items.iter().any(|v| holds_secret(v, patterns)),
+        Value::Object(map) => map.values().any(|v| holds_secret(v, patterns)),
+        _ => false,
+    }
+}
+
+/// Replace every string value holding a token of `patterns` with a notice
+/// saying `why` it could not be encrypted.
+fn redact_json(value: &mut Value, patterns: &[TokenPattern], why: &str) {
+    match value {
+        Value::String(s) if !scan::scan(s, patterns).is_empty() => {
+            *s = format!("[REDACTED: holds a secret that could not be encrypted: {why}]")
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, patterns, why)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_json(v, patterns, why)),
+        _ => {}
     }
 }
 

@@ -375,6 +375,20 @@ fn reports_are_encrypted_value_by_value() {
 }
 
 #[test]
+fn reports_without_a_shield_are_encrypted_all_the_same_and_left_alone_without_secrets() {
+    let github = format!("ghp_{}", body(ALNUM, 36, 122));
+    let mut report = json!({"result": {"answer": format!("used {github}")}, "task": "plain", "turns": 3});
+    SecretShield::encrypt_json_unkeyed(&mut report);
+    let answer = report["result"]["answer"].as_str().unwrap_or_default();
+    assert!(!answer.contains(&github) && answer.starts_with("used ghp_"), "{answer}");
+    assert_eq!(report["task"], "plain");
+    let clean = json!({"result": {"answer": "nothing secret"}, "turns": 3});
+    let mut same = clean.clone();
+    SecretShield::encrypt_json_unkeyed(&mut same);
+    assert_eq!(same, clean);
+}
+
+#[test]
 fn ff1_is_a_permutation_within_the_alphabet() {
     let cipher = BodyCipher::new(&KEY, [10, 62]).expect("cipher");
     let alnum: &Alphabet = &alphabet::ALPHANUMERIC;

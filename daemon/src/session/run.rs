@@ -261,11 +261,7 @@ impl RunJob {
         let mut report = report::build(&ctx, &result, &record);
         match self.shield.as_mut() {
             Some(shield) => shield.encrypt_json_in_place(&mut report),
-            None => {
-                if let Ok(mut throwaway) = SecretShield::new(None, None, &[]) {
-                    throwaway.encrypt_json_in_place(&mut report);
-                }
-            }
+            None => SecretShield::encrypt_json_unkeyed(&mut report),
         }
         // Stored here, published by the actor once it holds its parts
         // again, so a client that sees run_finished can start the next run.
