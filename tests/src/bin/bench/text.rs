@@ -45,18 +45,23 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 /// × 10 turns; release build with line tables).
 pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"valgrind --tool=callgrind\" \
     target/release/bench turns 1`; perf's samples in this VM land on the kernel). Rounds of work took the daemon's \
-    instructions for that workload from 2.95 G to 1.27 G, 1.06 G and now 0.94 G. The latest round: a 16 KiB read \
-    buffer that sat inside every future that runs a process is on the heap, so the model call's future shrank from \
-    35 KB (copied twice per call, 74 M instructions of memcpy); tool names are read by key instead of by JSON \
-    pointer (37 M); store writes from async code (session create, run start and end, settle, close) await their \
-    commit instead of blocking a runtime worker, which costs no instructions but a thread hand-off each, and under \
-    a slow disk made the runtime start replacement threads. Against the daemon before that round, interleaved on \
-    this machine (`bench turns 1`, three times each, load 2.0): CPU per turn of the 6-call task 0.79–0.81 ms → \
-    0.69–0.81 ms; 64 sessions × 10 turns: 0.55–0.56 ms → 0.53–0.63 ms per turn, p99 10–11 ms → 9–14 ms; the \
-    noise on this machine is as large as the change. What is left, by the profile: the store's writer thread \
-    (23 %: SQLite statements and WAL frames), SSE parsing (10 %), serialising JSON values for events, messages \
-    and requests (13 %, overlapping the rest), the report's secret scan at run end (8 %; runs here are 7 turns), \
-    JSON-RPC transport and dispatch (6 %), the token estimate (5 %). About half the CPU per turn is system time: \
-    by strace, a turn of the 6-call task makes 1.9 commits writing 11.5 WAL frames (about 25 `pwrite`s with the \
-    checkpoints) and 13 `fcntl` locks, and wakes the writer thread and the workers for each. Meeting 0.25 ms \
-    needs a different shape (one commit per turn, fewer thread hand-offs per event), not only fewer instructions.";
+    instructions for that workload from 2.95 G to 1.27 G, 1.06 G, 0.94 G and now 0.88 G; under valgrind the store \
+    writer batches less than at full speed, so the last figure understates the latest round, which changed the \
+    shape more than the instruction count. File tools that read or write a bounded amount (all but `list_files`, \
+    `grep` and `delete_file`) run on the worker instead of handing it over with `block_in_place`, which woke or \
+    started a spare thread for every tool call (23 threads after one round of 64 sessions). The store writer holds \
+    a batch nobody waits for up to 1 ms so a run's next events share its commit, and a sender wakes it only when it \
+    sleeps or a waited write arrives: a turn of the 6-call task now makes 0.95 commits holding 6.9 jobs, the \
+    session's creation and the run's start, settle and end included (1.9 commits before). A batch runs without \
+    savepoints unless a job fails (transaction control: 5.4 % of the instructions before, 3.6 % now). A session \
+    without a secret shield no longer builds a throwaway one at every run's end, only when its report holds a \
+    secret. Each step was measured against the one before in interleaved runs (`bench turns 1`, three each, load \
+    1.8 to 2.2); from the first to the last: CPU per turn of the 6-call task 0.57–0.64 ms to 0.43–0.48 ms; 64 \
+    sessions × 10 turns 0.36–0.44 ms to 0.28–0.36 ms, p99 7.4–12.4 ms to 3.2–4.7 ms. What is left, by the \
+    profile: the store writer (20 %: statements, B-tree balancing of the events and messages tables, WAL frames), \
+    SSE parsing (11 %: the mock streams a tool call in about 30 chunks, as a real server does token by token), \
+    malloc and free (17 %, spread over everything), JSON-RPC transport and dispatch (7 %), serialising the request \
+    (5 %), the report's secret scan at run end (3 %). A third to a half of the CPU per turn is system time: the \
+    HTTP round trip to the provider, the JSON-RPC replies, and the wake-ups between a run's task, the writer thread \
+    and the connection tasks. Part of each turn's cost here is per run (session creation, a new connection to a \
+    fresh mock, run start and end, the report), spread over 7 turns.";
