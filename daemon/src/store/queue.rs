@@ -95,6 +95,18 @@ impl<J> Queue<J> {
         self.ready.notify_one();
     }
 
+    /// Close the queue and drop what it holds (the writer is gone: a
+    /// caller waiting for a dropped job hears that the writer stopped).
+    pub(super) fn abandon(&self) {
+        let jobs = {
+            let mut st = self.lock();
+            st.open = false;
+            st.waited = 0;
+            std::mem::take(&mut st.jobs)
+        };
+        drop(jobs);
+    }
+
     /// The next batch, in queue order, once there is one and it need not
     /// wait longer for company; `None` once closed and empty.
     pub(super) fn next_batch(&self) -> Option<Vec<J>> {
@@ -164,6 +176,17 @@ mod tests {
         assert_eq!(q.next_batch(), Some(vec![1]));
         assert_eq!(q.next_batch(), None);
         assert_eq!(Queue::<u8>::new(8, false).push(3, Waiter::Waiting), Err(3), "a queue made closed takes nothing");
+    }
+
+    #[test]
+    fn an_abandoned_queue_drops_its_jobs_and_takes_no_more() {
+        let q = Queue::new(8, true);
+        let job = Arc::new(());
+        q.push(job.clone(), Waiter::Waiting).unwrap();
+        q.abandon();
+        assert_eq!(Arc::strong_count(&job), 1, "the queued job was dropped");
+        assert!(q.push(job, Waiter::Detached).is_err());
+        assert_eq!(q.next_batch(), None);
     }
 
     #[test]

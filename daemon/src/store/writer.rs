@@ -1,8 +1,9 @@
 //! The one thread that writes the database. Callers hand it a job and wait
 //! for the job's result, or go on and have the result handed to a callback;
 //! the thread takes every job waiting at that moment and commits them in one
-//! transaction (each in its own savepoint, so one failing job does not undo
-//! the others). Concurrent sessions therefore share commits instead of
+//! transaction (when one fails, the batch runs again with each job in its
+//! own savepoint, so it does not undo the others). Concurrent sessions
+//! therefore share commits instead of
 //! queueing for one each, and a batch nobody waits for is held briefly so a
 //! run's next events share its commit ([`super::queue`]).
 //!
@@ -152,7 +153,12 @@ impl Writer {
         conn.set_prepared_statement_cache_capacity(64);
         let jobs = Arc::new(Queue::new(MAX_BATCH, true));
         let queue = jobs.clone();
-        let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || serve(conn, &queue))?;
+        let thread = std::thread::Builder::new().name("swivald-store".into()).spawn(move || {
+            // However the thread ends (a panic included), its queue goes
+            // with it: waiters hear that the writer stopped, not nothing.
+            let _abandon = Abandon(&queue);
+            serve(conn, &queue)
+        })?;
         Ok(Writer { jobs, thread: Mutex::new(Some(thread)), refusal: None })
     }
 
@@ -263,6 +269,15 @@ impl Writer {
             };
             job.done(Err(why));
         }
+    }
+}
+
+/// Abandons the queue when dropped.
+struct Abandon<'a>(&'a Queue<Box<dyn Job>>);
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
     }
 }
 
@@ -487,6 +502,15 @@ mod tests {
         let stored: Vec<i64> =
             c.prepare("SELECT v FROM t ORDER BY v").unwrap().query_map([], |r| r.get(0)).unwrap().flatten().collect();
         assert_eq!(stored, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_writer_that_panicked_says_it_stopped_instead_of_leaving_callers_waiting() {
+        let writer = Writer::start(Connection::open_in_memory().unwrap()).unwrap();
+        let crashed = writer.write(true, |_| -> rusqlite::Result<()> { panic!("a job that panics") });
+        assert!(crashed.unwrap_err().to_string().contains("has stopped"));
+        let after = writer.write(true, |_| Ok(()));
+        assert!(after.unwrap_err().to_string().contains("has stopped"), "later writes are refused at once");
     }
 
     #[test]
