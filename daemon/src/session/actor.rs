@@ -311,13 +311,15 @@ impl Actor {
         let (run_id, _, done) = self.active.take().expect("a run was in flight");
         self.parts = parts;
         let stays = self.parts.is_some() && !self.closed;
+        // Out of memory first, if leaving: a waiter that no longer finds
+        // the run finds its session gone too.
+        if !stays {
+            self.leave();
+        }
         if let Some(live) = self.live.upgrade() {
             // Idle from now on: the idle timeout counts from the run's end.
             live.set_busy(&self.session, false);
             live.run_ended(&run_id);
-        }
-        if !stays {
-            self.leave();
         }
         // Ready for the next run before anyone hears this one ended.
         if let Some(event) = terminal {

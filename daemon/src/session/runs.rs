@@ -59,22 +59,17 @@ impl Sessions {
     /// `run/wait`: the result of a finished run is read from the store; a
     /// run in flight is waited for.
     pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {
-        let read = || -> Result<RunRow, SessionError> {
-            self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))
-        };
-        let row = read()?;
-        if let Some(result) = row.result {
-            return Ok(result);
-        }
-        // A run is known as in flight before its row exists, and forgotten
-        // only after its result is stored: with no result read above, it is
-        // either still known here or its result is in the store now.
+        // A run is known as in flight from before its row exists until its
+        // result is stored and its session, when it leaves memory, has
+        // left: a waiter that finds it here hears the result from the
+        // session; one that does not finds the result stored.
         if let Some((_, mut done)) = self.live.run(run) {
             if let Ok(r) = done.wait_for(Option::is_some).await {
                 return Ok(r.clone().expect("waited for Some"));
             }
         }
-        Ok(read()?.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
+        let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
+        Ok(row.result.unwrap_or_else(|| crate::store::interrupted_result(run)))
     }
 
     /// `report/get`.
