@@ -2,7 +2,6 @@
 
 use super::actor::{Command, Gone, StartRefused};
 use super::{Found, SessionError, Sessions};
-use crate::store::RunRow;
 use serde_json::Value;
 use swival_protocol::{RunId, RunResult, SessionId};
 
