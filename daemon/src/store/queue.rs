@@ -27,7 +27,7 @@ pub(super) enum Waiter {
 
 /// What the writer is doing, as the senders see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Writer {
+enum Activity {
     /// Working, or already woken: nobody needs to wake it.
     Busy,
     /// Asleep with nothing to do.
@@ -43,7 +43,7 @@ struct State<J> {
     waited: usize,
     /// False once closed: no new jobs; the writer empties the queue and stops.
     open: bool,
-    writer: Writer,
+    writer: Activity,
 }
 
 /// Jobs waiting for the writer.
@@ -58,7 +58,7 @@ impl<J> Queue<J> {
     /// An empty queue handing out at most `max_batch` jobs at a time;
     /// `open` false makes one that takes no job.
     pub(super) fn new(max_batch: usize, open: bool) -> Queue<J> {
-        let state = State { jobs: Vec::new(), waited: 0, open, writer: Writer::Busy };
+        let state = State { jobs: Vec::new(), waited: 0, open, writer: Activity::Busy };
         Queue { state: Mutex::new(state), ready: Condvar::new(), max_batch }
     }
 
@@ -77,12 +77,12 @@ impl<J> Queue<J> {
             st.waited += 1;
         }
         let wake = match st.writer {
-            Writer::Busy => false,
-            Writer::Idle => true,
-            Writer::Gathering => waiter == Waiter::Waiting || st.jobs.len() >= self.max_batch,
+            Activity::Busy => false,
+            Activity::Idle => true,
+            Activity::Gathering => waiter == Waiter::Waiting || st.jobs.len() >= self.max_batch,
         };
         if wake {
-            st.writer = Writer::Busy;
+            st.writer = Activity::Busy;
             drop(st);
             self.ready.notify_one();
         }
@@ -115,7 +115,7 @@ impl<J> Queue<J> {
             if !st.open {
                 return None;
             }
-            st.writer = Writer::Idle;
+            st.writer = Activity::Idle;
             st = self.ready.wait(st).unwrap_or_else(|p| p.into_inner());
         }
         let deadline = Instant::now() + GATHER;
@@ -124,10 +124,10 @@ impl<J> Queue<J> {
             if left.is_zero() {
                 break;
             }
-            st.writer = Writer::Gathering;
+            st.writer = Activity::Gathering;
             st = self.ready.wait_timeout(st, left).unwrap_or_else(|p| p.into_inner()).0;
         }
-        st.writer = Writer::Busy;
+        st.writer = Activity::Busy;
         let n = st.jobs.len().min(self.max_batch);
         let batch: Vec<(J, Waiter)> = st.jobs.drain(..n).collect();
         st.waited -= batch.iter().filter(|(_, w)| *w == Waiter::Waiting).count();
