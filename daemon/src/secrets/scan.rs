@@ -29,6 +29,34 @@ use std::collections::HashMap;
 /// inside): a longer run is read as if the token ended there.
 const MAX_BODY_CHARS: usize = 512;
 
+/// The characters a scan looks at, counted in tests so that a test can hold
+/// scanning to linear work by counting instead of timing it; nothing in
+/// other builds.
+#[cfg(test)]
+pub(crate) mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        static STEPS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Counts `chars` characters looked at.
+    pub(crate) fn add(chars: usize) {
+        STEPS.with(|s| s.set(s.get() + chars as u64));
+    }
+
+    /// The characters counted on this thread since the last call.
+    pub(crate) fn take() -> u64 {
+        STEPS.with(|s| s.replace(0))
+    }
+}
+
+#[cfg(not(test))]
+mod work {
+    #[inline(always)]
+    pub(crate) fn add(_chars: usize) {}
+}
+
 /// One token found in the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
@@ -145,6 +173,7 @@ impl<'a> Scanner<'a> {
         if let Some(cut) = self.truncated_end(body_start, body_end, max_left, |body| pattern.body_valid(body)) {
             return Some(cut);
         }
+        work::add(body_end - body_start);
         pattern.body_valid(&self.text[body_start..body_end]).then_some(body_end)
     }
 
@@ -152,6 +181,7 @@ impl<'a> Scanner<'a> {
     fn structured_end(&self, index: usize, pos: usize) -> Option<usize> {
         let Kind::Structured { anchored, structure, .. } = &self.patterns[index].kind else { return None };
         let match_end = pos + anchored.find(&self.text[pos..])?.end();
+        work::add(match_end - pos);
         let body_start = pos + self.patterns[index].prefix.len();
         if let Some(cut) =
             self.truncated_end(body_start, match_end, MAX_BODY_CHARS, |body| structure.parse(body).is_some())
@@ -185,11 +215,10 @@ impl<'a> Scanner<'a> {
         let last = body_end.min(body_start.saturating_add(max_left).saturating_add(1));
         let from = self.prefix_positions.partition_point(|&p| p <= body_start);
         let to = self.prefix_positions.partition_point(|&p| p < last);
-        self.prefix_positions[from..to.max(from)]
-            .iter()
-            .rev()
-            .copied()
-            .find(|&cut| valid_left(&self.text[body_start..cut]) && self.match_at.get(&cut).copied().unwrap_or(false))
+        self.prefix_positions[from..to.max(from)].iter().rev().copied().find(|&cut| {
+            work::add(cut - body_start);
+            valid_left(&self.text[body_start..cut]) && self.match_at.get(&cut).copied().unwrap_or(false)
+        })
     }
 
     fn is_prefix_position(&self, pos: usize) -> bool {
@@ -300,6 +329,7 @@ fn find_all(text: &str, needle: &str) -> Vec<usize> {
     if text.len() < needle.len() || !text.as_bytes().contains(first) {
         return Vec::new();
     }
+    work::add(text.len());
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(offset) = text[from..].find(needle) {
@@ -322,6 +352,7 @@ fn run_end(text: &str, start: usize, limit: usize, accept: impl Fn(char) -> bool
         end += c.len_utf8();
         chars += 1;
     }
+    work::add(chars);
     (end, chars)
 }
 
