@@ -99,7 +99,12 @@ impl AgentRun<'_> {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
-        let req = ChatRequest { messages: outbound, tools: tools.schemas, tools_json: tools.json, max_tokens };
+        // The conversation as it is (no hook, filter or shield changed
+        // it) goes out as serialised when each message was added.
+        let as_stored = chosen.is_none() && filtered.is_none() && self.shield.is_none();
+        let messages_json = as_stored.then(|| self.conversation.wire());
+        let req =
+            ChatRequest { messages: outbound, messages_json, tools: tools.schemas, tools_json: tools.json, max_tokens };
         let answered = self.chat(turn, kind, &req).await;
         self.record.cache_keys.extend(answered.cache_key);
         self.settle(turn, kind, started, estimate, answered.result, answered.served)

@@ -7,7 +7,9 @@
 //! which the agent loop calls before it ends.
 
 use super::estimate::json_len;
+use crate::provider::{has_internal_keys, wire_json};
 use crate::store::{Store, StoreError};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,10 @@ pub struct Conversation {
     session: SessionId,
     /// The messages, system prompt first.
     messages: Vec<Value>,
+    /// Each message serialised as the provider is sent it, made when it
+    /// was added: a call that sends the conversation as it is splices
+    /// these instead of serialising every message again.
+    wire: Vec<Box<RawValue>>,
     /// The length of their compact JSON, summed (for the token estimate).
     chars: usize,
     /// The first failed message write not reported yet.
@@ -35,12 +41,18 @@ impl Conversation {
     /// Wrap messages loaded from (or already in) the store.
     pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Value>) -> Conversation {
         let chars = messages.iter().map(json_len).sum();
-        Conversation { store, session, messages, chars, failed: Arc::default() }
+        let wire = messages.iter().map(wire_json).collect();
+        Conversation { store, session, messages, wire, chars, failed: Arc::default() }
     }
 
     /// The messages.
     pub fn messages(&self) -> &[Value] {
         &self.messages
+    }
+
+    /// [`Conversation::messages`], each serialised as sent.
+    pub fn wire(&self) -> &[Box<RawValue>] {
+        &self.wire
     }
 
     /// The length of the messages' compact JSON, summed.
@@ -52,7 +64,9 @@ impl Conversation {
     /// message could not be stored.
     pub fn push(&mut self, message: Value) -> Result<(), StoreError> {
         self.check()?;
-        let body = message.to_string();
+        let wire = wire_json(&message);
+        // Stored whole; without internal keys that is what is sent.
+        let body = if has_internal_keys(&message) { message.to_string() } else { wire.get().to_owned() };
         let len = body.len();
         let failed = self.failed.clone();
         let then = Box::new(move |r: Result<(), StoreError>| {
@@ -62,6 +76,7 @@ impl Conversation {
         });
         self.store.put_message_then(&self.session, self.messages.len(), body, then);
         self.messages.push(message);
+        self.wire.push(wire);
         self.chars += len;
         Ok(())
     }
@@ -113,6 +128,7 @@ impl Conversation {
     pub async fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
         change(&mut self.messages);
         self.chars = self.messages.iter().map(json_len).sum();
+        self.wire = self.messages.iter().map(wire_json).collect();
         // Committed after every queued message: their failures are known now.
         self.store.replace_messages(&self.session, &self.messages).await?;
         self.check()

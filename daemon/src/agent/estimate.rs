@@ -39,9 +39,9 @@ impl<'a> Offered<'a> {
         Offered { schemas, chars: schemas.iter().map(json_len).sum(), json: None }
     }
 
-    /// `schemas`, counted, with `json` their JSON array as sent.
-    pub fn serialized(schemas: &'a [Value], json: &'a serde_json::value::RawValue) -> Offered<'a> {
-        Offered { json: Some(json), ..Offered::new(schemas) }
+    /// A run's offer, counted and serialised when it was made.
+    pub fn serialized(offer: &'a crate::tools::schema::Offer) -> Offered<'a> {
+        Offered { schemas: &offer.schemas, chars: offer.chars, json: Some(&offer.json) }
     }
 }
 

@@ -23,6 +23,7 @@ use crate::report::RunRecord;
 use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::StoreError;
+use crate::tools::schema::Offer;
 use crate::tools::ToolBox;
 use conversation::Conversation;
 pub use estimate::estimate_tokens;
@@ -222,17 +223,12 @@ impl AgentRun<'_> {
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
         // Swival's command provider is not told about tools.
-        let tools = if self.provider.settings.kind == ProviderKind::Command {
-            Vec::new()
+        let offer = if self.provider.settings.kind == ProviderKind::Command {
+            std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
-            let mut t = self.tools.schemas();
-            t.extend(crate::sandbox::tool_schemas(&self.commands.policy));
-            t.extend(self.tools.mcp.schemas().iter().cloned());
-            t
+            self.tools.offer(crate::sandbox::tool_schemas(&self.commands.policy))
         };
-        // The schemas go out on every call unchanged: serialised once.
-        let tools_json = serde_json::value::to_raw_value(&tools).expect("tool schemas serialize");
-        let offered = Offered::serialized(&tools, &tools_json);
+        let offered = Offered::serialized(&offer);
         let mut guards = guard::Guards::new(self.storm_breaker);
         for local_turn in 1..=self.max_turns {
             let turn = self.turn_offset + local_turn;
@@ -272,7 +268,7 @@ impl AgentRun<'_> {
             self.conversation.push(reply.to_message())?;
             // Boxed: this future sits inside a run's, whose size a debug
             // build's worker stack has to hold.
-            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &tools, &mut guards)).await?;
+            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &offer.schemas, &mut guards)).await?;
             if let Some(why) = guards.stuck() {
                 return self.last_word(turn, why).await;
             }

@@ -11,7 +11,7 @@ mod request;
 mod retry;
 mod sse;
 
-pub use request::{request_body, ChatRequest, RequestBody};
+pub use request::{has_internal_keys, request_body, wire_json, ChatRequest, RequestBody};
 pub use retry::{backoff_delay, is_retryable_status};
 
 use serde::{Deserialize, Serialize};

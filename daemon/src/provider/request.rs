@@ -2,6 +2,7 @@
 //! conversation and tool schemas and serialised in place.
 
 use super::ProviderSettings;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -10,10 +11,13 @@ use std::collections::BTreeMap;
 pub struct ChatRequest<'a> {
     /// The conversation.
     pub messages: &'a [Value],
+    /// `messages` each serialised as sent ([`wire_json`]), when the caller
+    /// has them: they go out as they are.
+    pub messages_json: Option<&'a [Box<RawValue>]>,
     /// Tool schemas offered (OpenAI function format).
     pub tools: &'a [Value],
     /// `tools` as a JSON array already serialised, when the caller has it.
-    pub tools_json: Option<&'a serde_json::value::RawValue>,
+    pub tools_json: Option<&'a RawValue>,
     /// `max_tokens`, already clamped to the window.
     pub max_tokens: u64,
 }
@@ -25,7 +29,7 @@ pub struct ChatRequest<'a> {
 pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a ChatRequest<'a>) -> RequestBody<'a> {
     let mut body: BTreeMap<&'a str, Part<'a>> = BTreeMap::new();
     body.insert("model", Part::Str(model));
-    body.insert("messages", Part::Messages(req.messages));
+    body.insert("messages", req.messages_json.map_or(Part::Messages(req.messages), Part::RawMessages));
     body.insert("max_tokens", Part::Owned(json!(req.max_tokens)));
     if !req.tools.is_empty() {
         body.insert("tools", req.tools_json.map_or(Part::Values(req.tools), Part::Raw));
@@ -84,8 +88,10 @@ enum Part<'a> {
     Values(&'a [Value]),
     /// Stored messages, as sent (see [`WireMessage`]).
     Messages(&'a [Value]),
+    /// Messages serialised before, as sent.
+    RawMessages(&'a [Box<RawValue>]),
     /// JSON serialised before.
-    Raw(&'a serde_json::value::RawValue),
+    Raw(&'a RawValue),
 }
 
 impl serde::Serialize for Part<'_> {
@@ -96,9 +102,21 @@ impl serde::Serialize for Part<'_> {
             Part::Owned(v) => v.serialize(s),
             Part::Values(v) => v.serialize(s),
             Part::Messages(ms) => s.collect_seq(ms.iter().map(WireMessage)),
+            Part::RawMessages(ms) => ms.serialize(s),
             Part::Raw(v) => v.serialize(s),
         }
     }
+}
+
+/// `message` serialised as it is sent: without its internal keys (those
+/// starting with `_`).
+pub fn wire_json(message: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(&WireMessage(message)).expect("JSON serializes")
+}
+
+/// Whether `message` has internal keys, which are stored but not sent.
+pub fn has_internal_keys(message: &Value) -> bool {
+    message.as_object().is_some_and(|map| map.keys().any(|k| k.starts_with('_')))
 }
 
 /// A stored message as sent: keys starting with `_` are internal.
@@ -124,7 +142,8 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let req = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 100 };
+        let req =
+            ChatRequest { messages: &msgs, messages_json: None, tools: &tools, tools_json: None, max_tokens: 100 };
         let body = request_body(&settings(), "m", &req).to_value();
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
@@ -141,16 +160,34 @@ mod tests {
             vec![json!({"type": "function", "function": {"name": "read_file", "parameters": {"b": 1, "a": 2}}})];
         let json = serde_json::value::to_raw_value(&tools).unwrap();
         let settings = settings();
-        let plain = ChatRequest { messages: &msgs, tools: &tools, tools_json: None, max_tokens: 9 };
+        let plain =
+            ChatRequest { messages: &msgs, messages_json: None, tools: &tools, tools_json: None, max_tokens: 9 };
         let raw = ChatRequest { tools_json: Some(&json), ..plain.clone() };
         let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
         assert_eq!(text(&raw), text(&plain));
     }
 
     #[test]
+    fn messages_serialised_before_go_out_byte_for_byte_as_the_messages_would() {
+        let msgs = vec![
+            json!({"role": "system", "content": "be \"brief\"\n"}),
+            json!({"role": "user", "content": "hi", "_swival_synthetic": true}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+        ];
+        let wire: Vec<Box<RawValue>> = msgs.iter().map(wire_json).collect();
+        let settings = settings();
+        let plain = ChatRequest { messages: &msgs, messages_json: None, tools: &[], tools_json: None, max_tokens: 9 };
+        let raw = ChatRequest { messages_json: Some(&wire), ..plain.clone() };
+        let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
+        assert_eq!(text(&raw), text(&plain));
+        assert!(!text(&raw).contains("_swival_synthetic"));
+        assert_eq!(request_body(&settings, "m", &raw).to_value(), request_body(&settings, "m", &plain).to_value());
+    }
+
+    #[test]
     fn no_tools_means_no_tool_choice() {
         let settings = settings();
-        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest { messages: &[], messages_json: None, tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&settings, "m", &req).to_value();
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
@@ -160,7 +197,7 @@ mod tests {
         let mut s = settings();
         s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let req = ChatRequest { messages: &[], tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest { messages: &[], messages_json: None, tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&s, "m", &req).to_value();
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);

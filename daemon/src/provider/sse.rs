@@ -71,24 +71,19 @@ impl StreamAssembler {
         // Read as leniently as the fields' types allow: a field of another
         // type than expected counts as absent, as it did when chunks were
         // read into a `Value`.
-        let Some(choice) = chunk.choices.and_then(|c| wire::first(c)) else {
+        let Some(choice) = chunk.choices.0 else {
             return Ok(());
         };
         self.saw_choice = true;
-        let choice: wire::Choice<'_> = wire::object(choice);
         if let Some(reason) = choice.finish_reason {
             self.reply.finish_reason = Some(reason.into_owned());
         }
-        let Some(delta) = choice.delta else {
-            return Ok(());
-        };
-        let delta: wire::Delta<'_> = wire::object(delta);
+        let delta = choice.delta.0;
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             self.text.push_str(&text);
             on_text(&text);
         }
-        for tc in delta.tool_calls.map(wire::items).unwrap_or_default() {
-            let tc: wire::DeltaCall<'_> = wire::object(tc);
+        for tc in delta.tool_calls.0 {
             let index = tc.index.unwrap_or(self.calls.len() as u64) as usize;
             while self.calls.len() <= index {
                 self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
@@ -97,14 +92,12 @@ impl StreamAssembler {
             if let Some(id) = tc.id {
                 call.id = id.into_owned();
             }
-            if let Some(f) = tc.function {
-                let f: wire::DeltaFunction<'_> = wire::object(f);
-                if let Some(name) = f.name {
-                    call.name.push_str(&name);
-                }
-                if let Some(args) = f.arguments {
-                    call.arguments.push_str(&args);
-                }
+            let f = tc.function.0;
+            if let Some(name) = f.name {
+                call.name.push_str(&name);
+            }
+            if let Some(args) = f.arguments {
+                call.arguments.push_str(&args);
             }
         }
         Ok(())
@@ -126,21 +119,22 @@ impl StreamAssembler {
     }
 }
 
-/// A `chat.completion.chunk` read in place: strings borrowed from the
-/// line where they hold no escapes, nested parts kept as raw JSON and read
-/// only when needed, fields of an unexpected type taken as absent.
+/// A `chat.completion.chunk` read in place, in one pass: strings borrowed
+/// from the line where they hold no escapes, fields of an unexpected type
+/// taken as absent (a nested object that is not one reads as empty).
 mod wire {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::Deserialize;
     use serde_json::value::RawValue;
     use std::borrow::Cow;
+    use std::marker::PhantomData;
 
     /// One chunk.
     #[derive(Deserialize)]
     pub struct Chunk<'a> {
-        /// The choices, when present.
+        /// The first choice, when `choices` is a non-empty array.
         #[serde(borrow, default)]
-        pub choices: Option<&'a RawValue>,
+        pub choices: First<Choice<'a>>,
         /// Token counts, when present and not null.
         #[serde(borrow, default)]
         pub usage: Option<&'a RawValue>,
@@ -157,7 +151,7 @@ mod wire {
         pub finish_reason: Option<Cow<'a, str>>,
         /// What this chunk adds.
         #[serde(borrow, default)]
-        pub delta: Option<&'a RawValue>,
+        pub delta: Object<Delta<'a>>,
     }
 
     /// What a chunk adds to the reply.
@@ -168,7 +162,7 @@ mod wire {
         pub content: Option<Cow<'a, str>>,
         /// Fragments of tool calls.
         #[serde(borrow, default)]
-        pub tool_calls: Option<&'a RawValue>,
+        pub tool_calls: Items<DeltaCall<'a>>,
     }
 
     /// A fragment of one tool call.
@@ -182,7 +176,7 @@ mod wire {
         pub id: Option<Cow<'a, str>>,
         /// Name and argument text so far.
         #[serde(borrow, default)]
-        pub function: Option<&'a RawValue>,
+        pub function: Object<DeltaFunction<'a>>,
     }
 
     /// A fragment of a call's function.
@@ -196,20 +190,117 @@ mod wire {
         pub arguments: Option<Cow<'a, str>>,
     }
 
-    /// `raw` read as `T`, or `T`'s empty value when it is not an object.
-    pub fn object<'a, T: Deserialize<'a> + Default>(raw: &'a RawValue) -> T {
-        serde_json::from_str(raw.get()).unwrap_or_default()
+    /// `T` read from a JSON object; `T`'s empty value when the field
+    /// holds anything else.
+    #[derive(Default)]
+    pub struct Object<T>(pub T);
+
+    /// The first item of a JSON array (read as an [`Object`]); none when
+    /// the array is empty or the field holds anything else.
+    #[derive(Default)]
+    pub struct First<T>(pub Option<T>);
+
+    /// The items of a JSON array, each read as an [`Object`]; none when
+    /// the field holds anything else.
+    #[derive(Default)]
+    pub struct Items<T>(pub Vec<T>);
+
+    /// What a lenient nested field makes of the JSON value it holds: an
+    /// object (`map`), an array (`seq`), or anything else (`empty`). The
+    /// shapes not wanted are read through and give `empty`.
+    trait Shape<'de>: Sized {
+        fn empty() -> Self;
+        fn map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Self::empty())
+        }
+        fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Self::empty())
+        }
     }
 
-    /// The items of `raw` when it is an array (else none).
-    pub fn items(raw: &RawValue) -> Vec<&RawValue> {
-        serde_json::from_str(raw.get()).unwrap_or_default()
+    impl<'de, T: Deserialize<'de> + Default> Shape<'de> for Object<T> {
+        fn empty() -> Self {
+            Object(T::default())
+        }
+        fn map<A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Object)
+        }
     }
 
-    /// The first item of `raw` when it is a non-empty array.
-    pub fn first(raw: &RawValue) -> Option<&RawValue> {
-        items(raw).into_iter().next()
+    impl<'de, T: Deserialize<'de> + Default> Shape<'de> for First<T> {
+        fn empty() -> Self {
+            First(None)
+        }
+        fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+            let first = seq.next_element::<Object<T>>()?.map(|o| o.0);
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(First(first))
+        }
     }
+
+    impl<'de, T: Deserialize<'de> + Default> Shape<'de> for Items<T> {
+        fn empty() -> Self {
+            Items(Vec::new())
+        }
+        fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element::<Object<T>>()? {
+                items.push(item.0);
+            }
+            Ok(Items(items))
+        }
+    }
+
+    /// Reads any JSON value into a [`Shape`].
+    struct ShapeVisitor<S>(PhantomData<S>);
+
+    impl<'de, S: Shape<'de>> Visitor<'de> for ShapeVisitor<S> {
+        type Value = S;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_unit<E>(self) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_none<E>(self) -> Result<S, E> {
+            Ok(S::empty())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<S, A::Error> {
+            S::seq(seq)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<S, A::Error> {
+            S::map(map)
+        }
+    }
+
+    macro_rules! lenient {
+        ($($shape:ident),*) => {$(
+            impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for $shape<T> {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    d.deserialize_any(ShapeVisitor(PhantomData))
+                }
+            }
+        )*};
+    }
+    lenient!(Object, First, Items);
 
     /// A field that counts as present whatever it holds, null included.
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {

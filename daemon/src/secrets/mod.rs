@@ -30,7 +30,7 @@ mod tests;
 use crate::config::SecretPattern;
 use cipher::BodyCipher;
 use patterns::{Kind, TokenPattern, MIN_SEGMENT_LENGTH};
-use scan::Span;
+use scan::{PatternSet, Span};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -75,7 +75,7 @@ pub fn parse_key_hex(key_hex: &str) -> Result<Zeroizing<Vec<u8>>, SecretsError> 
 /// registry of every ciphertext it emitted.
 pub struct SecretShield {
     /// Custom patterns first, then Swival's built-ins.
-    patterns: Vec<TokenPattern>,
+    patterns: PatternSet,
     /// FF1 tweak of each pattern: its name, or name + 0x00 + the user tweak.
     tweaks: Vec<Vec<u8>>,
     /// FF1 engines under the session key.
@@ -117,8 +117,13 @@ impl SecretShield {
     /// bytes, kept nowhere), mixing `tweak` into every encryption, with the
     /// `custom` patterns tried before the built-in ones.
     pub fn new(key: Option<&[u8]>, tweak: Option<&str>, custom: &[SecretPattern]) -> Result<Self, SecretsError> {
-        let mut patterns = custom.iter().map(patterns::custom).collect::<Result<Vec<_>, _>>()?;
-        patterns.extend(patterns::builtin());
+        let patterns = if custom.is_empty() {
+            builtin_set().clone()
+        } else {
+            let mut list = custom.iter().map(patterns::custom).collect::<Result<Vec<_>, _>>()?;
+            list.extend(patterns::builtin());
+            PatternSet::new(list)
+        };
         let random;
         let key = match key {
             Some(key) => key,
@@ -225,14 +230,13 @@ impl SecretShield {
     /// same): a shield of its own, under a random key kept nowhere, is built
     /// only when some string holds a secret.
     pub fn encrypt_json_unkeyed(value: &mut Value) {
-        static BUILTIN: std::sync::LazyLock<Vec<TokenPattern>> = std::sync::LazyLock::new(patterns::builtin);
-        if !holds_secret(value, &BUILTIN) {
+        if !holds_secret(value, builtin_set()) {
             return;
         }
         match SecretShield::new(None, None, &[]) {
             Ok(mut shield) => shield.encrypt_json_in_place(value),
             // Never let a secret through: the strings that hold one go.
-            Err(e) => redact_json(value, &BUILTIN, &e.to_string()),
+            Err(e) => redact_json(value, builtin_set(), &e.to_string()),
         }
     }
 
@@ -315,8 +319,14 @@ impl SecretShield {
     }
 }
 
+/// Swival's built-in patterns, with their prefix automaton built once.
+fn builtin_set() -> &'static PatternSet {
+    static BUILTIN: std::sync::LazyLock<PatternSet> = std::sync::LazyLock::new(|| PatternSet::new(patterns::builtin()));
+    &BUILTIN
+}
+
 /// Whether any string value in `value` holds a token of `patterns`.
-fn holds_secret(value: &Value, patterns: &[TokenPattern]) -> bool {
+fn holds_secret(value: &Value, patterns: &PatternSet) -> bool {
     match value {
         Value::String(s) => !scan::scan(s, patterns).is_empty(),
         Value::Array(items) => items.iter().any(|v| holds_secret(v, patterns)),
@@ -327,7 +337,7 @@ fn holds_secret(value: &Value, patterns: &[TokenPattern]) -> bool {
 
 /// Replace every string value holding a token of `patterns` with a notice
 /// saying `why` it could not be encrypted.
-fn redact_json(value: &mut Value, patterns: &[TokenPattern], why: &str) {
+fn redact_json(value: &mut Value, patterns: &PatternSet, why: &str) {
     match value {
         Value::String(s) if !scan::scan(s, patterns).is_empty() => {
             *s = format!("[REDACTED: holds a secret that could not be encrypted: {why}]")

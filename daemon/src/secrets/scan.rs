@@ -20,6 +20,7 @@
 //! Positions are byte offsets into the text (always on character boundaries).
 
 use super::patterns::{Kind, TokenPattern};
+use aho_corasick::AhoCorasick;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
@@ -70,8 +71,75 @@ pub(crate) struct Span {
     pub(crate) pattern: usize,
 }
 
+/// Patterns to scan with, custom first, and an automaton over their
+/// prefixes: one pass over a text finds where every prefix occurs, where
+/// a search per pattern read the text once per pattern.
+#[derive(Clone)]
+pub(crate) struct PatternSet {
+    /// The patterns.
+    list: Vec<TokenPattern>,
+    /// The distinct non-empty prefixes; `None` when there are none.
+    prefixes: Option<AhoCorasick>,
+    /// For each distinct prefix (by the automaton's pattern id), the
+    /// patterns that have it.
+    owners: Vec<Vec<usize>>,
+}
+
+impl PatternSet {
+    pub(crate) fn new(list: Vec<TokenPattern>) -> PatternSet {
+        let mut distinct: Vec<&str> = Vec::new();
+        let mut owners: Vec<Vec<usize>> = Vec::new();
+        for (index, pattern) in list.iter().enumerate().filter(|(_, p)| !p.prefix.is_empty()) {
+            match distinct.iter().position(|d| *d == pattern.prefix) {
+                Some(at) => owners[at].push(index),
+                None => {
+                    distinct.push(&pattern.prefix);
+                    owners.push(vec![index]);
+                }
+            }
+        }
+        // Building fails only past the automaton's size limits, far beyond
+        // a few dozen short prefixes; without it every pattern is searched
+        // for on its own.
+        let prefixes = if distinct.is_empty() { None } else { AhoCorasick::new(&distinct).ok() };
+        PatternSet { list, prefixes, owners }
+    }
+
+    /// Where each pattern's prefix occurs in `text` (every occurrence,
+    /// overlapping ones too, ascending), indexed like the patterns.
+    fn prefix_positions(&self, text: &str) -> Vec<Vec<usize>> {
+        let mut found: Vec<Vec<usize>> = vec![Vec::new(); self.list.len()];
+        match &self.prefixes {
+            Some(automaton) => {
+                work::add(text.len());
+                for m in automaton.find_overlapping_iter(text) {
+                    for &index in &self.owners[m.pattern().as_usize()] {
+                        found[index].push(m.start());
+                    }
+                }
+                // Matches come in order of where they end.
+                found.iter_mut().for_each(|f| f.sort_unstable());
+            }
+            None => {
+                for (index, pattern) in self.list.iter().enumerate() {
+                    found[index] = find_all(text, &pattern.prefix);
+                }
+            }
+        }
+        found
+    }
+}
+
+impl std::ops::Deref for PatternSet {
+    type Target = [TokenPattern];
+
+    fn deref(&self) -> &[TokenPattern] {
+        &self.list
+    }
+}
+
 /// The tokens of `text`, in order, not overlapping.
-pub(crate) fn scan(text: &str, patterns: &[TokenPattern]) -> Vec<Span> {
+pub(crate) fn scan(text: &str, patterns: &PatternSet) -> Vec<Span> {
     let scanner = Scanner::new(text, patterns);
     if scanner.prefix_positions.is_empty() && patterns.iter().all(|p| cannot_start_without_prefix(p, text)) {
         // Most strings (a report's names, numbers, short texts): no
@@ -121,6 +189,8 @@ struct Scanner<'a> {
     text: &'a str,
     /// The patterns, custom first.
     patterns: &'a [TokenPattern],
+    /// Where each pattern's prefix occurs, ascending, indexed like the patterns.
+    positions_of: Vec<Vec<usize>>,
     /// Every position where some pattern's prefix occurs, ascending.
     prefix_positions: Vec<usize>,
     /// For each prefix position: would some pattern match a token there
@@ -130,12 +200,12 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str, patterns: &'a [TokenPattern]) -> Self {
-        let mut prefix_positions: Vec<usize> =
-            patterns.iter().filter(|p| !p.prefix.is_empty()).flat_map(|p| find_all(text, &p.prefix)).collect();
+    fn new(text: &'a str, set: &'a PatternSet) -> Self {
+        let positions_of = set.prefix_positions(text);
+        let mut prefix_positions: Vec<usize> = positions_of.iter().flatten().copied().collect();
         prefix_positions.sort_unstable();
         prefix_positions.dedup();
-        let mut scanner = Scanner { text, patterns, prefix_positions, match_at: HashMap::new() };
+        let mut scanner = Scanner { text, patterns: set, positions_of, prefix_positions, match_at: HashMap::new() };
         for i in (0..scanner.prefix_positions.len()).rev() {
             let pos = scanner.prefix_positions[i];
             let matches = scanner.would_match_at(pos);
@@ -255,7 +325,7 @@ impl<'a> Scanner<'a> {
 
     fn scan_simple(&self, index: usize, out: &mut Vec<Span>) {
         let pattern = &self.patterns[index];
-        for pos in find_all(self.text, &pattern.prefix) {
+        for &pos in &self.positions_of[index] {
             if !is_boundary_before(self.text, pos) {
                 continue;
             }
@@ -411,4 +481,27 @@ fn char_classes(s: &str) -> usize {
         }
     }
     [upper, lower, digit, other].into_iter().filter(|&b| b).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::patterns;
+
+    #[test]
+    fn one_pass_finds_every_prefix_where_a_search_per_pattern_would() {
+        let set = PatternSet::new(patterns::builtin());
+        let texts = [
+            String::new(),
+            "no prefix here".to_owned(),
+            "AKIAAKIA sk-proj-sk-ant-xoxb-xoxp-ghp_gho_ glpat-AKIA".to_owned(),
+            format!("é{}ü sk-sk-sk- ghp_{}", "AKIA".repeat(5), "x".repeat(40)),
+        ];
+        for text in &texts {
+            let one_pass = set.prefix_positions(text);
+            for (index, pattern) in set.iter().enumerate() {
+                assert_eq!(one_pass[index], find_all(text, &pattern.prefix), "{:?} in {text:?}", pattern.prefix);
+            }
+        }
+    }
 }

@@ -25,7 +25,7 @@ mod near;
 mod outcome;
 pub mod path;
 pub mod repair;
-mod schema;
+pub mod schema;
 mod search;
 mod think;
 mod todo;
@@ -145,6 +145,20 @@ impl ToolBox {
     /// The schemas of the file tools offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
         schema::file_tools(self.caps.read_lines)
+    }
+
+    /// What a run offers the model: the file tools, `commands` (the
+    /// command tools) and the MCP servers' tools, serialised once. Without
+    /// MCP tools the offer is shared with every run offering the same.
+    pub fn offer(&self, commands: Vec<Value>) -> std::sync::Arc<schema::Offer> {
+        let mcp = self.mcp.schemas();
+        if mcp.is_empty() {
+            return schema::Offer::shared(self.caps.read_lines, commands);
+        }
+        let mut all = self.schemas();
+        all.extend(commands);
+        all.extend(mcp.iter().cloned());
+        std::sync::Arc::new(schema::Offer::new(all))
     }
 
     /// Run one tool call; the result string is what the model sees.

@@ -1,7 +1,10 @@
 //! The JSON schemas the model sees, with Swival's names, parameters and
 //! descriptions (models and Swival's prompt assume them), in Swival's order.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 fn tool(name: &str, description: &str, parameters: Value) -> Value {
     json!({"type": "function", "function": {
@@ -13,8 +16,6 @@ fn tool(name: &str, description: &str, parameters: Value) -> Value {
 /// once per `read_lines` the daemon has seen (a handful of configured
 /// values) and copied from there.
 pub fn file_tools(read_lines: usize) -> Vec<Value> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
     static BUILT: Mutex<Option<HashMap<usize, Arc<[Value]>>>> = Mutex::new(None);
     let built = {
         let mut cache = BUILT.lock().unwrap_or_else(|p| p.into_inner());
@@ -22,6 +23,56 @@ pub fn file_tools(read_lines: usize) -> Vec<Value> {
         cache.entry(read_lines).or_insert_with(|| build_file_tools(read_lines).into()).clone()
     };
     built.to_vec()
+}
+
+/// The tools a run offers the model, serialised once: every call of the
+/// run sends them unchanged.
+#[derive(Debug)]
+pub struct Offer {
+    /// The schemas, in the order the model sees them.
+    pub schemas: Vec<Value>,
+    /// `schemas` as the JSON array sent.
+    pub json: Box<RawValue>,
+    /// The length of each schema's compact JSON, summed (the token
+    /// estimate counts them so).
+    pub chars: usize,
+}
+
+/// Distinct offers kept by [`Offer::shared`]; past it the memo starts over.
+const SHARED_OFFERS: usize = 32;
+
+/// The offers made so far, by `read_lines` and the other tools' JSON.
+type Offers = HashMap<(usize, String), Arc<Offer>>;
+
+impl Offer {
+    /// Offer `schemas`.
+    pub fn new(schemas: Vec<Value>) -> Offer {
+        let json = serde_json::value::to_raw_value(&schemas).expect("tool schemas serialize");
+        // The array's compact JSON less its brackets and the commas between items.
+        let chars = json.get().len() - 2 - schemas.len().saturating_sub(1);
+        Offer { schemas, json, chars }
+    }
+
+    /// The file tools for `read_lines` followed by `more` (the command
+    /// tools), made once per distinct pair and shared by the runs offering
+    /// it: building and serialising them was a run's largest fixed cost.
+    pub fn shared(read_lines: usize, more: Vec<Value>) -> Arc<Offer> {
+        static MADE: Mutex<Option<Offers>> = Mutex::new(None);
+        let key = (read_lines, serde_json::to_string(&more).expect("tool schemas serialize"));
+        let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        let made = made.get_or_insert_with(HashMap::new);
+        if let Some(offer) = made.get(&key) {
+            return offer.clone();
+        }
+        if made.len() >= SHARED_OFFERS {
+            made.clear();
+        }
+        let mut schemas = file_tools(read_lines);
+        schemas.extend(more);
+        let offer = Arc::new(Offer::new(schemas));
+        made.insert(key, offer.clone());
+        offer
+    }
 }
 
 fn build_file_tools(read_lines: usize) -> Vec<Value> {
@@ -133,4 +184,31 @@ fn searching_and_bookkeeping() -> Vec<Value> {
             }, "required": ["file_path"]}),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offer_counts_what_the_estimate_would_and_sends_the_schemas_as_they_are() {
+        for schemas in [Vec::new(), file_tools(7), vec![json!({"type": "function", "function": {"name": "x"}})]] {
+            let offer = Offer::new(schemas.clone());
+            let each: usize = schemas.iter().map(|s| s.to_string().len()).sum();
+            assert_eq!(offer.chars, each);
+            assert_eq!(offer.json.get(), serde_json::to_string(&schemas).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_shared_offer_is_made_once_per_file_tools_and_command_tools() {
+        let more = vec![json!({"type": "function", "function": {"name": "fetch_url"}})];
+        let a = Offer::shared(11, more.clone());
+        assert!(Arc::ptr_eq(&a, &Offer::shared(11, more.clone())));
+        assert!(!Arc::ptr_eq(&a, &Offer::shared(12, more.clone())));
+        assert!(!Arc::ptr_eq(&a, &Offer::shared(11, Vec::new())));
+        let mut expected = file_tools(11);
+        expected.extend(more);
+        assert_eq!(a.schemas, expected);
+    }
 }
