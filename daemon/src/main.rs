@@ -7,26 +7,6 @@ use std::process::ExitCode;
 use swivald::settings::{LogFormat, Settings};
 use swivald::{paths, service, transport::Listener};
 
-/// mimalloc instead of the C library's allocator: the daemon makes many
-/// short-lived allocations per turn (JSON values, strings, futures), and
-/// glibc's malloc and free were a fifth of its instructions per turn
-/// (BENCHMARKS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (its position in `mi_option_e`,
-/// mimalloc.h; the crate leaves options unnamed on purpose).
-const MI_OPTION_PURGE_DELAY: libc::c_int = 15;
-
-/// Memory freed goes back to the system at once rather than after
-/// mimalloc's delay: a thread that goes idle right after freeing (a
-/// connection refusing a 15 MiB batch) would otherwise keep it.
-fn return_freed_memory_at_once() {
-    // SAFETY: called first thing in `main`, before any other thread exists
-    // (mimalloc's option setters are not thread safe).
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
 /// swivald: runs LLM coding-agent sessions for editors and swivalctl over
 /// JSON-RPC on a per-user Unix socket.
 #[derive(Debug, Parser)]
@@ -48,7 +28,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    return_freed_memory_at_once();
     // The sandbox helper first: it must still be single-threaded, and its
     // argv is not the daemon's.
     if let Some(code) = swivald::sandbox::main_if_helper() {
@@ -76,13 +55,14 @@ fn main() -> ExitCode {
             Err(e) => return fail(&e),
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        // A run's future is deep (agent loop, pipeline, tools); debug builds
-        // need more than the default 2 MiB to poll it.
-        .thread_stack_size(8 * 1024 * 1024)
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    // A run's future is deep (agent loop, pipeline, tools); debug builds
+    // need more than the default 2 MiB to poll it.
+    runtime.thread_stack_size(8 * 1024 * 1024).enable_all();
+    if settings.worker_threads > 0 {
+        runtime.worker_threads(settings.worker_threads as usize);
+    }
+    let runtime = match runtime.build() {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };

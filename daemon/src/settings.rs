@@ -87,6 +87,10 @@ pub struct Settings {
     pub mcp_call_timeout_s: f64,
     /// Seconds an MCP server may take to start and list its tools.
     pub mcp_start_timeout_s: f64,
+    /// Threads that run the daemon's tasks; 0 means one per CPU core. Work
+    /// that may take long (tree walks, waiting for the store) moves off
+    /// them, and the store writer has a thread of its own.
+    pub worker_threads: u32,
 }
 
 impl Default for Settings {
@@ -117,6 +121,7 @@ impl Default for Settings {
             mcp_idle_timeout_s: 300.0,
             mcp_call_timeout_s: 120.0,
             mcp_start_timeout_s: 30.0,
+            worker_threads: 0,
         }
     }
 }

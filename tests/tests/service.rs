@@ -164,3 +164,23 @@ fn daemon_install_writes_units_with_the_absolute_daemon_path() {
     let socket = std::fs::read_to_string(unit_dir.join("swivald.socket")).unwrap();
     assert!(socket.contains("SocketMode=0600"));
 }
+
+/// Threads of process `pid` whose name is tokio's (workers, and blocking
+/// threads while they live).
+fn tokio_threads(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .filter(|name| name.starts_with("tokio-r"))
+        .count()
+}
+
+#[test]
+fn worker_threads_sets_how_many_threads_run_the_daemons_tasks() {
+    let env = TestEnv::new();
+    env.daemon_settings("worker_threads = 3");
+    let daemon = env.start_daemon();
+    daemon.nd().ok("daemon/status", json!({}));
+    let threads = tokio_threads(daemon.pid());
+    assert!(threads >= 3, "{threads} tokio threads with worker_threads = 3");
+}
