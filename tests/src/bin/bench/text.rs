@@ -45,23 +45,23 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 /// × 10 turns; release build with line tables).
 pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"valgrind --tool=callgrind\" \
     target/release/bench turns 1`; perf's samples in this VM land on the kernel). Rounds of work took the daemon's \
-    instructions for that workload from 2.95 G to 1.27 G, 1.06 G, 0.94 G and now 0.88 G; under valgrind the store \
-    writer batches less than at full speed, so the last figure understates the latest round, which changed the \
-    shape more than the instruction count. File tools that read or write a bounded amount (all but `list_files`, \
-    `grep` and `delete_file`) run on the worker instead of handing it over with `block_in_place`, which woke or \
-    started a spare thread for every tool call (23 threads after one round of 64 sessions). The store writer holds \
-    a batch nobody waits for up to 1 ms so a run's next events share its commit, and a sender wakes it only when it \
-    sleeps or a waited write arrives: a turn of the 6-call task now makes 0.95 commits holding 6.9 jobs, the \
-    session's creation and the run's start, settle and end included (1.9 commits before). A batch runs without \
-    savepoints unless a job fails (transaction control: 5.4 % of the instructions before, 3.6 % now). A session \
-    without a secret shield no longer builds a throwaway one at every run's end, only when its report holds a \
-    secret. Each step was measured against the one before in interleaved runs (`bench turns 1`, three each, load \
-    1.8 to 2.2); from the first to the last: CPU per turn of the 6-call task 0.57–0.64 ms to 0.43–0.48 ms; 64 \
-    sessions × 10 turns 0.36–0.44 ms to 0.28–0.36 ms, p99 7.4–12.4 ms to 3.2–4.7 ms. What is left, by the \
-    profile: the store writer (20 %: statements, B-tree balancing of the events and messages tables, WAL frames), \
-    SSE parsing (11 %: the mock streams a tool call in about 30 chunks, as a real server does token by token), \
-    malloc and free (17 %, spread over everything), JSON-RPC transport and dispatch (7 %), serialising the request \
-    (5 %), the report's secret scan at run end (3 %). A third to a half of the CPU per turn is system time: the \
-    HTTP round trip to the provider, the JSON-RPC replies, and the wake-ups between a run's task, the writer thread \
-    and the connection tasks. Part of each turn's cost here is per run (session creation, a new connection to a \
-    fresh mock, run start and end, the report), spread over 7 turns.";
+    instructions for that workload from 2.95 G to 1.27 G, 1.06 G, 0.94 G, 0.88 G and now 0.72 G. This round: a run's \
+    tool offer (schemas, their JSON and their length) is made once per distinct file and command tools and shared by \
+    the runs offering it, where every run cloned and serialised about 8 KB of schemas; each message is serialised \
+    once, when it is added, and a call that sends the conversation unchanged splices those (the system prompt was \
+    serialised again on every call); SSE chunks are read in one pass (each nested part was parsed again from its raw \
+    text, five levels deep); the secret scan finds every pattern's prefix in one Aho-Corasick pass instead of one \
+    search per pattern. Together: SSE assembly 94 M to 12 M instructions, serialising requests 48 M to 15 M, the \
+    report's secret scan 33 M to 14 M. CPU time did not follow the instruction count: in interleaved runs (`bench \
+    turns 3` against the previous daemon, four each) the 6-call task went from 0.79–0.81 ms to 0.64–0.76 ms per turn \
+    and the 64-session rounds from 0.44–0.59 ms to 0.36–0.53 ms, within the noise. What is left is mostly not instructions: a third to a \
+    half of the CPU per turn is system time (about 60 system calls per turn: 16 pwrite64 of WAL frames, 4 fcntl \
+    locks and 2 page reads on the store's thread; reads, writes, epoll and futex wake-ups between a run's task, the \
+    writer thread and the connection tasks; 5 statx per file tool call resolving its path), and in this VM every \
+    wake-up of another thread costs more than the work it hands over. By the profile, of the 0.72 G: the store \
+    writer 26 % (SQLite statements, B-tree balancing, WAL checksums), malloc and free 22 %, JSON-RPC transport and \
+    dispatch 8 %. Tried and not kept: mimalloc as the allocator took the instructions to 0.61 G but raised the \
+    64-session p99 (median of nine rounds 7.8 ms against 4.7 ms), likely the page purges it does on worker threads; \
+    thin LTO took 2 % off for twice the build time; one worker thread instead of two halved the context switches \
+    but raised the 64-session p99 (median of nine rounds 9.1 ms against 3.6 ms) (`worker_threads` in swivald.toml sets it; one per core stays the \
+    default).";
