@@ -125,7 +125,7 @@ struct WireMessage<'a>(&'a Value);
 impl serde::Serialize for WireMessage<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.0 {
-            Value::Object(map) if map.keys().any(|k| k.starts_with('_')) => {
+            Value::Object(map) if has_internal_keys(self.0) => {
                 s.collect_map(map.iter().filter(|(k, _)| !k.starts_with('_')))
             }
             other => other.serialize(s),
