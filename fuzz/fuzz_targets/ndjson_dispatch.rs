@@ -48,6 +48,9 @@ static STOPS: AtomicU64 = AtomicU64::new(0);
 
 fuzz_target!(init: start_daemon(), |data: &[u8]| {
     let socket = SOCKET.get().expect("the daemon was started in init");
+    // Counted before the input is sent: a daemon told to shut down may stop
+    // (and count its stop) before this thread has read the reply's end.
+    let stopped = STOPS.load(Ordering::SeqCst);
     let output = exchange(socket, data);
     if matches!(data.first(), Some(b'{' | b'[')) {
         check_ndjson_output(data, &output);
@@ -55,7 +58,6 @@ fuzz_target!(init: start_daemon(), |data: &[u8]| {
     // After `daemon/shutdown` (it stops once its reply is written) the next input
     // should meet the restarted daemon, not one that is going away.
     if String::from_utf8_lossy(&output).contains("\"stopping\":true") {
-        let stopped = STOPS.load(Ordering::SeqCst);
         let deadline = Instant::now() + RESTART_LIMIT;
         while STOPS.load(Ordering::SeqCst) == stopped {
             assert!(Instant::now() < deadline, "the daemon did not stop within {RESTART_LIMIT:?} of daemon/shutdown");
