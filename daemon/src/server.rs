@@ -108,6 +108,7 @@ fn session_settings(
             max_sessions: settings.max_live_sessions.max(1) as usize,
             idle_timeout: settings.session_idle_timeout(),
         },
+        process_idle: settings.process_idle_timeout(),
         mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
             idle: crate::config::seconds(settings.mcp_idle_timeout_s, 0.0),
             call_timeout: crate::config::seconds(settings.mcp_call_timeout_s, 0.001),

@@ -83,6 +83,9 @@ pub struct Settings {
     pub prune_sessions_after_days: f64,
     /// Seconds an MCP server no session uses keeps running before it is stopped.
     pub mcp_idle_timeout_s: f64,
+    /// Seconds a prespawn pool or persistent worker no call uses keeps its
+    /// processes before they are stopped; 0 keeps them until the daemon stops.
+    pub process_idle_timeout_s: f64,
     /// Seconds one MCP tool call may take.
     pub mcp_call_timeout_s: f64,
     /// Seconds an MCP server may take to start and list its tools.
@@ -119,6 +122,7 @@ impl Default for Settings {
             approval_timeout_s: 300.0,
             prune_sessions_after_days: 0.0,
             mcp_idle_timeout_s: 300.0,
+            process_idle_timeout_s: 300.0,
             mcp_call_timeout_s: 120.0,
             mcp_start_timeout_s: 30.0,
             worker_threads: 0,
@@ -151,6 +155,11 @@ impl Settings {
     /// `session_idle_timeout_s` as a duration; `None` when it is off.
     pub fn session_idle_timeout(&self) -> Option<Duration> {
         positive_seconds(self.session_idle_timeout_s)
+    }
+
+    /// `process_idle_timeout_s` as a duration; `None` when it is off.
+    pub fn process_idle_timeout(&self) -> Option<Duration> {
+        positive_seconds(self.process_idle_timeout_s)
     }
 
     /// `header_read_timeout_s` as a duration; `None` when it is off.

@@ -475,3 +475,54 @@ fn sixteen_sessions_with_filter_and_reviewer_finish_and_leave_no_children() {
     let scripts_dir = shared.display().to_string();
     assert!(processes_mentioning(&scripts_dir).is_empty(), "children left behind");
 }
+
+/// A one-shot identity filter.
+const IDENTITY: &str = r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+print(json.dumps({"messages": req["messages"]}))
+"#;
+
+#[test]
+fn prespawned_processes_and_persistent_workers_unused_for_the_idle_time_are_stopped() {
+    let env = TestEnv::new();
+    env.daemon_settings("process_idle_timeout_s = 0.2");
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    script(&project, "idle-pre.py", IDENTITY);
+    script(&project, "idle-worker.py", WORKER);
+    std::fs::write(
+        project.join("swival.toml"),
+        "[[filters]]\ncommand = \"./idle-pre.py\"\nprespawn = 1\n\n\
+         [[filters]]\ncommand = \"./idle-worker.py\"\nmode = \"persistent\"\n",
+    )
+    .unwrap();
+    let mock = MockProvider::start(vec![Step::text("one"), Step::text("two")]);
+    let mut c = daemon.nd();
+    c.ok("project/trust", json!({"base_dir": project}));
+    let (sid, r) = run_to_end(&mut c, &project, provider(&mock), "first");
+    assert_eq!(r["answer"], "one", "{r}");
+    let worker = std::fs::read_to_string(project.join("worker-pids.txt")).unwrap();
+
+    // The call left the worker running and, once served, started the next
+    // filter process; neither is used again, so both are stopped. Without
+    // the idle stop they would wait until the daemon stops.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = [processes_mentioning("idle-pre.py"), processes_mentioning("idle-worker.py")].concat();
+        if left.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running a minute after the run: {left:?}\n{}", env.log());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(env.log().contains("unused for"), "the stop is logged:\n{}", env.log());
+
+    // The next call starts afresh.
+    std::fs::remove_file(project.join("worker-pids.txt")).unwrap();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "second"}))["run_id"].clone();
+    let r = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(r["answer"], "two", "{r}");
+    let restarted = std::fs::read_to_string(project.join("worker-pids.txt")).unwrap();
+    assert_ne!(restarted.trim(), worker.trim(), "a fresh worker served the second call");
+}

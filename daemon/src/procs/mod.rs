@@ -35,12 +35,13 @@ pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
 pub use pin::{locate, Pinned};
 
 pub use crate::environment::CallerEnv;
+use crate::shutdown::Shutdown;
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
@@ -106,9 +107,38 @@ pub struct ProcessRunner {
     /// The size of `slots`.
     max_children: usize,
     /// Prespawned processes, per script and pool size.
-    pools: Mutex<HashMap<(Script, u32), Arc<Pool>>>,
+    pools: Mutex<HashMap<(Script, u32), Kept<Pool>>>,
     /// Persistent workers, per script.
-    workers: Mutex<HashMap<Script, Arc<Worker>>>,
+    workers: Mutex<HashMap<Script, Kept<Worker>>>,
+}
+
+/// A prespawn pool or a persistent worker, and when a call last asked for
+/// it. A script is one per caller environment and pinned content, so a
+/// user who edits a filter or runs from another shell leaves the old one
+/// behind: [`ProcessRunner::retire_idle`] stops it.
+struct Kept<T> {
+    /// The pool or worker; calls hold clones while they use it.
+    item: Arc<T>,
+    /// When a call last asked for it.
+    used: Instant,
+}
+
+impl<T> Kept<T> {
+    fn new(item: T) -> Kept<T> {
+        Kept { item: Arc::new(item), used: Instant::now() }
+    }
+
+    /// The item for a call, marked used now.
+    fn use_now(&mut self) -> Arc<T> {
+        self.used = Instant::now();
+        self.item.clone()
+    }
+
+    /// Not asked for since `cutoff` and held by no call. Clones are only
+    /// made under the map's lock, so this holds while the lock is held.
+    fn idle_since(&self, cutoff: Instant) -> bool {
+        self.used <= cutoff && Arc::strong_count(&self.item) == 1
+    }
 }
 
 impl std::fmt::Debug for ProcessRunner {
@@ -201,17 +231,18 @@ impl ProcessRunner {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools
             .entry((script.clone(), size))
-            .or_insert_with(|| Arc::new(Pool { script: script.clone(), size: size as usize, ready: Mutex::default() }))
-            .clone()
+            .or_insert_with(|| Kept::new(Pool { script: script.clone(), size: size as usize, ready: Mutex::default() }))
+            .use_now()
     }
 
     fn worker(&self, script: &Script) -> Arc<Worker> {
-        self.workers.lock().unwrap_or_else(|p| p.into_inner()).entry(script.clone()).or_default().clone()
+        let mut workers = self.workers.lock().unwrap_or_else(|p| p.into_inner());
+        workers.entry(script.clone()).or_insert_with(|| Kept::new(Worker::default())).use_now()
     }
 
     /// The pid of a script's persistent worker, if it runs.
     pub async fn worker_pid(&self, script: &Script) -> Option<u32> {
-        let worker = self.workers.lock().unwrap_or_else(|p| p.into_inner()).get(script).cloned();
+        let worker = self.workers.lock().unwrap_or_else(|p| p.into_inner()).get(script).map(|k| k.item.clone());
         match worker {
             Some(w) => w.pid().await,
             None => None,
@@ -221,10 +252,53 @@ impl ProcessRunner {
     /// Kill every prespawned process and persistent worker.
     pub async fn shutdown(&self) {
         self.pools.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        let workers: Vec<_> = self.workers.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, w)| w).collect();
+        let workers: Vec<_> =
+            self.workers.lock().unwrap_or_else(|p| p.into_inner()).drain().map(|(_, w)| w.item).collect();
         for w in workers {
             w.stop().await;
         }
+    }
+
+    /// Stop the prespawned processes and persistent workers that no call
+    /// has asked for in the `idle` before `now` and that no call holds;
+    /// the next call for one of their scripts starts afresh. How many pools
+    /// and workers were stopped.
+    pub fn retire_idle(&self, now: Instant, idle: Duration) -> usize {
+        let Some(cutoff) = now.checked_sub(idle) else { return 0 };
+        let mut retired = 0;
+        // Dropping the last handle kills: a pool's ready processes, a
+        // worker's process group.
+        self.pools.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, pool| {
+            let idle = pool.idle_since(cutoff);
+            retired += usize::from(idle);
+            !idle
+        });
+        self.workers.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, worker| {
+            let idle = worker.idle_since(cutoff);
+            retired += usize::from(idle);
+            !idle
+        });
+        if retired > 0 {
+            tracing::info!("stopped {retired} prespawn pool(s) and persistent worker(s) unused for {idle:?}");
+        }
+        retired
+    }
+}
+
+/// Retire pools and workers unused for `idle` (`process_idle_timeout_s`),
+/// checking a few times per `idle`, until the daemon stops or the runner
+/// is gone.
+pub async fn retire_idle_until_shutdown(runner: Weak<ProcessRunner>, idle: Duration, shutdown: Shutdown) {
+    let every = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.wait() => return,
+        }
+        let Some(runner) = runner.upgrade() else { return };
+        runner.retire_idle(Instant::now(), idle);
     }
 }
 

@@ -204,7 +204,13 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
                     let _ = tx.send(Ok(reply));
                 }
             };
-            tracing::warn!("persistent worker {program}: {why}");
+            // Already cancelled: stopped on purpose (idle, shutdown, a
+            // timeout that replaced it, which is reported where it happened).
+            if dead.is_cancelled() {
+                tracing::info!("persistent worker {program}: {why}");
+            } else {
+                tracing::warn!("persistent worker {program}: {why}");
+            }
             dead.cancel();
             for (_, tx) in pending.lock().unwrap_or_else(|p| p.into_inner()).drain() {
                 let _ = tx.send(Err(why.clone()));

@@ -137,19 +137,27 @@ fn call(script: &Script, mode: Mode) -> Call<'_> {
 fn ready(runner: &ProcessRunner, script: &Script, size: u32) -> Vec<i32> {
     let pools = runner.pools.lock().unwrap();
     let Some(pool) = pools.get(&(script.clone(), size)) else { return Vec::new() };
-    let ready = pool.ready.lock().unwrap();
+    let ready = pool.item.ready.lock().unwrap();
     ready.iter().filter_map(Spawned::pgid).collect()
 }
 
-/// Let the pool's refill (a background task) run until `size` processes
-/// of `script` are ready.
+/// Whether the refill of the pool of `script` at `size` (a background
+/// task) has finished: nothing but the runner holds the pool.
+fn refilled(runner: &ProcessRunner, script: &Script, size: u32) -> bool {
+    runner.pools.lock().unwrap().get(&(script.clone(), size)).is_some_and(|pool| Arc::strong_count(&pool.item) == 1)
+}
+
+/// Let the pool's refill run, for up to a minute, until `size` processes
+/// of `script` are ready and the refill is over.
 async fn until_ready(runner: &ProcessRunner, script: &Script, size: u32) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let pids = ready(runner, script, size);
-        if pids.len() == size as usize {
+        if pids.len() == size as usize && refilled(runner, script, size) {
             return pids;
         }
-        tokio::task::yield_now().await;
+        assert!(Instant::now() < deadline, "the pool of {script:?} was not refilled within a minute");
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
@@ -195,5 +203,84 @@ async fn a_prespawned_process_starts_once_the_call_before_it_is_served_and_a_cha
     assert!(matches!(err, ProcError::Changed { .. }), "{err}");
     assert_eq!(ready(&runner, &script, 1), vec![waiting], "the waiting process was not taken");
     assert!(!log().contains(&format!("served {waiting}")), "{}", log());
+    runner.shutdown().await;
+}
+
+/// A persistent worker answering `{"id": N, "pid": PID}` to every line.
+const ANSWERS_ITS_PID: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    print(json.dumps({"id": json.loads(line)["id"], "pid": os.getpid()}), flush=True)
+"#;
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Wait, up to a minute, until process `pid` has ended.
+async fn until_ended(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ended(pid) {
+        assert!(Instant::now() < deadline, "process {pid} still runs a minute after it was stopped");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn pools_and_workers_unused_for_the_idle_time_are_stopped_and_held_ones_are_kept() {
+    let runner = Arc::new(ProcessRunner::new(4));
+    let cancel = CancellationToken::new();
+    let idle = Duration::from_secs(3600);
+    let later = || Instant::now() + 2 * idle;
+
+    // A pool with a process waiting, and a running worker.
+    let pooled_dir = tempfile::tempdir().unwrap();
+    let pooled = script(pooled_dir.path(), LOGS_ITS_LIFE);
+    std::fs::write(pooled_dir.path().join("release"), "").unwrap();
+    runner.call(call(&pooled, Mode::Prespawn(1)), &cancel).await.unwrap();
+    let [waiting] = until_ready(&runner, &pooled, 1).await[..] else { unreachable!() };
+    let worker_dir = tempfile::tempdir().unwrap();
+    let worker = script(worker_dir.path(), ANSWERS_ITS_PID);
+    runner.call(call(&worker, Mode::Persistent), &cancel).await.unwrap();
+    let worker_pid = runner.worker_pid(&worker).await.expect("the worker runs") as i32;
+
+    // Used within the idle time: kept.
+    assert_eq!(runner.retire_idle(Instant::now(), idle), 0);
+    assert_eq!(ready(&runner, &pooled, 1), vec![waiting]);
+    assert!(!ended(worker_pid));
+
+    // A pool whose process is serving a call is kept however long ago it
+    // was asked for; the idle worker is stopped.
+    let held_dir = tempfile::tempdir().unwrap();
+    let held = script(held_dir.path(), LOGS_ITS_LIFE);
+    let serving = {
+        let (runner, held) = (runner.clone(), held.clone());
+        tokio::spawn(async move { runner.call(call(&held, Mode::Prespawn(1)), &CancellationToken::new()).await })
+    };
+    let log = || std::fs::read_to_string(held_dir.path().join("life.log")).unwrap_or_default();
+    while !log().contains("started") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(runner.retire_idle(later(), idle), 2, "the idle pool and worker are stopped, the held pool is not");
+    assert_eq!(ready(&runner, &pooled, 1), Vec::<i32>::new());
+    assert!(runner.pools.lock().unwrap().contains_key(&(held.clone(), 1)), "the pool serving a call was stopped");
+    assert_eq!(runner.worker_pid(&worker).await, None);
+    until_ended(waiting).await;
+    until_ended(worker_pid).await;
+
+    // Once served, the held pool goes idle too; the next call for a
+    // stopped script starts afresh.
+    std::fs::write(held_dir.path().join("release"), "").unwrap();
+    serving.await.unwrap().unwrap();
+    until_ready(&runner, &held, 1).await;
+    assert_eq!(runner.retire_idle(later(), idle), 1);
+    runner.call(call(&worker, Mode::Persistent), &cancel).await.unwrap();
+    let restarted = runner.worker_pid(&worker).await.expect("a fresh worker runs") as i32;
+    assert_ne!(restarted, worker_pid);
     runner.shutdown().await;
 }

@@ -112,6 +112,9 @@ pub struct SessionSettings {
     pub approval_timeout: std::time::Duration,
     /// The daemon's MCP servers.
     pub mcp: Arc<crate::mcp::McpPool>,
+    /// When unused prespawn pools and persistent workers are stopped
+    /// (`process_idle_timeout_s`); `None`: at shutdown only.
+    pub process_idle: Option<Duration>,
 }
 
 /// Every session, live or stored.
@@ -263,9 +266,13 @@ impl Sessions {
             }
         }
         let live = Arc::new(Live::new(shared.settings.live));
-        if let Some(timeout) = shared.settings.live.idle_timeout {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            if let Some(timeout) = shared.settings.live.idle_timeout {
                 rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.shutdown.clone()));
+            }
+            if let Some(idle) = shared.settings.process_idle {
+                let runner = Arc::downgrade(&shared.runner);
+                rt.spawn(crate::procs::retire_idle_until_shutdown(runner, idle, shared.shutdown.clone()));
             }
         }
         Ok(Sessions { shared, live, callers: caller::Callers::default() })

@@ -28,6 +28,7 @@ fn fixture(max_sessions: usize) -> Fixture {
         max_cache_bytes: 1 << 20,
         approval_timeout: Duration::from_secs(60),
         live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
+        process_idle: Some(Duration::from_secs(60)),
         mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
             idle: Duration::from_secs(60),
             call_timeout: Duration::from_secs(60),
