@@ -13,7 +13,9 @@
 //! `bench turns [ROUNDS]` runs only the per-turn measures and prints them
 //! (see `turns.rs`), leaving BENCHMARKS.md as it is; `bench filter-latency
 //! [ROUNDS]` likewise runs only what a filter adds per call with the mock
-//! at 200 ms per call (see `filter_latency.rs`).
+//! at 200 ms per call (see `filter_latency.rs`); `bench floor [TURNS]`
+//! measures, without swivald, what the least a turn must do costs on this
+//! machine (see `floor.rs`).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -24,11 +26,12 @@ use swival_tests::mock::{Gate, MockProvider, Step};
 use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 
 mod filter_latency;
+mod floor;
 mod soak;
 mod text;
 mod turns;
 
-use text::{load_average, machine, WHY_CPU, WHY_UNKNOWN};
+use text::{load_average, machine, why_floor, WHY_CPU, WHY_UNKNOWN};
 use turns::{concurrent_round, read_calls, session, six_call_runs, six_call_turn, Round};
 
 const COMMAND: &str = "cargo build --release --workspace && cargo run --release -p swival-tests --bin bench";
@@ -222,6 +225,14 @@ fn main() {
         filter_latency::filter_latency_only(rounds);
         return;
     }
+    if std::env::args().nth(1).as_deref() == Some("floor") {
+        floor::floor(std::env::args().nth(2).map(|n| n.parse().expect("bench floor [turns]")));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("floor-child") {
+        floor::floor_child(&std::env::args().skip(2).collect::<Vec<_>>());
+        return;
+    }
     if std::env::args().nth(1).as_deref() == Some("turns") {
         turns::turns_only(std::env::args().nth(2).map_or(3, |n| n.parse().expect("bench turns [rounds]")));
         return;
@@ -344,12 +355,20 @@ fn six_call_task(report: &mut Report, nd: &mut swival_tests::NdConn, project: &P
             millis(cpu_per_turn)
         ),
     );
+    // The least a turn must do, without swivald, with the request swivald sends.
+    let request = six_call_turn(nd, project, json!([])).1;
+    let floor = floor::measure(&request, floor::FULL_RUN_TURNS);
     report.target(
         "swivald CPU time per turn of the 6-call task (user + system, from /proc)",
         millis(cpu_per_turn),
         "≤ 0.25 ms",
         (cpu_per_turn.as_secs_f64() * 1e3, 0.25, "ms"),
-        WHY_CPU,
+        &format!("{}{WHY_CPU}", why_floor(floor.total(), cpu_per_turn, 0.25, floor::FULL_RUN_TURNS)),
+    );
+    report.row(
+        "floor of a turn without swivald: one HTTP exchange with the mock, one SQLite commit, one notification line, \
+         on one thread (CPU per turn, user + system; `bench floor`)",
+        format!("{} (user {}, system {})", millis(floor.total()), millis(floor.user), millis(floor.system)),
     );
 }
 

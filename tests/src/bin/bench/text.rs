@@ -45,23 +45,32 @@ pub const WHY_UNKNOWN: &str = "Not analysed yet.";
 /// × 10 turns; release build with line tables).
 pub const WHY_CPU: &str = "Profiled with callgrind (`SWIVALD_BENCH_WRAPPER=\"valgrind --tool=callgrind\" \
     target/release/bench turns 1`; perf's samples in this VM land on the kernel). Rounds of work took the daemon's \
-    instructions for that workload from 2.95 G to 1.27 G, 1.06 G, 0.94 G, 0.88 G and now 0.72 G. This round: a run's \
-    tool offer (schemas, their JSON and their length) is made once per distinct file and command tools and shared by \
-    the runs offering it, where every run cloned and serialised about 8 KB of schemas; each message is serialised \
-    once, when it is added, and a call that sends the conversation unchanged splices those (the system prompt was \
-    serialised again on every call); SSE chunks are read in one pass (each nested part was parsed again from its raw \
-    text, five levels deep); the secret scan finds every pattern's prefix in one Aho-Corasick pass instead of one \
-    search per pattern. Together: SSE assembly 94 M to 12 M instructions, serialising requests 48 M to 15 M, the \
-    report's secret scan 33 M to 14 M. CPU time did not follow the instruction count: in interleaved runs (`bench \
-    turns 3` against the previous daemon, four each) the 6-call task went from 0.79–0.81 ms to 0.64–0.76 ms per turn \
-    and the 64-session rounds from 0.44–0.59 ms to 0.36–0.53 ms, within the noise. What is left is mostly not instructions: a third to a \
-    half of the CPU per turn is system time (about 60 system calls per turn: 16 pwrite64 of WAL frames, 4 fcntl \
-    locks and 2 page reads on the store's thread; reads, writes, epoll and futex wake-ups between a run's task, the \
-    writer thread and the connection tasks; 5 statx per file tool call resolving its path), and in this VM every \
-    wake-up of another thread costs more than the work it hands over. By the profile, of the 0.72 G: the store \
-    writer 26 % (SQLite statements, B-tree balancing, WAL checksums), malloc and free 22 %, JSON-RPC transport and \
-    dispatch 8 %. Tried and not kept: mimalloc as the allocator took the instructions to 0.61 G but raised the \
-    64-session p99 (median of nine rounds 7.8 ms against 4.7 ms), likely the page purges it does on worker threads; \
-    thin LTO took 2 % off for twice the build time; one worker thread instead of two halved the context switches \
-    but raised the 64-session p99 (median of nine rounds 9.1 ms against 3.6 ms) (`worker_threads` in swivald.toml sets it; one per core stays the \
-    default).";
+    instructions for that workload from 2.95 G to 1.27 G, 1.06 G, 0.94 G, 0.88 G and 0.72 G (the last round: a run's \
+    tool offer made once and shared, each message serialised once and spliced into requests, SSE chunks read in one \
+    pass, the secret scan's prefixes found in one Aho-Corasick pass). CPU time did not follow the instruction count \
+    as far: a third to a half of the CPU per turn is system time (about 60 system calls per turn: pwrite64 of WAL \
+    frames, fcntl locks and page reads on the store's thread; reads, writes, epoll and futex wake-ups between a run's \
+    task, the writer thread and the connection tasks; statx resolving each file tool's path; the loopback TCP of the \
+    provider call), and in this VM every wake-up of another thread costs more than the work it hands over. By the \
+    profile, of the 0.72 G: the store writer 26 % (SQLite statements, B-tree balancing, WAL checksums), malloc and \
+    free 22 %, JSON-RPC transport and dispatch 8 %. Tried and not kept: mimalloc (instructions to 0.61 G, but the \
+    64-session p99 rose from a median of 4.7 ms to 7.8 ms over nine rounds, and freed memory was held), thin LTO (2 % \
+    off for twice the build time), one worker thread (context switches halved, the 64-session p99 rose from 3.6 ms \
+    to 9.1 ms; `worker_threads` in swivald.toml sets it, one per core stays the default).";
+
+/// What the floor measured by `bench floor` says of swivald's `cpu` per
+/// turn against its target of `target_ms`.
+pub fn why_floor(floor: std::time::Duration, cpu: std::time::Duration, target_ms: f64, turns: usize) -> String {
+    let floor_ms = floor.as_secs_f64() * 1e3;
+    format!(
+        "The floor of a turn on this machine is {floor_ms:.2} ms: `bench floor` (see tests/src/bin/bench/floor.rs) \
+         runs, without swivald and on one thread, only what no design of the daemon can skip per turn ({turns} \
+         turns): the same chat request sent with the daemon's HTTP client to the same mock, its streamed reply \
+         parsed, one event row committed to SQLite as the store does, one notification line written to a Unix \
+         socket. The target leaves {:.2} ms above that floor for the tool call, the conversation and the events \
+         swivald stores and sends for a call, a tool and its result, and a run's RPCs and session set-up spread over \
+         its turns; swivald uses {:.2} ms above it. ",
+        target_ms - floor_ms,
+        cpu.as_secs_f64() * 1e3 - floor_ms,
+    )
+}
