@@ -65,7 +65,8 @@ enum Command {
     },
     /// Print the effective config for a project, with where each key came from.
     Config {
-        /// Project directory (default: the current directory).
+        /// Project directory (default: the nearest directory from the
+        /// current one up holding `.git` or `swival.toml`, as `run`).
         #[arg(long)]
         base_dir: Option<PathBuf>,
         /// Print JSON.

@@ -276,3 +276,32 @@ fn old_flag_names_stay_as_aliases_and_a_bad_extra_body_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--extra-body must be a JSON object"));
 }
+
+#[test]
+fn swivalctl_run_from_a_subdirectory_works_in_the_project_root_as_swival_does() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let project = env.project("p");
+    std::fs::create_dir(project.join(".git")).unwrap();
+    std::fs::write(project.join("README.md"), "the root readme\n").unwrap();
+    let deep = project.join("src/module");
+    std::fs::create_dir_all(&deep).unwrap();
+    // The model reads a file of the root by its path relative to the root.
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "README.md"})),
+        Step::text("ok"),
+    ]);
+    let out = env.swivalctl(&daemon, &deep).arg("run").args(provider_flags(&mock)).arg("t").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(mock.tool_results()["c1"].contains("the root readme"), "{:?}", mock.tool_results());
+    let mut c = daemon.nd();
+    let sessions = c.ok("session/list", json!({}))["sessions"].clone();
+    let base = project.canonicalize().unwrap();
+    assert_eq!(sessions[0]["base_dir"], base.display().to_string(), "{sessions}");
+
+    // `swivalctl config` resolves the same directory: the root's swival.toml applies.
+    std::fs::write(project.join("swival.toml"), "max_turns = 7\n").unwrap();
+    let out = env.swivalctl(&daemon, &deep).args(["config", "--json"]).output().unwrap();
+    let resolved: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(resolved["config"]["max_turns"], 7, "{resolved}");
+}

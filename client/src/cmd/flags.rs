@@ -108,6 +108,22 @@ fn cli_path(p: &Path) -> PathBuf {
     std::env::current_dir().map(|cwd| cwd.join(p)).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// The base directory of a run or of `swivalctl config`: `--base-dir`
+/// (relative to `cwd`), else Swival's project root: the nearest directory
+/// from `cwd` up that holds `.git` (a directory, or a file as in a worktree
+/// or submodule) or `swival.toml` (`.swival/` alone does not count), else
+/// `cwd` itself.
+pub fn base_dir(flag: Option<&Path>, cwd: &Path) -> PathBuf {
+    match flag {
+        Some(p) => cwd.join(p),
+        None => cwd
+            .ancestors()
+            .find(|dir| dir.join(".git").exists() || dir.join("swival.toml").exists())
+            .unwrap_or(cwd)
+            .to_path_buf(),
+    }
+}
+
 /// `--extra-body`: a JSON object, as Swival requires.
 pub fn parse_extra_body(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str(text) {
@@ -134,6 +150,28 @@ mod tests {
         assert_eq!(parse_extra_body(r#"{"a": 1}"#).unwrap()["a"], 1);
         assert_eq!(parse_extra_body("[1]").unwrap_err(), "--extra-body must be a JSON object");
         assert!(parse_extra_body("{").unwrap_err().starts_with("--extra-body is not valid JSON"));
+    }
+
+    #[test]
+    fn the_base_dir_is_the_nearest_project_root_up_from_the_current_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = d.path().join("repo");
+        let deep = repo.join("pkg/sub/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        assert_eq!(base_dir(None, &deep), repo, "a .git directory marks the root");
+        assert_eq!(base_dir(None, &repo), repo);
+        // `.swival/` alone is not a project root.
+        std::fs::create_dir(repo.join("pkg/.swival")).unwrap();
+        assert_eq!(base_dir(None, &deep), repo);
+        // The innermost wins: swival.toml nearer than .git, and a .git file (a worktree).
+        std::fs::write(repo.join("pkg/swival.toml"), "").unwrap();
+        assert_eq!(base_dir(None, &deep), repo.join("pkg"));
+        std::fs::write(repo.join("pkg/sub/.git"), "gitdir: ../../.git/worktrees/sub\n").unwrap();
+        assert_eq!(base_dir(None, &deep), repo.join("pkg/sub"));
+        // `--base-dir` is taken as given, relative to the current directory.
+        assert_eq!(base_dir(Some(Path::new("..")), &deep), deep.join(".."));
+        assert_eq!(base_dir(Some(Path::new("/elsewhere")), &deep), Path::new("/elsewhere"));
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub struct RunArgs {
     /// Provider API key.
     #[arg(long)]
     pub api_key: Option<String>,
-    /// Project directory (default: the current directory).
+    /// Project directory (default: the nearest directory from the current
+    /// one up holding `.git` or `swival.toml`, else the current directory).
     #[arg(long)]
     pub base_dir: Option<PathBuf>,
     /// Turn budget (default 100).
@@ -237,11 +238,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-    let base_dir = match &a.base_dir {
-        Some(p) if p.is_absolute() => p.clone(),
-        Some(p) => cwd.join(p),
-        None => cwd,
-    };
+    let base_dir = super::flags::base_dir(a.base_dir.as_deref(), &cwd);
     let client = connect(socket).await?;
     let Opened { session_id, from_seq, continue_env } = match open_session(&client, &a, &base_dir, &task).await? {
         Ok(opened) => opened,

@@ -121,7 +121,7 @@ pub async fn cancel(socket: &Path, run: String) -> Result<ExitCode, ClientError>
 pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Result<ExitCode, ClientError> {
     let cwd = std::env::current_dir()
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-    let base = base_dir.map(|p| if p.is_absolute() { p } else { cwd.join(p) }).unwrap_or(cwd);
+    let base = super::flags::base_dir(base_dir.as_deref(), &cwd);
     let client = connect(socket).await?;
     let r = client.resolve_config(&ConfigResolveParams { base_dir: base.display().to_string(), config: None }).await?;
     if json {
