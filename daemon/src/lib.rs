@@ -26,6 +26,7 @@ pub mod session;
 pub mod settings;
 pub mod shutdown;
 pub mod store;
+pub mod tls;
 pub mod tools;
 pub mod transport;
 

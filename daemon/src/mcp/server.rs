@@ -251,8 +251,7 @@ fn confined_launch(
 async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<RoleClient, ()>, String> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     use rmcp::transport::StreamableHttpClientTransport;
-    // rmcp's reqwest is built without a TLS crypto provider: ours is ring.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::tls::ensure_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {

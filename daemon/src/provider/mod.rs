@@ -298,6 +298,7 @@ impl Provider {
 
     /// A shared HTTP client for every session (rustls, no proxy lookups per call).
     pub fn http_client() -> reqwest::Client {
+        crate::tls::ensure_provider();
         reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(90))
             .build()

@@ -4,7 +4,7 @@
 //! A child process does, per turn, only what no design of the daemon can
 //! skip: send the chat request the last call of a 6-call task sends
 //! (captured from swivald first) to the mock over HTTP with the daemon's
-//! HTTP client (reqwest, one kept-alive connection), read the streamed
+//! HTTP client (`Provider::http_client`, one kept-alive connection), read the streamed
 //! reply and parse each SSE chunk as JSON, commit one event row to SQLite
 //! (WAL, `synchronous = NORMAL`, as the store does), and write one
 //! notification line to a Unix socket read by the parent. It runs on one
@@ -79,7 +79,9 @@ pub fn measure(request: &Value, turns: usize) -> Floor {
     let mock = MockProvider::start(steps);
     let (ours, theirs) = UnixStream::pair().unwrap();
     let reader = std::thread::spawn(move || BufReader::new(ours).lines().map_while(Result::ok).count());
+    // No proxy variables: the request goes straight to the mock, as swivald's do in the benchmark.
     let child = Command::new(std::env::current_exe().unwrap())
+        .env_clear()
         .arg("floor-child")
         .arg(format!("{}/chat/completions", mock.base_url()))
         .arg(&request_file)
@@ -114,7 +116,7 @@ pub fn floor_child(args: &[String]) {
     let mut insert = db.prepare("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)").unwrap();
     let mut out = std::io::stdout().lock();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = swivald::provider::Provider::http_client();
     let event = r#"{"type":"tool_call_started","run_id":"r-0123456789abcdef","call_id":"c1","name":"read_file","arguments":{"file_path":"a.txt","limit":100}}"#;
     let mut started = None;
     for i in 0..WARM_UP + turns {
