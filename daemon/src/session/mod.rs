@@ -133,8 +133,9 @@ pub(crate) struct Shared {
     pub store: Arc<Store>,
     /// Every session's event log, shared by sessions and subscribers.
     pub logs: Logs,
-    /// The HTTP connection pool for providers.
-    pub http: reqwest::Client,
+    /// The HTTP connection pool for providers, made on first use (see
+    /// [`Shared::http`]).
+    http: std::sync::OnceLock<reqwest::Client>,
     /// Daemon-wide cap on concurrent provider calls.
     pub llm_slots: Semaphore,
     /// Runs filters, hooks and reviewers.
@@ -155,6 +156,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The providers' HTTP client, made when the first run needs it: making
+    /// it reads the system's trust store (every certificate file in it),
+    /// which a daemon that only starts, or serves reads, never needs.
+    pub fn http(&self) -> reqwest::Client {
+        self.http.get_or_init(crate::provider::Provider::http_client).clone()
+    }
+
     /// The response cache, opened the first time a session needs it.
     pub fn cache(&self) -> Result<Arc<ResponseCache>, String> {
         self.cache
@@ -238,7 +246,7 @@ impl Sessions {
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: Logs::new(store.clone()),
-            http: crate::provider::Provider::http_client(),
+            http: std::sync::OnceLock::new(),
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
             runner: Arc::new(ProcessRunner::new(settings.max_children)),
             hooks: Arc::default(),

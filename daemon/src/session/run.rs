@@ -371,7 +371,7 @@ impl RunJob {
         let mut settings = provider_settings(cfg, &self.session.base_dir, env, self.shared.settings.backoff_base)?;
         settings.command_pins = self.session.pipeline.provider_pins.clone();
         settings.runner = Some(self.shared.runner.clone());
-        Ok(Provider::new(self.shared.http.clone(), settings))
+        Ok(Provider::new(self.shared.http(), settings))
     }
 
     /// The messages a run starts with: the system prompt (a new
