@@ -412,3 +412,22 @@ fn http_post_refused_body(socket: &Path, body: &str) -> (u16, String) {
     let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (status, out)
 }
+
+#[test]
+fn without_a_trust_store_a_plain_http_provider_still_works_and_the_log_says_why_https_will_not() {
+    let env = TestEnv::new();
+    // An empty certificate file as the only source: no certificate at all.
+    let empty = env.root().join("no-certificates.pem");
+    std::fs::write(&empty, "").unwrap();
+    let mut cmd = env.command(&swival_tests::bin("swivald"));
+    cmd.env("SSL_CERT_FILE", &empty);
+    let daemon = Daemon::spawn(&env, cmd, &[]).unwrap_or_else(|e| panic!("swivald did not start: {e}\n{}", env.log()));
+    let project = env.project("p");
+    let mock = MockProvider::start(vec![Step::text("fine")]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &project, &mock, json!({}));
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    let r = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(r["answer"], "fine", "{r}");
+    assert!(env.log().contains("cannot use the system's trust store"), "{}", env.log());
+}

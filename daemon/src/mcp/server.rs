@@ -251,7 +251,6 @@ fn confined_launch(
 async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<RoleClient, ()>, String> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     use rmcp::transport::StreamableHttpClientTransport;
-    crate::tls::ensure_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {
@@ -265,6 +264,7 @@ async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<
         let v = http::HeaderValue::from_str(value).map_err(|e| format!("header '{name}': {e}"))?;
         custom.insert(n, v);
     }
-    let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+    let client = crate::tls::client_builder().build().map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+    let transport = StreamableHttpClientTransport::with_client(client, config.custom_headers(custom));
     ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
 }

@@ -298,11 +298,10 @@ impl Provider {
 
     /// A shared HTTP client for every session (rustls, no proxy lookups per call).
     pub fn http_client() -> reqwest::Client {
-        crate::tls::ensure_provider();
-        reqwest::Client::builder()
+        crate::tls::client_builder()
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
-            .expect("a TLS backend is compiled in")
+            .expect("a preconfigured TLS backend builds")
     }
 
     /// Model and context window: from settings, else from `/v1/models`.

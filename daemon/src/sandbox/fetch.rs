@@ -304,9 +304,8 @@ async fn check_hop(url: &Url, allow: &[Cidr]) -> Result<Pinned, FetchError> {
 /// A client that connects only to the pinned addresses: no proxy (a proxy
 /// would resolve the name itself), no automatic redirects.
 fn client(pinned: &Pinned) -> Result<reqwest::Client, FetchError> {
-    crate::tls::ensure_provider();
     let mut b =
-        reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).user_agent(USER_AGENT);
+        crate::tls::client_builder().no_proxy().redirect(reqwest::redirect::Policy::none()).user_agent(USER_AGENT);
     if let Some(name) = &pinned.name {
         b = b.resolve_to_addrs(name, &pinned.addrs);
     }
