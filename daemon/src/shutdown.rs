@@ -10,7 +10,7 @@
 //! stop watches [`Shutdown::wait`] or a [`Shutdown::child_token`].
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -66,6 +66,29 @@ impl Shutdown {
     /// session's actor).
     pub fn hold(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
         self.tasks.token()
+    }
+
+    /// Call `sweep` on `target` with the time a few times per `period`
+    /// (every quarter of it, between once a second and once a minute) until
+    /// shutdown begins or `target` is dropped: the idle sweeps of sessions
+    /// and of prespawned processes.
+    pub async fn sweep_until_stopped<T>(
+        &self,
+        target: std::sync::Weak<T>,
+        period: Duration,
+        sweep: impl Fn(&T, Instant),
+    ) {
+        let every = (period / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = self.wait() => return,
+            }
+            let Some(target) = target.upgrade() else { return };
+            sweep(&target, Instant::now());
+        }
     }
 
     /// Wait for every task spawned through [`Shutdown::spawn`] to end, for

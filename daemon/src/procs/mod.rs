@@ -35,12 +35,11 @@ pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
 pub use pin::{locate, Pinned};
 
 pub use crate::environment::CallerEnv;
-use crate::shutdown::Shutdown;
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -282,23 +281,6 @@ impl ProcessRunner {
             tracing::info!("stopped {retired} prespawn pool(s) and persistent worker(s) unused for {idle:?}");
         }
         retired
-    }
-}
-
-/// Retire pools and workers unused for `idle` (`process_idle_timeout_s`),
-/// checking a few times per `idle`, until the daemon stops or the runner
-/// is gone.
-pub async fn retire_idle_until_shutdown(runner: Weak<ProcessRunner>, idle: Duration, shutdown: Shutdown) {
-    let every = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shutdown.wait() => return,
-        }
-        let Some(runner) = runner.upgrade() else { return };
-        runner.retire_idle(Instant::now(), idle);
     }
 }
 

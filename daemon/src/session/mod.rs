@@ -275,12 +275,17 @@ impl Sessions {
         }
         let live = Arc::new(Live::new(shared.settings.live));
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            // Idle sessions leave memory; idle prespawn pools and workers stop.
             if let Some(timeout) = shared.settings.live.idle_timeout {
-                rt.spawn(sweep_idle(Arc::downgrade(&live), timeout, shared.shutdown.clone()));
+                let (live, shutdown) = (Arc::downgrade(&live), shared.shutdown.clone());
+                rt.spawn(async move { shutdown.sweep_until_stopped(live, timeout, Live::sweep).await });
             }
             if let Some(idle) = shared.settings.process_idle {
-                let runner = Arc::downgrade(&shared.runner);
-                rt.spawn(crate::procs::retire_idle_until_shutdown(runner, idle, shared.shutdown.clone()));
+                let (runner, shutdown) = (Arc::downgrade(&shared.runner), shared.shutdown.clone());
+                let retire = move |runner: &ProcessRunner, now| {
+                    runner.retire_idle(now, idle);
+                };
+                rt.spawn(async move { shutdown.sweep_until_stopped(runner, idle, retire).await });
             }
         }
         Ok(Sessions { shared, live, callers: caller::Callers::default() })
@@ -547,22 +552,6 @@ impl Sessions {
         if matches!(self.shared.store.session(id), Ok(Some(_))) {
             self.shared.logs.log(id).emit(None, EventKind::Warning { message });
         }
-    }
-}
-
-/// Drop sessions idle past `timeout`, checking a few times per timeout,
-/// until the daemon stops or the registry is gone.
-async fn sweep_idle(live: std::sync::Weak<Live>, timeout: Duration, shutdown: Shutdown) {
-    let every = (timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = shutdown.wait() => return,
-        }
-        let Some(live) = live.upgrade() else { return };
-        live.sweep(std::time::Instant::now());
     }
 }
 
