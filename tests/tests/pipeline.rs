@@ -507,15 +507,9 @@ fn prespawned_processes_and_persistent_workers_unused_for_the_idle_time_are_stop
     // The call left the worker running and, once served, started the next
     // filter process; neither is used again, so both are stopped. Without
     // the idle stop they would wait until the daemon stops.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let left = [processes_mentioning("idle-pre.py"), processes_mentioning("idle-worker.py")].concat();
-        if left.is_empty() {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "still running a minute after the run: {left:?}\n{}", env.log());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    swival_tests::wait_until("the idle filter processes to be stopped", || {
+        processes_mentioning("idle-pre.py").is_empty() && processes_mentioning("idle-worker.py").is_empty()
+    });
     assert!(env.log().contains("unused for"), "the stop is logged:\n{}", env.log());
 
     // The next call starts afresh.
