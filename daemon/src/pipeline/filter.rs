@@ -57,6 +57,18 @@ pub struct FilterInput<'a> {
     pub tools: &'a [Value],
 }
 
+/// What a stage reads on stdin (Swival's request), written from borrowed
+/// parts: `tools` only when some are offered.
+#[derive(serde::Serialize)]
+struct Payload<'a> {
+    provider: &'a str,
+    model: &'a str,
+    call_kind: &'a str,
+    messages: &'a [Value],
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    tools: &'a [Value],
+}
+
 /// Run every stage in order, each on the previous stage's output.
 pub async fn apply(
     stages: &[Stage],
@@ -67,15 +79,13 @@ pub async fn apply(
 ) -> Result<Vec<Value>, FilterError> {
     let mut messages: Vec<Value> = input.messages.iter().map(normalize).collect();
     for stage in stages {
-        let mut payload = json!({
-            "provider": input.provider,
-            "model": input.model,
-            "call_kind": input.call_kind.as_str(),
-            "messages": messages,
-        });
-        if !input.tools.is_empty() {
-            payload["tools"] = Value::Array(input.tools.to_vec());
-        }
+        let payload = Payload {
+            provider: input.provider,
+            model: input.model,
+            call_kind: input.call_kind.as_str(),
+            messages: &messages,
+            tools: input.tools,
+        };
         let stdin = serde_json::to_vec(&payload).expect("JSON serializes");
         let call = Call {
             script: &stage.script,
@@ -191,16 +201,16 @@ fn sanitize_empty_assistant(mut m: Value) -> Value {
 /// the detail text.
 pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, String> {
     let v: Value = serde_json::from_slice(stdout).map_err(|e| format!("filter returned invalid JSON: {e}"))?;
-    let obj = v.as_object().ok_or("filter output is not a JSON object")?;
+    let Value::Object(mut obj) = v else { return Err("filter output is not a JSON object".into()) };
     if obj.get("allow") == Some(&Value::Bool(false)) {
         return Err(obj.get("reason").and_then(Value::as_str).unwrap_or("blocked by filter").to_owned());
     }
-    let messages = obj.get("messages").ok_or("filter output missing 'messages' key")?;
-    let list = messages.as_array().ok_or("filter returned non-list messages")?;
+    let messages = obj.remove("messages").ok_or("filter output missing 'messages' key")?;
+    let Value::Array(list) = messages else { return Err("filter returned non-list messages".into()) };
     for (i, m) in list.iter().enumerate() {
         validate_message(i, m)?;
     }
-    Ok(list.clone())
+    Ok(list)
 }
 
 fn validate_message(i: usize, m: &Value) -> Result<(), String> {

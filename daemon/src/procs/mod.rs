@@ -189,11 +189,10 @@ impl ProcessRunner {
                 drive(spawned, call.input, call.timeout, call.max_stdout, cancel).await
             }
             Mode::Persistent => {
-                let request: serde_json::Value = serde_json::from_slice(call.input).map_err(|e| {
-                    ProcError::Protocol { program: program(), message: format!("request is not JSON: {e}") }
-                })?;
-                let reply =
-                    self.worker(call.script).call(call.script, &request, call.timeout, call.max_stdout, cancel).await?;
+                let reply = self
+                    .worker(call.script)
+                    .call(call.script, call.input, call.timeout, call.max_stdout, cancel)
+                    .await?;
                 Ok(Output {
                     code: Some(0),
                     signal: None,

@@ -6,7 +6,7 @@
 
 use super::child::{kill_group, spawn, ProcError};
 use super::Script;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -78,26 +78,22 @@ impl Worker {
         self.live.lock().await.take();
     }
 
-    /// Send `request` (a JSON object; an `id` is added) and wait for the
-    /// reply with the same id (returned without it).
+    /// Send `request` (the text of a JSON object, as serde_json writes it;
+    /// an `id` is added) and wait for the reply with the same id (returned
+    /// without it).
     pub async fn call(
         &self,
         script: &Script,
-        request: &Value,
+        request: &[u8],
         timeout: Duration,
         max_line: usize,
         cancel: &CancellationToken,
     ) -> Result<Value, ProcError> {
         let program = script.argv.first().cloned().unwrap_or_default();
-        let Value::Object(fields) = request else {
+        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(text) = request_line(id, request) else {
             return Err(ProcError::Protocol { program, message: "persistent mode needs a JSON object request".into() });
         };
-        let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut line = Map::with_capacity(fields.len() + 1);
-        line.insert("id".into(), Value::from(id));
-        line.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let mut text = serde_json::to_string(&line).expect("JSON serializes");
-        text.push('\n');
 
         let (tx, rx) = oneshot::channel();
         let (gen, stdin, pending) = {
@@ -123,7 +119,7 @@ impl Worker {
         // killed for hanging fails the write, which ends the task.
         let write = tokio::spawn(async move {
             let mut stdin = stdin.lock().await;
-            stdin.write_all(text.as_bytes()).await
+            stdin.write_all(&text).await
         });
         let written = tokio::select! {
             r = write => r.unwrap_or_else(|e| Err(std::io::Error::other(e))),
@@ -156,6 +152,24 @@ impl Worker {
             guard.take();
         }
     }
+}
+
+/// The line sent for request `id`: the request object with `"id": id` as
+/// its first field, on one line. Spliced into the text, not parsed and
+/// written again (a filter's request is the whole conversation): a raw
+/// line break in valid JSON can only be whitespace between tokens (one in
+/// a string is escaped), so it becomes a space. `None` when `request` is
+/// not an object's text.
+fn request_line(id: u64, request: &[u8]) -> Option<Vec<u8>> {
+    let fields = request.trim_ascii().strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let mut line = Vec::with_capacity(fields.len() + 32);
+    line.extend_from_slice(format!("{{\"id\":{id}").as_bytes());
+    if !fields.trim_ascii().is_empty() {
+        line.push(b',');
+        line.extend(fields.iter().map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }));
+    }
+    line.extend_from_slice(b"}\n");
+    Some(line)
 }
 
 /// Start the worker process and its stdout/stderr readers.
@@ -227,4 +241,31 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
         });
     }
     Ok(Live { stdin: Arc::new(tokio::sync::Mutex::new(stdin)), pgid, pending, dead, pid, gen })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::request_line;
+    use serde_json::{json, Value};
+
+    fn sent(id: u64, request: &str) -> Value {
+        let line = request_line(id, request.as_bytes()).expect("an object");
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "one line, ended by its newline");
+        assert!(line.ends_with(b"\n"));
+        serde_json::from_slice(&line).expect("the line is JSON")
+    }
+
+    #[test]
+    fn the_id_is_spliced_into_the_object_on_one_line() {
+        let request = json!({"messages": [{"role": "user", "content": "a\nb \"q\""}], "model": "m"});
+        let line = sent(7, &serde_json::to_string(&request).unwrap());
+        assert_eq!(line, json!({"id": 7, "messages": [{"role": "user", "content": "a\nb \"q\""}], "model": "m"}));
+        // Written over several lines, it still goes as one.
+        let pretty = serde_json::to_string_pretty(&request).unwrap();
+        assert_eq!(sent(8, &pretty)["messages"], request["messages"]);
+        assert_eq!(sent(9, " { } "), json!({"id": 9}));
+        for not_an_object in ["[1]", "\"x\"", "", "{"] {
+            assert!(request_line(1, not_an_object.as_bytes()).is_none(), "{not_an_object:?}");
+        }
+    }
 }
