@@ -343,7 +343,7 @@ fn round_trips(
 /// The 6-call task's wall time and the daemon's CPU per turn.
 fn six_call_task(report: &mut Report, nd: &mut swival_tests::NdConn, project: &Path, pid: i32) {
     // A 6-call task: wall time per turn with a zero-latency mock.
-    let (per_turn, cpu_per_turn) = six_call_runs(nd, project, pid);
+    let (per_turn, cpu_per_turn) = six_call_runs(nd, project, pid, &json!([]));
     report.target(
         "wall time per turn of a 6-call task, mock at zero latency (p50 / p99); upper bound on daemon overhead",
         p50_p99(&per_turn, millis),

@@ -3,7 +3,10 @@
 //! iterating on the daemon's CPU per turn; BENCHMARKS.md is not touched).
 //! With `SWIVALD_BENCH_WRAPPER` set (e.g. `valgrind --tool=callgrind`),
 //! the daemon runs under that command and is stopped with SIGTERM at the
-//! end, so a profiler writes its output.
+//! end, so a profiler writes its output. With `SWIVALD_BENCH_FILTERS` set
+//! to a JSON list of filter stages (e.g.
+//! `[{"command": "/path/worker.py", "mode": "persistent"}]`), the 6-call
+//! runs go through them: for profiling a filter mode the same way.
 
 use super::{micros, millis, percentile};
 use serde_json::{json, Value};
@@ -16,11 +19,13 @@ use swival_tests::{Daemon, NdConn, TestEnv};
 /// Runs of the 6-call task measured.
 pub const SIX_CALL_RUNS: u32 = 60;
 
-/// [`SIX_CALL_RUNS`] runs of the 6-call task without filters: wall time per
-/// turn of each (sorted), and the daemon's CPU time per turn over them.
-pub fn six_call_runs(nd: &mut NdConn, project: &Path, pid: i32) -> (Vec<Duration>, Duration) {
+/// [`SIX_CALL_RUNS`] runs of the 6-call task through `filters` (a list of
+/// stages, usually none): wall time per turn of each (sorted), and the
+/// daemon's CPU time per turn over them.
+pub fn six_call_runs(nd: &mut NdConn, project: &Path, pid: i32, filters: &Value) -> (Vec<Duration>, Duration) {
     let cpu_before = cpu_time(pid);
-    let mut per_turn: Vec<Duration> = (0..SIX_CALL_RUNS).map(|_| six_call_turn(nd, project, json!([])).0).collect();
+    let mut per_turn: Vec<Duration> =
+        (0..SIX_CALL_RUNS).map(|_| six_call_turn(nd, project, filters.clone()).0).collect();
     per_turn.sort();
     (per_turn, cpu_time(pid).saturating_sub(cpu_before) / (SIX_CALL_RUNS * 7))
 }
@@ -42,7 +47,11 @@ pub fn turns_only(rounds: usize) {
     std::fs::write(project.join("a.txt"), "hello\n").unwrap();
     let mut nd = daemon.nd();
     let before = cpu_times(daemon.pid());
-    let (per_turn, cpu) = six_call_runs(&mut nd, &project, daemon.pid());
+    let filters = match std::env::var("SWIVALD_BENCH_FILTERS") {
+        Ok(list) => serde_json::from_str(&list).expect("SWIVALD_BENCH_FILTERS is a JSON list of filter stages"),
+        Err(_) => json!([]),
+    };
+    let (per_turn, cpu) = six_call_runs(&mut nd, &project, daemon.pid(), &filters);
     let after = cpu_times(daemon.pid());
     let turns = SIX_CALL_RUNS * 7;
     println!(
