@@ -1,21 +1,12 @@
 //! TLS for the daemon's HTTP clients (providers, `fetch`, MCP servers over
 //! HTTP). reqwest and rmcp are built with rustls and no crypto provider:
-//! this module installs ring's as the process default, and builds the one
-//! TLS configuration every client uses, once: certificates are checked by
+//! this module builds the one TLS configuration every client uses, with
+//! ring as its provider, once: certificates are checked by
 //! the platform verifier against the system's trust store, which is read
 //! when that configuration is made (every certificate file in it), not
 //! again for each client.
 
 use std::sync::{Arc, OnceLock};
-
-/// Install ring as rustls's crypto provider, once per process.
-fn ensure_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Already installed (by an embedding program) is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
 
 /// A reqwest client builder with the daemon's TLS configuration.
 pub fn client_builder() -> reqwest::ClientBuilder {
@@ -31,7 +22,6 @@ fn client_config() -> rustls::ClientConfig {
     CONFIG
         .get_or_init(|| {
             use rustls_platform_verifier::BuilderVerifierExt;
-            ensure_provider();
             let builder = || {
                 rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
                     .with_safe_default_protocol_versions()
