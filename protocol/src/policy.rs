@@ -80,6 +80,9 @@ pub struct McpServerStatus {
     /// Files it runs with their SHA-256 (in `policy/status`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDigest>,
+    /// Other files its arguments and environment name: its data, never pinned (in `policy/status`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_files: Vec<DataFile>,
 }
 
 /// How the daemon talks to an MCP server.
@@ -124,8 +127,22 @@ pub struct ScriptStatus {
     /// Hook priority, for hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
-    /// Files the command runs (the program, and script arguments that are files) with their SHA-256.
+    /// Files the command runs (the program, the script an interpreter runs, source files among its arguments) with the SHA-256 they are pinned to.
     pub files: Vec<FileDigest>,
+    /// Other files its arguments name (data it may write, such as a log or a database): never pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_files: Vec<DataFile>,
+}
+
+/// A file a policy command names as data: not pinned (the program may
+/// write it); protected from the model's file tools and commands when it
+/// lies in the session's base dir.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DataFile {
+    /// Absolute path.
+    pub path: String,
+    /// Whether the model's file tools and commands are kept from changing it.
+    pub protected: bool,
 }
 
 /// A `buffers/read` notification: the text of a file as the editor has it.

@@ -62,27 +62,31 @@ pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
     if let Some(body) = &a.extra_body {
         put("extra_body", Value::Object(body.clone()));
     }
-    let switches = [
-        ("yolo", a.yolo),
-        ("no_history", a.no_history),
-        ("no_mcp", a.no_mcp),
-        ("cache", a.cache),
-        ("encrypt_secrets", a.encrypt_secrets),
-        ("sandbox_strict_read", a.sandbox_strict_read),
-        ("no_system_prompt", a.no_system_prompt),
-        ("no_instructions", a.no_instructions),
-        ("no_read_guard", a.no_read_guard),
-        ("no_memory", a.no_memory),
-        ("no_continue", a.no_continue),
+    for (k, v) in switches(a) {
+        put(k, json!(v));
+    }
+}
+
+/// The keys of the on/off flags given on the command line, with the
+/// value each sets: `--yolo` sets `yolo` true, `--no-read-named-files`
+/// sets `read_named_files` false.
+fn switches(a: &RunArgs) -> Vec<(&'static str, bool)> {
+    let flags = [
+        ("yolo", a.yolo, true),
+        ("no_history", a.no_history, true),
+        ("no_mcp", a.no_mcp, true),
+        ("cache", a.cache, true),
+        ("encrypt_secrets", a.encrypt_secrets, true),
+        ("encrypt_secrets", a.no_encrypt_secrets, false),
+        ("sandbox_strict_read", a.sandbox_strict_read, true),
+        ("no_system_prompt", a.no_system_prompt, true),
+        ("no_instructions", a.no_instructions, true),
+        ("no_read_guard", a.no_read_guard, true),
+        ("read_named_files", a.no_read_named_files, false),
+        ("no_memory", a.no_memory, true),
+        ("no_continue", a.no_continue, true),
     ];
-    for (k, on) in switches {
-        if on {
-            put(k, json!(true));
-        }
-    }
-    if a.no_encrypt_secrets {
-        put("encrypt_secrets", json!(false));
-    }
+    flags.into_iter().filter(|(_, given, _)| *given).map(|(key, _, value)| (key, value)).collect()
 }
 
 /// Swival's `--commands`: "all", "none" and "ask" as they are, anything else a comma-separated whitelist. An empty
@@ -136,6 +140,26 @@ pub fn parse_extra_body(text: &str) -> Result<Map<String, Value>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `swivalctl run`'s flags, parsed as clap parses them.
+    fn run_args(flags: &[&str]) -> RunArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        <Cli as clap::Parser>::parse_from(["run"].iter().chain(flags)).run
+    }
+
+    #[test]
+    fn no_read_named_files_and_no_encrypt_secrets_set_their_key_false() {
+        let a = run_args(&["--no-read-named-files", "--no-read-guard", "t"]);
+        assert_eq!(switches(&a), [("no_read_guard", true), ("read_named_files", false)]);
+        let mut c = Map::new();
+        put_swival_flags(&run_args(&["--no-encrypt-secrets", "t"]), &mut c);
+        assert_eq!(Value::Object(c), json!({"encrypt_secrets": false}));
+        assert!(switches(&run_args(&["t"])).is_empty(), "a flag not given sets nothing");
+    }
 
     #[test]
     fn commands_take_swivals_three_forms() {

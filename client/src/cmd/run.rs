@@ -122,6 +122,10 @@ pub struct RunArgs {
     /// Let write_file overwrite files the agent has not read.
     #[arg(long)]
     pub no_read_guard: bool,
+    /// Do not read the files the task names before the first model call:
+    /// the first request is the system prompt and the task, as Swival's.
+    #[arg(long)]
+    pub no_read_named_files: bool,
     /// Do not load memory notes.
     #[arg(long)]
     pub no_memory: bool,

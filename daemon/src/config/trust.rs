@@ -52,6 +52,8 @@ const HARMLESS: &[&str] = &[
     "system_prompt",
     "no_system_prompt",
     "no_read_guard",
+    // Reads only what the path policy lets the model read anyway.
+    "read_named_files",
     "no_instructions",
     "no_history",
     "no_memory",
@@ -218,7 +220,9 @@ mod tests {
 
     #[test]
     fn harmless_keys_need_no_trust() {
-        let f = file("max_turns = 5\nsandbox = \"os\"\nyolo = false\ncommands = \"none\"\nquiet = true\n");
+        let f = file(
+            "max_turns = 5\nsandbox = \"os\"\nyolo = false\ncommands = \"none\"\nquiet = true\nread_named_files = false\n",
+        );
         assert!(f.needs_trust().unwrap().is_empty());
         for narrow in ["files = \"some\"", "files = \"none\"", "decision_model = \"m\""] {
             assert!(file(narrow).needs_trust().unwrap().is_empty(), "{narrow}");

@@ -315,6 +315,10 @@ pub struct SessionConfig {
     pub allowed_dirs_ro: Vec<PathBuf>,
     /// Let `write_file` overwrite files it has not read.
     pub no_read_guard: bool,
+    /// Read the files the task names before the first model call and send
+    /// them as a second user message (ours; `false` sends Swival's
+    /// `[system, user]`).
+    pub read_named_files: bool,
     /// The loop guards: a repeated identical call refused, Swival's error
     /// guardrail, re-read and finishing nudges, a stuck run ended.
     pub storm_breaker: bool,
@@ -476,6 +480,7 @@ impl Default for SessionConfig {
             allowed_dirs: Vec::new(),
             allowed_dirs_ro: Vec::new(),
             no_read_guard: false,
+            read_named_files: true,
             storm_breaker: true,
             no_instructions: false,
             no_history: false,

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use swival_protocol::{FileDigest, McpServerStatus};
+use swival_protocol::{DataFile, FileDigest, McpServerStatus};
 
 /// How the pool runs servers.
 #[derive(Debug, Clone)]
@@ -149,7 +149,7 @@ impl McpPool {
     /// Every server, as `mcp/status` shows them.
     pub fn status(&self) -> Vec<McpServerStatus> {
         let servers: Vec<_> = self.servers.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
-        let mut out: Vec<_> = servers.iter().map(|s| status(s, &[])).collect();
+        let mut out: Vec<_> = servers.iter().map(|s| status(s, &[], &[])).collect();
         out.sort_by(|a, b| (&a.name, &a.base_dir).cmp(&(&b.name, &b.base_dir)));
         out
     }
@@ -165,14 +165,15 @@ impl McpPool {
             .into_iter()
             .map(|(spec, server)| {
                 let server = server.unwrap_or_else(|| Arc::new(Server::new(spec.key.clone())));
-                status(&server, &spec.pins)
+                status(&server, &spec.pins, &spec.data)
             })
             .collect()
     }
 }
 
-/// One server's status; `pins` are its files as a session pinned them.
-fn status(server: &Server, pins: &[crate::procs::Pinned]) -> McpServerStatus {
+/// One server's status; `pins` are its files as a session pinned them,
+/// `data` the files it keeps its data in (protected inside the base dir).
+fn status(server: &Server, pins: &[crate::procs::Pinned], data: &[std::path::PathBuf]) -> McpServerStatus {
     let conn = server.live();
     let name = &server.key.name;
     McpServerStatus {
@@ -196,6 +197,13 @@ fn status(server: &Server, pins: &[crate::procs::Pinned]) -> McpServerStatus {
         files: pins
             .iter()
             .map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() })
+            .collect(),
+        data_files: data
+            .iter()
+            .map(|p| DataFile {
+                path: p.display().to_string(),
+                protected: p.canonicalize().unwrap_or_else(|_| p.clone()).starts_with(&server.key.base_dir),
+            })
             .collect(),
     }
 }

@@ -267,6 +267,7 @@ mod tests {
                     caller: Default::default(),
                 },
                 pins: Vec::new(),
+                data: Vec::new(),
             })
             .collect();
         let mut mcp = SessionMcp::new(&pool, specs, pool_dir.to_owned());

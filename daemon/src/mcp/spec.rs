@@ -5,7 +5,7 @@
 //! providers accept (Swival's `_sanitize_tool_name` and `_convert_schema`).
 
 use crate::config::{McpServerConfig, SessionConfig};
-use crate::procs::pin::pin_argv;
+use crate::procs::pin;
 use crate::procs::{locate, CallerEnv, Pinned};
 use crate::sandbox::status::HelperPlan;
 use crate::sandbox::CommandEnv;
@@ -60,8 +60,11 @@ pub fn confine(specs: &mut [ServerSpec], commands: &CommandEnv) {
         let Endpoint::Stdio { confined, .. } = &mut spec.key.endpoint else { continue };
         match &commands.plan {
             Some(plan) => {
-                *confined =
-                    Some(Confined { helper: commands.helper.clone(), plan: plan.clone(), env: commands.env.clone() });
+                // The server writes its own data, which the model's
+                // commands see read-only.
+                let mut plan = plan.clone();
+                plan.readonly_paths.retain(|p| !spec.data.iter().any(|d| d == p || canonical(d) == *p));
+                *confined = Some(Confined { helper: commands.helper.clone(), plan, env: commands.env.clone() });
             }
             None => {
                 let why = "sandbox_mcp is set but the command sandbox cannot confine programs here (sandbox = \"builtin\", or the kernel enforces nothing; see policy/status)";
@@ -69,6 +72,11 @@ pub fn confine(specs: &mut [ServerSpec], commands: &CommandEnv) {
             }
         }
     }
+}
+
+/// `path` with symlinks resolved where it exists.
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_owned())
 }
 
 /// What identifies one server process in the pool: its config, the base
@@ -119,6 +127,10 @@ pub struct ServerSpec {
     pub key: ServerKey,
     /// The files it runs, pinned when the session was built.
     pub pins: Vec<Pinned>,
+    /// The other files its arguments and environment name (a database, a
+    /// memory file, a log): its own data, which it writes itself — never
+    /// pinned, kept from the model where they lie in the base dir.
+    pub data: Vec<PathBuf>,
 }
 
 /// The servers a session's config names (none under `no_mcp`), in name order.
@@ -136,10 +148,14 @@ fn spec(name: &str, server: &McpServerConfig, base_dir: &Path, env: &CallerEnv) 
     if let Some(url) = &server.url {
         if declared.as_deref() == Some("sse") {
             let why = "the HTTP+SSE transport of MCP 2024-11-05 is not supported; use the server's streamable HTTP endpoint (type = \"http\")";
-            return ServerSpec { key: key(Endpoint::Broken(why.to_owned())), pins: Vec::new() };
+            return ServerSpec { key: key(Endpoint::Broken(why.to_owned())), pins: Vec::new(), data: Vec::new() };
         }
         let headers = server.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        return ServerSpec { key: key(Endpoint::Http { url: url.clone(), headers }), pins: Vec::new() };
+        return ServerSpec {
+            key: key(Endpoint::Http { url: url.clone(), headers }),
+            pins: Vec::new(),
+            data: Vec::new(),
+        };
     }
     let command = server.command.clone().unwrap_or_default();
     let cwd = server.cwd.clone().unwrap_or_else(|| base_dir.to_owned());
@@ -152,13 +168,21 @@ fn spec(name: &str, server: &McpServerConfig, base_dir: &Path, env: &CallerEnv) 
     };
     let Some(program) = located else {
         let why = format!("executable not found or not executable: {command}");
-        return ServerSpec { key: key(Endpoint::Broken(why)), pins: Vec::new() };
+        return ServerSpec { key: key(Endpoint::Broken(why)), pins: Vec::new(), data: Vec::new() };
     };
     let mut argv = vec![program.to_string_lossy().into_owned()];
     argv.extend(server.args.iter().cloned());
-    let pins = pin_argv(&argv, &cwd, &path);
+    let files = pin::classify(&argv, &cwd, &path);
+    let pins = files.code.iter().filter_map(|p| Pinned::new(p)).collect();
+    // A path in a variable (`MEMORY_FILE_PATH`) is data the same way.
+    let mut data = files.data;
+    for value in server.env.values() {
+        if let Some(p) = pin::data_of(&[String::new(), value.clone()], &cwd).pop() {
+            data.push(p);
+        }
+    }
     let env_vars = server.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    ServerSpec { key: key(Endpoint::Stdio { argv, env: env_vars, cwd, confined: None }), pins }
+    ServerSpec { key: key(Endpoint::Stdio { argv, env: env_vars, cwd, confined: None }), pins, data }
 }
 
 /// Swival's `_sanitize_tool_name`: characters outside `[a-zA-Z0-9_-]`

@@ -7,16 +7,16 @@ pub mod hooks;
 pub mod reviewer;
 
 use crate::config::{Command, ProcessMode, SessionConfig};
-use crate::procs::pin::pin_argv;
+use crate::procs::pin::{data_of, pin_argv};
 use crate::procs::{CallerEnv, Mode, Pinned, ProcessRunner, Script};
 use filter::Stage;
 use hooks::rpc::HookRegistry;
 use hooks::{CommandEntry, Hooks};
 use reviewer::Reviewer;
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use swival_protocol::{FileDigest, ScriptStatus};
+use swival_protocol::{DataFile, FileDigest, ScriptStatus};
 
 /// Policy files and directories the agent may never change.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +40,8 @@ pub struct Pipeline {
     pub hooks: Hooks,
     /// The files of the `command` provider, pinned at session start.
     pub provider_pins: Vec<Pinned>,
+    /// The data files the `command` provider's arguments name.
+    pub provider_data: Vec<PathBuf>,
     /// The MCP servers the session names, their files pinned like scripts.
     pub mcp: Vec<crate::mcp::ServerSpec>,
 }
@@ -133,12 +135,14 @@ impl Pipeline {
             commands.push(CommandEntry::new(hook, base_dir, env, &registry));
         }
         let hooks = Hooks { commands, registry, runner: runner.clone() };
-        let provider_pins = match (&cfg.model_command, cfg.provider) {
-            (Some(cmd), crate::provider::ProviderKind::Command) => pin_argv(&cmd.argv, base_dir, &path),
-            _ => Vec::new(),
+        let (provider_pins, provider_data) = match (&cfg.model_command, cfg.provider) {
+            (Some(cmd), crate::provider::ProviderKind::Command) => {
+                (pin_argv(&cmd.argv, base_dir, &path), data_of(&cmd.argv, base_dir))
+            }
+            _ => (Vec::new(), Vec::new()),
         };
         let mcp = crate::mcp::spec::specs(cfg, base_dir, env);
-        Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins, mcp })
+        Ok(Pipeline { runner, filters, reviewer, hooks, provider_pins, provider_data, mcp })
     }
 
     /// Every file the pipeline runs, as pinned: filter stages, command
@@ -186,6 +190,15 @@ impl Pipeline {
             }
             paths.push(file);
         }
+        // A script's data (a log, a database, a rules file it reads) is
+        // not pinned — the program may write it — but within the base dir
+        // the model may not change it: only the file itself, whether or
+        // not it exists yet.
+        for file in self.data_files() {
+            if file.starts_with(base_dir) {
+                paths.push(file);
+            }
+        }
         // Config files are protected whether or not they exist yet.
         paths.extend(config_files.iter().map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())));
         let argvs =
@@ -211,6 +224,19 @@ impl Pipeline {
         notes.sort();
         notes.dedup();
         Protection { paths, notes }
+    }
+
+    /// Every file the pipeline's commands name as data (not code), with
+    /// symlinks resolved where it exists.
+    pub fn data_files(&self) -> Vec<PathBuf> {
+        let scripts = self.filters.iter().map(|s| &s.script).chain(self.hooks.commands.iter().map(|c| &c.script));
+        let mut out: Vec<PathBuf> = scripts.flat_map(|s| data_of(&s.argv, &s.cwd)).collect();
+        if let Some(r) = &self.reviewer {
+            out.extend(data_of(&r.argv, &r.base_dir));
+        }
+        out.extend(self.provider_data.iter().cloned());
+        out.extend(self.mcp.iter().flat_map(|s| s.data.iter().cloned()));
+        out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
     }
 
     /// A digest of every filter and hook in force: commands, modes,
@@ -249,6 +275,7 @@ impl Pipeline {
                 point: None,
                 priority: None,
                 files: digests(&s.script.pins),
+                data_files: data_status(&s.script.argv, &s.script.cwd),
             })
             .collect()
     }
@@ -270,6 +297,7 @@ impl Pipeline {
                         point: Some(c.point),
                         priority: Some(c.priority),
                         files: digests(&c.script.pins),
+                        data_files: data_status(&c.script.argv, &c.script.cwd),
                     },
                 )
             })
@@ -286,6 +314,7 @@ impl Pipeline {
                         point: Some(*point),
                         priority: Some(r.priority),
                         files: Vec::new(),
+                        data_files: Vec::new(),
                     },
                 ));
             }
@@ -303,6 +332,7 @@ impl Pipeline {
             point: None,
             priority: None,
             files: digests(&r.pins),
+            data_files: data_status(&r.argv, &r.base_dir),
         })
     }
 }
@@ -311,6 +341,23 @@ impl Pipeline {
 /// hashes the session pinned, which are what may run.
 pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
     pins.iter().map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() }).collect()
+}
+
+/// The data files of a command run from `cwd` (the base dir), as
+/// `policy/status` lists them: protected when inside it.
+fn data_status(argv: &[String], cwd: &Path) -> Vec<DataFile> {
+    data_files_in(data_of(argv, cwd), cwd)
+}
+
+/// `files` as `policy/status` lists data files of a session in `base_dir`.
+pub fn data_files_in(files: Vec<PathBuf>, base_dir: &Path) -> Vec<DataFile> {
+    files
+        .into_iter()
+        .map(|p| {
+            let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+            DataFile { protected: real.starts_with(base_dir), path: p.display().to_string() }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Policy scripts pinned by SHA-256 (SPEC §6). When a session starts, the
-//! program of every filter stage, hook, reviewer and `command` provider,
-//! and every argument naming a file (the script an interpreter runs, as in
-//! `python3 ./f.py`), is hashed. Every spawn, and every call served by an
+//! code of every filter stage, hook, reviewer, `command` provider and MCP
+//! server is hashed: the program, the script an interpreter runs (as in
+//! `python3 ./f.py`) and source files among its arguments ([`classify`]).
+//! Other files its arguments name are its data — a database, a log — which
+//! it may write itself: they are protected from the model, never pinned. Every spawn, and every call served by an
 //! already started process, first checks that what would run is still
 //! byte-identical; a change, by anyone, fails the call closed with both
 //! hashes in the message.
@@ -167,33 +169,270 @@ pub fn locate(program: &str, path: &OsStr) -> Option<PathBuf> {
     std::env::split_paths(path).filter(|d| d.is_absolute()).map(|d| d.join(program)).find(|p| executable(p))
 }
 
-/// The files `argv` runs, as `(path, is the program)`: the located
-/// program and every argument naming an existing regular file, relative
-/// arguments taken from `cwd` (where the script runs), a bare program
-/// name looked up on `path`.
-pub fn files_of(argv: &[String], cwd: &Path, path: &OsStr) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for (i, arg) in argv.iter().enumerate() {
-        let path = if i == 0 {
-            locate(arg, path)
-        } else if arg.starts_with('-') || arg.is_empty() {
-            None
-        } else {
-            let p = Path::new(arg);
-            Some(if p.is_absolute() { p.to_owned() } else { cwd.join(p) }).filter(|p| p.is_file())
+/// The files a command line names, by role: `code` is what runs — the
+/// program, the script an interpreter runs (`python3 x.py`, `node x.mjs`,
+/// `uv run x.py`, `bash x.sh`), code an interpreter loads by flag
+/// (`node --require x.js`, `awk -f x.awk`) and any file with a source
+/// extension — and is pinned; `data` is every other argument naming a
+/// file (a database, a log, a rules file), which the program may write
+/// itself: never hash-checked, only protected from the model (see
+/// `Pipeline::protection`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ArgFiles {
+    /// What runs: the located program first, then scripts and modules.
+    pub code: Vec<PathBuf>,
+    /// Other files the arguments name, existing or not (an argument that
+    /// looks like a path in an existing directory).
+    pub data: Vec<PathBuf>,
+}
+
+/// How an interpreter reads its command line.
+struct Interpreter {
+    /// Program names (a version suffix such as `3.11` is ignored).
+    names: &'static [&'static str],
+    /// Flags whose value is a separate argument that is not code.
+    takes_value: &'static [&'static str],
+    /// Flags whose value names code it loads.
+    code_value: &'static [&'static str],
+    /// Flags after which no script file follows (code given inline or by
+    /// module name).
+    inline: &'static [&'static str],
+    /// Words allowed before the script (`deno run`, `bun run`).
+    subcommands: &'static [&'static str],
+}
+
+/// The interpreters whose first operand is code. Add one here, with its
+/// flags, when a policy script may be run through it.
+const INTERPRETERS: &[Interpreter] = &[
+    Interpreter {
+        names: &["python", "python3", "python2", "pypy", "pypy3"],
+        takes_value: &["-W", "-X", "--check-hash-based-pycs"],
+        code_value: &[],
+        inline: &["-c", "-m"],
+        subcommands: &[],
+    },
+    Interpreter {
+        names: &["node", "nodejs", "bun", "deno", "tsx", "ts-node"],
+        takes_value: &["--env-file", "--input-type", "-C", "--conditions", "--title", "--config", "--import-map"],
+        code_value: &["-r", "--require", "--import", "--loader", "--experimental-loader", "--preload"],
+        inline: &["-e", "--eval", "-p", "--print"],
+        subcommands: &["run", "serve"],
+    },
+    Interpreter {
+        names: &["sh", "bash", "dash", "zsh", "ksh", "mksh", "fish"],
+        takes_value: &["-o", "-O", "+O", "+o"],
+        code_value: &[],
+        inline: &["-c"],
+        subcommands: &[],
+    },
+    Interpreter {
+        names: &["ruby", "perl", "lua", "luajit", "php", "Rscript", "tclsh", "julia", "elixir", "raku", "groovy"],
+        takes_value: &["-I", "-C", "-E", "-M", "-l", "-d", "-c"],
+        code_value: &["-r", "-f"],
+        inline: &["-e", "-E", "--eval"],
+        subcommands: &[],
+    },
+    Interpreter {
+        names: &["awk", "gawk", "mawk", "nawk"],
+        takes_value: &["-v", "-F"],
+        code_value: &["-f", "--file"],
+        // Without -f, the first operand is the program text itself.
+        inline: &[],
+        subcommands: &[],
+    },
+    Interpreter {
+        names: &["java"],
+        takes_value: &["-cp", "-classpath", "--class-path", "-p", "--module-path"],
+        code_value: &["-jar", "-javaagent"],
+        inline: &["-m", "--module"],
+        subcommands: &[],
+    },
+];
+
+/// Programs that run the program named by their first operand:
+/// `env [VAR=value…] prog`, `uv run prog`, `timeout 5 prog`.
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("env", &[]),
+    ("nice", &[]),
+    ("nohup", &[]),
+    ("timeout", &[]),
+    ("exec", &[]),
+    ("uv", &["run"]),
+    ("poetry", &["run"]),
+    ("pipenv", &["run"]),
+    ("pdm", &["run"]),
+    ("hatch", &["run"]),
+    ("rye", &["run"]),
+];
+
+/// File extensions of source code: such a file among the arguments is
+/// pinned whatever its position.
+const CODE_EXTENSIONS: &[&str] = &[
+    "py", "pyw", "pyc", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "sh", "bash", "zsh", "ksh", "fish", "rb",
+    "pl", "pm", "php", "lua", "jar", "r", "tcl", "awk", "sed", "jl", "exs", "ex", "groovy", "ps1", "wasm", "so",
+    "dylib",
+];
+
+/// A program's name without directory and version suffix (`python3.11`
+/// → `python3`).
+fn program_name(program: &str) -> &str {
+    let name = Path::new(program).file_name().and_then(OsStr::to_str).unwrap_or(program);
+    match name.split_once('.') {
+        Some((stem, ver)) if ver.chars().all(|c| c.is_ascii_digit() || c == '.') => stem,
+        _ => name,
+    }
+}
+
+fn interpreter(program: &str) -> Option<&'static Interpreter> {
+    let name = program_name(program);
+    INTERPRETERS.iter().find(|i| i.names.contains(&name))
+}
+
+fn has_code_extension(path: &Path) -> bool {
+    path.extension().and_then(OsStr::to_str).is_some_and(|e| CODE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// `arg` as a path from `cwd`, when it names an existing regular file or
+/// looks like a file in an existing directory (`./data.db`, `log.txt`);
+/// not a flag, a URL, a variable assignment or a bare word.
+fn as_path(arg: &str, cwd: &Path) -> Option<PathBuf> {
+    if arg.is_empty() || arg.starts_with('-') || arg.contains("://") {
+        return None;
+    }
+    // Without `.` components: `./data.db` is `<cwd>/data.db`.
+    let p: PathBuf = cwd.join(arg).components().collect();
+    if p.is_file() {
+        return Some(p);
+    }
+    let looks_like_file = arg.contains('/')
+        || arg.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=8).contains(&ext.len())
+                && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+    let in_a_dir = p.parent().is_some_and(Path::is_dir) && !p.is_dir();
+    (looks_like_file && in_a_dir && !arg.contains('=')).then_some(p)
+}
+
+impl ArgFiles {
+    fn code(&mut self, p: PathBuf) {
+        if !self.code.contains(&p) {
+            self.code.push(p);
+        }
+    }
+
+    fn data(&mut self, p: PathBuf) {
+        if !self.data.contains(&p) && !self.code.contains(&p) {
+            self.data.push(p);
+        }
+    }
+
+    /// An argument that is not the script: a source file is code, any
+    /// other file is data.
+    fn other(&mut self, arg: &str, cwd: &Path) {
+        // `--flag=value` carries its value.
+        let value = match arg.split_once('=') {
+            Some((flag, v)) if flag.starts_with('-') => v,
+            _ => arg,
         };
-        if let Some(p) = path {
-            if !out.contains(&p) {
-                out.push(p);
+        if let Some(p) = as_path(value, cwd) {
+            if p.is_file() && has_code_extension(&p) {
+                self.code(p);
+            } else {
+                self.data(p);
             }
         }
+    }
+}
+
+/// The files `argv` names, by role ([`ArgFiles`]): relative arguments
+/// are taken from `cwd` (where the script runs), a bare program name is
+/// looked up on `path`.
+pub fn classify(argv: &[String], cwd: &Path, path: &OsStr) -> ArgFiles {
+    let mut out = ArgFiles::default();
+    let Some(first) = argv.first() else { return out };
+    if let Some(p) = locate(first, path) {
+        out.code(p);
+    }
+    let mut rest = &argv[1..];
+    let mut program = first.as_str();
+    // Through a wrapper, the program is the first operand it runs.
+    while let Some((_, subs)) = WRAPPERS.iter().find(|(w, _)| *w == program_name(program)) {
+        let mut i = 0;
+        while i < rest.len() && (rest[i].starts_with('-') || rest[i].contains('=') || subs.contains(&rest[i].as_str()))
+        {
+            i += 1;
+        }
+        // `timeout 5 prog`: a duration before the program.
+        if program_name(program) == "timeout"
+            && rest.get(i).is_some_and(|a| a.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            i += 1;
+        }
+        let Some(next) = rest.get(i) else { return out };
+        if let Some(p) = locate(next, path).or_else(|| as_path(next, cwd).filter(|p| p.is_file())) {
+            out.code(p);
+        }
+        program = next;
+        rest = &rest[i + 1..];
+    }
+    let mut script_seen = false;
+    match interpreter(program) {
+        Some(interp) => {
+            let mut args = rest.iter().enumerate();
+            let mut first_operand = true;
+            while let Some((i, arg)) = args.next() {
+                let flag = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
+                if script_seen || !first_operand {
+                    out.other(arg, cwd);
+                } else if interp.inline.contains(&flag) {
+                    // Inline code or a module: what follows are its arguments.
+                    first_operand = false;
+                    if !arg.contains('=') {
+                        args.next();
+                    }
+                } else if interp.code_value.contains(&flag) {
+                    let value = match arg.split_once('=') {
+                        Some((_, v)) => Some(v.to_owned()),
+                        None => args.next().map(|(_, v)| v.clone()),
+                    };
+                    if let Some(p) = value.and_then(|v| as_path(&v, cwd)).filter(|p| p.is_file()) {
+                        out.code(p);
+                    }
+                    // `awk -f prog`, `java -jar app.jar`: that was the script.
+                    script_seen |= ["-f", "--file", "-jar"].contains(&flag);
+                } else if interp.takes_value.contains(&flag) {
+                    if let Some((_, v)) = if arg.contains('=') { None } else { args.next() } {
+                        out.other(v, cwd);
+                    }
+                } else if arg.starts_with('-') || (i == 0 && interp.subcommands.contains(&arg.as_str())) {
+                    out.other(arg, cwd);
+                } else if interp.names.contains(&"awk") && !rest.iter().any(|a| a == "-f" || a.starts_with("--file")) {
+                    // awk's program text.
+                    first_operand = false;
+                } else {
+                    script_seen = true;
+                    if let Some(p) = as_path(arg, cwd).filter(|p| p.is_file()) {
+                        out.code(p);
+                    }
+                }
+            }
+        }
+        None => rest.iter().for_each(|a| out.other(a, cwd)),
     }
     out
 }
 
-/// Pin every file `argv` runs.
+/// The data files `argv` names ([`ArgFiles::data`]), relative ones taken
+/// from `cwd`.
+pub fn data_of(argv: &[String], cwd: &Path) -> Vec<PathBuf> {
+    classify(argv, cwd, OsStr::new("")).data
+}
+
+/// Pin every file `argv` runs (its [`ArgFiles::code`]).
 pub fn pin_argv(argv: &[String], cwd: &Path, path: &OsStr) -> Vec<Pinned> {
-    files_of(argv, cwd, path).iter().filter_map(|p| Pinned::new(p)).collect()
+    classify(argv, cwd, path).code.iter().filter_map(|p| Pinned::new(p)).collect()
 }
 
 #[cfg(test)]
@@ -289,5 +528,59 @@ mod tests {
         assert!(pin.verify().is_err());
         std::fs::remove_file(&f).unwrap();
         assert!(pin.verify().unwrap_err().to_string().contains("unreadable"));
+    }
+
+    fn code_and_data(a: &[&str], cwd: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let files = classify(&argv(a), cwd, &path());
+        (files.code, files.data)
+    }
+
+    #[test]
+    fn an_interpreters_script_is_code_and_the_files_it_is_given_are_data() {
+        let d = tempfile::tempdir().unwrap();
+        let cwd = d.path();
+        for f in ["server.py", "data.db", "rules.json", "hook.js", "main.mjs", "tool"] {
+            std::fs::write(cwd.join(f), "x").unwrap();
+        }
+        let (code, data) =
+            code_and_data(&["python3", "-u", "server.py", "--db-path", "./data.db", "--log=out.log"], cwd);
+        assert!(code[0].ends_with("python3") && code[1] == cwd.join("server.py") && code.len() == 2, "{code:?}");
+        assert_eq!(data, [cwd.join("data.db"), cwd.join("out.log")]);
+        // A module run by name or inline code has no script file.
+        let (code, data) = code_and_data(&["python3", "-m", "mod", "data.db"], cwd);
+        assert_eq!((code.len(), data), (1, vec![cwd.join("data.db")]));
+        // Code loaded by flag, and a source file anywhere, is code.
+        let (code, data) = code_and_data(&["node", "--require", "hook.js", "main.mjs", "rules.json"], cwd);
+        assert_eq!(&code[1..], [cwd.join("hook.js"), cwd.join("main.mjs")]);
+        assert_eq!(data, [cwd.join("rules.json")]);
+        // Through a wrapper, the program it runs is code.
+        let (code, data) = code_and_data(&["env", "A=1", "python3", "server.py", "data.db"], cwd);
+        assert!(code.iter().any(|p| p.ends_with("python3")) && code.contains(&cwd.join("server.py")), "{code:?}");
+        assert_eq!(data, [cwd.join("data.db")]);
+        let (code, _) = code_and_data(&["uv", "run", "server.py"], cwd);
+        assert_eq!(code.last(), Some(&cwd.join("server.py")));
+        // A program that is not an interpreter: its file arguments are data.
+        std::fs::set_permissions(cwd.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tool = cwd.join("tool").display().to_string();
+        let (code, data) = code_and_data(&[&tool, "rules.json", "new.sqlite", "mcp-server-x", "@scope/pkg"], cwd);
+        assert_eq!(code, [cwd.join("tool")]);
+        assert_eq!(data, [cwd.join("rules.json"), cwd.join("new.sqlite")], "package names are not files");
+        // awk's program text is not a file; -f names one.
+        std::fs::write(cwd.join("p.awk"), "x").unwrap();
+        let (code, data) = code_and_data(&["awk", "-f", "p.awk", "rules.json"], cwd);
+        assert_eq!((&code[1..], data), (&[cwd.join("p.awk")][..], vec![cwd.join("rules.json")]));
+        let (code, _) = code_and_data(&["awk", "{print}", "rules.json"], cwd);
+        assert_eq!(code.len(), 1);
+    }
+
+    #[test]
+    fn a_data_file_the_program_rewrites_is_never_pinned() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f.py"), "print(1)").unwrap();
+        std::fs::write(d.path().join("log.txt"), "").unwrap();
+        let pins = pin_argv(&argv(&["python3", "f.py", "--log", "log.txt"]), d.path(), &path());
+        assert_eq!(pins.len(), 2);
+        std::fs::write(d.path().join("log.txt"), "written by the script").unwrap();
+        verify_all(&pins).unwrap();
     }
 }

@@ -2,6 +2,10 @@
 //! the path policy, the pipeline with its pinned scripts, what is
 //! protected and hidden from the agent, the command sandbox plan and
 //! environment, fetch, secret encryption, the tools and the conversation.
+//! Building has no side effect: what a session in use needs beyond that
+//! (its MCP leases, the sweep of old spill files) is done by
+//! `Sessions::hold`, so a session built only to be looked at changes
+//! nothing.
 
 use super::{Parts, Session, SessionError, Sessions};
 use crate::agent::conversation::Conversation;
@@ -89,7 +93,6 @@ impl Sessions {
         if cfg.sandbox_mcp {
             crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
         }
-        crate::sandbox::spill::sweep(&base);
         let fetch = FetchEnv {
             base_dir: base.clone(),
             allow_networks: cfg.fetch_allow_networks.clone(),
@@ -103,7 +106,6 @@ impl Sessions {
             read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
             read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
         };
-        tools.mcp = crate::mcp::SessionMcp::new(&self.shared.settings.mcp, pipeline.mcp.clone(), base.clone());
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         let session = Session {
             id: row.id.clone(),

@@ -376,13 +376,14 @@ impl Sessions {
         if row.closed {
             return Ok(Found::Closed);
         }
-        let (session, parts) = self.load(&row)?;
+        let (session, parts) = self.load(&row, true)?;
         Ok(Found::Live(self.hold(session, parts, true)))
     }
 
     /// Build a stored session in memory, with the config it was created
-    /// with (a project file as the user trusted it) and its conversation.
-    fn load(&self, row: &SessionRow) -> Result<(Arc<Session>, Parts), SessionError> {
+    /// with (a project file as the user trusted it) and, when
+    /// `conversation`, its messages.
+    fn load(&self, row: &SessionRow, conversation: bool) -> Result<(Arc<Session>, Parts), SessionError> {
         let id = &row.id;
         let caller = self.callers.get(id);
         let mut request = row.request.clone();
@@ -397,19 +398,17 @@ impl Sessions {
         let effective =
             config::load_with(base, self.shared.settings.global_config.as_deref(), project.as_ref(), request)
                 .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
-        let messages = self.shared.store.messages(id)?;
+        let messages = if conversation { self.shared.store.messages(id)? } else { Vec::new() };
         self.build(row, effective, messages, caller.env)
     }
 
-    /// A session's fixed part (config, pipeline, sandbox), for what reports
-    /// on it; a closed session is built for the caller alone and not kept.
+    /// A session's fixed part (config, pipeline, sandbox), loaded and
+    /// held in memory as a run would.
+    #[cfg(test)]
     pub(super) fn session(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
         match self.find(id)? {
             Found::Live(handle) => Ok(handle.session),
-            Found::Closed => {
-                let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-                Ok(self.load(&row)?.0)
-            }
+            Found::Closed => Ok(self.inspect(id)?),
         }
     }
 
@@ -417,11 +416,20 @@ impl Sessions {
     /// is held already (loaded meanwhile by another caller): that one's
     /// handle is returned and this copy dropped. `loaded`: built from the
     /// store (not just created).
-    fn hold(&self, session: Arc<Session>, parts: Parts, loaded: bool) -> Handle {
+    fn hold(&self, session: Arc<Session>, mut parts: Parts, loaded: bool) -> Handle {
         let (handle, rx) = Handle::new(session);
         if let Err(held) = self.live.insert(handle.clone()) {
             return held;
         }
+        // A session in use leases its MCP servers (started by its first
+        // run) and clears the spill files its earlier runs left.
+        let session = &handle.session;
+        parts.tools.mcp = crate::mcp::SessionMcp::new(
+            &self.shared.settings.mcp,
+            session.pipeline.mcp.clone(),
+            session.base_dir.clone(),
+        );
+        crate::sandbox::spill::sweep(&session.base_dir);
         // A close stored by the copy that held the session before is seen
         // here: that copy left the registry only after storing it.
         let closed = loaded && self.shared.store.is_closed(&handle.session.id).unwrap_or(false);

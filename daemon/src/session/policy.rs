@@ -3,9 +3,22 @@
 use super::{check_base_dir, Session, SessionError, Sessions};
 use crate::config::FilesMode;
 use crate::sandbox::CommandPolicy;
+use std::sync::Arc;
 use swival_protocol::SessionId;
 
 impl Sessions {
+    /// A session's fixed part (config, pipeline, sandbox), for what reports
+    /// on it without changing anything: the copy in memory, else one built
+    /// from the store for this caller alone — not held, no actor, no MCP
+    /// server leased or started, no conversation read, no file touched.
+    pub(super) fn inspect(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
+        if let Some(handle) = self.live.get(id) {
+            return Ok(handle.session);
+        }
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        Ok(self.load(&row, false)?.0)
+    }
+
     /// `policy/check`: would `argv` run in this session (or under this base
     /// dir's configuration), and why.
     pub fn policy_check(
@@ -17,7 +30,7 @@ impl Sessions {
     ) -> Result<swival_protocol::PolicyCheckResult, SessionError> {
         let (policy, base, summary) = match (session, base_dir) {
             (Some(id), _) => {
-                let s = self.session(id)?;
+                let s = self.inspect(id)?;
                 (s.commands.policy.clone(), s.base_dir.clone(), s.sandbox.summary())
             }
             (None, Some(dir)) => {
@@ -45,7 +58,7 @@ impl Sessions {
 
     /// `policy/status`.
     pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
-        let session = self.session(id)?;
+        let session = self.inspect(id)?;
         let p = &session.pipeline;
         Ok(swival_protocol::PolicyStatus {
             session_id: id.clone(),
@@ -126,7 +139,7 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
             session.tools_protected.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    enforced.push("filter, hook, reviewer and command-provider scripts are pinned by SHA-256 at session start; a changed script is never run".into());
+    enforced.push("the code of filter, hook, reviewer, command-provider and MCP-server commands (the program, the script an interpreter runs, source files among the arguments) is pinned by SHA-256 at session start; a changed script is never run. Other files their arguments name are their data: not pinned, and protected from the model inside the base dir".into());
     let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
     not_enforced.extend(session.protection_notes.iter().cloned());
     swival_protocol::SandboxStatus {

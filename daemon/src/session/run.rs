@@ -376,7 +376,9 @@ impl RunJob {
 
     /// The messages a run starts with: the system prompt (a new
     /// conversation's first message, with the MCP tools listed as Swival
-    /// does), orphaned tool calls answered, the task, and the files it names.
+    /// does), orphaned tool calls answered, the task, and the files it names
+    /// (unless `read_named_files` is off: then the task is the last message,
+    /// as in Swival).
     fn open_conversation(&mut self, cfg: &SessionConfig) -> Result<(), StoreError> {
         if self.conversation.messages().is_empty() && !cfg.no_system_prompt {
             let replacement = cfg
@@ -394,6 +396,9 @@ impl RunJob {
         self.conversation.complete_orphans()?;
         self.run_start = self.conversation.messages().len();
         self.conversation.push(json!({"role": "user", "content": self.task}))?;
+        if !cfg.read_named_files {
+            return Ok(());
+        }
         match self.tools.read_named(&self.task) {
             Some(files) => self.conversation.push(json!({"role": "user", "content": files, "_swival_synthetic": true})),
             None => Ok(()),

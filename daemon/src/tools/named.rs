@@ -3,7 +3,9 @@
 //! read), so the first model call can act instead of spending a turn on
 //! the read — a turn small models often skip, answering or editing blind.
 //! Only existing regular files the path policy lets the model read, at
-//! most [`MAX_FILES`] of them and [`MAX_BYTES`] each.
+//! most [`MAX_FILES`] of them and [`MAX_BYTES`] each. Ours, on by default;
+//! `read_named_files = false` leaves the first request as Swival sends it,
+//! the system prompt and the task alone (the session's run decides).
 
 use super::ToolBox;
 use serde_json::json;

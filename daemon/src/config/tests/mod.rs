@@ -393,6 +393,19 @@ fn fetch_allow_networks_are_parsed_as_cidrs() {
 }
 
 #[test]
+fn read_named_files_is_on_by_default_and_any_layer_turns_it_off_without_a_warning() {
+    assert!(Fixture::new().config(None).read_named_files);
+    let f = Fixture::new().project("read_named_files = false\n");
+    let eff = f.load(None).unwrap();
+    assert!(!eff.config.read_named_files);
+    assert!(eff.warnings.is_empty(), "{:?}", eff.warnings);
+    assert_eq!(eff.sources["read_named_files"], f.project_path().display().to_string());
+    assert!(f.config(Some(json!({"read_named_files": true}))).read_named_files, "the request wins");
+    let err = Fixture::new().error(Some(json!({"read_named_files": "no"})));
+    assert!(err.contains("'read_named_files' expected bool, got str"), "{err}");
+}
+
+#[test]
 fn global_config_path_ends_in_swival_config_toml() {
     assert!(global_config_path().ends_with(Path::new("swival/config.toml")));
 }
