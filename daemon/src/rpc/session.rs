@@ -139,34 +139,40 @@ async fn subscribe(
     let sink = pending.accept().await?;
     let stall = ctx.subscriptions.stall;
     loop {
-        tokio::select! {
-            event = events.recv() => {
-                let Some(event) = event else { break };
-                let seq = event.seq;
-                let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
-                let sent = if stall.is_zero() {
-                    Ok(sink.send(msg).await)
-                } else {
-                    tokio::time::timeout(stall, sink.send(msg)).await
-                };
-                match sent {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => break,
-                    Err(_) => {
-                        tracing::warn!(
-                            "dropped a subscriber of {} that left its notifications unread for {stall:?}",
-                            p.session_id
-                        );
-                        return Err(format!(
-                            "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
-                            stall.as_secs_f64(),
-                            seq.0
-                        )
-                        .into());
-                    }
-                }
-            }
+        // The next event is read only once the last one is on its way, so
+        // a subscriber that stops reading costs its cursor, not a backlog.
+        let event = tokio::select! {
+            event = events.next() => event,
             _ = sink.closed() => break,
+        };
+        let event = match event {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!("event stream of {} ended: {e}", p.session_id);
+                break;
+            }
+        };
+        let seq = event.seq;
+        let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
+        drop(event);
+        let sent =
+            if stall.is_zero() { Ok(sink.send(msg).await) } else { tokio::time::timeout(stall, sink.send(msg)).await };
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => break,
+            Err(_) => {
+                tracing::warn!(
+                    "dropped a subscriber of {} that left its notifications unread for {stall:?}",
+                    p.session_id
+                );
+                return Err(format!(
+                    "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
+                    stall.as_secs_f64(),
+                    seq.0
+                )
+                .into());
+            }
         }
     }
     Ok(())

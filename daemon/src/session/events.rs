@@ -9,17 +9,18 @@
 use crate::agent::EventSink;
 use crate::clock::now;
 use crate::store::{EventWith, RunRow, Store, StoreError};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use swival_protocol::{Event, EventKind, RunId, RunResult, Seq, SessionId};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 /// Live events buffered per session before a slow subscriber must catch up
 /// from the store. Small on purpose: the buffer is allocated up front for
 /// every session, and a lagging subscriber loses nothing (it re-reads).
 const LIVE_BUFFER: usize = 32;
-/// Events read from the store per page while catching up.
-const PAGE: usize = 512;
+/// Stored events a cursor reads ahead: what a subscriber that stops
+/// reading holds at most.
+const PAGE: usize = 4;
 
 /// Appends and fans out one session's events.
 #[derive(Debug, Clone)]
@@ -147,48 +148,57 @@ impl EventLog {
         Event { seq: Seq(0), session_id: self.inner.session.clone(), run_id: run.cloned(), time: now(), kind }
     }
 
-    /// Stream every event with `seq >= from` into `out`: stored ones first,
-    /// then live ones, with no gap and no duplicate. Ends when `out` closes.
-    pub async fn follow(&self, from: u64, out: mpsc::Sender<Event>) -> Result<(), StoreError> {
+    /// A cursor over every event with `seq >= from`: stored ones first,
+    /// then live ones, with no gap and no duplicate.
+    pub fn cursor(&self, from: u64) -> Cursor {
         // Subscribe before reading the store, so nothing falls between.
-        let mut live = self.inner.tx.subscribe();
-        let mut next = from.max(1);
-        loop {
-            next = match self.catch_up(next, &out).await? {
-                Some(n) => n,
-                None => return Ok(()),
-            };
-            loop {
-                match live.recv().await {
-                    Ok(e) if e.seq.0 < next => continue,
-                    Ok(e) if e.seq.0 == next => {
-                        next += 1;
-                        if out.send(e).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    // A gap or a lag: go back to the store, which has everything.
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                }
-            }
-        }
+        let live = self.inner.tx.subscribe();
+        Cursor { log: self.clone(), next: from.max(1), live, page: VecDeque::new() }
     }
+}
 
-    /// Send stored events from `next`; the next seq to expect, or `None`
-    /// when the receiver is gone.
-    async fn catch_up(&self, mut next: u64, out: &mpsc::Sender<Event>) -> Result<Option<u64>, StoreError> {
+/// A subscriber's place in a session's log: the next seq it wants, and a
+/// few stored events read ahead. Events are taken only as fast as the
+/// subscriber takes them, so one that stops reading holds its place, never
+/// a backlog, however much the session streams meanwhile; when it reads
+/// again it goes on from the store, where every event is before anyone
+/// sees it.
+#[derive(Debug)]
+pub struct Cursor {
+    /// Whose events.
+    log: EventLog,
+    /// The seq of the next event to give.
+    next: u64,
+    /// The live fan-out, for when the store has nothing newer.
+    live: broadcast::Receiver<Event>,
+    /// Stored events read ahead, at most [`PAGE`].
+    page: VecDeque<Event>,
+}
+
+impl Cursor {
+    /// The next event, waiting for one when the subscriber is caught up;
+    /// `None` once the log is gone (the daemon is stopping).
+    pub async fn next(&mut self) -> Result<Option<Event>, StoreError> {
         loop {
-            let page = self.inner.store.events_from(&self.inner.session, next, PAGE)?;
-            let n = page.len();
-            for e in page {
-                next = e.seq.0 + 1;
-                if out.send(e).await.is_err() {
-                    return Ok(None);
-                }
+            if let Some(e) = self.page.pop_front() {
+                self.next = e.seq.0 + 1;
+                return Ok(Some(e));
             }
-            if n < PAGE {
-                return Ok(Some(next));
+            let inner = &self.log.inner;
+            let page = inner.store.events_from(&inner.session, self.next, PAGE)?;
+            if !page.is_empty() {
+                self.page = page.into();
+                continue;
+            }
+            match self.live.recv().await {
+                Ok(e) if e.seq.0 == self.next => {
+                    self.next += 1;
+                    return Ok(Some(e));
+                }
+                // Already given (from the store), or past a gap or a lag:
+                // the store has everything, in order.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return Ok(None),
             }
         }
     }

@@ -43,10 +43,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{
-    Event, EventKind, RunId, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState,
-};
-use tokio::sync::{mpsc, Semaphore};
+use swival_protocol::{EventKind, RunId, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState};
+use tokio::sync::Semaphore;
 
 /// What can go wrong with a session request; each maps to one error code.
 #[derive(Debug, thiserror::Error)]
@@ -500,20 +498,12 @@ impl Sessions {
         Ok(info(&row, false))
     }
 
-    /// `session/subscribe`: events from `from` (stored, then live) into
-    /// `out`. The session is not loaded: its log is shared with its copy
-    /// in memory whenever there is one.
-    pub fn subscribe(&self, id: &SessionId, from: u64) -> Result<mpsc::Receiver<Event>, SessionError> {
+    /// `session/subscribe`: a cursor over the events from `from` (stored,
+    /// then live). The session is not loaded: its log is shared with its
+    /// copy in memory whenever there is one.
+    pub fn subscribe(&self, id: &SessionId, from: u64) -> Result<events::Cursor, SessionError> {
         self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-        let log = self.shared.logs.log(id);
-        let (tx, rx) = mpsc::channel(256);
-        let id = id.clone();
-        tokio::spawn(async move {
-            if let Err(e) = log.follow(from, tx).await {
-                tracing::warn!("event stream of {id} ended: {e}");
-            }
-        });
-        Ok(rx)
+        Ok(self.shared.logs.log(id).cursor(from))
     }
 
     /// Sessions held in memory right now (`daemon/status`).

@@ -29,6 +29,10 @@ use swival_protocol::{Activation, ErrorCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
+/// Messages a WebSocket connection queues for a client that does not read
+/// them before the calls and subscriptions producing them wait.
+const WS_MESSAGE_BUFFER: u32 = 1;
+
 /// Why the daemon could not get its socket.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
@@ -304,6 +308,10 @@ impl Shared {
             // connections that are still closing.
             .max_connections(limits.max_connections.saturating_mul(2))
             .max_subscriptions_per_connection(limits.max_subscriptions)
+            // A WebSocket client that stops reading holds a few messages,
+            // not a thousand: past them its subscriptions wait (and read
+            // nothing more from the store), its calls' replies too.
+            .set_message_buffer_capacity(WS_MESSAGE_BUFFER)
             // HTTP batches are counted before jsonrpsee sees them; this bounds
             // WebSocket ones.
             .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))

@@ -12,6 +12,11 @@
 //! read until one finishes), and replies waiting for a client that does not
 //! read them by `max_reply_buffer_bytes` (past it the connection is closed:
 //! waiting instead would keep every handler's reply in memory).
+//! Subscription notifications are never a reason to close: each waits
+//! until what is queued for the client drops under [`NOTIFY_HIGH_WATER`],
+//! and the producer behind it reads the next event from the store only
+//! then, so a subscriber that stops reading costs a few KiB and resumes
+//! where it left off.
 
 use super::registry::Activity;
 use super::Shared;
@@ -22,12 +27,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use swival_protocol::ErrorCode;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Notifications a subscription may queue before its producer waits.
-const SUBSCRIPTION_BUFFER: usize = 1024;
+/// Notifications a subscription may queue before its producer waits: one,
+/// so the producer reads the next event only once this one is taken.
+const SUBSCRIPTION_BUFFER: usize = 1;
+/// A subscription's next notification waits while more than this many
+/// bytes are queued for the connection's writer: a client that stops
+/// reading holds this much of its events in the daemon, never more
+/// (replies to its calls still count against `max_reply_buffer_bytes`).
+const NOTIFY_HIGH_WATER: usize = 8 * 1024;
 /// Lines waiting for the connection's writer are joined into one write up
 /// to about this many bytes.
 const COALESCE_BYTES: usize = 64 * 1024;
@@ -45,8 +56,10 @@ where
     let (rd, mut wr) = tokio::io::split(stream);
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
     let queued = Arc::new(AtomicUsize::new(0));
+    let drained = Arc::new(Notify::new());
     let writer = {
         let queued = queued.clone();
+        let drained = drained.clone();
         tokio::spawn(async move {
             while let Some(mut msg) = out_rx.recv().await {
                 // Lines already waiting (a subscriber's events come in
@@ -61,6 +74,7 @@ where
                     break;
                 }
                 queued.fetch_sub(msg.len(), Ordering::AcqRel);
+                drained.notify_waiters();
             }
             let _ = wr.shutdown().await;
         })
@@ -69,7 +83,7 @@ where
     let closing = activity.close_token().clone();
     let conn = Arc::new(Conn {
         shared: shared.clone(),
-        out: Outbox { tx: out_tx, queued, max: shared.max_reply_buffer, close: closing.clone() },
+        out: Outbox { tx: out_tx, queued, drained, max: shared.max_reply_buffer, close: closing.clone() },
         activity: activity.clone(),
         closed: CancellationToken::new(),
     });
@@ -124,6 +138,8 @@ struct Outbox {
     tx: mpsc::UnboundedSender<String>,
     /// Bytes handed to the writer and not yet written.
     queued: Arc<AtomicUsize>,
+    /// Signalled each time the writer has written.
+    drained: Arc<Notify>,
     /// `max_reply_buffer_bytes`.
     max: usize,
     /// Closes the connection when the client stops reading.
@@ -148,6 +164,33 @@ impl Outbox {
             }
             return false;
         }
+        self.tx.send(line).is_ok()
+    }
+
+    /// Wait until fewer than [`NOTIFY_HIGH_WATER`] bytes wait for the
+    /// client; `false` when the connection is closing.
+    async fn room_for_notification(&self, closed: &CancellationToken) -> bool {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a write in between wakes it.
+            drained.as_mut().enable();
+            if self.queued.load(Ordering::Acquire) < NOTIFY_HIGH_WATER {
+                break;
+            }
+            tokio::select! {
+                _ = drained => {}
+                _ = closed.cancelled() => return false,
+                _ = self.close.cancelled() => return false,
+            }
+        }
+        true
+    }
+
+    /// Queue a subscription's `line`, which [`Outbox::room_for_notification`]
+    /// made room for.
+    fn push_notification(&self, line: String) -> bool {
+        self.queued.fetch_add(line.len(), Ordering::AcqRel);
         self.tx.send(line).is_ok()
     }
 }
@@ -376,10 +419,16 @@ impl Conn {
             loop {
                 if let Some(n) = next.take() {
                     let mut line = n.get().to_owned();
+                    drop(n);
                     line.push('\n');
-                    if !conn.out.push(line) {
+                    if !conn.out.push_notification(line) {
                         break;
                     }
+                }
+                // Room first, then the next notification: one that waits
+                // for a client that does not read waits in its producer.
+                if !conn.out.room_for_notification(&conn.closed).await {
+                    break;
                 }
                 next = tokio::select! {
                     _ = conn.closed.cancelled() => break,

@@ -28,6 +28,7 @@ use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 mod filter_latency;
 mod floor;
 mod soak;
+mod subscribers;
 mod text;
 mod turns;
 
@@ -231,6 +232,10 @@ fn main() {
     }
     if std::env::args().nth(1).as_deref() == Some("floor-child") {
         floor::floor_child(&std::env::args().skip(2).collect::<Vec<_>>());
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("subscribers") {
+        subscribers::subscribers(std::env::args().nth(2));
         return;
     }
     if std::env::args().nth(1).as_deref() == Some("turns") {

@@ -1,0 +1,81 @@
+//! `bench subscribers [SWIVALD]`: what a subscriber that stops reading
+//! costs the daemon while a session streams. 100 newline-delimited and 20
+//! WebSocket subscribers subscribe and never read while a session streams
+//! fifty answers of about 16 KB; the daemon's RSS before and after, per
+//! stalled subscriber. `SWIVALD` names another daemon binary to measure
+//! (the previous commit's, for a comparison on the same machine).
+
+use serde_json::{json, Value};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{rss_kib, Daemon, NdConn, TestEnv};
+
+/// Newline-delimited and WebSocket subscribers that never read.
+const ND: usize = 100;
+const WS: usize = 20;
+
+fn run(c: &mut NdConn, sid: &Value) {
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+}
+
+/// A WebSocket client frame (text, masked with a zero key).
+fn ws_frame(payload: &str) -> Vec<u8> {
+    let mut f = vec![0x81u8, 0x80 | 126];
+    f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0, 0, 0]);
+    f.extend_from_slice(payload.as_bytes());
+    f
+}
+
+fn ws_subscriber(daemon: &Daemon, subscribe: &str) -> UnixStream {
+    let mut s = UnixStream::connect(&daemon.socket).unwrap();
+    s.write_all(
+        b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .unwrap();
+    s.write_all(&ws_frame(subscribe)).unwrap();
+    s
+}
+
+pub fn subscribers(daemon_binary: Option<String>) {
+    let env = TestEnv::new();
+    env.daemon_settings("subscriber_stall_s = 600");
+    let daemon = match &daemon_binary {
+        Some(path) => Daemon::spawn(&env, env.command(std::path::Path::new(path)), &[]).expect("start swivald"),
+        None => env.start_daemon(),
+    };
+    let answer = "the answer goes on and on. ".repeat(600);
+    let mut steps = vec![Step::text("warm")];
+    steps.extend((0..50).map(|_| Step::text(&answer)));
+    let mock = MockProvider::start(steps);
+    let mut c = daemon.nd();
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
+    let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
+    run(&mut c, &sid);
+    let before = rss_kib(daemon.pid());
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/subscribe", "params": {"session_id": sid}}).to_string();
+    let mut held: Vec<UnixStream> = (0..ND)
+        .map(|_| {
+            let mut s = UnixStream::connect(&daemon.socket).unwrap();
+            s.write_all(format!("{subscribe}\n").as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    held.extend((0..WS).map(|_| ws_subscriber(&daemon, &subscribe)));
+    for _ in 0..50 {
+        run(&mut c, &sid);
+    }
+    // What is still on its way to the subscribers has settled.
+    c.ok("daemon/status", json!({}));
+    let after = rss_kib(daemon.pid());
+    let per = (after.saturating_sub(before)) as f64 / (ND + WS) as f64;
+    println!(
+        "daemon: {}\nRSS before: {before} KiB, after {ND} newline-delimited and {WS} WebSocket subscribers that never read while 51 runs streamed: {after} KiB\nper stalled subscriber: {per:.0} KiB",
+        daemon_binary.as_deref().unwrap_or("this build")
+    );
+    drop(held);
+}
