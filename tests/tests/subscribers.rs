@@ -81,22 +81,7 @@ fn a_websocket_subscriber_that_never_reads_is_dropped_with_a_notice_and_runs_go_
     let project = env.project("p");
     let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
 
-    let mut ws = UnixStream::connect(&daemon.socket).unwrap();
-    ws.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    ws.write_all(
-        b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        ws.read_exact(&mut b).unwrap();
-        head.push(b[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-    let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "session/subscribe", "params": {"session_id": sid}});
-    ws.write_all(&ws_text(&subscribe.to_string())).unwrap();
+    let mut ws = ws_subscribe(&daemon.socket, &sid);
 
     // The run is not held back by the subscriber that does not read.
     let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
