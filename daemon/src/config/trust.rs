@@ -79,6 +79,9 @@ const HARMLESS: &[&str] = &[
 /// Why a key needs trust, for the ones worth explaining.
 const REASONS: &[(&str, &str)] = &[
     ("llm_filter", "runs a filter program on every request"),
+    ("command_max_processes", "changes how many processes a command may start"),
+    ("command_max_memory_mb", "changes how much memory a command may use"),
+    ("command_max_cpu_s", "changes how much CPU time a command may use"),
     ("filters", "runs filter programs on every request"),
     ("hooks", "runs hook programs around every model call"),
     ("reviewer", "runs a reviewer program on every answer"),

@@ -367,6 +367,15 @@ pub struct SessionConfig {
     /// Environment variables commands get beyond the fixed allow-list
     /// (PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, TMPDIR).
     pub command_env: Vec<String>,
+    /// Processes and threads one command may add to the user's own (0: no
+    /// limit; `RLIMIT_NPROC`).
+    pub command_max_processes: u64,
+    /// Megabytes of data (heap, private writable mappings) per process of
+    /// a command (0: no limit; `RLIMIT_DATA`).
+    pub command_max_memory_mb: u64,
+    /// Seconds of CPU time per process of a command (0: no limit;
+    /// `RLIMIT_CPU`).
+    pub command_max_cpu_s: u64,
     /// Paths hidden from commands besides the daemon's directories and
     /// the credential stores hidden by default.
     pub sandbox_hide: Vec<PathBuf>,
@@ -504,6 +513,9 @@ impl Default for SessionConfig {
             command_network: false,
             fetch_allow_networks: Vec::new(),
             command_env: Vec::new(),
+            command_max_processes: 1024,
+            command_max_memory_mb: 4096,
+            command_max_cpu_s: 900,
             sandbox_hide: Vec::new(),
             sandbox_expose: Vec::new(),
             sandbox_strict_read: false,

@@ -126,6 +126,7 @@ fn spawn_argv(
         env: base.script_env(env),
         io: Io::Pipes,
         through: None,
+        limits: None,
     };
     let started = launch::start(&launch, &program)?;
     Ok(Spawned { started, program })

@@ -29,6 +29,9 @@ pub struct Launch {
     pub io: Io,
     /// Run `program` through this helper instead of directly.
     pub through: Option<Through>,
+    /// Resource limits set in the child before it executes (the model's
+    /// commands).
+    pub limits: Option<super::limits::Rlimits>,
 }
 
 /// A child's environment.
@@ -129,6 +132,11 @@ pub fn start(launch: &Launch, name: &str) -> Result<Started, ProcError> {
         }
     };
     cmd.process_group(0).kill_on_drop(true);
+    if let Some(limits) = launch.limits {
+        // SAFETY: the closure only calls setrlimit, which is
+        // async-signal-safe, between fork and exec.
+        unsafe { cmd.as_std_mut().pre_exec(move || limits.apply()) };
+    }
     let spawned = cmd.spawn();
     // The Command holds our copies of the merged pipe's write end; until
     // they are closed the reader never sees EOF.

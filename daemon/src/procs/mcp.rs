@@ -91,6 +91,7 @@ pub fn start(
         env: l.env,
         io: Io::Pipes,
         through: l.through,
+        limits: None,
     };
     let mut started = launch::start(&launch, name)?;
     let stdout = started.child.stdout.take().expect("piped stdout");

@@ -24,6 +24,7 @@
 
 mod child;
 mod launch;
+pub mod limits;
 pub mod mcp;
 mod merged;
 mod persistent;
@@ -31,6 +32,7 @@ pub mod pin;
 
 pub use child::{kill_group, output, run, OneShot, Output, ProcError};
 pub use launch::{Env, Io, Launch, Through};
+pub use limits::Limits;
 pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
 pub use pin::{locate, Pinned};
 

@@ -36,6 +36,7 @@ fn command(argv: &[&str]) -> Launch {
         env: Env::Inherit(Vec::new()),
         io: Io::Merged,
         through: None,
+        limits: None,
     }
 }
 

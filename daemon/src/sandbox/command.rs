@@ -13,7 +13,7 @@ use super::policy::{self, CommandPolicy};
 use super::spill;
 use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
-use crate::procs::{Capture, Ending, Env, Io, Launch, ProcError, ProcessRunner, Through};
+use crate::procs::{Capture, Ending, Env, Io, Launch, Limits, ProcError, ProcessRunner, Through};
 use crate::tools::ToolOutcome;
 use serde_json::Value;
 use std::ffi::OsString;
@@ -46,6 +46,8 @@ pub struct CommandEnv {
     pub runner: Arc<ProcessRunner>,
     /// `commands = "ask"`: each bucket waits for the user's approval.
     pub ask: Option<Arc<super::ask::AskGate>>,
+    /// What one command may consume (`command_max_*`).
+    pub limits: Limits,
 }
 
 impl CommandEnv {
@@ -63,7 +65,16 @@ impl CommandEnv {
         runner: Arc<ProcessRunner>,
     ) -> (CommandEnv, SandboxStatus) {
         let (status, plan) = status::plan(input, caps);
-        let env = CommandEnv { policy, base_dir: base_dir.to_owned(), plan, helper, env, runner, ask: None };
+        let env = CommandEnv {
+            policy,
+            base_dir: base_dir.to_owned(),
+            plan,
+            helper,
+            env,
+            runner,
+            ask: None,
+            limits: Limits::default(),
+        };
         (env, status)
     }
 }
@@ -146,7 +157,11 @@ pub async fn run_command(
         Err(e) => return ToolOutcome::failed(format!("error: {e}")),
     };
     drop(tmp);
-    format_result(&env.base_dir, ending, timeout, capture)
+    let mut result = format_result(&env.base_dir, ending, timeout, capture);
+    if let Some(why) = limit_reached(&env.limits, ending, &result.text) {
+        result.append_line(&why);
+    }
+    result
 }
 
 /// What to start: the helper with the plan, or the program itself; the
@@ -158,6 +173,7 @@ fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTem
         (Some(plan), Some(tmp)) => {
             let mut plan = plan.clone();
             plan.write_dirs.push(tmp.0.clone());
+            plan.max_processes = env.limits.processes;
             let spec = serde_json::to_string(&ExecSpec { program: program.to_owned(), plan })?;
             vars.push(("TMPDIR".to_owned(), tmp.0.clone().into_os_string()));
             Some(Through { helper: env.helper.clone(), args: vec![EXEC_FLAG.to_owned(), spec] })
@@ -171,6 +187,7 @@ fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTem
         env: Env::Exact(vars),
         io: Io::Merged,
         through,
+        limits: Some(env.limits.now()),
     })
 }
 
@@ -210,6 +227,47 @@ fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Captur
         }
     };
     ToolOutcome { text, failed, warned: false }
+}
+
+/// What the model is told when a command ended at one of its limits: the
+/// limit and the key that sets it. CPU time is certain (the kernel's
+/// SIGXCPU, or its SIGKILL past the hard limit); the others are read from
+/// the failure the program printed (a failed fork, a failed allocation).
+fn limit_reached(limits: &Limits, ending: Ending, text: &str) -> Option<String> {
+    let Ending::Exited(code) = ending else { return None };
+    if code == 0 {
+        return None;
+    }
+    // SIGXCPU: the soft CPU limit (the hard one, five seconds on, is a
+    // SIGKILL, which could also be the kernel's OOM killer).
+    if let (Some(cpu), -24) = (limits.cpu_s, code) {
+        return Some(format!(
+            "error: the command was stopped at its CPU time limit ({cpu} s per process, command_max_cpu_s)"
+        ));
+    }
+    let lower = text.to_ascii_lowercase();
+    const MEMORY: &[&str] = &[
+        "cannot allocate memory",
+        "memoryerror",
+        "out of memory",
+        "memory allocation of",
+        "bad_alloc",
+        "heap out of memory",
+        "failed to allocate",
+    ];
+    const FORK: &[&str] =
+        &["resource temporarily unavailable", "fork: retry", "can't fork", "cannot fork", "fork failed"];
+    if let Some(mb) = limits.data_bytes.map(|b| b >> 20).filter(|_| MEMORY.iter().any(|m| lower.contains(m))) {
+        return Some(format!(
+            "error: the command ran out of memory at its limit ({mb} MB of data per process, command_max_memory_mb)"
+        ));
+    }
+    if let Some(n) = limits.processes.filter(|_| FORK.iter().any(|m| lower.contains(m))) {
+        return Some(format!(
+            "error: the command could not start more processes at its limit ({n} processes and threads beyond the user's own, command_max_processes)"
+        ));
+    }
+    None
 }
 
 /// `30` for whole seconds, `2.5` otherwise.
@@ -265,6 +323,7 @@ mod tests {
             env: allowed_environment(std::env::vars_os(), &[]),
             runner: Arc::new(ProcessRunner::new(4)),
             ask: None,
+            limits: Limits::default(),
         }
     }
 

@@ -239,6 +239,12 @@ fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, Hel
     // daemon killed its group), init and with it the namespace die too.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     mount_proc()?;
+    if let Some(n) = plan.max_processes {
+        // This namespace's own pid_max; an older kernel has one for the
+        // whole machine, which the namespace cannot write (EPERM): then
+        // RLIMIT_NPROC alone limits the command.
+        let _ = std::fs::write("/proc/sys/kernel/pid_max", n.saturating_add(2).max(PID_MAX_FLOOR).to_string());
+    }
     // SAFETY: still single-threaded.
     let command = match unsafe { fork() }.map_err(sys("cannot fork the command"))? {
         ForkResult::Child => {
@@ -267,6 +273,9 @@ fn init(plan: &HelperPlan, program: &Path, argv: &[OsString]) -> Result<i32, Hel
         }
     }
 }
+
+/// The lowest `pid_max` the kernel accepts.
+const PID_MAX_FLOOR: u64 = 301;
 
 /// A /proc for this PID namespace, so commands see only their own processes.
 fn mount_proc() -> Result<(), HelperError> {
@@ -498,6 +507,7 @@ fn probe() -> SandboxCapabilities {
         pid_namespace: true,
         deny_unix_sockets: false,
         read_dirs: None,
+        max_processes: None,
     };
     match enter_namespaces(&ns_plan) {
         Ok(()) => {

@@ -27,6 +27,7 @@
 
 pub mod ask;
 pub mod command;
+pub mod credentials;
 pub mod fetch;
 #[cfg(target_os = "linux")]
 mod linux;
@@ -77,17 +78,18 @@ pub fn main_if_helper() -> Option<ExitCode> {
     }
 }
 
-/// Credential stores hidden from commands unless `sandbox_expose` names
-/// them: SSH and GPG keys, cloud, GitHub, Docker and Kubernetes
-/// credentials, netrc and git's stored passwords.
-pub fn default_hidden() -> Vec<PathBuf> {
-    let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else {
-        return Vec::new();
+/// Credential stores hidden from commands and file tools unless
+/// `sandbox_expose` names them: every path of [`credentials::CATEGORIES`]
+/// under `home` (the caller's), else under the daemon's home.
+pub fn default_hidden(home: Option<&Path>) -> Vec<PathBuf> {
+    let home = match home {
+        Some(h) => h.to_path_buf(),
+        None => match directories::BaseDirs::new() {
+            Some(b) => b.home_dir().to_path_buf(),
+            None => return Vec::new(),
+        },
     };
-    [".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".git-credentials", ".docker/config.json", ".kube"]
-        .iter()
-        .map(|p| home.join(p))
-        .collect()
+    credentials::under(&home).map(|(_, p)| p).collect()
 }
 
 /// The executable to re-run as the helper: this very program, even if its
@@ -110,6 +112,7 @@ pub async fn probe(helper: &Path) -> SandboxCapabilities {
         env: crate::procs::Env::Inherit(Vec::new()),
         io: crate::procs::Io::NoInput,
         through: None,
+        limits: None,
     };
     let out = match crate::procs::output(&launch, Duration::from_secs(10), PROBE_MAX_OUTPUT).await {
         Err(crate::procs::ProcError::Timeout { .. }) => {

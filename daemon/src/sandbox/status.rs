@@ -101,6 +101,11 @@ pub struct HelperPlan {
     /// Strict reads: Landlock allows reading only these (plus `write_dirs`).
     #[serde(default)]
     pub read_dirs: Option<Vec<PathBuf>>,
+    /// Most processes in the PID namespace (`command_max_processes`): its
+    /// `pid_max`, where the kernel keeps one per namespace (6.14 on; the
+    /// kernel's floor is 301), which holds even for root.
+    #[serde(default)]
+    pub max_processes: Option<u64>,
 }
 
 impl HelperPlan {
@@ -253,6 +258,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
         pid_namespace,
         deny_unix_sockets,
         read_dirs,
+        max_processes: None,
     };
     (status, Some(plan))
 }

@@ -144,7 +144,7 @@ impl Sessions {
         let base = policy.base.clone();
         let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &env.path())
             .map_err(|e| SessionError::Config(e.to_string()))?;
-        let mut hide = crate::sandbox::default_hidden();
+        let mut hide = crate::sandbox::default_hidden(env.home().as_deref());
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
         hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
         hide.extend(cfg.sandbox_hide.iter().cloned());
@@ -172,6 +172,12 @@ impl Sessions {
             command_env,
             self.shared.runner.clone(),
         );
+        let limit = |n: u64| (n > 0).then_some(n);
+        commands.limits = crate::procs::Limits {
+            processes: limit(cfg.command_max_processes),
+            data_bytes: limit(cfg.command_max_memory_mb).map(|mb| mb.saturating_mul(1 << 20)),
+            cpu_s: limit(cfg.command_max_cpu_s),
+        };
         if cfg.command_access() == crate::config::CommandAccess::Ask {
             // A command that could reach the daemon's socket could answer
             // its own approvals: ask mode needs the sandbox to prevent it.

@@ -118,13 +118,13 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
             enforced.push("commands run in a private PID namespace: everything they start (setsid and double forks too) is killed when they end, and /proc shows only their own processes".into());
         }
         if !st.hidden.is_empty() {
-            let list: Vec<String> = st.hidden.iter().map(|p| p.display().to_string()).collect();
-            enforced.push(format!("hidden from commands: {}", list.join(", ")));
+            enforced.push(hidden_status(&st.hidden, session.env.home().as_deref()));
         }
         if !st.readonly.is_empty() {
             let list: Vec<String> = st.readonly.iter().map(|p| p.display().to_string()).collect();
             enforced.push(format!("read-only for commands (policy): {}", list.join(", ")));
         }
+        enforced.push(limits_status(&session.commands.limits));
         if st.strict_read {
             enforced.push("commands read only system directories, the base dir, allowed_dirs and their temp dir (sandbox_strict_read)".into());
         }
@@ -148,4 +148,61 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
         enforced,
         not_enforced,
     }
+}
+
+/// What is hidden, in plain words: the credential categories with the
+/// paths of each that exist here, then every other hidden path (the
+/// daemon's own directories, `sandbox_hide`).
+fn hidden_status(hidden: &[std::path::PathBuf], home: Option<&std::path::Path>) -> String {
+    use crate::sandbox::credentials::{category_of, CATEGORIES};
+    let mut by_category: Vec<(&str, Vec<String>)> = CATEGORIES.iter().map(|c| (c.name, Vec::new())).collect();
+    let mut other = Vec::new();
+    for path in hidden {
+        match home.and_then(|h| category_of(h, path)) {
+            Some(name) => {
+                if path.exists() {
+                    let entry = by_category.iter_mut().find(|(n, _)| *n == name).expect("a category of the table");
+                    entry.1.push(path.display().to_string());
+                }
+            }
+            None => other.push(path.display().to_string()),
+        }
+    }
+    let categories: Vec<String> = by_category
+        .into_iter()
+        .map(|(name, present)| match present.is_empty() {
+            true => name.to_owned(),
+            false => format!("{name} (here: {})", present.join(", ")),
+        })
+        .collect();
+    let mut text = format!(
+        "hidden from commands and file tools: the well-known credential stores under the home directory — {} (docs/security.md lists every path; sandbox_expose takes one off)",
+        categories.join("; ")
+    );
+    if !other.is_empty() {
+        text.push_str(&format!("; and {}", other.join(", ")));
+    }
+    text
+}
+
+/// The limits each command runs under, and how they are enforced.
+fn limits_status(l: &crate::procs::Limits) -> String {
+    let show = |v: Option<u64>, unit: &str, key: &str, how: &str| match v {
+        Some(n) => format!("{n} {unit} ({key}, {how})"),
+        None => format!("no limit on {unit} ({key} = 0)"),
+    };
+    let parts = [
+        show(
+            l.processes,
+            "processes and threads beyond the user's own when it starts",
+            "command_max_processes",
+            "RLIMIT_NPROC, which does not bind root; in the PID namespace also its own pid_max where the kernel has one (6.14 on, at least 300)",
+        ),
+        show(l.data_bytes.map(|b| b >> 20), "MB of data per process", "command_max_memory_mb", "RLIMIT_DATA"),
+        show(l.cpu_s, "s of CPU time per process", "command_max_cpu_s", "RLIMIT_CPU: SIGXCPU, then SIGKILL 5 s later"),
+    ];
+    format!(
+        "each command is limited to {}; set in the command's process before it runs, with or without the kernel sandbox",
+        parts.join("; ")
+    )
 }
