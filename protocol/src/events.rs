@@ -216,10 +216,28 @@ pub enum EventKind {
         bucket: String,
         /// The command line as the model asked for it.
         command: String,
-        /// The bucket is one Swival calls high-risk (`rm`, `git push`, `curl`, `sh -c`, …).
+        /// The bucket is one Swival calls high-risk (`rm`, `git push`, `curl`,
+        /// `sh -c`, …), or a use whose arguments make the program run other
+        /// code (`git -c core.fsmonitor`, `awk system()`, `sed e`).
         high_risk: bool,
         /// How long the run waits.
         timeout_s: f64,
+        /// The exact argv that will run (control characters escaped).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        argv: Vec<String>,
+        /// Why the bucket is high-risk, in words for the user.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Files the command would run that changed during the session (a
+        /// script, a Makefile, `package.json`, git's hooks), relative to the
+        /// base dir when under it: an earlier "always" for the bucket did not
+        /// see them, and an "always" now covers them only as they are.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed_files: Vec<String>,
+        /// The arguments carry the code that runs: this bucket is asked every
+        /// time, and an `allow_always` answer allows this command once.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        every_time: bool,
     },
     /// An approval was answered (or timed out, or the run was cancelled).
     ApprovalResolved {
@@ -448,7 +466,9 @@ impl ResolvedBy {
 pub enum ApprovalDecision {
     /// Run this command.
     AllowOnce,
-    /// Run it, and every command of its bucket for the rest of the session.
+    /// Run it, and every command of its bucket for the rest of the session,
+    /// except one that runs a file changed after this answer; for a
+    /// question marked `every_time`, only this command.
     AllowAlways,
     /// Do not run it.
     RejectOnce,

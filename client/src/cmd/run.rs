@@ -375,10 +375,10 @@ async fn follow(
 
 /// Answer an `approval_requested` event on the terminal.
 async fn answer_approval(client: &Client, session_id: &SessionId, event: &Event) {
-    let EventKind::ApprovalRequested { approval_id, bucket, command, high_risk, timeout_s, .. } = &event.kind else {
+    let EventKind::ApprovalRequested { approval_id, command, timeout_s, .. } = &event.kind else {
         return;
     };
-    let decision = ask_terminal(command, bucket, *high_risk, *timeout_s).await;
+    let decision = ask_terminal(&event.kind, *timeout_s).await;
     match client.approve(session_id, approval_id, decision).await {
         Ok(true) => {}
         Ok(false) => eprintln!("swivalctl: the answer came too late: `{command}` was rejected"),
@@ -386,24 +386,42 @@ async fn answer_approval(client: &Client, session_id: &SessionId, event: &Event)
     }
 }
 
-/// Ask on the terminal whether a command may run (`commands = "ask"`).
-/// Without a terminal, on end of input, on Ctrl-C, or with no answer
-/// before the daemon stops waiting, the answer is no (Swival: EOF denies).
-async fn ask_terminal(
-    command: &str,
-    bucket: &str,
-    high_risk: bool,
-    timeout_s: f64,
-) -> swival_protocol::ApprovalDecision {
+/// Ask on the terminal whether a command may run (`commands = "ask"`):
+/// the command, its exact argv, why it is high-risk and the files it runs
+/// that changed in the session. Without a terminal, on end of input, on
+/// Ctrl-C, or with no answer before the daemon stops waiting, the answer
+/// is no (Swival: EOF denies).
+async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::ApprovalDecision {
     use swival_protocol::ApprovalDecision as D;
+    let EventKind::ApprovalRequested { bucket, command, high_risk, argv, reason, changed_files, every_time, .. } =
+        question
+    else {
+        return D::RejectOnce;
+    };
     if !std::io::stdin().is_terminal() {
         eprintln!(
             "swivalctl: `{command}` needs approval (commands = \"ask\") and there is no terminal to ask on: rejected"
         );
         return D::RejectOnce;
     }
-    let risk = if high_risk { " [high risk]" } else { "" };
-    eprint!("? Run `{command}`{risk}? [y] once, [a] always `{bucket}`, [n] no, [never] `{bucket}` (default no): ");
+    let risk = if *high_risk { " [high risk]" } else { "" };
+    eprintln!("? Run `{command}`{risk}?");
+    if !argv.is_empty() {
+        eprintln!("  argv: {}", serde_json::to_string(argv).unwrap_or_default());
+    }
+    if let Some(reason) = reason {
+        eprintln!("  why: {reason}");
+    }
+    if !changed_files.is_empty() {
+        eprintln!("  changed in this session: {}", changed_files.join(", "));
+    }
+    let always = match (*every_time, changed_files.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => format!(" [a] always `{bucket}`,"),
+        (false, false) => format!(" [a] always `{bucket}` with these files as they are,"),
+    };
+    let asked = if *every_time { " (asked every time)" } else { "" };
+    eprint!("  [y] once,{always} [n] no, [never] `{bucket}`{asked} (default no): ");
     let read = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
@@ -419,7 +437,7 @@ async fn ask_terminal(
     };
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => D::AllowOnce,
-        "a" | "always" => D::AllowAlways,
+        "a" | "always" if !every_time => D::AllowAlways,
         "never" => D::RejectAlways,
         _ => D::RejectOnce,
     }

@@ -13,15 +13,21 @@ use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::tools::{repair, ToolOutcome};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Instant;
 use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, Repeat, ResolvedBy};
 
 /// What a user is asked to approve.
 struct Question<'a> {
     call_id: &'a str,
-    bucket: &'a str,
-    command: &'a str,
-    high_risk: bool,
+    /// The command line, quoted as a shell would read it.
+    command: String,
+    /// Its bucket, and why it is high-risk.
+    verdict: ask::Verdict,
+    /// The exact argv (empty for a hook's question).
+    argv: Vec<String>,
+    /// Files it runs that changed in the session.
+    changed: Vec<ask::Changed>,
 }
 
 impl AgentRun<'_> {
@@ -63,6 +69,9 @@ impl AgentRun<'_> {
             };
             let duration_s = started.elapsed().as_secs_f64();
             let change = self.tools.last_change.take();
+            if let (Some(c), Some(gate)) = (&change, &self.commands.ask) {
+                gate.wrote(std::path::Path::new(&c.path));
+            }
             self.emit(EventKind::ToolResult {
                 turn,
                 id: call.id.clone(),
@@ -116,18 +125,35 @@ impl AgentRun<'_> {
         outcome
     }
 
-    /// `commands = "ask"`: the user's answer for this command's bucket;
-    /// the tool result when it may not run.
+    /// `commands = "ask"`: the user's answer for this command's bucket,
+    /// asked again when it runs a file changed in the session; the tool
+    /// result when it may not run.
     async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<ToolOutcome> {
         let gate = self.commands.ask.clone()?;
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
-        let bucket = ask::bucket(&argv);
+        let verdict = ask::classify(&argv);
+        let changed = self.changed_files(&gate, &verdict.bucket, &argv).await;
         let command =
             ask::display(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")));
-        let question = Question { call_id, high_risk: ask::high_risk(&bucket), bucket: &bucket, command: &command };
+        let argv = argv.iter().map(|a| ask::display(a)).collect();
+        let bucket = verdict.bucket.clone();
+        let question = Question { call_id, command, verdict, argv, changed };
         let allowed = self.ask_user(turn, &gate, question).await;
         (!allowed).then(|| ToolOutcome::failed(ask::denied(&bucket)))
+    }
+
+    /// The files `argv` would run that changed in the session and no
+    /// "always" for `bucket` covered; read off the runtime's threads.
+    async fn changed_files(&self, gate: &Arc<ask::AskGate>, bucket: &str, argv: &[String]) -> Vec<ask::Changed> {
+        let path = self.commands.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
+        let (gate, bucket, argv, base) =
+            (gate.clone(), bucket.to_owned(), argv.to_vec(), self.commands.base_dir.clone());
+        let read = move || gate.changed(&bucket, &ask::code_files(&argv, &base, &path));
+        // A file that cannot be checked is never taken as unchanged.
+        tokio::task::spawn_blocking(read)
+            .await
+            .unwrap_or_else(|_| vec![ask::Changed { path: self.commands.base_dir.clone(), sha256: None }])
     }
 
     /// A call an `after_llm_call` hook asked about: the user's answer for
@@ -138,31 +164,39 @@ impl AgentRun<'_> {
         let bucket = ask::display(&format!("{} (hook: {reason})", call.name));
         let args: String = call.arguments.chars().take(300).collect();
         let command = ask::display(&format!("{} {args}", call.name));
-        let question = Question { call_id: &call.id, high_risk: false, bucket: &bucket, command: &command };
+        let verdict = ask::Verdict { bucket, ..ask::Verdict::default() };
+        let question = Question { call_id: &call.id, command, verdict, argv: Vec::new(), changed: Vec::new() };
         let allowed = self.ask_user(turn, gate, question).await;
         (!allowed).then(|| {
             ToolOutcome::failed(format!("error: blocked by policy: the user did not approve this call ({reason})"))
         })
     }
 
-    /// Ask the user (unless the session already answered for the bucket):
+    /// Ask the user (unless the session's answer for the bucket holds):
     /// an `approval_requested` event, then any client's `run/approve`. No
     /// answer in time, or the run cancelled, is a rejection.
     async fn ask_user(&mut self, turn: u64, gate: &ask::AskGate, q: Question<'_>) -> bool {
-        if let Some(known) = gate.known(q.bucket) {
+        let v = &q.verdict;
+        if let Some(known) = gate.known(&v.bucket, &q.changed) {
             return known;
         }
         let (approval_id, answer) = gate.approvals.ask(self.session_id);
         // Forgotten however this ends, a dropped run included.
         let _pending = ask::Pending(&gate.approvals, approval_id.clone());
+        let base = &self.commands.base_dir;
+        let shown = |p: &std::path::Path| ask::display(&p.strip_prefix(base).unwrap_or(p).to_string_lossy());
         let requested = EventKind::ApprovalRequested {
             turn,
             approval_id: approval_id.clone(),
             tool_call_id: q.call_id.to_owned(),
-            bucket: q.bucket.to_owned(),
-            command: q.command.to_owned(),
-            high_risk: q.high_risk,
+            bucket: v.bucket.clone(),
+            command: q.command.clone(),
+            high_risk: v.high_risk || !q.changed.is_empty(),
             timeout_s: gate.timeout.as_secs_f64(),
+            argv: q.argv.clone(),
+            reason: reason(v, &q.changed),
+            changed_files: q.changed.iter().map(|c| shown(&c.path)).collect(),
+            every_time: v.every_time,
         };
         self.emit(requested);
         // An answer that arrived is taken over a timeout due at the same time.
@@ -172,7 +206,7 @@ impl AgentRun<'_> {
             _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, ResolvedBy::Timeout),
             _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
         };
-        gate.remember(q.bucket, decision);
+        gate.remember(&v.bucket, decision, v.every_time, &q.changed);
         self.emit(EventKind::ApprovalResolved { approval_id, decision, by });
         decision.allows()
     }
@@ -247,5 +281,17 @@ impl AgentRun<'_> {
         } else {
             run()
         }
+    }
+}
+
+/// Why a question is high-risk: the bucket's reason, and that it runs
+/// files changed in the session.
+fn reason(verdict: &ask::Verdict, changed: &[ask::Changed]) -> Option<String> {
+    let files = "it runs files changed during this session, which no earlier answer saw";
+    match (&verdict.reason, changed.is_empty()) {
+        (Some(r), true) => Some(r.clone()),
+        (Some(r), false) => Some(format!("{r}; {files}")),
+        (None, false) => Some(files.to_owned()),
+        (None, true) => None,
     }
 }

@@ -515,6 +515,10 @@ pub(super) mod tests {
             command: "git push origin".into(),
             high_risk: true,
             timeout_s: 60.0,
+            argv: vec![],
+            reason: None,
+            changed_files: vec![],
+            every_time: false,
         });
         assert!(rec.timeline().is_empty(), "a question alone is not an entry");
         let decision = ApprovalDecision::RejectOnce;

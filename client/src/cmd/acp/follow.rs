@@ -111,14 +111,17 @@ impl Bridge {
     /// question, or fails to answer, rejects the call.
     fn ask_editor(self: &Arc<Self>, cx: &ConnectionTo<Editor>, session: &SessionId, q: Question) {
         let always = |verb: &str| format!("{verb} `{}` for the rest of this session", q.bucket);
-        let options = vec![
+        let mut options = vec![
             acp::PermissionOption::new("allow_once", "Allow once", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new("allow_always", always("Allow"), acp::PermissionOptionKind::AllowAlways),
             acp::PermissionOption::new("reject_once", "Reject", acp::PermissionOptionKind::RejectOnce),
             acp::PermissionOption::new("reject_always", always("Reject"), acp::PermissionOptionKind::RejectAlways),
         ];
+        if q.every_time {
+            options.remove(1);
+        }
         let risk = if q.high_risk { " (high risk)" } else { "" };
-        let shown = acp::ToolCallContent::from(acp::ContentBlock::from(format!("```\n{}\n```", q.command)));
+        let shown = acp::ToolCallContent::from(acp::ContentBlock::from(q.details()));
         let fields = acp::ToolCallUpdateFields::new()
             .title(format!("Approve `{}`{risk}?", q.bucket))
             .kind(acp::ToolKind::Execute)
@@ -223,22 +226,62 @@ struct Question {
     bucket: String,
     command: String,
     high_risk: bool,
+    /// The exact argv, why it is high-risk, the files it runs that
+    /// changed in the session.
+    argv: Vec<String>,
+    reason: Option<String>,
+    changed_files: Vec<String>,
+    /// No "always" is offered: the daemon would take it as once.
+    every_time: bool,
 }
 
 impl Question {
     fn of(event: &Event) -> Option<Question> {
-        match &event.kind {
-            EventKind::ApprovalRequested { approval_id, tool_call_id, bucket, command, high_risk, .. } => {
-                Some(Question {
-                    approval_id: approval_id.clone(),
-                    tool_call_id: updates::call_id(event, tool_call_id),
-                    bucket: bucket.clone(),
-                    command: command.clone(),
-                    high_risk: *high_risk,
-                })
-            }
-            _ => None,
+        let EventKind::ApprovalRequested {
+            approval_id,
+            tool_call_id,
+            bucket,
+            command,
+            high_risk,
+            argv,
+            reason,
+            changed_files,
+            every_time,
+            ..
+        } = &event.kind
+        else {
+            return None;
+        };
+        Some(Question {
+            approval_id: approval_id.clone(),
+            tool_call_id: updates::call_id(event, tool_call_id),
+            bucket: bucket.clone(),
+            command: command.clone(),
+            high_risk: *high_risk,
+            argv: argv.clone(),
+            reason: reason.clone(),
+            changed_files: changed_files.clone(),
+            every_time: *every_time,
+        })
+    }
+
+    /// What the editor shows: the command, then its argv, the reason and
+    /// the changed files when there are any.
+    fn details(&self) -> String {
+        let mut text = format!("```\n{}\n```", self.command);
+        if !self.argv.is_empty() {
+            text.push_str(&format!("\n\nargv: `{}`", serde_json::to_string(&self.argv).unwrap_or_default()));
         }
+        if let Some(reason) = &self.reason {
+            text.push_str(&format!("\n\nHigh risk: {reason}"));
+        }
+        if !self.changed_files.is_empty() {
+            text.push_str(&format!("\n\nChanged in this session: {}", self.changed_files.join(", ")));
+        }
+        if self.every_time {
+            text.push_str("\n\nAsked every time: no \"always\" for this kind of command.");
+        }
+        text
     }
 }
 

@@ -1,0 +1,180 @@
+//! `commands = "ask"`: every command waits for a user's approval, per
+//! Swival's *bucket* (`git push`, `python3 -c`, `rm`, …), which is also
+//! what an "always" answer covers. The question goes out as an
+//! `approval_requested` event; any client may answer it with
+//! `run/approve` (swivalctl on a terminal, an editor through `swivalctl
+//! acp`). No answer within the timeout is a rejection: policy fails closed.
+//!
+//! An answer is bound to what will run. A use whose arguments make the
+//! program run other code (`git -c core.fsmonitor=…`, `awk system()`,
+//! `sed e`, `find -exec`, `env …`) has its own bucket, high-risk, asked
+//! every time ([`risky`], [`bucket`]). A command that runs a file changed
+//! during the session — a script, a Makefile, `package.json`, git's
+//! hooks ([`files`]) — is asked again, naming the files, whatever was
+//! answered for its bucket before ([`changes`]).
+//!
+//! Pre-approval comes only from the user's config (`approved_buckets`).
+//! Swival also reads `.swival/approved_buckets`, a file under the base
+//! directory, which the model can write; swivald does not.
+
+pub mod bucket;
+pub mod changes;
+pub mod files;
+mod matcher;
+pub mod risky;
+mod scripts;
+mod sed;
+#[cfg(test)]
+mod tests;
+
+pub use bucket::{bucket, classify, high_risk, Verdict};
+pub use changes::Changed;
+pub use files::code_files;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use swival_protocol::{ApprovalDecision, SessionId};
+use tokio::sync::oneshot;
+
+/// `s` with control characters escaped, so a command shown to a user
+/// cannot redraw the terminal or hide part of itself.
+pub fn display(s: &str) -> String {
+    s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
+/// The questions waiting for an answer, daemon-wide.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    pending: Mutex<HashMap<String, (SessionId, oneshot::Sender<ApprovalDecision>)>>,
+}
+
+impl Approvals {
+    /// A new question for `session`: its id, and where the answer arrives.
+    pub fn ask(&self, session: &SessionId) -> (String, oneshot::Receiver<ApprovalDecision>) {
+        let id = format!("a_{:016x}", rand::random::<u64>());
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(id.clone(), (session.clone(), tx));
+        (id, rx)
+    }
+
+    /// Answer a question of `session`; false when none such waits.
+    pub fn answer(&self, session: &SessionId, id: &str, decision: ApprovalDecision) -> bool {
+        let mut pending = self.lock();
+        match pending.get(id) {
+            Some((owner, _)) if owner == session => {}
+            _ => return false,
+        }
+        let (_, tx) = pending.remove(id).expect("checked above");
+        tx.send(decision).is_ok()
+    }
+
+    /// Drop a question nobody answered.
+    pub fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SessionId, oneshot::Sender<ApprovalDecision>)>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A question's place in [`Approvals`], given up when this drops.
+pub struct Pending<'a>(pub &'a Approvals, pub String);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.forget(&self.1);
+    }
+}
+
+/// One session's ask mode: the buckets answered for the whole session,
+/// and the files changed in it.
+#[derive(Debug)]
+pub struct AskGate {
+    /// Where questions wait.
+    pub approvals: Arc<Approvals>,
+    /// How long a run waits for an answer.
+    pub timeout: Duration,
+    /// What the session answered, and what changed in it.
+    answered: Mutex<Answers>,
+}
+
+/// A session's answers.
+#[derive(Debug)]
+struct Answers {
+    /// Buckets allowed for the session.
+    allowed: BTreeSet<String>,
+    /// Buckets rejected for the session.
+    rejected: BTreeSet<String>,
+    /// Files changed in the session, and contents "always" covered.
+    changes: changes::Changes,
+}
+
+impl AskGate {
+    /// A gate with the buckets the user's config approves; files changed
+    /// from now on are the session's.
+    pub fn new(approvals: Arc<Approvals>, timeout: Duration, approved: &[String]) -> AskGate {
+        let allowed = approved.iter().map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()).collect();
+        let answers = Answers { allowed, rejected: BTreeSet::new(), changes: changes::Changes::new(SystemTime::now()) };
+        AskGate { approvals, timeout, answered: Mutex::new(answers) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {
+        self.answered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the session already answered for `bucket`, for a command
+    /// that runs `changed`: a rejection holds for every command of the
+    /// bucket, an approval only for one that runs no changed file.
+    pub fn known(&self, bucket: &str, changed: &[Changed]) -> Option<bool> {
+        let a = self.lock();
+        if a.rejected.contains(bucket) {
+            Some(false)
+        } else if a.allowed.contains(bucket) && changed.is_empty() {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// Keep an "always" answer for the session: never for a bucket asked
+    /// `every_time` (an "allow always" there allows this command once); an
+    /// approval covers the `changed` files as they are now.
+    pub fn remember(&self, bucket: &str, decision: ApprovalDecision, every_time: bool, changed: &[Changed]) {
+        let mut a = self.lock();
+        match decision {
+            ApprovalDecision::AllowAlways if !every_time => {
+                a.allowed.insert(bucket.to_owned());
+                a.changes.cover(bucket, changed);
+            }
+            ApprovalDecision::RejectAlways => {
+                a.rejected.insert(bucket.to_owned());
+            }
+            _ => {}
+        }
+    }
+
+    /// A file tool of the session wrote `path`.
+    pub fn wrote(&self, path: &Path) {
+        self.lock().changes.wrote(path);
+    }
+
+    /// The files among `files` changed in the session that no "always"
+    /// for `bucket` covered. Reads and hashes files: call it off the
+    /// runtime's threads.
+    pub fn changed(&self, bucket: &str, files: &[PathBuf]) -> Vec<Changed> {
+        // The hashing happens under the lock: questions of one session
+        // come one at a time anyway.
+        self.lock().changes.changed(bucket, files)
+    }
+}
+
+/// The tool result of a command the user did not approve.
+pub fn denied(bucket: &str) -> String {
+    format!(
+        "error: user denied command bucket '{bucket}'. Do not retry this command or another of its kind; \
+         continue without it, or explain what you need in your answer."
+    )
+}
