@@ -83,9 +83,13 @@ impl Changes {
     }
 
     /// Whether `path` exists and changed during the session (the link
-    /// itself, for a symbolic link, or the file it leads to).
+    /// itself, for a symbolic link, or the file it leads to). A directory
+    /// does not run: its entries are listed when they do (hooks).
     fn in_session(&self, path: &Path) -> bool {
         let Ok(link) = path.symlink_metadata() else { return false };
+        if path.is_dir() {
+            return false;
+        }
         let real = path.canonicalize().unwrap_or_else(|_| path.to_owned());
         let recent = |m: &std::fs::Metadata| ctime(m) >= self.since;
         self.written.contains(&real) || recent(&link) || path.metadata().is_ok_and(|m| recent(&m))

@@ -175,8 +175,14 @@ fn below(dir: &Path, name: &str) -> Vec<PathBuf> {
 fn git_files(dir: &Path) -> Vec<PathBuf> {
     let Some(top) = dir.ancestors().find(|d| d.join(".git").symlink_metadata().is_ok()) else { return Vec::new() };
     let dot_git = top.join(".git");
-    let mut out = vec![dot_git.clone()];
-    let repo = if dot_git.is_dir() { Some(dot_git) } else { linked_repository(&dot_git) };
+    let mut out = Vec::new();
+    let repo = if dot_git.is_dir() {
+        Some(dot_git)
+    } else {
+        // A `.git` file says where the repository is: it counts as code.
+        out.push(dot_git.clone());
+        linked_repository(&dot_git)
+    };
     if let Some(repo) = repo {
         out.extend(repository_files(&repo));
         // A linked worktree shares the main repository's config and hooks.
@@ -254,7 +260,7 @@ mod tests {
         assert!(files(&["timeout", "60", "npm", "test"], base).contains(&"package.json".to_owned()));
         assert!(files(&["python3", "-m", "pytest"], base).contains(&"a/b/conftest.py".to_owned()));
         let git = files(&["git", "status"], base);
-        for f in [".git", ".git/config", ".git/hooks/pre-commit"] {
+        for f in [".git/config", ".git/hooks/pre-commit"] {
             assert!(git.contains(&f.to_owned()), "{f}: {git:?}");
         }
         assert_eq!(hooks_path(&base.join(".git/config")).as_deref(), Some(".githooks"));
