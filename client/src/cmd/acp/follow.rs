@@ -111,9 +111,14 @@ impl Bridge {
     /// question, or fails to answer, rejects the call.
     fn ask_editor(self: &Arc<Self>, cx: &ConnectionTo<Editor>, session: &SessionId, q: Question) {
         let always = |verb: &str| format!("{verb} `{}` for the rest of this session", q.bucket);
+        // An "always" covers the changed files only as they are now.
+        let allow_always = match q.changed_files.is_empty() {
+            true => always("Allow"),
+            false => format!("{}, with these files as they are", always("Allow")),
+        };
         let mut options = vec![
             acp::PermissionOption::new("allow_once", "Allow once", acp::PermissionOptionKind::AllowOnce),
-            acp::PermissionOption::new("allow_always", always("Allow"), acp::PermissionOptionKind::AllowAlways),
+            acp::PermissionOption::new("allow_always", allow_always, acp::PermissionOptionKind::AllowAlways),
             acp::PermissionOption::new("reject_once", "Reject", acp::PermissionOptionKind::RejectOnce),
             acp::PermissionOption::new("reject_always", always("Reject"), acp::PermissionOptionKind::RejectAlways),
         ];
@@ -121,12 +126,12 @@ impl Bridge {
             options.remove(1);
         }
         let risk = if q.high_risk { " (high risk)" } else { "" };
-        let shown = acp::ToolCallContent::from(acp::ContentBlock::from(q.details()));
+        let shown = q.details();
         let fields = acp::ToolCallUpdateFields::new()
             .title(format!("Approve `{}`{risk}?", q.bucket))
             .kind(acp::ToolKind::Execute)
             .status(acp::ToolCallStatus::Pending)
-            .content(vec![shown]);
+            .content(shown);
         let request = acp::RequestPermissionRequest::new(
             session.0.clone(),
             acp::ToolCallUpdate::new(q.tool_call_id.clone(), fields),
@@ -265,23 +270,28 @@ impl Question {
         })
     }
 
-    /// What the editor shows: the command, then its argv, the reason and
-    /// the changed files when there are any.
-    fn details(&self) -> String {
-        let mut text = format!("```\n{}\n```", self.command);
+    /// What the editor shows: the command, then (a second block) its
+    /// exact argv, the reason, the changed files.
+    fn details(&self) -> Vec<acp::ToolCallContent> {
+        let block = |text: String| acp::ToolCallContent::from(acp::ContentBlock::from(text));
+        let mut more = Vec::new();
         if !self.argv.is_empty() {
-            text.push_str(&format!("\n\nargv: `{}`", serde_json::to_string(&self.argv).unwrap_or_default()));
+            more.push(format!("argv: `{}`", serde_json::to_string(&self.argv).unwrap_or_default()));
         }
         if let Some(reason) = &self.reason {
-            text.push_str(&format!("\n\nHigh risk: {reason}"));
+            more.push(format!("High risk: {reason}"));
         }
         if !self.changed_files.is_empty() {
-            text.push_str(&format!("\n\nChanged in this session: {}", self.changed_files.join(", ")));
+            more.push(format!("Changed in this session: {}", self.changed_files.join(", ")));
         }
         if self.every_time {
-            text.push_str("\n\nAsked every time: no \"always\" for this kind of command.");
+            more.push("Asked every time: no \"always\" for this kind of command.".to_owned());
         }
-        text
+        let mut shown = vec![block(format!("```\n{}\n```", self.command))];
+        if !more.is_empty() {
+            shown.push(block(more.join("\n\n")));
+        }
+        shown
     }
 }
 
