@@ -146,10 +146,9 @@ impl AgentRun<'_> {
     /// The files `argv` would run that changed in the session and no
     /// "always" for `bucket` covered; read off the runtime's threads.
     async fn changed_files(&self, gate: &Arc<ask::AskGate>, bucket: &str, argv: &[String]) -> Vec<ask::Changed> {
-        let path = self.commands.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
-        let (gate, bucket, argv, base) =
-            (gate.clone(), bucket.to_owned(), argv.to_vec(), self.commands.base_dir.clone());
-        let read = move || gate.changed(&bucket, &ask::code_files(&argv, &base, &path));
+        let (gate, bucket, argv) = (gate.clone(), bucket.to_owned(), argv.to_vec());
+        let (base, env) = (self.commands.base_dir.clone(), self.commands.env.clone());
+        let read = move || gate.changed(&bucket, &ask::code_files(&argv, &base, &env));
         // A file that cannot be checked is never taken as unchanged.
         tokio::task::spawn_blocking(read)
             .await

@@ -8,17 +8,19 @@
 //! [`super::changes`]'s to say.
 
 use super::bucket::{program_name, RUNNERS};
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The files a tool reads and runs, relative to the directory it works
 /// in; a name starting with `**/` is looked for in subdirectories too
-/// ([`MAX_DEPTH`] levels). Add a tool here with the files it runs.
+/// ([`MAX_DEPTH`] levels), one starting with `~/` in the command's HOME.
+/// Add a tool here with the files it runs.
 pub const PROJECT_FILES: &[(&[&str], &[&str])] = &[
+    (&["git"], &["~/.gitconfig", "~/.config/git/config"]),
     (&["make", "gmake"], &["GNUmakefile", "makefile", "Makefile"]),
     (
         &["npm", "pnpm", "yarn", "bun", "npx"],
-        &["package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml"],
+        &["package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml", "~/.npmrc"],
     ),
     (
         &["pytest", "py.test"],
@@ -29,7 +31,15 @@ pub const PROJECT_FILES: &[(&[&str], &[&str])] = &[
     (&["pip", "pip3", "uv", "poetry", "pdm", "hatch", "build"], &["setup.py", "pyproject.toml", "setup.cfg"]),
     (
         &["cargo"],
-        &["Cargo.toml", "build.rs", "**/build.rs", ".cargo/config.toml", ".cargo/config", "rust-toolchain.toml"],
+        &[
+            "Cargo.toml",
+            "build.rs",
+            "**/build.rs",
+            ".cargo/config.toml",
+            ".cargo/config",
+            "rust-toolchain.toml",
+            "~/.cargo/config.toml",
+        ],
     ),
     (&["just"], &["justfile", "Justfile", ".justfile"]),
     (&["rake"], &["Rakefile", "rakefile", "Rakefile.rb"]),
@@ -43,6 +53,77 @@ pub const PROJECT_FILES: &[(&[&str], &[&str])] = &[
     (&["deno"], &["deno.json", "deno.jsonc"]),
 ];
 
+/// Programs that never run a file named among their operands: a source
+/// file there is data (their script files, `awk -f`, `sed -f`, are in
+/// [`FILE_OPTIONS`]).
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "diff",
+    "cmp",
+    "comm",
+    "cp",
+    "mv",
+    "rm",
+    "ls",
+    "stat",
+    "file",
+    "touch",
+    "chmod",
+    "ln",
+    "mkdir",
+    "rmdir",
+    "git",
+    "sed",
+    "gsed",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "tar",
+    "zip",
+    "unzip",
+    "gzip",
+    "gunzip",
+    "xz",
+    "zstd",
+    "find",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "du",
+    "echo",
+    "printf",
+    "patch",
+    "tee",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "jq",
+    "paste",
+    "column",
+    "fold",
+    "iconv",
+    "strings",
+];
 /// How deep `**/` looks, and how many directories it reads at most.
 const MAX_DEPTH: usize = 3;
 const MAX_DIRS: usize = 400;
@@ -50,13 +131,23 @@ const MAX_DIRS: usize = 400;
 const SKIP_DIRS: &[&str] = &["node_modules", "target", "venv", "__pycache__", "dist", "build"];
 /// Options naming the directory a tool works in, or a file it reads.
 const DIR_OPTIONS: &[&str] = &["-C", "--directory", "--dir", "--cwd", "--prefix", "--work-tree", "--git-dir"];
-const FILE_OPTIONS: &[&str] = &["-f", "--file", "--makefile", "--manifest-path", "--justfile", "--rakefile"];
+const FILE_OPTIONS: &[(&[&str], &[&str])] = &[
+    (&["make", "gmake"], &["-f", "--file", "--makefile"]),
+    (&["just"], &["-f", "--justfile"]),
+    (&["rake"], &["-f", "--rakefile"]),
+    (&["cargo"], &["--manifest-path"]),
+    (&["awk", "gawk", "mawk", "nawk"], &["-f", "--file", "-E", "--exec", "-i", "--include"]),
+    (&["sed", "gsed"], &["-f", "--file"]),
+];
 
 /// Every file `argv` would run that the model could have written,
 /// relative ones taken from `base` (the command's working directory),
-/// bare programs found on `path`. Missing files are included: one that
+/// bare programs found on the `PATH` of `env` (the command's
+/// environment), `~/` in its `HOME`. Missing files are included: one that
 /// appears later is a change.
-pub fn code_files(argv: &[String], base: &Path, path: &OsStr) -> Vec<PathBuf> {
+pub fn code_files(argv: &[String], base: &Path, env: &[(String, OsString)]) -> Vec<PathBuf> {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_os_str());
+    let (path, home) = (var("PATH").unwrap_or_default(), var("HOME").map(Path::new));
     let mut out: Vec<PathBuf> = Vec::new();
     if argv.is_empty() {
         return out;
@@ -73,19 +164,31 @@ pub fn code_files(argv: &[String], base: &Path, path: &OsStr) -> Vec<PathBuf> {
     if words.first().is_some_and(|w| w.contains('/')) {
         add(PathBuf::from(words[0]));
     }
-    crate::procs::pin::classify(argv, base, path).code.into_iter().for_each(&mut add);
     let (tool, args) = tool(&words);
-    let (dirs, files) = places(base, args);
+    // A program that only reads, copies or removes its operands runs none
+    // of them (`cat x.py`, `git add x.py`).
+    if !READERS.contains(&tool) {
+        crate::procs::pin::classify(argv, base, path).code.into_iter().for_each(&mut add);
+    }
+    let (dirs, files) = places(base, tool, args);
     files.into_iter().for_each(&mut add);
+    // `python3 -m X` runs `./X.py` (or the package `./X/`) before any installed X.
+    if let Some(module) = module(&words) {
+        let path = module.replace('.', "/");
+        ["{}.py", "{}/__init__.py", "{}/__main__.py"].iter().for_each(|f| add(PathBuf::from(f.replace("{}", &path))));
+    }
     if tool == "git" {
         dirs.iter().flat_map(|d| git_files(d)).for_each(&mut add);
     }
     for (_, names) in PROJECT_FILES.iter().filter(|(tools, _)| tools.contains(&tool)) {
         for dir in &dirs {
             for name in *names {
-                match name.strip_prefix("**/") {
-                    Some(name) => below(dir, name).into_iter().for_each(&mut add),
-                    None => add(dir.join(name)),
+                if let Some(name) = name.strip_prefix("**/") {
+                    below(dir, name).into_iter().for_each(&mut add);
+                } else if let Some(name) = name.strip_prefix("~/") {
+                    home.into_iter().for_each(|h| add(h.join(name)));
+                } else {
+                    add(dir.join(name));
                 }
             }
         }
@@ -116,10 +219,18 @@ fn tool<'a, 'b>(words: &'b [&'a str]) -> (&'a str, &'b [&'a str]) {
     }
 }
 
+/// The module `python -m` runs, wherever it sits behind wrappers.
+fn module<'a>(words: &[&'a str]) -> Option<&'a str> {
+    let at = words.iter().position(|w| *w == "-m")?;
+    program_name(words.get(at.checked_sub(1)?)?).starts_with("python").then(|| words.get(at + 1).copied())?
+}
+
 /// The directories a tool works in (`base`, and any `-C dir`) and the
 /// files its options name (`make -f x.mk`, `cargo --manifest-path`).
-fn places(base: &Path, args: &[&str]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+fn places(base: &Path, tool: &str, args: &[&str]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut dirs, mut files) = (vec![base.to_owned()], Vec::new());
+    let file_options = FILE_OPTIONS.iter().filter(|(tools, _)| tools.contains(&tool)).flat_map(|(_, o)| o.iter());
+    let file_options: Vec<&str> = file_options.copied().collect();
     for (i, a) in args.iter().enumerate() {
         let (flag, value) = match a.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v)),
@@ -134,7 +245,7 @@ fn places(base: &Path, args: &[&str]) -> (Vec<PathBuf>, Vec<PathBuf>) {
                 files.extend(repository_files(&dir));
             }
             dirs.push(dir);
-        } else if FILE_OPTIONS.contains(&flag) {
+        } else if file_options.contains(&flag) {
             let file = base.join(value);
             if flag == "--manifest-path" {
                 dirs.extend(file.parent().map(Path::to_owned));
@@ -238,7 +349,8 @@ mod tests {
     fn files(argv: &[&str], base: &Path) -> Vec<String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let rel = |p: PathBuf| p.strip_prefix(base).map(|r| r.display().to_string()).unwrap_or_default();
-        code_files(&argv, base, OsStr::new("")).into_iter().map(rel).filter(|s| !s.is_empty()).collect()
+        let env = [("HOME".to_owned(), base.join("home").into_os_string())];
+        code_files(&argv, base, &env).into_iter().map(rel).filter(|s| !s.is_empty()).collect()
     }
 
     #[test]
@@ -259,8 +371,10 @@ mod tests {
         assert!(files(&["make", "-f", "sub/mk/other.mk"], base).contains(&"sub/mk/other.mk".to_owned()));
         assert!(files(&["timeout", "60", "npm", "test"], base).contains(&"package.json".to_owned()));
         assert!(files(&["python3", "-m", "pytest"], base).contains(&"a/b/conftest.py".to_owned()));
+        assert!(files(&["python3", "-m", "pytest"], base).contains(&"pytest.py".to_owned()), "a module shadowing it");
+        assert!(!files(&["rm", "-f", "ok.py"], base).contains(&"ok.py".to_owned()), "rm runs nothing");
         let git = files(&["git", "status"], base);
-        for f in [".git/config", ".git/hooks/pre-commit"] {
+        for f in [".git/config", ".git/hooks/pre-commit", "home/.gitconfig"] {
             assert!(git.contains(&f.to_owned()), "{f}: {git:?}");
         }
         assert_eq!(hooks_path(&base.join(".git/config")).as_deref(), Some(".githooks"));

@@ -287,6 +287,14 @@ pub const RISKY: &[Risky] = &[
     },
     Risky {
         programs: GIT,
+        sub: &["clone", "submodule"],
+        patterns: &[Short('c'), Long("config"), Long("template")],
+        name: "clone -c",
+        reason: "sets the new repository's config (which can run programs) or copies hooks into it",
+        example: &["git", "clone", "-c", "core.fsmonitor=touch PWNED", ".", "x"],
+    },
+    Risky {
+        programs: GIT,
         sub: &["rebase", "difftool"],
         patterns: &[Short('x'), Long("extcmd")],
         name: "-x",
