@@ -54,6 +54,10 @@ fn a_rejected_command_does_not_run_and_the_run_goes_on() {
     assert_eq!(asked[0]["bucket"], "touch");
     assert_eq!(asked[0]["command"], "touch made-by-the-model");
     assert_eq!(asked[0]["tool_call_id"], "c1");
+    assert_eq!(asked[0]["argv"], json!(["touch", "made-by-the-model"]), "the exact argv");
+    for absent in ["reason", "changed_files", "every_time"] {
+        assert!(asked[0].get(absent).is_none(), "{absent} is left out when there is none: {}", asked[0]);
+    }
     assert_eq!(of_type(&events, "approval_resolved")[0]["decision"], "reject_once");
     assert!(!p.join("made-by-the-model").exists(), "a rejected command ran");
     let result = &mock.tool_results()["c1"];
