@@ -217,8 +217,9 @@ pub enum EventKind {
         /// The command line as the model asked for it.
         command: String,
         /// The bucket is one Swival calls high-risk (`rm`, `git push`, `curl`,
-        /// `sh -c`, …), or a use whose arguments make the program run other
-        /// code (`git -c core.fsmonitor`, `awk system()`, `sed e`).
+        /// `sh -c`, …), a use whose arguments make the program run other
+        /// code (`git -c core.fsmonitor`, `awk system()`, `sed e`), or a
+        /// command that runs files changed in the session (`changed_files`).
         high_risk: bool,
         /// How long the run waits.
         timeout_s: f64,

@@ -19,6 +19,7 @@ use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, Repeat, Res
 
 /// What a user is asked to approve.
 struct Question<'a> {
+    /// The tool call waiting.
     call_id: &'a str,
     /// The command line, quoted as a shell would read it.
     command: String,
