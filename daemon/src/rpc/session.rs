@@ -139,8 +139,24 @@ async fn subscribe(
     let sink = pending.accept().await?;
     let stall = ctx.subscriptions.stall;
     loop {
-        // The next event is read only once the last one is on its way, so
-        // a subscriber that stops reading costs its cursor, not a backlog.
+        // Room first, then the next event: a subscriber that stops reading
+        // holds its place in the log, not events read for it.
+        match room(&sink, stall).await {
+            Room::Free => {}
+            Room::Closed => break,
+            Room::Stalled => {
+                tracing::warn!(
+                    "dropped a subscriber of {} that left its notifications unread for {stall:?}",
+                    p.session_id
+                );
+                return Err(format!(
+                    "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
+                    stall.as_secs_f64(),
+                    events.next_seq()
+                )
+                .into());
+            }
+        }
         let event = tokio::select! {
             event = events.next() => event,
             _ = sink.closed() => break,
@@ -153,27 +169,50 @@ async fn subscribe(
                 break;
             }
         };
-        let seq = event.seq;
         let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
         drop(event);
-        let sent =
-            if stall.is_zero() { Ok(sink.send(msg).await) } else { tokio::time::timeout(stall, sink.send(msg)).await };
-        match sent {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => break,
-            Err(_) => {
-                tracing::warn!(
-                    "dropped a subscriber of {} that left its notifications unread for {stall:?}",
-                    p.session_id
-                );
-                return Err(format!(
-                    "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
-                    stall.as_secs_f64(),
-                    seq.0
-                )
-                .into());
-            }
+        if sink.send(msg).await.is_err() {
+            break;
         }
     }
     Ok(())
+}
+
+/// Whether a subscription's connection can take a notification now.
+enum Room {
+    Free,
+    Closed,
+    /// None for `subscriber_stall_s`.
+    Stalled,
+}
+
+/// Wait until `sink` has room for one notification. jsonrpsee says how
+/// much room there is but not when it frees, so this yields to the task
+/// taking notifications first and then looks again at growing intervals
+/// (at most 200 ms: a subscriber that resumes reading waits no longer for
+/// its next event, and one that stays stalled costs a few wake-ups a
+/// second). `stall` zero never gives up.
+async fn room(sink: &jsonrpsee::SubscriptionSink, stall: std::time::Duration) -> Room {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    let mut yields = 0;
+    while sink.capacity() == 0 {
+        if sink.is_closed() {
+            return Room::Closed;
+        }
+        if !stall.is_zero() && started.elapsed() >= stall {
+            return Room::Stalled;
+        }
+        if yields < 8 {
+            yields += 1;
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = sink.closed() => return Room::Closed,
+            _ = tokio::time::sleep(pause) => {}
+        }
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
+    Room::Free
 }

@@ -176,6 +176,12 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// The seq of the next event this cursor gives: where a subscriber
+    /// dropped now resumes.
+    pub fn next_seq(&self) -> u64 {
+        self.page.front().map_or(self.next, |e| e.seq.0)
+    }
+
     /// The next event, waiting for one when the subscriber is caught up;
     /// `None` once the log is gone (the daemon is stopping).
     pub async fn next(&mut self) -> Result<Option<Event>, StoreError> {

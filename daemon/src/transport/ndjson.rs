@@ -38,10 +38,13 @@ const SUBSCRIPTION_BUFFER: usize = 1;
 /// bytes are queued for the connection's writer: a client that stops
 /// reading holds this much of its events in the daemon, never more
 /// (replies to its calls still count against `max_reply_buffer_bytes`).
-const NOTIFY_HIGH_WATER: usize = 8 * 1024;
+const NOTIFY_HIGH_WATER: usize = 4 * 1024;
 /// Lines waiting for the connection's writer are joined into one write up
 /// to about this many bytes.
 const COALESCE_BYTES: usize = 64 * 1024;
+/// The connection's read buffer: most requests fit, and every connection
+/// holds one, idle or not.
+const READ_BUFFER: usize = 4 * 1024;
 /// Requests (lines) one connection may have in flight; the next line is read
 /// once one of them finishes.
 const MAX_IN_FLIGHT: usize = 256;
@@ -87,7 +90,8 @@ where
         activity: activity.clone(),
         closed: CancellationToken::new(),
     });
-    let mut reader = LineReader { inner: BufReader::new(rd), max: shared.max_message_size };
+    // Requests are small; a long one is read in more pieces.
+    let mut reader = LineReader { inner: BufReader::with_capacity(READ_BUFFER, rd), max: shared.max_message_size };
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut inflight = JoinSet::new();
     loop {
@@ -297,6 +301,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 
 impl Conn {
     fn send(&self, mut line: String) {
+        line.reserve_exact(1);
         line.push('\n');
         self.out.push(line);
     }
@@ -418,7 +423,9 @@ impl Conn {
             let mut next = first;
             loop {
                 if let Some(n) = next.take() {
-                    let mut line = n.get().to_owned();
+                    // Sized once: growing it for the newline would double it.
+                    let mut line = String::with_capacity(n.get().len() + 1);
+                    line.push_str(n.get());
                     drop(n);
                     line.push('\n');
                     if !conn.out.push_notification(line) {
