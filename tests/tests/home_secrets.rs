@@ -3,7 +3,7 @@
 //! category, `files = "all"` file tools refuse them with the reason, and
 //! `policy/status` names what is hidden.
 
-use serde_json::{json, Value};
+use serde_json::json;
 use swival_tests::mock::{MockProvider, Step};
 use swival_tests::TestEnv;
 
@@ -86,7 +86,7 @@ fn no_credential_store_of_any_category_reaches_the_model() {
 
     let sent = mock.requests_text();
     assert!(!sent.contains("-TOKEN"), "a secret reached the provider");
-    let tools = tool_results(&mock.requests());
+    let tools = mock.tool_results();
     // Each store reads as missing (a hidden directory) or empty (a hidden file).
     let lines: Vec<&str> = tools["py"].lines().filter(|l| l.starts_with(home.to_str().unwrap())).collect();
     assert_eq!(lines.len(), STORES.len(), "{}", tools["py"]);
@@ -106,17 +106,4 @@ fn no_credential_store_of_any_category_reaches_the_model() {
         assert!(enforced.contains(category), "{category} missing from {enforced}");
     }
     assert!(enforced.contains(&home.join(".npmrc").display().to_string()), "{enforced}");
-}
-
-/// Every tool result the model was sent, by call id.
-fn tool_results(requests: &[Value]) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    for req in requests {
-        for m in req["messages"].as_array().unwrap() {
-            if m["role"] == "tool" {
-                out.insert(m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned());
-            }
-        }
-    }
-    out
 }

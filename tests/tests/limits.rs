@@ -15,19 +15,6 @@ fn py(id: &str, code: &str) -> Step {
     Step::tool_call(id, "run_command", json!({"command": ["python3", "-c", code]}))
 }
 
-/// Every tool result the model was sent, by call id.
-fn tool_results(requests: &[Value]) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    for req in requests {
-        for m in req["messages"].as_array().unwrap() {
-            if m["role"] == "tool" {
-                out.insert(m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned());
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_fork_bomb_an_allocation_and_a_spin_are_stopped_at_their_limits_and_the_run_goes_on() {
     let env = TestEnv::new();
@@ -59,7 +46,7 @@ fn a_fork_bomb_an_allocation_and_a_spin_are_stopped_at_their_limits_and_the_run_
     };
     run("p", with(json!({"command_max_processes": 64, "command_max_memory_mb": 256, "command_max_cpu_s": 0})));
     run("q", with(json!({"command_max_cpu_s": 1})));
-    let tools = tool_results(&mock.requests());
+    let tools = mock.tool_results();
     assert!(tools["fork"].contains("command_max_processes") && tools["fork"].contains("64"), "{}", tools["fork"]);
     assert!(tools["mem"].contains("command_max_memory_mb") && tools["mem"].contains("256 MB"), "{}", tools["mem"]);
     assert!(tools["cpu"].contains("error: the command was stopped at its CPU time limit (1 s"), "{}", tools["cpu"]);
@@ -68,7 +55,7 @@ fn a_fork_bomb_an_allocation_and_a_spin_are_stopped_at_their_limits_and_the_run_
 
     // Another session, with the defaults, runs as usual; the daemon answers.
     let other = run("r", base.clone());
-    assert!(tool_results(&mock.requests())["other"].contains("other session"));
+    assert!(mock.tool_results()["other"].contains("other session"));
     let st = c.ok("policy/status", json!({"session_id": other}));
     let enforced = st["sandbox"]["enforced"].to_string();
     assert!(

@@ -38,19 +38,6 @@ fn run_on(c: &mut NdConn, sid: &str, task: &str) -> Value {
     c.ok("run/wait", json!({"run_id": run}))
 }
 
-/// Every tool result the model was sent, by call id.
-fn tool_results(mock: &MockProvider) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    for req in mock.requests() {
-        for m in req["messages"].as_array().unwrap() {
-            if m["role"] == "tool" {
-                out.insert(m["tool_call_id"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// One step inserting `n` into the table of both servers.
 fn inserts(run: &str, values: std::ops::Range<u32>) -> Vec<Step> {
     values
@@ -134,7 +121,7 @@ fn sqlite_servers_writing_their_databases_answer_twenty_calls_across_sessions_an
     let mut c = daemon.nd();
     assert_eq!(run_on(&mut c, &a, "after the restart")["outcome"], "success");
 
-    let tools = tool_results(&mock);
+    let tools = mock.tool_results();
     let mcp: Vec<_> = tools.iter().filter(|(id, _)| id.contains("-in-") || id.contains("-out-")).collect();
     assert_eq!(mcp.len(), 40, "twenty calls to each server");
     for (id, text) in &mcp {
@@ -147,7 +134,7 @@ fn sqlite_servers_writing_their_databases_answer_twenty_calls_across_sessions_an
     // The model cannot replace the protected database.
     let before = std::fs::read(p.join("data.db")).unwrap();
     assert_eq!(run_on(&mut c, &a, "break it")["outcome"], "success");
-    let tools = tool_results(&mock);
+    let tools = mock.tool_results();
     assert!(tools["w"].starts_with("error:") && tools["w"].contains("protected"), "{}", tools["w"]);
     assert!(tools["sh"].contains("Read-only file system"), "{}", tools["sh"]);
     assert!(tools["rm"].starts_with("Exit code: ") && !tools["rm"].starts_with("Exit code: 0"), "{}", tools["rm"]);
@@ -178,7 +165,7 @@ fn a_memory_server_given_its_file_in_the_environment_keeps_it_and_the_model_cann
     let (a, b) = (create(&mut c, &p, cfg.clone()), create(&mut c, &p, cfg));
     assert_eq!(run_on(&mut c, &a, "remember")["outcome"], "success");
     assert_eq!(run_on(&mut c, &b, "recall")["outcome"], "success");
-    let tools = tool_results(&mock);
+    let tools = mock.tool_results();
     for id in ["m0", "m1", "m2", "m3"] {
         assert!(!tools[id].starts_with("error:"), "{id}: {}", tools[id]);
     }
@@ -242,7 +229,7 @@ fn a_filter_and_a_hook_writing_their_logs_keep_working_over_ten_turns() {
     assert_eq!(mock.request_count(), 11);
     assert_eq!(std::fs::read_to_string(&filter_log).unwrap().lines().count(), 11, "every call went through the filter");
     assert_eq!(std::fs::read_to_string(&hook_log).unwrap().lines().count(), 11, "and through the hook");
-    let tools = tool_results(&mock);
+    let tools = mock.tool_results();
     assert!(tools["w"].starts_with("error:") && tools["w"].contains("protected"), "{}", tools["w"]);
     let st = c.ok("policy/status", json!({"session_id": sid}));
     let f = &st["filters"][0];
