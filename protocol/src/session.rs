@@ -306,8 +306,37 @@ pub struct RunResult {
     pub exit_code: i32,
     /// What went wrong, for error, blocked and interrupted outcomes.
     pub error: Option<String>,
+    /// Why it ended without an answer, as a kind to branch on (`error` is
+    /// the text for people, in Swival's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     /// Counters.
     pub stats: RunStats,
+}
+
+/// Why a run ended without an answer. Clients branch on this, never on
+/// the words of `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The provider failed (connection, HTTP error, a reply that cannot be used).
+    Provider,
+    /// The outbound filter chain blocked a call (Swival's `LLM filter blocked request`).
+    FilterBlocked,
+    /// A hook blocked the run or its answer.
+    HookBlocked,
+    /// The run could not be set up (provider settings, MCP servers, the first messages).
+    Setup,
+    /// `max_turns` ran out.
+    Exhausted,
+    /// `run/cancel` or Ctrl-C.
+    Cancelled,
+    /// The daemon stopped, or died, while the run was in flight.
+    Interrupted,
+    /// The loop guards ended a run that kept repeating refused calls.
+    Stuck,
+    /// The daemon failed (storage, a panic): not the run's fault.
+    Internal,
 }
 
 /// How a run ended, as carried by its `run_finished` event (the event's
@@ -322,6 +351,9 @@ pub struct RunEnd {
     pub exit_code: i32,
     /// What went wrong, for error, blocked and interrupted outcomes.
     pub error: Option<String>,
+    /// Why it ended without an answer, as a kind to branch on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     /// Counters.
     pub stats: RunStats,
 }
@@ -334,6 +366,7 @@ impl RunResult {
             answer: self.answer.clone(),
             exit_code: self.exit_code,
             error: self.error.clone(),
+            failure: self.failure,
             stats: self.stats.clone(),
         }
     }
@@ -346,6 +379,7 @@ impl RunResult {
             answer: end.answer,
             exit_code: end.exit_code,
             error: end.error,
+            failure: end.failure,
             stats: end.stats,
         }
     }

@@ -14,6 +14,7 @@ use crate::provider::{ChatRequest, ProviderError, Reply};
 use crate::tools::repair;
 use serde_json::{json, Value};
 use std::time::Instant;
+use swival_protocol::FailureKind;
 use swival_protocol::{BeforeLlmCall, CacheStatus, EventKind, HookCall};
 
 /// How a provider call ended, for its `llm_call` event.
@@ -80,7 +81,7 @@ impl AgentRun<'_> {
             Err(FilterError::Blocked(detail)) => {
                 let message = format!("LLM filter blocked request: {detail}");
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                return Err(CallError::Failed(message));
+                return Err(CallError::Failed(FailureKind::FilterBlocked, message));
             }
         };
         let outbound = filtered.as_deref().unwrap_or(messages);
@@ -266,7 +267,11 @@ impl AgentRun<'_> {
             Err(e) => {
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
                 let message = e.run_error(self.model);
-                Err(if e.is_context_overflow() { CallError::Overflow(message) } else { CallError::Failed(message) })
+                Err(if e.is_context_overflow() {
+                    CallError::Overflow(message)
+                } else {
+                    CallError::Failed(FailureKind::Provider, message)
+                })
             }
         }
     }

@@ -8,6 +8,7 @@
 use super::{estimate_tokens, AgentRun, CallError};
 use crate::pipeline::filter::CallKind;
 use serde_json::{json, Value};
+use swival_protocol::FailureKind;
 use swival_protocol::{CompactionStep, CompactionStrategy, EventKind};
 
 /// Tool results longer than this are cut when old.
@@ -111,10 +112,9 @@ impl AgentRun<'_> {
             return Ok(());
         }
         let after = estimate_tokens(&messages, tools);
-        self.conversation
-            .rewrite(|m| *m = messages)
-            .await
-            .map_err(|e| CallError::Failed(format!("could not store the compacted conversation: {e}")))?;
+        self.conversation.rewrite(|m| *m = messages).await.map_err(|e| {
+            CallError::Failed(FailureKind::Internal, format!("could not store the compacted conversation: {e}"))
+        })?;
         self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
         Ok(())
     }

@@ -30,6 +30,7 @@ pub use estimate::estimate_tokens;
 use estimate::{estimate_from, Offered};
 use serde_json::json;
 pub use sink::{emit_recorded, EventSink};
+use swival_protocol::FailureKind;
 use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -51,15 +52,15 @@ pub enum LoopEnd {
     Exhausted(Option<String>),
     /// The run was cancelled.
     Cancelled,
-    /// The run failed; the message says why.
-    Failed(String),
+    /// The run failed: why, as a kind and in words.
+    Failed(FailureKind, String),
     /// A hook blocked the run; the reason.
     Blocked(String),
 }
 
 impl From<StoreError> for LoopEnd {
     fn from(e: StoreError) -> Self {
-        LoopEnd::Failed(format!("could not store the conversation: {e}"))
+        LoopEnd::Failed(FailureKind::Internal, format!("could not store the conversation: {e}"))
     }
 }
 
@@ -137,8 +138,8 @@ pub async fn consult(
 enum CallError {
     /// The run was cancelled.
     Cancelled,
-    /// The call failed for good; the message says why.
-    Failed(String),
+    /// The call failed for good: why, as a kind and in words.
+    Failed(FailureKind, String),
     /// The provider said the prompt is too long for the context; the
     /// message says so as a failure would.
     Overflow(String),
@@ -239,7 +240,8 @@ impl AgentRun<'_> {
             let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-                Err(CallError::Failed(e) | CallError::Overflow(e)) => return Ok(LoopEnd::Failed(e)),
+                Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
+                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
                 Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
             };
             // after_llm_call: the hooks see the reply and every proposed
@@ -289,7 +291,8 @@ impl AgentRun<'_> {
         let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
             Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-            Err(CallError::Failed(e) | CallError::Overflow(e)) => return Ok(LoopEnd::Failed(e)),
+            Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
+            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
             Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
         };
         // A tool call written out as text (small models do, with no tools
@@ -307,7 +310,7 @@ impl AgentRun<'_> {
             }
             // Tool calls with no tools offered are not stored: no call is
             // left without a result.
-            None => Ok(LoopEnd::Failed(why)),
+            None => Ok(LoopEnd::Failed(FailureKind::Stuck, why)),
         }
     }
 

@@ -73,6 +73,7 @@ mod tests {
             answer: Some("done".into()),
             exit_code: 0,
             error: None,
+            failure: None,
             stats: rec.stats.clone(),
         };
         let ctx = ReportContext {

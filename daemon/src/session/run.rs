@@ -22,6 +22,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use swival_protocol::FailureKind;
 use swival_protocol::{BeforeResponseEmit, Event, EventKind, HookCall, Outcome, RunId, RunResult};
 use tokio_util::sync::CancellationToken;
 
@@ -107,6 +108,7 @@ async fn recover(shared: &Shared, session: &Session, run_id: &RunId, task: &str,
             "internal error: the run stopped unexpectedly ({why}); the session continues from its stored \
              conversation; please report this with the daemon's log"
         )),
+        failure: Some(FailureKind::Internal),
         stats: Default::default(),
     };
     let terminal = store_end(session, &result, &bare_report(task, &result)).await;
@@ -221,17 +223,27 @@ impl RunJob {
         let mut record = RunRecord::default();
         let (end, model) = self.drive(cfg, &mut record).await;
         let end = self.response_hooks(end, &mut record).await;
-        let (outcome, answer, error) = match end {
-            LoopEnd::Blocked(reason) => (Outcome::Blocked, None, Some(format!("blocked by policy: {reason}"))),
-            LoopEnd::Answer(a) => (Outcome::Success, Some(a), None),
-            LoopEnd::Exhausted(last) => {
-                (Outcome::Exhausted, last, Some(format!("max_turns ({}) exhausted", cfg.max_turns)))
+        let (outcome, answer, error, failure) = match end {
+            LoopEnd::Blocked(reason) => {
+                (Outcome::Blocked, None, Some(format!("blocked by policy: {reason}")), Some(FailureKind::HookBlocked))
             }
-            LoopEnd::Cancelled if self.shared.shutdown.is_triggered() => {
-                (Outcome::Interrupted, None, Some("the daemon shut down while this run was in flight".to_owned()))
+            LoopEnd::Answer(a) => (Outcome::Success, Some(a), None, None),
+            LoopEnd::Exhausted(last) => (
+                Outcome::Exhausted,
+                last,
+                Some(format!("max_turns ({}) exhausted", cfg.max_turns)),
+                Some(FailureKind::Exhausted),
+            ),
+            LoopEnd::Cancelled if self.shared.shutdown.is_triggered() => (
+                Outcome::Interrupted,
+                None,
+                Some("the daemon shut down while this run was in flight".to_owned()),
+                Some(FailureKind::Interrupted),
+            ),
+            LoopEnd::Cancelled => {
+                (Outcome::Cancelled, None, Some("cancelled".to_owned()), Some(FailureKind::Cancelled))
             }
-            LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned())),
-            LoopEnd::Failed(e) => (Outcome::Error, None, Some(e)),
+            LoopEnd::Failed(kind, e) => (Outcome::Error, None, Some(e), Some(kind)),
         };
         if let Some(a) = answer.as_deref().filter(|a| !a.trim().is_empty()) {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
@@ -247,6 +259,7 @@ impl RunJob {
             answer,
             exit_code: outcome.exit_code(),
             error,
+            failure,
             stats: record.stats.clone(),
         };
         let ctx = ReportContext {
@@ -320,7 +333,7 @@ impl RunJob {
                 }
             }
             if let Err(e) = stored {
-                return LoopEnd::Failed(format!("could not clear the withheld answer: {e}"));
+                return LoopEnd::Failed(FailureKind::Internal, format!("could not clear the withheld answer: {e}"));
             }
             return LoopEnd::Blocked(reason);
         }
@@ -344,7 +357,7 @@ impl RunJob {
             })
             .await
         {
-            return LoopEnd::Failed(format!("could not store the rewritten answer: {e}"));
+            return LoopEnd::Failed(FailureKind::Internal, format!("could not store the rewritten answer: {e}"));
         }
         LoopEnd::Answer(new_answer)
     }
@@ -408,7 +421,7 @@ impl RunJob {
     async fn drive(&mut self, cfg: &SessionConfig, record: &mut RunRecord) -> (LoopEnd, String) {
         let provider = match self.provider(cfg) {
             Ok(p) => p,
-            Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
+            Err(e) => return (LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new()),
         };
         // MCP servers not started yet start now, so their tools are offered.
         for message in self.tools.mcp.prepare().await {
@@ -423,7 +436,7 @@ impl RunJob {
         };
         let discovered = match discovered {
             Ok(d) => d,
-            Err(e) => return (LoopEnd::Failed(e.to_string()), String::new()),
+            Err(e) => return (LoopEnd::Failed(FailureKind::Provider, e.to_string()), String::new()),
         };
         let model = discovered.model.clone();
         if let Some(window) = discovered.context_window {
@@ -432,7 +445,7 @@ impl RunJob {
         let pipeline = &self.session.pipeline;
         let cache = match cfg.cache.then(|| self.shared.cache()).transpose() {
             Ok(c) => c,
-            Err(e) => return (LoopEnd::Failed(e), model),
+            Err(e) => return (LoopEnd::Failed(FailureKind::Internal, e), model),
         };
         let policy_digest = pipeline.policy_digest();
         let mut turn_offset = 0;

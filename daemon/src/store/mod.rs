@@ -585,6 +585,7 @@ pub fn interrupted_result(run: &RunId) -> RunResult {
         answer: None,
         exit_code: Outcome::Interrupted.exit_code(),
         error: Some("the daemon stopped while this run was in flight; start a new run to continue".into()),
+        failure: Some(swival_protocol::FailureKind::Interrupted),
         stats: Default::default(),
     }
 }

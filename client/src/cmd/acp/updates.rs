@@ -170,10 +170,11 @@ impl Forwarder {
 }
 
 /// Whether a run failed because the outbound filter chain blocked a call.
-/// Swival's contract makes that a failed run (exit 1) with this message,
-/// so the daemon reports `error`; to an editor it is a policy refusal.
+/// Swival's contract makes that a failed run (exit 1), so the daemon
+/// reports `error` with the kind `filter_blocked`; to an editor it is a
+/// policy refusal.
 pub fn filter_blocked(end: &RunEnd) -> bool {
-    end.outcome == Outcome::Error && end.error.as_deref().is_some_and(|e| e.starts_with("LLM filter blocked request"))
+    end.failure == Some(swival_protocol::FailureKind::FilterBlocked)
 }
 
 /// A tool call's id for the editor: the model's id is unique only within
