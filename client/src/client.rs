@@ -184,14 +184,16 @@ impl Client {
     }
 
     /// `run/start`; `env` is the caller's environment for this run on
-    /// (`None`: the one the session holds).
+    /// (`None`: the one the session holds); `client_token` comes back in
+    /// the run's `run_started`.
     pub async fn start_run(
         &self,
         session_id: &SessionId,
         task: &str,
         env: Option<BTreeMap<String, String>>,
+        client_token: Option<String>,
     ) -> Result<RunId, ClientError> {
-        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env };
+        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env, client_token };
         let r = self.request::<m::RunStart>(&params).await?;
         Ok(r.run_id)
     }

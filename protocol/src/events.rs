@@ -41,6 +41,9 @@ pub enum EventKind {
     RunStarted {
         /// The task.
         task: String,
+        /// The `client_token` the run was started with, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_token: Option<String>,
     },
     /// A turn began.
     TurnStarted {

@@ -186,6 +186,11 @@ pub struct RunStartParams {
     /// a daemon restart, the daemon's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
+    /// Any text of the client's own, echoed in the run's `run_started`:
+    /// how a client knows a run it sees in the event stream is the one it
+    /// started (another client may start runs on the same session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_token: Option<String>,
 }
 
 /// Params naming one run.

@@ -253,7 +253,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
     // Subscribe before starting, so no event of the run is missed.
     let events = client.subscribe_events(&session_id, from_seq).await?;
-    let run_id = client.start_run(&session_id, &task, continue_env).await?;
+    let run_id = client.start_run(&session_id, &task, continue_env, None).await?;
     if a.detach {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);

@@ -91,7 +91,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     async_method::<m::RunStart, _>(module, |p, ctx| async move {
         ctx.sessions
-            .start_run(&p.session_id, p.task, p.env)
+            .start_run(&p.session_id, crate::session::NewRun { task: p.task, client_token: p.client_token }, p.env)
             .await
             .map(|run_id| RunStartResult { run_id })
             .map_err(rpc_error)

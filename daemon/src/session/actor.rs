@@ -56,12 +56,33 @@ pub(super) enum StartRefused {
     Reload,
 }
 
+/// A run to start: the user's task, and the token its client echoes.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The user's task.
+    pub task: String,
+    /// `run/start`'s `client_token`, echoed in `run_started`.
+    pub client_token: Option<String>,
+}
+
+impl From<String> for NewRun {
+    fn from(task: String) -> NewRun {
+        NewRun { task, client_token: None }
+    }
+}
+
+impl From<&str> for NewRun {
+    fn from(task: &str) -> NewRun {
+        NewRun::from(task.to_owned())
+    }
+}
+
 /// What a session's actor is asked to do.
 pub(super) enum Command {
     /// Start a run of `task`; `env` is the caller's environment when sent.
     Start {
-        /// The user's task.
-        task: String,
+        /// The user's task and the client's token.
+        task: NewRun,
         /// The caller's environment from this run on, when sent.
         env: Option<CallerEnv>,
         /// The run's id, or why not.
@@ -245,7 +266,8 @@ impl Actor {
 
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
-    async fn start(&mut self, task: String, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
+    async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
+        let NewRun { task, client_token } = new;
         let session = &self.session;
         if self.closed {
             return Err(StartRefused::Session(SessionError::Closed(session.id.clone())));
@@ -277,7 +299,7 @@ impl Actor {
         };
         let (done_tx, done_rx) = watch::channel(None);
         live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
-        if let Err(e) = session.events.start(&row).await {
+        if let Err(e) = session.events.start(&row, client_token).await {
             live.run_ended(&run_id);
             live.set_busy(session, false);
             return Err(StartRefused::Session(e.into()));

@@ -103,8 +103,8 @@ impl EventLog {
 
     /// Store a new run's row together with its `run_started` event, so no
     /// crash can leave one without the other.
-    pub async fn start(&self, run: &RunRow) -> Result<Seq, StoreError> {
-        let mut event = self.event(Some(&run.id), EventKind::RunStarted { task: run.task.clone() });
+    pub async fn start(&self, run: &RunRow, client_token: Option<String>) -> Result<Seq, StoreError> {
+        let mut event = self.event(Some(&run.id), EventKind::RunStarted { task: run.task.clone(), client_token });
         self.inner.store.append_event_async(&mut event, EventWith::Start(run), Some(self.broadcast())).await?;
         Ok(event.seq)
     }

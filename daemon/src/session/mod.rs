@@ -34,6 +34,7 @@ use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::shutdown::Shutdown;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
+pub use actor::NewRun;
 use actor::{Actor, Command, Handle, Parts};
 use events::{EventLog, Logs};
 use live::Live;

@@ -1,7 +1,7 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
 use super::actor::{Command, Gone, StartRefused};
-use super::{Found, SessionError, Sessions};
+use super::{Found, NewRun, SessionError, Sessions};
 use serde_json::Value;
 use swival_protocol::{RunId, RunResult, SessionId};
 
@@ -11,13 +11,14 @@ impl Sessions {
     pub async fn start_run(
         &self,
         id: &SessionId,
-        task: String,
+        task: impl Into<NewRun>,
         env: Option<std::collections::BTreeMap<String, String>>,
     ) -> Result<RunId, SessionError> {
         if self.shared.shutdown.is_triggered() {
             return Err(SessionError::ShuttingDown);
         }
         let env = self.caller_env(env)?;
+        let task = task.into();
         loop {
             let handle = match self.find(id)? {
                 Found::Live(handle) => handle,

@@ -95,9 +95,9 @@ impl Bridge {
     /// Whether `event` starts a run of a prompt this bridge sent (the
     /// editor shows that prompt already; it is not echoed back).
     fn own_prompt(&self, tracked: &Tracked, event: &Event) -> bool {
-        let EventKind::RunStarted { task } = &event.kind else { return false };
+        let EventKind::RunStarted { client_token: Some(token), .. } = &event.kind else { return false };
         let mut runs = tracked.runs.lock().expect("runs lock");
-        match runs.own_prompts.iter().position(|t| t == task) {
+        match runs.own_prompts.iter().position(|t| t == token) {
             Some(i) => {
                 runs.own_prompts.remove(i);
                 true

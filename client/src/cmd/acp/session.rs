@@ -34,6 +34,13 @@ pub(super) struct Tracked {
     pub retired: AtomicBool,
 }
 
+/// A client token no other run carries: this bridge's pid and a count.
+fn run_token() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("swivalctl-acp:{}:{n}", std::process::id())
+}
+
 /// Runs of a followed session: the prompt in flight, and ends that passed
 /// the follower before (or while) it waits for them.
 #[derive(Default)]
@@ -44,7 +51,8 @@ pub(super) struct Runs {
     pub cancelled: bool,
     /// The run of the prompt in flight, once started.
     pub active: Option<RunId>,
-    /// Tasks of prompts sent, whose `run_started` is not echoed back.
+    /// Client tokens of the runs this bridge started, whose `run_started`
+    /// is not echoed back (the editor shows the prompt already).
     pub own_prompts: Vec<String>,
     pub finished: HashMap<RunId, RunEnd>,
     pub waiting: HashMap<RunId, oneshot::Sender<RunEnd>>,
@@ -183,12 +191,13 @@ impl Bridge {
             send(&cx, &tracked.id, message(&reply))?;
             return responder.respond(acp::PromptResponse::new(acp::StopReason::EndTurn));
         }
-        tracked.runs.lock().expect("runs lock").own_prompts.push(task.clone());
-        let started = self.daemon.start_run(&tracked.id, &task, Some(self.env.clone())).await;
+        let token = run_token();
+        tracked.runs.lock().expect("runs lock").own_prompts.push(token.clone());
+        let started = self.daemon.start_run(&tracked.id, &task, Some(self.env.clone()), Some(token.clone())).await;
         let run_id = match started {
             Ok(r) => r,
             Err(e) => {
-                tracked.runs.lock().expect("runs lock").own_prompts.retain(|t| *t != task);
+                tracked.runs.lock().expect("runs lock").own_prompts.retain(|t| *t != token);
                 return responder.respond_with_error(daemon_error(e));
             }
         };

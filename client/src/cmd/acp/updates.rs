@@ -31,7 +31,7 @@ impl Forwarder {
     /// The updates one event becomes (often none).
     pub fn updates(&mut self, event: &Event) -> Vec<SessionUpdate> {
         match &event.kind {
-            EventKind::RunStarted { task } => {
+            EventKind::RunStarted { task, .. } => {
                 self.streamed.clear();
                 vec![SessionUpdate::UserMessageChunk(ContentChunk::new(text(task)))]
             }

@@ -1,6 +1,8 @@
-//! How a run ended without an answer travels as a kind (`failure` in the
-//! run's result and its `run_finished`), so a client branches on it and
-//! never on the daemon's words.
+//! Typed contracts between the daemon and its clients, so a client
+//! branches on data and never on the daemon's words: how a run ended
+//! without an answer travels as a kind (`failure` in the run's result and
+//! its `run_finished`), and a client knows its own runs by the token it
+//! gave `run/start`, echoed in `run_started`.
 
 use serde_json::{json, Value};
 use swival_tests::mock::{MockProvider, Step};
@@ -60,4 +62,31 @@ fn each_way_a_run_fails_has_its_kind_beside_swivals_words() {
     let closed = json!({"provider": "generic", "base_url": "http://127.0.0.1:9/v1", "model": "m", "retries": 1});
     let r = run(&mut c, &env.project("provider"), closed);
     assert_eq!((r["outcome"].as_str(), r["failure"].as_str()), (Some("error"), Some("provider")), "{r}");
+}
+
+#[test]
+fn run_started_echoes_the_client_token_and_only_to_the_run_that_sent_it() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let mock = MockProvider::start(vec![Step::text("one"), Step::text("two")]);
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"});
+    let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": cfg}))["session_id"].clone();
+    let first =
+        c.ok("run/start", json!({"session_id": sid, "task": "same", "client_token": "editor:7"}))["run_id"].clone();
+    c.ok("run/wait", json!({"run_id": first}));
+    let second = c.ok("run/start", json!({"session_id": sid, "task": "same"}))["run_id"].clone();
+    c.ok("run/wait", json!({"run_id": second}));
+    // Every event of both runs, as any client subscribed to the session sees them.
+    let mut watcher = daemon.nd();
+    let mut events = swival_tests::events_until_finished(&mut watcher, sid.as_str().unwrap(), 1);
+    events.extend(swival_tests::read_until_finished(&mut watcher, |_| {}));
+    let started = |run: &Value| events.iter().find(|e| e["type"] == "run_started" && e["run_id"] == *run).cloned();
+    let first_started = started(&first).expect("the first run's run_started");
+    assert_eq!(first_started["client_token"], "editor:7", "{first_started}");
+    let second_started = started(&second).expect("the second run's run_started");
+    assert!(
+        second_started.get("client_token").is_none(),
+        "a run started without a token carries none: {second_started}"
+    );
 }
