@@ -371,7 +371,7 @@ fn events_stream_over_websocket_through_the_client_library() {
         };
         let sid = client.create_session(&params).await.unwrap().session_id;
         let mut sub = client.subscribe_events(&sid, 1).await.unwrap();
-        let run = client.start_run(&sid, "hello", None).await.unwrap();
+        let run = client.start_run(&sid, "hello", None, None).await.unwrap();
         let mut kinds = Vec::new();
         while let Some(ev) = sub.next().await {
             let ev = ev.unwrap();

@@ -68,7 +68,7 @@ async fn a_panicking_run_ends_as_error_with_run_finished_and_leaves_the_session_
     // The copy that lost its conversation is gone; the next run loads the
     // session again from the store, with the conversation so far.
     assert_eq!(f.sessions.live_sessions(), 0);
-    let next = f.sessions.start_run(&id, "again".into(), None).await.expect("the session is not busy");
+    let next = f.sessions.start_run(&id, "again", None).await.expect("the session is not busy");
     assert_ne!(f.sessions.wait(&next).await.unwrap().outcome, Outcome::Success);
     let tasks: Vec<String> = f.sessions.detail(&id).unwrap().runs.into_iter().map(|r| r.task).collect();
     assert_eq!(tasks, [run::PANIC_TASK, "again"]);
@@ -79,7 +79,7 @@ async fn closed_sessions_and_finished_runs_leave_memory_and_reads_load_nothing()
     let f = fixture(16);
     let id = f.create().await;
     assert_eq!(f.sessions.live_sessions(), 1);
-    let run = f.sessions.start_run(&id, "task".into(), None).await.unwrap();
+    let run = f.sessions.start_run(&id, "task", None).await.unwrap();
     let result = f.sessions.wait(&run).await.unwrap();
     assert_eq!(f.sessions.runs_in_flight(), 0);
     // Waiting again, after the run is forgotten, reads the store.
@@ -93,7 +93,7 @@ async fn closed_sessions_and_finished_runs_leave_memory_and_reads_load_nothing()
     assert_eq!(f.sessions.list().unwrap().len(), 1);
     f.sessions.report(&run).unwrap();
     drop(f.sessions.subscribe(&id, 1).unwrap());
-    assert!(matches!(f.sessions.start_run(&id, "more".into(), None).await, Err(SessionError::Closed(_))));
+    assert!(matches!(f.sessions.start_run(&id, "more", None).await, Err(SessionError::Closed(_))));
     assert!(!f.sessions.cancel(&run).unwrap());
     assert_eq!(f.sessions.live_sessions(), 0, "reading a closed session does not keep it in memory");
 }
@@ -108,7 +108,7 @@ async fn idle_sessions_past_the_cap_go_least_recently_used_first_and_come_back()
     let held: Vec<bool> = [&a, &b, &c].iter().map(|id| f.sessions.live.get(id).is_some()).collect();
     assert_eq!(held, [true, false, true], "b was used least recently");
     // b loads again from the store and can run.
-    let run = f.sessions.start_run(&b, "task".into(), None).await.unwrap();
+    let run = f.sessions.start_run(&b, "task", None).await.unwrap();
     f.sessions.wait(&run).await.unwrap();
     assert_eq!(f.sessions.live_sessions(), 2);
 }
@@ -135,12 +135,12 @@ async fn a_second_run_on_a_busy_session_is_refused_and_close_cancels_the_run() {
     let f = fixture(16);
     let id = f.create().await;
     let run = f.sessions.start_run(&id, run::HOLD_TASK.to_owned(), None).await.unwrap();
-    let busy = f.sessions.start_run(&id, "second".into(), None).await;
+    let busy = f.sessions.start_run(&id, "second", None).await;
     assert!(matches!(&busy, Err(SessionError::Busy { run: r, .. }) if *r == run), "{:?}", busy.err());
     f.sessions.close(&id).await.unwrap();
     assert_eq!(f.sessions.wait(&run).await.unwrap().outcome, Outcome::Cancelled);
     assert_eq!(f.sessions.live_sessions(), 0, "a closed session leaves memory when its run ends");
-    assert!(matches!(f.sessions.start_run(&id, "third".into(), None).await, Err(SessionError::Closed(_))));
+    assert!(matches!(f.sessions.start_run(&id, "third", None).await, Err(SessionError::Closed(_))));
 }
 
 #[tokio::test]
