@@ -127,8 +127,10 @@ pub enum EventKind {
     },
     /// A line a filter, hook or reviewer script wrote to stderr.
     Stderr {
-        /// Which script: `filter`, `hook`, `reviewer`, with its command.
-        source: String,
+        /// Which kind of script wrote it.
+        source: StderrSource,
+        /// The script's command line.
+        command: String,
         /// The line.
         text: String,
     },
@@ -462,6 +464,16 @@ impl ResolvedBy {
             ResolvedBy::Cancelled => "cancelled",
         }
     }
+}
+
+/// Which kind of policy script wrote a `stderr` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StderrSource {
+    /// A filter stage (Swival shows its stderr as written, even with `--quiet`).
+    Filter,
+    /// The reviewer.
+    Reviewer,
 }
 
 /// A user's answer to an [`EventKind::ApprovalRequested`].

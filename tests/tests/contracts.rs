@@ -90,3 +90,30 @@ fn run_started_echoes_the_client_token_and_only_to_the_run_that_sent_it() {
         "a run started without a token carries none: {second_started}"
     );
 }
+
+#[test]
+fn a_scripts_stderr_line_names_its_kind_and_command_apart() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    let p = env.project("p");
+    let filter = script(
+        &p,
+        "noisy filter.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nprint('checked', file=sys.stderr)\nprint(json.dumps({'messages': req['messages']}))\n",
+    );
+    let mock = MockProvider::start(vec![Step::text("ok")]);
+    let command = format!("'{}'", filter.display());
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "llm_filter": command});
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].clone();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+    let events = swival_tests::events_until_finished(&mut c, sid.as_str().unwrap(), 1);
+    let line = events.iter().find(|e| e["type"] == "stderr").expect("the filter's stderr line");
+    assert_eq!(line["source"], "filter", "{line}");
+    assert_eq!(line["text"], "checked", "{line}");
+    assert!(
+        line["command"].as_str().unwrap().contains("noisy filter.py"),
+        "a command with a space stays whole: {line}"
+    );
+}

@@ -493,8 +493,8 @@ impl Progress {
             return;
         }
         // A filter's stderr is shown as it was written, even with --quiet (as Swival does).
-        if let EventKind::Stderr { source, text } = &event.kind {
-            if source.split(' ').next() == Some("filter") {
+        if let EventKind::Stderr { source, text, .. } = &event.kind {
+            if *source == swival_protocol::StderrSource::Filter {
                 eprintln!("{text}");
             }
             return;

@@ -173,7 +173,11 @@ impl AgentRun<'_> {
         let (events, run_id) = (self.events, self.run_id);
         let on_stderr = |stage: &filter::Stage, line: &str| {
             tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
-            let kind = EventKind::Stderr { source: format!("filter {}", stage.display), text: line.to_owned() };
+            let kind = EventKind::Stderr {
+                source: swival_protocol::StderrSource::Filter,
+                command: stage.display.clone(),
+                text: line.to_owned(),
+            };
             events.emit(Some(run_id), kind);
         };
         filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await.map(Some)

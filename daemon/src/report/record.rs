@@ -557,7 +557,7 @@ pub(super) mod tests {
             EventKind::TurnStarted { turn: 1, max_turns: 5 },
             EventKind::TextDelta { turn: 1, text: "hi".into() },
             EventKind::Retry { turn: 1, attempt: 1, delay_s: 1.0, reason: "503".into() },
-            EventKind::Stderr { source: "filter f".into(), text: "x".into() },
+            EventKind::Stderr { source: swival_protocol::StderrSource::Filter, command: "f".into(), text: "x".into() },
             EventKind::Warning { message: "w".into() },
             EventKind::Notice { level: NoticeLevel::Info, message: "n".into() },
             // An answer nobody asked for (none was recorded) makes no entry.

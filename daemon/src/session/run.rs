@@ -520,7 +520,11 @@ impl RunJob {
         };
         for line in rec.stderr.lines() {
             tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);
-            let kind = EventKind::Stderr { source: format!("reviewer {}", reviewer.display), text: line.to_owned() };
+            let kind = EventKind::Stderr {
+                source: swival_protocol::StderrSource::Reviewer,
+                command: reviewer.display.clone(),
+                text: line.to_owned(),
+            };
             events.emit(Some(&self.run_id), kind);
         }
         let kind = EventKind::Review {
