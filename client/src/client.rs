@@ -41,7 +41,7 @@ pub enum ClientError {
         message: String,
         kind: Option<ErrorCode>,
         /// The error's `data` member, when the daemon sent one.
-        data: Option<serde_json::Value>,
+        data: Option<swival_protocol::ErrorData>,
     },
     /// The connection broke or a reply could not be decoded.
     #[error("talking to swivald failed: {0}")]

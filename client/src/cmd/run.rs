@@ -319,7 +319,7 @@ async fn open_session(
         Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, .. }) => {
             // Bad config is a usage error (2); a script that cannot
             // run is a run failure (1), with a report, as in Swival.
-            let code = data.as_ref().and_then(|d| d["exit_code"].as_i64()).unwrap_or(2);
+            let code = data.and_then(|d| d.exit_code).unwrap_or(2);
             eprintln!("Error: {message}");
             if code == 1 {
                 if let Some(path) = &a.report {
