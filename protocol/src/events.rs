@@ -113,6 +113,10 @@ pub enum EventKind {
         /// not UTF-8), so an editor can show the diff, live or replayed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         change: Option<FileChange>,
+        /// After a successful `todo` call: the whole list, in order, so a
+        /// client shows it (an editor's plan) without reading the text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        todo: Option<Vec<TodoItem>>,
     },
     /// A transient provider failure; the call is retried.
     Retry {
@@ -526,6 +530,15 @@ pub struct ApproveResult {
     /// False when nothing waits for that approval any more (answered by
     /// another client, timed out, or the run ended).
     pub accepted: bool,
+}
+
+/// One item of the `todo` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TodoItem {
+    /// The task.
+    pub task: String,
+    /// Whether it is done.
+    pub done: bool,
 }
 
 /// A file a tool changed: its text before (`None`: it did not exist) and

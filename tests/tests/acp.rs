@@ -207,6 +207,35 @@ fn cancel_mid_run_answers_the_prompt_with_cancelled() {
 }
 
 #[test]
+fn the_todo_list_becomes_the_editors_plan_from_the_events_data() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("t1", "todo", json!({"action": "add", "tasks": ["read the code", "fix the bug"]})),
+        Step::tool_call("t2", "todo", json!({"action": "done", "tasks": ["read the code"]})),
+        Step::text("planned"),
+    ]);
+    provider_config(&env, &mock, "");
+    let scenario =
+        json!({"steps": [{"op": "new", "cwd": p.display().to_string()}, {"op": "prompt", "text": "plan it"}]});
+    let seen = Driver::start(&env, &daemon, scenario).finish();
+    let plans: Vec<&Value> = updates(&seen).into_iter().filter(|u| u["sessionUpdate"] == "plan").collect();
+    assert_eq!(plans.len(), 2, "{}", dump(&seen));
+    let entries = |plan: &Value| -> Vec<(String, String)> {
+        plan["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["content"].as_str().unwrap().to_owned(), e["status"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let pending = |t: &str| (t.to_owned(), "pending".to_owned());
+    assert_eq!(entries(plans[0]), [pending("read the code"), pending("fix the bug")]);
+    assert_eq!(entries(plans[1]), [("read the code".to_owned(), "completed".to_owned()), pending("fix the bug")]);
+}
+
+#[test]
 fn a_filter_block_is_a_refusal_with_its_reason_shown() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();

@@ -82,6 +82,7 @@ impl AgentRun<'_> {
                 content: outcome.text.chars().take(4096).collect(),
                 result_length: Some(outcome.text.len() as u64),
                 change,
+                todo: (call.name == "todo" && !outcome.failed).then(|| self.tools.todo.items()),
             });
             self.push_result(&call.id, &outcome.text)?;
         }

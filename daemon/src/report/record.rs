@@ -345,6 +345,7 @@ pub(super) mod tests {
             content: result.chars().take(4096).collect(),
             result_length: Some(result.len() as u64),
             change: None,
+            todo: None,
         });
     }
 
@@ -493,6 +494,7 @@ pub(super) mod tests {
             content,
             result_length,
             change: None,
+            todo: None,
         };
         rec.apply(&result("b", false, format!("error: {}", "x".repeat(4090)), Some(9000)));
         // An event stored by an older daemon has no length: its content's is taken.

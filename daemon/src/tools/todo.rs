@@ -165,6 +165,11 @@ impl TodoList {
         ToolError::refused(out)
     }
 
+    /// The whole list, in order, as the protocol carries it.
+    pub fn items(&self) -> Vec<swival_protocol::TodoItem> {
+        self.items.iter().map(|i| swival_protocol::TodoItem { task: i.text.clone(), done: i.done }).collect()
+    }
+
     /// Items not yet done.
     pub fn remaining(&self) -> usize {
         self.items.iter().filter(|i| !i.done).count()

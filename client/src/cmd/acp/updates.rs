@@ -10,7 +10,7 @@ use super::acp::{
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use swival_protocol::{Event, EventKind, FileChange, HookDecision, Outcome, ReviewVerdict, RunEnd};
+use swival_protocol::{Event, EventKind, FileChange, HookDecision, Outcome, ReviewVerdict, RunEnd, TodoItem};
 
 /// Turns one session's events into updates.
 pub struct Forwarder {
@@ -44,9 +44,9 @@ impl Forwarder {
                 vec![message(t)]
             }
             EventKind::ToolCall { id, name, arguments, .. } => self.tool_call(&call_id(event, id), name, arguments),
-            EventKind::ToolResult { id, name, succeeded, content, change, .. } => {
+            EventKind::ToolResult { id, succeeded, content, change, todo, .. } => {
                 self.streamed.clear();
-                self.tool_result(&call_id(event, id), name, *succeeded, content, change.as_ref())
+                self.tool_result(&call_id(event, id), *succeeded, content, change.as_ref(), todo.as_deref())
             }
             EventKind::Hook { point, hook, decision, reason, .. } if *decision != HookDecision::Pass => {
                 let reason = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
@@ -115,10 +115,10 @@ impl Forwarder {
     fn tool_result(
         &mut self,
         id: &str,
-        name: &str,
         succeeded: bool,
         content: &str,
         change: Option<&FileChange>,
+        todo: Option<&[TodoItem]>,
     ) -> Vec<SessionUpdate> {
         let status = if succeeded { ToolCallStatus::Completed } else { ToolCallStatus::Failed };
         let mut shown = Vec::new();
@@ -130,10 +130,8 @@ impl Forwarder {
         shown.push(ToolCallContent::from(text(content)));
         let fields = ToolCallUpdateFields::new().status(status).content(shown);
         let mut out = vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_owned(), fields))];
-        if name == "todo" && succeeded {
-            if let Some(plan) = plan(content) {
-                out.push(SessionUpdate::Plan(plan));
-            }
+        if let Some(items) = todo {
+            out.push(SessionUpdate::Plan(plan(items)));
         }
         out
     }
@@ -242,19 +240,16 @@ pub fn title(name: &str, args: &Value) -> String {
     }
 }
 
-/// The `todo` tool's answer (the whole list as JSON) as a plan.
-fn plan(content: &str) -> Option<Plan> {
-    let v: Value = serde_json::from_str(content.lines().next()?).ok()?;
-    let entries = v["items"]
-        .as_array()?
+/// The todo list a `todo` call left, as a plan.
+fn plan(items: &[TodoItem]) -> Plan {
+    let entries = items
         .iter()
         .map(|i| {
-            let done = i["done"].as_bool().unwrap_or(false);
-            let status = if done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
-            PlanEntry::new(i["task"].as_str().unwrap_or_default(), PlanEntryPriority::Medium, status)
+            let status = if i.done { PlanEntryStatus::Completed } else { PlanEntryStatus::Pending };
+            PlanEntry::new(i.task.clone(), PlanEntryPriority::Medium, status)
         })
         .collect();
-    Some(Plan::new(entries))
+    Plan::new(entries)
 }
 
 fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
