@@ -8,6 +8,7 @@
 //! Architecture invariant: this crate depends on serde, serde_json and
 //! schemars only. No tokio, no I/O.
 
+pub mod approvals;
 pub mod error;
 pub mod events;
 pub mod hooks;
@@ -18,6 +19,7 @@ pub mod schema;
 pub mod session;
 pub mod types;
 
+pub use approvals::*;
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use hooks::*;

@@ -4,6 +4,7 @@
 //! clients call through) and the generated schema all come from the one
 //! list below. Notification names are plain constants.
 
+use crate::approvals::*;
 use crate::events::*;
 use crate::policy::*;
 use crate::session::*;
