@@ -9,6 +9,11 @@
 //! - handlers in `rpc/` build no JSON by hand (`json!`): wire types live in
 //!   the protocol crate.
 //!
+//! In the client (`client/src/`, test modules aside): nothing decides by
+//! the words of a daemon message — no `starts_with`, `contains`,
+//! `ends_with` or `split` on an `error`, `message`, `source`, `content`,
+//! `reason` or `answer`: the protocol carries a typed field for that.
+//!
 //! In every crate of the workspace: no source file over 600 lines, no
 //! function over 80 lines.
 //!
@@ -38,6 +43,8 @@ enum Rule {
     SessionImport,
     /// `json!` in `daemon/src/rpc/`.
     JsonInRpc,
+    /// Client code deciding something by the words of a daemon message.
+    ClientReadsWords,
     /// A source file over [`MAX_FILE_LINES`].
     LongFile,
     /// A function over [`MAX_FN_LINES`].
@@ -52,6 +59,7 @@ impl Rule {
             Rule::Sqlite => "only daemon/src/store/ and daemon/src/cache/ touch SQLite: add a method there",
             Rule::SessionImport => "agent/, tools/ and report/ must not depend on session/: pass what they need in",
             Rule::JsonInRpc => "rpc/ handlers build no JSON by hand: add a type to the protocol crate",
+            Rule::ClientReadsWords => "a client branches on data, never on the daemon's words: add a typed field (a kind, an enum) to the protocol and read that",
             Rule::LongFile => "split the file by responsibility (600 lines at most)",
             Rule::LongFn => "split the function (80 lines at most)",
         }
@@ -162,6 +170,27 @@ fn text_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
     }
 }
 
+/// Client rules for one file (`rel` starts with `client/src/`): its code
+/// before any test module.
+fn client_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
+    const FIELDS: &[&str] = &["error", "message", "source", "content", "reason", "answer"];
+    const READS: &[&str] = &[".starts_with(", ".contains(", ".ends_with(", ".split("];
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = code(line);
+        if FIELDS.iter().any(|f| code.contains(f)) && READS.iter().any(|r| code.contains(r)) {
+            out.push(Violation {
+                rule: Rule::ClientReadsWords,
+                file: rel.to_owned(),
+                line: n + 1,
+                what: code.to_owned(),
+            });
+        }
+    }
+}
+
 /// Every function in `text`: (name, first line (1-based), length in lines).
 /// rustfmt's layout is relied on: a body ends at the first line that is
 /// exactly the `fn` line's indentation followed by `}`.
@@ -231,6 +260,9 @@ fn violations() -> Vec<Violation> {
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"));
         if rel.starts_with("daemon/src/") {
             text_rules(&rel, &text, &mut out);
+        }
+        if rel.starts_with("client/src/") {
+            client_rules(&rel, &text, &mut out);
         }
         size_rules(&rel, &text, &mut out);
     }
@@ -304,4 +336,15 @@ fn a_spawn_outside_procs_is_reported_with_file_and_line() {
     );
     let shown: Vec<String> = out.iter().map(|v| format!("{}:{}: {:?}", v.file, v.line, v.rule)).collect();
     assert_eq!(shown, ["daemon/src/tools/x.rs:2: Spawn", "daemon/src/tools/x.rs:3: SessionImport"]);
+}
+
+#[test]
+fn a_client_reading_a_daemon_messages_words_is_reported_but_not_in_its_tests() {
+    let mut out = Vec::new();
+    let text = "fn f(end: &RunEnd) -> bool {\n    end.error.as_deref().is_some_and(|e| e.starts_with(\"LLM filter blocked request\"))\n}\n\
+                fn g(source: &str) -> bool { source.split(' ').next() == Some(\"filter\") }\n\
+                #[cfg(test)]\nmod tests { fn t(message: &str) { assert!(message.contains(\"x\")); } }\n";
+    client_rules("client/src/cmd/x.rs", text, &mut out);
+    let lines: Vec<(Rule, usize)> = out.iter().map(|v| (v.rule, v.line)).collect();
+    assert_eq!(lines, [(Rule::ClientReadsWords, 2), (Rule::ClientReadsWords, 4)]);
 }
