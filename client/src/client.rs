@@ -119,20 +119,11 @@ impl Client {
         &self.path
     }
 
-    /// Call `method` with `params` sent by name, decode the result.
-    pub async fn call<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, ClientError> {
-        Ok(self.rpc.request(method, Named::new(params)?).await?)
-    }
-
     /// Call the method `M` (declared once in the protocol crate) with its
-    /// params type, decoding its result type.
+    /// params type sent by name, decoding its result type: the only way
+    /// this client calls the daemon.
     pub async fn request<M: methods::Method>(&self, params: &M::Params) -> Result<M::Result, ClientError> {
-        self.call(M::NAME, params).await
-    }
-
-    /// Call a method that takes no params.
-    pub async fn call_no_params<R: DeserializeOwned>(&self, method: &str) -> Result<R, ClientError> {
-        Ok(self.rpc.request(method, jsonrpsee::rpc_params![]).await?)
+        Ok(self.rpc.request(M::NAME, Named::new(params)?).await?)
     }
 
     /// Open a subscription; notifications arrive as `N`.

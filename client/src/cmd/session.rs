@@ -5,6 +5,7 @@ use super::run::Progress;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use swival_protocol::methods::{typed as m, NoParams};
 use swival_protocol::{ConfigResolveParams, EventKind, RunId, SessionId};
 use swivalctl::ClientError;
 
@@ -42,7 +43,7 @@ fn parse_age(s: &str) -> Result<std::time::Duration, String> {
 pub async fn prune(socket: &Path, older_than: std::time::Duration, json: bool) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
     let params = swival_protocol::SessionPruneParams { older_than_s: older_than.as_secs_f64() };
-    let r: swival_protocol::SessionPruneResult = client.call(swival_protocol::methods::SESSION_PRUNE, &params).await?;
+    let r = client.request::<m::SessionPrune>(&params).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
     } else {
@@ -162,7 +163,7 @@ pub enum McpAction {
 pub async fn mcp(socket: &Path, action: McpAction) -> Result<ExitCode, ClientError> {
     let McpAction::Status { json } = action;
     let client = connect(socket).await?;
-    let status: swival_protocol::McpStatusResult = client.call_no_params(swival_protocol::methods::MCP_STATUS).await?;
+    let status = client.request::<m::McpStatus>(&NoParams).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&status).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
@@ -200,11 +201,10 @@ pub enum CacheAction {
 /// `swivalctl cache stats|clear`.
 pub async fn cache(socket: &Path, action: CacheAction) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
-    let method = match action {
-        CacheAction::Stats => swival_protocol::methods::CACHE_STATS,
-        CacheAction::Clear => swival_protocol::methods::CACHE_CLEAR,
+    let shown = match action {
+        CacheAction::Stats => serde_json::to_string_pretty(&client.request::<m::CacheStatsMethod>(&NoParams).await?),
+        CacheAction::Clear => serde_json::to_string_pretty(&client.request::<m::CacheClear>(&NoParams).await?),
     };
-    let v: Value = client.call_no_params(method).await?;
-    println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+    println!("{}", shown.expect("serializes"));
     Ok(ExitCode::SUCCESS)
 }
