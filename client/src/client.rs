@@ -5,7 +5,6 @@ use jsonrpsee::async_client::{Client as RpcClient, ClientBuilder};
 use jsonrpsee::client_transport::ws::WsTransportClientBuilder;
 use jsonrpsee::core::client::{ClientT, Error as RpcError, Subscription, SubscriptionClientT};
 use jsonrpsee::core::traits::ToRpcParams;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -126,14 +125,15 @@ impl Client {
         Ok(self.rpc.request(M::NAME, Named::new(params)?).await?)
     }
 
-    /// Open a subscription; notifications arrive as `N`.
-    pub async fn subscribe<P: Serialize, N: DeserializeOwned>(
+    /// Open the subscription `S` (declared with its notification and
+    /// closing method in the protocol crate); its notifications arrive as
+    /// its result type.
+    pub async fn subscribe<S: methods::Subscribe>(
         &self,
-        method: &str,
-        params: &P,
-        unsubscribe: &str,
-    ) -> Result<Subscription<N>, ClientError> {
-        Ok(self.rpc.subscribe(method, Named::new(params)?, unsubscribe).await?)
+        params: &S::Params,
+    ) -> Result<Subscription<S::Result>, ClientError> {
+        use methods::Method;
+        Ok(self.rpc.subscribe(S::NAME, Named::new(params)?, <S::Unsubscribe as Method>::NAME).await?)
     }
 
     /// `initialize` as this library.
@@ -219,7 +219,7 @@ impl Client {
         session_id: &SessionId,
     ) -> Result<Subscription<swival_protocol::BufferRead>, ClientError> {
         let params = SessionRef { session_id: session_id.clone() };
-        self.subscribe(methods::BUFFERS_SERVE, &params, methods::BUFFERS_UNSERVE).await
+        self.subscribe::<m::BuffersServe>(&params).await
     }
 
     /// `buffers/respond`: a buffer's text (`None`: read the disk).
@@ -252,7 +252,7 @@ impl Client {
         from_seq: u64,
     ) -> Result<Subscription<Event>, ClientError> {
         let params = SubscribeParams { session_id: session_id.clone(), from_seq: Some(Seq(from_seq)) };
-        self.subscribe(methods::SESSION_SUBSCRIBE, &params, methods::SESSION_UNSUBSCRIBE).await
+        self.subscribe::<m::SessionSubscribe>(&params).await
     }
 
     /// `policy/check`.

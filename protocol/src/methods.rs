@@ -2,7 +2,8 @@
 //! params type and result type. The name constants, [`ALL`], the typed
 //! markers in [`typed`] (which the daemon registers its handlers with and
 //! clients call through) and the generated schema all come from the one
-//! list below. Notification names are plain constants.
+//! list below; each subscription's notification and closing method are
+//! declared with it ([`Subscribe`]).
 
 use crate::approvals::*;
 use crate::events::*;
@@ -169,9 +170,37 @@ methods! {
         "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports.";
 }
 
-/// The notification method of `session/subscribe`.
-pub const SESSION_EVENT: &str = "session/event";
-/// The notification method of `hooks/register`.
-pub const HOOKS_INVOKE: &str = "hooks/invoke";
+/// A method that opens a subscription: the notification its items
+/// arrive as (their payload is [`Method::Result`]) and the method that
+/// closes it, declared together in the list below.
+pub trait Subscribe: Method {
+    /// The notification's wire name.
+    const NOTIFICATION: &'static str;
+    /// The method that closes the subscription.
+    type Unsubscribe: Method;
+}
+
+macro_rules! subscriptions {
+    ($( $(#[$doc:meta])* $ty:ident: $name:ident = $wire:literal, closed by $unsub:ident; )*) => {
+        $(
+            $(#[$doc])*
+            pub const $name: &str = $wire;
+            impl Subscribe for typed::$ty {
+                const NOTIFICATION: &'static str = $wire;
+                type Unsubscribe = typed::$unsub;
+            }
+        )*
+
+        /// Every notification, with the method whose subscription sends it.
+        pub const NOTIFICATIONS: &[(&str, &str)] = &[ $( ($wire, <typed::$ty as Method>::NAME) ),* ];
+    };
+}
+
+subscriptions! {
+/// The notification of `session/subscribe`: one event.
+    SessionSubscribe: SESSION_EVENT = "session/event", closed by SessionUnsubscribe;
+/// The notification of `hooks/register`: one invocation to answer.
+    HooksRegister: HOOKS_INVOKE = "hooks/invoke", closed by HooksUnregister;
 /// The notification of a `buffers/serve` subscription: a file to read.
-pub const BUFFERS_READ: &str = "buffers/read";
+    BuffersServe: BUFFERS_READ = "buffers/read", closed by BuffersUnserve;
+}

@@ -275,14 +275,9 @@ fn idle_websocket_is_closed_after_idle_timeout_but_one_with_a_subscription_is_no
     // The subscriber first, as in the newline-delimited test above.
     let (client, _subscription) = rt.block_on(async {
         let client = swivalctl::Client::connect(&daemon.socket).await.unwrap();
-        let sub = client
-            .subscribe::<_, Value>(
-                "hooks/register",
-                &json!({"name": "ws-watcher", "points": ["before_llm_call"]}),
-                "hooks/unregister",
-            )
-            .await
-            .unwrap();
+        let params: swival_protocol::HookRegisterParams =
+            serde_json::from_value(json!({"name": "ws-watcher", "points": ["before_llm_call"]})).unwrap();
+        let sub = client.subscribe::<swival_protocol::methods::typed::HooksRegister>(&params).await.unwrap();
         (client, sub)
     });
     // A WebSocket that completes its handshake and then says nothing.

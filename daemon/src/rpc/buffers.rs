@@ -9,12 +9,9 @@ use std::sync::Arc;
 use swival_protocol::{methods, BufferRespondResult, SessionRef};
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_subscription(
-        methods::BUFFERS_SERVE,
-        methods::BUFFERS_READ,
-        methods::BUFFERS_UNSERVE,
-        |params, pending, ctx, _| async move { serve(params.parse::<SessionRef>(), pending, ctx).await },
-    )?;
+    super::subscription::<methods::typed::BuffersServe, _>(module, |params, pending, ctx| async move {
+        serve(params.parse::<SessionRef>(), pending, ctx).await
+    })?;
     super::method::<swival_protocol::methods::typed::BuffersRespond>(module, |p, ctx| {
         Ok(BufferRespondResult { accepted: ctx.sessions.editor_buffers().respond(&p.request_id, p.text) })
     })?;

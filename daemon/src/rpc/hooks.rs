@@ -26,12 +26,9 @@ fn registration(p: HookRegisterParams) -> Result<Registration, ErrorObjectOwned>
 }
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    module.register_subscription(
-        methods::HOOKS_REGISTER,
-        methods::HOOKS_INVOKE,
-        methods::HOOKS_UNREGISTER,
-        |params, pending, ctx, _| async move { serve(params.parse().and_then(registration), pending, ctx).await },
-    )?;
+    super::subscription::<methods::typed::HooksRegister, _>(module, |params, pending, ctx| async move {
+        serve(params.parse().and_then(registration), pending, ctx).await
+    })?;
     super::method::<swival_protocol::methods::typed::HooksRespond>(module, |p, ctx| {
         Ok(HookRespondResult { accepted: ctx.sessions.hook_registry().respond(&p.call_id, p.result) })
     })?;

@@ -116,6 +116,29 @@ where
     Ok(())
 }
 
+/// Register the subscription `S` (its notification and closing method as
+/// the protocol declares them) with `f` serving each one.
+pub(super) fn subscription<S: swival_protocol::methods::Subscribe, Fut>(
+    module: &mut RpcModule<DaemonContext>,
+    f: impl Fn(jsonrpsee::types::Params<'static>, jsonrpsee::PendingSubscriptionSink, Arc<DaemonContext>) -> Fut
+        + Send
+        + Sync
+        + Clone
+        + 'static,
+) -> Result<(), jsonrpsee::core::RegisterMethodError>
+where
+    Fut: std::future::Future<Output = jsonrpsee::core::SubscriptionResult> + Send + 'static,
+{
+    use swival_protocol::methods::Method;
+    module.register_subscription(
+        S::NAME,
+        S::NOTIFICATION,
+        <S::Unsubscribe as Method>::NAME,
+        move |params, pending, ctx, _| f(params, pending, ctx),
+    )?;
+    Ok(())
+}
+
 /// An invalid-params error with a message saying what to send instead.
 pub(super) fn invalid_params(message: &str) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(-32602, message.to_owned(), None::<()>)

@@ -78,12 +78,9 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
             warnings: effective.warnings,
         })
     })?;
-    module.register_subscription(
-        methods::SESSION_SUBSCRIBE,
-        methods::SESSION_EVENT,
-        methods::SESSION_UNSUBSCRIBE,
-        |params, pending, ctx, _| async move { subscribe(params.parse(), pending, ctx).await },
-    )?;
+    super::subscription::<methods::typed::SessionSubscribe, _>(module, |params, pending, ctx| async move {
+        subscribe(params.parse(), pending, ctx).await
+    })?;
     Ok(())
 }
 
