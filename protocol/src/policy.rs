@@ -135,8 +135,7 @@ pub struct ScriptStatus {
 }
 
 /// A file a policy command names as data: not pinned (the program may
-/// write it); protected from the model's file tools and commands when it
-/// lies in the session's base dir.
+/// write it), and protected from the model's file tools and commands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataFile {
     /// Absolute path.

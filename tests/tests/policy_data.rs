@@ -112,7 +112,7 @@ fn sqlite_servers_writing_their_databases_answer_twenty_calls_across_sessions_an
         st["mcp_servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["data_files"].clone()
     };
     assert_eq!(data("inside"), json!([{"path": p.join("data.db"), "protected": true}]));
-    assert_eq!(data("outside"), json!([{"path": outside_db, "protected": false}]));
+    assert_eq!(data("outside"), json!([{"path": outside_db, "protected": true}]));
 
     drop(c);
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
@@ -235,7 +235,7 @@ fn a_filter_and_a_hook_writing_their_logs_keep_working_over_ten_turns() {
     let f = &st["filters"][0];
     assert_eq!(f["data_files"], json!([{"path": filter_log, "protected": true}]), "{f}");
     assert!(f["files"].to_string().contains("filter.py") && !f["files"].to_string().contains("filter.log"), "{f}");
-    assert_eq!(st["hooks"][0]["data_files"], json!([{"path": hook_log, "protected": false}]));
+    assert_eq!(st["hooks"][0]["data_files"], json!([{"path": hook_log, "protected": true}]));
 }
 
 /// Every file under `dir` with its size and modification time.

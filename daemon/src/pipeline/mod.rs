@@ -191,14 +191,10 @@ impl Pipeline {
             paths.push(file);
         }
         // A script's data (a log, a database, a rules file it reads) is
-        // not pinned — the program may write it — but within the base dir
-        // the model may not change it: only the file itself, whether or
-        // not it exists yet.
-        for file in self.data_files() {
-            if file.starts_with(base_dir) {
-                paths.push(file);
-            }
-        }
+        // not pinned — the program may write it — but the model may not
+        // change it, wherever it lies (an allowed dir is writable too):
+        // only the file itself, whether or not it exists yet.
+        paths.extend(self.data_files());
         // Config files are protected whether or not they exist yet.
         paths.extend(config_files.iter().map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())));
         let argvs =
@@ -343,21 +339,10 @@ pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
     pins.iter().map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() }).collect()
 }
 
-/// The data files of a command run from `cwd` (the base dir), as
-/// `policy/status` lists them: protected when inside it.
+/// The data files of a command run from `cwd`, as `policy/status` lists
+/// them (every one is protected: see [`Pipeline::protection`]).
 fn data_status(argv: &[String], cwd: &Path) -> Vec<DataFile> {
-    data_files_in(data_of(argv, cwd), cwd)
-}
-
-/// `files` as `policy/status` lists data files of a session in `base_dir`.
-pub fn data_files_in(files: Vec<PathBuf>, base_dir: &Path) -> Vec<DataFile> {
-    files
-        .into_iter()
-        .map(|p| {
-            let real = p.canonicalize().unwrap_or_else(|_| p.clone());
-            DataFile { protected: real.starts_with(base_dir), path: p.display().to_string() }
-        })
-        .collect()
+    data_of(argv, cwd).into_iter().map(|p| DataFile { path: p.display().to_string(), protected: true }).collect()
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 //! server is hashed: the program, the script an interpreter runs (as in
 //! `python3 ./f.py`) and source files among its arguments ([`classify`]).
 //! Other files its arguments name are its data — a database, a log — which
-//! it may write itself: they are protected from the model, never pinned. Every spawn, and every call served by an
-//! already started process, first checks that what would run is still
-//! byte-identical; a change, by anyone, fails the call closed with both
-//! hashes in the message.
+//! it may write itself: they are protected from the model, never pinned.
+//! Every spawn, and every call served by an already started process,
+//! first checks that what would run is still byte-identical; a change, by
+//! anyone, fails the call closed with both hashes in the message.
 //!
 //! The check re-hashes only when the file's identity changed: device,
 //! inode, size, mtime and ctime are recorded with the hash, and any write

@@ -139,7 +139,7 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
             session.tools_protected.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    enforced.push("the code of filter, hook, reviewer, command-provider and MCP-server commands (the program, the script an interpreter runs, source files among the arguments) is pinned by SHA-256 at session start; a changed script is never run. Other files their arguments name are their data: not pinned, and protected from the model inside the base dir".into());
+    enforced.push("the code of filter, hook, reviewer, command-provider and MCP-server commands (the program, the script an interpreter runs, source files among the arguments) is pinned by SHA-256 at session start; a changed script is never run. Other files their arguments name are their data: not pinned, and protected from the model".into());
     let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
     not_enforced.extend(session.protection_notes.iter().cloned());
     swival_protocol::SandboxStatus {
