@@ -135,23 +135,28 @@ async fn subscribe(
     };
     let sink = pending.accept().await?;
     let stall = ctx.subscriptions.stall;
+    let mut behind = false;
     loop {
-        // Room first, then the next event: a subscriber that stops reading
-        // holds its place in the log, not events read for it.
-        match room(&sink, stall).await {
-            Room::Free => {}
-            Room::Closed => break,
-            Room::Stalled => {
-                tracing::warn!(
-                    "dropped a subscriber of {} that left its notifications unread for {stall:?}",
-                    p.session_id
-                );
-                return Err(format!(
-                    "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
-                    stall.as_secs_f64(),
-                    events.next_seq()
-                )
-                .into());
+        // A subscriber that keeps up takes each event as it comes. One
+        // that falls behind (no room for HELD) gives its event back to
+        // the log and waits for room holding nothing: it costs its place
+        // in the log, not events read for it.
+        if std::mem::take(&mut behind) {
+            match room(&sink, stall).await {
+                Room::Free => {}
+                Room::Closed => break,
+                Room::Stalled => {
+                    tracing::warn!(
+                        "dropped a subscriber of {} that left its notifications unread for {stall:?}",
+                        p.session_id
+                    );
+                    return Err(format!(
+                        "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
+                        stall.as_secs_f64(),
+                        events.next_seq()
+                    )
+                    .into());
+                }
             }
         }
         let event = tokio::select! {
@@ -166,14 +171,26 @@ async fn subscribe(
                 break;
             }
         };
+        let seq = event.seq.0;
         let msg: SubscriptionMessage = serde_json::value::to_raw_value(&event)?.into();
         drop(event);
-        if sink.send(msg).await.is_err() {
-            break;
+        match tokio::time::timeout(HELD, sink.send(msg)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => break,
+            // Behind: the event is dropped here and read again later.
+            Err(_) => {
+                events.rewind(seq);
+                behind = true;
+            }
         }
     }
     Ok(())
 }
+
+/// How long a notification may wait for room before it is given back to
+/// the log: far longer than a subscriber that keeps up ever makes it wait,
+/// far shorter than a stalled one.
+const HELD: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Whether a subscription's connection can take a notification now.
 enum Room {
@@ -184,26 +201,20 @@ enum Room {
 }
 
 /// Wait until `sink` has room for one notification. jsonrpsee says how
-/// much room there is but not when it frees, so this yields to the task
-/// taking notifications first and then looks again at growing intervals
-/// (at most 200 ms: a subscriber that resumes reading waits no longer for
-/// its next event, and one that stays stalled costs a few wake-ups a
-/// second). `stall` zero never gives up.
+/// much room there is but not when it frees, so after a subscriber fell
+/// behind this looks again at growing intervals (at most 200 ms: one that
+/// resumes reading waits no longer for its next event, and one that stays
+/// stalled costs a few wake-ups a second). A subscriber that keeps up
+/// finds room at once. `stall` zero never gives up.
 async fn room(sink: &jsonrpsee::SubscriptionSink, stall: std::time::Duration) -> Room {
     let started = std::time::Instant::now();
     let mut pause = std::time::Duration::from_millis(1);
-    let mut yields = 0;
     while sink.capacity() == 0 {
         if sink.is_closed() {
             return Room::Closed;
         }
         if !stall.is_zero() && started.elapsed() >= stall {
             return Room::Stalled;
-        }
-        if yields < 8 {
-            yields += 1;
-            tokio::task::yield_now().await;
-            continue;
         }
         tokio::select! {
             _ = sink.closed() => return Room::Closed,

@@ -148,7 +148,15 @@ impl Sessions {
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
         hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
         hide.extend(cfg.sandbox_hide.iter().cloned());
-        let hide: Vec<PathBuf> = hide.iter().map(|h| h.canonicalize().unwrap_or_else(|_| h.clone())).collect();
+        // Most of the well-known stores do not exist: one lstat tells,
+        // before the walk that resolving a path takes.
+        let hide: Vec<PathBuf> = hide
+            .iter()
+            .map(|h| match std::fs::symlink_metadata(h) {
+                Ok(_) => h.canonicalize().unwrap_or_else(|_| h.clone()),
+                Err(_) => h.clone(),
+            })
+            .collect();
         // File tools never reach a hidden path either, except one that
         // holds the project itself.
         policy.hidden = hide.iter().filter(|h| !base.starts_with(h)).cloned().collect();

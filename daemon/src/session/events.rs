@@ -153,7 +153,7 @@ impl EventLog {
     pub fn cursor(&self, from: u64) -> Cursor {
         // Subscribe before reading the store, so nothing falls between.
         let live = self.inner.tx.subscribe();
-        Cursor { log: self.clone(), next: from.max(1), live, page: VecDeque::new() }
+        Cursor { log: self.clone(), next: from.max(1), live, page: VecDeque::new(), live_mode: false }
     }
 }
 
@@ -173,6 +173,8 @@ pub struct Cursor {
     live: broadcast::Receiver<Event>,
     /// Stored events read ahead, at most [`PAGE`].
     page: VecDeque<Event>,
+    /// The store had nothing newer: follow the live fan-out until a gap.
+    live_mode: bool,
 }
 
 impl Cursor {
@@ -182,28 +184,42 @@ impl Cursor {
         self.page.front().map_or(self.next, |e| e.seq.0)
     }
 
+    /// Give events again from `seq` (one taken but not delivered): they
+    /// are read from the store when next wanted.
+    pub fn rewind(&mut self, seq: u64) {
+        self.page.clear();
+        self.next = seq;
+        self.live_mode = false;
+    }
+
     /// The next event, waiting for one when the subscriber is caught up;
-    /// `None` once the log is gone (the daemon is stopping).
+    /// `None` once the log is gone (the daemon is stopping). Stored events
+    /// come first; once the store has nothing newer the live fan-out
+    /// follows, without reading the store again until a gap or a lag.
     pub async fn next(&mut self) -> Result<Option<Event>, StoreError> {
         loop {
             if let Some(e) = self.page.pop_front() {
                 self.next = e.seq.0 + 1;
                 return Ok(Some(e));
             }
-            let inner = &self.log.inner;
-            let page = inner.store.events_from(&inner.session, self.next, PAGE)?;
-            if !page.is_empty() {
-                self.page = page.into();
-                continue;
+            if !self.live_mode {
+                let inner = &self.log.inner;
+                let page = inner.store.events_from(&inner.session, self.next, PAGE)?;
+                if !page.is_empty() {
+                    self.page = page.into();
+                    continue;
+                }
+                self.live_mode = true;
             }
             match self.live.recv().await {
                 Ok(e) if e.seq.0 == self.next => {
                     self.next += 1;
                     return Ok(Some(e));
                 }
-                // Already given (from the store), or past a gap or a lag:
-                // the store has everything, in order.
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                // Already given (from the store).
+                Ok(e) if e.seq.0 < self.next => {}
+                // Past a gap or a lag: the store has everything, in order.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.live_mode = false,
                 Err(broadcast::error::RecvError::Closed) => return Ok(None),
             }
         }

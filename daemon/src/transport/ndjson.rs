@@ -31,9 +31,11 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Notifications a subscription may queue before its producer waits: one,
-/// so the producer reads the next event only once this one is taken.
-const SUBSCRIPTION_BUFFER: usize = 1;
+/// Notifications a subscription may queue before its producer waits: a
+/// few, so a subscriber that keeps up gets a turn's events in one go (one
+/// at a time made the 64-session p99 per turn several times longer); a
+/// stalled one holds at most these and the outbox's share.
+const SUBSCRIPTION_BUFFER: usize = 16;
 /// A subscription's next notification waits while more than this many
 /// bytes are queued for the connection's writer: a client that stops
 /// reading holds this much of its events in the daemon, never more
