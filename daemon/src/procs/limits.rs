@@ -30,9 +30,26 @@ pub struct Rlimits {
     cpu: Option<u64>,
 }
 
+/// Tasks (processes and threads) of this user, counted at most once a
+/// second: a walk of /proc costs about a millisecond, and a command
+/// starting a second later than the count is still bounded by it plus
+/// the allowance.
+pub fn user_tasks() -> u64 {
+    static LAST: std::sync::Mutex<Option<(std::time::Instant, u64)>> = std::sync::Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    match *last {
+        Some((at, n)) if at.elapsed() < std::time::Duration::from_secs(1) => n,
+        _ => {
+            let n = count_user_tasks();
+            *last = Some((std::time::Instant::now(), n));
+            n
+        }
+    }
+}
+
 /// Tasks (processes and threads) of this user now: what `RLIMIT_NPROC`
 /// counts.
-pub fn user_tasks() -> u64 {
+fn count_user_tasks() -> u64 {
     let uid = nix::unistd::getuid().as_raw();
     let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
     dir.filter_map(Result::ok)
