@@ -422,6 +422,12 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Create a session of `base` with `config` on `c`; its id.
+pub fn create_session(c: &mut NdConn, base: &Path, config: Value) -> String {
+    let r = c.call("session/create", json!({"base_dir": base, "config": config}));
+    r["result"]["session_id"].as_str().unwrap_or_else(|| panic!("session/create: {r}")).to_owned()
+}
+
 /// Subscribe on `c` to `session` from `from_seq` and collect the events
 /// (`params.result` of each `session/event`) up to the next `run_finished`.
 pub fn events_until_finished(c: &mut NdConn, session: &str, from_seq: u64) -> Vec<Value> {

@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use swival_tests::create_session as create;
 use swival_tests::mock::{Gate, MockProvider, Step};
 use swival_tests::{script, wait_until, NdConn, TestEnv};
 
@@ -24,11 +25,6 @@ fn config(mock: &MockProvider, servers: Value) -> Value {
 
 fn everything() -> Value {
     json!({"ev": {"command": server("everything")}})
-}
-
-fn create(c: &mut NdConn, base: &Path, config: Value) -> String {
-    let r = c.call("session/create", json!({"base_dir": base, "config": config}));
-    r["result"]["session_id"].as_str().unwrap_or_else(|| panic!("session/create: {r}")).to_owned()
 }
 
 fn run_on(c: &mut NdConn, sid: &str, task: &str) -> Value {

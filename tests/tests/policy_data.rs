@@ -7,6 +7,7 @@
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use swival_tests::create_session as create;
 use swival_tests::mock::{MockProvider, Step};
 use swival_tests::{script, NdConn, TestEnv};
 
@@ -26,11 +27,6 @@ fn with(mut cfg: Value, extra: Value) -> Value {
         cfg[k] = v.clone();
     }
     cfg
-}
-
-fn create(c: &mut NdConn, base: &Path, config: Value) -> String {
-    let r = c.call("session/create", json!({"base_dir": base, "config": config}));
-    r["result"]["session_id"].as_str().unwrap_or_else(|| panic!("session/create: {r}")).to_owned()
 }
 
 fn run_on(c: &mut NdConn, sid: &str, task: &str) -> Value {
