@@ -12,6 +12,7 @@ pub mod config;
 pub mod editor;
 pub mod environment;
 pub mod mcp;
+pub mod message;
 pub mod paths;
 pub mod pipeline;
 pub mod procs;

@@ -6,11 +6,12 @@
 
 use super::estimate::{estimate_from, json_len, Offered};
 use super::observer::Observer;
-use super::{consult, AgentRun, CallError};
+use super::turns::CallError;
+use super::{consult, Run};
 use crate::cache::Served;
 use crate::config::HookPoint;
 use crate::pipeline::filter::{self, CallKind, FilterError, FilterInput};
-use crate::provider::{ChatRequest, ProviderError, Reply};
+use crate::provider::{ChatRequest, Outbound, ProviderError, Reply};
 use crate::tools::repair;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -57,7 +58,7 @@ struct Answered {
     cache_key: Option<String>,
 }
 
-impl AgentRun<'_> {
+impl Run<'_> {
     /// One provider call through the whole pipeline: `before_llm_call`
     /// hooks, the filter chain, the response cache (agent calls), the
     /// provider under the daemon-wide slot limit. `own` replaces the
@@ -74,7 +75,19 @@ impl AgentRun<'_> {
         let tools = hooked.tools.as_deref().map_or(tools, Offered::new);
         let chosen = hooked.messages.as_deref().or(own.as_deref());
         let estimate = self.estimate(chosen, tools);
-        let messages = chosen.unwrap_or(self.conversation.messages());
+        // The conversation goes out as serialised when each message was
+        // added, unless a hook, a filter or the shield changes it: those
+        // work on its JSON.
+        let as_stored = chosen.is_none() && self.ctx.pipeline.filters.is_empty() && self.shield.is_none();
+        let conversation_json;
+        let messages: &[Value] = match chosen {
+            Some(m) => m,
+            None if !as_stored => {
+                conversation_json = self.conversation.values();
+                &conversation_json
+            }
+            None => &[],
+        };
         let filtered = match self.filtered(kind, messages, tools.schemas).await {
             Ok(f) => f,
             Err(FilterError::Cancelled) => return Err(CallError::Cancelled),
@@ -88,24 +101,20 @@ impl AgentRun<'_> {
         // Secret encryption comes after hooks and filters (they see
         // plaintext) and before the cache key and the provider.
         let encrypted;
-        let outbound: &[Value] = match self.shield.as_deref_mut() {
+        let outbound: &[Value] = match self.shield.as_mut() {
             Some(shield) => {
                 encrypted = shield.encrypt_messages(outbound);
                 &encrypted
             }
             None => outbound,
         };
-        let configured = self.provider.settings.max_output_tokens;
-        let max_tokens = match self.context_window {
+        let configured = self.llm.provider.settings.max_output_tokens;
+        let max_tokens = match self.llm.context_window {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
-        // The conversation as it is (no hook, filter or shield changed
-        // it) goes out as serialised when each message was added.
-        let as_stored = chosen.is_none() && filtered.is_none() && self.shield.is_none();
-        let messages_json = as_stored.then(|| self.conversation.wire());
-        let req =
-            ChatRequest { messages: outbound, messages_json, tools: tools.schemas, tools_json: tools.json, max_tokens };
+        let messages = if as_stored { Outbound::Stored(self.conversation.wire()) } else { Outbound::Values(outbound) };
+        let req = ChatRequest { messages, tools: tools.schemas, tools_json: tools.json, max_tokens };
         let answered = self.chat(turn, kind, &req).await;
         self.record.cache_keys.extend(answered.cache_key);
         self.settle(turn, kind, started, estimate, answered.result, answered.served)
@@ -122,22 +131,23 @@ impl AgentRun<'_> {
         tools: Offered<'_>,
         started: Instant,
     ) -> Result<Hooked, CallError> {
-        if !self.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
+        if !self.ctx.pipeline.hooks.any(HookPoint::BeforeLlmCall) {
             return Ok(Hooked::default());
         }
         let call = HookCall::BeforeLlmCall(BeforeLlmCall {
-            session_id: self.session_id.clone(),
-            run_id: self.run_id.clone(),
+            session_id: self.ctx.session_id.clone(),
+            run_id: self.ctx.run_id.clone(),
             turn,
             call_kind: kind,
-            provider: self.provider.settings.kind.as_str().to_owned(),
-            model: self.model.to_owned(),
-            messages: own.unwrap_or(self.conversation.messages()).to_vec(),
+            provider: self.llm.provider.settings.kind.as_str().to_owned(),
+            model: self.llm.model.as_str().to_owned(),
+            messages: own.map_or_else(|| self.conversation.values(), <[Value]>::to_vec),
             tools: tools.schemas.to_vec(),
         });
-        let decision = consult(self.pipeline, self.events, self.run_id, self.record, &call, self.cancel)
-            .await
-            .map_err(|_| CallError::Cancelled)?;
+        let decision =
+            consult(self.ctx.pipeline, self.ctx.events, self.ctx.run_id, &mut self.record, &call, self.ctx.cancel)
+                .await
+                .map_err(|_| CallError::Cancelled)?;
         if let Some((_, reason)) = decision.blocked {
             let estimate = self.estimate(own, tools);
             self.finish_call(turn, started, estimate, CallEnd::failed(kind));
@@ -160,17 +170,17 @@ impl AgentRun<'_> {
         messages: &[Value],
         tools: &[Value],
     ) -> Result<Option<Vec<Value>>, FilterError> {
-        if self.pipeline.filters.is_empty() {
+        if self.ctx.pipeline.filters.is_empty() {
             return Ok(None);
         }
         let input = FilterInput {
-            provider: self.provider.settings.kind.as_str(),
-            model: self.model,
+            provider: self.llm.provider.settings.kind.as_str(),
+            model: self.llm.model.as_str(),
             call_kind: kind,
             messages,
             tools,
         };
-        let (events, run_id) = (self.events, self.run_id);
+        let (events, run_id) = (self.ctx.events, self.ctx.run_id);
         let on_stderr = |stage: &filter::Stage, line: &str| {
             tracing::info!(target: "swivald::filter", "{}: {line}", stage.display);
             let kind = EventKind::Stderr {
@@ -180,7 +190,9 @@ impl AgentRun<'_> {
             };
             events.emit(Some(run_id), kind);
         };
-        filter::apply(&self.pipeline.filters, &self.pipeline.runner, input, self.cancel, &on_stderr).await.map(Some)
+        filter::apply(&self.ctx.pipeline.filters, &self.ctx.pipeline.runner, input, self.ctx.cancel, &on_stderr)
+            .await
+            .map(Some)
     }
 
     /// Send `req` to the provider under the daemon-wide slot limit, through
@@ -189,28 +201,34 @@ impl AgentRun<'_> {
         // With before_response_emit hooks, text reaches clients only after them.
         // Streamed text would show ciphertexts (and split them), and must
         // not reach clients before before_response_emit hooks have run.
-        let stream_text =
-            kind == CallKind::Agent && self.shield.is_none() && !self.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
-        let observer =
-            Observer { events: self.events, run_id: self.run_id, turn, stream_text, pending: Default::default() };
+        let stream_text = kind == CallKind::Agent
+            && self.shield.is_none()
+            && !self.ctx.pipeline.hooks.any(HookPoint::BeforeResponseEmit);
+        let observer = Observer {
+            events: self.ctx.events,
+            run_id: self.ctx.run_id,
+            turn,
+            stream_text,
+            pending: Default::default(),
+        };
         let call = || async {
             let _permit = tokio::select! {
-                p = self.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
-                _ = self.cancel.cancelled() => return Err(ProviderError::Cancelled),
+                p = self.ctx.llm_slots.acquire() => p.map_err(|_| ProviderError::Cancelled)?,
+                _ = self.ctx.cancel.cancelled() => return Err(ProviderError::Cancelled),
             };
-            self.provider.chat(self.model, req, &observer, self.cancel).await
+            self.llm.provider.chat(self.llm.model.as_str(), req, &observer, self.ctx.cancel).await
         };
-        let cache = if kind == CallKind::Agent { self.cache } else { None };
+        let cache = if kind == CallKind::Agent { self.llm.cache.as_deref() } else { None };
         let answered = match cache {
             None => Answered { result: call().await, served: None, cache_key: None },
             Some(cache) => {
-                let settings = &self.provider.settings;
-                let body = crate::provider::request_body(settings, self.model, req).to_value();
+                let settings = &self.llm.provider.settings;
+                let body = crate::provider::request_body(settings, self.llm.model.as_str(), req).to_value();
                 let key = crate::cache::key(crate::cache::KeyParts {
                     body: &body,
                     provider: settings.kind.as_str(),
                     base_url: &settings.base_url,
-                    policy_digest: self.policy_digest,
+                    policy_digest: &self.llm.policy_digest,
                 });
                 let cached = cache
                     .get_or_call(&key, || async {
@@ -251,7 +269,7 @@ impl AgentRun<'_> {
     ) -> Result<Reply, CallError> {
         match result {
             Ok((mut reply, retries)) => {
-                if let Some(shield) = self.shield.as_deref() {
+                if let Some(shield) = self.shield.as_ref() {
                     reply.content = reply.content.map(|c| shield.decrypt_text(&c));
                     for call in &mut reply.tool_calls {
                         call.arguments = shield.decrypt_text(&call.arguments);
@@ -270,7 +288,7 @@ impl AgentRun<'_> {
             Err(ProviderError::Cancelled) => Err(CallError::Cancelled),
             Err(e) => {
                 self.finish_call(turn, started, estimate, CallEnd::failed(kind));
-                let message = e.run_error(self.model);
+                let message = e.run_error(self.llm.model.as_str());
                 Err(if e.is_context_overflow() {
                     CallError::Overflow(message)
                 } else {

@@ -5,9 +5,12 @@
 //! pipeline (hooks, filters). A summary call that is blocked or fails only
 //! skips the summary: the middle turns are then dropped with a note.
 
-use super::{estimate_tokens, AgentRun, CallError};
+use super::estimate::json_len;
+use super::turns::CallError;
+use super::Run;
+use crate::message::{Message, Role};
 use crate::pipeline::filter::CallKind;
-use serde_json::{json, Value};
+use serde_json::Value;
 use swival_protocol::FailureKind;
 use swival_protocol::{CompactionStep, CompactionStrategy, EventKind};
 
@@ -22,19 +25,18 @@ with exact file names and values. No preamble.";
 
 /// Cut old tool results (all but the last `KEEP_TAIL` messages) to
 /// `KEEP_CHARS` with a marker; true when anything changed.
-pub fn truncate_old_tool_results(messages: &mut [Value]) -> bool {
+pub fn truncate_old_tool_results(messages: &mut [Message]) -> bool {
     let end = messages.len().saturating_sub(KEEP_TAIL);
     let mut changed = false;
     for m in &mut messages[..end] {
-        if m["role"] != "tool" {
+        if m.role != Role::Tool {
             continue;
         }
-        let Some(text) = m["content"].as_str() else { continue };
+        let Some(text) = m.content.as_deref() else { continue };
         let n = text.chars().count();
         if n > KEEP_CHARS + 100 {
             let head: String = text.chars().take(KEEP_CHARS).collect();
-            m["content"] =
-                json!(format!("{head}\n[… {} more characters cut to fit the context window]", n - KEEP_CHARS));
+            m.content = Some(format!("{head}\n[… {} more characters cut to fit the context window]", n - KEEP_CHARS));
             changed = true;
         }
     }
@@ -44,11 +46,11 @@ pub fn truncate_old_tool_results(messages: &mut [Value]) -> bool {
 /// The middle of the conversation to summarise: after the first user
 /// message, before the last `KEEP_TAIL` messages, starting and ending at
 /// turn boundaries (a tool result is never separated from its call).
-pub fn middle(messages: &[Value]) -> Option<std::ops::Range<usize>> {
-    let first_user = messages.iter().position(|m| m["role"] == "user")?;
+pub fn middle(messages: &[Message]) -> Option<std::ops::Range<usize>> {
+    let first_user = messages.iter().position(|m| m.role == Role::User)?;
     let mut end = messages.len().saturating_sub(KEEP_TAIL);
     // Move back until the tail starts with an assistant or user message.
-    while end > first_user + 1 && messages[end]["role"] == "tool" {
+    while end > first_user + 1 && messages[end].role == Role::Tool {
         end -= 1;
     }
     let start = first_user + 1;
@@ -56,41 +58,44 @@ pub fn middle(messages: &[Value]) -> Option<std::ops::Range<usize>> {
 }
 
 /// The messages as plain text for the summary call.
-fn transcript(messages: &[Value]) -> String {
+fn transcript(messages: &[Message]) -> String {
     messages
         .iter()
         .map(|m| {
-            let role = m["role"].as_str().unwrap_or("?");
-            let mut text = m["content"].as_str().unwrap_or("").to_owned();
-            for c in m["tool_calls"].as_array().into_iter().flatten() {
-                text.push_str(&format!(
-                    "\n[calls {} {}]",
-                    c["function"]["name"].as_str().unwrap_or("?"),
-                    c["function"]["arguments"].as_str().unwrap_or("")
-                ));
+            let mut text = m.text().to_owned();
+            for c in &m.tool_calls {
+                let name = if c.name.is_empty() { "?" } else { &c.name };
+                text.push_str(&format!("\n[calls {name} {}]", c.arguments));
             }
-            format!("[{role}]\n{text}")
+            format!("[{}]\n{text}", m.role.as_str())
         })
         .collect::<Vec<_>>()
         .join("\n\n")
 }
 
-impl AgentRun<'_> {
+/// The token estimate of `messages` (stored) with `tools` offered.
+fn estimate(messages: &[Message], tools: &[Value]) -> u64 {
+    let chars: usize = messages.iter().map(|m| m.stored().len()).chain(tools.iter().map(json_len)).sum();
+    (chars / 4) as u64
+}
+
+impl Run<'_> {
     /// Bring the conversation under `budget` tokens (90 % of it) as far as
     /// possible, recording what was done.
     pub(super) async fn compact(&mut self, turn: u64, tools: &[Value], budget: u64) -> Result<(), CallError> {
         let limit = budget * 9 / 10;
-        let before = estimate_tokens(self.conversation.messages(), tools);
+        let before = estimate(self.conversation.messages(), tools);
         let mut strategy = CompactionStrategy::default();
+        let mut replaced = None;
         let mut messages = self.conversation.messages().to_vec();
         if truncate_old_tool_results(&mut messages) {
             strategy.0.push(CompactionStep::TruncateToolResults);
         }
-        if estimate_tokens(&messages, tools) > limit {
+        if estimate(&messages, tools) > limit {
             if let Some(range) = middle(&messages) {
                 let request = vec![
-                    json!({"role": "system", "content": SUMMARY_PROMPT}),
-                    json!({"role": "user", "content": transcript(&messages[range.clone()])}),
+                    Message::system(SUMMARY_PROMPT).to_value(),
+                    Message::user(transcript(&messages[range.clone()])).to_value(),
                 ];
                 let note = match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
                     Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
@@ -104,17 +109,20 @@ impl AgentRun<'_> {
                         format!("[{} earlier messages were dropped to fit the context window]", range.len())
                     }
                 };
-                let replacement = json!({"role": "user", "content": note, "_swival_synthetic": true});
-                messages.splice(range, [replacement]);
+                messages.splice(range.clone(), [Message::synthetic(note)]);
+                replaced = Some(range);
             }
         }
         if strategy.0.is_empty() {
             return Ok(());
         }
-        let after = estimate_tokens(&messages, tools);
+        let after = estimate(&messages, tools);
         self.conversation.rewrite(|m| *m = messages).await.map_err(|e| {
             CallError::Failed(FailureKind::Internal, format!("could not store the compacted conversation: {e}"))
         })?;
+        if let Some(range) = replaced {
+            self.conversation.replaced_by_one(range);
+        }
         self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
         Ok(())
     }
@@ -123,6 +131,11 @@ impl AgentRun<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn typed(values: Vec<Value>) -> Vec<Message> {
+        values.into_iter().map(|v| serde_json::from_value(v).unwrap()).collect()
+    }
 
     #[test]
     fn only_old_long_tool_results_are_cut() {
@@ -133,9 +146,10 @@ mod tests {
             m.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}")}]}));
             m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": long}));
         }
+        let mut m = typed(m);
         assert!(truncate_old_tool_results(&mut m));
-        assert!(m[3]["content"].as_str().unwrap().contains("cut to fit"));
-        assert_eq!(m[9]["content"].as_str().unwrap().len(), 2000, "recent results stay whole");
+        assert!(m[3].text().contains("cut to fit"));
+        assert_eq!(m[9].text().len(), 2000, "recent results stay whole");
     }
 
     #[test]
@@ -145,9 +159,10 @@ mod tests {
             m.push(json!({"role": "assistant"}));
             m.push(json!({"role": "tool"}));
         }
+        let m = typed(m);
         let r = middle(&m).unwrap();
         assert_eq!(r.start, 2);
-        assert_ne!(m[r.end]["role"], "tool");
+        assert_ne!(m[r.end].role, Role::Tool);
         assert!(r.end <= m.len() - KEEP_TAIL);
     }
 }

@@ -6,11 +6,10 @@
 //! write is reported by the next change or by [`Conversation::settle`],
 //! which the agent loop calls before it ends.
 
-use super::estimate::json_len;
-use crate::provider::{has_internal_keys, wire_json};
+use crate::message::{Message, Role};
 use crate::store::{Store, StoreError};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use swival_protocol::SessionId;
@@ -26,28 +25,35 @@ pub struct Conversation {
     /// Whose they are.
     session: SessionId,
     /// The messages, system prompt first.
-    messages: Vec<Value>,
+    messages: Vec<Message>,
     /// Each message serialised as the provider is sent it, made when it
     /// was added: a call that sends the conversation as it is splices
     /// these instead of serialising every message again.
     wire: Vec<Box<RawValue>>,
-    /// The length of their compact JSON, summed (for the token estimate).
+    /// The length of their stored JSON, summed (for the token estimate).
     chars: usize,
     /// The first failed message write not reported yet.
     failed: Arc<Mutex<Option<StoreError>>>,
+    /// Where the current run's messages start (its task).
+    run_start: usize,
 }
 
 impl Conversation {
-    /// Wrap messages loaded from (or already in) the store.
-    pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Value>) -> Conversation {
-        let chars = messages.iter().map(json_len).sum();
-        let wire = messages.iter().map(wire_json).collect();
-        Conversation { store, session, messages, wire, chars, failed: Arc::default() }
+    /// Wrap messages already in the store.
+    pub fn new(store: Arc<Store>, session: SessionId, messages: Vec<Message>) -> Conversation {
+        let chars = messages.iter().map(|m| m.stored().len()).sum();
+        let wire = messages.iter().map(Message::wire).collect();
+        Conversation { store, session, messages, wire, chars, failed: Arc::default(), run_start: 0 }
     }
 
     /// The messages.
-    pub fn messages(&self) -> &[Value] {
+    pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The messages in their stored JSON form, as hooks and filters see them.
+    pub fn values(&self) -> Vec<Value> {
+        self.messages.iter().map(Message::to_value).collect()
     }
 
     /// [`Conversation::messages`], each serialised as sent.
@@ -62,11 +68,11 @@ impl Conversation {
 
     /// Append a message and queue it for the store. Fails when an earlier
     /// message could not be stored.
-    pub fn push(&mut self, message: Value) -> Result<(), StoreError> {
+    pub fn push(&mut self, message: Message) -> Result<(), StoreError> {
         self.check()?;
-        let wire = wire_json(&message);
-        // Stored whole; without internal keys that is what is sent.
-        let body = if has_internal_keys(&message) { message.to_string() } else { wire.get().to_owned() };
+        let wire = message.wire();
+        // Stored whole; without internal marks that is what is sent.
+        let body = if message.synthetic { message.stored() } else { wire.get().to_owned() };
         let len = body.len();
         let failed = self.failed.clone();
         let then = Box::new(move |r: Result<(), StoreError>| {
@@ -100,37 +106,61 @@ impl Conversation {
     /// was cancelled mid-turn) a placeholder result, so the conversation
     /// stays well-formed for the provider.
     pub fn complete_orphans(&mut self) -> Result<(), StoreError> {
-        let Some(pos) = self.messages.iter().rposition(|m| m.get("tool_calls").is_some()) else {
+        let Some(pos) = self.messages.iter().rposition(|m| !m.tool_calls.is_empty()) else {
             return Ok(());
         };
-        if self.messages[pos + 1..].iter().any(|m| m["role"] != "tool") {
+        if self.messages[pos + 1..].iter().any(|m| m.role != Role::Tool) {
             return Ok(());
         }
-        let answered: HashSet<String> = self.messages[pos + 1..]
+        let answered: HashSet<&str> =
+            self.messages[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+        let missing: Vec<String> = self.messages[pos]
+            .tool_calls
             .iter()
-            .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str).map(str::to_owned))
-            .collect();
-        let missing: Vec<String> = self.messages[pos]["tool_calls"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("id").and_then(Value::as_str))
-            .filter(|id| !answered.contains(*id))
-            .map(str::to_owned)
+            .map(|c| c.id.clone())
+            .filter(|id| !answered.contains(id.as_str()))
             .collect();
         for id in missing {
-            self.push(json!({"role": "tool", "tool_call_id": id, "content": INTERRUPTED_RESULT}))?;
+            self.push(Message::tool_result(id, INTERRUPTED_RESULT))?;
         }
         Ok(())
     }
 
+    /// A run starts: the messages added from now on are its own.
+    pub fn begin_run(&mut self) {
+        self.run_start = self.messages.len();
+    }
+
+    /// `removed` messages were replaced by one (a compaction summary): the
+    /// current run starts where its first message now is.
+    pub fn replaced_by_one(&mut self, removed: std::ops::Range<usize>) {
+        if self.run_start >= removed.end {
+            self.run_start -= removed.len() - 1;
+        } else if self.run_start > removed.start {
+            self.run_start = removed.start;
+        }
+    }
+
+    /// The messages of the current run, its task first.
+    pub fn this_run(&self) -> &[Message] {
+        &self.messages[self.run_start.min(self.messages.len())..]
+    }
+
+    /// Change the current run's messages in place and store the whole
+    /// conversation again.
+    pub async fn rewrite_this_run(&mut self, change: impl FnOnce(&mut [Message])) -> Result<(), StoreError> {
+        let start = self.run_start.min(self.messages.len());
+        self.rewrite(|messages| change(&mut messages[start..])).await
+    }
+
     /// Change messages in place and store the whole conversation again.
-    pub async fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), StoreError> {
+    pub async fn rewrite(&mut self, change: impl FnOnce(&mut Vec<Message>)) -> Result<(), StoreError> {
         change(&mut self.messages);
-        self.chars = self.messages.iter().map(json_len).sum();
-        self.wire = self.messages.iter().map(wire_json).collect();
+        let bodies: Vec<String> = self.messages.iter().map(Message::stored).collect();
+        self.chars = bodies.iter().map(String::len).sum();
+        self.wire = self.messages.iter().map(Message::wire).collect();
         // Committed after every queued message: their failures are known now.
-        self.store.replace_messages(&self.session, &self.messages).await?;
+        self.store.replace_messages(&self.session, bodies).await?;
         self.check()
     }
 
@@ -139,8 +169,8 @@ impl Conversation {
         self.messages
             .iter()
             .rev()
-            .filter(|m| m["role"] == "assistant")
-            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .filter(|m| m.role == Role::Assistant)
+            .filter_map(|m| m.content.as_deref())
             .find(|t| !t.trim().is_empty() && *t != "(empty response)")
             .map(str::to_owned)
     }

@@ -1,7 +1,8 @@
-//! The agent loop with Swival's semantics: a turn is one LLM call plus its
-//! tool calls, run in order; results go back as `tool` messages; a reply
-//! without tool calls is the final answer; empty and cut-off replies get
-//! Swival's nudges; `max_turns` exhausted ends the run.
+//! A run, from its setup to its end, as one value: [`run`] takes the
+//! session's context (read-only) and state (moved in), sets the run up
+//! (`setup`), runs the turn loop (`turns`) and the reviewer rounds and
+//! response hooks (`review`), and hands the state back with the outcome.
+//! A turn is one LLM call plus its tool calls, with Swival's semantics.
 
 mod call;
 mod compact;
@@ -10,28 +11,34 @@ mod estimate;
 mod guard;
 mod observer;
 pub mod prompt;
+mod review;
+mod setup;
 mod sink;
 mod tools;
+mod turns;
 
 use crate::cache::ResponseCache;
-use crate::config::HookPoint;
-use crate::pipeline::filter::CallKind;
+use crate::config::SessionConfig;
+use crate::editor::EditorBuffers;
+use crate::environment::CallerEnv;
 use crate::pipeline::hooks::{self, merge::Decision};
 use crate::pipeline::Pipeline;
-use crate::provider::{Provider, ProviderKind};
+use crate::procs::ProcessRunner;
+use crate::provider::Provider;
 use crate::report::RunRecord;
+use crate::sandbox::ask::AskGate;
 use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::StoreError;
-use crate::tools::schema::Offer;
 use crate::tools::ToolBox;
 use conversation::Conversation;
 pub use estimate::estimate_tokens;
-use estimate::{estimate_from, Offered};
-use serde_json::json;
+use estimate::Offered;
+pub use setup::{provider_settings, ProviderConfigError};
 pub use sink::{emit_recorded, EventSink};
-use swival_protocol::FailureKind;
-use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn, RunId, SessionId};
+use std::path::Path;
+use std::sync::Arc;
+use swival_protocol::{EventKind, FailureKind, HookCall, Outcome, RunId, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -64,52 +71,155 @@ impl From<StoreError> for LoopEnd {
     }
 }
 
-/// Everything one run of the loop uses.
-pub struct AgentRun<'a> {
+/// What a run reads and never changes: the session's config, policy and
+/// services, built once by the session for the run.
+#[derive(Clone, Copy)]
+pub struct RunContext<'a> {
     /// The run.
     pub run_id: &'a RunId,
-    /// Where events go.
-    pub events: &'a dyn EventSink,
-    /// The provider client.
-    pub provider: &'a Provider,
-    /// Model id to request.
-    pub model: &'a str,
-    /// Context window, when known.
-    pub context_window: Option<u64>,
-    /// Turn budget of this loop.
-    pub max_turns: u64,
-    /// Turns taken by earlier loops of the same run (reviewer rounds).
-    pub turn_offset: u64,
-    /// The session's tools.
-    pub tools: &'a mut ToolBox,
-    /// The session's conversation.
-    pub conversation: &'a mut Conversation,
-    /// Set by run/cancel.
-    pub cancel: &'a CancellationToken,
-    /// Daemon-wide cap on concurrent provider calls (FIFO-fair).
-    pub llm_slots: &'a Semaphore,
-    /// Stats and timeline, folded from the events the loop emits.
-    pub record: &'a mut RunRecord,
-    /// The session's policy pipeline.
-    pub pipeline: &'a Pipeline,
     /// The session, for hook payloads.
     pub session_id: &'a SessionId,
+    /// The user's task.
+    pub task: &'a str,
+    /// The session's config.
+    pub config: &'a SessionConfig,
+    /// The session's base directory.
+    pub base_dir: &'a Path,
+    /// The caller's environment (the provider key, the `command` provider).
+    pub env: &'a CallerEnv,
+    /// Where events go.
+    pub events: &'a dyn EventSink,
+    /// The session's policy pipeline.
+    pub pipeline: &'a Pipeline,
     /// How `run_command` runs.
     pub commands: &'a CommandEnv,
     /// How `fetch_url` runs.
     pub fetch: &'a FetchEnv,
-    /// The response cache, when the session has `cache = true`.
-    pub cache: Option<&'a ResponseCache>,
-    /// Digest of the session's filters and hooks (part of the cache key).
-    pub policy_digest: &'a str,
-    /// Encrypts secrets on the way out and decrypts them in replies.
-    pub shield: Option<&'a mut SecretShield>,
-    /// The loop guards are on (Swival's `storm_breaker`).
-    pub storm_breaker: bool,
-    /// Editors serving file reads from their buffers.
-    pub buffers: &'a crate::editor::EditorBuffers,
     /// The session's answers to calls `after_llm_call` hooks asked about.
-    pub hook_asks: &'a crate::sandbox::ask::AskGate,
+    pub hook_asks: &'a AskGate,
+    /// Editors serving file reads from their buffers.
+    pub buffers: &'a EditorBuffers,
+    /// Daemon-wide cap on concurrent provider calls (FIFO-fair).
+    pub llm_slots: &'a Semaphore,
+    /// The daemon's services a run's setup uses.
+    pub services: &'a dyn RunServices,
+    /// Set by run/cancel, session/close or shutdown.
+    pub cancel: &'a CancellationToken,
+}
+
+/// Daemon services a run's setup asks for.
+pub trait RunServices: Sync {
+    /// The providers' HTTP client.
+    fn http(&self) -> reqwest::Client;
+    /// Runs `command` providers.
+    fn runner(&self) -> Arc<ProcessRunner>;
+    /// The base of the provider retry backoff.
+    fn backoff_base(&self) -> std::time::Duration;
+    /// The response cache (for a session with `cache = true`).
+    fn cache(&self) -> Result<Arc<ResponseCache>, String>;
+    /// Whether the daemon is shutting down (a cancelled run was interrupted).
+    fn shutting_down(&self) -> bool;
+}
+
+/// What a run changes: moved in when it starts, handed back when it ends.
+pub struct RunState {
+    /// The session's conversation.
+    pub conversation: Conversation,
+    /// The session's tools.
+    pub tools: ToolBox,
+    /// Encrypts secrets on the way out and decrypts them in replies.
+    pub shield: Option<SecretShield>,
+}
+
+/// The model a run talks to, as its setup found it.
+struct Llm {
+    /// The provider client.
+    provider: Provider,
+    /// Model id to request.
+    model: String,
+    /// Context window, when known.
+    context_window: Option<u64>,
+    /// The response cache, when the session has `cache = true`.
+    cache: Option<Arc<ResponseCache>>,
+    /// Digest of the session's filters and hooks (part of the cache key).
+    policy_digest: String,
+}
+
+/// A run in progress: its context, its model, and the state it owns.
+pub struct Run<'a> {
+    /// What it reads.
+    ctx: RunContext<'a>,
+    /// What it talks to.
+    llm: Llm,
+    /// The session's conversation.
+    conversation: Conversation,
+    /// The session's tools.
+    tools: ToolBox,
+    /// The secret shield.
+    shield: Option<SecretShield>,
+    /// Stats and timeline, folded from the events the run emits.
+    record: RunRecord,
+    /// Turns taken by earlier loops of the run (reviewer rounds).
+    turn_offset: u64,
+}
+
+/// How a run ended, with the state it owned.
+pub struct Finished {
+    /// Success, error, exhausted…
+    pub outcome: Outcome,
+    /// The answer delivered (after response hooks), or the last assistant
+    /// text of an exhausted run.
+    pub answer: Option<String>,
+    /// Why it did not succeed, in Swival's words.
+    pub error: Option<String>,
+    /// Why it did not succeed, as a kind.
+    pub failure: Option<FailureKind>,
+    /// The model used ("" when setup failed before it was known).
+    pub model: String,
+    /// Stats and timeline.
+    pub record: RunRecord,
+    /// The state, handed back to the session.
+    pub state: RunState,
+}
+
+/// Run a run from its setup to its end; never fails: every failure is the
+/// outcome.
+pub async fn run(ctx: RunContext<'_>, state: RunState) -> Finished {
+    let (end, model, record, state) = match setup::prepare(ctx, state).await {
+        Err((end, model, record, state)) => (end, model, record, state),
+        Ok(mut run) => {
+            let end = run.rounds().await;
+            let end = run.response_hooks(end).await;
+            let Run { llm, conversation, tools, shield, record, .. } = run;
+            (end, llm.model, record, RunState { conversation, tools, shield })
+        }
+    };
+    let (outcome, answer, error, failure) = outcome(ctx, end);
+    Finished { outcome, answer, error, failure, model, record, state }
+}
+
+/// A run's outcome, answer, error and failure kind from how it ended.
+fn outcome(ctx: RunContext<'_>, end: LoopEnd) -> (Outcome, Option<String>, Option<String>, Option<FailureKind>) {
+    match end {
+        LoopEnd::Blocked(reason) => {
+            (Outcome::Blocked, None, Some(format!("blocked by policy: {reason}")), Some(FailureKind::HookBlocked))
+        }
+        LoopEnd::Answer(a) => (Outcome::Success, Some(a), None, None),
+        LoopEnd::Exhausted(last) => (
+            Outcome::Exhausted,
+            last,
+            Some(format!("max_turns ({}) exhausted", ctx.config.max_turns)),
+            Some(FailureKind::Exhausted),
+        ),
+        LoopEnd::Cancelled if ctx.services.shutting_down() => (
+            Outcome::Interrupted,
+            None,
+            Some("the daemon shut down while this run was in flight".to_owned()),
+            Some(FailureKind::Interrupted),
+        ),
+        LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned()), Some(FailureKind::Cancelled)),
+        LoopEnd::Failed(kind, e) => (Outcome::Error, None, Some(e), Some(kind)),
+    }
 }
 
 /// Run the hooks of `call`'s point, emit each decision (an event, folded
@@ -133,204 +243,10 @@ pub async fn consult(
     Ok(decision)
 }
 
-/// Why a provider call did not produce a reply.
-#[derive(Debug)]
-enum CallError {
-    /// The run was cancelled.
-    Cancelled,
-    /// The call failed for good: why, as a kind and in words.
-    Failed(FailureKind, String),
-    /// The provider said the prompt is too long for the context; the
-    /// message says so as a failure would.
-    Overflow(String),
-    /// A hook blocked it; the reason.
-    Blocked(String),
-}
-
-/// What `after_llm_call` hooks decided about a reply's tool calls.
-#[derive(Debug, Default)]
-pub(super) struct CallVerdict {
-    /// Ids of the calls that may run; `None`: all.
-    kept: Option<std::collections::BTreeSet<String>>,
-    /// Why the others were dropped.
-    drop_reason: String,
-    /// Ids of the calls that run only once a user approves.
-    ask: std::collections::BTreeSet<String>,
-    /// Why the hooks asked.
-    ask_reason: String,
-}
-
-impl AgentRun<'_> {
+impl Run<'_> {
     /// Emit `kind` as an event of this run, folded into its record: how
-    /// the loop tells the session and the report what happened.
+    /// the run tells the session and the report what happened.
     fn emit(&mut self, kind: EventKind) {
-        emit_recorded(self.events, self.run_id, self.record, kind);
-    }
-
-    /// Consult the `after_llm_call` hooks about `reply`: which calls run,
-    /// which wait for a user, or the end of the run (a block, or cancel).
-    async fn after_llm_call(
-        &mut self,
-        turn: u64,
-        reply: &crate::provider::Reply,
-    ) -> Result<Result<CallVerdict, LoopEnd>, StoreError> {
-        if !self.pipeline.hooks.any(HookPoint::AfterLlmCall) {
-            return Ok(Ok(CallVerdict::default()));
-        }
-        let tool_calls = reply
-            .tool_calls
-            .iter()
-            .map(|c| ProposedCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
-            .collect();
-        let call = HookCall::AfterLlmCall(AfterLlmCall {
-            session_id: self.session_id.clone(),
-            run_id: self.run_id.clone(),
-            turn,
-            assistant: ProposedTurn { content: reply.content.clone(), tool_calls },
-        });
-        let decision = match consult(self.pipeline, self.events, self.run_id, self.record, &call, self.cancel).await {
-            Ok(d) => d,
-            Err(hooks::Cancelled) => return Ok(Err(LoopEnd::Cancelled)),
-        };
-        if let Some((_, reason)) = decision.blocked {
-            // Keep the conversation well-formed: every call gets a result, none runs.
-            if !reply.tool_calls.is_empty() {
-                self.conversation.push(reply.to_message())?;
-                for call in &reply.tool_calls {
-                    let content = format!("error: blocked by policy: {reason}");
-                    self.conversation.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}))?;
-                }
-            }
-            return Ok(Err(LoopEnd::Blocked(reason)));
-        }
-        let ids: Vec<String> = reply.tool_calls.iter().map(|c| c.id.clone()).collect();
-        let reason = decision.reasons.first().map(|(_, r)| r.clone());
-        Ok(Ok(CallVerdict {
-            kept: Some(hooks::kept(&decision, &ids)),
-            drop_reason: reason.clone().unwrap_or_else(|| "dropped by an after_llm_call hook".into()),
-            ask: decision.ask,
-            ask_reason: reason.unwrap_or_else(|| "an after_llm_call hook asks for your approval".into()),
-        }))
-    }
-
-    /// Run turns until an answer, exhaustion, cancellation or failure.
-    pub async fn run(&mut self) -> LoopEnd {
-        let end = match self.turns().await {
-            Ok(end) => self.conversation.settle().await.map(|()| end),
-            Err(e) => Err(e),
-        };
-        end.unwrap_or_else(LoopEnd::from)
-    }
-
-    async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
-        // Swival's command provider is not told about tools.
-        let offer = if self.provider.settings.kind == ProviderKind::Command {
-            std::sync::Arc::new(Offer::new(Vec::new()))
-        } else {
-            self.tools.offer(crate::sandbox::tool_schemas(&self.commands.policy))
-        };
-        let offered = Offered::serialized(&offer);
-        let mut guards = guard::Guards::new(self.storm_breaker);
-        for local_turn in 1..=self.max_turns {
-            let turn = self.turn_offset + local_turn;
-            if self.cancel.is_cancelled() {
-                return Ok(LoopEnd::Cancelled);
-            }
-            self.emit(EventKind::TurnStarted { turn, max_turns: self.max_turns });
-            let reply = match self.call_llm(turn, offered).await {
-                Ok(r) => r,
-                Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-                Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
-                Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
-            };
-            // after_llm_call: the hooks see the reply and every proposed
-            // call before anything runs.
-            let verdict = match self.after_llm_call(turn, &reply).await? {
-                Ok(v) => v,
-                Err(end) => return Ok(end),
-            };
-            let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
-            if reply.tool_calls.is_empty() {
-                let truncated = reply.finish_reason.as_deref() == Some("length");
-                if text.is_empty() {
-                    self.conversation.push(json!({"role": "assistant", "content": "(empty response)"}))?;
-                    self.conversation
-                        .push(json!({"role": "user", "content": EMPTY_NUDGE, "_swival_synthetic": true}))?;
-                    continue;
-                }
-                self.conversation.push(reply.to_message())?;
-                if truncated {
-                    self.conversation
-                        .push(json!({"role": "user", "content": TRUNCATED_NUDGE, "_swival_synthetic": true}))?;
-                    continue;
-                }
-                return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
-            }
-            self.conversation.push(reply.to_message())?;
-            // Boxed: this future sits inside a run's, whose size a debug
-            // build's worker stack has to hold.
-            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &offer.schemas, &mut guards)).await?;
-            if let Some(why) = guards.stuck() {
-                return self.last_word(turn, why).await;
-            }
-            if self.cancel.is_cancelled() {
-                return Ok(LoopEnd::Cancelled);
-            }
-        }
-        Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
-    }
-
-    /// A stuck run gets one call without tools: an answer ends the run as
-    /// any answer does (the model says what it did and what is left);
-    /// anything else, a tool call written as text included, fails the run
-    /// with `why`.
-    async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
-        self.conversation.push(json!({"role": "user", "content": guard::STUCK_NUDGE, "_swival_synthetic": true}))?;
-        self.intervened(turn, "", swival_protocol::InterventionKind::Stuck, guard::STUCK_NUDGE, None);
-        let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
-            Ok(r) => r,
-            Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-            Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
-            Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
-        };
-        // A tool call written out as text (small models do, with no tools
-        // offered) is not an answer: the run is stuck.
-        let answer = reply
-            .content
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !guard::is_tool_call_text(t));
-        match answer {
-            Some(text) => {
-                let text = text.to_owned();
-                self.conversation.push(json!({"role": "assistant", "content": text}))?;
-                Ok(LoopEnd::Answer(text))
-            }
-            // Tool calls with no tools offered are not stored: no call is
-            // left without a result.
-            None => Ok(LoopEnd::Failed(FailureKind::Stuck, why)),
-        }
-    }
-
-    /// One logical provider call: the filter chain, then the provider
-    /// under the daemon-wide slot limit.
-    async fn call_llm(&mut self, turn: u64, tools: Offered<'_>) -> Result<crate::provider::Reply, CallError> {
-        if let Some(window) = self.context_window {
-            if estimate_from(self.conversation.chars(), tools.chars) * 10 > window * 9 {
-                self.compact(turn, tools.schemas, window).await?;
-            }
-        }
-        match self.call_model(turn, CallKind::Agent, None, tools).await {
-            Err(CallError::Overflow(_)) => {
-                // The provider says the prompt is too long: compact and try once more.
-                let window =
-                    self.context_window.unwrap_or_else(|| estimate_from(self.conversation.chars(), tools.chars));
-                self.compact(turn, tools.schemas, window * 3 / 4).await?;
-                self.call_model(turn, CallKind::Agent, None, tools).await
-            }
-            other => other,
-        }
+        emit_recorded(self.ctx.events, self.ctx.run_id, &mut self.record, kind);
     }
 }

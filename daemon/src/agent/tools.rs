@@ -7,12 +7,13 @@
 //! synthetic user message, and every intervention is an event.
 
 use super::guard::{Guards, Intervention};
-use super::{AgentRun, CallVerdict, CANCELLED_RESULT};
+use super::turns::CallVerdict;
+use super::{Run, CANCELLED_RESULT};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::tools::{repair, ToolOutcome};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, Repeat, ResolvedBy};
@@ -31,7 +32,7 @@ struct Question<'a> {
     changed: Vec<ask::Changed>,
 }
 
-impl AgentRun<'_> {
+impl Run<'_> {
     /// Run `calls` (the reply's, already in the conversation) and add
     /// their results, then the turn's nudges.
     pub(super) async fn run_tools(
@@ -43,7 +44,7 @@ impl AgentRun<'_> {
         guards: &mut Guards,
     ) -> Result<(), StoreError> {
         for call in calls {
-            if self.cancel.is_cancelled() {
+            if self.ctx.cancel.is_cancelled() {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
             }
@@ -70,7 +71,7 @@ impl AgentRun<'_> {
             };
             let duration_s = started.elapsed().as_secs_f64();
             let change = self.tools.last_change.take();
-            if let (Some(c), Some(gate)) = (&change, &self.commands.ask) {
+            if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));
             }
             self.emit(EventKind::ToolResult {
@@ -91,7 +92,7 @@ impl AgentRun<'_> {
             self.intervened(turn, tool, *level, message, None);
         }
         if let Some(text) = nudge {
-            self.conversation.push(json!({"role": "user", "content": text, "_swival_synthetic": true}))?;
+            self.conversation.push(crate::message::Message::synthetic(text))?;
         }
         Ok(())
     }
@@ -131,7 +132,7 @@ impl AgentRun<'_> {
     /// asked again when it runs a file changed in the session; the tool
     /// result when it may not run.
     async fn approve(&mut self, turn: u64, call_id: &str, args: &Value) -> Option<ToolOutcome> {
-        let gate = self.commands.ask.clone()?;
+        let gate = self.ctx.commands.ask.clone()?;
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
         let verdict = ask::classify(&argv);
@@ -149,19 +150,19 @@ impl AgentRun<'_> {
     /// "always" for `bucket` covered; read off the runtime's threads.
     async fn changed_files(&self, gate: &Arc<ask::AskGate>, bucket: &str, argv: &[String]) -> Vec<ask::Changed> {
         let (gate, bucket, argv) = (gate.clone(), bucket.to_owned(), argv.to_vec());
-        let (base, env) = (self.commands.base_dir.clone(), self.commands.env.clone());
+        let (base, env) = (self.ctx.commands.base_dir.clone(), self.ctx.commands.env.clone());
         let read = move || gate.changed(&bucket, &ask::code_files(&argv, &base, &env));
         // A file that cannot be checked is never taken as unchanged.
         tokio::task::spawn_blocking(read)
             .await
-            .unwrap_or_else(|_| vec![ask::Changed { path: self.commands.base_dir.clone(), sha256: None }])
+            .unwrap_or_else(|_| vec![ask::Changed { path: self.ctx.commands.base_dir.clone(), sha256: None }])
     }
 
     /// A call an `after_llm_call` hook asked about: the user's answer for
     /// this tool (held for the session on "always"); the tool result when
     /// it may not run.
     async fn approve_hook_ask(&mut self, turn: u64, call: &ToolCall, reason: &str) -> Option<ToolOutcome> {
-        let gate = self.hook_asks;
+        let gate = self.ctx.hook_asks;
         let bucket = ask::display(&format!("{} (hook: {reason})", call.name));
         let args: String = call.arguments.chars().take(300).collect();
         let command = ask::display(&format!("{} {args}", call.name));
@@ -181,10 +182,10 @@ impl AgentRun<'_> {
         if let Some(known) = gate.known(&v.bucket, &q.changed) {
             return known;
         }
-        let (approval_id, answer) = gate.approvals.ask(self.session_id);
+        let (approval_id, answer) = gate.approvals.ask(self.ctx.session_id);
         // Forgotten however this ends, a dropped run included.
         let _pending = ask::Pending(&gate.approvals, approval_id.clone());
-        let base = &self.commands.base_dir;
+        let base = &self.ctx.commands.base_dir;
         let shown = |p: &std::path::Path| ask::display(&p.strip_prefix(base).unwrap_or(p).to_string_lossy());
         let requested = EventKind::ApprovalRequested {
             turn,
@@ -205,7 +206,7 @@ impl AgentRun<'_> {
             biased;
             a = answer => (a.unwrap_or(ApprovalDecision::RejectOnce), ResolvedBy::Client),
             _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, ResolvedBy::Timeout),
-            _ = self.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
+            _ = self.ctx.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
         };
         gate.remember(&v.bucket, decision, v.every_time, &q.changed);
         self.emit(EventKind::ApprovalResolved { approval_id, decision, by });
@@ -216,18 +217,18 @@ impl AgentRun<'_> {
     /// serves this session and has it; the path policy decides first
     /// (the tool checks again and reports a refusal).
     async fn editor_text(&self, call: &ToolCall) -> Option<(std::path::PathBuf, String)> {
-        if !self.buffers.serves(self.session_id) {
+        if !self.ctx.buffers.serves(self.ctx.session_id) {
             return None;
         }
         let args = crate::tools::parse_args(&call.arguments).ok()?;
         let requested = args.get("file_path")?.as_str()?;
         let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
-        let text = self.buffers.read(self.session_id, &path).await?;
+        let text = self.ctx.buffers.read(self.ctx.session_id, &path).await?;
         Some((path, text))
     }
 
     fn push_result(&mut self, id: &str, content: &str) -> Result<(), StoreError> {
-        self.conversation.push(json!({"role": "tool", "tool_call_id": id, "content": content}))
+        self.conversation.push(crate::message::Message::tool_result(id, content))
     }
 
     /// Emit an intervention (`repeat`: the call a `storm` refused).
@@ -248,10 +249,10 @@ impl AgentRun<'_> {
     async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
         let args = || crate::tools::parse_args(&call.arguments);
         match call.name.as_str() {
-            "run_command" if self.commands.policy.enabled() => match args() {
+            "run_command" if self.ctx.commands.policy.enabled() => match args() {
                 Ok(a) => match self.approve(turn, &call.id, &a).await {
                     Some(refusal) => refusal,
-                    None => crate::sandbox::run_command_tool(self.commands, &a, self.cancel).await,
+                    None => crate::sandbox::run_command_tool(self.ctx.commands, &a, self.ctx.cancel).await,
                 },
                 Err(e) => e.into(),
             },
@@ -262,10 +263,10 @@ impl AgentRun<'_> {
                 result
             }
             "fetch_url" => match args() {
-                Ok(a) => crate::sandbox::fetch_url_tool(self.fetch, &a).await,
+                Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, &a).await,
                 Err(e) => e.into(),
             },
-            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.cancel).await,
+            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.ctx.cancel).await,
             _ => self.file_tool(call),
         }
     }
@@ -275,7 +276,7 @@ impl AgentRun<'_> {
     /// thread; a bounded one runs at once (handing the worker over costs
     /// more than reading a file).
     fn file_tool(&mut self, call: &ToolCall) -> ToolOutcome {
-        let tools = &mut *self.tools;
+        let tools = &mut self.tools;
         let mut run = || tools.call_with_id(&call.name, &call.arguments, &call.id);
         if crate::tools::walks_tree(&call.name) {
             tokio::task::block_in_place(run)

@@ -58,7 +58,7 @@ pub async fn call(
     let argv = settings.command.as_deref().filter(|a| !a.is_empty()).ok_or_else(|| {
         ProviderError::Config("provider = \"command\" needs `model` set to the command to run".into())
     })?;
-    let input = transcript(req.messages);
+    let input = transcript(&req.messages.to_values());
     let out = match &settings.runner {
         // Through the daemon's runner: counted under `max_children`.
         Some(runner) => {

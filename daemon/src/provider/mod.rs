@@ -11,7 +11,7 @@ mod request;
 mod retry;
 mod sse;
 
-pub use request::{has_internal_keys, request_body, wire_json, ChatRequest, RequestBody};
+pub use request::{request_body, ChatRequest, Outbound, RequestBody};
 pub use retry::{backoff_delay, is_retryable_status};
 
 use serde::{Deserialize, Serialize};
@@ -122,16 +122,7 @@ pub struct ProviderSettings {
     pub env: crate::procs::CallerEnv,
 }
 
-/// One tool call proposed by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The call id, echoed in the tool result.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, a JSON string as the model wrote it.
-    pub arguments: String,
-}
+pub use crate::message::ToolCall;
 
 /// The assistant's reply to one call.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -168,21 +159,8 @@ impl Reply {
     }
 
     /// The assistant message to store in the conversation.
-    pub fn to_message(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("role".into(), json!("assistant"));
-        m.insert("content".into(), self.content.clone().map(Value::String).unwrap_or(Value::Null));
-        if !self.tool_calls.is_empty() {
-            let calls: Vec<Value> = self
-                .tool_calls
-                .iter()
-                .map(
-                    |c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}),
-                )
-                .collect();
-            m.insert("tool_calls".into(), Value::Array(calls));
-        }
-        Value::Object(m)
+    pub fn to_message(&self) -> crate::message::Message {
+        crate::message::Message::assistant_turn(self.content.clone(), self.tool_calls.clone())
     }
 }
 

@@ -10,16 +10,36 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone)]
 pub struct ChatRequest<'a> {
     /// The conversation.
-    pub messages: &'a [Value],
-    /// `messages` each serialised as sent ([`wire_json`]), when the caller
-    /// has them: they go out as they are.
-    pub messages_json: Option<&'a [Box<RawValue>]>,
+    pub messages: Outbound<'a>,
     /// Tool schemas offered (OpenAI function format).
     pub tools: &'a [Value],
     /// `tools` as a JSON array already serialised, when the caller has it.
     pub tools_json: Option<&'a RawValue>,
     /// `max_tokens`, already clamped to the window.
     pub max_tokens: u64,
+}
+
+/// The messages of one call.
+#[derive(Debug, Clone, Copy)]
+pub enum Outbound<'a> {
+    /// The conversation as stored, each message serialised as sent when it
+    /// was added: they go out as they are.
+    Stored(&'a [Box<RawValue>]),
+    /// Messages as JSON (made or changed by a hook, a filter, the secret
+    /// shield, or a summary call); internal keys are left out.
+    Values(&'a [Value]),
+}
+
+impl Outbound<'_> {
+    /// The messages as JSON values.
+    pub fn to_values(&self) -> Vec<Value> {
+        match self {
+            Outbound::Stored(raw) => {
+                raw.iter().map(|m| serde_json::from_str(m.get()).expect("a stored message is JSON")).collect()
+            }
+            Outbound::Values(values) => values.to_vec(),
+        }
+    }
 }
 
 /// The request body as sent (Swival's shape): built from the borrowed
@@ -29,7 +49,13 @@ pub struct ChatRequest<'a> {
 pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a ChatRequest<'a>) -> RequestBody<'a> {
     let mut body: BTreeMap<&'a str, Part<'a>> = BTreeMap::new();
     body.insert("model", Part::Str(model));
-    body.insert("messages", req.messages_json.map_or(Part::Messages(req.messages), Part::RawMessages));
+    body.insert(
+        "messages",
+        match req.messages {
+            Outbound::Stored(raw) => Part::RawMessages(raw),
+            Outbound::Values(values) => Part::Messages(values),
+        },
+    );
     body.insert("max_tokens", Part::Owned(json!(req.max_tokens)));
     if !req.tools.is_empty() {
         body.insert("tools", req.tools_json.map_or(Part::Values(req.tools), Part::Raw));
@@ -108,14 +134,8 @@ impl serde::Serialize for Part<'_> {
     }
 }
 
-/// `message` serialised as it is sent: without its internal keys (those
-/// starting with `_`).
-pub fn wire_json(message: &Value) -> Box<RawValue> {
-    serde_json::value::to_raw_value(&WireMessage(message)).expect("JSON serializes")
-}
-
 /// Whether `message` has internal keys, which are stored but not sent.
-pub fn has_internal_keys(message: &Value) -> bool {
+fn has_internal_keys(message: &Value) -> bool {
     message.as_object().is_some_and(|map| map.keys().any(|k| k.starts_with('_')))
 }
 
@@ -142,8 +162,7 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let req =
-            ChatRequest { messages: &msgs, messages_json: None, tools: &tools, tools_json: None, max_tokens: 100 };
+        let req = ChatRequest { messages: Outbound::Values(&msgs), tools: &tools, tools_json: None, max_tokens: 100 };
         let body = request_body(&settings(), "m", &req).to_value();
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
@@ -160,8 +179,7 @@ mod tests {
             vec![json!({"type": "function", "function": {"name": "read_file", "parameters": {"b": 1, "a": 2}}})];
         let json = serde_json::value::to_raw_value(&tools).unwrap();
         let settings = settings();
-        let plain =
-            ChatRequest { messages: &msgs, messages_json: None, tools: &tools, tools_json: None, max_tokens: 9 };
+        let plain = ChatRequest { messages: Outbound::Values(&msgs), tools: &tools, tools_json: None, max_tokens: 9 };
         let raw = ChatRequest { tools_json: Some(&json), ..plain.clone() };
         let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
         assert_eq!(text(&raw), text(&plain));
@@ -174,10 +192,12 @@ mod tests {
             json!({"role": "user", "content": "hi", "_swival_synthetic": true}),
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
         ];
-        let wire: Vec<Box<RawValue>> = msgs.iter().map(wire_json).collect();
+        let typed: Vec<crate::message::Message> =
+            msgs.iter().map(|m| serde_json::from_value(m.clone()).unwrap()).collect();
+        let wire: Vec<Box<RawValue>> = typed.iter().map(crate::message::Message::wire).collect();
         let settings = settings();
-        let plain = ChatRequest { messages: &msgs, messages_json: None, tools: &[], tools_json: None, max_tokens: 9 };
-        let raw = ChatRequest { messages_json: Some(&wire), ..plain.clone() };
+        let plain = ChatRequest { messages: Outbound::Values(&msgs), tools: &[], tools_json: None, max_tokens: 9 };
+        let raw = ChatRequest { messages: Outbound::Stored(&wire), ..plain.clone() };
         let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
         assert_eq!(text(&raw), text(&plain));
         assert!(!text(&raw).contains("_swival_synthetic"));
@@ -187,7 +207,7 @@ mod tests {
     #[test]
     fn no_tools_means_no_tool_choice() {
         let settings = settings();
-        let req = ChatRequest { messages: &[], messages_json: None, tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest { messages: Outbound::Values(&[]), tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&settings, "m", &req).to_value();
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
@@ -197,7 +217,7 @@ mod tests {
         let mut s = settings();
         s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let req = ChatRequest { messages: &[], messages_json: None, tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest { messages: Outbound::Values(&[]), tools: &[], tools_json: None, max_tokens: 1 };
         let body = request_body(&s, "m", &req).to_value();
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);

@@ -494,6 +494,6 @@ mod tests {
         assert_eq!(args, json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}));
         assert_eq!(r.usage.as_ref().unwrap()["prompt_tokens"], 812);
         // Sent back as llama-server expects it: the id as it came.
-        assert_eq!(r.to_message()["tool_calls"][0]["id"], id);
+        assert_eq!(r.to_message().to_value()["tool_calls"][0]["id"], id);
     }
 }

@@ -314,7 +314,6 @@ impl Actor {
             conversation: parts.conversation,
             tools: parts.tools,
             shield: parts.shield,
-            run_start: 0,
         };
         self.active = Some((run_id.clone(), cancel, done_tx));
         // Shutdown waits (within its grace) for the run to store its end.

@@ -17,7 +17,6 @@ use crate::secrets::SecretShield;
 use crate::store::SessionRow;
 use crate::tools::path::PathPolicy;
 use crate::tools::{OutputCaps, ToolBox};
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -59,7 +58,7 @@ impl Sessions {
         &self,
         row: &SessionRow,
         config: EffectiveConfig,
-        messages: Vec<Value>,
+        messages: Vec<crate::message::Message>,
         env: CallerEnv,
     ) -> Result<(Arc<Session>, Parts), SessionError> {
         let base = PathBuf::from(&row.base_dir);

@@ -331,8 +331,8 @@ impl Store {
             .await
     }
 
-    /// The stored conversation.
-    pub fn messages(&self, id: &SessionId) -> Result<Vec<Value>, StoreError> {
+    /// The stored conversation, each message read as a `T`.
+    pub fn messages<T: serde::de::DeserializeOwned>(&self, id: &SessionId) -> Result<Vec<T>, StoreError> {
         let bodies = self.with(|c| {
             let mut st = c.prepare("SELECT body FROM messages WHERE session_id = ?1 ORDER BY idx")?;
             let rows = st.query_map(params![id.0], |r| r.get::<_, String>(0))?;
@@ -363,9 +363,8 @@ impl Store {
     }
 
     /// Replace the whole stored conversation (after a rewrite or compaction).
-    pub async fn replace_messages(&self, id: &SessionId, messages: &[Value]) -> Result<(), StoreError> {
+    pub async fn replace_messages(&self, id: &SessionId, bodies: Vec<String>) -> Result<(), StoreError> {
         let id = id.0.clone();
-        let bodies: Vec<String> = messages.iter().map(Value::to_string).collect();
         // The writer's savepoint makes the delete and the inserts one step.
         self.write_async(move |c| {
             c.execute("DELETE FROM messages WHERE session_id = ?1", params![id])?;

@@ -79,7 +79,7 @@ mod tests {
         let gone = store.prune("2026-06-01T00:00:00.000Z", vec![kept.clone()]).unwrap();
         assert_eq!(gone, std::slice::from_ref(&old));
         assert!(store.session(&old).unwrap().is_none());
-        assert!(store.messages(&old).unwrap().is_empty());
+        assert!(store.messages::<serde_json::Value>(&old).unwrap().is_empty());
         assert!(store.events_from(&old, 1, 10).unwrap().is_empty());
         assert!(store.session(&recent).unwrap().is_some() && store.session(&kept).unwrap().is_some());
     }

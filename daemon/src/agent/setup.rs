@@ -1,0 +1,192 @@
+//! A run's setup: the provider client its session's config describes, the
+//! MCP tools it offers, the conversation opened with the task, and the
+//! model found. A failure here ends the run before its first turn.
+
+use super::{prompt, Llm, LoopEnd, Run, RunContext, RunState};
+use crate::config::SessionConfig;
+use crate::message::Message;
+use crate::provider::{Provider, ProviderKind, ProviderSettings};
+use crate::report::RunRecord;
+use crate::store::StoreError;
+use std::path::Path;
+use std::time::Duration;
+use swival_protocol::{EventKind, FailureKind};
+
+/// Why a session's config describes no provider to call.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderConfigError {
+    /// A provider without a preset URL and no `base_url`.
+    #[error("provider = \"{}\" needs base_url; set it in swival.toml or pass --base-url", .0.as_str())]
+    NoBaseUrl(ProviderKind),
+}
+
+/// A generic base URL gets `/v1` unless it already ends in `/vN`.
+fn normalise_base_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let has_version = trimmed
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit()));
+    if has_version {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1")
+    }
+}
+
+/// The provider settings a session's config describes; the key comes from
+/// the config, else from the caller's environment (`env`).
+pub fn provider_settings(
+    cfg: &SessionConfig,
+    base_dir: &Path,
+    env: &crate::procs::CallerEnv,
+    backoff_base: Duration,
+) -> Result<ProviderSettings, ProviderConfigError> {
+    let kind = cfg.provider;
+    let base_url = match (&cfg.base_url, kind.default_base_url()) {
+        (Some(url), _) => normalise_base_url(url),
+        (None, Some(preset)) => preset.to_owned(),
+        (None, None) if kind == ProviderKind::Command => String::new(),
+        (None, None) => return Err(ProviderConfigError::NoBaseUrl(kind)),
+    };
+    let api_key = cfg
+        .api_key
+        .as_ref()
+        .map(|k| k.expose().to_owned())
+        .or_else(|| kind.key_env().and_then(|name| env.secret(name)))
+        .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
+    Ok(ProviderSettings {
+        kind,
+        base_url,
+        api_key,
+        model: if kind == ProviderKind::Command { None } else { cfg.model.clone() },
+        user_agent: cfg.user_agent.clone().unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
+        timeout: crate::config::seconds(cfg.provider_timeout, 1.0),
+        attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),
+        backoff_base,
+        max_output_tokens: cfg.max_output_tokens,
+        temperature: cfg.temperature,
+        top_p: cfg.top_p,
+        seed: cfg.seed,
+        extra_body: cfg.extra_body.clone(),
+        reasoning_effort: cfg.reasoning_effort.map(|e| e.as_str().to_owned()),
+        stream: cfg.stream,
+        command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
+        command_pins: Vec::new(),
+        runner: None,
+        cwd: base_dir.to_owned(),
+        env: env.clone(),
+    })
+}
+
+/// A run that ended in its setup: how, the model if it was found, and
+/// what the run holds.
+pub(super) type SetupEnd = (LoopEnd, String, RunRecord, RunState);
+
+/// Set a run up: its provider client, the MCP tools it offers (servers not
+/// started yet start now), the conversation opened with the task, the
+/// model found; a run ready for its first turn, or how it ended.
+pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Result<Run<'a>, SetupEnd> {
+    let cfg = ctx.config;
+    let record = RunRecord::default();
+    let provider = match provider(ctx) {
+        Ok(p) => p,
+        Err(e) => return Err((LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new(), record, state)),
+    };
+    for message in state.tools.mcp.prepare().await {
+        ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
+    }
+    if let Err(e) = open_conversation(ctx, &mut state) {
+        return Err((LoopEnd::from(e), String::new(), record, state));
+    }
+    let discovered = tokio::select! {
+        d = provider.discover(cfg.max_context_tokens) => d,
+        _ = ctx.cancel.cancelled() => return Err((LoopEnd::Cancelled, String::new(), record, state)),
+    };
+    let discovered = match discovered {
+        Ok(d) => d,
+        Err(e) => return Err((LoopEnd::Failed(FailureKind::Provider, e.to_string()), String::new(), record, state)),
+    };
+    if let Some(window) = discovered.context_window {
+        fit_mcp(ctx, &mut state, window);
+    }
+    let cache = match cfg.cache.then(|| ctx.services.cache()).transpose() {
+        Ok(c) => c,
+        Err(e) => return Err((LoopEnd::Failed(FailureKind::Internal, e), discovered.model, record, state)),
+    };
+    let llm = Llm {
+        provider,
+        model: discovered.model,
+        context_window: discovered.context_window,
+        cache,
+        policy_digest: ctx.pipeline.policy_digest(),
+    };
+    let RunState { conversation, tools, shield } = state;
+    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 })
+}
+
+/// The provider client of the run's session.
+fn provider(ctx: RunContext<'_>) -> Result<Provider, ProviderConfigError> {
+    let mut settings = provider_settings(ctx.config, ctx.base_dir, ctx.env, ctx.services.backoff_base())?;
+    settings.command_pins = ctx.pipeline.provider_pins.clone();
+    settings.runner = Some(ctx.services.runner());
+    Ok(Provider::new(ctx.services.http(), settings))
+}
+
+/// The messages a run starts with: the system prompt (a new
+/// conversation's first message, with the MCP tools listed as Swival
+/// does), orphaned tool calls answered, the task, and the files it names
+/// (unless `read_named_files` is off: then the task is the last message,
+/// as in Swival).
+fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), StoreError> {
+    let cfg = ctx.config;
+    let conversation = &mut state.conversation;
+    if conversation.messages().is_empty() && !cfg.no_system_prompt {
+        let replacement = cfg
+            .system_prompt
+            .as_deref()
+            .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
+        let mut text = prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
+        if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
+            text.push_str("\n\n");
+            text.push_str(&info);
+        }
+        conversation.push(Message::system(text))?;
+    }
+    conversation.complete_orphans()?;
+    conversation.begin_run();
+    conversation.push(Message::user(ctx.task))?;
+    if !cfg.read_named_files {
+        return Ok(());
+    }
+    match state.tools.read_named(ctx.task) {
+        Some(files) => conversation.push(Message::synthetic(files)),
+        None => Ok(()),
+    }
+}
+
+/// Drop MCP tools that would take more than half of a `window`-token
+/// context (Swival's schema budget), saying so in warnings.
+fn fit_mcp(ctx: RunContext<'_>, state: &mut RunState, window: u64) {
+    // Without MCP tools there is nothing to fit (and no schema to build).
+    if state.tools.mcp.schemas().is_empty() {
+        return;
+    }
+    let mut builtin = state.tools.schemas();
+    builtin.extend(crate::sandbox::tool_schemas(&ctx.commands.policy));
+    for message in state.tools.mcp.fit(window, &builtin) {
+        ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_base_url_gets_v1_unless_versioned() {
+        assert_eq!(normalise_base_url("http://h:1/"), "http://h:1/v1");
+        assert_eq!(normalise_base_url("http://h:1/v1"), "http://h:1/v1");
+        assert_eq!(normalise_base_url("http://h/api/v2/"), "http://h/api/v2");
+    }
+}

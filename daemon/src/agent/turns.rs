@@ -1,0 +1,219 @@
+//! The turn loop: a turn is one provider call plus its tool calls, run in
+//! order; a reply without tool calls is the final answer; empty and cut-off
+//! replies get Swival's nudges; a stuck run gets one last word; the turn
+//! budget ends the loop.
+
+use super::estimate::{estimate_from, Offered};
+use super::{consult, guard, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
+use crate::config::HookPoint;
+use crate::message::Message;
+use crate::pipeline::filter::CallKind;
+use crate::pipeline::hooks;
+use crate::provider::ProviderKind;
+use crate::store::StoreError;
+use crate::tools::schema::Offer;
+use swival_protocol::FailureKind;
+use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn};
+
+/// Why a provider call did not produce a reply.
+#[derive(Debug)]
+pub(super) enum CallError {
+    /// The run was cancelled.
+    Cancelled,
+    /// The call failed for good: why, as a kind and in words.
+    Failed(FailureKind, String),
+    /// The provider said the prompt is too long for the context; the
+    /// message says so as a failure would.
+    Overflow(String),
+    /// A hook blocked it; the reason.
+    Blocked(String),
+}
+
+/// What `after_llm_call` hooks decided about a reply's tool calls.
+#[derive(Debug, Default)]
+pub(super) struct CallVerdict {
+    /// Ids of the calls that may run; `None`: all.
+    pub(super) kept: Option<std::collections::BTreeSet<String>>,
+    /// Why the others were dropped.
+    pub(super) drop_reason: String,
+    /// Ids of the calls that run only once a user approves.
+    pub(super) ask: std::collections::BTreeSet<String>,
+    /// Why the hooks asked.
+    pub(super) ask_reason: String,
+}
+
+impl Run<'_> {
+    /// Consult the `after_llm_call` hooks about `reply`: which calls run,
+    /// which wait for a user, or the end of the run (a block, or cancel).
+    async fn after_llm_call(
+        &mut self,
+        turn: u64,
+        reply: &crate::provider::Reply,
+    ) -> Result<Result<CallVerdict, LoopEnd>, StoreError> {
+        if !self.ctx.pipeline.hooks.any(HookPoint::AfterLlmCall) {
+            return Ok(Ok(CallVerdict::default()));
+        }
+        let tool_calls = reply
+            .tool_calls
+            .iter()
+            .map(|c| ProposedCall { id: c.id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .collect();
+        let call = HookCall::AfterLlmCall(AfterLlmCall {
+            session_id: self.ctx.session_id.clone(),
+            run_id: self.ctx.run_id.clone(),
+            turn,
+            assistant: ProposedTurn { content: reply.content.clone(), tool_calls },
+        });
+        let decision = match consult(
+            self.ctx.pipeline,
+            self.ctx.events,
+            self.ctx.run_id,
+            &mut self.record,
+            &call,
+            self.ctx.cancel,
+        )
+        .await
+        {
+            Ok(d) => d,
+            Err(hooks::Cancelled) => return Ok(Err(LoopEnd::Cancelled)),
+        };
+        if let Some((_, reason)) = decision.blocked {
+            // Keep the conversation well-formed: every call gets a result, none runs.
+            if !reply.tool_calls.is_empty() {
+                self.conversation.push(reply.to_message())?;
+                for call in &reply.tool_calls {
+                    let content = format!("error: blocked by policy: {reason}");
+                    self.conversation.push(Message::tool_result(&call.id, content))?;
+                }
+            }
+            return Ok(Err(LoopEnd::Blocked(reason)));
+        }
+        let ids: Vec<String> = reply.tool_calls.iter().map(|c| c.id.clone()).collect();
+        let reason = decision.reasons.first().map(|(_, r)| r.clone());
+        Ok(Ok(CallVerdict {
+            kept: Some(hooks::kept(&decision, &ids)),
+            drop_reason: reason.clone().unwrap_or_else(|| "dropped by an after_llm_call hook".into()),
+            ask: decision.ask,
+            ask_reason: reason.unwrap_or_else(|| "an after_llm_call hook asks for your approval".into()),
+        }))
+    }
+
+    /// Run turns until an answer, exhaustion, cancellation or failure.
+    pub(super) async fn turns_to_end(&mut self) -> LoopEnd {
+        let end = match self.turns().await {
+            Ok(end) => self.conversation.settle().await.map(|()| end),
+            Err(e) => Err(e),
+        };
+        end.unwrap_or_else(LoopEnd::from)
+    }
+
+    async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
+        // Swival's command provider is not told about tools.
+        let offer = if self.llm.provider.settings.kind == ProviderKind::Command {
+            std::sync::Arc::new(Offer::new(Vec::new()))
+        } else {
+            self.tools.offer(crate::sandbox::tool_schemas(&self.ctx.commands.policy))
+        };
+        let offered = Offered::serialized(&offer);
+        let mut guards = guard::Guards::new(self.ctx.config.storm_breaker);
+        for local_turn in 1..=self.ctx.config.max_turns {
+            let turn = self.turn_offset + local_turn;
+            if self.ctx.cancel.is_cancelled() {
+                return Ok(LoopEnd::Cancelled);
+            }
+            self.emit(EventKind::TurnStarted { turn, max_turns: self.ctx.config.max_turns });
+            let reply = match self.call_llm(turn, offered).await {
+                Ok(r) => r,
+                Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
+                Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
+                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
+                Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
+            };
+            // after_llm_call: the hooks see the reply and every proposed
+            // call before anything runs.
+            let verdict = match self.after_llm_call(turn, &reply).await? {
+                Ok(v) => v,
+                Err(end) => return Ok(end),
+            };
+            let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
+            if reply.tool_calls.is_empty() {
+                let truncated = reply.finish_reason.as_deref() == Some("length");
+                if text.is_empty() {
+                    self.conversation.push(Message::assistant("(empty response)"))?;
+                    self.conversation.push(Message::synthetic(EMPTY_NUDGE))?;
+                    continue;
+                }
+                self.conversation.push(reply.to_message())?;
+                if truncated {
+                    self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
+                    continue;
+                }
+                return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
+            }
+            self.conversation.push(reply.to_message())?;
+            // Boxed: this future sits inside a run's, whose size a debug
+            // build's worker stack has to hold.
+            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &offer.schemas, &mut guards)).await?;
+            if let Some(why) = guards.stuck() {
+                return self.last_word(turn, why).await;
+            }
+            if self.ctx.cancel.is_cancelled() {
+                return Ok(LoopEnd::Cancelled);
+            }
+        }
+        Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// A stuck run gets one call without tools: an answer ends the run as
+    /// any answer does (the model says what it did and what is left);
+    /// anything else, a tool call written as text included, fails the run
+    /// with `why`.
+    async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
+        self.conversation.push(Message::synthetic(guard::STUCK_NUDGE))?;
+        self.intervened(turn, "", swival_protocol::InterventionKind::Stuck, guard::STUCK_NUDGE, None);
+        let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
+            Ok(r) => r,
+            Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
+            Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
+            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
+            Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
+        };
+        // A tool call written out as text (small models do, with no tools
+        // offered) is not an answer: the run is stuck.
+        let answer = reply
+            .content
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !guard::is_tool_call_text(t));
+        match answer {
+            Some(text) => {
+                let text = text.to_owned();
+                self.conversation.push(Message::assistant(text.clone()))?;
+                Ok(LoopEnd::Answer(text))
+            }
+            // Tool calls with no tools offered are not stored: no call is
+            // left without a result.
+            None => Ok(LoopEnd::Failed(FailureKind::Stuck, why)),
+        }
+    }
+
+    /// One logical provider call: the filter chain, then the provider
+    /// under the daemon-wide slot limit.
+    async fn call_llm(&mut self, turn: u64, tools: Offered<'_>) -> Result<crate::provider::Reply, CallError> {
+        if let Some(window) = self.llm.context_window {
+            if estimate_from(self.conversation.chars(), tools.chars) * 10 > window * 9 {
+                self.compact(turn, tools.schemas, window).await?;
+            }
+        }
+        match self.call_model(turn, CallKind::Agent, None, tools).await {
+            Err(CallError::Overflow(_)) => {
+                // The provider says the prompt is too long: compact and try once more.
+                let window =
+                    self.llm.context_window.unwrap_or_else(|| estimate_from(self.conversation.chars(), tools.chars));
+                self.compact(turn, tools.schemas, window * 3 / 4).await?;
+                self.call_model(turn, CallKind::Agent, None, tools).await
+            }
+            other => other,
+        }
+    }
+}
