@@ -235,9 +235,8 @@ impl Client {
     }
 
     /// `report/get`.
-    pub async fn report(&self, run_id: &RunId) -> Result<serde_json::Value, ClientError> {
-        let report = self.request::<m::ReportGet>(&RunRef { run_id: run_id.clone() }).await?;
-        Ok(serde_json::Value::Object(report.0))
+    pub async fn report(&self, run_id: &RunId) -> Result<swival_protocol::Report, ClientError> {
+        self.request::<m::ReportGet>(&RunRef { run_id: run_id.clone() }).await
     }
 
     /// `config/resolve`.

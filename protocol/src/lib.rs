@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod methods;
 pub mod paths;
 pub mod policy;
+pub mod report;
 pub mod schema;
 pub mod session;
 pub mod types;
@@ -24,6 +25,7 @@ pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use hooks::*;
 pub use policy::*;
+pub use report::*;
 pub use session::*;
 pub use types::*;
 

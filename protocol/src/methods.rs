@@ -44,11 +44,7 @@ impl<'de> Deserialize<'de> for NoParams {
     }
 }
 
-/// Swival's report (version 1) of a finished run, as `report/get` returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(transparent)]
-#[schemars(description = "Swival report v1")]
-pub struct Report(pub serde_json::Map<String, serde_json::Value>);
+pub use crate::report::Report;
 
 macro_rules! methods {
     ($( $(#[$doc:meta])* $ty:ident($name:ident = $wire:literal): $params:ty => $result:ty, $summary:literal; )*) => {

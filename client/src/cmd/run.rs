@@ -464,6 +464,8 @@ fn write_failure_report(path: &Path, task: &str, error: &str) {
 async fn write_report(client: &Client, run_id: &RunId, path: &Path) {
     let written = match client.report(run_id).await {
         Ok(report) => {
+            // Through a JSON value: its keys sorted, as Swival's readers know them.
+            let report = serde_json::to_value(&report).expect("reports serialize");
             let mut text = serde_json::to_string_pretty(&report).expect("reports serialize");
             text.push('\n');
             std::fs::write(path, text).map_err(|e| e.to_string())

@@ -5,10 +5,8 @@
 
 mod record;
 
-use record::round3;
 pub use record::{Entry, RunRecord};
-use serde_json::{json, Value};
-use swival_protocol::RunResult;
+use swival_protocol::{round3, Report, ReportResult, ReportSandbox, ReportSettings, RunResult};
 
 /// What the report says about the session's settings.
 #[derive(Debug, Clone)]
@@ -20,45 +18,63 @@ pub struct ReportContext<'a> {
     /// The provider name.
     pub provider: &'a str,
     /// `settings` object (Swival's keys).
-    pub settings: Value,
+    pub settings: ReportSettings,
     /// `sandbox` object.
-    pub sandbox: Value,
+    pub sandbox: ReportSandbox,
 }
 
-/// The report document.
-pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) -> Value {
-    let mut stats = serde_json::to_value(&record.stats).expect("stats serialize");
-    for k in ["total_llm_time_s", "total_tool_time_s"] {
-        if let Some(v) = stats.get(k).and_then(Value::as_f64) {
-            stats[k] = json!(round3(v));
-        }
+/// The report of a run.
+pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) -> Report {
+    let mut stats = record.stats.clone();
+    stats.total_llm_time_s = round3(stats.total_llm_time_s);
+    stats.total_tool_time_s = round3(stats.total_tool_time_s);
+    Report {
+        version: 1,
+        mode: Some("oneshot".to_owned()),
+        timestamp: Some(crate::clock::now()),
+        task: ctx.task.to_owned(),
+        model: Some(ctx.model.to_owned()),
+        provider: Some(ctx.provider.to_owned()),
+        settings: Some(ctx.settings.clone()),
+        sandbox: Some(ctx.sandbox.clone()),
+        result: ReportResult {
+            outcome: result.outcome,
+            answer: result.answer.clone(),
+            exit_code: result.exit_code,
+            error_message: result.error.clone(),
+        },
+        stats: Some(stats),
+        timeline: Some(record.timeline().to_vec()),
     }
-    let mut res = json!({
-        "outcome": result.outcome.as_str(),
-        "answer": result.answer,
-        "exit_code": result.exit_code,
-    });
-    if let Some(err) = &result.error {
-        res["error_message"] = json!(err);
+}
+
+/// The report of a run that ended without running its loop to the end
+/// (interrupted by a restart, or a panic): the task and the result only.
+pub fn bare(task: &str, result: &RunResult) -> Report {
+    Report {
+        version: 1,
+        mode: None,
+        timestamp: None,
+        task: task.to_owned(),
+        model: None,
+        provider: None,
+        settings: None,
+        sandbox: None,
+        result: ReportResult {
+            outcome: result.outcome,
+            answer: None,
+            exit_code: result.exit_code,
+            error_message: result.error.clone(),
+        },
+        stats: None,
+        timeline: None,
     }
-    json!({
-        "version": 1,
-        "mode": "oneshot",
-        "timestamp": crate::clock::now(),
-        "task": ctx.task,
-        "model": ctx.model,
-        "provider": ctx.provider,
-        "settings": ctx.settings,
-        "sandbox": ctx.sandbox,
-        "result": res,
-        "stats": stats,
-        "timeline": record.timeline(),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
     use swival_protocol::{Outcome, RunId};
 
     #[test]
@@ -80,10 +96,20 @@ mod tests {
             task: "t",
             model: "m",
             provider: "generic",
-            settings: json!({}),
-            sandbox: json!({"mode": "builtin"}),
+            settings: ReportSettings {
+                temperature: None,
+                top_p: None,
+                seed: None,
+                max_turns: 1,
+                max_output_tokens: 1,
+                context_length: None,
+                files: "some".into(),
+                commands: swival_protocol::ReportCommands::Mode("none".into()),
+                max_review_rounds: 0,
+            },
+            sandbox: ReportSandbox { mode: swival_protocol::SandboxMode::Builtin, summary: String::new() },
         };
-        let r = build(&ctx, &result, &rec);
+        let r = serde_json::to_value(build(&ctx, &result, &rec)).unwrap();
         assert_eq!(r["version"], 1);
         assert_eq!(r["result"]["outcome"], "success");
         assert_eq!(r["stats"]["turns"], 1);

@@ -4,12 +4,9 @@
 //! so the report and the event log cannot disagree; the timeline is typed
 //! ([`Entry`]) and serializes to Swival's entries, keys in Swival's order.
 
-use serde::{Serialize, Serializer};
-use serde_json::Value;
 use std::collections::HashMap;
-use swival_protocol::{
-    ApprovalDecision, CacheStatus, EventKind, HookDecision, HookPoint, InterventionKind, Repeat, ResolvedBy, RunStats,
-};
+pub use swival_protocol::TimelineEntry as Entry;
+use swival_protocol::{EventKind, InterventionKind, Repeat, RunStats};
 
 /// Characters of a failed tool call's result kept as the entry's `error`.
 const ERROR_CHARS: usize = 500;
@@ -29,145 +26,6 @@ pub struct RunRecord {
     /// Turn and bucket of the approvals asked and not answered yet, by
     /// approval id.
     asked: HashMap<String, (u64, String)>,
-}
-
-/// One entry of the report's timeline, as Swival writes it: a `type` tag,
-/// then the fields in the order declared here.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Entry {
-    /// A provider call: an agent turn or a compaction summary.
-    LlmCall {
-        /// The turn.
-        turn: u64,
-        /// Wall time, retries included.
-        #[serde(serialize_with = "rounded")]
-        duration_s: f64,
-        /// Estimated prompt tokens.
-        prompt_tokens_est: u64,
-        /// The provider's finish reason, `error` for a failed call, empty
-        /// when the provider gave none.
-        finish_reason: String,
-        /// Swival's call re-sent by its recovery ladder; swivald re-sends
-        /// none (its retries are `provider_retries`), so always false.
-        is_retry: bool,
-        /// Transient failures retried (left out when none).
-        #[serde(skip_serializing_if = "is_zero")]
-        provider_retries: u64,
-        /// Answered by the response cache.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        cache: Option<CacheStatus>,
-    },
-    /// A tool call and its result.
-    ToolCall {
-        /// The turn.
-        turn: u64,
-        /// The tool, as the model named it.
-        name: String,
-        /// The arguments (`None`: not JSON, or withheld with the answer).
-        arguments: Option<Value>,
-        /// False when the call failed.
-        succeeded: bool,
-        /// How long it ran.
-        #[serde(serialize_with = "rounded")]
-        duration_s: f64,
-        /// The whole result's length in bytes.
-        result_length: u64,
-        /// A failed call's result, its first 500 characters.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-    },
-    /// The conversation was compacted.
-    Compaction {
-        /// The turn.
-        turn: u64,
-        /// What was done, `+`-joined.
-        strategy: swival_protocol::CompactionStrategy,
-        /// Estimated prompt tokens before.
-        tokens_before: u64,
-        /// Estimated prompt tokens after.
-        tokens_after: u64,
-    },
-    /// Swival's error guardrail: a nudge or a stop.
-    Guardrail {
-        /// The turn.
-        turn: u64,
-        /// The tool that kept failing.
-        tool: String,
-        /// `nudge` or `stop`.
-        level: InterventionKind,
-    },
-    /// Another loop guard stepped in (a re-read or finishing nudge, the
-    /// last call of a stuck run).
-    Intervention {
-        /// The turn.
-        turn: u64,
-        /// Which guard.
-        kind: InterventionKind,
-        /// The tool it is about (empty when none).
-        tool: String,
-    },
-    /// The storm breaker refused a repeat.
-    StormSuppression {
-        /// The turn.
-        turn: u64,
-        /// The tool.
-        name: String,
-        /// Which call it was.
-        args_hash: String,
-        /// Identical calls in the window, this one included.
-        count: u64,
-    },
-    /// A user answered (or did not) for a command's bucket.
-    CommandPolicy {
-        /// The turn.
-        turn: u64,
-        /// The bucket asked about.
-        bucket: String,
-        /// The decision that applies.
-        decision: ApprovalDecision,
-        /// Who decided.
-        by: ResolvedBy,
-    },
-    /// A hook decided something.
-    Hook {
-        /// The point.
-        point: HookPoint,
-        /// The hook.
-        hook: String,
-        /// What it decided.
-        decision: HookDecision,
-        /// Why (null when it gave no reason).
-        reason: Option<String>,
-        /// How long it took.
-        #[serde(serialize_with = "rounded")]
-        duration_s: f64,
-    },
-    /// A reviewer round (no turn, as in Swival).
-    Review {
-        /// Round number, from 1.
-        round: u64,
-        /// The reviewer's exit code (null: none).
-        exit_code: Option<i32>,
-        /// What it printed on stdout.
-        feedback: String,
-        /// What it wrote on stderr, only when anything.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        stderr: Option<String>,
-    },
-}
-
-/// Seconds to three decimals, as Swival reports them.
-pub(super) fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-fn rounded<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(round3(*x))
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl RunRecord {
@@ -316,6 +174,8 @@ fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: &Option<R
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use serde_json::Value;
+    use swival_protocol::{ApprovalDecision, CacheStatus, HookDecision, HookPoint, ResolvedBy};
     use swival_protocol::{CallKind, CompactionStep, CompactionStrategy, NoticeLevel, ReviewVerdict};
 
     /// A finished agent call.

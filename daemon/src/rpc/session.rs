@@ -5,7 +5,7 @@ use crate::session::SessionError;
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
-use swival_protocol::methods::{self, typed as m, Report};
+use swival_protocol::methods::{self, typed as m};
 use swival_protocol::{
     ApproveResult, ConfigResolveResult, ErrorCode, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
 };
@@ -27,7 +27,9 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
             );
         }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
-        SessionError::Store(_) => return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>),
+        SessionError::Store(_) | SessionError::BadReport { .. } => {
+            return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
+        }
     };
     app_error(code, e.to_string())
 }
@@ -54,13 +56,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
     })?;
     register_runs(module)?;
-    method::<m::ReportGet>(module, |p, ctx| {
-        let report = ctx.sessions.report(&p.run_id).map_err(rpc_error)?;
-        Ok(Report(match report {
-            serde_json::Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        }))
-    })?;
+    method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;
     method::<m::McpStatus>(module, |_, ctx| Ok(ctx.sessions.mcp_status()))?;
     method::<m::CacheStatsMethod>(module, |_, ctx| ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error))?;

@@ -78,6 +78,9 @@ pub enum SessionError {
     /// The daemon is stopping.
     #[error("the daemon is shutting down and starts no new runs")]
     ShuttingDown,
+    /// A stored report that does not read as Swival's report.
+    #[error("the stored report of run {run} cannot be read ({why}); its result is still given by run/wait")]
+    BadReport { run: RunId, why: String },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),

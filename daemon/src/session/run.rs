@@ -15,12 +15,12 @@ use crate::report::{self, ReportContext};
 use crate::secrets::SecretShield;
 use crate::tools::ToolBox;
 use futures::FutureExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::FailureKind;
 use swival_protocol::{Event, EventKind, Outcome, RunId, RunResult};
+use swival_protocol::{FailureKind, ReportCommands, ReportSandbox, ReportSettings};
 use tokio_util::sync::CancellationToken;
 
 /// A run about to execute, holding the session's conversation and tools.
@@ -122,12 +122,10 @@ async fn store_end(session: &Session, result: &RunResult, report: &Value) -> Opt
     }
 }
 
-/// The report of a run that ended without running its loop to the end
-/// (interrupted by a restart, or a panic): the task and the result only.
+/// The stored report of a run that ended without running its loop to the
+/// end (interrupted by a restart, or a panic).
 pub(super) fn bare_report(task: &str, result: &RunResult) -> Value {
-    json!({"version": 1, "task": task, "result": {
-        "outcome": result.outcome, "answer": null, "exit_code": result.exit_code, "error_message": result.error,
-    }})
+    serde_json::to_value(report::bare(task, result)).expect("a report serializes")
 }
 
 impl RunServices for Shared {
@@ -209,11 +207,11 @@ impl RunJob {
             provider: cfg.provider.as_str(),
             settings: report_settings(cfg),
             // Swival's `{"mode": …}`, plus what that comes to here.
-            sandbox: json!({"mode": cfg.sandbox, "summary": session.sandbox.summary()}),
+            sandbox: ReportSandbox { mode: cfg.sandbox, summary: session.sandbox.summary() },
         };
         let RunState { conversation, tools, mut shield } = state;
         // Reports are written with known credentials encrypted (Swival's rule).
-        let mut report = report::build(&ctx, &result, &record);
+        let mut report = serde_json::to_value(report::build(&ctx, &result, &record)).expect("a report serializes");
         match shield.as_mut() {
             Some(shield) => shield.encrypt_json_in_place(&mut report),
             None => SecretShield::encrypt_json_unkeyed(&mut report),
@@ -226,43 +224,47 @@ impl RunJob {
     }
 }
 
-/// The report's `settings` object (Swival's keys).
-fn report_settings(cfg: &SessionConfig) -> Value {
-    json!({
-        "temperature": cfg.temperature,
-        "top_p": cfg.top_p,
-        "seed": cfg.seed,
-        "max_turns": cfg.max_turns,
-        "max_output_tokens": cfg.max_output_tokens,
-        "context_length": cfg.max_context_tokens,
+/// The report's `settings` (Swival's keys).
+fn report_settings(cfg: &SessionConfig) -> ReportSettings {
+    ReportSettings {
+        temperature: cfg.temperature,
+        top_p: cfg.top_p,
+        seed: cfg.seed,
+        max_turns: cfg.max_turns,
+        max_output_tokens: cfg.max_output_tokens,
+        context_length: cfg.max_context_tokens,
         // Resolved as Swival reports them: yolo applied, the whitelist sorted.
-        "files": cfg.files_mode(),
-        "commands": match cfg.command_access() {
-            CommandAccess::Off => json!("none"),
-            CommandAccess::Unrestricted => json!("all"),
-            CommandAccess::Ask => json!("ask"),
+        files: serde_json::to_value(cfg.files_mode())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        commands: match cfg.command_access() {
+            CommandAccess::Off => ReportCommands::Mode("none".into()),
+            CommandAccess::Unrestricted => ReportCommands::Mode("all".into()),
+            CommandAccess::Ask => ReportCommands::Mode("ask".into()),
             CommandAccess::Whitelist(names) => {
                 let mut names = names.to_vec();
                 names.sort();
-                json!(names)
+                ReportCommands::Names(names)
             }
         },
-        "max_review_rounds": cfg.max_review_rounds,
-    })
+        max_review_rounds: cfg.max_review_rounds,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn report_settings_show_files_and_commands_resolved_as_swival_does() {
         let cfg = SessionConfig { yolo: true, ..SessionConfig::default() };
-        let s = report_settings(&cfg);
+        let s = serde_json::to_value(report_settings(&cfg)).unwrap();
         assert_eq!((&s["files"], &s["commands"]), (&json!("all"), &json!("all")));
         let cfg = SessionConfig { allowed_commands: vec!["ls".into(), "cat".into()], ..SessionConfig::default() };
-        let s = report_settings(&cfg);
+        let s = serde_json::to_value(report_settings(&cfg)).unwrap();
         assert_eq!((&s["files"], &s["commands"]), (&json!("some"), &json!(["cat", "ls"])));
-        assert_eq!(report_settings(&SessionConfig::default())["commands"], "none");
+        assert_eq!(serde_json::to_value(report_settings(&SessionConfig::default())).unwrap()["commands"], "none");
     }
 }

@@ -2,7 +2,7 @@
 
 use super::actor::{Command, Gone, StartRefused};
 use super::{Found, NewRun, SessionError, Sessions};
-use serde_json::Value;
+use swival_protocol::Report;
 use swival_protocol::{RunId, RunResult, SessionId};
 
 impl Sessions {
@@ -73,8 +73,9 @@ impl Sessions {
     }
 
     /// `report/get`.
-    pub fn report(&self, run: &RunId) -> Result<Value, SessionError> {
+    pub fn report(&self, run: &RunId) -> Result<Report, SessionError> {
         let row = self.shared.store.run(run)?.ok_or_else(|| SessionError::RunNotFound(run.clone()))?;
-        row.report.ok_or_else(|| SessionError::NoReport(run.clone()))
+        let report = row.report.ok_or_else(|| SessionError::NoReport(run.clone()))?;
+        serde_json::from_value(report).map_err(|e| SessionError::BadReport { run: run.clone(), why: e.to_string() })
     }
 }

@@ -63,7 +63,7 @@ async fn a_panicking_run_ends_as_error_with_run_finished_and_leaves_the_session_
     let finished = events.iter().filter(|e| matches!(e.kind, EventKind::RunFinished(_))).count();
     assert_eq!(finished, 1, "{events:?}");
     assert_eq!(f.sessions.detail(&id).unwrap().info.state, SessionState::Idle);
-    assert_eq!(f.sessions.report(&run).unwrap()["result"]["outcome"], "error");
+    assert_eq!(serde_json::to_value(f.sessions.report(&run).unwrap()).unwrap()["result"]["outcome"], "error");
     assert_eq!(f.sessions.runs_in_flight(), 0);
     // The copy that lost its conversation is gone; the next run loads the
     // session again from the store, with the conversation so far.

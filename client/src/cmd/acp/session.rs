@@ -304,7 +304,11 @@ impl Bridge {
             return "No run has finished in this session yet.".into();
         };
         match self.daemon.report(&run.run_id).await {
-            Ok(r) => format!("```json\n{}\n```", serde_json::to_string_pretty(&r["stats"]).unwrap_or_default()),
+            // Through a JSON value: its keys sorted, as the report has them.
+            Ok(r) => {
+                let stats = serde_json::to_value(&r.stats).unwrap_or_default();
+                format!("```json\n{}\n```", serde_json::to_string_pretty(&stats).unwrap_or_default())
+            }
             Err(e) => format!("Error: {e}"),
         }
     }

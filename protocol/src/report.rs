@@ -1,0 +1,245 @@
+//! Swival's report (version 1) of a run, typed: what `report/get` returns
+//! and `swivalctl run --report FILE` writes. Serialised through a JSON
+//! value, its keys come out sorted, as Swival's report readers have always
+//! seen them from swivald.
+
+use crate::{
+    ApprovalDecision, CacheStatus, HookDecision, HookPoint, InterventionKind, Outcome, ResolvedBy, RunStats,
+    SandboxMode,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// Swival's report of a run. A run that ended before its loop did (a
+/// restart, a crash) has only `version`, `task` and `result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "Swival report v1")]
+pub struct Report {
+    /// Always 1.
+    pub version: u32,
+    /// Always `oneshot`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// When the report was written (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// The user's task.
+    pub task: String,
+    /// The model used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The settings the run used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<ReportSettings>,
+    /// The sandbox the run's commands had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<ReportSandbox>,
+    /// How the run ended.
+    pub result: ReportResult,
+    /// Its counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<RunStats>,
+    /// What happened, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<TimelineEntry>>,
+}
+
+/// The report's `result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportResult {
+    /// `success`, `exhausted`, `error`…
+    pub outcome: Outcome,
+    /// The answer (null when none).
+    pub answer: Option<String>,
+    /// Swival's exit code for the outcome.
+    pub exit_code: i32,
+    /// Why it did not succeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// The report's `settings` (Swival's keys; null when unset).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportSettings {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Sampling seed.
+    pub seed: Option<i64>,
+    /// Turn budget.
+    pub max_turns: u64,
+    /// Output token cap per call.
+    pub max_output_tokens: u64,
+    /// The context window set by the user.
+    pub context_length: Option<u64>,
+    /// File access: `all`, `some` or `none`.
+    pub files: String,
+    /// Command access: `all`, `none`, `ask` or the allowed names, sorted.
+    pub commands: ReportCommands,
+    /// Reviewer rounds allowed.
+    pub max_review_rounds: u64,
+}
+
+/// Command access as the report gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReportCommands {
+    /// `all`, `none` or `ask`.
+    Mode(String),
+    /// The allowed command names, sorted.
+    Names(Vec<String>),
+}
+
+/// The report's `sandbox`: Swival's `mode`, plus what it comes to here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportSandbox {
+    /// `os` or `builtin`.
+    pub mode: SandboxMode,
+    /// What the kernel enforces, in words.
+    pub summary: String,
+}
+
+/// One entry of the report's timeline, as Swival writes it: a `type` tag,
+/// then the fields in the order declared here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimelineEntry {
+    /// A provider call: an agent turn or a compaction summary.
+    LlmCall {
+        /// The turn.
+        turn: u64,
+        /// Wall time, retries included.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+        /// Estimated prompt tokens.
+        prompt_tokens_est: u64,
+        /// The provider's finish reason, `error` for a failed call, empty
+        /// when the provider gave none.
+        finish_reason: String,
+        /// Swival's call re-sent by its recovery ladder; swivald re-sends
+        /// none (its retries are `provider_retries`), so always false.
+        is_retry: bool,
+        /// Transient failures retried (left out when none).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        provider_retries: u64,
+        /// Answered by the response cache.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache: Option<CacheStatus>,
+    },
+    /// A tool call and its result.
+    ToolCall {
+        /// The turn.
+        turn: u64,
+        /// The tool, as the model named it.
+        name: String,
+        /// The arguments (`None`: not JSON, or withheld with the answer).
+        arguments: Option<Value>,
+        /// False when the call failed.
+        succeeded: bool,
+        /// How long it ran.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+        /// The whole result's length in bytes.
+        result_length: u64,
+        /// A failed call's result, its first 500 characters.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The conversation was compacted.
+    Compaction {
+        /// The turn.
+        turn: u64,
+        /// What was done, `+`-joined.
+        #[schemars(with = "String")]
+        strategy: crate::CompactionStrategy,
+        /// Estimated prompt tokens before.
+        tokens_before: u64,
+        /// Estimated prompt tokens after.
+        tokens_after: u64,
+    },
+    /// Swival's error guardrail: a nudge or a stop.
+    Guardrail {
+        /// The turn.
+        turn: u64,
+        /// The tool that kept failing.
+        tool: String,
+        /// `nudge` or `stop`.
+        level: InterventionKind,
+    },
+    /// Another loop guard stepped in (a re-read or finishing nudge, the
+    /// last call of a stuck run).
+    Intervention {
+        /// The turn.
+        turn: u64,
+        /// Which guard.
+        kind: InterventionKind,
+        /// The tool it is about (empty when none).
+        tool: String,
+    },
+    /// The storm breaker refused a repeat.
+    StormSuppression {
+        /// The turn.
+        turn: u64,
+        /// The tool.
+        name: String,
+        /// Which call it was.
+        args_hash: String,
+        /// Identical calls in the window, this one included.
+        count: u64,
+    },
+    /// A user answered (or did not) for a command's bucket.
+    CommandPolicy {
+        /// The turn.
+        turn: u64,
+        /// The bucket asked about.
+        bucket: String,
+        /// The decision that applies.
+        decision: ApprovalDecision,
+        /// Who decided.
+        by: ResolvedBy,
+    },
+    /// A hook decided something.
+    Hook {
+        /// The point.
+        point: HookPoint,
+        /// The hook.
+        hook: String,
+        /// What it decided.
+        decision: HookDecision,
+        /// Why (null when it gave no reason).
+        reason: Option<String>,
+        /// How long it took.
+        #[serde(serialize_with = "rounded")]
+        duration_s: f64,
+    },
+    /// A reviewer round (no turn, as in Swival).
+    Review {
+        /// Round number, from 1.
+        round: u64,
+        /// The reviewer's exit code (null: none).
+        exit_code: Option<i32>,
+        /// What it printed on stdout.
+        feedback: String,
+        /// What it wrote on stderr, only when anything.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stderr: Option<String>,
+    },
+}
+
+/// Seconds to three decimals, as Swival reports them.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn rounded<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round3(*x))
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
