@@ -28,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(detail) => {
+            let detail = detail.to_string();
             if json.is_none() {
                 assert!(detail.starts_with("filter returned invalid JSON"), "non-JSON output gave {detail:?}");
             }

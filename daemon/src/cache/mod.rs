@@ -19,14 +19,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
-/// A cache that cannot be opened.
-#[derive(Debug, thiserror::Error)]
-#[error("response cache {path}: {source}")]
+/// A cache that cannot be opened. Kept (cloned) for every later session
+/// that asks for the cache, so it holds SQLite's words, not its error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("response cache {path}: {sqlite}; check the cache directory or set cache = false")]
 pub struct CacheError {
     /// The database file.
     path: PathBuf,
     /// What SQLite said.
-    source: rusqlite::Error,
+    sqlite: String,
 }
 
 /// How a lookup was answered.
@@ -53,8 +54,19 @@ struct Counters {
     waiting: AtomicU64,
 }
 
+/// How a call in flight that others wait for went.
+#[derive(Debug, Clone)]
+enum Led {
+    /// Still in flight.
+    Pending,
+    /// It answered with this reply.
+    Answered(Value),
+    /// It failed or gave up: each waiter makes its own call.
+    Failed,
+}
+
 /// A reply being fetched by one caller that others may wait for.
-type InFlight = watch::Receiver<Option<Result<Value, String>>>;
+type InFlight = watch::Receiver<Led>;
 
 /// The daemon-wide response cache.
 pub struct ResponseCache {
@@ -117,7 +129,7 @@ impl Drop for LeaderGuard<'_> {
 impl ResponseCache {
     /// Open (creating if needed) the cache at `path`.
     pub fn open(path: &Path, max_bytes: u64) -> Result<ResponseCache, CacheError> {
-        let err = |source| CacheError { path: path.to_owned(), source };
+        let err = |e: rusqlite::Error| CacheError { path: path.to_owned(), sqlite: e.to_string() };
         if let Some(dir) = path.parent() {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
@@ -190,7 +202,6 @@ impl ResponseCache {
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Value, E>>,
-        E: From<String> + std::fmt::Display,
     {
         if let Some(v) = self.lookup(key) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
@@ -203,7 +214,7 @@ impl ResponseCache {
             match inflight.get(key) {
                 Some(rx) => Err(rx.clone()),
                 None => {
-                    let (tx, rx) = watch::channel(None);
+                    let (tx, rx) = watch::channel(Led::Pending);
                     inflight.insert(key.to_owned(), rx);
                     Ok(tx)
                 }
@@ -215,9 +226,9 @@ impl ResponseCache {
         };
         if let Some(mut rx) = joined {
             self.counters.waiting.fetch_add(1, Ordering::Relaxed);
-            let outcome = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+            let outcome = rx.wait_for(|led| !matches!(led, Led::Pending)).await.map(|v| v.clone());
             self.counters.waiting.fetch_sub(1, Ordering::Relaxed);
-            if let Ok(Some(Ok(v))) = outcome {
+            if let Ok(Led::Answered(v)) = outcome {
                 self.counters.shared.fetch_add(1, Ordering::Relaxed);
                 return Ok((v, Served::Shared));
             }
@@ -229,16 +240,10 @@ impl ResponseCache {
         Ok((v, Served::Miss))
     }
 
-    async fn lead<F, Fut, E>(
-        &self,
-        key: &str,
-        tx: watch::Sender<Option<Result<Value, String>>>,
-        call: F,
-    ) -> Result<(Value, Served), E>
+    async fn lead<F, Fut, E>(&self, key: &str, tx: watch::Sender<Led>, call: F) -> Result<(Value, Served), E>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Value, E>>,
-        E: From<String> + std::fmt::Display,
     {
         let _guard = LeaderGuard { cache: self, key };
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -246,10 +251,10 @@ impl ResponseCache {
         match &result {
             Ok(v) => {
                 self.store(key, v);
-                tx.send_replace(Some(Ok(v.clone())));
+                tx.send_replace(Led::Answered(v.clone()));
             }
-            Err(e) => {
-                tx.send_replace(Some(Err(e.to_string())));
+            Err(_) => {
+                tx.send_replace(Led::Failed);
             }
         }
         result.map(|v| (v, Served::Miss))

@@ -113,7 +113,7 @@ pub async fn apply(
                 return Err(FilterError::Blocked(format!("filter exited with code {code}: {}", stage.display)));
             }
         }
-        messages = parse_output(&out.stdout).map_err(FilterError::Blocked)?;
+        messages = parse_output(&out.stdout).map_err(|e| FilterError::Blocked(e.to_string()))?;
     }
     Ok(messages.into_iter().map(sanitize_empty_assistant).collect())
 }
@@ -197,32 +197,85 @@ fn sanitize_empty_assistant(mut m: Value) -> Value {
     m
 }
 
-/// Swival's checks on a stage's stdout, in Swival's order; the error is
-/// the detail text.
-pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, String> {
-    let v: Value = serde_json::from_slice(stdout).map_err(|e| format!("filter returned invalid JSON: {e}"))?;
-    let Value::Object(mut obj) = v else { return Err("filter output is not a JSON object".into()) };
+/// Why a stage's stdout lets nothing through; its text is Swival's detail.
+#[derive(Debug, thiserror::Error)]
+pub enum BadOutput {
+    /// Not JSON.
+    #[error("filter returned invalid JSON: {0}")]
+    InvalidJson(serde_json::Error),
+    /// JSON, but not an object.
+    #[error("filter output is not a JSON object")]
+    NotObject,
+    /// `allow: false`, with the stage's reason or Swival's default.
+    #[error("{0}")]
+    Refused(String),
+    /// No `messages`.
+    #[error("filter output missing 'messages' key")]
+    NoMessages,
+    /// `messages` is not a list.
+    #[error("filter returned non-list messages")]
+    NotList,
+    /// Message `index` of the list is not a chat message.
+    #[error("filter message [{index}] {why}")]
+    Message {
+        /// Its place in the list.
+        index: usize,
+        /// What is wrong with it.
+        why: BadMessage,
+    },
+}
+
+/// What is wrong with one message a stage returned.
+#[derive(Debug, thiserror::Error)]
+pub enum BadMessage {
+    /// Not an object.
+    #[error("is not a dict")]
+    NotDict,
+    /// Its role, as JSON (`None` when missing), is not a chat role.
+    #[error("has invalid role: {0}")]
+    Role(String),
+    /// A tool result without the call it answers.
+    #[error("(tool) missing tool_call_id")]
+    NoToolCallId,
+    /// `tool_calls` is not a list.
+    #[error("tool_calls is not a list")]
+    CallsNotList,
+    /// Call `0` is not an object.
+    #[error("tool_calls[{0}] is not a dict")]
+    CallNotDict(usize),
+    /// Call `0` has no id.
+    #[error("tool_calls[{0}] missing id")]
+    CallWithoutId(usize),
+    /// Call `0` names no function.
+    #[error("tool_calls[{0}] missing function.name")]
+    CallWithoutName(usize),
+}
+
+/// Swival's checks on a stage's stdout, in Swival's order.
+pub fn parse_output(stdout: &[u8]) -> Result<Vec<Value>, BadOutput> {
+    let v: Value = serde_json::from_slice(stdout).map_err(BadOutput::InvalidJson)?;
+    let Value::Object(mut obj) = v else { return Err(BadOutput::NotObject) };
     if obj.get("allow") == Some(&Value::Bool(false)) {
-        return Err(obj.get("reason").and_then(Value::as_str).unwrap_or("blocked by filter").to_owned());
+        let reason = obj.get("reason").and_then(Value::as_str).unwrap_or("blocked by filter");
+        return Err(BadOutput::Refused(reason.to_owned()));
     }
-    let messages = obj.remove("messages").ok_or("filter output missing 'messages' key")?;
-    let Value::Array(list) = messages else { return Err("filter returned non-list messages".into()) };
-    for (i, m) in list.iter().enumerate() {
-        validate_message(i, m)?;
+    let messages = obj.remove("messages").ok_or(BadOutput::NoMessages)?;
+    let Value::Array(list) = messages else { return Err(BadOutput::NotList) };
+    for (index, m) in list.iter().enumerate() {
+        validate_message(m).map_err(|why| BadOutput::Message { index, why })?;
     }
     Ok(list)
 }
 
-fn validate_message(i: usize, m: &Value) -> Result<(), String> {
-    let obj = m.as_object().ok_or_else(|| format!("filter message [{i}] is not a dict"))?;
+fn validate_message(m: &Value) -> Result<(), BadMessage> {
+    let obj = m.as_object().ok_or(BadMessage::NotDict)?;
     let role = obj.get("role");
     if !matches!(role.and_then(Value::as_str), Some("system" | "user" | "assistant" | "tool")) {
-        let shown = role.map(Value::to_string).unwrap_or_else(|| "None".into());
-        return Err(format!("filter message [{i}] has invalid role: {shown}"));
+        return Err(BadMessage::Role(role.map(Value::to_string).unwrap_or_else(|| "None".into())));
     }
     let non_empty = |k: &str| obj.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty());
     if role.and_then(Value::as_str) == Some("tool") && !non_empty("tool_call_id") {
-        return Err(format!("filter message [{i}] (tool) missing tool_call_id"));
+        return Err(BadMessage::NoToolCallId);
     }
     let calls = match obj.get("tool_calls") {
         None | Some(Value::Null) => return Ok(()),
@@ -230,12 +283,12 @@ fn validate_message(i: usize, m: &Value) -> Result<(), String> {
         Some(Value::Bool(false)) => return Ok(()),
         Some(Value::String(s)) if s.is_empty() => return Ok(()),
         Some(Value::Object(o)) if o.is_empty() => return Ok(()),
-        Some(_) => return Err(format!("filter message [{i}] tool_calls is not a list")),
+        Some(_) => return Err(BadMessage::CallsNotList),
     };
     for (j, c) in calls.iter().enumerate() {
-        let call = c.as_object().ok_or_else(|| format!("filter message [{i}] tool_calls[{j}] is not a dict"))?;
+        let call = c.as_object().ok_or(BadMessage::CallNotDict(j))?;
         if call.get("id").and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
-            return Err(format!("filter message [{i}] tool_calls[{j}] missing id"));
+            return Err(BadMessage::CallWithoutId(j));
         }
         let name_ok = call
             .get("function")
@@ -244,7 +297,7 @@ fn validate_message(i: usize, m: &Value) -> Result<(), String> {
             .and_then(Value::as_str)
             .is_some_and(|n| !n.is_empty());
         if !name_ok {
-            return Err(format!("filter message [{i}] tool_calls[{j}] missing function.name"));
+            return Err(BadMessage::CallWithoutName(j));
         }
     }
     Ok(())
@@ -255,7 +308,7 @@ mod tests {
     use super::*;
 
     fn err(s: &str) -> String {
-        parse_output(s.as_bytes()).unwrap_err()
+        parse_output(s.as_bytes()).unwrap_err().to_string()
     }
 
     #[test]

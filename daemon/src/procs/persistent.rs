@@ -16,7 +16,33 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// Replies waiting for their line, by request id.
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, WorkerGone>>>>>;
+
+/// Why a worker gave no reply.
+#[derive(Debug, Clone, thiserror::Error)]
+enum WorkerGone {
+    /// Stopped on purpose (idle, shutdown, replaced).
+    #[error("the worker was stopped")]
+    Stopped,
+    /// Its stdout ended.
+    #[error("the worker exited")]
+    Exited,
+    /// Its stdout could not be read.
+    #[error("reading the worker's stdout failed: {0}")]
+    Read(Arc<std::io::Error>),
+    /// It wrote a line over the limit (bytes).
+    #[error("the worker wrote a line longer than {0} bytes")]
+    LongLine(usize),
+    /// It wrote a line that is not JSON.
+    #[error("the worker wrote a line that is not JSON: {0}")]
+    NotJson(Arc<serde_json::Error>),
+    /// It wrote a reply with no id to match.
+    #[error("the worker wrote a reply without a numeric `id`")]
+    NoId,
+    /// It went away with this request unanswered.
+    #[error("the worker exited before replying")]
+    NoReply,
+}
 
 /// A persistent worker, started on first use and restarted after it dies.
 #[derive(Default)]
@@ -135,14 +161,14 @@ impl Worker {
             return Err(ProcError::Io { program, source });
         }
         let outcome = tokio::select! {
-            r = rx => r.unwrap_or_else(|_| Err("the worker exited before replying".into())),
+            r = rx => r.unwrap_or(Err(WorkerGone::NoReply)),
             () = &mut deadline => {
                 self.kill_if(gen).await;
                 return Err(timed_out());
             }
             () = cancel.cancelled() => return Err(ProcError::Cancelled { program }),
         };
-        outcome.map_err(|message| ProcError::Protocol { program, message })
+        outcome.map_err(|gone| ProcError::Protocol { program, message: gone.to_string() })
     }
 
     /// Kill the worker if it is still generation `gen`.
@@ -193,22 +219,20 @@ fn start(script: &Script, max_line: usize, gen: u64) -> Result<Live, ProcError> 
                 let mut limited = (&mut lines).take(max_line as u64 + 1);
                 let read = tokio::select! {
                     r = limited.read_until(b'\n', &mut buf) => r,
-                    _ = dead.cancelled() => break "the worker was stopped".to_owned(),
+                    _ = dead.cancelled() => break WorkerGone::Stopped,
                 };
                 match read {
-                    Ok(0) => break "the worker exited".to_owned(),
-                    Err(e) => break format!("reading the worker's stdout failed: {e}"),
-                    Ok(_) if buf.len() > max_line => {
-                        break format!("the worker wrote a line longer than {max_line} bytes")
-                    }
+                    Ok(0) => break WorkerGone::Exited,
+                    Err(e) => break WorkerGone::Read(Arc::new(e)),
+                    Ok(_) if buf.len() > max_line => break WorkerGone::LongLine(max_line),
                     Ok(_) => {}
                 }
                 let reply: Value = match serde_json::from_slice(&buf) {
                     Ok(v) => v,
-                    Err(e) => break format!("the worker wrote a line that is not JSON: {e}"),
+                    Err(e) => break WorkerGone::NotJson(Arc::new(e)),
                 };
                 let Some(id) = reply.get("id").and_then(Value::as_u64) else {
-                    break "the worker wrote a reply without a numeric `id`".to_owned();
+                    break WorkerGone::NoId;
                 };
                 let mut reply = reply;
                 if let Some(obj) = reply.as_object_mut() {

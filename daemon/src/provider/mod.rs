@@ -199,33 +199,54 @@ pub enum ProviderError {
     /// Every attempt failed; the last error is kept.
     #[error("{last} (gave up after {attempts} attempts)")]
     Exhausted { attempts: u32, last: Box<ProviderError> },
-}
-
-impl From<String> for ProviderError {
-    fn from(message: String) -> Self {
-        ProviderError::Transport(message)
-    }
+    /// The provider said the prompt is too long for the model's context:
+    /// the error it returned, in its words.
+    #[error("{0}")]
+    ContextOverflow(Box<ProviderError>),
 }
 
 impl ProviderError {
-    /// Whether the provider said the prompt is too long for the model's
-    /// context (Swival's patterns over the error the provider returned: an
-    /// error status and its message, or an error in the stream), so the
-    /// run compacts its conversation and tries again.
-    pub fn is_context_overflow(&self) -> bool {
+    /// The error as the provider's reply told it: one that says the prompt
+    /// is too long for the model's context (Swival's patterns over an
+    /// error status and its message, or an error in the stream) becomes
+    /// [`ProviderError::ContextOverflow`], so the run compacts its
+    /// conversation and tries again.
+    pub fn told(self) -> ProviderError {
         static OVERFLOW: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
             regex::Regex::new(
                 r"context.{0,10}(length|window|limit|size)|context.{0,20}exceeded|maximum.{0,10}(context|token)|token.{0,10}limit|exceed.{0,10}(context|token|max)|prompt is too long|http 413",
             )
             .expect("static regex")
         });
-        match self {
+        let overflow = match &self {
             ProviderError::Http { .. }
             | ProviderError::Transport(_)
             | ProviderError::Malformed(_)
             | ProviderError::Command(_) => OVERFLOW.is_match(&self.to_string().to_lowercase()),
+            _ => false,
+        };
+        if overflow {
+            ProviderError::ContextOverflow(Box::new(self))
+        } else {
+            self
+        }
+    }
+
+    /// Whether the provider said the prompt is too long for the context.
+    pub fn is_context_overflow(&self) -> bool {
+        match self {
+            ProviderError::ContextOverflow(_) => true,
             ProviderError::Exhausted { last, .. } => last.is_context_overflow(),
-            ProviderError::EmptyChoices | ProviderError::Config(_) | ProviderError::Cancelled => false,
+            _ => false,
+        }
+    }
+
+    /// How long the provider asked to wait before another attempt.
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            ProviderError::ContextOverflow(told) => told.retry_after(),
+            _ => None,
         }
     }
 
@@ -236,6 +257,7 @@ impl ProviderError {
     pub fn run_error(&self, model: &str) -> String {
         match self {
             ProviderError::EmptyChoices | ProviderError::Command(_) | ProviderError::Config(_) => self.to_string(),
+            ProviderError::ContextOverflow(told) => told.run_error(model),
             _ => format!("LLM call failed (model: {model}): {self}"),
         }
     }
@@ -245,6 +267,7 @@ impl ProviderError {
         match self {
             ProviderError::Http { status, .. } => is_retryable_status(*status),
             ProviderError::Transport(_) | ProviderError::Malformed(_) => true,
+            ProviderError::ContextOverflow(told) => told.is_retryable(),
             _ => false,
         }
     }
@@ -336,11 +359,7 @@ impl Provider {
             match attempt {
                 Ok(reply) => return Ok((reply, retries)),
                 Err(e) if e.is_retryable() && retries + 1 < attempts => {
-                    let hinted = match &e {
-                        ProviderError::Http { retry_after, .. } => *retry_after,
-                        _ => None,
-                    };
-                    let delay = hinted.unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
+                    let delay = e.retry_after().unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
                     retries += 1;
                     observer.retry(retries, delay, &e.to_string());
                     tokio::select! {
@@ -363,10 +382,11 @@ impl Provider {
         observer: &dyn CallObserver,
         cancel: &CancellationToken,
     ) -> Result<Reply, ProviderError> {
-        match self.settings.kind {
+        let reply = match self.settings.kind {
             ProviderKind::Command => command::call(&self.settings, req, cancel).await,
             _ => openai::chat(&self.http, &self.settings, &request_body(&self.settings, model, req), observer).await,
-        }
+        };
+        reply.map_err(ProviderError::told)
     }
 }
 
@@ -432,12 +452,13 @@ mod tests {
     #[test]
     fn context_overflow_is_told_from_the_provider_error() {
         let http = |status, message: &str| ProviderError::Http { status, message: message.into(), retry_after: None };
+        let http = |status, message: &str| http(status, message).told();
         assert!(http(400, "This model's maximum context length is 8192 tokens").is_context_overflow());
         assert!(http(400, "context_length_exceeded").is_context_overflow());
         assert!(http(413, "Payload Too Large").is_context_overflow());
         assert!(!http(401, "Incorrect API key provided").is_context_overflow());
         let gave_up = ProviderError::Exhausted { attempts: 2, last: Box::new(http(400, "prompt is too long")) };
         assert!(gave_up.is_context_overflow());
-        assert!(!ProviderError::Config("no model; the context window is unknown".into()).is_context_overflow());
+        assert!(!ProviderError::Config("no model; the context window is unknown".into()).told().is_context_overflow());
     }
 }

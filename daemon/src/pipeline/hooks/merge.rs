@@ -84,25 +84,53 @@ impl Effect {
     }
 }
 
-fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    v.as_array()
-        .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
-        .ok_or_else(|| format!("'{key}' must be a list of strings"))
+/// Why a hook's output is not the result object of its point.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Malformed {
+    /// Not an object.
+    #[error("the output is not a JSON object")]
+    NotObject,
+    /// A field the point does not take.
+    #[error("'{field}' is not a field of a {point:?} result")]
+    Field {
+        /// The field.
+        field: String,
+        /// The point.
+        point: HookPoint,
+    },
+    /// A field that should be a string.
+    #[error("'{0}' must be a string")]
+    NotString(String),
+    /// A field that should be a list of strings.
+    #[error("'{0}' must be a list of strings")]
+    NotStrings(String),
+    /// `block` that is not a boolean.
+    #[error("'block' must be a boolean")]
+    Block,
+    /// `messages` that are not message objects.
+    #[error("'messages' must be a list of message objects")]
+    Messages,
 }
 
-/// A hook's output as the result object of `point`, with a plain reason
-/// when it is malformed (not an object, a field `point` does not take, a
-/// field of the wrong type).
-pub fn parse(point: HookPoint, v: &Value) -> Result<HookResult, String> {
-    let obj = v.as_object().ok_or("the output is not a JSON object")?;
+fn strings(v: &Value, key: &str) -> Result<Vec<String>, Malformed> {
+    v.as_array()
+        .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| Malformed::NotStrings(key.to_owned()))
+}
+
+/// A hook's output as the result object of `point`, or why it is
+/// malformed (not an object, a field `point` does not take, a field of the
+/// wrong type).
+pub fn parse(point: HookPoint, v: &Value) -> Result<HookResult, Malformed> {
+    let obj = v.as_object().ok_or(Malformed::NotObject)?;
     if let Some(k) = obj.keys().find(|k| !point.result_fields().contains(&k.as_str())) {
-        return Err(format!("'{k}' is not a field of a {point:?} result"));
+        return Err(Malformed::Field { field: k.clone(), point });
     }
     let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
     let string = |k: &str| match field(k) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("'{k}' must be a string")),
+        Some(_) => Err(Malformed::NotString(k.to_owned())),
     };
     let list = |k: &str| field(k).map(|t| strings(t, k)).transpose();
     let reason = string("reason")?;
@@ -110,12 +138,12 @@ pub fn parse(point: HookPoint, v: &Value) -> Result<HookResult, String> {
         None | Some(Value::Bool(false)) => {}
         // A block stands even beside a malformed field (fail closed).
         Some(Value::Bool(true)) => return Ok(HookResult { block: true, reason, ..HookResult::default() }),
-        Some(_) => return Err("'block' must be a boolean".into()),
+        Some(_) => return Err(Malformed::Block),
     }
     let messages = match field("messages") {
         None => None,
         Some(Value::Array(m)) if m.iter().all(Value::is_object) => Some(m.clone()),
-        Some(_) => return Err("'messages' must be a list of message objects".into()),
+        Some(_) => return Err(Malformed::Messages),
     };
     Ok(HookResult {
         messages,
@@ -159,7 +187,7 @@ impl Decision {
     }
 
     /// Merge a well-formed reply; `Err` when it is malformed.
-    fn merge(&mut self, point: HookPoint, hook: &str, v: &Value) -> Result<Effect, String> {
+    fn merge(&mut self, point: HookPoint, hook: &str, v: &Value) -> Result<Effect, Malformed> {
         // Every field is checked before anything changes: a malformed
         // reply leaves none of its changes behind.
         let HookResult { messages, tools, tool_calls: calls, ask, content, all_content, block, reason } =
@@ -349,7 +377,7 @@ mod tests {
         assert_eq!(r.ask, Some(vec!["c2".into()]));
         assert_eq!(r.reason, None);
         assert_eq!(
-            parse(A, &json!({"content": "x"})).unwrap_err(),
+            parse(A, &json!({"content": "x"})).unwrap_err().to_string(),
             "'content' is not a field of a AfterLlmCall result"
         );
     }
