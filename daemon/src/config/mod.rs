@@ -35,6 +35,7 @@ mod command;
 mod mcp;
 mod merge;
 mod parse;
+mod provider;
 mod schema;
 mod stages;
 mod trust;
@@ -45,6 +46,7 @@ mod tests;
 
 pub use command::Command;
 pub use mcp::{check_name as check_mcp_server_name, McpJson, PROJECT_MCP_JSON};
+pub use provider::ProviderKind;
 pub use stages::{
     CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
     DEFAULT_HOOK_TIMEOUT_S,

@@ -4,7 +4,6 @@
 mod scripts;
 
 use super::*;
-use crate::provider::ProviderKind;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
