@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod service;
+pub mod services;
 pub mod session;
 pub mod settings;
 pub mod shutdown;
