@@ -318,9 +318,6 @@ impl ResponseCache {
     }
 }
 
-/// Shared handle.
-pub type Cache = Arc<ResponseCache>;
-
 #[cfg(test)]
 mod tests {
     use super::*;

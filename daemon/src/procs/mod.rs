@@ -33,7 +33,7 @@ pub mod pin;
 pub use child::{kill_group, output, run, OneShot, Output, ProcError};
 pub use launch::{Io, Launch, Through};
 pub use limits::Limits;
-pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
+pub use merged::{Capture, Ending, Merged};
 pub use pin::{locate, Pinned};
 
 pub use crate::environment::{CallerEnv, Env};

@@ -6,7 +6,7 @@
 mod record;
 
 use record::round3;
-pub use record::{Entry, RunRecord};
+pub use record::RunRecord;
 use serde_json::{json, Value};
 use swival_protocol::RunResult;
 

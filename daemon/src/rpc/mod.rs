@@ -70,11 +70,6 @@ impl Subscriptions {
             .ok()
             .map(|_| SubscriptionSlot(self.clone()))
     }
-
-    /// Open now.
-    pub fn open(&self) -> u32 {
-        self.open.load(std::sync::atomic::Ordering::Acquire)
-    }
 }
 
 /// One open subscription; the count drops with it.

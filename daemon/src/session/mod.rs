@@ -168,10 +168,6 @@ pub struct Session {
     pub id: SessionId,
     /// Its base directory (canonical).
     pub base_dir: PathBuf,
-    /// Its title.
-    pub title: Option<String>,
-    /// RFC 3339 creation time.
-    pub created_at: String,
     /// Its effective configuration.
     pub config: EffectiveConfig,
     /// The environment its runs happen in (the caller's).
@@ -489,13 +485,6 @@ impl Sessions {
     /// Runs in flight right now (`daemon/status`).
     pub fn runs_in_flight(&self) -> usize {
         self.live.run_count()
-    }
-
-    /// A warning event on a session (used by policy code).
-    pub fn warn(&self, id: &SessionId, message: String) {
-        if matches!(self.shared.store.session(id), Ok(Some(_))) {
-            self.shared.logs.log(id).emit(None, EventKind::Warning { message });
-        }
     }
 }
 

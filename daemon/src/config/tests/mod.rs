@@ -3,6 +3,7 @@
 
 mod scripts;
 
+use super::types::ReasoningEffort;
 use super::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
