@@ -219,13 +219,16 @@ fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
         }
         let Some(line) = lines.get(item) else { break };
         let indent = &line[..line.len() - line.trim_start().len()];
+        // It ends with its line (`mod tests;`, a field or a variant
+        // followed by `,`) or with its body's closing brace.
         let end = match (item..lines.len()).find(|&j| {
             let l = lines[j].trim_end();
-            l.ends_with('{') || l.ends_with(';') || l.ends_with('}')
+            l.ends_with('{') || l.ends_with(';') || l.ends_with('}') || (j == item && l.ends_with(','))
         }) {
             Some(open) if lines[open].trim_end().ends_with('{') => {
                 let close = format!("{indent}}}");
-                (open + 1..lines.len()).find(|&j| lines[j].trim_end() == close).unwrap_or(lines.len())
+                let closes = |j: &usize| lines[*j].trim_end().trim_end_matches([',', ';']) == close;
+                (open + 1..lines.len()).find(closes).unwrap_or(lines.len())
             }
             Some(last) => last,
             None => lines.len(),
@@ -516,7 +519,10 @@ fn a_module_cycle_is_reported_with_its_modules_but_not_through_tests() {
     let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
     let files = [
         file("daemon/src/lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n"),
-        file("daemon/src/a/mod.rs", "mod x;\nuse crate::c::Thing;\n"),
+        file(
+            "daemon/src/a/mod.rs",
+            "mod x;\nuse crate::c::Thing;\nenum E {\n    #[cfg(test)]\n    Fake(crate::d::D),\n    Real(crate::b::B),\n}\n",
+        ),
         file("daemon/src/a/x.rs", "// crate::d in a comment is no dependency\nfn f() -> crate::b::B { todo!() }\n"),
         file("daemon/src/b.rs", "use crate::c;\n#[cfg(test)]\nmod tests {\n    use crate::d::D;\n}\n"),
         file("daemon/src/c.rs", "pub struct Thing(crate::a::A);\n#[cfg(test)]\nmod tests;\n"),
@@ -530,6 +536,6 @@ fn a_module_cycle_is_reported_with_its_modules_but_not_through_tests() {
     assert_eq!(
         shown,
         ["daemon/src/a/mod.rs:2: ModuleCycle: module cycle a → c → a among {a, b, c}: \
-          a → b (daemon/src/a/x.rs:2), a → c (daemon/src/a/mod.rs:2), b → c (daemon/src/b.rs:1), c → a (daemon/src/c.rs:1)"]
+          a → b (daemon/src/a/mod.rs:6), a → c (daemon/src/a/mod.rs:2), b → c (daemon/src/b.rs:1), c → a (daemon/src/c.rs:1)"]
     );
 }
