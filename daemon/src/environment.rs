@@ -77,6 +77,15 @@ pub const MAX_CALLER_VARS: usize = 4096;
 /// Most bytes of names and values a caller's environment may hold.
 pub const MAX_CALLER_BYTES: usize = 1 << 20;
 
+/// A child's environment, as the daemon starts it (`procs::Launch`).
+#[derive(Debug, Clone)]
+pub enum Env {
+    /// The daemon's environment plus these (later entries win).
+    Inherit(Vec<(String, OsString)>),
+    /// Exactly these and nothing of the daemon's (later entries win).
+    Exact(Vec<(String, OsString)>),
+}
+
 /// The environment a run happens in: the variables of the process that
 /// asked for the session or the run (`swivalctl`, an editor), or the
 /// daemon's own when the caller sent none. Held in memory only: never
@@ -209,13 +218,13 @@ impl CallerEnv {
     /// The whole environment of a policy script (Swival's contract: the
     /// parent's full environment, `extra` — Swival's own `SWIVAL_*`
     /// variables — winning).
-    pub fn script_env(&self, extra: &[(String, String)]) -> crate::procs::Env {
+    pub fn script_env(&self, extra: &[(String, String)]) -> Env {
         let extra = extra.iter().map(|(k, v)| (k.clone(), OsString::from(v)));
         match self {
-            CallerEnv::Daemon => crate::procs::Env::Inherit(extra.collect()),
-            CallerEnv::Caller(c) => crate::procs::Env::Exact(
-                c.vars.iter().map(|(k, v)| (k.clone(), OsString::from(v))).chain(extra).collect(),
-            ),
+            CallerEnv::Daemon => Env::Inherit(extra.collect()),
+            CallerEnv::Caller(c) => {
+                Env::Exact(c.vars.iter().map(|(k, v)| (k.clone(), OsString::from(v))).chain(extra).collect())
+            }
         }
     }
 }
@@ -292,13 +301,13 @@ mod tests {
     #[test]
     fn script_env_is_the_callers_with_swival_variables_winning() {
         let env = caller(&[("FOO", "1"), ("SWIVAL_TASK", "from caller")]);
-        let crate::procs::Env::Exact(vars) = env.script_env(&[("SWIVAL_TASK".into(), "the task".into())]) else {
+        let Env::Exact(vars) = env.script_env(&[("SWIVAL_TASK".into(), "the task".into())]) else {
             panic!("a caller's environment is exact");
         };
         let last = |k: &str| vars.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(last("FOO"), Some("1".into()));
         assert_eq!(last("SWIVAL_TASK"), Some("the task".into()));
-        assert!(matches!(CallerEnv::Daemon.script_env(&[]), crate::procs::Env::Inherit(_)));
+        assert!(matches!(CallerEnv::Daemon.script_env(&[]), Env::Inherit(_)));
     }
 
     #[test]

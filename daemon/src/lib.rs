@@ -2,34 +2,74 @@
 //! them over JSON-RPC 2.0 on a Unix socket.
 //!
 //! The binary (`main.rs`) takes any socket handed over by the service
-//! manager, sets up logging and the runtime, and calls [`server::run`].
+//! manager, sets up logging and the runtime, and calls [`run`].
 //! See ARCHITECTURE.md for the code map and the invariants.
+//!
+//! Every module is private to the crate. What leaves it is below, each
+//! group with who uses it: the binary, the fuzz targets (`fuzz/`), the
+//! benchmark (`tests/src/bin/bench`) and the end-to-end sandbox tests. A
+//! client speaks to the daemon through the protocol crate, never through
+//! this library.
 
-pub mod agent;
-pub mod cache;
-pub mod clock;
-pub mod config;
-pub mod editor;
-pub mod environment;
-pub mod mcp;
-pub mod message;
-pub mod paths;
-pub mod pipeline;
-pub mod procs;
-pub mod provider;
-pub mod report;
-pub mod rpc;
-pub mod sandbox;
-pub mod secrets;
-pub mod server;
-pub mod service;
-pub mod session;
-pub mod settings;
-pub mod shutdown;
-pub mod store;
-pub mod tls;
-pub mod tools;
-pub mod transport;
+mod agent;
+mod cache;
+mod clock;
+mod config;
+mod editor;
+mod environment;
+mod mcp;
+mod message;
+mod paths;
+mod pipeline;
+mod procs;
+mod provider;
+mod report;
+mod rpc;
+mod sandbox;
+mod secrets;
+mod server;
+mod service;
+mod services;
+mod session;
+mod settings;
+mod shutdown;
+mod store;
+mod tls;
+mod tools;
+mod transport;
+
+// Starting the daemon: the binary, and the fuzz target `ndjson_dispatch`
+// that runs the real daemon in its own process.
+pub use environment::take_secrets;
+pub use paths::{config_dir, socket_path};
+pub use sandbox::main_if_helper;
+pub use server::run;
+pub use service::take_activation_socket;
+pub use settings::{LogFormat, Settings, SettingsError};
+pub use transport::Listener;
+
+/// The fuzz target `filter_output`: a filter's output as the daemon
+/// validates it.
+pub use pipeline::filter::parse_output;
+
+/// The benchmark's floor: the HTTP client the daemon calls providers with.
+pub fn provider_http_client() -> reqwest::Client {
+    provider::Provider::http_client()
+}
+
+/// The command sandbox and `fetch_url` on their own, without a session:
+/// what `tests/tests/sandbox.rs` drives end to end.
+pub mod sandboxed {
+    pub use crate::config::{Cidr, SandboxMode};
+    pub use crate::procs::ProcessRunner;
+    pub use crate::sandbox::command::allowed_environment;
+    pub use crate::sandbox::fetch::FetchFormat;
+    pub use crate::sandbox::spill::truncate_utf8;
+    pub use crate::sandbox::{
+        fetch_url, probe, resolve_whitelist, run_command, CommandEnv, CommandPolicy, FetchEnv, PlanInput,
+        SandboxCapabilities, SandboxStatus,
+    };
+}
 
 /// The daemon's version, reported by `initialize` and `daemon/status`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+const VERSION: &str = env!("CARGO_PKG_VERSION");

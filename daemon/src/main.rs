@@ -4,8 +4,7 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use swivald::settings::{LogFormat, Settings};
-use swivald::{paths, service, transport::Listener};
+use swivald::{Listener, LogFormat, Settings, SettingsError};
 
 /// swivald: runs LLM coding-agent sessions for editors and swivalctl over
 /// JSON-RPC on a per-user Unix socket.
@@ -30,16 +29,16 @@ struct Args {
 fn main() -> ExitCode {
     // The sandbox helper first: it must still be single-threaded, and its
     // argv is not the daemon's.
-    if let Some(code) = swivald::sandbox::main_if_helper() {
+    if let Some(code) = swivald::main_if_helper() {
         return code;
     }
     // Provider keys and the encryption key leave the environment before
     // any thread or child exists.
-    swivald::environment::take_secrets();
+    swivald::take_secrets();
     let args = Args::parse();
     // Socket activation first: it reads and clears LISTEN_* while the
     // process is still single-threaded.
-    let activated = match service::take_activation_socket() {
+    let activated = match swivald::take_activation_socket() {
         Ok(a) => a,
         Err(e) => return fail(&e),
     };
@@ -50,7 +49,7 @@ fn main() -> ExitCode {
     init_logging(settings.log_format);
     let listener = match activated {
         Some(a) => Listener::activated(a),
-        None => match Listener::bind(&paths::socket_path(settings.socket.as_deref())) {
+        None => match Listener::bind(&swivald::socket_path(settings.socket.as_deref())) {
             Ok(l) => l,
             Err(e) => return fail(&e),
         },
@@ -66,16 +65,16 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
-    match runtime.block_on(swivald::server::run(settings, listener)) {
+    match runtime.block_on(swivald::run(settings, listener)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&*e),
     }
 }
 
-fn load_settings(args: &Args) -> Result<Settings, swivald::settings::SettingsError> {
+fn load_settings(args: &Args) -> Result<Settings, SettingsError> {
     let mut settings = match &args.config {
         Some(path) => Settings::load(path, true)?,
-        None => Settings::load(&paths::config_dir().join("swivald.toml"), false)?,
+        None => Settings::load(&swivald::config_dir().join("swivald.toml"), false)?,
     };
     if args.socket.is_some() {
         settings.socket = args.socket.clone();

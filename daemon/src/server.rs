@@ -1,13 +1,17 @@
 //! The daemon's top level: wire the services together, serve until
 //! shutdown, and tell the service manager where we are.
 
+use crate::cache::LazyCache;
+use crate::procs::ProcessRunner;
 use crate::rpc::{self, DaemonContext};
 use crate::service;
+use crate::services::Services;
 use crate::session::{SessionSettings, Sessions};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::transport::{self, ConnectionCount, Limits, Listener};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,16 +22,20 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let connections = Arc::new(ConnectionCount::default());
     spawn_signal_handler(shutdown.clone())?;
 
-    let state_dir = settings.state_dir.clone().unwrap_or_else(crate::paths::state_dir);
-    let store = Arc::new(Store::open(&state_dir.join("swivald.db"))?);
+    let dirs = Dirs {
+        state: settings.state_dir.clone().unwrap_or_else(crate::paths::state_dir),
+        cache: settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir),
+    };
+    let store = Arc::new(Store::open(&dirs.state.join("swivald.db"))?);
     let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
     tracing::info!("command sandbox: {sandbox_caps:?}");
+    let services = services(&settings, store, &dirs, &shutdown);
     let grace = crate::config::seconds(settings.shutdown_grace_s, 0.0);
     // Runs end (as interrupted) as soon as shutdown begins, so requests
     // waiting on them can finish within the grace period.
     let sessions = Arc::new(Sessions::open(
-        store,
-        session_settings(&settings, &listener, state_dir, sandbox_caps),
+        &services,
+        session_settings(&settings, &listener, dirs, sandbox_caps),
         shutdown.clone(),
     )?);
     if let Some(age) = settings.session_retention() {
@@ -40,7 +48,8 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         connections: connections.clone(),
         shutdown: shutdown.clone(),
         max_message_size: settings.max_message_size,
-        sessions: sessions.clone(),
+        sessions,
+        services: services.clone(),
         subscriptions: Arc::new(rpc::Subscriptions::new(
             settings.max_subscriptions,
             crate::config::seconds(settings.subscriber_stall_s, 0.0),
@@ -79,42 +88,67 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             connections.open()
         );
     }
-    sessions.stop_services().await;
+    services.stop().await;
     listener.remove_socket_file();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The daemon's own directories.
+struct Dirs {
+    /// The database and MCP servers' pid files.
+    state: PathBuf,
+    /// The response cache.
+    cache: PathBuf,
+}
+
+/// The daemon-wide services, made once here and shared by the sessions
+/// and the RPC handlers; unused prespawn pools and policy script workers
+/// are stopped after `process_idle_timeout_s` until the daemon stops.
+fn services(settings: &Settings, store: Arc<Store>, dirs: &Dirs, shutdown: &Shutdown) -> Services {
+    let runner = Arc::new(ProcessRunner::new(settings.max_children as usize));
+    if let Some(idle) = settings.process_idle_timeout() {
+        let (runner, shutdown) = (Arc::downgrade(&runner), shutdown.clone());
+        let retire = move |runner: &ProcessRunner, now| {
+            runner.retire_idle(now, idle);
+        };
+        tokio::spawn(async move { shutdown.sweep_until_stopped(runner, idle, retire).await });
+    }
+    Services {
+        store,
+        runner,
+        mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
+            idle: crate::config::seconds(settings.mcp_idle_timeout_s, 0.0),
+            call_timeout: crate::config::seconds(settings.mcp_call_timeout_s, 0.001),
+            start_timeout: crate::config::seconds(settings.mcp_start_timeout_s, 0.001),
+            pid_dir: dirs.state.join("mcp"),
+        }),
+        hooks: Arc::default(),
+        approvals: Arc::default(),
+        buffers: Arc::default(),
+        cache: Arc::new(LazyCache::new(dirs.cache.join("cache.db"), settings.max_cache_bytes)),
+    }
 }
 
 /// What sessions need from the daemon's settings.
 fn session_settings(
     settings: &Settings,
     listener: &Listener,
-    state_dir: std::path::PathBuf,
+    dirs: Dirs,
     sandbox_caps: crate::sandbox::SandboxCapabilities,
 ) -> SessionSettings {
-    let cache_dir = settings.cache_dir.clone().unwrap_or_else(crate::paths::cache_dir);
     SessionSettings {
         global_config: Some(crate::config::global_config_path()),
         max_llm_calls: settings.max_concurrent_llm_calls as usize,
         backoff_base: crate::config::seconds(settings.provider_backoff_base_s, 0.0),
-        max_children: settings.max_children as usize,
         sandbox_caps,
         socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
-        cache_path: cache_dir.join("cache.db"),
-        daemon_dirs: vec![state_dir.clone(), cache_dir, crate::paths::config_dir()],
-        max_cache_bytes: settings.max_cache_bytes,
+        daemon_dirs: vec![dirs.state, dirs.cache, crate::paths::config_dir()],
         approval_timeout: crate::config::seconds(settings.approval_timeout_s, 0.1),
         live: crate::session::LiveLimits {
             max_sessions: settings.max_live_sessions.max(1) as usize,
             idle_timeout: settings.session_idle_timeout(),
         },
-        process_idle: settings.process_idle_timeout(),
-        mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
-            idle: crate::config::seconds(settings.mcp_idle_timeout_s, 0.0),
-            call_timeout: crate::config::seconds(settings.mcp_call_timeout_s, 0.001),
-            start_timeout: crate::config::seconds(settings.mcp_start_timeout_s, 0.001),
-            pid_dir: state_dir.join("mcp"),
-        }),
     }
 }
 

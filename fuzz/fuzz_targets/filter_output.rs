@@ -1,7 +1,8 @@
 #![no_main]
 //! Filter-output validation: arbitrary bytes as a filter's stdout through
-//! `swivald::pipeline::filter::parse_output`, the pure function the filter
-//! chain uses on every stage's output.
+//! `swivald::parse_output` (`pipeline::filter::parse_output` in the
+//! daemon), the pure function the filter chain uses on every stage's
+//! output.
 //!
 //! Beyond "never panics", it checks the fail-closed contract: what is
 //! accepted is exactly the `messages` list of a JSON object that did not say
@@ -10,7 +11,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use swivald::pipeline::filter::parse_output;
+use swivald::parse_output;
 
 fuzz_target!(|data: &[u8]| {
     let json = serde_json::from_slice::<Value>(data).ok();

@@ -1,6 +1,6 @@
 #![no_main]
 //! The newline-delimited framing and dispatch, end to end inside one
-//! process: the real daemon (`swivald::server::run`, with its accept loop,
+//! process: the real daemon (`swivald::run`, with its accept loop,
 //! peer check, framing sniff, line reader, size limit, batches,
 //! notifications and every RPC handler) serves a private Unix socket, and
 //! each fuzz input is written to a fresh connection as raw bytes, then the
@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use swivald::settings::Settings;
-use swivald::transport::Listener;
+use swivald::{Listener, Settings};
 
 /// How long the daemon gets to answer and close one connection.
 const ANSWER_LIMIT: Duration = Duration::from_secs(20);
@@ -74,7 +73,7 @@ fuzz_target!(init: start_daemon(), |data: &[u8]| {
 /// daemon on a private socket in a temporary home, serving again whenever a
 /// fuzz input shuts it down (`daemon/shutdown`).
 fn start_daemon() {
-    if let Some(code) = swivald::sandbox::main_if_helper() {
+    if let Some(code) = swivald::main_if_helper() {
         std::process::exit(if code == std::process::ExitCode::SUCCESS { 0 } else { 1 });
     }
     let home = tempfile::Builder::new().prefix("swivald-fuzz").tempdir().expect("temporary home").keep();
@@ -115,7 +114,7 @@ fn start_daemon() {
             let mut listener = first;
             loop {
                 runtime
-                    .block_on(swivald::server::run(settings.clone(), listener))
+                    .block_on(swivald::run(settings.clone(), listener))
                     .expect("swivald stopped with an error");
                 STOPS.fetch_add(1, Ordering::SeqCst);
                 listener =

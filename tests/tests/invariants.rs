@@ -7,7 +7,11 @@
 //! - only `store/` and `cache/` use SQLite (`rusqlite`);
 //! - `agent/`, `tools/`, `report/` and `mcp/` do not reach into `crate::session`;
 //! - handlers in `rpc/` build no JSON by hand (`json!`): wire types live in
-//!   the protocol crate.
+//!   the protocol crate;
+//! - its top-level modules (each file or directory directly under
+//!   `daemon/src/`) depend on each other without a cycle: a module depends
+//!   on another when its code outside tests (`#[cfg(test)]` items,
+//!   `tests.rs`, `tests/` directories) names `crate::<other>`.
 //!
 //! In the client (`client/src/`, test modules aside): nothing decides by
 //! the words of a daemon message — no `starts_with`, `contains`,
@@ -23,6 +27,7 @@
 //! fix one, delete its entry. Never add an entry for new code.
 //! [`ALLOWED`] holds the few deliberate exceptions, each with its reason.
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +48,8 @@ enum Rule {
     SessionImport,
     /// `json!` in `daemon/src/rpc/`.
     JsonInRpc,
+    /// Top-level modules of `daemon/src/` that depend on each other in a cycle.
+    ModuleCycle,
     /// Client code deciding something by the words of a daemon message.
     ClientReadsWords,
     /// A source file over [`MAX_FILE_LINES`].
@@ -59,6 +66,7 @@ impl Rule {
             Rule::Sqlite => "only daemon/src/store/ and daemon/src/cache/ touch SQLite: add a method there",
             Rule::SessionImport => "agent/, tools/ and report/ must not depend on session/: pass what they need in",
             Rule::JsonInRpc => "rpc/ handlers build no JSON by hand: add a type to the protocol crate",
+            Rule::ModuleCycle => "the modules of daemon/src depend on each other in one direction: move what both need into the lower one (or a leaf module) and re-export it from the other if convenient",
             Rule::ClientReadsWords => "a client branches on data, never on the daemon's words: add a typed field (a kind, an enum) to the protocol and read that",
             Rule::LongFile => "split the file by responsibility (600 lines at most)",
             Rule::LongFn => "split the function (80 lines at most)",
@@ -170,6 +178,160 @@ fn text_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
     }
 }
 
+/// The top-level module of a daemon file (`rel` starts with `daemon/src/`):
+/// `config` for `daemon/src/config/types.rs`, `paths` for
+/// `daemon/src/paths.rs`; `None` for the crate roots.
+fn top_module(rel: &str) -> Option<&str> {
+    let rest = rel.strip_prefix("daemon/src/")?;
+    let first = rest.split('/').next()?;
+    match first {
+        "lib.rs" | "main.rs" => None,
+        _ => Some(first.strip_suffix(".rs").unwrap_or(first)),
+    }
+}
+
+/// Whether a daemon file holds only tests (`tests.rs`, or under `tests/`).
+fn test_file(rel: &str) -> bool {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop() == Some("tests.rs") || parts.contains(&"tests")
+}
+
+/// The lines of `text` outside `#[cfg(test)]` items and comments, with
+/// their numbers (1-based). rustfmt's layout is relied on, as in
+/// [`functions`]: an item with a body ends at the first line that is
+/// exactly the item line's indentation followed by `}`.
+fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let t = lines[i].trim_start();
+        let Some(after) = t.strip_prefix("#[cfg(test)]") else {
+            out.push((i + 1, code(lines[i])));
+            i += 1;
+            continue;
+        };
+        // The item: on the attribute's line, or the next line that is not
+        // an attribute.
+        let mut item = i;
+        if after.trim().is_empty() {
+            item = (i + 1..lines.len()).find(|&j| !lines[j].trim_start().starts_with("#[")).unwrap_or(lines.len());
+        }
+        let Some(line) = lines.get(item) else { break };
+        let indent = &line[..line.len() - line.trim_start().len()];
+        // It ends with its line (`mod tests;`, a field or a variant
+        // followed by `,`) or with its body's closing brace.
+        let end = match (item..lines.len()).find(|&j| {
+            let l = lines[j].trim_end();
+            l.ends_with('{') || l.ends_with(';') || l.ends_with('}') || (j == item && l.ends_with(','))
+        }) {
+            Some(open) if lines[open].trim_end().ends_with('{') => {
+                let close = format!("{indent}}}");
+                let closes = |j: &usize| lines[*j].trim_end().trim_end_matches([',', ';']) == close;
+                (open + 1..lines.len()).find(closes).unwrap_or(lines.len())
+            }
+            Some(last) => last,
+            None => lines.len(),
+        };
+        i = end + 1;
+    }
+    out
+}
+
+/// A dependency of one top-level module on another, and the first place
+/// that makes it.
+type Uses = BTreeMap<String, BTreeMap<String, (String, usize)>>;
+
+/// Which top-level module uses which, from `crate::<module>` in the code
+/// outside tests of each daemon file (`(rel, text)` pairs).
+fn module_uses(files: &[(String, String)]) -> Uses {
+    let modules: BTreeSet<&str> = files.iter().filter_map(|(rel, _)| top_module(rel)).collect();
+    let mut uses = Uses::new();
+    for (rel, text) in files {
+        let Some(from) = top_module(rel).filter(|_| !test_file(rel)) else { continue };
+        for (n, line) in non_test_lines(text) {
+            for (at, _) in line.match_indices("crate::") {
+                let rest = &line[at + "crate::".len()..];
+                let to: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if to != from && modules.contains(to.as_str()) {
+                    let edges = uses.entry(from.to_owned()).or_default();
+                    edges.entry(to).or_insert_with(|| (rel.clone(), n));
+                }
+            }
+        }
+    }
+    uses
+}
+
+/// Every module `from` reaches through `uses` (itself included only
+/// through a cycle).
+fn reach(uses: &Uses, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<&str> = vec![from];
+    while let Some(m) = todo.pop() {
+        for next in uses.get(m).into_iter().flat_map(|e| e.keys()) {
+            if seen.insert(next.clone()) {
+                todo.push(next);
+            }
+        }
+    }
+    seen
+}
+
+/// The shortest cycle from `start` back to itself through `within`.
+fn shortest_cycle(uses: &Uses, start: &str, within: &BTreeSet<String>) -> Vec<String> {
+    let mut came_from: BTreeMap<String, String> = BTreeMap::new();
+    let mut queue = VecDeque::from([start.to_owned()]);
+    while let Some(m) = queue.pop_front() {
+        for next in uses.get(&m).into_iter().flat_map(|e| e.keys()).filter(|n| within.contains(*n)) {
+            if next == start {
+                let mut path = vec![start.to_owned(), m.clone()];
+                while let Some(prev) = came_from.get(path.last().expect("not empty")) {
+                    path.push(prev.clone());
+                }
+                path.pop();
+                path.push(start.to_owned());
+                path.reverse();
+                path.dedup();
+                return path;
+            }
+            if !came_from.contains_key(next) {
+                came_from.insert(next.clone(), m.clone());
+                queue.push_back(next.clone());
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// One violation per group of top-level modules that depend on each other
+/// in a cycle: a shortest cycle, every module of the group, and where each
+/// dependency inside the group is made.
+fn module_cycles(files: &[(String, String)], out: &mut Vec<Violation>) {
+    let uses = module_uses(files);
+    let mut grouped = BTreeSet::new();
+    for start in uses.keys() {
+        let from_start = reach(&uses, start);
+        if grouped.contains(start) || !from_start.contains(start) {
+            continue;
+        }
+        let group: BTreeSet<String> =
+            from_start.into_iter().filter(|m| reach(&uses, m).contains(start.as_str())).collect();
+        grouped.extend(group.iter().cloned());
+        let cycle = shortest_cycle(&uses, start, &group);
+        let (file, line) = uses[start][&cycle[1]].clone();
+        let mut edges = Vec::new();
+        for from in &group {
+            for (to, (rel, n)) in uses[from].iter().filter(|(to, _)| group.contains(*to)) {
+                edges.push(format!("{from} → {to} ({rel}:{n})"));
+            }
+        }
+        let members: Vec<&str> = group.iter().map(String::as_str).collect();
+        let what = format!("module cycle {} among {{{}}}: {}", cycle.join(" → "), members.join(", "), edges.join(", "));
+        out.push(Violation { rule: Rule::ModuleCycle, file, line, what });
+    }
+}
+
 /// Client rules for one file (`rel` starts with `client/src/`): its code
 /// before any test module.
 fn client_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
@@ -255,17 +417,20 @@ fn violations() -> Vec<Violation> {
         rust_files(&root.join(krate), &mut files);
     }
     let mut out = Vec::new();
+    let mut daemon = Vec::new();
     for path in &files {
         let rel = path.strip_prefix(&root).expect("under the root").to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"));
         if rel.starts_with("daemon/src/") {
             text_rules(&rel, &text, &mut out);
+            daemon.push((rel.clone(), text.clone()));
         }
         if rel.starts_with("client/src/") {
             client_rules(&rel, &text, &mut out);
         }
         size_rules(&rel, &text, &mut out);
     }
+    module_cycles(&daemon, &mut out);
     out
 }
 
@@ -347,4 +512,30 @@ fn a_client_reading_a_daemon_messages_words_is_reported_but_not_in_its_tests() {
     client_rules("client/src/cmd/x.rs", text, &mut out);
     let lines: Vec<(Rule, usize)> = out.iter().map(|v| (v.rule, v.line)).collect();
     assert_eq!(lines, [(Rule::ClientReadsWords, 2), (Rule::ClientReadsWords, 4)]);
+}
+
+#[test]
+fn a_module_cycle_is_reported_with_its_modules_but_not_through_tests() {
+    let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
+    let files = [
+        file("daemon/src/lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n"),
+        file(
+            "daemon/src/a/mod.rs",
+            "mod x;\nuse crate::c::Thing;\nenum E {\n    #[cfg(test)]\n    Fake(crate::d::D),\n    Real(crate::b::B),\n}\n",
+        ),
+        file("daemon/src/a/x.rs", "// crate::d in a comment is no dependency\nfn f() -> crate::b::B { todo!() }\n"),
+        file("daemon/src/b.rs", "use crate::c;\n#[cfg(test)]\nmod tests {\n    use crate::d::D;\n}\n"),
+        file("daemon/src/c.rs", "pub struct Thing(crate::a::A);\n#[cfg(test)]\nmod tests;\n"),
+        file("daemon/src/c/tests.rs", "use crate::d::D;\n"),
+        file("daemon/src/d/mod.rs", "use crate::a::A;\n"),
+        file("daemon/src/d/tests/mod.rs", "use crate::b;\n"),
+    ];
+    let mut out = Vec::new();
+    module_cycles(&files, &mut out);
+    let shown: Vec<String> = out.iter().map(|v| format!("{}:{}: {:?}: {}", v.file, v.line, v.rule, v.what)).collect();
+    assert_eq!(
+        shown,
+        ["daemon/src/a/mod.rs:2: ModuleCycle: module cycle a → c → a among {a, b, c}: \
+          a → b (daemon/src/a/mod.rs:6), a → c (daemon/src/a/mod.rs:2), b → c (daemon/src/b.rs:1), c → a (daemon/src/c.rs:1)"]
+    );
 }

@@ -14,10 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swivald::config::{Cidr, SandboxMode};
-use swivald::procs::ProcessRunner;
-use swivald::sandbox::fetch::{fetch_url, FetchEnv, FetchFormat};
-use swivald::sandbox::{self, run_command, CommandEnv, CommandPolicy, SandboxCapabilities};
+use swivald::sandboxed::{self as sandbox, fetch_url, run_command, Cidr, CommandEnv, CommandPolicy, FetchEnv};
+use swivald::sandboxed::{FetchFormat, ProcessRunner, SandboxCapabilities, SandboxMode};
 use tokio_util::sync::CancellationToken;
 
 /// Where test commands are looked up (not the pyenv shims on the dev PATH).
@@ -57,7 +55,7 @@ fn os_env(
         socket: hide.into_iter().next(),
         ..sandbox::PlanInput::default()
     };
-    let env_vars = sandbox::command::allowed_environment(std::env::vars_os(), &[]);
+    let env_vars = sandbox::allowed_environment(std::env::vars_os(), &[]);
     let (env, status) =
         CommandEnv::new(CommandPolicy::Whitelist(map), &base, input, caps, helper(), env_vars, runner());
     println!("sandbox status: {}", status.summary());
@@ -427,7 +425,7 @@ fn fetch_env(base: &Path) -> FetchEnv {
 
 async fn fetch(env: &FetchEnv, url: &str) -> String {
     let out = fetch_url(env, url, FetchFormat::Markdown, Duration::from_secs(10)).await.text;
-    println!("fetch {url}\n{}", swivald::sandbox::spill::truncate_utf8(&out, 2000));
+    println!("fetch {url}\n{}", sandbox::truncate_utf8(&out, 2000));
     out
 }
 

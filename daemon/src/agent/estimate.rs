@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 /// Rough token count: four characters a token, as Swival's fallback does.
+#[cfg(test)]
 pub fn estimate_tokens(messages: &[Value], tools: &[Value]) -> u64 {
     let chars: usize = messages.iter().chain(tools).map(json_len).sum();
     (chars / 4) as u64

@@ -82,6 +82,36 @@ pub struct ResponseCache {
     counters: Counters,
 }
 
+/// The response cache, opened the first time something needs it (a run
+/// with `cache = true`, `cache/stats`, `cache/clear`): a daemon that only
+/// starts, or serves reads, never opens the file.
+pub struct LazyCache {
+    /// The database file.
+    path: PathBuf,
+    /// Its size cap in bytes.
+    max_bytes: u64,
+    /// The cache, or why it could not be opened, once tried.
+    opened: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
+}
+
+impl LazyCache {
+    /// A cache at `path` capped at `max_bytes`, not opened yet.
+    pub fn new(path: PathBuf, max_bytes: u64) -> LazyCache {
+        LazyCache { path, max_bytes, opened: std::sync::OnceLock::new() }
+    }
+
+    /// The cache, opened now if it was not; the error says what to do.
+    pub fn get(&self) -> Result<Arc<ResponseCache>, String> {
+        self.opened
+            .get_or_init(|| {
+                ResponseCache::open(&self.path, self.max_bytes)
+                    .map(Arc::new)
+                    .map_err(|e| format!("{e}; check the cache directory or set cache = false"))
+            })
+            .clone()
+    }
+}
+
 /// The parts of a request that make its key.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyParts<'a> {
@@ -292,9 +322,6 @@ impl ResponseCache {
         db.execute("DELETE FROM replies", []).map(|n| n as u64).unwrap_or(0)
     }
 }
-
-/// Shared handle.
-pub type Cache = Arc<ResponseCache>;
 
 #[cfg(test)]
 mod tests {

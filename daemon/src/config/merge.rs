@@ -10,8 +10,8 @@ use super::parse::{ignored_warning, normalize, profiles, toml_to_json, type_name
 use super::schema::{self, Kind, Support};
 use super::stages::ProcessMode;
 use super::types::{KeptKeys, SessionConfig};
+use super::ProviderKind;
 use super::{ConfigError, EffectiveConfig, Origin, SOURCE_DEFAULT, SOURCE_REQUEST};
-use crate::provider::ProviderKind;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;

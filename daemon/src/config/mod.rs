@@ -35,6 +35,7 @@ mod command;
 mod mcp;
 mod merge;
 mod parse;
+mod provider;
 mod schema;
 mod stages;
 mod trust;
@@ -44,16 +45,11 @@ mod types;
 mod tests;
 
 pub use command::Command;
-pub use mcp::{check_name as check_mcp_server_name, McpJson, PROJECT_MCP_JSON};
-pub use stages::{
-    CommandHook, FilterStage, HookPoint, OnFailure, ProcessMode, SecretPattern, DEFAULT_FILTER_TIMEOUT_S,
-    DEFAULT_HOOK_TIMEOUT_S,
-};
+pub use mcp::{McpJson, PROJECT_MCP_JSON};
+pub use provider::ProviderKind;
+pub use stages::{CommandHook, HookPoint, OnFailure, ProcessMode, SecretPattern};
 pub use trust::ProjectFile;
-pub use types::{
-    Cidr, CommandAccess, CommandsMode, FilesMode, KeptKeys, McpServerConfig, ReasoningEffort, SandboxMode, Secret,
-    SessionConfig,
-};
+pub use types::{Cidr, CommandAccess, FilesMode, McpServerConfig, SandboxMode, Secret, SessionConfig};
 
 use serde::Serialize;
 use std::collections::BTreeMap;

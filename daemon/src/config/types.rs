@@ -8,8 +8,8 @@
 //! [`super::load`] again with the original request config.
 
 use super::command::Command;
+use super::provider::ProviderKind;
 use super::stages::{CommandHook, FilterStage, SecretPattern};
-use crate::provider::ProviderKind;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! sandbox probe is described by a [`Launch`], not by separate spawn code.
 
 use super::ProcError;
-use std::ffi::OsString;
+use crate::environment::Env;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
@@ -32,15 +32,6 @@ pub struct Launch {
     /// Resource limits set in the child before it executes (the model's
     /// commands).
     pub limits: Option<super::limits::Rlimits>,
-}
-
-/// A child's environment.
-#[derive(Debug, Clone)]
-pub enum Env {
-    /// The daemon's environment plus these (later entries win).
-    Inherit(Vec<(String, OsString)>),
-    /// Exactly these and nothing of the daemon's (later entries win).
-    Exact(Vec<(String, OsString)>),
 }
 
 /// How a child's stdio is wired.

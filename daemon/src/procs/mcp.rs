@@ -15,7 +15,8 @@
 //! configured server (and base dir), bounded by the configs the user
 //! trusted, idle most of the time; slots bound the work started per call.
 
-use super::launch::{self, Env, Io, Launch, Started, Through};
+use super::launch::{self, Io, Launch, Started, Through};
+use super::Env;
 use super::{Pinned, ProcError};
 use std::path::{Path, PathBuf};
 

@@ -31,12 +31,12 @@ mod persistent;
 pub mod pin;
 
 pub use child::{kill_group, output, run, OneShot, Output, ProcError};
-pub use launch::{Env, Io, Launch, Through};
+pub use launch::{Io, Launch, Through};
 pub use limits::Limits;
-pub use merged::{Capture, Ending, Merged, DRAIN_GRACE};
+pub use merged::{Capture, Ending, Merged};
 pub use pin::{locate, Pinned};
 
-pub use crate::environment::CallerEnv;
+pub use crate::environment::{CallerEnv, Env};
 use child::{drive, spawn, Spawned};
 use persistent::Worker;
 use std::collections::{HashMap, VecDeque};

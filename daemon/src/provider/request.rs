@@ -32,7 +32,7 @@ pub enum Outbound<'a> {
 
 impl Outbound<'_> {
     /// The messages as JSON values.
-    pub fn to_values(&self) -> Vec<Value> {
+    pub fn to_values(self) -> Vec<Value> {
         match self {
             Outbound::Stored(raw) => {
                 raw.iter().map(|m| serde_json::from_str(m.get()).expect("a stored message is JSON")).collect()

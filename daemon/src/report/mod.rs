@@ -5,7 +5,7 @@
 
 mod record;
 
-pub use record::{Entry, RunRecord};
+pub use record::RunRecord;
 use swival_protocol::{round3, Report, ReportResult, ReportSandbox, ReportSettings, RunResult};
 
 /// What the report says about the session's settings.

@@ -13,7 +13,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         serve(params.parse::<SessionRef>(), pending, ctx).await
     })?;
     super::method::<swival_protocol::methods::typed::BuffersRespond>(module, |p, ctx| {
-        Ok(BufferRespondResult { accepted: ctx.sessions.editor_buffers().respond(&p.request_id, p.text) })
+        Ok(BufferRespondResult { accepted: ctx.services.buffers.respond(&p.request_id, p.text) })
     })?;
     Ok(())
 }
@@ -32,7 +32,7 @@ async fn serve(
         }
     };
     let sink = pending.accept().await?;
-    let buffers = ctx.sessions.editor_buffers();
+    let buffers = &ctx.services.buffers;
     let (id, mut reads) = buffers.serve(session);
     loop {
         tokio::select! {

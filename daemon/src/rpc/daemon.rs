@@ -1,4 +1,5 @@
-//! `initialize`, `daemon/status`, `daemon/shutdown`.
+//! `initialize`, `daemon/status`, `daemon/shutdown`, and the daemon-wide
+//! services' own methods: `mcp/status`, `cache/stats`, `cache/clear`.
 
 use super::{app_error, method, DaemonContext};
 use jsonrpsee::core::RegisterMethodError;
@@ -6,8 +7,8 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 use swival_protocol::methods::{self, typed as m};
 use swival_protocol::{
-    Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, PeerInfo, ShutdownResult,
-    PROTOCOL_VERSION,
+    CacheClearResult, Capabilities, DaemonStatus, ErrorCode, InitializeParams, InitializeResult, McpStatusResult,
+    PeerInfo, ShutdownResult, PROTOCOL_VERSION,
 };
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
@@ -21,7 +22,16 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.shutdown.trigger();
         Ok(ShutdownResult { stopping: true })
     })?;
+    method::<m::McpStatus>(module, |_, ctx| Ok(McpStatusResult { servers: ctx.services.mcp.status() }))?;
+    method::<m::CacheStatsMethod>(module, |_, ctx| cache(ctx).map(|c| c.stats()))?;
+    method::<m::CacheClear>(module, |_, ctx| cache(ctx).map(|c| CacheClearResult { removed: c.clear() }))?;
     Ok(())
+}
+
+/// The response cache, opened now if it was not; a cache that cannot be
+/// opened is a configuration error.
+fn cache(ctx: &DaemonContext) -> Result<std::sync::Arc<crate::cache::ResponseCache>, ErrorObjectOwned> {
+    ctx.services.cache.get().map_err(|e| app_error(ErrorCode::ConfigInvalid, e))
 }
 
 fn initialize(params: InitializeParams, ctx: &DaemonContext) -> Result<InitializeResult, ErrorObjectOwned> {

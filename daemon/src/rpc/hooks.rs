@@ -30,7 +30,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         serve(params.parse().and_then(registration), pending, ctx).await
     })?;
     super::method::<swival_protocol::methods::typed::HooksRespond>(module, |p, ctx| {
-        Ok(HookRespondResult { accepted: ctx.sessions.hook_registry().respond(&p.call_id, p.result) })
+        Ok(HookRespondResult { accepted: ctx.services.hooks.respond(&p.call_id, p.result) })
     })?;
     Ok(())
 }
@@ -49,7 +49,7 @@ async fn serve(
         }
     };
     let sink = pending.accept().await?;
-    let registry = ctx.sessions.hook_registry();
+    let registry = &ctx.services.hooks;
     let name = reg.name.clone();
     let (id, mut invocations) = registry.register(reg);
     tracing::info!("client hook {name} registered");

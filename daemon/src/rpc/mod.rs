@@ -19,7 +19,9 @@ use std::time::Instant;
 use swival_protocol::methods::Method;
 use swival_protocol::{Activation, ErrorCode};
 
-/// What the handlers can reach: the daemon-wide services.
+/// What the handlers can reach: the daemon's own figures, the sessions,
+/// and the daemon-wide services, each called directly by the handlers it
+/// concerns.
 pub struct DaemonContext {
     /// When the daemon started, for `uptime_s`.
     pub started: Instant,
@@ -35,6 +37,9 @@ pub struct DaemonContext {
     pub max_message_size: u64,
     /// Every session and run.
     pub sessions: Arc<crate::session::Sessions>,
+    /// The daemon-wide services (MCP servers, cache, client hooks, editor
+    /// buffers, approvals).
+    pub services: crate::services::Services,
     /// Open event subscriptions, daemon-wide.
     pub subscriptions: Arc<Subscriptions>,
 }
@@ -64,11 +69,6 @@ impl Subscriptions {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1))
             .ok()
             .map(|_| SubscriptionSlot(self.clone()))
-    }
-
-    /// Open now.
-    pub fn open(&self) -> u32 {
-        self.open.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

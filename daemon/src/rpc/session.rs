@@ -58,11 +58,6 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     register_runs(module)?;
     method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;
-    method::<m::McpStatus>(module, |_, ctx| Ok(ctx.sessions.mcp_status()))?;
-    method::<m::CacheStatsMethod>(module, |_, ctx| ctx.sessions.cache().map(|c| c.stats()).map_err(rpc_error))?;
-    method::<m::CacheClear>(module, |_, ctx| {
-        ctx.sessions.cache().map(|c| swival_protocol::CacheClearResult { removed: c.clear() }).map_err(rpc_error)
-    })?;
     method::<m::PolicyCheck>(module, |p, ctx| {
         ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv, p.env).map_err(rpc_error)
     })?;
@@ -96,7 +91,9 @@ fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMe
         module,
         |p, ctx| async move { ctx.sessions.wait(&p.run_id).await.map_err(rpc_error) },
     )?;
-    method::<m::RunApprove>(module, |p, ctx| Ok(ApproveResult { accepted: ctx.sessions.approve(&p) }))?;
+    method::<m::RunApprove>(module, |p, ctx| {
+        Ok(ApproveResult { accepted: ctx.services.approvals.answer(&p.session_id, &p.approval_id, p.decision) })
+    })?;
     Ok(())
 }
 

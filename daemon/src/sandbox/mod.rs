@@ -38,8 +38,7 @@ pub mod status;
 
 pub use command::{run_command, run_command_tool, CommandEnv};
 pub use fetch::{fetch_url, fetch_url_tool, FetchEnv};
-pub use policy::{check, resolve_whitelist, CommandPolicy, CommandRefusal, WhitelistError};
-pub use ssrf::is_forbidden;
+pub use policy::{check, resolve_whitelist, CommandPolicy};
 pub use status::{NetBlock, PlanInput, SandboxCapabilities, SandboxStatus};
 
 use serde::{Deserialize, Serialize};

@@ -10,8 +10,6 @@ use crate::config::SandboxMode;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Landlock ABI that confines connecting to named Unix sockets.
-pub const LANDLOCK_ABI_UNIX_SOCKETS: u32 = 9;
 /// Landlock ABI that scopes signals and abstract Unix sockets.
 pub const LANDLOCK_ABI_SCOPES: u32 = 6;
 /// Landlock ABI that controls truncation.

@@ -160,6 +160,7 @@ impl SecretShield {
     }
 
     /// How many distinct secrets this shield has replaced so far.
+    #[cfg(test)]
     pub fn known_secrets(&self) -> usize {
         self.registry.len()
     }
@@ -208,6 +209,7 @@ impl SecretShield {
 
     /// `value` with every string value (not object keys) encrypted: reports
     /// and traces are written this way.
+    #[cfg(test)]
     pub fn encrypt_json(&mut self, value: &Value) -> Value {
         let mut value = value.clone();
         self.encrypt_json_in_place(&mut value);
@@ -256,6 +258,7 @@ impl SecretShield {
     /// A copy of a reply message with [`SecretShield::decrypt_text`] applied
     /// to its `content` (string or text parts) and each
     /// `tool_calls[].function.arguments`.
+    #[cfg(test)]
     pub fn decrypt_message(&self, message: &Value) -> Value {
         let mut message = message.clone();
         if let Some(obj) = message.as_object_mut() {

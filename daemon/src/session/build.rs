@@ -109,8 +109,6 @@ impl Sessions {
         let session = Session {
             id: row.id.clone(),
             base_dir: base,
-            title: row.title.clone(),
-            created_at: row.created_at.clone(),
             config,
             env,
             events: self.shared.logs.log(&row.id),

@@ -26,12 +26,14 @@ mod runs;
 mod tests;
 mod trust;
 
-use crate::cache::ResponseCache;
+use crate::cache::{LazyCache, ResponseCache};
 use crate::config::{self, EffectiveConfig};
+use crate::mcp::McpPool;
 use crate::pipeline::hooks::rpc::HookRegistry;
 use crate::pipeline::Pipeline;
 use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
+use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 pub use actor::NewRun;
@@ -95,8 +97,6 @@ pub struct SessionSettings {
     pub max_llm_calls: usize,
     /// Base of the provider retry backoff.
     pub backoff_base: Duration,
-    /// Most helper processes (filters, hooks, reviewers) running at once.
-    pub max_children: usize,
     /// What the kernel lets the command sandbox enforce (probed at start).
     pub sandbox_caps: SandboxCapabilities,
     /// The daemon's socket, hidden from the model's commands.
@@ -104,19 +104,10 @@ pub struct SessionSettings {
     /// The daemon's state, cache and config directories, hidden from the
     /// model's commands (other sessions' conversations, the trust records).
     pub daemon_dirs: Vec<PathBuf>,
-    /// The response cache file.
-    pub cache_path: PathBuf,
-    /// Its size cap in bytes.
-    pub max_cache_bytes: u64,
     /// When sessions are dropped from memory.
     pub live: LiveLimits,
     /// How long a run waits for a command's approval before it counts as rejected.
     pub approval_timeout: std::time::Duration,
-    /// The daemon's MCP servers.
-    pub mcp: Arc<crate::mcp::McpPool>,
-    /// When unused prespawn pools and persistent workers are stopped
-    /// (`process_idle_timeout_s`); `None`: at shutdown only.
-    pub process_idle: Option<Duration>,
 }
 
 /// Every session, live or stored.
@@ -129,7 +120,8 @@ pub struct Sessions {
     callers: caller::Callers,
 }
 
-/// Services every session and run uses.
+/// What every session and run uses: the daemon-wide services (given by
+/// the server, see [`Services`]) and what only runs share.
 pub(crate) struct Shared {
     /// The database.
     pub store: Arc<Store>,
@@ -144,12 +136,14 @@ pub(crate) struct Shared {
     pub runner: Arc<ProcessRunner>,
     /// Client hooks, daemon-wide.
     pub hooks: Arc<HookRegistry>,
+    /// The daemon's MCP servers.
+    pub mcp: Arc<McpPool>,
     /// Approvals runs wait for (`commands = "ask"`), daemon-wide.
     pub approvals: Arc<crate::sandbox::ask::Approvals>,
     /// Editors serving sessions' reads from their buffers, daemon-wide.
     pub buffers: Arc<crate::editor::EditorBuffers>,
-    /// The response cache, opened on first use.
-    pub cache: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
+    /// The response cache, opened on first use (see [`Shared::cache`]).
+    pub cache: Arc<LazyCache>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
     /// The daemon's shutdown: when it begins every run ends, and the
@@ -167,13 +161,7 @@ impl Shared {
 
     /// The response cache, opened the first time a session needs it.
     pub fn cache(&self) -> Result<Arc<ResponseCache>, String> {
-        self.cache
-            .get_or_init(|| {
-                ResponseCache::open(&self.settings.cache_path, self.settings.max_cache_bytes)
-                    .map(Arc::new)
-                    .map_err(|e| format!("{e}; check the cache directory or set cache = false"))
-            })
-            .clone()
+        self.cache.get()
     }
 }
 
@@ -183,10 +171,6 @@ pub struct Session {
     pub id: SessionId,
     /// Its base directory (canonical).
     pub base_dir: PathBuf,
-    /// Its title.
-    pub title: Option<String>,
-    /// RFC 3339 creation time.
-    pub created_at: String,
     /// Its effective configuration.
     pub config: EffectiveConfig,
     /// The environment its runs happen in (the caller's).
@@ -241,20 +225,22 @@ fn check_base_dir(base_dir: &str) -> Result<PathBuf, SessionError> {
 }
 
 impl Sessions {
-    /// Open the registry: runs the store says were in flight when the
-    /// daemon last stopped are marked interrupted, each with its terminal
-    /// `run_finished` event.
-    pub fn open(store: Arc<Store>, settings: SessionSettings, shutdown: Shutdown) -> Result<Sessions, StoreError> {
+    /// Open the registry on the daemon's `services`: runs the store says
+    /// were in flight when the daemon last stopped are marked interrupted,
+    /// each with its terminal `run_finished` event.
+    pub fn open(services: &Services, settings: SessionSettings, shutdown: Shutdown) -> Result<Sessions, StoreError> {
+        let store = services.store.clone();
         let shared = Arc::new(Shared {
             store: store.clone(),
             logs: Logs::new(store.clone()),
             http: std::sync::OnceLock::new(),
             llm_slots: Semaphore::new(settings.max_llm_calls.max(1)),
-            runner: Arc::new(ProcessRunner::new(settings.max_children)),
-            hooks: Arc::default(),
-            approvals: Arc::default(),
-            buffers: Arc::default(),
-            cache: std::sync::OnceLock::new(),
+            runner: services.runner.clone(),
+            hooks: services.hooks.clone(),
+            mcp: services.mcp.clone(),
+            approvals: services.approvals.clone(),
+            buffers: services.buffers.clone(),
+            cache: services.cache.clone(),
             settings,
             shutdown,
         });
@@ -277,17 +263,10 @@ impl Sessions {
         }
         let live = Arc::new(Live::new(shared.settings.live));
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            // Idle sessions leave memory; idle prespawn pools and workers stop.
+            // Idle sessions leave memory.
             if let Some(timeout) = shared.settings.live.idle_timeout {
                 let (live, shutdown) = (Arc::downgrade(&live), shared.shutdown.clone());
                 rt.spawn(async move { shutdown.sweep_until_stopped(live, timeout, Live::sweep).await });
-            }
-            if let Some(idle) = shared.settings.process_idle {
-                let (runner, shutdown) = (Arc::downgrade(&shared.runner), shared.shutdown.clone());
-                let retire = move |runner: &ProcessRunner, now| {
-                    runner.retire_idle(now, idle);
-                };
-                rt.spawn(async move { shutdown.sweep_until_stopped(runner, idle, retire).await });
             }
         }
         Ok(Sessions { shared, live, callers: caller::Callers::default() })
@@ -426,23 +405,14 @@ impl Sessions {
         // A session in use leases its MCP servers (started by its first
         // run) and clears the spill files its earlier runs left.
         let session = &handle.session;
-        parts.tools.mcp = crate::mcp::SessionMcp::new(
-            &self.shared.settings.mcp,
-            session.pipeline.mcp.clone(),
-            session.base_dir.clone(),
-        );
+        parts.tools.mcp =
+            crate::mcp::SessionMcp::new(&self.shared.mcp, session.pipeline.mcp.clone(), session.base_dir.clone());
         crate::sandbox::spill::sweep(&session.base_dir);
         // A close stored by the copy that held the session before is seen
         // here: that copy left the registry only after storing it.
         let closed = loaded && self.shared.store.is_closed(&handle.session.id).unwrap_or(false);
         Actor::spawn(self.shared.clone(), &self.live, &handle, rx, parts, closed);
         handle
-    }
-
-    /// `run/approve`: answer a question a run of the session waits on;
-    /// false when none such waits (answered, timed out, or ended).
-    pub fn approve(&self, p: &swival_protocol::ApproveParams) -> bool {
-        self.shared.approvals.answer(&p.session_id, &p.approval_id, p.decision)
     }
 
     /// `session/prune`: delete the sessions unused for `older_than` (never
@@ -518,42 +488,6 @@ impl Sessions {
     /// Runs in flight right now (`daemon/status`).
     pub fn runs_in_flight(&self) -> usize {
         self.live.run_count()
-    }
-
-    /// Stop the daemon-wide services runs use (policy script workers, MCP
-    /// servers), once shutdown has drained: runs were cancelled when it
-    /// began, and those that did not record their end within the grace
-    /// period stay unfinished in the store, marked interrupted at the next start.
-    pub async fn stop_services(&self) {
-        self.shared.runner.shutdown().await;
-        self.shared.settings.mcp.shutdown();
-    }
-
-    /// `mcp/status`: every MCP server of the daemon.
-    pub fn mcp_status(&self) -> swival_protocol::McpStatusResult {
-        swival_protocol::McpStatusResult { servers: self.shared.settings.mcp.status() }
-    }
-
-    /// The response cache (opened on first use).
-    pub fn cache(&self) -> Result<Arc<ResponseCache>, SessionError> {
-        self.shared.cache().map_err(SessionError::Config)
-    }
-
-    /// The daemon-wide registry of client hooks.
-    pub fn hook_registry(&self) -> Arc<HookRegistry> {
-        self.shared.hooks.clone()
-    }
-
-    /// Editors serving reads from their buffers (`buffers/serve`).
-    pub fn editor_buffers(&self) -> Arc<crate::editor::EditorBuffers> {
-        self.shared.buffers.clone()
-    }
-
-    /// A warning event on a session (used by policy code).
-    pub fn warn(&self, id: &SessionId, message: String) {
-        if matches!(self.shared.store.session(id), Ok(Some(_))) {
-            self.shared.logs.log(id).emit(None, EventKind::Warning { message });
-        }
     }
 }
 

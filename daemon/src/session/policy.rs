@@ -67,7 +67,7 @@ impl Sessions {
             reviewer: p.reviewer_status(),
             sandbox: sandbox_status(&session),
             protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
-            mcp_servers: self.shared.settings.mcp.status_of(&p.mcp),
+            mcp_servers: self.shared.mcp.status_of(&p.mcp),
         })
     }
 }

@@ -15,28 +15,31 @@ struct Fixture {
 fn fixture(max_sessions: usize) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("project")).unwrap();
-    let store = Arc::new(Store::open(&dir.path().join("db.sqlite")).unwrap());
-    let settings = SessionSettings {
-        global_config: None,
-        max_llm_calls: 4,
-        backoff_base: Duration::ZERO,
-        max_children: 4,
-        sandbox_caps: SandboxCapabilities::none("unit test"),
-        socket: None,
-        daemon_dirs: Vec::new(),
-        cache_path: dir.path().join("cache.db"),
-        max_cache_bytes: 1 << 20,
-        approval_timeout: Duration::from_secs(60),
-        live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
-        process_idle: Some(Duration::from_secs(60)),
+    let services = Services {
+        store: Arc::new(Store::open(&dir.path().join("db.sqlite")).unwrap()),
+        runner: Arc::new(ProcessRunner::new(4)),
         mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
             idle: Duration::from_secs(60),
             call_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(60),
             pid_dir: dir.path().join("mcp"),
         }),
+        hooks: Arc::default(),
+        approvals: Arc::default(),
+        buffers: Arc::default(),
+        cache: Arc::new(LazyCache::new(dir.path().join("cache.db"), 1 << 20)),
     };
-    let sessions = Sessions::open(store, settings, crate::shutdown::Shutdown::new()).unwrap();
+    let settings = SessionSettings {
+        global_config: None,
+        max_llm_calls: 4,
+        backoff_base: Duration::ZERO,
+        sandbox_caps: SandboxCapabilities::none("unit test"),
+        socket: None,
+        daemon_dirs: Vec::new(),
+        approval_timeout: Duration::from_secs(60),
+        live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
+    };
+    let sessions = Sessions::open(&services, settings, crate::shutdown::Shutdown::new()).unwrap();
     Fixture { dir, sessions }
 }
 

@@ -559,7 +559,8 @@ pub type Then<T> = Box<dyn FnOnce(Result<T, StoreError>) + Send>;
 /// What is written in the same commit as an event.
 #[derive(Debug, Clone, Copy)]
 pub enum EventWith<'a> {
-    /// Nothing else.
+    /// Nothing else (tests write bare events).
+    #[cfg(test)]
     Nothing,
     /// The run row of the run this event starts (`run_started`).
     Start(&'a RunRow),

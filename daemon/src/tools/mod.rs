@@ -162,6 +162,7 @@ impl ToolBox {
     }
 
     /// Run one tool call; the result string is what the model sees.
+    #[cfg(test)]
     pub fn call(&mut self, name: &str, raw_args: &str) -> String {
         self.call_with_id(name, raw_args, "").text
     }

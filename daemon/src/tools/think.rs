@@ -32,16 +32,6 @@ enum Mode {
 }
 
 impl Thinking {
-    /// Thoughts recorded so far.
-    pub fn len(&self) -> usize {
-        self.history.len()
-    }
-
-    /// Whether no thought was recorded yet.
-    pub fn is_empty(&self) -> bool {
-        self.history.is_empty()
-    }
-
     /// Recorded thought numbers, sorted.
     fn numbers(&self) -> Vec<i64> {
         let mut v: Vec<i64> = self.history.iter().map(|&(t, _)| t).collect();

@@ -3,8 +3,8 @@
 
 mod scripts;
 
+use super::types::ReasoningEffort;
 use super::*;
-use crate::provider::ProviderKind;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

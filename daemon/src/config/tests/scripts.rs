@@ -2,6 +2,7 @@
 //! stages, hooks, the reviewer, the command provider, the command
 //! whitelist, and the paths they resolve against.
 
+use super::super::stages::DEFAULT_FILTER_TIMEOUT_S;
 use super::super::*;
 use super::Fixture;
 use serde_json::json;

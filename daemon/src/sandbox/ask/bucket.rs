@@ -228,6 +228,7 @@ pub fn high_risk_reason(bucket: &str) -> Option<&'static str> {
 }
 
 /// Whether a bucket is high-risk ([`high_risk_reason`]).
+#[cfg(test)]
 pub fn high_risk(bucket: &str) -> bool {
     high_risk_reason(bucket).is_some()
 }

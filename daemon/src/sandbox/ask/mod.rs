@@ -27,7 +27,9 @@ mod sed;
 #[cfg(test)]
 mod tests;
 
-pub use bucket::{bucket, classify, high_risk, Verdict};
+#[cfg(test)]
+use bucket::{bucket, high_risk};
+pub use bucket::{classify, Verdict};
 pub use changes::Changed;
 pub use files::code_files;
 

@@ -14,7 +14,7 @@
 //! To add a use: one entry in [`RISKY`] with an `example` command line;
 //! the unit test runs every entry's example and fails until it matches.
 
-pub use super::matcher::{find, Hit};
+pub use super::matcher::find;
 use super::scripts;
 
 /// An argument that makes a program run other code.
@@ -69,7 +69,8 @@ pub struct Risky {
     pub name: &'static str,
     /// Why it is high-risk, as the user reads it.
     pub reason: &'static str,
-    /// A command line of this use: its unit test.
+    /// A command line of this use: its unit test (read by tests only).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the data of the unit test that matches every entry"))]
     pub example: &'static [&'static str],
 }
 

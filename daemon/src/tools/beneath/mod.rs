@@ -212,11 +212,6 @@ impl Beneath {
         Ok(Beneath { fd, shown: root.to_owned() })
     }
 
-    /// The directory's path, as opened.
-    pub fn root(&self) -> &Path {
-        &self.shown
-    }
-
     /// The directory `rel` beneath this one.
     pub fn open_dir(&self, rel: &Path) -> Result<Beneath, Error> {
         let fd = self.open_raw(rel, dir_flags(), Mode::empty())?;

@@ -116,7 +116,7 @@ pub fn floor_child(args: &[String]) {
     let mut insert = db.prepare("INSERT INTO events (session_id, seq, body) VALUES (?1, ?2, ?3)").unwrap();
     let mut out = std::io::stdout().lock();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let client = swivald::provider::Provider::http_client();
+    let client = swivald::provider_http_client();
     let event = r#"{"type":"tool_call_started","run_id":"r-0123456789abcdef","call_id":"c1","name":"read_file","arguments":{"file_path":"a.txt","limit":100}}"#;
     let mut started = None;
     for i in 0..WARM_UP + turns {
