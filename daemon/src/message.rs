@@ -1,16 +1,18 @@
 //! A conversation's messages, typed: OpenAI chat messages with roles as an
 //! enum, tool calls as values, and the daemon's own marks as fields.
 //!
-//! A message has two JSON forms, both with keys in the order a JSON object
-//! sorts them (the order swivald has always stored and sent them in):
+//! A message has two JSON forms, both made as a JSON object with its keys
+//! inserted in the order swivald has always written them (`role`,
+//! `tool_call_id`, `content`, `tool_calls`, then the marks), so they come
+//! out byte for byte as before whichever order serde_json keeps:
 //! - stored: what the store keeps, internal marks included
 //!   (`_swival_synthetic`);
 //! - wire ([`Message::wire`]): what a provider is sent, without them.
 
 use serde::de::Error as _;
-use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// Who says a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,82 +111,56 @@ impl Message {
 
     /// The message serialised as a provider is sent it.
     pub fn wire(&self) -> Box<RawValue> {
-        serde_json::value::to_raw_value(&Form { message: self, stored: false }).expect("a message serializes")
+        serde_json::value::to_raw_value(&self.object(false)).expect("a message serializes")
     }
 
     /// The message serialised as it is stored.
     pub fn stored(&self) -> String {
-        serde_json::to_string(self).expect("a message serializes")
+        self.to_value().to_string()
     }
 
     /// The message as a JSON value in its stored form (what hooks and
     /// filters are shown).
-    pub fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("a message serializes")
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.object(true))
+    }
+
+    /// The message as a JSON object, with its marks when `stored`.
+    fn object(&self, stored: bool) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("role".into(), Value::from(self.role.as_str()));
+        if let Some(id) = &self.tool_call_id {
+            m.insert("tool_call_id".into(), Value::from(id.as_str()));
+        }
+        m.insert("content".into(), self.content.as_deref().map_or(Value::Null, Value::from));
+        if !self.tool_calls.is_empty() {
+            m.insert("tool_calls".into(), Value::Array(self.tool_calls.iter().map(ToolCall::nested).collect()));
+        }
+        if stored && self.synthetic {
+            m.insert("_swival_synthetic".into(), Value::Bool(true));
+        }
+        m
     }
 }
 
-/// A message in one of its forms.
-struct Form<'a> {
-    message: &'a Message,
-    stored: bool,
-}
-
-impl Serialize for Form<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m = self.message;
-        let marked = self.stored && m.synthetic;
-        let len =
-            2 + usize::from(marked) + usize::from(m.tool_call_id.is_some()) + usize::from(!m.tool_calls.is_empty());
-        // Keys in sorted order, as a JSON object writes them.
-        let mut st = s.serialize_struct("Message", len)?;
-        if marked {
-            st.serialize_field("_swival_synthetic", &true)?;
-        }
-        st.serialize_field("content", &m.content)?;
-        st.serialize_field("role", &m.role)?;
-        if let Some(id) = &m.tool_call_id {
-            st.serialize_field("tool_call_id", id)?;
-        }
-        if !m.tool_calls.is_empty() {
-            st.serialize_field("tool_calls", &NestedCalls(&m.tool_calls))?;
-        }
-        st.end()
+impl ToolCall {
+    /// The call in the chat API's nested form.
+    fn nested(&self) -> Value {
+        let mut function = Map::new();
+        function.insert("name".into(), Value::from(self.name.as_str()));
+        function.insert("arguments".into(), Value::from(self.arguments.as_str()));
+        let mut call = Map::new();
+        call.insert("id".into(), Value::from(self.id.as_str()));
+        call.insert("type".into(), Value::from("function"));
+        call.insert("function".into(), Value::Object(function));
+        Value::Object(call)
     }
 }
 
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Form { message: self, stored: true }.serialize(s)
+        self.object(true).serialize(s)
     }
-}
-
-/// Tool calls in the chat API's nested form.
-struct NestedCalls<'a>(&'a [ToolCall]);
-
-impl Serialize for NestedCalls<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Nested))
-    }
-}
-
-/// One tool call in the chat API's nested form.
-struct Nested<'a>(&'a ToolCall);
-
-impl Serialize for Nested<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("function", &Function { arguments: &self.0.arguments, name: &self.0.name })?;
-        map.serialize_entry("id", &self.0.id)?;
-        map.serialize_entry("type", "function")?;
-        map.end()
-    }
-}
-
-#[derive(Serialize)]
-struct Function<'a> {
-    arguments: &'a str,
-    name: &'a str,
 }
 
 /// A stored message as read back.
@@ -242,7 +218,9 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn both_forms_keep_the_sorted_keys_of_a_json_object() {
+    fn both_forms_are_the_json_objects_swivald_always_wrote() {
+        // A `json!` object keeps (or sorts) its keys as serde_json is built
+        // to; a message's forms follow the same rule.
         let nudge = Message::synthetic("go on");
         assert_eq!(nudge.stored(), json!({"role": "user", "content": "go on", "_swival_synthetic": true}).to_string());
         assert_eq!(nudge.wire().get(), json!({"role": "user", "content": "go on"}).to_string());
