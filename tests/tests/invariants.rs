@@ -17,6 +17,8 @@
 //! the words of a daemon message — no `starts_with`, `contains`,
 //! `ends_with` or `split` on an `error`, `message`, `source`, `content`,
 //! `reason` or `answer`: the protocol carries a typed field for that.
+//! Anywhere in `client/`, tests included: no `json!`; the client speaks
+//! to the daemon in typed values.
 //!
 //! In every crate of the workspace: no source file over 600 lines, no
 //! function over 80 lines.
@@ -52,6 +54,8 @@ enum Rule {
     ModuleCycle,
     /// Client code deciding something by the words of a daemon message.
     ClientReadsWords,
+    /// `json!` anywhere in `client/`, its tests included.
+    JsonInClient,
     /// A source file over [`MAX_FILE_LINES`].
     LongFile,
     /// A function over [`MAX_FN_LINES`].
@@ -68,6 +72,7 @@ impl Rule {
             Rule::JsonInRpc => "rpc/ handlers build no JSON by hand: add a type to the protocol crate",
             Rule::ModuleCycle => "the modules of daemon/src depend on each other in one direction: move what both need into the lower one (or a leaf module) and re-export it from the other if convenient",
             Rule::ClientReadsWords => "a client branches on data, never on the daemon's words: add a typed field (a kind, an enum) to the protocol and read that",
+            Rule::JsonInClient => "the client builds no JSON by hand: use a protocol type or a struct deriving Serialize (in tests, a typed value or serde_json::from_str of JSON text)",
             Rule::LongFile => "split the file by responsibility (600 lines at most)",
             Rule::LongFn => "split the function (80 lines at most)",
         }
@@ -353,6 +358,16 @@ fn client_rules(rel: &str, text: &str, out: &mut Vec<Violation>) {
     }
 }
 
+/// `json!` in a file of `client/`, test modules included.
+fn client_json_rule(rel: &str, text: &str, out: &mut Vec<Violation>) {
+    for (n, line) in text.lines().enumerate() {
+        let code = code(line);
+        if code.contains("json!") {
+            out.push(Violation { rule: Rule::JsonInClient, file: rel.to_owned(), line: n + 1, what: code.to_owned() });
+        }
+    }
+}
+
 /// Every function in `text`: (name, first line (1-based), length in lines).
 /// rustfmt's layout is relied on: a body ends at the first line that is
 /// exactly the `fn` line's indentation followed by `}`.
@@ -427,6 +442,9 @@ fn violations() -> Vec<Violation> {
         }
         if rel.starts_with("client/src/") {
             client_rules(&rel, &text, &mut out);
+        }
+        if rel.starts_with("client/") {
+            client_json_rule(&rel, &text, &mut out);
         }
         size_rules(&rel, &text, &mut out);
     }
@@ -538,4 +556,14 @@ fn a_module_cycle_is_reported_with_its_modules_but_not_through_tests() {
         ["daemon/src/a/mod.rs:2: ModuleCycle: module cycle a → c → a among {a, b, c}: \
           a → b (daemon/src/a/mod.rs:6), a → c (daemon/src/a/mod.rs:2), b → c (daemon/src/b.rs:1), c → a (daemon/src/c.rs:1)"]
     );
+}
+
+#[test]
+fn json_in_the_client_is_reported_in_its_tests_too() {
+    let mut out = Vec::new();
+    let text = "// json! in a comment is fine\nlet c = serde_json::json!({\"yolo\": true});\n\
+                #[cfg(test)]\nmod tests { fn t() { assert_eq!(v, json!([])); } }\n";
+    client_json_rule("client/src/cmd/x.rs", text, &mut out);
+    let shown: Vec<String> = out.iter().map(|v| format!("{}:{}: {:?}", v.file, v.line, v.rule)).collect();
+    assert_eq!(shown, ["client/src/cmd/x.rs:2: JsonInClient", "client/src/cmd/x.rs:4: JsonInClient"]);
 }

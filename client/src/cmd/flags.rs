@@ -1,106 +1,88 @@
-//! Swival's `run` flags that become `session/create` config keys (access,
-//! sampling, prompt), with Swival's parsing of the ones that need it.
+//! Swival's `run` flags as the `session/create` config overlay they ask
+//! for, with Swival's parsing of the ones that need it.
 
+use super::overlay::{CommandMode, Commands, ConfigOverlay};
 use super::run::RunArgs;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
-/// Add the config keys of Swival's access, sampling and prompt flags that
-/// are set on the command line to `c`.
-pub fn put_swival_flags(a: &RunArgs, c: &mut Map<String, Value>) {
-    let mut put = |k: &str, v: Value| {
-        c.insert(k.to_owned(), v);
-    };
-    if let Some(mode) = &a.commands {
-        put("commands", commands_value(mode));
-    }
-    if let Some(list) = &a.allowed_commands {
-        put("allowed_commands", json!(comma_list(list)));
-    }
-    if !a.add_dir.is_empty() {
-        put("allowed_dirs", json!(a.add_dir.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
-    }
-    if let Some(file) = &a.mcp_config {
-        put("mcp_config", json!(cli_path(file)));
-    }
-    if !a.add_dir_ro.is_empty() {
-        put("allowed_dirs_ro", json!(a.add_dir_ro.iter().map(|p| cli_path(p)).collect::<Vec<_>>()));
-    }
-    let strings = [
-        ("files", &a.files),
-        ("sandbox", &a.sandbox),
-        ("reasoning_effort", &a.reasoning_effort),
-        ("user_agent", &a.user_agent),
-        ("system_prompt", &a.system_prompt),
-        ("active_profile", &a.profile),
-        ("encrypt_secrets_key", &a.encrypt_secrets_key),
-    ];
-    for (k, v) in strings {
-        if let Some(v) = v {
-            put(k, json!(v));
-        }
-    }
-    let numbers = [
-        ("max_output_tokens", a.max_output_tokens),
-        ("max_context_tokens", a.max_context_tokens),
-        ("max_output_lines", a.max_output_lines),
-        ("max_output_kb", a.max_output_kb),
-    ];
-    for (k, v) in numbers {
-        if let Some(v) = v {
-            put(k, json!(v));
-        }
-    }
-    for (k, v) in [("temperature", a.temperature), ("top_p", a.top_p)] {
-        if let Some(v) = v {
-            put(k, json!(v));
-        }
-    }
-    if let Some(v) = a.seed {
-        put("seed", json!(v));
-    }
-    if let Some(body) = &a.extra_body {
-        put("extra_body", Value::Object(body.clone()));
-    }
-    for (k, v) in switches(a) {
-        put(k, json!(v));
+/// The config overlay of the flags given on the command line. Relative
+/// directories are taken from the current directory, as Swival does, not
+/// from the base dir. Provider keys come from the environment sent with
+/// the session (`swivalctl::caller_env`), never copied into the config.
+pub fn overlay(a: &RunArgs) -> ConfigOverlay {
+    let dirs = |dirs: &[PathBuf]| dirs.iter().map(|p| cli_path(p)).collect();
+    ConfigOverlay {
+        provider: a.provider.clone(),
+        model: a.model.clone(),
+        base_url: a.base_url.clone(),
+        api_key: a.api_key.clone(),
+        reviewer: a.reviewer.clone(),
+        max_turns: a.max_turns,
+        retries: a.retries,
+        provider_timeout: a.provider_timeout,
+        max_review_rounds: a.max_review_rounds,
+        llm_filter: a.llm_filter.clone(),
+        commands: a.commands.as_deref().map(commands_value),
+        allowed_commands: a.allowed_commands.as_deref().map(comma_list),
+        allowed_dirs: dirs(&a.add_dir),
+        mcp_config: a.mcp_config.as_deref().map(cli_path),
+        allowed_dirs_ro: dirs(&a.add_dir_ro),
+        files: a.files.clone(),
+        sandbox: a.sandbox.clone(),
+        reasoning_effort: a.reasoning_effort.clone(),
+        user_agent: a.user_agent.clone(),
+        system_prompt: a.system_prompt.clone(),
+        active_profile: a.profile.clone(),
+        encrypt_secrets_key: a.encrypt_secrets_key.clone(),
+        max_output_tokens: a.max_output_tokens,
+        max_context_tokens: a.max_context_tokens,
+        max_output_lines: a.max_output_lines,
+        max_output_kb: a.max_output_kb,
+        temperature: a.temperature,
+        top_p: a.top_p,
+        seed: a.seed,
+        extra_body: a.extra_body.clone(),
+        ..switches(a)
     }
 }
 
-/// The keys of the on/off flags given on the command line, with the
-/// value each sets: `--yolo` sets `yolo` true, `--no-read-named-files`
-/// sets `read_named_files` false.
-fn switches(a: &RunArgs) -> Vec<(&'static str, bool)> {
-    let flags = [
-        ("yolo", a.yolo, true),
-        ("no_history", a.no_history, true),
-        ("no_mcp", a.no_mcp, true),
-        ("cache", a.cache, true),
-        ("encrypt_secrets", a.encrypt_secrets, true),
-        ("encrypt_secrets", a.no_encrypt_secrets, false),
-        ("sandbox_strict_read", a.sandbox_strict_read, true),
-        ("no_system_prompt", a.no_system_prompt, true),
-        ("no_instructions", a.no_instructions, true),
-        ("no_read_guard", a.no_read_guard, true),
-        ("read_named_files", a.no_read_named_files, false),
-        ("no_memory", a.no_memory, true),
-        ("no_continue", a.no_continue, true),
-    ];
-    flags.into_iter().filter(|(_, given, _)| *given).map(|(key, _, value)| (key, value)).collect()
+/// The overlay of the on/off flags alone: each given sets its key, to
+/// true for most (`--yolo` sets `yolo`), to false for the negative ones
+/// (`--no-read-named-files` sets `read_named_files` false).
+fn switches(a: &RunArgs) -> ConfigOverlay {
+    let on = |given: bool| given.then_some(true);
+    ConfigOverlay {
+        yolo: on(a.yolo),
+        no_history: on(a.no_history),
+        no_mcp: on(a.no_mcp),
+        cache: on(a.cache),
+        encrypt_secrets: if a.no_encrypt_secrets { Some(false) } else { on(a.encrypt_secrets) },
+        sandbox_strict_read: on(a.sandbox_strict_read),
+        no_system_prompt: on(a.no_system_prompt),
+        no_instructions: on(a.no_instructions),
+        no_read_guard: on(a.no_read_guard),
+        read_named_files: a.no_read_named_files.then_some(false),
+        no_memory: on(a.no_memory),
+        no_continue: on(a.no_continue),
+        ..ConfigOverlay::default()
+    }
 }
 
 /// Swival's `--commands`: "all", "none" and "ask" as they are, anything else a comma-separated whitelist. An empty
 /// list stays empty (no command at all), where Swival reads it as "all".
-fn commands_value(mode: &str) -> Value {
+fn commands_value(mode: &str) -> Commands {
     match mode.trim() {
-        m @ ("all" | "none" | "ask") => json!(m),
-        list => json!(comma_list(list)),
+        "all" => Commands::Mode(CommandMode::All),
+        "none" => Commands::Mode(CommandMode::None),
+        "ask" => Commands::Mode(CommandMode::Ask),
+        list => Commands::Names(comma_list(list)),
     }
 }
 
 /// Names in a comma-separated list, trimmed, empties dropped (as Swival).
-fn comma_list(list: &str) -> Vec<&str> {
-    list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect()
+fn comma_list(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 /// A directory named on the command line: relative to the current
@@ -154,19 +136,34 @@ mod tests {
     #[test]
     fn no_read_named_files_and_no_encrypt_secrets_set_their_key_false() {
         let a = run_args(&["--no-read-named-files", "--no-read-guard", "t"]);
-        assert_eq!(switches(&a), [("no_read_guard", true), ("read_named_files", false)]);
-        let mut c = Map::new();
-        put_swival_flags(&run_args(&["--no-encrypt-secrets", "t"]), &mut c);
-        assert_eq!(Value::Object(c), json!({"encrypt_secrets": false}));
-        assert!(switches(&run_args(&["t"])).is_empty(), "a flag not given sets nothing");
+        let want = ConfigOverlay { no_read_guard: Some(true), read_named_files: Some(false), ..Default::default() };
+        assert_eq!(overlay(&a), want);
+        let config = overlay(&run_args(&["--no-encrypt-secrets", "t"])).to_config();
+        assert_eq!(config, serde_json::from_str::<Value>(r#"{"encrypt_secrets": false}"#).unwrap());
+        assert_eq!(overlay(&run_args(&["t"])), ConfigOverlay::default(), "a flag not given sets nothing");
+        assert_eq!(ConfigOverlay::default().to_config(), Value::Object(Map::new()));
     }
 
     #[test]
     fn commands_take_swivals_three_forms() {
-        assert_eq!(commands_value("all"), json!("all"));
-        assert_eq!(commands_value("none"), json!("none"));
-        assert_eq!(commands_value(" ls, cat ,,git"), json!(["ls", "cat", "git"]));
-        assert_eq!(commands_value(","), json!([]), "an empty list allows nothing, never everything");
+        assert_eq!(commands_value("all"), Commands::Mode(CommandMode::All));
+        assert_eq!(commands_value("none"), Commands::Mode(CommandMode::None));
+        assert_eq!(commands_value(" ask "), Commands::Mode(CommandMode::Ask));
+        assert_eq!(commands_value(" ls, cat ,,git"), Commands::Names(vec!["ls".into(), "cat".into(), "git".into()]));
+        assert_eq!(commands_value(","), Commands::Names(vec![]), "an empty list allows nothing, never everything");
+        let on_the_wire = |mode| serde_json::to_string(&commands_value(mode)).unwrap();
+        assert_eq!(
+            [on_the_wire("all"), on_the_wire("none"), on_the_wire("ask")],
+            [r#""all""#, r#""none""#, r#""ask""#]
+        );
+        assert_eq!(on_the_wire("ls,git"), r#"["ls","git"]"#);
+    }
+
+    #[test]
+    fn the_overlay_sends_the_keys_of_the_flags_given_in_a_fixed_order() {
+        let a = run_args(&["--no-mcp", "--seed", "-1", "--commands", "ask", "--model", "m", "--llm-filter", "f", "t"]);
+        let text = serde_json::to_string(&overlay(&a)).unwrap();
+        assert_eq!(text, r#"{"model":"m","llm_filter":["f"],"commands":"ask","seed":-1,"no_mcp":true}"#);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 pub mod acp;
 pub mod daemon;
 mod flags;
+mod overlay;
 pub mod policy;
+mod report;
 pub mod run;
 pub mod session;
 

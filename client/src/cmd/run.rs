@@ -4,8 +4,9 @@
 
 use super::daemon::connect;
 use super::flags;
+use super::report;
 use clap::Args;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -178,43 +179,6 @@ pub struct RunArgs {
     pub detach: bool,
 }
 
-/// The `session/create` config the flags ask for. Relative directories
-/// are taken from the current directory, as Swival does, not from the
-/// base dir.
-fn flag_config(a: &RunArgs, _base_dir: &Path) -> Value {
-    let mut c = Map::new();
-    let mut put = |k: &str, v: Value| {
-        c.insert(k.to_owned(), v);
-    };
-    // Provider keys come from the environment sent with the session
-    // (`swivalctl::caller_env`), never copied into the config.
-    if let Some(v) = &a.provider {
-        put("provider", json!(v));
-    }
-    for (k, v) in [("model", &a.model), ("base_url", &a.base_url), ("api_key", &a.api_key), ("reviewer", &a.reviewer)] {
-        if let Some(v) = v {
-            put(k, json!(v));
-        }
-    }
-    if let Some(v) = a.max_turns {
-        put("max_turns", json!(v));
-    }
-    if let Some(v) = a.retries {
-        put("retries", json!(v));
-    }
-    if let Some(v) = a.provider_timeout {
-        put("provider_timeout", json!(v));
-    }
-    if let Some(v) = a.max_review_rounds {
-        put("max_review_rounds", json!(v));
-    }
-    if !a.llm_filter.is_empty() {
-        put("llm_filter", json!(a.llm_filter));
-    }
-    flags::put_swival_flags(a, &mut c);
-    Value::Object(c)
-}
-
 fn read_task(a: &RunArgs) -> Result<String, String> {
     if let Some(t) = &a.task {
         return Ok(t.clone());
@@ -261,7 +225,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     let progress = Progress { quiet: a.quiet, json: a.json };
     let (result, cancelled) = follow(&client, &session_id, &run_id, events, interrupt, &progress).await?;
     if let Some(path) = &a.report {
-        write_report(&client, &run_id, path).await;
+        report::write(&client, &run_id, path).await;
     }
     if !a.json {
         if let Some(answer) = result.answer.as_deref().filter(|a| !a.is_empty()) {
@@ -304,7 +268,7 @@ async fn open_session(
     }
     let params = SessionCreateParams {
         base_dir: base_dir.display().to_string(),
-        config: Some(flag_config(a, base_dir)),
+        config: Some(flags::overlay(a).to_config()),
         title: Some(task.chars().take(80).collect()),
         trust: a.trust,
         env: Some(swivalctl::caller_env()),
@@ -323,7 +287,7 @@ async fn open_session(
             eprintln!("Error: {message}");
             if code == 1 {
                 if let Some(path) = &a.report {
-                    write_failure_report(path, task, &message);
+                    report::write_failure(path, task, &message);
                 }
             }
             Ok(Err(ExitCode::from(u8::try_from(code).unwrap_or(2))))
@@ -440,40 +404,6 @@ async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::
         "a" | "always" if !every_time => D::AllowAlways,
         "never" => D::RejectAlways,
         _ => D::RejectOnce,
-    }
-}
-
-/// The report of a run that failed before it started (Swival writes one for
-/// every run failure, including set-up failures).
-fn write_failure_report(path: &Path, task: &str, error: &str) {
-    let report = json!({
-        "version": 1,
-        "mode": "oneshot",
-        "task": task,
-        "result": {"outcome": "error", "answer": null, "exit_code": 1, "error_message": error},
-        "stats": {"turns": 0, "llm_calls": 0, "tool_calls_total": 0, "tool_calls_by_name": {}, "review_rounds": 0},
-        "timeline": [],
-    });
-    let mut text = serde_json::to_string_pretty(&report).expect("reports serialize");
-    text.push('\n');
-    if let Err(e) = std::fs::write(path, text) {
-        eprintln!("Failed to write report to {}: {e}", path.display());
-    }
-}
-
-async fn write_report(client: &Client, run_id: &RunId, path: &Path) {
-    let written = match client.report(run_id).await {
-        Ok(report) => {
-            // Through a JSON value: its keys sorted, as Swival's readers know them.
-            let report = serde_json::to_value(&report).expect("reports serialize");
-            let mut text = serde_json::to_string_pretty(&report).expect("reports serialize");
-            text.push('\n');
-            std::fs::write(path, text).map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    if let Err(e) = written {
-        eprintln!("Failed to write report to {}: {e}", path.display());
     }
 }
 

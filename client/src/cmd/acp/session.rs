@@ -6,9 +6,10 @@ use super::acp;
 use super::updates;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client as Editor, Error};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use swival_protocol::{ErrorCode, Outcome, RunEnd, RunId, SessionCreateParams, SessionId};
@@ -304,7 +305,7 @@ impl Bridge {
             return "No run has finished in this session yet.".into();
         };
         match self.daemon.report(&run.run_id).await {
-            // Through a JSON value: its keys sorted, as the report has them.
+            // Through a JSON value, as the report has always been written.
             Ok(r) => {
                 let stats = serde_json::to_value(&r.stats).unwrap_or_default();
                 format!("```json\n{}\n```", serde_json::to_string_pretty(&stats).unwrap_or_default())
@@ -356,26 +357,75 @@ fn mcp_config(servers: &[acp::McpServer]) -> Option<Value> {
     if servers.is_empty() {
         return None;
     }
+    // Maps, not structs, for the names: a later server or variable of the
+    // same name replaces the earlier one in its place, as the editor's
+    // list reads.
     let mut table = Map::new();
     for server in servers {
         let (name, entry) = match server {
             acp::McpServer::Stdio(s) => {
-                let env: Map<String, Value> = s.env.iter().map(|e| (e.name.clone(), json!(e.value))).collect();
-                (s.name.clone(), json!({"command": s.command, "args": s.args, "env": env}))
+                let env = named(s.env.iter().map(|e| (&e.name, &e.value)));
+                (&s.name, McpEntry::Stdio { command: &s.command, args: &s.args, env })
             }
             acp::McpServer::Http(h) => {
-                let headers: Map<String, Value> = h.headers.iter().map(|e| (e.name.clone(), json!(e.value))).collect();
-                (h.name.clone(), json!({"url": h.url, "headers": headers, "transport": "streamable-http"}))
+                let headers = named(h.headers.iter().map(|e| (&e.name, &e.value)));
+                (&h.name, McpEntry::Http { url: &h.url, headers, transport: McpTransport::StreamableHttp })
             }
             acp::McpServer::Sse(h) => {
-                let headers: Map<String, Value> = h.headers.iter().map(|e| (e.name.clone(), json!(e.value))).collect();
-                (h.name.clone(), json!({"url": h.url, "headers": headers, "transport": "sse"}))
+                let headers = named(h.headers.iter().map(|e| (&e.name, &e.value)));
+                (&h.name, McpEntry::Http { url: &h.url, headers, transport: McpTransport::Sse })
             }
             _ => continue,
         };
-        table.insert(name, entry);
+        table.insert(name.clone(), serde_json::to_value(entry).expect("an MCP server entry serialises"));
     }
-    Some(json!({ "mcp_servers": table }))
+    Some(serde_json::to_value(McpConfig { mcp_servers: table }).expect("an MCP table serialises"))
+}
+
+/// The session config the editor's MCP servers make.
+#[derive(Serialize)]
+struct McpConfig {
+    /// Server name → [`McpEntry`].
+    mcp_servers: Map<String, Value>,
+}
+
+/// One server of Swival's `mcp_servers` table.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum McpEntry<'a> {
+    /// A command speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: &'a Path,
+        /// Its arguments.
+        args: &'a [String],
+        /// Variables added to its environment.
+        env: Map<String, Value>,
+    },
+    /// A server reached over HTTP.
+    Http {
+        /// Its endpoint.
+        url: &'a str,
+        /// Headers sent with each request.
+        headers: Map<String, Value>,
+        /// How it streams.
+        transport: McpTransport,
+    },
+}
+
+/// The transports of an HTTP MCP server, in Swival's words.
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum McpTransport {
+    /// MCP's streamable HTTP.
+    StreamableHttp,
+    /// Server-sent events.
+    Sse,
+}
+
+/// Name → value pairs as a JSON object, in the order given.
+fn named<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> Map<String, Value> {
+    pairs.map(|(name, value)| (name.clone(), Value::String(value.clone()))).collect()
 }
 
 fn stop_reason(end: &RunEnd) -> acp::StopReason {
@@ -408,7 +458,8 @@ fn invalid(msg: impl Into<String>) -> Error {
 }
 
 fn gone() -> Error {
-    Error::internal_error().data(json!("lost the connection to swivald; the run goes on there: load the session again"))
+    Error::internal_error()
+        .data(Value::String("lost the connection to swivald; the run goes on there: load the session again".into()))
 }
 
 /// A daemon error as the editor should see it: the daemon's message,
@@ -432,5 +483,28 @@ mod tests {
         let link = acp::ContentBlock::ResourceLink(acp::ResourceLink::new("calc.py", "file:///p/calc.py"));
         let text = acp::ContentBlock::from("fix".to_owned());
         assert_eq!(prompt_text(&[text, link]), "fix\n/p/calc.py");
+    }
+
+    #[test]
+    fn the_editors_mcp_servers_become_swivals_table_in_the_editors_order() {
+        let env =
+            vec![acp::EnvVariable::new("Z", "1"), acp::EnvVariable::new("A", "2"), acp::EnvVariable::new("Z", "3")];
+        let servers = [
+            acp::McpServer::Stdio(acp::McpServerStdio::new("zeta", "/bin/srv").args(vec!["-a".into()]).env(env)),
+            acp::McpServer::Http(
+                acp::McpServerHttp::new("alpha", "http://h")
+                    .headers(vec![acp::HttpHeader::new("X-B", "b"), acp::HttpHeader::new("X-A", "a")]),
+            ),
+            acp::McpServer::Sse(acp::McpServerSse::new("mid", "http://s")),
+            acp::McpServer::Stdio(acp::McpServerStdio::new("alpha", "/bin/dup")),
+        ];
+        let text = serde_json::to_string(&mcp_config(&servers)).unwrap();
+        // A later entry of the same name replaces the earlier one in its place.
+        let want = r#"{"mcp_servers":{"zeta":{"command":"/bin/srv","args":["-a"],"env":{"Z":"3","A":"2"}},"alpha":{"command":"/bin/dup","args":[],"env":{}},"mid":{"url":"http://s","headers":{},"transport":"sse"}}}"#;
+        assert_eq!(text, want);
+        let http = mcp_config(&servers[1..2]).unwrap();
+        let want = r#"{"mcp_servers": {"alpha": {"url": "http://h", "headers": {"X-B": "b", "X-A": "a"}, "transport": "streamable-http"}}}"#;
+        assert_eq!(http, serde_json::from_str::<Value>(want).unwrap());
+        assert_eq!(mcp_config(&[]), None, "no server, no config");
     }
 }
