@@ -17,7 +17,7 @@ mod sink;
 mod tools;
 mod turns;
 
-use crate::cache::ResponseCache;
+use crate::cache::{CacheError, ResponseCache};
 use crate::config::SessionConfig;
 use crate::editor::EditorBuffers;
 use crate::environment::CallerEnv;
@@ -114,7 +114,7 @@ pub trait RunServices: Sync {
     /// The base of the provider retry backoff.
     fn backoff_base(&self) -> std::time::Duration;
     /// The response cache (for a session with `cache = true`).
-    fn cache(&self) -> Result<Arc<ResponseCache>, String>;
+    fn cache(&self) -> Result<Arc<ResponseCache>, CacheError>;
     /// Whether the daemon is shutting down (a cancelled run was interrupted).
     fn shutting_down(&self) -> bool;
 }

@@ -112,7 +112,7 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     }
     let cache = match cfg.cache.then(|| ctx.services.cache()).transpose() {
         Ok(c) => c,
-        Err(e) => return Err((LoopEnd::Failed(FailureKind::Internal, e), discovered.model, record, state)),
+        Err(e) => return Err((LoopEnd::Failed(FailureKind::Internal, e.to_string()), discovered.model, record, state)),
     };
     let llm = Llm {
         provider,

@@ -91,7 +91,7 @@ pub struct LazyCache {
     /// Its size cap in bytes.
     max_bytes: u64,
     /// The cache, or why it could not be opened, once tried.
-    opened: std::sync::OnceLock<Result<Arc<ResponseCache>, String>>,
+    opened: std::sync::OnceLock<Result<Arc<ResponseCache>, CacheError>>,
 }
 
 impl LazyCache {
@@ -101,14 +101,8 @@ impl LazyCache {
     }
 
     /// The cache, opened now if it was not; the error says what to do.
-    pub fn get(&self) -> Result<Arc<ResponseCache>, String> {
-        self.opened
-            .get_or_init(|| {
-                ResponseCache::open(&self.path, self.max_bytes)
-                    .map(Arc::new)
-                    .map_err(|e| format!("{e}; check the cache directory or set cache = false"))
-            })
-            .clone()
+    pub fn get(&self) -> Result<Arc<ResponseCache>, CacheError> {
+        self.opened.get_or_init(|| ResponseCache::open(&self.path, self.max_bytes).map(Arc::new)).clone()
     }
 }
 

@@ -31,7 +31,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 /// The response cache, opened now if it was not; a cache that cannot be
 /// opened is a configuration error.
 fn cache(ctx: &DaemonContext) -> Result<std::sync::Arc<crate::cache::ResponseCache>, ErrorObjectOwned> {
-    ctx.services.cache.get().map_err(|e| app_error(ErrorCode::ConfigInvalid, e))
+    ctx.services.cache.get().map_err(|e| app_error(ErrorCode::ConfigInvalid, e.to_string()))
 }
 
 fn initialize(params: InitializeParams, ctx: &DaemonContext) -> Result<InitializeResult, ErrorObjectOwned> {

@@ -160,7 +160,7 @@ impl Shared {
     }
 
     /// The response cache, opened the first time a session needs it.
-    pub fn cache(&self) -> Result<Arc<ResponseCache>, String> {
+    pub fn cache(&self) -> Result<Arc<ResponseCache>, crate::cache::CacheError> {
         self.cache.get()
     }
 }

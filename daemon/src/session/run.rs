@@ -141,7 +141,7 @@ impl RunServices for Shared {
         self.settings.backoff_base
     }
 
-    fn cache(&self) -> Result<Arc<ResponseCache>, String> {
+    fn cache(&self) -> Result<Arc<ResponseCache>, crate::cache::CacheError> {
         Shared::cache(self)
     }
 
