@@ -6,6 +6,7 @@
 //! See ARCHITECTURE.md for the code map and the invariants.
 
 pub mod agent;
+pub mod beneath;
 pub mod cache;
 pub mod clock;
 pub mod config;
@@ -27,6 +28,7 @@ pub mod settings;
 pub mod shutdown;
 pub mod store;
 pub mod tls;
+pub mod toolcall;
 pub mod tools;
 pub mod transport;
 

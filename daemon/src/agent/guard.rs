@@ -24,7 +24,7 @@
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
 
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};

@@ -11,7 +11,8 @@ use super::{AgentRun, CallVerdict, CANCELLED_RESULT};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
-use crate::tools::{repair, ToolOutcome};
+use crate::toolcall::ToolOutcome;
+use crate::tools::repair;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -219,7 +220,7 @@ impl AgentRun<'_> {
         if !self.buffers.serves(self.session_id) {
             return None;
         }
-        let args = crate::tools::parse_args(&call.arguments).ok()?;
+        let args = crate::toolcall::parse_args(&call.arguments).ok()?;
         let requested = args.get("file_path")?.as_str()?;
         let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
         let text = self.buffers.read(self.session_id, &path).await?;
@@ -246,7 +247,7 @@ impl AgentRun<'_> {
     /// cancellable), their results Swival's text only; file tools run on
     /// this thread and say what their result means.
     async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
-        let args = || crate::tools::parse_args(&call.arguments);
+        let args = || crate::toolcall::parse_args(&call.arguments);
         match call.name.as_str() {
             "run_command" if self.commands.policy.enabled() => match args() {
                 Ok(a) => match self.approve(turn, &call.id, &a).await {

@@ -2,6 +2,7 @@
 //! numeric strings, booleans as `"true"`, and a wrong type is an error that
 //! names the argument.
 
+use crate::toolcall::type_name;
 use serde_json::Value;
 
 /// An argument missing or of the wrong type; the message names it (the
@@ -64,18 +65,6 @@ pub fn opt_bool(args: &Value, key: &str) -> Result<Option<bool>, ArgError> {
         Some(Value::Number(n)) if n.as_u64() == Some(1) => Ok(Some(true)),
         Some(Value::Number(n)) if n.as_u64() == Some(0) => Ok(Some(false)),
         Some(other) => Err(wrong(key, "true or false", other)),
-    }
-}
-
-/// The JSON type of `v`, for error messages.
-pub fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -3,10 +3,11 @@
 //! "continue from" hint and a checksum trailer. A read that returns at
 //! least one line counts for the read-before-write guard.
 
-use super::args::{opt_int, req_str, type_name};
-use super::beneath::{Beneath, How, Kind, Meta};
+use super::args::{opt_int, req_str};
 use super::path::Access;
 use super::{ToolBox, ToolError};
+use crate::beneath::{Beneath, How, Kind, Meta};
+use crate::toolcall::type_name;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;

@@ -16,13 +16,11 @@
 //! `schema.rs`.
 
 pub(crate) mod args;
-pub mod beneath;
 mod edit;
 mod error;
 mod files;
 mod named;
 mod near;
-mod outcome;
 pub mod path;
 pub mod repair;
 pub mod schema;
@@ -32,25 +30,13 @@ mod todo;
 mod trash;
 mod write;
 
-use beneath::Beneath;
+use crate::beneath::{self, Beneath};
+use crate::toolcall::{parse_args, ToolOutcome};
 pub use error::ToolError;
-pub use outcome::ToolOutcome;
 use path::{Access, FilesMode, PathPolicy};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
-
-/// A tool call's arguments: a JSON object (empty text counts as `{}`).
-pub fn parse_args(raw: &str) -> Result<Value, ToolError> {
-    if raw.trim().is_empty() {
-        return Ok(Value::Object(Default::default()));
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(ToolError::refused(format!("tool arguments must be a JSON object, got {other}"))),
-        Err(e) => Err(ToolError::refused(format!("invalid JSON in tool arguments: {e}"))),
-    }
-}
 
 /// Whether the file tool `name` may take long: it walks a tree
 /// (`list_files`, `grep`) or may move one (`delete_file`). The others read or

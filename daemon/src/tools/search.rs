@@ -9,10 +9,10 @@
 //! follows no symlink, and `grep` reads each file opened that way.
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
-use super::beneath::Kind;
 use super::files::{cut_line, looks_binary};
 use super::path::{Access, FilesMode, PathError};
 use super::{ToolBox, ToolError};
+use crate::beneath::Kind;
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -5,8 +5,8 @@
 //! symlink); items other sessions wrote there are kept on disk but not
 //! taken into this session's list.
 
-use super::beneath::{self, Missing};
 use super::ToolError;
+use crate::beneath::{self, Missing};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::path::Path;

@@ -6,9 +6,9 @@
 //! [`beneath::swival_dir`]: nothing in it is followed through a symlink.
 
 use super::args::req_str;
-use super::beneath::{self, Beneath, How, Kind, Missing};
 use super::path::Access;
 use super::{ToolBox, ToolError};
+use crate::beneath::{self, Beneath, How, Kind, Missing};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::Write as _;

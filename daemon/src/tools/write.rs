@@ -3,11 +3,12 @@
 //! read-before-write guard. The matching itself is in `edit.rs`.
 
 use super::args::{opt_bool, opt_int, opt_str, req_str};
-use super::beneath::{self, Beneath, How, Kind};
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::{ToolBox, ToolError, ToolOutcome};
+use super::{ToolBox, ToolError};
+use crate::beneath::{self, Beneath, How, Kind};
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
