@@ -17,6 +17,7 @@ pub mod paths;
 pub mod policy;
 pub mod schema;
 pub mod session;
+pub mod tools;
 pub mod types;
 
 pub use approvals::*;
@@ -25,6 +26,7 @@ pub use events::*;
 pub use hooks::*;
 pub use policy::*;
 pub use session::*;
+pub use tools::ToolKind;
 pub use types::*;
 
 /// The protocol version this crate describes. A client asking for a newer
