@@ -12,6 +12,7 @@
 //! this library.
 
 mod agent;
+mod beneath;
 mod cache;
 mod clock;
 mod config;
@@ -35,6 +36,7 @@ mod settings;
 mod shutdown;
 mod store;
 mod tls;
+mod toolcall;
 mod tools;
 mod transport;
 
@@ -69,6 +71,16 @@ pub mod sandboxed {
         fetch_url, probe, resolve_whitelist, run_command, CommandEnv, CommandPolicy, FetchEnv, PlanInput,
         SandboxCapabilities, SandboxStatus,
     };
+}
+
+/// The file tools and the tools a run offers, without a session: what
+/// `tests/tests/tool_answers.rs` and `tests/tests/tool_schemas.rs` check
+/// byte for byte.
+pub mod tooling {
+    pub use crate::sandbox::{tool_schemas, CommandPolicy};
+    pub use crate::tools::path::{FilesMode, PathPolicy};
+    pub use crate::tools::schema::Offer;
+    pub use crate::tools::ToolBox;
 }
 
 /// The daemon's version, reported by `initialize` and `daemon/status`.

@@ -88,6 +88,10 @@ pub enum EventKind {
         id: String,
         /// The tool.
         name: String,
+        /// What the call does (absent only in events an older swivald
+        /// stored, read as `other`).
+        #[serde(default)]
+        kind: crate::ToolKind,
         /// The arguments as the model sent them.
         arguments: String,
     },

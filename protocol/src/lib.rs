@@ -18,6 +18,7 @@ pub mod policy;
 pub mod report;
 pub mod schema;
 pub mod session;
+pub mod tools;
 pub mod types;
 
 pub use approvals::*;
@@ -27,6 +28,7 @@ pub use hooks::*;
 pub use policy::*;
 pub use report::*;
 pub use session::*;
+pub use tools::ToolKind;
 pub use types::*;
 
 /// The protocol version this crate describes. A client asking for a newer

@@ -4,10 +4,11 @@
 //!
 //! - **Storm breaker** (Swival's): over a window of the last six calls, the
 //!   third call with the same name and the same arguments is not run; its
-//!   result says why. `think` and `todo` are exempt; a call that changes
-//!   something (a write, an edit, a move, a delete, a command) clears the
-//!   read-only calls before it from the window, so reading again after an
-//!   edit is fine.
+//!   result says why. The model's notes (`think`, `todo`) are exempt; a
+//!   call that changes something (a write, an edit, a move, a delete, a
+//!   command) clears the read-only calls before it from the window, so
+//!   reading again after an edit is fine. Which tool does what is its
+//!   [`ToolKind`] in the tool registry.
 //! - **Error guardrail** (Swival's): per tool, keyed on the first line of
 //!   the error; the second identical error in a row gets a nudge, the
 //!   third and later a stop message. A success of the tool resets it.
@@ -24,11 +25,12 @@
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
 
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
+use crate::tools::registry;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
-use swival_protocol::InterventionKind;
+use swival_protocol::{InterventionKind, ToolKind};
 
 /// Calls the storm breaker remembers.
 const WINDOW: usize = 6;
@@ -49,11 +51,6 @@ pub const DONE_HINT: &str =
 /// Said to a stuck model before its last call, made without tools.
 pub const STUCK_NUDGE: &str = "STOP: your last tool calls were refused as repeats, so tools are now off for this run. \
      Reply with your final answer: what you did, and what is left undone if anything.";
-
-/// Tools the storm breaker never refuses.
-const EXEMPT: &[&str] = &["think", "todo"];
-/// Tools that change something.
-const MUTATING: &[&str] = &["write_file", "edit_file", "delete_file", "move_file", "run_command", "run_shell_command"];
 
 /// One intervention, for the event stream and the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,11 +156,12 @@ impl Guards {
 
     /// Before running a call: `Some` when it must not run.
     pub fn before(&mut self, name: &str, raw_args: &str) -> Option<Refusal> {
-        if !self.enabled || EXEMPT.contains(&name) {
+        let kind = registry::kind(name);
+        if !self.enabled || kind.is_bookkeeping() {
             return None;
         }
         let key = call_key(name, raw_args);
-        let mutating = MUTATING.contains(&name);
+        let mutating = kind.changes_files();
         if mutating {
             self.window.retain(|e| !e.read_only);
         }
@@ -196,8 +194,9 @@ impl Guards {
             return None;
         }
         let failed = outcome.failed;
-        let mutating = MUTATING.contains(&name);
-        if !EXEMPT.contains(&name) && (mutating || failed) {
+        let kind = registry::kind(name);
+        let mutating = kind.changes_files();
+        if !kind.is_bookkeeping() && (mutating || failed) {
             self.turn_busy = true;
         }
         if failed {
@@ -240,10 +239,10 @@ impl Guards {
             self.finish_sent = false;
             // A change noted as possibly not what the task wanted gets no
             // push to finish: the note asks for another change.
-            let hint = name != "run_command" && name != "run_shell_command" && !outcome.warned;
+            let hint = kind != ToolKind::Execute && !outcome.warned;
             return hint.then_some(DONE_HINT);
         }
-        if EXEMPT.contains(&name) {
+        if kind.is_bookkeeping() {
             return None;
         }
         let n = self.reads.entry(call_key(name, raw_args)).or_insert(0);

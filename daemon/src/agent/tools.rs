@@ -12,7 +12,9 @@ use super::{Run, CANCELLED_RESULT};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
-use crate::tools::{repair, ToolOutcome};
+use crate::toolcall::ToolOutcome;
+use crate::tools::registry::{self, Runner, Tool as _};
+use crate::tools::{builtin, repair};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,6 +54,7 @@ impl Run<'_> {
                 turn,
                 id: call.id.clone(),
                 name: call.name.clone(),
+                kind: registry::call_kind(&call.name, &call.arguments),
                 arguments: call.arguments.clone(),
             });
             let started = Instant::now();
@@ -220,7 +223,7 @@ impl Run<'_> {
         if !self.ctx.buffers.serves(self.ctx.session_id) {
             return None;
         }
-        let args = crate::tools::parse_args(&call.arguments).ok()?;
+        let args = crate::toolcall::parse_args(&call.arguments).ok()?;
         let requested = args.get("file_path")?.as_str()?;
         let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
         let text = self.ctx.buffers.read(self.ctx.session_id, &path).await?;
@@ -247,26 +250,29 @@ impl Run<'_> {
     /// cancellable), their results Swival's text only; file tools run on
     /// this thread and say what their result means.
     async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
-        let args = || crate::tools::parse_args(&call.arguments);
-        match call.name.as_str() {
-            "run_command" if self.ctx.commands.policy.enabled() => match args() {
+        let args = || crate::toolcall::parse_args(&call.arguments);
+        match registry::spec(&call.name).map(|t| t.runner) {
+            Some(Runner::Command) if self.ctx.commands.policy.enabled() => match args() {
                 Ok(a) => match self.approve(turn, &call.id, &a).await {
                     Some(refusal) => refusal,
                     None => crate::sandbox::run_command_tool(self.ctx.commands, &a, self.ctx.cancel).await,
                 },
                 Err(e) => e.into(),
             },
-            "read_file" => {
+            Some(Runner::Fetch) => match args() {
+                Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, &a).await,
+                Err(e) => e.into(),
+            },
+            Some(Runner::Builtin(_)) if call.name == builtin::ReadFile::NAME => {
                 self.tools.editor_text = self.editor_text(call).await;
                 let result = self.file_tool(call);
                 self.tools.editor_text = None;
                 result
             }
-            "fetch_url" => match args() {
-                Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, &a).await,
-                Err(e) => e.into(),
-            },
-            name if self.tools.mcp.owns(name) => self.tools.mcp.call(name, &call.arguments, self.ctx.cancel).await,
+            _ if self.tools.mcp.owns(&call.name) => {
+                self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
+            }
+            // Built-in tools, and names no tool has (answered as unknown).
             _ => self.file_tool(call),
         }
     }
@@ -278,7 +284,7 @@ impl Run<'_> {
     fn file_tool(&mut self, call: &ToolCall) -> ToolOutcome {
         let tools = &mut self.tools;
         let mut run = || tools.call_with_id(&call.name, &call.arguments, &call.id);
-        if crate::tools::walks_tree(&call.name) {
+        if registry::spec(&call.name).is_some_and(registry::Spec::walks_tree) {
             tokio::task::block_in_place(run)
         } else {
             run()

@@ -4,7 +4,7 @@
 //! is nothing else, `isError` as an `error:` result; past 20 KiB the whole
 //! output goes to a spill file (at most 10 MiB) and the model gets a preview.
 
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::path::Path;
 

@@ -9,7 +9,7 @@
 use super::result::{guard, normalize};
 use super::server::CallError;
 use super::{Lease, McpPool, ServerSpec};
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -208,7 +208,7 @@ impl SessionMcp {
         if let Err(e) = crate::procs::pin::verify_all(&s.spec.pins) {
             return ToolOutcome::failed(format!("error: MCP server '{server_name}' was not called: {e}"));
         }
-        let args = match crate::tools::parse_args(raw_args) {
+        let args = match crate::toolcall::parse_args(raw_args) {
             Ok(Value::Object(map)) => map,
             Ok(_) => unreachable!("parse_args returns objects"),
             Err(e) => return e.into(),

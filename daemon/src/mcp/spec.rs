@@ -198,9 +198,17 @@ pub fn sanitize_tool_name(name: &str) -> String {
     out.trim_matches(|c| c == '_' || c == '-').to_owned()
 }
 
+/// How the names of MCP tools begin.
+const PREFIX: &str = "mcp__";
+
 /// The name the model sees for `tool` of `server`.
 pub fn namespaced(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{}", sanitize_tool_name(tool))
+    format!("{PREFIX}{server}__{}", sanitize_tool_name(tool))
+}
+
+/// Whether `name` is an MCP tool's, as [`namespaced`] makes them.
+pub fn is_namespaced(name: &str) -> bool {
+    name.starts_with(PREFIX)
 }
 
 /// An MCP tool (its JSON as listed) as an OpenAI function schema, with

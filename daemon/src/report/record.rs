@@ -195,7 +195,8 @@ pub(super) mod tests {
     /// Fold a tool call and its result, as the loop emits them.
     pub(in crate::report) fn tool_call(rec: &mut RunRecord, turn: u64, name: &str, args: &str, result: &str, s: f64) {
         let id = format!("c{}", rec.timeline().len());
-        rec.apply(&EventKind::ToolCall { turn, id: id.clone(), name: name.into(), arguments: args.into() });
+        let kind = Default::default();
+        rec.apply(&EventKind::ToolCall { turn, id: id.clone(), name: name.into(), kind, arguments: args.into() });
         rec.apply(&EventKind::ToolResult {
             turn,
             id,
@@ -337,12 +338,14 @@ pub(super) mod tests {
             turn: 1,
             id: "a".into(),
             name: "grep".into(),
+            kind: Default::default(),
             arguments: r#"{"p": 1}"#.into(),
         });
         rec.apply(&EventKind::ToolCall {
             turn: 1,
             id: "b".into(),
             name: "grep".into(),
+            kind: Default::default(),
             arguments: r#"{"p": 2}"#.into(),
         });
         let result = |id: &str, succeeded: bool, content: String, result_length: Option<u64>| EventKind::ToolResult {

@@ -14,7 +14,7 @@ use super::spill;
 use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
 use crate::procs::{Capture, Ending, Env, Io, Launch, Limits, ProcError, ProcessRunner, Through};
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 use super::spill::{self, Untrusted};
 use super::ssrf::{check_address, Blocked};
 use crate::config::Cidr;
-use crate::tools::ToolOutcome;
+use crate::toolcall::ToolOutcome;
 use reqwest::header::{HeaderValue, ACCEPT, ACCEPT_LANGUAGE, CONTENT_TYPE, LOCATION};
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};

@@ -6,7 +6,7 @@
 //! execution lives in `command.rs`.
 
 use crate::config::CommandAccess;
-use crate::tools::args::type_name;
+use crate::toolcall::type_name;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

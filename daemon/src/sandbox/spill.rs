@@ -6,7 +6,7 @@
 //! operation goes through [`swival_dir`]: a symlinked `.swival` is refused,
 //! and names inside it are created, listed and removed beneath it.
 
-use crate::tools::beneath::{swival_dir, How, Kind, Missing};
+use crate::beneath::{swival_dir, How, Kind, Missing};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -119,10 +119,10 @@ enum SpillError {
     Outside,
     /// `.swival/` could not be opened or created.
     #[error("open {SCRATCH}/ directory: {0}")]
-    Dir(crate::tools::beneath::Error),
+    Dir(crate::beneath::Error),
     /// The file could not be created or written.
     #[error("write temp file: {0}")]
-    Write(crate::tools::beneath::Error),
+    Write(crate::beneath::Error),
 }
 
 /// Create `<base>/.swival/cmd_output_<hex>.txt` holding `header` then

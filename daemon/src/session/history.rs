@@ -3,7 +3,7 @@
 //! its temporary are reached through [`swival_dir`], so a `.swival` (or any
 //! of them) that is a symlink is refused rather than written through.
 
-use crate::tools::beneath::{swival_dir, How, Missing};
+use crate::beneath::{swival_dir, How, Missing};
 use std::path::Path;
 
 /// Largest HISTORY.md kept.

@@ -4,8 +4,9 @@
 //! names the path or argument and what to do instead.
 
 use super::args::ArgError;
-use super::beneath;
 use super::path::PathError;
+use crate::beneath;
+use crate::toolcall::{ArgsError, ToolOutcome};
 
 /// A failed tool call.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +14,9 @@ pub enum ToolError {
     /// The path policy refused a path or could not resolve it.
     #[error(transparent)]
     Path(#[from] PathError),
+    /// The arguments are not a JSON object.
+    #[error(transparent)]
+    Args(#[from] ArgsError),
     /// An argument is missing or of the wrong type.
     #[error(transparent)]
     Arg(#[from] ArgError),
@@ -51,5 +55,22 @@ impl ToolError {
     /// The tool result the model sees.
     pub fn render(&self) -> String {
         format!("error: {self}")
+    }
+}
+
+impl From<ToolError> for ToolOutcome {
+    fn from(e: ToolError) -> ToolOutcome {
+        ToolOutcome::failed(e.render())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_error_is_a_failure_with_its_error_line() {
+        let o = ToolOutcome::from(ToolError::refused("no"));
+        assert!(o.failed && o.text == "error: no", "{o:?}");
     }
 }

@@ -3,10 +3,12 @@
 //! "continue from" hint and a checksum trailer. A read that returns at
 //! least one line counts for the read-before-write guard.
 
-use super::args::{opt_int, req_str, type_name};
-use super::beneath::{Beneath, How, Kind, Meta};
+use super::args::{self, Later};
+use super::builtin::{FileRequest, ReadFile, ReadMultipleFiles};
 use super::path::Access;
 use super::{ToolBox, ToolError};
+use crate::beneath::{Beneath, How, Kind, Meta};
+use crate::toolcall::type_name;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -23,7 +25,7 @@ pub const BINARY_SNIFF: usize = 8 * 1024;
 /// Default number of lines per read, by default (`max_output_lines`).
 pub const DEFAULT_LIMIT: usize = 2000;
 /// Most files in one `read_multiple_files` call.
-const MAX_BATCH: usize = 20;
+pub(super) const MAX_BATCH: usize = 20;
 
 /// First 8 hex digits of the SHA-256 of `bytes` (Swival's checksum).
 pub fn checksum(bytes: &[u8]) -> String {
@@ -55,17 +57,23 @@ struct Window {
 }
 
 impl Window {
-    /// Parse `offset`/`limit`/`tail_lines` (or Swival's older `tail`);
-    /// `limit` defaults to `default_limit`.
-    fn from_args(args: &Value, default_limit: usize) -> Result<Window, ToolError> {
-        let offset = opt_int(args, "offset")?;
-        let limit = match opt_int(args, "limit")? {
+    /// The window `offset`/`limit`/`tail_lines` name (or Swival's older
+    /// `tail`, read only when `tail_lines` is absent); `limit` defaults to
+    /// `default_limit`.
+    fn new(
+        offset: Option<i64>,
+        limit: Option<i64>,
+        tail_lines: Option<i64>,
+        tail: &Later<Option<i64>>,
+        default_limit: usize,
+    ) -> Result<Window, ToolError> {
+        let limit = match limit {
             Some(n) => n.max(1) as usize,
             None => default_limit.max(1),
         };
-        let tail = match opt_int(args, "tail_lines")? {
+        let tail = match tail_lines {
             Some(t) => Some(t),
-            None => opt_int(args, "tail")?,
+            None => tail.read("tail")?,
         };
         let tail = match (offset, tail) {
             (Some(o), Some(t)) if t > 1 => {
@@ -82,12 +90,31 @@ impl Window {
         Ok(Window { offset: offset.unwrap_or(1).max(1) as usize, limit, tail })
     }
 
+    /// The first `default_limit` lines (a bare path in a batch).
+    fn first(default_limit: usize) -> Window {
+        Window { offset: 1, limit: default_limit.max(1), tail: None }
+    }
+
     /// How the request reads in a `read_multiple_files` section.
     fn describe(&self) -> String {
         match self.tail {
             Some(t) => format!("tail={t}"),
             None => format!("offset={} limit={}", self.offset, self.limit),
         }
+    }
+}
+
+impl ReadFile {
+    /// The part of the file asked for.
+    fn window(&self, default_limit: usize) -> Result<Window, ToolError> {
+        Window::new(self.offset, self.limit, self.tail_lines, &self.tail, default_limit)
+    }
+}
+
+impl FileRequest {
+    /// The part of the file asked for.
+    fn window(&self, default_limit: usize) -> Result<Window, ToolError> {
+        Window::new(self.offset, self.limit, self.tail_lines, &self.tail, default_limit)
     }
 }
 
@@ -194,11 +221,11 @@ fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Resu
     })
 }
 
-/// `read_file {file_path, offset?, limit?, tail_lines?}`.
-pub fn read_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
-    let requested = req_str(args, "file_path")?;
+/// `read_file`.
+pub fn read_file(tb: &mut ToolBox, args: &ReadFile) -> Result<String, ToolError> {
+    let requested = args.file_path.as_str();
     let path = tb.policy.resolve(requested, Access::Read)?;
-    let window = Window::from_args(args, tb.caps.read_lines)?;
+    let window = args.window(tb.caps.read_lines)?;
     // An editor's unsaved text of this very path, fetched for this call.
     let page = match tb.editor_text.take().filter(|(p, _)| *p == path) {
         Some((_, text)) => page_of(text.into_bytes(), requested, window, tb.caps.read_bytes)?,
@@ -297,12 +324,20 @@ fn section(title: &str, request: &str, result: Result<(PathBuf, Page), ToolError
     }
 }
 
-/// Read one entry of a batch: a path string or `{file_path, offset?, ...}`.
+/// Read one entry of a batch: a path string or a [`FileRequest`] (one
+/// whose `file_path` is not a string is refused as missing).
 fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
     let default_request = &format!("offset=1 limit={}", tb.caps.read_lines);
-    let spec = match spec {
-        Value::String(s) => serde_json::json!({ "file_path": s }),
-        Value::Object(_) => spec.clone(),
+    let (requested, window) = match spec {
+        Value::String(s) => (s.as_str(), Ok(Window::first(tb.caps.read_lines))),
+        Value::Object(o) => {
+            let Some(requested) = o.get("file_path").and_then(Value::as_str) else {
+                let title = format!("file {}", index + 1);
+                return section(&title, default_request, Err(ToolError::refused("missing file_path")));
+            };
+            let request = args::parse::<FileRequest>(spec).map_err(ToolError::from);
+            (requested, request.and_then(|r| r.window(tb.caps.read_lines)))
+        }
         other => {
             return section(
                 &format!("file {}", index + 1),
@@ -314,10 +349,7 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
             )
         }
     };
-    let Some(requested) = spec.get("file_path").and_then(Value::as_str) else {
-        return section(&format!("file {}", index + 1), default_request, Err(ToolError::refused("missing file_path")));
-    };
-    let window = match Window::from_args(&spec, tb.caps.read_lines) {
+    let window = match window {
         Ok(w) => w,
         Err(e) => return section(requested, default_request, Err(e)),
     };
@@ -333,11 +365,11 @@ fn batch_entry(tb: &ToolBox, index: usize, spec: &Value) -> Section {
     section(requested, &request, result)
 }
 
-/// `read_multiple_files {files: [...]}`: up to 20 files, one section each,
-/// 50 KB for the whole batch; errors are per file.
-pub fn read_multiple_files(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
-    let files = match args.get("files") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
+/// `read_multiple_files`: up to 20 `files`, one section each, 50 KB for
+/// the whole batch; errors are per file.
+pub fn read_multiple_files(tb: &mut ToolBox, args: &ReadMultipleFiles) -> Result<String, ToolError> {
+    let files = match &args.files {
+        Value::Array(a) if !a.is_empty() => a,
         _ => return Err(ToolError::refused("read_multiple_files requires a non-empty 'files' array. Each entry is either a path string or an object like {\"file_path\": \"...\", \"offset\": 1, \"limit\": 200}. To read a single file, use read_file instead.")),
     };
     if files.len() > MAX_BATCH {
@@ -393,7 +425,7 @@ mod tests {
     fn read_numbers_lines_and_ends_with_checksum() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a.txt"), "one\ntwo\n").unwrap();
-        let out = read_file(&mut toolbox(d.path()), &json!({"file_path": "a.txt"})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "a.txt"})).unwrap();
         assert_eq!(out, format!("1: one\n2: two\n[checksum={}]", checksum(b"one\ntwo\n")));
     }
 
@@ -406,7 +438,7 @@ mod tests {
         let mut offset = 1;
         let mut seen = Vec::new();
         loop {
-            let out = read_file(&mut tb, &json!({"file_path": "big.txt", "offset": offset})).unwrap();
+            let out = read_file(&mut tb, &args!({"file_path": "big.txt", "offset": offset})).unwrap();
             assert!(out.len() <= MAX_READ_BYTES + 200);
             for l in out.lines().filter(|l| !l.starts_with('[')) {
                 let (_, body) = l.split_once(": ").unwrap();
@@ -427,10 +459,10 @@ mod tests {
         std::fs::write(d.path().join("f.txt"), text).unwrap();
         let mut tb = toolbox(d.path());
         tb.caps = crate::tools::OutputCaps { read_bytes: 1024, read_lines: 3 };
-        let out = read_file(&mut tb, &json!({"file_path": "f.txt"})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "f.txt"})).unwrap();
         assert!(out.starts_with("1: line 1 ") && out.contains("\n3: line 3 ") && !out.contains("4: line 4"), "{out}");
         assert!(out.contains("[47 more lines, use offset=4 to continue]"), "{out}");
-        let out = read_file(&mut tb, &json!({"file_path": "f.txt", "limit": 50})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "f.txt", "limit": 50})).unwrap();
         assert!(out.contains("more lines, use offset=") && out.len() < 1024 + 100, "{out}");
         let schema = &tb.schemas()[0]["function"]["parameters"]["properties"]["limit"];
         assert_eq!(
@@ -443,7 +475,7 @@ mod tests {
     fn long_lines_are_cut_with_a_marker() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("l.txt"), "y".repeat(5000)).unwrap();
-        let out = read_file(&mut toolbox(d.path()), &json!({"file_path": "l.txt"})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "l.txt"})).unwrap();
         assert!(out.contains("[line truncated: 5000 chars]"));
         assert!(out.len() < 2200);
     }
@@ -453,10 +485,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("t.txt"), "a\nb\nc\nd\n").unwrap();
         let mut tb = toolbox(d.path());
-        let out = read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
         assert!(out.starts_with("3: c\n4: d\n[checksum="), "{out}");
         let err =
-            read_file(&mut tb, &json!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err().render();
+            read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err().render();
         assert!(err.contains("cannot combine 'offset' and 'tail_lines'"));
     }
 
@@ -465,9 +497,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("b.bin"), b"ab\0cd").unwrap();
         let mut tb = toolbox(d.path());
-        let err = read_file(&mut tb, &json!({"file_path": "b.bin"})).unwrap_err().render();
+        let err = read_file(&mut tb, &args!({"file_path": "b.bin"})).unwrap_err().render();
         assert!(err.starts_with("error: binary file detected: b.bin"));
-        let err = read_file(&mut tb, &json!({"file_path": "nope.txt"})).unwrap_err().render();
+        let err = read_file(&mut tb, &args!({"file_path": "nope.txt"})).unwrap_err().render();
         assert!(err.starts_with("error: path does not exist: nope.txt"));
     }
 
@@ -476,7 +508,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("sub")).unwrap();
         std::fs::write(d.path().join("f.txt"), "").unwrap();
-        let out = read_file(&mut toolbox(d.path()), &json!({"file_path": "."})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "."})).unwrap();
         assert_eq!(out, "f.txt\nsub/");
     }
 
@@ -487,7 +519,7 @@ mod tests {
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let out = read_multiple_files(
             &mut toolbox(d.path()),
-            &json!({"files": ["a.txt", {"file_path": "missing.txt"}, {"file_path": "dir"}, 7]}),
+            &args!({"files": ["a.txt", {"file_path": "missing.txt"}, {"file_path": "dir"}, 7]}),
         )
         .unwrap();
         assert!(out.starts_with("files_succeeded: 1\nfiles_with_errors: 3\nbatch_truncated: false\n\n=== FILE: a.txt ===\nstatus: ok\nrequest: offset=1 limit=2000\ncontent_truncated: false\nchecksum: "), "{out}");
@@ -503,7 +535,7 @@ mod tests {
     fn read_multiple_files_refuses_more_than_twenty() {
         let d = tempfile::tempdir().unwrap();
         let files: Vec<String> = (0..21).map(|i| format!("f{i}")).collect();
-        let err = read_multiple_files(&mut toolbox(d.path()), &json!({ "files": files })).unwrap_err().render();
+        let err = read_multiple_files(&mut toolbox(d.path()), &args!({ "files": files })).unwrap_err().render();
         assert!(err.contains("maximum is 20"));
     }
 
@@ -515,7 +547,7 @@ mod tests {
             std::fs::write(d.path().join(format!("{i}.txt")), big.repeat(30)).unwrap();
         }
         let mut tb = toolbox(d.path());
-        let out = read_multiple_files(&mut tb, &json!({"files": ["0.txt", "1.txt", "2.txt"]})).unwrap();
+        let out = read_multiple_files(&mut tb, &args!({"files": ["0.txt", "1.txt", "2.txt"]})).unwrap();
         assert!(tb.tracker.seen(&tb.policy.base.join("0.txt")));
         assert!(
             !tb.tracker.seen(&tb.policy.base.join("1.txt")),
@@ -531,9 +563,9 @@ mod tests {
         std::fs::write(d.path().join("a.txt"), "x\n").unwrap();
         let mut tb = toolbox(d.path());
         let path = tb.policy.base.join("a.txt");
-        read_file(&mut tb, &json!({"file_path": "a.txt", "offset": 5})).unwrap_err().render();
+        read_file(&mut tb, &args!({"file_path": "a.txt", "offset": 5})).unwrap_err().render();
         assert!(!tb.tracker.seen(&path));
-        read_file(&mut tb, &json!({"file_path": "a.txt"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "a.txt"})).unwrap();
         assert!(tb.tracker.seen(&path));
     }
 }

@@ -1,9 +1,11 @@
-//! The tools the model can call: their schemas (what the model sees) and
-//! dispatch. Every tool returns a string (`write_file` a [`ToolOutcome`]:
-//! its text may carry a warning); a failure is a [`ToolError`], shown to
-//! the model as `error: ` and its message. A call's [`ToolOutcome`] says
-//! which it was, so nobody downstream reads the text to find out; the
-//! command, fetch and MCP tools outside this module return one too.
+//! The tools the model can call: every tool the daemon has, declared once
+//! in `registry.rs` (the built-in ones in `builtin.rs`, each a type whose
+//! schema is what the model sees), and the toolbox that runs the built-in
+//! ones. A tool answers a [`ToolOutcome`] (`write_file`'s text may carry a
+//! warning); a failure is a [`ToolError`], shown to the model as `error: `
+//! and its message. A call's [`ToolOutcome`] says which it was, so nobody
+//! downstream reads the text to find out; the command, fetch and MCP tools
+//! outside this module return one too.
 //!
 //! Every path a tool touches goes through [`path::PathPolicy::resolve`]
 //! (reads with `Access::Read`; writes, moves and deletes with
@@ -13,17 +15,25 @@
 //! the check cannot redirect the I/O. Files: `files.rs` (reads), `write.rs`
 //! (write, move, edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft
 //! delete), `search.rs` (list_files, grep), `todo.rs`, `think.rs`,
-//! `schema.rs`.
+//! `schema.rs` (schemas from the types, and a run's offer).
+
+/// Typed tool arguments from JSON, for unit tests: `args!({"file_path": "a"})`.
+#[cfg(test)]
+macro_rules! args {
+    ($($json:tt)+) => {
+        crate::tools::args::parse(&serde_json::json!($($json)+)).expect("test arguments parse")
+    };
+}
 
 pub(crate) mod args;
-pub mod beneath;
+pub mod builtin;
 mod edit;
 mod error;
 mod files;
 mod named;
 mod near;
-mod outcome;
 pub mod path;
+pub mod registry;
 pub mod repair;
 pub mod schema;
 mod search;
@@ -32,32 +42,21 @@ mod todo;
 mod trash;
 mod write;
 
-use beneath::Beneath;
+use crate::beneath::{self, Beneath};
+use crate::toolcall::{parse_args, ToolOutcome};
 pub use error::ToolError;
-pub use outcome::ToolOutcome;
 use path::{Access, FilesMode, PathPolicy};
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
-/// A tool call's arguments: a JSON object (empty text counts as `{}`).
-pub fn parse_args(raw: &str) -> Result<Value, ToolError> {
-    if raw.trim().is_empty() {
-        return Ok(Value::Object(Default::default()));
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(ToolError::refused(format!("tool arguments must be a JSON object, got {other}"))),
-        Err(e) => Err(ToolError::refused(format!("invalid JSON in tool arguments: {e}"))),
-    }
-}
-
-/// Whether the file tool `name` may take long: it walks a tree
-/// (`list_files`, `grep`) or may move one (`delete_file`). The others read or
-/// write a bounded amount (one file, or at most 20, each read up to
-/// 50 KiB) and run on the calling thread.
-pub fn walks_tree(name: &str) -> bool {
-    matches!(name, "list_files" | "grep" | "delete_file")
+/// JSON a tool writes (an answer, a call to make, a trash index line) as
+/// text. It goes through a `Value`, as the `json!` it replaced did, so its
+/// keys come out as they always have: in the order written when serde_json
+/// keeps order (the workspace build), sorted otherwise.
+fn json_text(value: &impl Serialize) -> String {
+    serde_json::to_value(value).expect("tool JSON serializes").to_string()
 }
 
 /// Files read or written in this session (the read-before-write guard).
@@ -162,7 +161,6 @@ impl ToolBox {
     }
 
     /// Run one tool call; the result string is what the model sees.
-    #[cfg(test)]
     pub fn call(&mut self, name: &str, raw_args: &str) -> String {
         self.call_with_id(name, raw_args, "").text
     }
@@ -174,33 +172,21 @@ impl ToolBox {
         self.dispatch(name, raw_args, call_id).unwrap_or_else(ToolOutcome::from)
     }
 
-    /// Run the tool `name`.
+    /// Run the built-in tool `name`.
     fn dispatch(&mut self, name: &str, raw_args: &str, call_id: &str) -> Result<ToolOutcome, ToolError> {
         let args = parse_args(raw_args)?;
-        let text = match name {
-            "read_file" => files::read_file(self, &args),
-            "read_multiple_files" => files::read_multiple_files(self, &args),
-            // The one tool whose success may carry a warning.
-            "write_file" => return write::write_file(self, &args),
-            "edit_file" => write::edit_file(self, &args),
-            "list_files" => search::list_files(self, &args),
-            "grep" => search::grep(self, &args),
-            "think" => self.thinking.call(&args),
-            "todo" => {
-                // Mirrored only where the policy allows: a `.swival` that
-                // is a symlink leading outside keeps the list in memory
-                // (and one leading anywhere is never followed).
-                let base = self.policy.resolve(".swival/todo.md", Access::Write).ok().map(|_| self.policy.base.clone());
-                self.todo.call(&args, base.as_deref())
-            }
-            "delete_file" => trash::delete_file(self, &args, call_id),
-            other => {
-                let schemas = self.schemas();
-                let names = repair::names(&schemas);
-                Err(ToolError::refused(format!("unknown tool '{other}'. Available tools: {}", names.join(", "))))
-            }
-        };
-        text.map(ToolOutcome::ok)
+        registry::run_builtin(self, name, &args, call_id).unwrap_or_else(|| {
+            let names = registry::builtin_names().collect::<Vec<_>>().join(", ");
+            Err(ToolError::refused(format!("unknown tool '{name}'. Available tools: {names}")))
+        })
+    }
+
+    /// A `todo` call: the list is mirrored only where the policy allows (a
+    /// `.swival` that is a symlink leading outside keeps it in memory, and
+    /// one leading anywhere is never followed).
+    fn todo_call(&mut self, args: &builtin::Todo) -> Result<String, ToolError> {
+        let base = self.policy.resolve(".swival/todo.md", Access::Write).ok().map(|_| self.policy.base.clone());
+        self.todo.call(args, base.as_deref())
     }
 }
 

@@ -8,7 +8,6 @@
 //! the system prompt and the task alone (the session's run decides).
 
 use super::ToolBox;
-use serde_json::json;
 
 /// Most files read up front.
 const MAX_FILES: usize = 3;
@@ -49,7 +48,7 @@ impl ToolBox {
                 Ok(m) if m.kind == super::beneath::Kind::File && m.len <= MAX_BYTES => {}
                 _ => continue,
             }
-            if let Ok(content) = super::files::read_file(self, &json!({ "file_path": name })) {
+            if let Ok(content) = super::files::read_file(self, &super::builtin::ReadFile::whole(name)) {
                 blocks.push(format!("=== {name} ===\n{content}"));
             }
         }

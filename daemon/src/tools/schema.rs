@@ -1,15 +1,18 @@
 //! The JSON schemas the model sees, with Swival's names, parameters and
-//! descriptions (models and Swival's prompt assume them), in Swival's order.
+//! descriptions (models and Swival's prompt assume them), in Swival's
+//! order: each built-in tool's is generated from its arguments' type
+//! ([`function`]) and shaped as Swival wrote it, key order included
+//! (`tests/tests/tool_schemas.rs` holds them byte for byte); a run's
+//! [`Offer`] is serialised once.
 
+use super::registry::Tool;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-fn tool(name: &str, description: &str, parameters: Value) -> Value {
-    json!({"type": "function", "function": {
-        "name": name, "description": description, "parameters": parameters}})
-}
 
 /// The file, search and bookkeeping tools, in the order the model sees
 /// them; reads return `read_lines` lines unless they name a `limit`. Built
@@ -20,7 +23,7 @@ pub fn file_tools(read_lines: usize) -> Vec<Value> {
     let built = {
         let mut cache = BUILT.lock().unwrap_or_else(|p| p.into_inner());
         let cache = cache.get_or_insert_with(HashMap::new);
-        cache.entry(read_lines).or_insert_with(|| build_file_tools(read_lines).into()).clone()
+        cache.entry(read_lines).or_insert_with(|| super::registry::builtin_schemas(read_lines).into()).clone()
     };
     built.to_vec()
 }
@@ -75,120 +78,130 @@ impl Offer {
     }
 }
 
-fn build_file_tools(read_lines: usize) -> Vec<Value> {
-    let mut tools = reading_and_writing(read_lines);
-    tools.extend(searching_and_bookkeeping());
-    tools
-}
-
-/// `read_file`, `read_multiple_files`, `write_file`, `edit_file`.
-fn reading_and_writing(read_lines: usize) -> Vec<Value> {
-    let window = |file_desc: &str| {
-        json!({
-            "file_path": {"type": "string", "description": file_desc},
-            "offset": {"type": "integer", "description": "1-based line number to start reading from. Defaults to 1.", "default": 1},
-            "limit": {"type": "integer", "description": format!("Maximum number of lines to return. Defaults to {read_lines}."), "default": read_lines},
-            "tail_lines": {"type": "integer", "minimum": 1, "description": "Number of lines to return from the end of the file. Mutually exclusive with offset; pass at most one of the two."}
-        })
+/// A built-in tool's schema as an OpenAI function tool: its name, its
+/// description (the type's doc comment) and its parameters, generated
+/// from the type, shaped as Swival wrote them and fitted to the session.
+pub(super) fn function<T: Tool>(read_lines: usize) -> Value {
+    let mut parameters = parameters::<T>();
+    let description = match parameters.as_object_mut().and_then(|p| take(p, "description")) {
+        Some(Value::String(d)) => d,
+        _ => String::new(),
     };
-    let mut read_props = window("Path to the file or directory to read.");
-    read_props["tail_lines"]["description"] = json!("Number of lines to return from the end of the file. Mutually exclusive with offset; pass at most one of the two. To paginate within the tail, use the offset from the continuation hint in a follow-up call (without tail_lines).");
-    vec![
-        tool(
-            "read_file",
-            "Read a file as numbered lines. Use offset/limit to paginate forward, or tail_lines=N for the file end. Truncated output shows the next offset. Also lists directories.",
-            json!({"type": "object", "properties": read_props, "required": ["file_path"]}),
-        ),
-        tool(
-            "read_multiple_files",
-            "Prefer this over multiple read_file calls when you know which files you need. Reads a batch, each with optional offset/limit/tail_lines. Per-file errors are inline; the batch never fails as a whole.",
-            json!({"type": "object", "properties": {
-                "files": {"type": "array", "description": "List of file read requests.", "maxItems": 20,
-                    "items": {"type": "object", "properties": window("Path to the file to read."), "required": ["file_path"]}}
-            }, "required": ["files"]}),
-        ),
-        tool(
-            "write_file",
-            "Create or overwrite a file with content, or atomically rename move_from to file_path (not both). Parent directories are created.",
-            json!({"type": "object", "properties": {
-                "file_path": {"type": "string", "description": "Destination path."},
-                "content": {"type": "string", "description": "The content to write. Do not set with move_from."},
-                "move_from": {"type": "string", "description": "Source path to atomically rename to file_path. Do not set with content. If the destination already exists, it must have been read or written first."}
-            }, "required": ["file_path"]}),
-        ),
-        tool(
-            "edit_file",
-            "Replace old_string with new_string in an existing file. Prefer over write_file for edits.",
-            json!({"type": "object", "properties": {
-                "file_path": {"type": "string", "description": "Path to the file to edit."},
-                "old_string": {"type": "string", "description": "The exact text to find and replace."},
-                "new_string": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace all occurrences.", "default": false},
-                "line_number": {"type": "integer", "description": "1-based line number from read_file. When old_string matches multiple times, only replace the match that touches this line."},
-                "checksum": {"type": "string", "description": "Optional [checksum=...] value from your last read_file, write_file or edit_file of this file. The edit is refused if the file changed since."}
-            }, "required": ["file_path", "old_string", "new_string"]}),
-        ),
-    ]
+    T::fit(&mut parameters, read_lines);
+    let function = Function { name: T::NAME, description, parameters };
+    serde_json::to_value(FunctionTool { kind: "function", function }).expect("tool schemas serialize")
 }
 
-/// `list_files`, `grep`, `think`, `todo`, `delete_file`.
-fn searching_and_bookkeeping() -> Vec<Value> {
-    let search_path = json!({"type": "string", "description": "File or directory to search in, relative to base directory. Defaults to \".\" (base directory).", "default": "."});
-    vec![
-        tool(
-            "list_files",
-            "Recursively list files matching a glob, relative to the base directory.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern to match files, e.g. \"**/*.py\", \"src/**/*.ts\"."},
-                "path": search_path
-            }, "required": ["pattern"]}),
-        ),
-        tool(
-            "grep",
-            "Search file contents with a regex. Returns matches grouped by file with line numbers.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "Regex pattern to search for (Rust regex syntax: no lookaround or backreferences)."},
-                "path": search_path,
-                "include": {"type": "string", "description": "Glob pattern to filter filenames, e.g. \"*.py\"."},
-                "case_insensitive": {"type": "boolean", "description": "If true, search case-insensitively.", "default": false},
-                "context_lines": {"type": "integer", "description": "Number of surrounding lines to show before and after each match.", "minimum": 0, "default": 0}
-            }, "required": ["pattern"]}),
-        ),
-        tool(
-            "think",
-            "Private scratchpad for planning, debugging, or weighing alternatives. Use before complex actions.",
-            json!({"type": "object", "properties": {
-                "thought": {"type": "string", "description": "Your current thinking step. Max 10000 characters."},
-                "thought_number": {"type": "integer", "minimum": 1, "description": "Current step number (1-based). Optional — auto-increments if omitted."},
-                "total_thoughts": {"type": "integer", "minimum": 1, "description": "Estimated total steps needed. Optional — defaults to 3 on first call, then carries forward."},
-                "next_thought_needed": {"type": "boolean", "description": "true if you need more thinking steps, false when done. Optional — defaults to true."},
-                "mode": {"type": "string", "enum": ["new", "revision", "branch"], "description": "Type of thought. 'new' (default): normal thinking step. 'revision': correct a previous thought (set revises_thought). 'branch': explore an alternative (set branch_from_thought + branch_id)."},
-                "revises_thought": {"type": "integer", "minimum": 1, "description": "Which thought number is being revised. Used with mode=\"revision\"."},
-                "branch_from_thought": {"type": "integer", "minimum": 1, "description": "Thought number to branch from. Used with mode=\"branch\", together with branch_id."},
-                "branch_id": {"type": "string", "minLength": 1, "maxLength": 50, "description": "Label for the branch (e.g. 'approach-b'). Used with mode=\"branch\", together with branch_from_thought."}
-            }, "required": ["thought"]}),
-        ),
-        tool(
-            "todo",
-            "Persistent checklist for multi-step work. Add items as discovered, mark done as completed. Survives context compaction.",
-            json!({"type": "object", "properties": {
-                "action": {"type": "string", "enum": ["add", "done", "remove", "clear", "list"], "description": "add: Add a new task (duplicate tasks are ignored). done: Mark a task as completed (no-op if already done). remove: Remove a task entirely. clear: Remove all tasks and start fresh. list: Return the current list (no other params needed)."},
-                "tasks": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}], "description": "For 'add': one or more task descriptions (each max 500 chars). For 'done'/'remove': text matching existing tasks (prefix match, case-insensitive). Not needed for 'list' or 'clear'. Accepts a single string or a list of strings."}
-            }, "required": ["action"]}),
-        ),
-        tool(
-            "delete_file",
-            "Delete a file by moving it to the trash. Cannot delete directories.",
-            json!({"type": "object", "properties": {
-                "file_path": {"type": "string", "description": "Path to the file to delete."}
-            }, "required": ["file_path"]}),
-        ),
-    ]
+/// An OpenAI function tool.
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The function.
+    function: Function<'a>,
+}
+
+/// What the model calls.
+#[derive(Serialize)]
+struct Function<'a> {
+    /// The tool's name.
+    name: &'a str,
+    /// What it does.
+    description: String,
+    /// Its arguments' JSON schema.
+    parameters: Value,
+}
+
+/// The JSON schema of `T`, shaped as Swival's hand-written ones.
+fn parameters<T: JsonSchema>() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.meta_schema = None;
+    settings.inline_subschemas = true;
+    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    swival_shaped(&mut schema);
+    schema
+}
+
+/// What schemars adds and Swival's schemas leave unsaid, taken out of a
+/// schema and every schema in it: the `title`, integer `format`s, and the
+/// `null` an optional argument allows (it may be left out instead).
+fn swival_shaped(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else { return };
+    take(obj, "title");
+    take(obj, "format");
+    if let Some(Value::Array(types)) = obj.get("type") {
+        let given: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        obj.insert("type".into(), if given.len() == 1 { given[0].clone() } else { Value::Array(given) });
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // An optional argument with subschemas: `anyOf` the schema or null.
+    let nullable = match obj.get("anyOf") {
+        Some(Value::Array(any)) if any.len() == 2 && any[1].get("type").is_some_and(|t| t == "null") => {
+            Some(any[0].clone())
+        }
+        _ => None,
+    };
+    if let Some(Value::Object(inner)) = nullable {
+        take(obj, "anyOf");
+        let rest = std::mem::take(obj);
+        obj.extend(inner);
+        obj.extend(rest);
+    }
+    for key in ["items", "properties", "oneOf", "anyOf"] {
+        match obj.get_mut(key) {
+            Some(Value::Object(props)) if key == "properties" => props.values_mut().for_each(swival_shaped),
+            Some(Value::Array(all)) => all.iter_mut().for_each(swival_shaped),
+            Some(one @ Value::Object(_)) => swival_shaped(one),
+            _ => {}
+        }
+    }
+}
+
+/// A field's transform putting its description after its bounds, where
+/// Swival wrote it so: `#[schemars(transform = description_last)]`.
+pub(super) fn description_last(schema: &mut Schema) {
+    to_the_end(schema, "description");
+}
+
+/// A field's transform putting its items' schema after its description and
+/// bounds, where Swival wrote it: `#[schemars(transform = items_last)]`.
+pub(super) fn items_last(schema: &mut Schema) {
+    to_the_end(schema, "items");
+}
+
+/// Move `key` of `schema` after its other keys.
+fn to_the_end(schema: &mut Schema, key: &str) {
+    let Some(obj) = schema.as_object_mut() else { return };
+    if let Some(value) = take(obj, key) {
+        obj.insert(key.to_owned(), value);
+    }
+}
+
+/// Remove `key` from `obj`, the other keys keeping their order (when
+/// serde_json keeps order, its `remove` moves the last key into the gap).
+fn take(obj: &mut Map<String, Value>, key: &str) -> Option<Value> {
+    let value = obj.get(key).cloned();
+    obj.retain(|k, _| k != key);
+    value
+}
+
+/// The `limit` of a read (in `properties`) says it defaults to
+/// `read_lines`, the session's `max_output_lines`.
+pub(super) fn limit_defaults_to(properties: &mut Value, read_lines: usize) {
+    let Some(limit) = properties.get_mut("limit").and_then(Value::as_object_mut) else { return };
+    if let Some(Value::String(d)) = limit.get_mut("description") {
+        d.push_str(&format!(" Defaults to {read_lines}."));
+    }
+    limit.insert("default".into(), read_lines.into());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_offer_counts_what_the_estimate_would_and_sends_the_schemas_as_they_are() {

@@ -8,13 +8,12 @@
 //! therefore checked again beneath its root ([`ToolBox::beneath`]), which
 //! follows no symlink, and `grep` reads each file opened that way.
 
-use super::args::{opt_bool, opt_int, opt_str, req_str};
-use super::beneath::Kind;
+use super::builtin::{Grep, ListFiles};
 use super::files::{cut_line, looks_binary};
 use super::path::{Access, FilesMode, PathError};
 use super::{ToolBox, ToolError};
+use crate::beneath::Kind;
 use globset::{GlobBuilder, GlobMatcher};
-use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
@@ -155,10 +154,10 @@ fn search_root(tb: &ToolBox, path: &str) -> Result<PathBuf, ToolError> {
     Ok(root)
 }
 
-/// `list_files {pattern, path?}`.
-pub fn list_files(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
-    let pattern = expand_tilde(req_str(args, "pattern")?, tb.policy.home.as_deref())?;
-    let mut path = opt_str(args, "path")?.unwrap_or(".").to_owned();
+/// `list_files`.
+pub fn list_files(tb: &mut ToolBox, args: &ListFiles) -> Result<String, ToolError> {
+    let pattern = expand_tilde(&args.pattern, tb.policy.home.as_deref())?;
+    let mut path = args.path.as_deref().unwrap_or(".").to_owned();
     let pattern = if pattern.starts_with('/') {
         let (root, rest) = split_absolute_glob(&pattern);
         path = root;
@@ -288,13 +287,13 @@ fn search_files(tb: &ToolBox, candidates: Vec<Found>, regex: &regex::Regex) -> (
     (searched, hits)
 }
 
-/// `grep {pattern, path?, include?, case_insensitive?, context_lines?}`.
-pub fn grep(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
-    let pattern = req_str(args, "pattern")?;
-    let path = opt_str(args, "path")?.unwrap_or(".");
-    let include = opt_str(args, "include")?;
-    let case_insensitive = opt_bool(args, "case_insensitive")?.unwrap_or(false);
-    let context = opt_int(args, "context_lines")?.unwrap_or(0).max(0) as usize;
+/// `grep`.
+pub fn grep(tb: &mut ToolBox, args: &Grep) -> Result<String, ToolError> {
+    let pattern = args.pattern.as_str();
+    let path = args.path.as_deref().unwrap_or(".");
+    let include = args.include.as_deref();
+    let case_insensitive = args.case_insensitive.unwrap_or(false);
+    let context = args.context_lines.unwrap_or(0).max(0) as usize;
     if let Some(inc) = include {
         // As in Swival, checked only when the file tools are not unrestricted.
         if tb.policy.files != FilesMode::All {
@@ -381,7 +380,6 @@ fn format_grep(tb: &ToolBox, searched: &[Searched], hits: &[Hit], total: usize, 
 mod tests {
     use super::super::test_toolbox as toolbox;
     use super::*;
-    use serde_json::json;
     use std::time::Duration;
 
     /// Write `name` with an mtime `age_s` seconds in the past.
@@ -404,9 +402,9 @@ mod tests {
         file(d.path(), "src/new.rs", "", 10);
         file(d.path(), "src/mid.rs", "", 100);
         file(d.path(), "README.md", "", 1);
-        let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "**/*.rs"})).unwrap();
+        let out = list_files(&mut toolbox(d.path()), &args!({"pattern": "**/*.rs"})).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
-        let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "*.rs", "path": "src"})).unwrap();
+        let out = list_files(&mut toolbox(d.path()), &args!({"pattern": "*.rs", "path": "src"})).unwrap();
         assert_eq!(out, "src/new.rs\nsrc/mid.rs\nsrc/old.rs");
     }
 
@@ -417,9 +415,9 @@ mod tests {
         file(d.path(), "notes.txt", "PRIVATE KEY mentioned", 0);
         let mut tb = toolbox(d.path());
         tb.policy.hidden = vec![tb.policy.base.join(".ssh")];
-        let out = list_files(&mut tb, &json!({"pattern": "**/*"})).unwrap();
+        let out = list_files(&mut tb, &args!({"pattern": "**/*"})).unwrap();
         assert_eq!(out, "notes.txt");
-        let out = grep(&mut tb, &json!({"pattern": "PRIVATE"})).unwrap();
+        let out = grep(&mut tb, &args!({"pattern": "PRIVATE"})).unwrap();
         assert!(out.contains("notes.txt") && !out.contains("id_rsa"), "{out}");
     }
 
@@ -431,7 +429,7 @@ mod tests {
         file(d.path(), "a.log", "", 0);
         file(d.path(), ".git/config.rs", "", 0);
         file(d.path(), "keep.rs", "", 0);
-        let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "**/*"})).unwrap();
+        let out = list_files(&mut toolbox(d.path()), &args!({"pattern": "**/*"})).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines.contains(&"keep.rs") && lines.contains(&".gitignore"), "{out}");
         assert_eq!(lines.len(), 2, "{out}");
@@ -443,7 +441,7 @@ mod tests {
         for i in 0..150 {
             file(d.path(), &format!("f{i:03}.txt"), "", i);
         }
-        let out = list_files(&mut toolbox(d.path()), &json!({"pattern": "*.txt"})).unwrap();
+        let out = list_files(&mut toolbox(d.path()), &args!({"pattern": "*.txt"})).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 101);
         assert_eq!(lines[0], "f000.txt");
@@ -457,11 +455,11 @@ mod tests {
     fn list_files_refuses_dotdot_patterns_and_checks_absolute_roots() {
         let d = tempfile::tempdir().unwrap();
         let mut tb = toolbox(d.path());
-        let err = list_files(&mut tb, &json!({"pattern": "../*"})).unwrap_err().render();
+        let err = list_files(&mut tb, &args!({"pattern": "../*"})).unwrap_err().render();
         assert!(err.contains("'..'"), "{err}");
-        let err = list_files(&mut tb, &json!({"pattern": "/etc/*.conf"})).unwrap_err().render();
+        let err = list_files(&mut tb, &args!({"pattern": "/etc/*.conf"})).unwrap_err().render();
         assert!(err.contains("outside base directory"), "{err}");
-        assert_eq!(list_files(&mut tb, &json!({"pattern": "*.nothing"})).unwrap(), "No files matched the pattern.");
+        assert_eq!(list_files(&mut tb, &args!({"pattern": "*.nothing"})).unwrap(), "No files matched the pattern.");
     }
 
     #[test]
@@ -471,7 +469,7 @@ mod tests {
         file(d.path(), "secret.txt", "s", 0);
         file(&base, "in.txt", "", 0);
         std::os::unix::fs::symlink(d.path().join("secret.txt"), base.join("link.txt")).unwrap();
-        let out = list_files(&mut toolbox(&base), &json!({"pattern": "*.txt"})).unwrap();
+        let out = list_files(&mut toolbox(&base), &args!({"pattern": "*.txt"})).unwrap();
         assert_eq!(out, "in.txt");
     }
 
@@ -481,7 +479,7 @@ mod tests {
         file(d.path(), "old.rs", "fn a() {}\nlet x = 1;\nfn b() {}\n", 100);
         file(d.path(), "new.rs", "fn c() {}\n", 1);
         file(d.path(), "bin.dat", "fn \0 binary", 0);
-        let out = grep(&mut toolbox(d.path()), &json!({"pattern": "^fn "})).unwrap();
+        let out = grep(&mut toolbox(d.path()), &args!({"pattern": "^fn "})).unwrap();
         assert_eq!(
             out,
             "Found 3 matches\n\nnew.rs:\n  Line 1: fn c() {}\n\nold.rs:\n  Line 1: fn a() {}\n  Line 3: fn b() {}"
@@ -495,7 +493,7 @@ mod tests {
         file(d.path(), "b.txt", "two\n", 0);
         let out = grep(
             &mut toolbox(d.path()),
-            &json!({"pattern": "two", "include": "*.py", "case_insensitive": true, "context_lines": 1}),
+            &args!({"pattern": "two", "include": "*.py", "case_insensitive": true, "context_lines": 1}),
         )
         .unwrap();
         assert_eq!(
@@ -509,7 +507,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let body: String = (0..150).map(|i| format!("hit {i}\n")).collect();
         file(d.path(), "many.txt", &body, 0);
-        let out = grep(&mut toolbox(d.path()), &json!({"pattern": "hit"})).unwrap();
+        let out = grep(&mut toolbox(d.path()), &args!({"pattern": "hit"})).unwrap();
         assert!(out.starts_with("Found 150 matches\n"));
         assert_eq!(out.matches("  Line ").count(), 100);
         assert!(out.ends_with("\n(Results truncated: showing first 100 matches. Use a more specific pattern or path.)"));
@@ -521,8 +519,8 @@ mod tests {
         file(d.path(), ".gitignore", "ignored.txt\n", 0);
         file(d.path(), "ignored.txt", "needle\n", 0);
         let mut tb = toolbox(d.path());
-        assert_eq!(grep(&mut tb, &json!({"pattern": "needle"})).unwrap(), "No matches found.");
-        let err = grep(&mut tb, &json!({"pattern": "(unclosed"})).unwrap_err().render();
+        assert_eq!(grep(&mut tb, &args!({"pattern": "needle"})).unwrap(), "No matches found.");
+        let err = grep(&mut tb, &args!({"pattern": "(unclosed"})).unwrap_err().render();
         assert!(err.starts_with("error: invalid regex '(unclosed'"), "{err}");
     }
 }

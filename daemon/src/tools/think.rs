@@ -2,9 +2,10 @@
 //! effects beyond remembering thought numbers and branch names, so
 //! revisions and branches can be checked against what exists.
 
-use super::args::{opt_bool, opt_int, opt_str, req_str};
+use super::builtin::Think;
 use super::ToolError;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 /// Longest thought kept; longer ones are cut.
 const MAX_THOUGHT_CHARS: usize = 10_000;
@@ -24,11 +25,32 @@ pub struct Thinking {
     branches: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Mode {
+/// What a thought does (its `mode`, as the model is offered it).
+#[derive(Debug, Clone, Copy, PartialEq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    // A normal thinking step. (Plain comments: a documented variant would
+    // be offered as a `oneOf` instead of Swival's `enum`.)
     New,
+    // A correction of an earlier thought.
     Revision,
+    // An alternative from an earlier thought.
     Branch,
+}
+
+/// What a `think` call answers (in this order, as Swival does).
+#[derive(Serialize)]
+struct Answer<'a> {
+    /// The thought's number.
+    thought_number: i64,
+    /// The total expected.
+    total_thoughts: i64,
+    /// Whether more thinking follows.
+    next_thought_needed: bool,
+    /// The branch names so far.
+    branches: &'a [String],
+    /// Thoughts recorded, this one included.
+    history_length: usize,
 }
 
 impl Thinking {
@@ -66,16 +88,16 @@ impl Thinking {
     }
 
     /// Run one `think` call.
-    pub fn call(&mut self, args: &Value) -> Result<String, ToolError> {
+    pub fn call(&mut self, args: &Think) -> Result<String, ToolError> {
         if self.history.len() >= MAX_HISTORY {
             return Err(ToolError::refused(format!(
                 "thinking history full ({MAX_HISTORY} steps max); act on what you have"
             )));
         }
-        let _thought: String = req_str(args, "thought")?.chars().take(MAX_THOUGHT_CHARS).collect();
-        let mut revises = opt_int(args, "revises_thought")?;
-        let mut branch_from = opt_int(args, "branch_from_thought")?;
-        let mut branch_id = opt_str(args, "branch_id")?.map(str::trim);
+        let _thought: String = args.thought.chars().take(MAX_THOUGHT_CHARS).collect();
+        let mut revises = args.revises_thought;
+        let mut branch_from = args.branch_from_thought;
+        let mut branch_id = args.branch_id.as_deref().map(str::trim);
         let mode = if self.history.is_empty() {
             // Nothing to revise or branch from yet.
             Mode::New
@@ -97,31 +119,30 @@ impl Thinking {
         if mode == Mode::Branch {
             self.branch(branch_from, branch_id)?;
         }
-        let number = opt_int(args, "thought_number")?.unwrap_or(self.history.len() as i64 + 1);
-        let total =
-            opt_int(args, "total_thoughts")?.or_else(|| self.history.last().map(|&(_, t)| t)).unwrap_or(3).max(number);
-        let next = opt_bool(args, "next_thought_needed")?.unwrap_or(true);
+        let number = args.thought_number.unwrap_or(self.history.len() as i64 + 1);
+        let total = args.total_thoughts.or_else(|| self.history.last().map(|&(_, t)| t)).unwrap_or(3).max(number);
+        let next = args.next_thought_needed.unwrap_or(true);
         self.history.push((number, total));
-        Ok(json!({
-            "thought_number": number,
-            "total_thoughts": total,
-            "next_thought_needed": next,
-            "branches": self.branches,
-            "history_length": self.history.len(),
-        })
-        .to_string())
+        let answer = Answer {
+            thought_number: number,
+            total_thoughts: total,
+            next_thought_needed: next,
+            branches: &self.branches,
+            history_length: self.history.len(),
+        };
+        Ok(super::json_text(&answer))
     }
 }
 
 /// Swival infers the mode from the fields when `mode` is absent; fields
 /// that do not belong to the mode are then dropped (models often send a
 /// full template with defaults).
-fn infer_mode(args: &Value, has_revises: bool, has_branch: bool) -> Result<Mode, ToolError> {
-    Ok(match opt_str(args, "mode")? {
+fn infer_mode(args: &Think, has_revises: bool, has_branch: bool) -> Result<Mode, ToolError> {
+    Ok(match args.mode.read("mode")?.as_deref() {
         Some("revision") => Mode::Revision,
         Some("branch") => Mode::Branch,
         Some(_) => Mode::New,
-        None => match opt_bool(args, "is_revision")? {
+        None => match args.is_revision.read("is_revision")? {
             Some(true) => Mode::Revision,
             Some(false) => Mode::New,
             None if has_branch => Mode::Branch,
@@ -134,17 +155,18 @@ fn infer_mode(args: &Value, has_revises: bool, has_branch: bool) -> Result<Mode,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     #[test]
     fn numbers_auto_increment_and_total_carries_forward() {
         let mut t = Thinking::default();
-        let r: Value = serde_json::from_str(&t.call(&json!({"thought": "a"})).unwrap()).unwrap();
+        let r: Value = serde_json::from_str(&t.call(&args!({"thought": "a"})).unwrap()).unwrap();
         assert_eq!(
             r,
             json!({"thought_number": 1, "total_thoughts": 3, "next_thought_needed": true, "branches": [], "history_length": 1})
         );
-        t.call(&json!({"thought": "b", "total_thoughts": 5})).unwrap();
-        let r: Value = serde_json::from_str(&t.call(&json!({"thought": "c"})).unwrap()).unwrap();
+        t.call(&args!({"thought": "b", "total_thoughts": 5})).unwrap();
+        let r: Value = serde_json::from_str(&t.call(&args!({"thought": "c"})).unwrap()).unwrap();
         assert_eq!(r["thought_number"], 3);
         assert_eq!(r["total_thoughts"], 5);
     }
@@ -152,12 +174,12 @@ mod tests {
     #[test]
     fn revisions_and_branches_must_name_recorded_thoughts() {
         let mut t = Thinking::default();
-        t.call(&json!({"thought": "a"})).unwrap();
-        let err = t.call(&json!({"thought": "b", "mode": "revision", "revises_thought": 9})).unwrap_err().render();
+        t.call(&args!({"thought": "a"})).unwrap();
+        let err = t.call(&args!({"thought": "b", "mode": "revision", "revises_thought": 9})).unwrap_err().render();
         assert!(err.contains("revises_thought=9 not found"), "{err}");
-        let out = t.call(&json!({"thought": "b", "branch_from_thought": 1, "branch_id": "alt"})).unwrap();
+        let out = t.call(&args!({"thought": "b", "branch_from_thought": 1, "branch_id": "alt"})).unwrap();
         assert!(out.contains("\"branches\":[\"alt\"]"), "{out}");
         // A template with is_revision=false and stray fields is a new thought.
-        t.call(&json!({"thought": "c", "is_revision": false, "revises_thought": 42})).unwrap();
+        t.call(&args!({"thought": "c", "is_revision": false, "revises_thought": 42})).unwrap();
     }
 }

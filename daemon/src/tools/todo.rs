@@ -5,9 +5,13 @@
 //! symlink); items other sessions wrote there are kept on disk but not
 //! taken into this session's list.
 
-use super::beneath::{self, Missing};
+use super::builtin::Todo;
 use super::ToolError;
-use serde_json::{json, Value};
+use crate::beneath::{self, Missing};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -16,6 +20,84 @@ pub const MAX_ITEMS: usize = 50;
 /// Most characters in one item.
 pub const MAX_ITEM_CHARS: usize = 500;
 const ACTIONS: &str = "add, clear, done, list, remove";
+
+/// The actions, as the model is offered them (`action`).
+#[derive(JsonSchema)]
+#[expect(dead_code, reason = "only offered: the list reads the action as sent, so an unknown one is named back")]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    // Plain comments: a documented variant would be offered as a `oneOf`.
+    // Add tasks.
+    Add,
+    // Mark tasks done.
+    Done,
+    // Remove tasks.
+    Remove,
+    // Empty the list.
+    Clear,
+    // Show the list.
+    List,
+}
+
+/// `tasks` as the model is offered it: one task or a list of them (it is
+/// read more leniently: see [`tasks`]).
+pub struct Tasks;
+
+impl JsonSchema for Tasks {
+    fn schema_name() -> Cow<'static, str> {
+        "Tasks".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
+    }
+}
+
+/// One item of an answer's list.
+#[derive(Serialize)]
+struct Entry<'a> {
+    /// The task text.
+    task: &'a str,
+    /// Whether it is done.
+    done: bool,
+}
+
+/// An item of a call that was not added, done or removed.
+#[derive(Serialize)]
+struct ItemError {
+    /// The item as given (cut to 80 characters when too long).
+    task: String,
+    /// Why.
+    reason: String,
+}
+
+/// What every action answers: the whole list (in this order, as Swival does).
+#[derive(Serialize)]
+struct Answer<'a> {
+    /// The action.
+    action: &'a str,
+    /// Items in the list.
+    total: usize,
+    /// Items not done.
+    remaining: usize,
+    /// The list, in order.
+    items: Vec<Entry<'a>>,
+    /// Tasks `add` found in the list already.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    skipped: &'a [String],
+    /// Items that failed.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    errors: &'a [ItemError],
+}
+
+/// The call a refusal suggests instead.
+#[derive(Serialize)]
+struct NextCall<'a> {
+    /// The same action.
+    action: &'a str,
+    /// An item to name.
+    tasks: [&'a str; 1],
+}
 
 /// One checklist entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,10 +138,9 @@ fn parse(text: &str) -> Vec<Item> {
 
 /// The `tasks` argument (or Swival's legacy `task`) as a list of trimmed
 /// strings; a JSON-encoded array inside a string is unwrapped.
-fn tasks(args: &Value) -> Result<Vec<String>, ToolError> {
-    let raw = match (args.get("tasks"), args.get("task")) {
-        (Some(t), _) | (None, Some(t)) if !t.is_null() => t,
-        _ => return Err(ToolError::refused("action requires a 'tasks' parameter")),
+fn tasks(args: &Todo) -> Result<Vec<String>, ToolError> {
+    let Some(raw) = args.tasks.as_ref().or(args.task.as_ref()) else {
+        return Err(ToolError::refused("action requires a 'tasks' parameter"));
     };
     let to_list = |v: &Value| -> Vec<String> {
         match v {
@@ -92,15 +173,15 @@ fn item_text(v: &Value) -> String {
 
 /// Split `given` into valid tasks and per-item errors (empty, too long);
 /// an error when none is valid.
-fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<Value>), ToolError> {
-    let mut errors: Vec<Value> = Vec::new();
+fn validate(action: &str, given: &[String]) -> Result<(Vec<String>, Vec<ItemError>), ToolError> {
+    let mut errors = Vec::new();
     let mut valid = Vec::new();
     for t in given {
         if t.is_empty() {
-            errors.push(json!({"task": "", "reason": "empty or whitespace-only task"}));
+            errors.push(ItemError { task: String::new(), reason: "empty or whitespace-only task".into() });
         } else if t.chars().count() > MAX_ITEM_CHARS {
             let short: String = t.chars().take(80).collect();
-            errors.push(json!({"task": short, "reason": format!("exceeds {MAX_ITEM_CHARS} character limit")}));
+            errors.push(ItemError { task: short, reason: format!("exceeds {MAX_ITEM_CHARS} character limit") });
         } else {
             valid.push(t.clone());
         }
@@ -132,8 +213,8 @@ enum ItemRefusal {
 }
 
 /// The error when no item of a call succeeded (Swival's wording).
-fn all_failed(action: &str, single: bool, errors: &[Value]) -> ToolError {
-    let reasons: Vec<&str> = errors.iter().filter_map(|e| e["reason"].as_str()).collect();
+fn all_failed(action: &str, single: bool, errors: &[ItemError]) -> ToolError {
+    let reasons: Vec<&str> = errors.iter().map(|e| e.reason.as_str()).collect();
     if action == "add" && reasons.iter().all(|r| *r == "todo list full") {
         return ToolError::refused(format!("todo list full ({MAX_ITEMS} items max per session)"));
     }
@@ -151,10 +232,10 @@ impl TodoList {
     fn with_next_call(&self, action: &str, error: ToolError) -> ToolError {
         let open: Vec<&str> = self.items.iter().filter(|i| !i.done).map(|i| i.text.as_str()).collect();
         let example = match (action, open.first()) {
-            ("add", _) | (_, None) => json!({"action": action, "tasks": ["<item text>"]}),
-            (_, Some(first)) => json!({"action": action, "tasks": [first]}),
+            ("add", _) | (_, None) => NextCall { action, tasks: ["<item text>"] },
+            (_, Some(first)) => NextCall { action, tasks: [first] },
         };
-        let mut out = format!("{error}\nNext: call todo with {example}");
+        let mut out = format!("{error}\nNext: call todo with {}", super::json_text(&example));
         match open.as_slice() {
             [] if action != "add" => {
                 out.push_str(". The list has no open items; if your work is done, give your final answer.")
@@ -177,8 +258,8 @@ impl TodoList {
 
     /// Run one `todo` call; changes are mirrored to `.swival/todo.md` under
     /// `base` when given.
-    pub fn call(&mut self, args: &Value, base: Option<&Path>) -> Result<String, ToolError> {
-        let action = args.get("action").and_then(Value::as_str).unwrap_or("");
+    pub fn call(&mut self, args: &Todo, base: Option<&Path>) -> Result<String, ToolError> {
+        let action = args.action.as_str().unwrap_or("");
         match action {
             "list" => return Ok(self.response("list", &[], &[])),
             "clear" => {
@@ -205,7 +286,7 @@ impl TodoList {
             };
             match outcome {
                 Ok(()) => succeeded += 1,
-                Err(reason) => errors.push(json!({"task": t, "reason": reason.to_string()})),
+                Err(reason) => errors.push(ItemError { task: t.clone(), reason: reason.to_string() }),
             }
         }
         if succeeded == 0 {
@@ -249,21 +330,15 @@ impl TodoList {
         Err(ItemRefusal::NoMatch(task.to_owned()))
     }
 
-    fn response(&self, action: &str, skipped: &[String], errors: &[Value]) -> String {
-        let items: Vec<Value> = self.items.iter().map(|i| json!({"task": i.text, "done": i.done})).collect();
-        let mut r = json!({
-            "action": action,
-            "total": self.items.len(),
-            "remaining": self.remaining(),
-            "items": items,
-        });
-        if !skipped.is_empty() {
-            r["skipped"] = json!(skipped);
-        }
-        if !errors.is_empty() {
-            r["errors"] = json!(errors);
-        }
-        r.to_string()
+    fn response(&self, action: &str, skipped: &[String], errors: &[ItemError]) -> String {
+        super::json_text(&Answer {
+            action,
+            total: self.items.len(),
+            remaining: self.remaining(),
+            items: self.items.iter().map(|i| Entry { task: &i.text, done: i.done }).collect(),
+            skipped,
+            errors,
+        })
     }
 
     /// Mirror the list to `.swival/todo.md`, keeping other sessions' items.
@@ -307,13 +382,14 @@ impl TodoList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     fn call(t: &mut TodoList, args: Value) -> Value {
-        serde_json::from_str(&t.call(&args, None).unwrap()).unwrap()
+        serde_json::from_str(&t.call(&crate::tools::args::parse(&args).unwrap(), None).unwrap()).unwrap()
     }
 
     fn call_saving(t: &mut TodoList, dir: &Path, args: Value) -> Value {
-        serde_json::from_str(&t.call(&args, Some(dir)).unwrap()).unwrap()
+        serde_json::from_str(&t.call(&crate::tools::args::parse(&args).unwrap(), Some(dir)).unwrap()).unwrap()
     }
 
     #[test]
@@ -342,9 +418,9 @@ mod tests {
         let mut t = TodoList::default();
         let many: Vec<String> = (0..50).map(|i| format!("task {i}")).collect();
         call(&mut t, json!({"action": "add", "tasks": many}));
-        let err = t.call(&json!({"action": "add", "tasks": "one more"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "add", "tasks": "one more"}), None).unwrap_err().render();
         assert_eq!(err, "error: todo list full (50 items max per session)");
-        let err = t.call(&json!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "add", "tasks": "x".repeat(501)}), None).unwrap_err().render();
         assert!(err.contains("exceeds 500 character limit"), "{err}");
     }
 
@@ -352,18 +428,18 @@ mod tests {
     fn ambiguous_and_unknown_tasks_are_errors() {
         let mut t = TodoList::default();
         call(&mut t, json!({"action": "add", "tasks": ["fix a", "fix b"]}));
-        let err = t.call(&json!({"action": "done", "tasks": "fix"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "done", "tasks": "fix"}), None).unwrap_err().render();
         assert!(err.contains("matches multiple items"), "{err}");
-        let err = t.call(&json!({"action": "done", "tasks": "zzz"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "done", "tasks": "zzz"}), None).unwrap_err().render();
         assert_eq!(err, "error: no task matching 'zzz'");
-        let err = t.call(&json!({"action": "frobnicate"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "frobnicate"}), None).unwrap_err().render();
         assert!(err.contains("invalid action"), "{err}");
-        let err = t.call(&json!({"action": "add"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "add"}), None).unwrap_err().render();
         assert!(err.contains("requires a 'tasks' parameter"), "{err}");
         assert!(err.contains(r#"Next: call todo with {"action":"add","tasks":["<item text>"]}"#), "{err}");
-        let err = t.call(&json!({"action": "done"}), None).unwrap_err().render();
+        let err = t.call(&args!({"action": "done"}), None).unwrap_err().render();
         assert!(err.ends_with(r#"{"action":"done","tasks":["fix a"]}. Open items: ["fix a","fix b"]"#), "{err}");
-        let err = TodoList::default().call(&json!({"action": "done"}), None).unwrap_err().render();
+        let err = TodoList::default().call(&args!({"action": "done"}), None).unwrap_err().render();
         assert!(err.ends_with("no open items; if your work is done, give your final answer."), "{err}");
     }
 

@@ -5,11 +5,11 @@
 //! share a base dir. The trash is reached through
 //! [`beneath::swival_dir`]: nothing in it is followed through a symlink.
 
-use super::args::req_str;
-use super::beneath::{self, Beneath, How, Kind, Missing};
+use super::builtin::DeleteFile;
 use super::path::Access;
 use super::{ToolBox, ToolError};
-use serde_json::{json, Value};
+use crate::beneath::{self, Beneath, How, Kind, Missing};
+use serde::Serialize;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::Path;
@@ -20,9 +20,9 @@ const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The trash is kept under this many bytes.
 const MAX_BYTES: u64 = 50 * 1024 * 1024;
 
-/// `delete_file {file_path}`.
-pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<String, ToolError> {
-    let requested = req_str(args, "file_path")?;
+/// `delete_file`; `call_id` is recorded in the trash index.
+pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call_id: &str) -> Result<String, ToolError> {
+    let requested = args.file_path.as_str();
     let resolved = tb.policy.resolve(requested, Access::Write)?;
     // The entry itself: a symlink is trashed, not its target.
     let (source, rel) = tb.entry(requested)?;
@@ -56,11 +56,11 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
         tb.tracker.mark(&resolved);
     }
     prune(&trash, Some(&id));
-    let entry = json!({
-        "trash_id": id,
-        "original_path": requested,
-        "timestamp": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        "tool_call_id": call_id,
+    let entry = super::json_text(&IndexEntry {
+        trash_id: &id,
+        original_path: requested,
+        timestamp: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        tool_call_id: call_id,
     });
     // The file is already in the trash; a failed index line loses only the
     // record, so it is logged rather than reported as a failed delete.
@@ -69,6 +69,19 @@ pub fn delete_file(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<Stri
         tracing::warn!(error = %e, "cannot append to the trash index");
     }
     Ok(format!("Trashed {requested} -> .swival/trash/{id}"))
+}
+
+/// One line of the trash index (Swival's fields, in its order).
+#[derive(Serialize)]
+struct IndexEntry<'a> {
+    /// The entry's directory under the trash.
+    trash_id: &'a str,
+    /// The path as the model wrote it.
+    original_path: &'a str,
+    /// When, RFC 3339 UTC.
+    timestamp: String,
+    /// The model's id for the call.
+    tool_call_id: &'a str,
 }
 
 /// 32 random hex digits, like Python's `uuid4().hex`.
@@ -139,15 +152,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("gone.txt"), "bye").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &json!({"file_path": "gone.txt"})).unwrap();
-        let out = delete_file(&mut tb, &json!({"file_path": "gone.txt"}), "call_7").unwrap();
+        read_file(&mut tb, &args!({"file_path": "gone.txt"})).unwrap();
+        let out = delete_file(&mut tb, &args!({"file_path": "gone.txt"}), "call_7").unwrap();
         let id = out.strip_prefix("Trashed gone.txt -> .swival/trash/").unwrap();
         assert_eq!(id.len(), 32);
         assert!(!d.path().join("gone.txt").exists());
         let trashed = d.path().join(".swival/trash").join(id).join("gone.txt");
         assert_eq!(std::fs::read_to_string(trashed).unwrap(), "bye");
         let index = std::fs::read_to_string(d.path().join(".swival/trash/index.jsonl")).unwrap();
-        let line: Value = serde_json::from_str(index.trim()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(index.trim()).unwrap();
         assert_eq!(line["trash_id"], id);
         assert_eq!(line["original_path"], "gone.txt");
         assert_eq!(line["tool_call_id"], "call_7");
@@ -160,10 +173,10 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        assert!(delete_file(&mut tb, &json!({"file_path": "f"}), "").unwrap_err().to_string().starts_with(READ_FIRST));
-        let err = delete_file(&mut tb, &json!({"file_path": "dir"}), "").unwrap_err().render();
+        assert!(delete_file(&mut tb, &args!({"file_path": "f"}), "").unwrap_err().to_string().starts_with(READ_FIRST));
+        let err = delete_file(&mut tb, &args!({"file_path": "dir"}), "").unwrap_err().render();
         assert!(err.contains("is a directory"), "{err}");
-        let err = delete_file(&mut tb, &json!({"file_path": "nope"}), "").unwrap_err().render();
+        let err = delete_file(&mut tb, &args!({"file_path": "nope"}), "").unwrap_err().render();
         assert_eq!(err, "error: file not found: nope");
     }
 
@@ -172,7 +185,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("target"), "t").unwrap();
         std::os::unix::fs::symlink(d.path().join("target"), d.path().join("link")).unwrap();
-        delete_file(&mut toolbox(d.path()), &json!({"file_path": "link"}), "").unwrap();
+        delete_file(&mut toolbox(d.path()), &args!({"file_path": "link"}), "").unwrap();
         assert!(d.path().join("target").exists());
         assert!(std::fs::symlink_metadata(d.path().join("link")).is_err());
     }

@@ -2,12 +2,13 @@
 //! change files, behind the path policy's write check and the
 //! read-before-write guard. The matching itself is in `edit.rs`.
 
-use super::args::{opt_bool, opt_int, opt_str, req_str};
-use super::beneath::{self, Beneath, How, Kind};
+use super::builtin::{EditFile, ReadFile, WriteFile};
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::{ToolBox, ToolError, ToolOutcome};
+use super::{ToolBox, ToolError};
+use crate::beneath::{self, Beneath, How, Kind};
+use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
@@ -19,7 +20,13 @@ pub const READ_FIRST: &str = "cannot write to an existing file that hasn't been 
 /// The guard's error when the file cannot be shown: Swival's line, then
 /// the exact call to make next.
 pub fn read_first(requested: &str) -> ToolError {
-    let call = serde_json::json!({ "file_path": requested });
+    /// The read to make.
+    #[derive(serde::Serialize)]
+    struct Read<'a> {
+        /// The file.
+        file_path: &'a str,
+    }
+    let call = super::json_text(&Read { file_path: requested });
     ToolError::refused(format!("{READ_FIRST}\nNext: call read_file with {call}, then retry this call."))
 }
 
@@ -39,7 +46,7 @@ impl ToolBox {
     /// next call can be made against what is there instead of a round
     /// trip a small model often never makes.
     pub(super) fn read_for_the_model(&mut self, requested: &str) -> ToolError {
-        match super::files::read_file(self, &serde_json::json!({ "file_path": requested })) {
+        match super::files::read_file(self, &ReadFile::whole(requested)) {
             Ok(content) => ToolError::refused(format!(
                 "{READ_FIRST}\nIt has now been read for you; its current content follows. Retry your change \
                  against this text (old_string must match it exactly).\n{content}"
@@ -54,20 +61,20 @@ impl ToolBox {
     }
 }
 
-/// `write_file {file_path, content?, move_from?}`: exactly one of the two.
-/// A write that may not be what the task wanted (`near.rs`) succeeds with
-/// a warning note.
-pub fn write_file(tb: &mut ToolBox, args: &Value) -> Result<ToolOutcome, ToolError> {
-    let requested = req_str(args, "file_path")?;
+/// `write_file`: exactly one of `content` and `move_from`. A write that
+/// may not be what the task wanted (`near.rs`) succeeds with a warning
+/// note.
+pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, ToolError> {
+    let requested = args.file_path.as_str();
     // Empty strings count as "not given", as in Swival.
-    let content = match args.get("content") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() && opt_str(args, "move_from")?.is_some() => None,
-        Some(Value::String(s)) => Some(s.clone()),
+    let content = match &args.content {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() && args.move_from.is_some() => None,
+        Value::String(s) => Some(s.clone()),
         // A model sending an object for a JSON file: write it as JSON.
-        Some(other) => Some(serde_json::to_string_pretty(other).unwrap_or_default()),
+        other => Some(serde_json::to_string_pretty(other).unwrap_or_default()),
     };
-    let move_from = opt_str(args, "move_from")?.filter(|s| !s.is_empty());
+    let move_from = args.move_from.as_deref().filter(|s| !s.is_empty());
     let path = tb.policy.resolve(requested, Access::Write)?;
     match (content, move_from) {
         (Some(_), Some(_)) => Err(ToolError::refused(format!("write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry."))),
@@ -169,13 +176,12 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
     Ok(format!("Moved {source} -> {requested}"))
 }
 
-/// `edit_file {file_path, old_string, new_string, replace_all?, line_number?, checksum?}`.
-pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
-    let requested = req_str(args, "file_path")?;
-    let old = req_str(args, "old_string")?;
-    let new = req_str(args, "new_string")?;
-    let replace_all = opt_bool(args, "replace_all")?.unwrap_or(false);
-    let line_number = opt_int(args, "line_number")?.filter(|&n| n > 0).map(|n| n as usize);
+/// `edit_file`.
+pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<String, ToolError> {
+    let requested = args.file_path.as_str();
+    let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
+    let replace_all = args.replace_all.unwrap_or(false);
+    let line_number = args.line_number.filter(|&n| n > 0).map(|n| n as usize);
     let path = tb.policy.resolve(requested, Access::Write)?;
     let (dir, rel) = tb.beneath(&path)?;
     match dir.metadata(&rel) {
@@ -205,7 +211,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &Value) -> Result<String, ToolError> {
     }
     // Only a well-formed checksum is a guard; models sometimes send junk.
     if let Some(expected) =
-        opt_str(args, "checksum")?.map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
+        args.checksum.as_deref().map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
     {
         let actual = checksum(&bytes);
         if !expected.eq_ignore_ascii_case(&actual) {
@@ -242,18 +248,17 @@ mod tests {
     use super::super::files::read_file;
     use super::super::test_toolbox as toolbox;
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn overwrite_needs_a_read_first() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
-        let err = write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap_err().to_string();
+        let err = write_file(&mut tb, &args!({"file_path": "e.txt", "content": "new"})).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST), "{err}");
         assert!(err.contains("It has now been read for you") && err.contains("old"), "the content is shown: {err}");
         // The refusal showed the file: it counts as read.
-        write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
+        write_file(&mut tb, &args!({"file_path": "e.txt", "content": "new"})).unwrap();
         assert_eq!(std::fs::read_to_string(d.path().join("e.txt")).unwrap(), "new");
     }
 
@@ -263,13 +268,13 @@ mod tests {
         std::fs::write(d.path().join("e.txt"), "old").unwrap();
         let mut tb = toolbox(d.path());
         tb.read_guard = false;
-        write_file(&mut tb, &json!({"file_path": "e.txt", "content": "new"})).unwrap();
+        write_file(&mut tb, &args!({"file_path": "e.txt", "content": "new"})).unwrap();
     }
 
     #[test]
     fn new_files_and_parents_are_created() {
         let d = tempfile::tempdir().unwrap();
-        let out = write_file(&mut toolbox(d.path()), &json!({"file_path": "x/y/z.txt", "content": "hi"})).unwrap().text;
+        let out = write_file(&mut toolbox(d.path()), &args!({"file_path": "x/y/z.txt", "content": "hi"})).unwrap().text;
         assert_eq!(out, format!("Wrote 2 bytes to x/y/z.txt\n[checksum={}]", checksum(b"hi")));
     }
 
@@ -277,9 +282,9 @@ mod tests {
     fn content_and_move_from_are_exclusive() {
         let d = tempfile::tempdir().unwrap();
         let mut tb = toolbox(d.path());
-        let both = json!({"file_path": "a", "content": "x", "move_from": "b"});
+        let both = args!({"file_path": "a", "content": "x", "move_from": "b"});
         assert!(write_file(&mut tb, &both).unwrap_err().render().contains("mutually exclusive"));
-        let neither = json!({"file_path": "a"});
+        let neither = args!({"file_path": "a"});
         assert!(write_file(&mut tb, &neither)
             .unwrap_err()
             .render()
@@ -293,16 +298,16 @@ mod tests {
         std::os::unix::fs::symlink("a-target", d.path().join("link")).unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        let out = write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "a.txt"})).unwrap().text;
+        let out = write_file(&mut tb, &args!({"file_path": "sub/b.txt", "move_from": "a.txt"})).unwrap().text;
         assert_eq!(out, "Moved a.txt -> sub/b.txt");
         assert_eq!(std::fs::read_to_string(d.path().join("sub/b.txt")).unwrap(), "A");
         assert!(!d.path().join("a.txt").exists());
-        write_file(&mut tb, &json!({"file_path": "link2", "move_from": "link"})).unwrap();
+        write_file(&mut tb, &args!({"file_path": "link2", "move_from": "link"})).unwrap();
         assert_eq!(std::fs::read_link(d.path().join("link2")).unwrap(), Path::new("a-target"));
-        let err = write_file(&mut tb, &json!({"file_path": "d2", "move_from": "dir"})).unwrap_err().render();
+        let err = write_file(&mut tb, &args!({"file_path": "d2", "move_from": "dir"})).unwrap_err().render();
         assert!(err.contains("is a directory"), "{err}");
         let err =
-            write_file(&mut tb, &json!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"})).unwrap_err().render();
+            write_file(&mut tb, &args!({"file_path": "sub/b.txt", "move_from": "sub/b.txt"})).unwrap_err().render();
         assert!(err.contains("same location"), "{err}");
     }
 
@@ -312,7 +317,7 @@ mod tests {
         std::fs::write(d.path().join("a"), "A").unwrap();
         std::fs::write(d.path().join("b"), "B").unwrap();
         let err =
-            write_file(&mut toolbox(d.path()), &json!({"file_path": "b", "move_from": "a"})).unwrap_err().to_string();
+            write_file(&mut toolbox(d.path()), &args!({"file_path": "b", "move_from": "a"})).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST) && err.contains("It has now been read for you"), "{err}");
     }
 
@@ -321,10 +326,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.rs"), "let a = 1;\n").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
         let out = edit_file(
             &mut tb,
-            &json!({"file_path": "e.rs", "old_string": "1", "new_string": "2",
+            &args!({"file_path": "e.rs", "old_string": "1", "new_string": "2",
                     "checksum": checksum(b"let a = 1;\n")}),
         )
         .unwrap();
@@ -337,16 +342,16 @@ mod tests {
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
         let mut tb = toolbox(d.path());
         std::fs::write(d.path().join("e.rs"), "x\nx\n").unwrap();
-        let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
+        let args = args!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "00000000"});
         let err = edit_file(&mut tb, &args).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST), "two matches need a read: {err}");
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
-        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
         let err = edit_file(&mut tb, &args).unwrap_err().render();
         assert!(err.starts_with("error: edit_file: checksum mismatch"), "{err}");
         assert!(err.ends_with("(in e.rs)"), "{err}");
         // A malformed checksum is ignored.
-        let args = json!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
+        let args = args!({"file_path": "e.rs", "old_string": "x", "new_string": "y", "checksum": "abc"});
         edit_file(&mut tb, &args).unwrap();
     }
 
@@ -355,16 +360,16 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("c.py"), "limit = 10\nname = 'a'\n").unwrap();
         let mut tb = toolbox(d.path());
-        let once = json!({"file_path": "c.py", "old_string": "limit = 10", "new_string": "limit = 20"});
+        let once = args!({"file_path": "c.py", "old_string": "limit = 10", "new_string": "limit = 20"});
         edit_file(&mut tb, &once).unwrap();
         assert_eq!(std::fs::read_to_string(d.path().join("c.py")).unwrap(), "limit = 20\nname = 'a'\n");
         // Not found as written (even if a fuzzy match would find it), or
         // replace_all: a read comes first.
         std::fs::write(d.path().join("d.py"), "a = 1\n").unwrap();
         std::fs::write(d.path().join("e.py"), "a = 1\n").unwrap();
-        let fuzzy = json!({"file_path": "d.py", "old_string": "a  =  1", "new_string": "a = 2"});
+        let fuzzy = args!({"file_path": "d.py", "old_string": "a  =  1", "new_string": "a = 2"});
         assert!(edit_file(&mut tb, &fuzzy).unwrap_err().to_string().starts_with(READ_FIRST));
-        let all = json!({"file_path": "e.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
+        let all = args!({"file_path": "e.py", "old_string": "a = 1", "new_string": "a = 2", "replace_all": true});
         assert!(edit_file(&mut tb, &all).unwrap_err().to_string().starts_with(READ_FIRST));
         // Refused, but shown: the same call now runs.
         edit_file(&mut tb, &all).unwrap();
@@ -375,7 +380,7 @@ mod tests {
     fn edit_of_a_missing_file_says_to_use_write_file() {
         let d = tempfile::tempdir().unwrap();
         let err =
-            edit_file(&mut toolbox(d.path()), &json!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}))
+            edit_file(&mut toolbox(d.path()), &args!({"file_path": "n.rs", "old_string": "x", "new_string": "y"}))
                 .unwrap_err()
                 .render();
         assert_eq!(err, "error: file does not exist: n.rs; use write_file to create it");
@@ -386,8 +391,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.rs"), "a\na\n").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &json!({"file_path": "e.rs"})).unwrap();
-        let err = edit_file(&mut tb, &json!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}))
+        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
+        let err = edit_file(&mut tb, &args!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}))
             .unwrap_err()
             .render();
         let first = err.lines().next().unwrap();
@@ -402,7 +407,7 @@ mod tests {
         std::fs::write(d.path().join("swival.toml"), "x = 1\n").unwrap();
         let err = edit_file(
             &mut toolbox(d.path()),
-            &json!({"file_path": "swival.toml", "old_string": "1", "new_string": "2"}),
+            &args!({"file_path": "swival.toml", "old_string": "1", "new_string": "2"}),
         )
         .unwrap_err()
         .render();

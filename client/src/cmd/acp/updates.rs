@@ -1,7 +1,7 @@
 //! A daemon session's events as ACP `session/update`s: text deltas become
 //! message chunks, tool calls become `tool_call` / `tool_call_update` with a
-//! kind, a title, locations and, for edits, the diff the daemon recorded; `todo` results become a
-//! plan; what the policy pipeline did (hooks, filter blocks, reviewer
+//! kind (the daemon's, from its tool registry), a title, locations and, for
+//! edits, the diff the daemon recorded; `todo` results become a plan; what the policy pipeline did (hooks, filter blocks, reviewer
 //! rounds, loop guards, warnings) is shown, never dropped.
 
 use super::acp::{
@@ -43,7 +43,9 @@ impl Forwarder {
                 self.streamed.push_str(t);
                 vec![message(t)]
             }
-            EventKind::ToolCall { id, name, arguments, .. } => self.tool_call(&call_id(event, id), name, arguments),
+            EventKind::ToolCall { id, name, kind, arguments, .. } => {
+                self.tool_call(&call_id(event, id), name, *kind, arguments)
+            }
             EventKind::ToolResult { id, succeeded, content, change, todo, .. } => {
                 self.streamed.clear();
                 self.tool_result(&call_id(event, id), *succeeded, content, change.as_ref(), todo.as_deref())
@@ -89,14 +91,16 @@ impl Forwarder {
         }
     }
 
-    fn tool_call(&mut self, id: &str, name: &str, arguments: &str) -> Vec<SessionUpdate> {
+    fn tool_call(
+        &mut self,
+        id: &str,
+        name: &str,
+        kind: swival_protocol::ToolKind,
+        arguments: &str,
+    ) -> Vec<SessionUpdate> {
         let args: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.to_owned()));
-        let kind = match (name, arg(&args, "move_from")) {
-            ("write_file", Some(_)) => ToolKind::Move,
-            _ => kind(name),
-        };
         let mut call = ToolCall::new(id.to_owned(), title(name, &args))
-            .kind(kind)
+            .kind(drawn_as(kind))
             .status(ToolCallStatus::InProgress)
             .raw_input(args.clone());
         if let Some(p) = arg(&args, "file_path") {
@@ -104,7 +108,7 @@ impl Forwarder {
             call = call.locations(vec![ToolCallLocation::new(self.resolve(p)).line(line)]);
         }
         let mut out = vec![SessionUpdate::ToolCall(call)];
-        if name == "think" {
+        if kind == swival_protocol::ToolKind::Think {
             if let Some(t) = arg(&args, "thought") {
                 out.push(thought(&format!("{t}\n")));
             }
@@ -194,17 +198,20 @@ fn card(event: &Event, title: String, body: String, failed: bool) -> Vec<Session
     vec![SessionUpdate::ToolCall(call)]
 }
 
-/// How the editor should draw a tool.
-pub fn kind(name: &str) -> ToolKind {
-    match name {
-        "read_file" | "read_multiple_files" | "outline" | "view_image" => ToolKind::Read,
-        "write_file" | "edit_file" => ToolKind::Edit,
-        "delete_file" => ToolKind::Delete,
-        "list_files" | "grep" => ToolKind::Search,
-        "run_command" | "run_shell_command" => ToolKind::Execute,
-        "fetch_url" => ToolKind::Fetch,
-        "think" => ToolKind::Think,
-        _ => ToolKind::Other,
+/// How the editor should draw a call of this kind (no wildcard arm: a new
+/// kind does not compile until it is drawn somehow).
+pub fn drawn_as(kind: swival_protocol::ToolKind) -> ToolKind {
+    use swival_protocol::ToolKind as Daemon;
+    match kind {
+        Daemon::Read => ToolKind::Read,
+        Daemon::Search => ToolKind::Search,
+        Daemon::Edit => ToolKind::Edit,
+        Daemon::Move => ToolKind::Move,
+        Daemon::Delete => ToolKind::Delete,
+        Daemon::Execute => ToolKind::Execute,
+        Daemon::Fetch => ToolKind::Fetch,
+        Daemon::Think => ToolKind::Think,
+        Daemon::Plan | Daemon::Mcp | Daemon::Other => ToolKind::Other,
     }
 }
 

@@ -3,7 +3,7 @@
 //! dir, for the file tools and for the files the daemon itself keeps in
 //! `.swival/`.
 //!
-//! [`PathPolicy::resolve`](super::path::PathPolicy::resolve) decides *where*
+//! [`PathPolicy::resolve`](crate::tools::path::PathPolicy::resolve) decides *where*
 //! a path may go; this module makes sure the I/O lands *there*. A path checked
 //! and then used by name can be redirected in between (a command flips a
 //! directory into a symlink), so every operation starts from an open

@@ -1,0 +1,112 @@
+//! What every family of tools shares: a call's arguments, a JSON object
+//! ([`parse_args`]), and what the call gave ([`ToolOutcome`]): the text the
+//! model reads and what it means, decided where the result is made. The
+//! guards, the `tool_result` event and the report read the flags; nothing
+//! downstream looks into the text.
+//!
+//! A leaf: the file tools (`tools/`), the command and fetch tools
+//! (`sandbox/`) and the MCP tools (`mcp/`) all use it, and it uses none of
+//! them.
+
+use serde_json::Value;
+
+/// How Swival's tool results say they failed.
+const ERROR_PREFIX: &str = "error:";
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome {
+    /// What the model reads; a failure is Swival's `error: …` line.
+    pub text: String,
+    /// The call failed.
+    pub failed: bool,
+    /// The call succeeded with a note that the change may not be what the
+    /// task wanted (`tools/near.rs`), so the model is not pushed to finish.
+    pub warned: bool,
+}
+
+impl ToolOutcome {
+    /// A success.
+    pub fn ok(text: String) -> ToolOutcome {
+        ToolOutcome { text, failed: false, warned: false }
+    }
+
+    /// A success whose text carries a warning note.
+    pub fn warned(text: String) -> ToolOutcome {
+        ToolOutcome { text, failed: false, warned: true }
+    }
+
+    /// A failure; `text` is its `error: …` line.
+    pub fn failed(text: String) -> ToolOutcome {
+        debug_assert!(text.starts_with(ERROR_PREFIX), "a failure reads as Swival's error line: {text}");
+        ToolOutcome { text, failed: true, warned: false }
+    }
+
+    /// Add a line to what the model reads (a repair note, a hint); what the
+    /// outcome means does not change.
+    pub fn append_line(&mut self, line: &str) {
+        self.text.push('\n');
+        self.text.push_str(line);
+    }
+}
+
+/// Arguments that are not a JSON object.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    /// Valid JSON of another type.
+    #[error("tool arguments must be a JSON object, got {0}")]
+    NotAnObject(Value),
+    /// Not JSON at all.
+    #[error("invalid JSON in tool arguments: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl From<ArgsError> for ToolOutcome {
+    fn from(e: ArgsError) -> ToolOutcome {
+        ToolOutcome::failed(format!("error: {e}"))
+    }
+}
+
+/// A tool call's arguments: a JSON object (empty text counts as `{}`).
+pub fn parse_args(raw: &str) -> Result<Value, ArgsError> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw)? {
+        v @ Value::Object(_) => Ok(v),
+        other => Err(ArgsError::NotAnObject(other)),
+    }
+}
+
+/// The JSON type of `v`, for error messages.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_appended_line_keeps_what_the_outcome_means() {
+        let mut o = ToolOutcome::warned("Wrote 3 bytes".into());
+        o.append_line("hint");
+        assert_eq!(o, ToolOutcome { text: "Wrote 3 bytes\nhint".into(), failed: false, warned: true });
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_fail_with_swivals_words() {
+        assert_eq!(parse_args(" ").unwrap(), Value::Object(Default::default()));
+        let o = ToolOutcome::from(parse_args("[1]").unwrap_err());
+        assert!(o.failed && o.text == "error: tool arguments must be a JSON object, got [1]", "{o:?}");
+        let o = ToolOutcome::from(parse_args("{bad").unwrap_err());
+        assert!(o.text.starts_with("error: invalid JSON in tool arguments: "), "{o:?}");
+    }
+}

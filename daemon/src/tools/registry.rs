@@ -1,0 +1,202 @@
+//! Every tool the daemon knows, each declared once: its name, what it
+//! does (a [`ToolKind`], which the loop guards, the runner and the
+//! `tool_call` event read) and who runs it. Nothing else lists tool names.
+//!
+//! A built-in tool is a type implementing [`Tool`]: its fields are the
+//! arguments, read by [`args::parse`](super::args::parse), and its
+//! `JsonSchema` is what the model is offered (`schema.rs` shapes it as
+//! Swival's); `builtin.rs` declares them. [`TOOLS`] lists every tool in
+//! the order the model sees them. The command and fetch tools are
+//! `sandbox/`'s, which builds their schemas from the session's policy and
+//! runs them on the agent's task; MCP tools are their servers', named
+//! `mcp__<server>__<tool>`.
+
+use super::builtin::{DeleteFile, EditFile, Grep, ListFiles, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile};
+use super::{args, schema, ToolBox, ToolError};
+use crate::toolcall::{parse_args, ToolOutcome};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use swival_protocol::ToolKind;
+
+/// A built-in tool: the type is its arguments, and the impl says what the
+/// tool is called, what it does and how it runs. The type's doc comment
+/// is the tool's description and each field's the argument's (one line
+/// each: lines would be joined with a newline).
+pub trait Tool: DeserializeOwned + JsonSchema {
+    /// The name the model calls it by.
+    const NAME: &'static str;
+    /// What it does.
+    const KIND: ToolKind;
+
+    /// Run the call on the session's toolbox (`call_id`: the model's id
+    /// for it).
+    fn run(self, tb: &mut ToolBox, call_id: &str) -> Result<ToolOutcome, ToolError>;
+
+    /// What this call does, when that depends on its arguments.
+    fn kind(&self) -> ToolKind {
+        Self::KIND
+    }
+
+    /// Fit the generated parameters to the session, whose reads return
+    /// `read_lines` lines unless they name a `limit`.
+    fn fit(_parameters: &mut Value, _read_lines: usize) {}
+}
+
+/// Who runs a tool.
+#[derive(Debug, Clone, Copy)]
+pub enum Runner {
+    /// A built-in tool, run by the session's toolbox on the run's task.
+    Builtin(Builtin),
+    /// `run_command` (`sandbox::run_command_tool`), once the user approved
+    /// it when the session asks; offered when commands are on.
+    Command,
+    /// `fetch_url` (`sandbox::fetch_url_tool`).
+    Fetch,
+}
+
+/// A built-in tool's [`Tool`] impl, as plain functions.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    /// Read the arguments and run.
+    run: fn(&mut ToolBox, &Value, &str) -> Result<ToolOutcome, ToolError>,
+    /// The schema offered, for a session's `read_lines`.
+    schema: fn(usize) -> Value,
+    /// What a call with these arguments does.
+    call_kind: fn(&Value) -> ToolKind,
+}
+
+/// One tool.
+#[derive(Debug)]
+pub struct Spec {
+    /// The name the model calls it by.
+    pub name: &'static str,
+    /// What it does.
+    pub kind: ToolKind,
+    /// Who runs it.
+    pub runner: Runner,
+}
+
+/// Every tool, in the order the model sees them (Swival's): the built-in
+/// tools, then `fetch_url` and `run_command`.
+pub const TOOLS: &[Spec] = &[
+    builtin::<ReadFile>(),
+    builtin::<ReadMultipleFiles>(),
+    builtin::<WriteFile>(),
+    builtin::<EditFile>(),
+    builtin::<ListFiles>(),
+    builtin::<Grep>(),
+    builtin::<Think>(),
+    builtin::<Todo>(),
+    builtin::<DeleteFile>(),
+    Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch },
+    Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command },
+];
+
+/// The entry of the built-in tool `T`.
+const fn builtin<T: Tool>() -> Spec {
+    let functions = Builtin { run: run::<T>, schema: schema::function::<T>, call_kind: call_kind_of::<T> };
+    Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions) }
+}
+
+fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<ToolOutcome, ToolError> {
+    args::parse::<T>(args)?.run(tb, call_id)
+}
+
+fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
+    args::parse::<T>(args).map_or(T::KIND, |a| a.kind())
+}
+
+impl Spec {
+    /// Whether the tool may take long and should leave the runtime's
+    /// worker: it walks a tree (a search) or may move one (a delete, to the
+    /// trash). The others read or write a bounded amount (one file, or at
+    /// most 20, each read up to 50 KiB).
+    pub fn walks_tree(&self) -> bool {
+        matches!(self.kind, ToolKind::Search | ToolKind::Delete)
+    }
+
+    /// The built-in tool's functions (`None` for the command and fetch tools).
+    fn builtin(&self) -> Option<&Builtin> {
+        match &self.runner {
+            Runner::Builtin(b) => Some(b),
+            Runner::Command | Runner::Fetch => None,
+        }
+    }
+}
+
+/// The tool called `name`, if the daemon has one by that name (MCP tools
+/// are their session's).
+pub fn spec(name: &str) -> Option<&'static Spec> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// What the tool `name` does: its declared kind, [`ToolKind::Mcp`] for an
+/// MCP server's tool, [`ToolKind::Other`] for a name no tool has.
+pub fn kind(name: &str) -> ToolKind {
+    match spec(name) {
+        Some(t) => t.kind,
+        None if crate::mcp::spec::is_namespaced(name) => ToolKind::Mcp,
+        None => ToolKind::Other,
+    }
+}
+
+/// What a call of `name` with `raw_args` (as the model sent them) does:
+/// [`kind`], refined by the arguments when they parse (a `write_file`
+/// with `move_from` moves).
+pub fn call_kind(name: &str, raw_args: &str) -> ToolKind {
+    match (spec(name).and_then(Spec::builtin), parse_args(raw_args)) {
+        (Some(b), Ok(args)) => (b.call_kind)(&args),
+        _ => kind(name),
+    }
+}
+
+/// Run the built-in tool `name`; `None` when no built-in tool has that name.
+pub(super) fn run_builtin(
+    tb: &mut ToolBox,
+    name: &str,
+    args: &Value,
+    call_id: &str,
+) -> Option<Result<ToolOutcome, ToolError>> {
+    spec(name).and_then(Spec::builtin).map(|b| (b.run)(tb, args, call_id))
+}
+
+/// The names of the built-in tools, in order.
+pub(super) fn builtin_names() -> impl Iterator<Item = &'static str> {
+    TOOLS.iter().filter(|t| t.builtin().is_some()).map(|t| t.name)
+}
+
+/// The schemas of the built-in tools, in order, for a session whose reads
+/// return `read_lines` lines unless they name a `limit`.
+pub(super) fn builtin_schemas(read_lines: usize) -> Vec<Value> {
+    TOOLS.iter().filter_map(Spec::builtin).map(|b| (b.schema)(read_lines)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_kinds_say_what_guards_need() {
+        let mut names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TOOLS.len());
+        let changing: Vec<&str> = TOOLS.iter().filter(|t| t.kind.changes_files()).map(|t| t.name).collect();
+        assert_eq!(changing, ["write_file", "edit_file", "delete_file", "run_command"]);
+        let notes: Vec<&str> = TOOLS.iter().filter(|t| t.kind.is_bookkeeping()).map(|t| t.name).collect();
+        assert_eq!(notes, ["think", "todo"]);
+        let walking: Vec<&str> = TOOLS.iter().filter(|t| t.walks_tree()).map(|t| t.name).collect();
+        assert_eq!(walking, ["list_files", "grep", "delete_file"]);
+    }
+
+    #[test]
+    fn a_calls_kind_comes_from_the_registry_and_its_arguments() {
+        assert_eq!(call_kind("write_file", r#"{"file_path": "b", "content": "x"}"#), ToolKind::Edit);
+        assert_eq!(call_kind("write_file", r#"{"file_path": "b", "move_from": "a"}"#), ToolKind::Move);
+        assert_eq!(call_kind("write_file", "{bad"), ToolKind::Edit);
+        assert_eq!(call_kind("run_command", r#"{"command": ["ls"]}"#), ToolKind::Execute);
+        assert_eq!(call_kind("mcp__fs__read", "{}"), ToolKind::Mcp);
+        assert_eq!(call_kind("bash", "{}"), ToolKind::Other);
+    }
+}
