@@ -17,6 +17,46 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// Why a server has no connection to give.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// It exited since it was last used (its status, or how it ended).
+    #[error("the server exited ({0})")]
+    Exited(String),
+    /// It did not answer `initialize` in time (seconds).
+    #[error("no answer to initialize within {0}s")]
+    Slow(f64),
+    /// Its private TMPDIR could not be made.
+    #[error("cannot create its temp directory: {0}")]
+    TempDir(std::io::Error),
+    /// Its sandbox plan could not be written for the helper.
+    #[error("cannot describe its sandbox: {0}")]
+    Plan(serde_json::Error),
+    /// Its process could not be started.
+    #[error("{0}")]
+    Launch(crate::procs::ProcError),
+    /// The MCP handshake failed (rmcp's words).
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    /// Listing its tools failed (rmcp's words).
+    #[error("tools/list failed: {0}")]
+    ToolsList(String),
+    /// Its configuration cannot work (said when it was read).
+    #[error("{0}")]
+    Broken(String),
+    /// A configured HTTP header is not valid.
+    #[error("header '{name}': {why}")]
+    Header {
+        /// The header's name.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The HTTP client could not be made.
+    #[error("cannot make an HTTP client: {0}")]
+    Client(reqwest::Error),
+}
+
 /// A live connection to a server.
 pub(super) struct Conn {
     /// The MCP client.
@@ -110,7 +150,7 @@ impl Server {
         pins: &[Pinned],
         pid_dir: &Path,
         timeout: Duration,
-    ) -> Result<Arc<Conn>, String> {
+    ) -> Result<Arc<Conn>, StartError> {
         let dead = {
             let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
             match slot.as_ref() {
@@ -122,8 +162,8 @@ impl Server {
         if let Some(dead) = dead {
             let status = dead.child.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(McpChild::exit_status);
             drop(dead);
-            let why = format!("the server exited ({})", status.unwrap_or_else(|| "connection closed".to_owned()));
-            self.failed(&why);
+            let why = StartError::Exited(status.unwrap_or_else(|| "connection closed".to_owned()));
+            self.failed(&why.to_string());
             return Err(why);
         }
         self.connect(pins, pid_dir, timeout).await
@@ -135,7 +175,7 @@ impl Server {
         pins: &[Pinned],
         pid_dir: &Path,
         timeout: Duration,
-    ) -> Result<Arc<Conn>, String> {
+    ) -> Result<Arc<Conn>, StartError> {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
@@ -145,7 +185,7 @@ impl Server {
         }
         let started = match tokio::time::timeout(timeout, self.start(pins, pid_dir)).await {
             Ok(r) => r,
-            Err(_) => Err(format!("no answer to initialize within {}s", timeout.as_secs_f64())),
+            Err(_) => Err(StartError::Slow(timeout.as_secs_f64())),
         };
         match started {
             Ok(conn) => {
@@ -155,20 +195,20 @@ impl Server {
                 Ok(conn)
             }
             Err(why) => {
-                self.failed(&why);
+                self.failed(&why.to_string());
                 Err(why)
             }
         }
     }
 
-    async fn start(&self, pins: &[Pinned], pid_dir: &Path) -> Result<Conn, String> {
+    async fn start(&self, pins: &[Pinned], pid_dir: &Path) -> Result<Conn, StartError> {
         let mut tmp = None;
         let (service, child) = match &self.key.endpoint {
             Endpoint::Stdio { argv, env, cwd, confined } => {
                 let (env, through) = match confined {
                     None => (self.key.caller.script_env(env), None),
                     Some(c) => {
-                        let dir = RunTempDir::create().map_err(|e| format!("cannot create its temp directory: {e}"))?;
+                        let dir = RunTempDir::create().map_err(StartError::TempDir)?;
                         let launch = confined_launch(c, argv, env, &dir.0)?;
                         tmp = Some(dir);
                         launch
@@ -176,14 +216,14 @@ impl Server {
                 };
                 let launch = McpLaunch { argv, cwd, env, through, pins, pid_dir };
                 let (child, stdout, stdin) =
-                    crate::procs::mcp::start(launch, &self.key.name).map_err(|e| e.to_string())?;
-                let service = ().serve((stdout, stdin)).await.map_err(|e| format!("initialize failed: {e}"))?;
+                    crate::procs::mcp::start(launch, &self.key.name).map_err(StartError::Launch)?;
+                let service = ().serve((stdout, stdin)).await.map_err(|e| StartError::Initialize(e.to_string()))?;
                 (service, Some(child))
             }
             Endpoint::Http { url, headers } => (http(url, headers).await?, None),
-            Endpoint::Broken(why) => return Err(why.clone()),
+            Endpoint::Broken(why) => return Err(StartError::Broken(why.clone())),
         };
-        let tools = service.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+        let tools = service.peer().list_all_tools().await.map_err(|e| StartError::ToolsList(e.to_string()))?;
         let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
         let pid = child.as_ref().and_then(McpChild::pid);
         Ok(Conn { service, child: Mutex::new(child), pid, tools, _tmp: tmp })
@@ -234,12 +274,11 @@ fn confined_launch(
     argv: &[String],
     env: &[(String, String)],
     tmp: &std::path::Path,
-) -> Result<(Env, Option<Through>), String> {
+) -> Result<(Env, Option<Through>), StartError> {
     let mut plan = c.plan.clone();
     plan.write_dirs.push(tmp.to_owned());
     let program = std::path::PathBuf::from(argv.first().cloned().unwrap_or_default());
-    let spec =
-        serde_json::to_string(&ExecSpec { program, plan }).map_err(|e| format!("cannot describe its sandbox: {e}"))?;
+    let spec = serde_json::to_string(&ExecSpec { program, plan }).map_err(StartError::Plan)?;
     let mut vars = c.env.clone();
     vars.push(("TMPDIR".to_owned(), tmp.as_os_str().to_owned()));
     vars.extend(env.iter().map(|(k, v)| (k.clone(), v.into())));
@@ -248,7 +287,7 @@ fn confined_launch(
 }
 
 /// Connect to a streamable HTTP server.
-async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<RoleClient, ()>, String> {
+async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<RoleClient, ()>, StartError> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     use rmcp::transport::StreamableHttpClientTransport;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
@@ -260,11 +299,12 @@ async fn http(url: &str, headers: &[(String, String)]) -> Result<RunningService<
                 continue;
             }
         }
-        let n = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header '{name}': {e}"))?;
-        let v = http::HeaderValue::from_str(value).map_err(|e| format!("header '{name}': {e}"))?;
+        let header = |why: String| StartError::Header { name: name.clone(), why };
+        let n = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| header(e.to_string()))?;
+        let v = http::HeaderValue::from_str(value).map_err(|e| header(e.to_string()))?;
         custom.insert(n, v);
     }
-    let client = crate::tls::client_builder().build().map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+    let client = crate::tls::client_builder().build().map_err(StartError::Client)?;
     let transport = StreamableHttpClientTransport::with_client(client, config.custom_headers(custom));
-    ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
+    ().serve(transport).await.map_err(|e| StartError::Initialize(e.to_string()))
 }
