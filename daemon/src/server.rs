@@ -1,5 +1,19 @@
 //! The daemon's top level: wire the services together, serve until
 //! shutdown, and tell the service manager where we are.
+//!
+//! Shutdown order: a signal or `daemon/shutdown` triggers the `Shutdown`
+//! → at once the accept loop stops, runs are cancelled (each records its
+//! end, `interrupted`), newline-delimited connections stop reading new
+//! lines and jsonrpsee's HTTP and WebSocket connections new requests, and
+//! the watchdog, pruner and idle sweeps stop → STOPPING=1 →
+//! `Shutdown::drain` waits, at most `shutdown_grace_s`, for every task
+//! spawned through it: connections writing the replies of the requests in
+//! flight (so `daemon/shutdown`'s own reply reaches its caller on every
+//! framing), WebSocket connections, runs recording their ends → whatever
+//! remains is dropped (a run that recorded no end is marked interrupted at
+//! the next start) → policy script workers and MCP servers stop
+//! (`Services::stop`) → the socket file is removed if we created it
+//! (systemd owns an activated one) → exit 0.
 
 use crate::cache::LazyCache;
 use crate::procs::ProcessRunner;
@@ -16,7 +30,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`, then
-/// stop in the order ARCHITECTURE.md gives (see "Shutdown order").
+/// stop in the order the module's documentation gives.
 pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let connections = Arc::new(ConnectionCount::default());
