@@ -29,6 +29,7 @@
 //! fix one, delete its entry. Never add an entry for new code.
 //! [`ALLOWED`] holds the few deliberate exceptions, each with its reason.
 
+mod budget;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -566,16 +567,4 @@ fn json_in_the_client_is_reported_in_its_tests_too() {
     client_json_rule("client/src/cmd/x.rs", text, &mut out);
     let shown: Vec<String> = out.iter().map(|v| format!("{}:{}: {:?}", v.file, v.line, v.rule)).collect();
     assert_eq!(shown, ["client/src/cmd/x.rs:2: JsonInClient", "client/src/cmd/x.rs:4: JsonInClient"]);
-}
-
-#[test]
-fn architecture_md_names_every_daemon_file_and_stays_short() {
-    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let mut files = Vec::new();
-    rust_files(&root().join("daemon/src"), &mut files);
-    let rel = |p: &PathBuf| p.strip_prefix(root()).expect("under the root").display().to_string();
-    let missing: Vec<String> = files.iter().map(rel).filter(|f| !doc.contains(f.as_str())).collect();
-    assert!(missing.is_empty(), "ARCHITECTURE.md does not name {missing:?}: add each to its module's paragraph");
-    let lines = doc.lines().count();
-    assert!(lines < 250, "ARCHITECTURE.md has {lines} lines: keep it a map (under 250), details in module docs");
 }
