@@ -9,6 +9,7 @@
 //! them.
 
 use serde_json::Value;
+use swival_protocol::FileChange;
 
 /// How Swival's tool results say they failed.
 const ERROR_PREFIX: &str = "error:";
@@ -23,23 +24,31 @@ pub struct ToolOutcome {
     /// The call succeeded with a note that the change may not be what the
     /// task wanted (`tools/near.rs`), so the model is not pushed to finish.
     pub warned: bool,
+    /// The file a write or edit changed, before and after, for the
+    /// `tool_result` event (an editor's diff).
+    pub change: Option<FileChange>,
 }
 
 impl ToolOutcome {
     /// A success.
     pub fn ok(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: false }
+        ToolOutcome { text, failed: false, warned: false, change: None }
     }
 
     /// A success whose text carries a warning note.
     pub fn warned(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: true }
+        ToolOutcome { text, failed: false, warned: true, change: None }
     }
 
     /// A failure; `text` is its `error: …` line.
     pub fn failed(text: String) -> ToolOutcome {
         debug_assert!(text.starts_with(ERROR_PREFIX), "a failure reads as Swival's error line: {text}");
-        ToolOutcome { text, failed: true, warned: false }
+        ToolOutcome { text, failed: true, warned: false, change: None }
+    }
+
+    /// The outcome with the file change it made.
+    pub fn with_change(self, change: Option<FileChange>) -> ToolOutcome {
+        ToolOutcome { change, ..self }
     }
 
     /// Add a line to what the model reads (a repair note, a hint); what the
@@ -98,7 +107,7 @@ mod tests {
     fn an_appended_line_keeps_what_the_outcome_means() {
         let mut o = ToolOutcome::warned("Wrote 3 bytes".into());
         o.append_line("hint");
-        assert_eq!(o, ToolOutcome { text: "Wrote 3 bytes\nhint".into(), failed: false, warned: true });
+        assert_eq!(o, ToolOutcome { text: "Wrote 3 bytes\nhint".into(), failed: false, warned: true, change: None });
     }
 
     #[test]

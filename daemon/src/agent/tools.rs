@@ -14,7 +14,7 @@ use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::toolcall::ToolOutcome;
 use crate::tools::registry::{self, Runner, Tool as _};
-use crate::tools::{builtin, repair};
+use crate::tools::{builtin, repair, CallInput};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -58,9 +58,8 @@ impl Run<'_> {
                 arguments: call.arguments.clone(),
             });
             let started = Instant::now();
-            self.tools.last_change = None;
             // A call the hooks dropped is reported like any call; it never runs.
-            let outcome = if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
+            let mut outcome = if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
                 ToolOutcome::failed(format!("error: blocked by policy: {}", verdict.drop_reason))
             } else {
                 let refused = match verdict.ask.contains(&call.id) {
@@ -73,7 +72,7 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
-            let change = self.tools.last_change.take();
+            let change = outcome.change.take();
             if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));
             }
@@ -264,16 +263,14 @@ impl Run<'_> {
                 Err(e) => e.into(),
             },
             Some(Runner::Builtin(_)) if call.name == builtin::ReadFile::NAME => {
-                self.tools.editor_text = self.editor_text(call).await;
-                let result = self.file_tool(call);
-                self.tools.editor_text = None;
-                result
+                let editor_text = self.editor_text(call).await;
+                self.file_tool(call, editor_text)
             }
             _ if self.tools.mcp.owns(&call.name) => {
                 self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
             }
             // Built-in tools, and names no tool has (answered as unknown).
-            _ => self.file_tool(call),
+            _ => self.file_tool(call, None),
         }
     }
 
@@ -281,9 +278,10 @@ impl Run<'_> {
     /// runtime first, which moves this worker's other tasks to another
     /// thread; a bounded one runs at once (handing the worker over costs
     /// more than reading a file).
-    fn file_tool(&mut self, call: &ToolCall) -> ToolOutcome {
+    fn file_tool(&mut self, call: &ToolCall, editor_text: Option<(std::path::PathBuf, String)>) -> ToolOutcome {
         let tools = &mut self.tools;
-        let mut run = || tools.call_with_id(&call.name, &call.arguments, &call.id);
+        let input = CallInput { id: &call.id, editor_text };
+        let run = || tools.call_with(&call.name, &call.arguments, input);
         if registry::spec(&call.name).is_some_and(registry::Spec::walks_tree) {
             tokio::task::block_in_place(run)
         } else {

@@ -10,7 +10,7 @@
 use super::args::Later;
 use super::registry::Tool;
 use super::schema::{description_last, items_last, limit_defaults_to};
-use super::{files, search, think, todo, trash, write, ToolBox, ToolError};
+use super::{files, search, think, todo, trash, write, CallInput, ToolBox, ToolError};
 use crate::toolcall::ToolOutcome;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
@@ -53,8 +53,8 @@ impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
     const KIND: ToolKind = ToolKind::Read;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
-        files::read_file(tb, &self).map(ToolOutcome::ok)
+    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        files::read_file(tb, &self, call.editor_text.take()).map(ToolOutcome::ok)
     }
 
     fn fit(parameters: &mut Value, read_lines: usize) {
@@ -113,7 +113,7 @@ impl Tool for ReadMultipleFiles {
     const NAME: &'static str = "read_multiple_files";
     const KIND: ToolKind = ToolKind::Read;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         files::read_multiple_files(tb, &self).map(ToolOutcome::ok)
     }
 
@@ -138,7 +138,7 @@ impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
     const KIND: ToolKind = ToolKind::Edit;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         // The one tool whose success may carry a warning.
         write::write_file(tb, &self)
     }
@@ -174,8 +174,8 @@ impl Tool for EditFile {
     const NAME: &'static str = "edit_file";
     const KIND: ToolKind = ToolKind::Edit;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
-        write::edit_file(tb, &self).map(ToolOutcome::ok)
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        write::edit_file(tb, &self)
     }
 }
 
@@ -193,7 +193,7 @@ impl Tool for ListFiles {
     const NAME: &'static str = "list_files";
     const KIND: ToolKind = ToolKind::Search;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         search::list_files(tb, &self).map(ToolOutcome::ok)
     }
 }
@@ -220,7 +220,7 @@ impl Tool for Grep {
     const NAME: &'static str = "grep";
     const KIND: ToolKind = ToolKind::Search;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         search::grep(tb, &self).map(ToolOutcome::ok)
     }
 }
@@ -259,7 +259,7 @@ impl Tool for Think {
     const NAME: &'static str = "think";
     const KIND: ToolKind = ToolKind::Think;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         tb.thinking.call(&self).map(ToolOutcome::ok)
     }
 }
@@ -282,7 +282,7 @@ impl Tool for Todo {
     const NAME: &'static str = "todo";
     const KIND: ToolKind = ToolKind::Plan;
 
-    fn run(self, tb: &mut ToolBox, _call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         tb.todo_call(&self).map(ToolOutcome::ok)
     }
 }
@@ -298,7 +298,7 @@ impl Tool for DeleteFile {
     const NAME: &'static str = "delete_file";
     const KIND: ToolKind = ToolKind::Delete;
 
-    fn run(self, tb: &mut ToolBox, call_id: &str) -> Result<ToolOutcome, ToolError> {
-        trash::delete_file(tb, &self, call_id).map(ToolOutcome::ok)
+    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        trash::delete_file(tb, &self, call.id).map(ToolOutcome::ok)
     }
 }

@@ -222,12 +222,16 @@ fn page_of(bytes: Vec<u8>, requested: &str, w: Window, max_bytes: usize) -> Resu
 }
 
 /// `read_file`.
-pub fn read_file(tb: &mut ToolBox, args: &ReadFile) -> Result<String, ToolError> {
+pub fn read_file(
+    tb: &mut ToolBox,
+    args: &ReadFile,
+    editor_text: Option<(std::path::PathBuf, String)>,
+) -> Result<String, ToolError> {
     let requested = args.file_path.as_str();
     let path = tb.policy.resolve(requested, Access::Read)?;
     let window = args.window(tb.caps.read_lines)?;
     // An editor's unsaved text of this very path, fetched for this call.
-    let page = match tb.editor_text.take().filter(|(p, _)| *p == path) {
+    let page = match editor_text.filter(|(p, _)| *p == path) {
         Some((_, text)) => page_of(text.into_bytes(), requested, window, tb.caps.read_bytes)?,
         None => match open_for_read(tb, &path, requested)? {
             Opened::Missing => {
@@ -425,7 +429,7 @@ mod tests {
     fn read_numbers_lines_and_ends_with_checksum() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a.txt"), "one\ntwo\n").unwrap();
-        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "a.txt"})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "a.txt"}), None).unwrap();
         assert_eq!(out, format!("1: one\n2: two\n[checksum={}]", checksum(b"one\ntwo\n")));
     }
 
@@ -438,7 +442,7 @@ mod tests {
         let mut offset = 1;
         let mut seen = Vec::new();
         loop {
-            let out = read_file(&mut tb, &args!({"file_path": "big.txt", "offset": offset})).unwrap();
+            let out = read_file(&mut tb, &args!({"file_path": "big.txt", "offset": offset}), None).unwrap();
             assert!(out.len() <= MAX_READ_BYTES + 200);
             for l in out.lines().filter(|l| !l.starts_with('[')) {
                 let (_, body) = l.split_once(": ").unwrap();
@@ -459,10 +463,10 @@ mod tests {
         std::fs::write(d.path().join("f.txt"), text).unwrap();
         let mut tb = toolbox(d.path());
         tb.caps = crate::tools::OutputCaps { read_bytes: 1024, read_lines: 3 };
-        let out = read_file(&mut tb, &args!({"file_path": "f.txt"})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "f.txt"}), None).unwrap();
         assert!(out.starts_with("1: line 1 ") && out.contains("\n3: line 3 ") && !out.contains("4: line 4"), "{out}");
         assert!(out.contains("[47 more lines, use offset=4 to continue]"), "{out}");
-        let out = read_file(&mut tb, &args!({"file_path": "f.txt", "limit": 50})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "f.txt", "limit": 50}), None).unwrap();
         assert!(out.contains("more lines, use offset=") && out.len() < 1024 + 100, "{out}");
         let schema = &tb.schemas()[0]["function"]["parameters"]["properties"]["limit"];
         assert_eq!(
@@ -475,7 +479,7 @@ mod tests {
     fn long_lines_are_cut_with_a_marker() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("l.txt"), "y".repeat(5000)).unwrap();
-        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "l.txt"})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "l.txt"}), None).unwrap();
         assert!(out.contains("[line truncated: 5000 chars]"));
         assert!(out.len() < 2200);
     }
@@ -485,10 +489,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("t.txt"), "a\nb\nc\nd\n").unwrap();
         let mut tb = toolbox(d.path());
-        let out = read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2})).unwrap();
+        let out = read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2}), None).unwrap();
         assert!(out.starts_with("3: c\n4: d\n[checksum="), "{out}");
-        let err =
-            read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2, "offset": 2})).unwrap_err().render();
+        let err = read_file(&mut tb, &args!({"file_path": "t.txt", "tail_lines": 2, "offset": 2}), None)
+            .unwrap_err()
+            .render();
         assert!(err.contains("cannot combine 'offset' and 'tail_lines'"));
     }
 
@@ -497,9 +502,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("b.bin"), b"ab\0cd").unwrap();
         let mut tb = toolbox(d.path());
-        let err = read_file(&mut tb, &args!({"file_path": "b.bin"})).unwrap_err().render();
+        let err = read_file(&mut tb, &args!({"file_path": "b.bin"}), None).unwrap_err().render();
         assert!(err.starts_with("error: binary file detected: b.bin"));
-        let err = read_file(&mut tb, &args!({"file_path": "nope.txt"})).unwrap_err().render();
+        let err = read_file(&mut tb, &args!({"file_path": "nope.txt"}), None).unwrap_err().render();
         assert!(err.starts_with("error: path does not exist: nope.txt"));
     }
 
@@ -508,7 +513,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir(d.path().join("sub")).unwrap();
         std::fs::write(d.path().join("f.txt"), "").unwrap();
-        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "."})).unwrap();
+        let out = read_file(&mut toolbox(d.path()), &args!({"file_path": "."}), None).unwrap();
         assert_eq!(out, "f.txt\nsub/");
     }
 
@@ -563,9 +568,9 @@ mod tests {
         std::fs::write(d.path().join("a.txt"), "x\n").unwrap();
         let mut tb = toolbox(d.path());
         let path = tb.policy.base.join("a.txt");
-        read_file(&mut tb, &args!({"file_path": "a.txt", "offset": 5})).unwrap_err().render();
+        read_file(&mut tb, &args!({"file_path": "a.txt", "offset": 5}), None).unwrap_err().render();
         assert!(!tb.tracker.seen(&path));
-        read_file(&mut tb, &args!({"file_path": "a.txt"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "a.txt"}), None).unwrap();
         assert!(tb.tracker.seen(&path));
     }
 }

@@ -100,6 +100,16 @@ impl Default for OutputCaps {
     }
 }
 
+/// What a tool call brings besides its arguments.
+#[derive(Debug, Default)]
+pub struct CallInput<'a> {
+    /// The model's id for the call (`delete_file` records it).
+    pub id: &'a str,
+    /// An editor's text of one path (unsaved edits included), which a
+    /// `read_file` of that path shows instead of the disk.
+    pub editor_text: Option<(std::path::PathBuf, String)>,
+}
+
 /// One session's tools and their state.
 #[derive(Debug)]
 pub struct ToolBox {
@@ -115,12 +125,6 @@ pub struct ToolBox {
     pub thinking: think::Thinking,
     /// The session's `todo` checklist.
     pub todo: todo::TodoList,
-    /// The file the last successful write or edit changed, for the
-    /// `tool_result` event (taken by whoever emits it).
-    pub last_change: Option<swival_protocol::FileChange>,
-    /// An editor's text of one path (unsaved edits included), which the
-    /// next `read_file` of that path shows instead of the disk.
-    pub editor_text: Option<(std::path::PathBuf, String)>,
     /// The session's MCP servers and their tools.
     pub mcp: crate::mcp::SessionMcp,
 }
@@ -135,8 +139,6 @@ impl ToolBox {
             read_guard: true,
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
-            last_change: None,
-            editor_text: None,
             mcp: crate::mcp::SessionMcp::default(),
         }
     }
@@ -162,20 +164,22 @@ impl ToolBox {
 
     /// Run one tool call; the result string is what the model sees.
     pub fn call(&mut self, name: &str, raw_args: &str) -> String {
-        self.call_with_id(name, raw_args, "").text
+        self.call_with(name, raw_args, CallInput::default()).text
     }
 
-    /// [`ToolBox::call`], knowing the model's id for the call (recorded in
-    /// the trash index by `delete_file`), with what the result means. The
-    /// one place a tool's failure becomes the text the model reads.
-    pub fn call_with_id(&mut self, name: &str, raw_args: &str, call_id: &str) -> ToolOutcome {
-        self.dispatch(name, raw_args, call_id).unwrap_or_else(ToolOutcome::from)
+    /// [`ToolBox::call`] with what the call brings besides its arguments
+    /// (the model's id for it, recorded in the trash index by
+    /// `delete_file`; an editor's text of the file it reads), and what
+    /// the result means. The one place a tool's failure becomes the text
+    /// the model reads.
+    pub fn call_with(&mut self, name: &str, raw_args: &str, mut call: CallInput) -> ToolOutcome {
+        self.dispatch(name, raw_args, &mut call).unwrap_or_else(ToolOutcome::from)
     }
 
     /// Run the built-in tool `name`.
-    fn dispatch(&mut self, name: &str, raw_args: &str, call_id: &str) -> Result<ToolOutcome, ToolError> {
+    fn dispatch(&mut self, name: &str, raw_args: &str, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         let args = parse_args(raw_args)?;
-        registry::run_builtin(self, name, &args, call_id).unwrap_or_else(|| {
+        registry::run_builtin(self, name, &args, call).unwrap_or_else(|| {
             let names = registry::builtin_names().collect::<Vec<_>>().join(", ");
             Err(ToolError::refused(format!("unknown tool '{name}'. Available tools: {names}")))
         })
@@ -306,13 +310,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("m.py"), "def add(a, b):\n    return a + b\n").unwrap();
         let mut tb = test_toolbox(d.path());
-        let read = tb.call_with_id("read_file", r#"{"file_path": "m.py"}"#, "c1");
+        let read =
+            tb.call_with("read_file", r#"{"file_path": "m.py"}"#, CallInput { id: "c1", ..CallInput::default() });
         assert!(!read.failed && !read.warned, "{}", read.text);
         let rewrite = r#"{"file_path": "m.py", "content": "def multiply(a, b):\n    return a * b"}"#;
-        let written = tb.call_with_id("write_file", rewrite, "c2");
+        let written = tb.call_with("write_file", rewrite, CallInput { id: "c2", ..CallInput::default() });
         assert!(written.warned && !written.failed, "{}", written.text);
         assert!(written.text.contains("\nNote: "), "{}", written.text);
-        let missing = tb.call_with_id("read_file", r#"{"file_path": "nope.py"}"#, "c3");
+        let missing =
+            tb.call_with("read_file", r#"{"file_path": "nope.py"}"#, CallInput { id: "c3", ..CallInput::default() });
         assert!(missing.failed && missing.text.starts_with("error: "), "{}", missing.text);
     }
 

@@ -12,7 +12,7 @@
 //! `mcp__<server>__<tool>`.
 
 use super::builtin::{DeleteFile, EditFile, Grep, ListFiles, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile};
-use super::{args, schema, ToolBox, ToolError};
+use super::{args, schema, CallInput, ToolBox, ToolError};
 use crate::toolcall::{parse_args, ToolOutcome};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -29,9 +29,11 @@ pub trait Tool: DeserializeOwned + JsonSchema {
     /// What it does.
     const KIND: ToolKind;
 
-    /// Run the call on the session's toolbox (`call_id`: the model's id
+    /// Run the call on the session's toolbox, with what the call brings
+    /// besides its arguments (`call`: the model's id for it, an editor's
+    /// text).
     /// for it).
-    fn run(self, tb: &mut ToolBox, call_id: &str) -> Result<ToolOutcome, ToolError>;
+    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
 
     /// What this call does, when that depends on its arguments.
     fn kind(&self) -> ToolKind {
@@ -59,7 +61,7 @@ pub enum Runner {
 #[derive(Debug, Clone, Copy)]
 pub struct Builtin {
     /// Read the arguments and run.
-    run: fn(&mut ToolBox, &Value, &str) -> Result<ToolOutcome, ToolError>,
+    run: fn(&mut ToolBox, &Value, &mut CallInput) -> Result<ToolOutcome, ToolError>,
     /// The schema offered, for a session's `read_lines`.
     schema: fn(usize) -> Value,
     /// What a call with these arguments does.
@@ -99,8 +101,8 @@ const fn builtin<T: Tool>() -> Spec {
     Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions) }
 }
 
-fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call_id: &str) -> Result<ToolOutcome, ToolError> {
-    args::parse::<T>(args)?.run(tb, call_id)
+fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+    args::parse::<T>(args)?.run(tb, call)
 }
 
 fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
@@ -156,9 +158,9 @@ pub(super) fn run_builtin(
     tb: &mut ToolBox,
     name: &str,
     args: &Value,
-    call_id: &str,
+    call: &mut CallInput,
 ) -> Option<Result<ToolOutcome, ToolError>> {
-    spec(name).and_then(Spec::builtin).map(|b| (b.run)(tb, args, call_id))
+    spec(name).and_then(Spec::builtin).map(|b| (b.run)(tb, args, call))
 }
 
 /// The names of the built-in tools, in order.

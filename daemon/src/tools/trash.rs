@@ -152,7 +152,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("gone.txt"), "bye").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &args!({"file_path": "gone.txt"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "gone.txt"}), None).unwrap();
         let out = delete_file(&mut tb, &args!({"file_path": "gone.txt"}), "call_7").unwrap();
         let id = out.strip_prefix("Trashed gone.txt -> .swival/trash/").unwrap();
         assert_eq!(id.len(), 32);

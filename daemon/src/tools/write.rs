@@ -46,7 +46,7 @@ impl ToolBox {
     /// next call can be made against what is there instead of a round
     /// trip a small model often never makes.
     pub(super) fn read_for_the_model(&mut self, requested: &str) -> ToolError {
-        match super::files::read_file(self, &ReadFile::whole(requested)) {
+        match super::files::read_file(self, &ReadFile::whole(requested), None) {
             Ok(content) => ToolError::refused(format!(
                 "{READ_FIRST}\nIt has now been read for you; its current content follows. Retry your change \
                  against this text (old_string must match it exactly).\n{content}"
@@ -102,19 +102,21 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 None if existing.is_none() => tb.new_file_note(requested, &path),
                 None => None,
             };
-            if existing.is_none() || before.is_some() {
-                tb.last_change = change(&path, before, content.as_bytes());
-            }
+            let changed = match existing.is_none() || before.is_some() {
+                true => change(&path, before, content.as_bytes()),
+                false => None,
+            };
             let mut result =
                 format!("Wrote {} bytes to {requested}\n[checksum={}]", content.len(), checksum(content.as_bytes()));
-            Ok(match note {
+            let outcome = match note {
                 Some(note) => {
                     result.push_str(super::near::NOTE);
                     result.push_str(&note);
                     ToolOutcome::warned(result)
                 }
                 None => ToolOutcome::ok(result),
-            })
+            };
+            Ok(outcome.with_change(changed))
         }
         (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
     }
@@ -177,7 +179,7 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
 }
 
 /// `edit_file`.
-pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<String, ToolError> {
+pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolError> {
     let requested = args.file_path.as_str();
     let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
     let replace_all = args.replace_all.unwrap_or(false);
@@ -230,8 +232,8 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<String, ToolError>
     tb.tracker.mark(&path);
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
-    tb.last_change = change(&path, Some(content.into_bytes()), &written);
-    Ok(format!("Edited {requested}\n[checksum={}]", checksum(&written)))
+    let changed = change(&path, Some(content.into_bytes()), &written);
+    Ok(ToolOutcome::ok(format!("Edited {requested}\n[checksum={}]", checksum(&written))).with_change(changed))
 }
 
 /// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
@@ -326,13 +328,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.rs"), "let a = 1;\n").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "e.rs"}), None).unwrap();
         let out = edit_file(
             &mut tb,
             &args!({"file_path": "e.rs", "old_string": "1", "new_string": "2",
                     "checksum": checksum(b"let a = 1;\n")}),
         )
-        .unwrap();
+        .unwrap()
+        .text;
         assert_eq!(out, format!("Edited e.rs\n[checksum={}]", checksum(b"let a = 2;\n")));
     }
 
@@ -346,7 +349,7 @@ mod tests {
         let err = edit_file(&mut tb, &args).unwrap_err().to_string();
         assert!(err.starts_with(READ_FIRST), "two matches need a read: {err}");
         std::fs::write(d.path().join("e.rs"), "x\n").unwrap();
-        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "e.rs"}), None).unwrap();
         let err = edit_file(&mut tb, &args).unwrap_err().render();
         assert!(err.starts_with("error: edit_file: checksum mismatch"), "{err}");
         assert!(err.ends_with("(in e.rs)"), "{err}");
@@ -391,7 +394,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("e.rs"), "a\na\n").unwrap();
         let mut tb = toolbox(d.path());
-        read_file(&mut tb, &args!({"file_path": "e.rs"})).unwrap();
+        read_file(&mut tb, &args!({"file_path": "e.rs"}), None).unwrap();
         let err = edit_file(&mut tb, &args!({"file_path": "e.rs", "old_string": "a", "new_string": "b"}))
             .unwrap_err()
             .render();
