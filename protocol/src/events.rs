@@ -158,7 +158,13 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stderr: Option<String>,
     },
-    /// The conversation was compacted to fit the context window.
+    /// A session's settings changed between runs (`session/configure`).
+    SessionConfigured {
+        /// The keys whose effective value changed.
+        changed: Vec<String>,
+    },
+    /// The conversation was compacted to fit the context window, or on
+    /// request (`session/compact`: no run, turn 0).
     Compaction {
         /// The turn.
         turn: u64,

@@ -98,6 +98,12 @@ methods! {
 /// One session with its runs and conversation.
     SessionGet(SESSION_GET = "session/get"): SessionRef => SessionDetail,
         "One session: summary, effective config, runs and stored conversation.";
+/// Change an idle session's settings between runs.
+    SessionConfigure(SESSION_CONFIGURE = "session/configure"): SessionConfigureParams => SessionConfigureResult,
+        "Change an idle session's model, profile, reasoning effort, turn budget or allowed dirs (checked as session/create); recorded as a session_configured event.";
+/// Compact an idle session's conversation now.
+    SessionCompact(SESSION_COMPACT = "session/compact"): SessionCompactParams => SessionCompactResult,
+        "Compact an idle session's conversation now (drop: also summarise the middle turns); emits a compaction event.";
 /// Close a session (cancelling its run).
     SessionClose(SESSION_CLOSE = "session/close"): SessionRef => SessionInfo,
         "Close a session; a run in flight is cancelled.";

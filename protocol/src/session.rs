@@ -53,6 +53,77 @@ pub struct SessionCreateParams {
     /// provider. Held in memory only, never stored. Omitted: the daemon's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
+    /// Start from an existing session: its config request, trust and
+    /// caller environment, with `config` over them; with `conversation`,
+    /// a copy of its conversation too (a fork). `base_dir` must be the
+    /// source's. The source is not changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<SessionFrom>,
+}
+
+/// Where a new session starts from (`session/create`'s `from`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionFrom {
+    /// The session to start from.
+    pub session_id: SessionId,
+    /// Copy its conversation too (a fork); otherwise the new session
+    /// starts with an empty one (`/clear`, `/new`).
+    #[serde(default)]
+    pub conversation: bool,
+}
+
+/// `session/configure` params: what to change in an idle session between
+/// runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionConfigureParams {
+    /// The session.
+    pub session_id: SessionId,
+    /// Config keys (Swival's names: `model`, `active_profile`,
+    /// `reasoning_effort`, `max_turns`…) merged over the session's config
+    /// request and checked as `session/create` checks them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    /// Directories to allow read-write, under `--add-dir`'s rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add_dirs: Vec<String>,
+    /// Directories to allow read-only, under `--add-dir-ro`'s rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add_dirs_ro: Vec<String>,
+}
+
+/// `session/configure` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionConfigureResult {
+    /// The keys whose effective value changed.
+    pub changed: Vec<String>,
+    /// The session's effective config now (secrets redacted).
+    pub config: Value,
+    /// Config warnings, in the words of `session/create`'s.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `session/compact` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCompactParams {
+    /// The session (idle).
+    pub session_id: SessionId,
+    /// Also summarise the middle turns (Swival's `/compact --drop`);
+    /// otherwise old tool results are cut only.
+    #[serde(default)]
+    pub drop: bool,
+}
+
+/// `session/compact` result: what was done, as its `compaction` event says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCompactResult {
+    /// What was done (`truncate_tool_results`, `summarize_middle`,
+    /// `drop_middle` joined with `+`; empty when nothing was).
+    pub strategy: String,
+    /// Estimated prompt tokens before.
+    pub tokens_before: u64,
+    /// Estimated prompt tokens after.
+    pub tokens_after: u64,
 }
 
 /// `project/trust` params.

@@ -272,6 +272,7 @@ async fn open_session(
         title: Some(task.chars().take(80).collect()),
         trust: a.trust,
         env: Some(swivalctl::caller_env()),
+        from: None,
     };
     match client.create_session(&params).await {
         Ok(created) => {

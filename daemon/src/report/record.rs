@@ -119,6 +119,7 @@ impl RunRecord {
             | EventKind::Stderr { .. }
             | EventKind::Warning { .. }
             | EventKind::Notice { .. }
+            | EventKind::SessionConfigured { .. }
             | EventKind::RunFinished(_) => return None,
         })
     }

@@ -110,6 +110,7 @@ impl Bridge {
             title: None,
             trust: false,
             env: Some(self.env.clone()),
+            from: None,
         };
         let created = match self.daemon.create_session(&params).await {
             Ok(c) => c,
