@@ -34,8 +34,12 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         log: Option<PathBuf>,
     },
-    /// Run a task in a project: answer on stdout, progress on stderr.
+    /// Run a task in a project: answer on stdout, progress on stderr (with
+    /// no task on a terminal: the REPL).
     Run(Box<cmd::run::RunArgs>),
+    /// Work interactively on a session (`--session ID` attaches to one),
+    /// with `run`'s flags.
+    Repl(Box<cmd::run::RunArgs>),
     /// List sessions, or prune old ones.
     Sessions {
         /// Print JSON.
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
             Command::Daemon { action } => cmd::daemon::run(&socket, action).await,
             Command::Acp { log } => Ok(cmd::acp::serve(&socket, log.as_deref()).await),
             Command::Run(args) => cmd::run::run(&socket, *args).await,
+            Command::Repl(args) => cmd::repl::run(&socket, *args).await,
             Command::Sessions { json, action: None } => cmd::session::list(&socket, json).await,
             Command::Sessions { json, action: Some(cmd::session::SessionsAction::Prune { older_than }) } => {
                 cmd::session::prune(&socket, older_than, json).await

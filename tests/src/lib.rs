@@ -7,6 +7,7 @@
 //! the scripts are the real ones.
 
 pub mod mock;
+pub mod tmux;
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,58 +4,9 @@
 //! "no" typed at the prompt keeps the command from running.
 
 use serde_json::json;
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{bin, TestEnv, IO_TIMEOUT};
-
-/// A private tmux server for one test, killed when it drops.
-struct Tmux {
-    socket: std::path::PathBuf,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().expect("tmux is installed");
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The screen, waiting (up to [`IO_TIMEOUT`]) until it shows `text`.
-    fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + IO_TIMEOUT;
-        loop {
-            let screen = self.run(&["capture-pane", "-p", "-J", "-S", "-200", "-t", "t"]);
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "the terminal never showed {text:?}; it shows:\n{screen}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-S").arg(&self.socket).arg("kill-server").output();
-    }
-}
-
-/// `swivalctl ARGS` in `dir` as a shell line, in the test's environment.
-fn shell_line(env: &TestEnv, socket: &Path, dir: &Path, args: &str) -> String {
-    let root = env.root();
-    format!(
-        "cd '{}' && env -i PATH='{}' HOME='{}/home' XDG_CONFIG_HOME='{r}/config' XDG_STATE_HOME='{r}/state' \
-         XDG_CACHE_HOME='{r}/cache' XDG_RUNTIME_DIR='{r}/run' SWIVALD_SOCKET='{}' TERM=xterm '{}' {args}; echo EXIT=$?; sleep 600",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default(),
-        root.display(),
-        socket.display(),
-        bin("swivalctl").display(),
-        r = root.display(),
-    )
-}
+use swival_tests::tmux::{shell_line, Tmux};
+use swival_tests::TestEnv;
 
 #[test]
 fn a_high_risk_question_at_the_terminal_shows_argv_and_why_and_no_keeps_it_from_running() {
@@ -72,9 +23,8 @@ fn a_high_risk_question_at_the_terminal_shows_argv_and_why_and_no_keeps_it_from_
         "provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\ncommands = \"ask\"\n",
         mock.base_url()
     ));
-    let tmux = Tmux { socket: env.root().join("tmux.sock") };
-    let line = shell_line(&env, &daemon.socket, &p, "run 'count the lines'");
-    tmux.run(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "50", &line]);
+    let tmux = Tmux::new(&env);
+    tmux.start(&shell_line(&env, &daemon.socket, &p, "run 'count the lines'"));
 
     let screen = tmux.wait_for("(default no):");
     assert!(screen.contains("[high risk]"), "{screen}");

@@ -5,6 +5,7 @@ pub mod daemon;
 mod flags;
 mod overlay;
 pub mod policy;
+pub mod repl;
 mod report;
 pub mod run;
 pub mod session;

@@ -177,6 +177,12 @@ pub struct RunArgs {
     /// Start the run, print its id and return at once.
     #[arg(long)]
     pub detach: bool,
+    /// Force ANSI colour in the REPL even when output is not a terminal.
+    #[arg(long, conflicts_with = "no_color")]
+    pub color: bool,
+    /// No ANSI colour in the REPL even on a terminal (so does NO_COLOR).
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 fn read_task(a: &RunArgs) -> Result<String, String> {
@@ -184,7 +190,7 @@ fn read_task(a: &RunArgs) -> Result<String, String> {
         return Ok(t.clone());
     }
     if std::io::stdin().is_terminal() {
-        return Err("a task is required: swivalctl run \"what to do\" (or pipe it on stdin)".into());
+        return Err("a task is required: swivalctl run \"what to do\", on stdin, or at the REPL".into());
     }
     let mut s = String::new();
     std::io::stdin().read_to_string(&mut s).map_err(|e| format!("cannot read the task from stdin: {e}"))?;
@@ -197,6 +203,10 @@ fn read_task(a: &RunArgs) -> Result<String, String> {
 
 /// `swivalctl run`.
 pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
+    // No task on a terminal: the REPL (Swival's rule).
+    if a.task.is_none() && std::io::stdin().is_terminal() && !a.json && !a.detach {
+        return super::repl::run(socket, a).await;
+    }
     let task = match read_task(&a) {
         Ok(t) => t,
         Err(e) => {
@@ -358,9 +368,7 @@ async fn answer_approval(client: &Client, session_id: &SessionId, event: &Event)
 /// is no (Swival: EOF denies).
 async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::ApprovalDecision {
     use swival_protocol::ApprovalDecision as D;
-    let EventKind::ApprovalRequested { bucket, command, high_risk, argv, reason, changed_files, every_time, .. } =
-        question
-    else {
+    let EventKind::ApprovalRequested { command, every_time, .. } = question else {
         return D::RejectOnce;
     };
     if !std::io::stdin().is_terminal() {
@@ -369,24 +377,8 @@ async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::
         );
         return D::RejectOnce;
     }
-    let risk = if *high_risk { " [high risk]" } else { "" };
-    eprintln!("? Run `{command}`{risk}?");
-    if !argv.is_empty() {
-        eprintln!("  argv: {}", serde_json::to_string(argv).unwrap_or_default());
-    }
-    if let Some(reason) = reason {
-        eprintln!("  why: {reason}");
-    }
-    if !changed_files.is_empty() {
-        eprintln!("  changed in this session: {}", changed_files.join(", "));
-    }
-    let always = match (*every_time, changed_files.is_empty()) {
-        (true, _) => String::new(),
-        (false, true) => format!(" [a] always `{bucket}`,"),
-        (false, false) => format!(" [a] always `{bucket}` with these files as they are,"),
-    };
-    let asked = if *every_time { " (asked every time)" } else { "" };
-    eprint!("  [y] once,{always} [n] no, [never] `{bucket}`{asked} (default no): ");
+    let (lines, prompt) = approval_question(question);
+    eprint!("{lines}{prompt}");
     let read = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line).unwrap_or_default()
@@ -400,6 +392,40 @@ async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::
         }
         _ = tokio::signal::ctrl_c() => return D::RejectOnce,
     };
+    approval_answer(&line, *every_time)
+}
+
+/// An approval's question: the lines that describe the command, and the
+/// prompt with the keys (`run` and the REPL ask in the same words).
+pub fn approval_question(question: &EventKind) -> (String, String) {
+    let EventKind::ApprovalRequested { bucket, command, high_risk, argv, reason, changed_files, every_time, .. } =
+        question
+    else {
+        return (String::new(), String::new());
+    };
+    let risk = if *high_risk { " [high risk]" } else { "" };
+    let mut lines = format!("? Run `{command}`{risk}?\n");
+    if !argv.is_empty() {
+        lines.push_str(&format!("  argv: {}\n", serde_json::to_string(argv).unwrap_or_default()));
+    }
+    if let Some(reason) = reason {
+        lines.push_str(&format!("  why: {reason}\n"));
+    }
+    if !changed_files.is_empty() {
+        lines.push_str(&format!("  changed in this session: {}\n", changed_files.join(", ")));
+    }
+    let always = match (*every_time, changed_files.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => format!(" [a] always `{bucket}`,"),
+        (false, false) => format!(" [a] always `{bucket}` with these files as they are,"),
+    };
+    let asked = if *every_time { " (asked every time)" } else { "" };
+    (lines, format!("  [y] once,{always} [n] no, [never] `{bucket}`{asked} (default no): "))
+}
+
+/// The decision a typed answer means (anything else is no).
+pub fn approval_answer(line: &str, every_time: bool) -> swival_protocol::ApprovalDecision {
+    use swival_protocol::ApprovalDecision as D;
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => D::AllowOnce,
         "a" | "always" if !every_time => D::AllowAlways,
@@ -439,6 +465,18 @@ impl Progress {
             EventKind::TurnStarted { turn, max_turns } => format!("turn {turn}/{max_turns}"),
             EventKind::ToolCall { name, arguments, .. } => format!("  → {name}({})", preview(arguments, 80)),
             EventKind::ToolResult { succeeded: false, content, .. } => format!("    {}", preview(content, 160)),
+            other => match Progress::line(other) {
+                Some(line) => line,
+                None => return,
+            },
+        };
+        eprintln!("{line}");
+    }
+
+    /// The line of a retry, a warning, a notice (a reviewer round) or a
+    /// loop guard's intervention, in Swival's words.
+    pub fn line(kind: &EventKind) -> Option<String> {
+        Some(match kind {
             EventKind::Retry { attempt, delay_s, reason, .. } => {
                 format!("  retry {attempt} in {delay_s:.1}s: {}", preview(reason, 160))
             }
@@ -447,9 +485,8 @@ impl Progress {
             EventKind::Intervention { kind, message, .. } => {
                 format!("  ↺ loop guard ({}): {}", kind.name(), preview(message, 160))
             }
-            _ => return,
-        };
-        eprintln!("{line}");
+            _ => return None,
+        })
     }
 }
 

@@ -1,0 +1,387 @@
+//! The REPL's slash commands, with Swival's names, arguments and help
+//! where Swival has them, and ours (`/reasoning`, `/policy`, `/report`,
+//! `/sessions`, `/attach`). Each is done through a typed daemon method, or
+//! on the user's side when it is about the user's terminal or files.
+
+use super::show::preview;
+use super::Repl;
+use std::path::Path;
+use swival_protocol::{SessionConfigureParams, SessionFrom, SessionId};
+use swivalctl::ClientError;
+
+/// One slash command.
+pub struct Command {
+    /// Its name, with the slash.
+    pub name: &'static str,
+    /// Its arguments, for the help.
+    pub args: &'static str,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// Every slash command, in the order `/help` lists them.
+pub const COMMANDS: &[Command] = &[
+    Command { name: "/help", args: "", help: "Show this help message" },
+    Command { name: "/exit", args: "", help: "Exit the REPL" },
+    Command { name: "/quit", args: "", help: "Exit the REPL" },
+    Command { name: "/clear", args: "", help: "Start a fresh conversation (the old one stays in the daemon)" },
+    Command { name: "/new", args: "", help: "Start a fresh conversation (the old one stays in the daemon)" },
+    Command { name: "/status", args: "", help: "Show session stats (model, context, turns, sandbox)" },
+    Command { name: "/tools", args: "", help: "List the tools the model has" },
+    Command { name: "/model", args: "[name]", help: "Show the model, or switch to another for the next runs" },
+    Command { name: "/profile", args: "[name]", help: "Switch LLM profile" },
+    Command { name: "/reasoning", args: "[level]", help: "Show or set the reasoning effort" },
+    Command { name: "/extend", args: "[N]", help: "Double max turns, or set to N" },
+    Command { name: "/compact", args: "[--drop]", help: "Compress conversation context" },
+    Command { name: "/add-dir", args: "<path>", help: "Grant read+write access to a directory" },
+    Command { name: "/add-dir-ro", args: "<path>", help: "Grant read-only access to a directory" },
+    Command { name: "/copy", args: "", help: "Copy last output to clipboard" },
+    Command { name: "/remember", args: "<text>", help: "Add a durable project fact to AGENTS.md" },
+    Command {
+        name: "/init",
+        args: "",
+        help: "Scan project for build/test/lint workflow and conventions, write AGENTS.md",
+    },
+    Command { name: "/policy", args: "", help: "Show the session's policy: filters, hooks, sandbox" },
+    Command { name: "/report", args: "", help: "Show the last run's stats" },
+    Command { name: "/sessions", args: "", help: "List the daemon's sessions" },
+    Command { name: "/attach", args: "<id>", help: "Switch to another session of the daemon" },
+];
+
+/// The tools a session offers the model, for `/tools`.
+const TOOLS: &str = "read_file, read_multiple_files, write_file, edit_file, delete_file, list_files, grep, \
+                     think, todo, and run_command and fetch_url when the session allows them, plus its MCP tools";
+
+/// The help text.
+pub fn help() -> String {
+    let mut out = String::from("Available commands:\n");
+    let mut i = 0;
+    while i < COMMANDS.len() {
+        let c = &COMMANDS[i];
+        // Commands with the same help share a row (Swival's `/exit, /quit`).
+        let mut label = format!("{} {}", c.name, c.args).trim_end().to_owned();
+        while COMMANDS.get(i + 1).is_some_and(|n| n.help == c.help) {
+            i += 1;
+            label = format!("{label}, {}", COMMANDS[i].name);
+        }
+        out.push_str(&format!("  {label:<24}{}\n", c.help));
+        i += 1;
+    }
+    out.push_str("  !! <command>            Run a shell command and print output (no LLM)\n");
+    out.push_str("Enter sends; a line ending in \\ (or Alt-Enter) goes on; Ctrl-R searches history;\n");
+    out.push_str("Ctrl-C cancels a run; Ctrl-C twice on an empty prompt, Ctrl-D or /exit leaves.\n");
+    out
+}
+
+/// The command closest to `name` (by edit distance), for a hint.
+pub fn closest(name: &str) -> Option<&'static str> {
+    COMMANDS.iter().map(|c| (distance(name, c.name), c.name)).filter(|(d, _)| *d <= 3).min().map(|(_, n)| n)
+}
+
+/// Levenshtein distance.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// What the loop does after a command.
+pub enum Next {
+    /// Show the prompt again.
+    Prompt,
+    /// Run this as a prompt to the model.
+    Run(String),
+    /// Leave the REPL.
+    Exit,
+}
+
+impl Repl {
+    /// Do the slash command `line`.
+    pub async fn command(&mut self, line: &str) -> Result<Next, ClientError> {
+        let (name, arg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let arg = arg.trim();
+        match name {
+            "/help" => self.say(&help()),
+            "/exit" | "/quit" => return Ok(Next::Exit),
+            "/clear" | "/new" => self.fresh().await?,
+            "/status" => self.status().await?,
+            "/tools" => self.info(&format!("tools: {TOOLS}")),
+            "/model" => self.configure_key("model", arg).await?,
+            "/profile" => self.configure_key("active_profile", arg).await?,
+            "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
+            "/extend" => self.extend(arg).await?,
+            "/compact" => self.compact(arg == "--drop").await?,
+            "/add-dir" | "/add-dir-ro" => self.add_dir(arg, name == "/add-dir-ro").await?,
+            "/copy" => self.copy(),
+            "/remember" => self.remember(arg),
+            "/init" => return Ok(Next::Run(INIT_PROMPT.to_owned())),
+            "/policy" => self.policy().await?,
+            "/report" => self.report().await?,
+            "/sessions" => self.sessions().await?,
+            "/attach" => self.attach_to(SessionId(arg.to_owned())).await?,
+            other => match closest(other) {
+                Some(near) => self.warn(&format!("unknown command {other}; did you mean {near}? (/help lists them)")),
+                None => self.warn(&format!("unknown command {other}. Run /help to list commands.")),
+            },
+        }
+        Ok(Next::Prompt)
+    }
+
+    /// `/clear`, `/new`: a new session from this one's settings, with an
+    /// empty conversation; the old one stays in the daemon.
+    async fn fresh(&mut self) -> Result<(), ClientError> {
+        let old = self.session.clone();
+        let params = swival_protocol::SessionCreateParams {
+            base_dir: self.base_dir.display().to_string(),
+            config: None,
+            title: None,
+            trust: false,
+            env: Some(swivalctl::caller_env()),
+            from: Some(SessionFrom { session_id: old.clone(), conversation: false }),
+        };
+        let created = self.client.create_session(&params).await?;
+        self.switch(created.session_id, 1).await?;
+        self.info(&format!("context cleared; the previous conversation stays in the daemon as session {old}"));
+        Ok(())
+    }
+
+    /// `/model`, `/profile`, `/reasoning`: show the value, or set it for
+    /// the next runs.
+    async fn configure_key(&mut self, key: &str, value: &str) -> Result<(), ClientError> {
+        if value.is_empty() {
+            let detail = self.client.session(&self.session).await?;
+            let shown = detail.config.get(key).filter(|v| !v.is_null()).map(|v| v.to_string());
+            self.info(&format!("{key}: {}", shown.unwrap_or_else(|| "(default)".into())));
+            return Ok(());
+        }
+        let mut config = serde_json::Map::new();
+        config.insert(key.to_owned(), value.into());
+        self.configure(SessionConfigureParams {
+            session_id: self.session.clone(),
+            config: Some(config.into()),
+            add_dirs: Vec::new(),
+            add_dirs_ro: Vec::new(),
+        })
+        .await
+    }
+
+    /// `/extend [N]`: double `max_turns`, or set it to N.
+    async fn extend(&mut self, arg: &str) -> Result<(), ClientError> {
+        let detail = self.client.session(&self.session).await?;
+        let current = detail.config.get("max_turns").and_then(serde_json::Value::as_u64).unwrap_or(100);
+        let turns = match arg {
+            "" => current.saturating_mul(2),
+            n => match n.parse::<u64>() {
+                Ok(0) => {
+                    self.warn("max turns must be at least 1");
+                    return Ok(());
+                }
+                Ok(n) => n,
+                Err(_) => {
+                    self.warn(&format!("invalid number: {n}"));
+                    return Ok(());
+                }
+            },
+        };
+        let mut config = serde_json::Map::new();
+        config.insert("max_turns".into(), turns.into());
+        let params = SessionConfigureParams {
+            session_id: self.session.clone(),
+            config: Some(config.into()),
+            add_dirs: Vec::new(),
+            add_dirs_ro: Vec::new(),
+        };
+        self.configure(params).await
+    }
+
+    /// `/add-dir`, `/add-dir-ro`: allow a directory (the user's path, made
+    /// absolute here) for the next runs.
+    async fn add_dir(&mut self, arg: &str, read_only: bool) -> Result<(), ClientError> {
+        if arg.is_empty() {
+            let name = if read_only { "/add-dir-ro" } else { "/add-dir" };
+            {
+                self.warn(&format!("{name} requires a path argument"));
+                return Ok(());
+            };
+        }
+        let path = std::env::current_dir().map(|cwd| cwd.join(arg)).unwrap_or_else(|_| Path::new(arg).to_owned());
+        let dirs = vec![path.display().to_string()];
+        let (add_dirs, add_dirs_ro) = if read_only { (Vec::new(), dirs) } else { (dirs, Vec::new()) };
+        self.configure(SessionConfigureParams { session_id: self.session.clone(), config: None, add_dirs, add_dirs_ro })
+            .await
+    }
+
+    /// `session/configure`, saying what changed; a refusal is a warning.
+    async fn configure(&mut self, params: SessionConfigureParams) -> Result<(), ClientError> {
+        match self.client.request::<swival_protocol::methods::typed::SessionConfigure>(&params).await {
+            Ok(r) => {
+                for w in &r.warnings {
+                    self.warn(w);
+                }
+                match r.changed.is_empty() {
+                    true => self.info("nothing changed"),
+                    false => self.info(&format!("changed: {} (from the next run on)", r.changed.join(", "))),
+                }
+                Ok(())
+            }
+            Err(ClientError::Rpc { message, .. }) => {
+                self.warn(&message);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `/compact [--drop]`.
+    async fn compact(&mut self, drop: bool) -> Result<(), ClientError> {
+        let params = swival_protocol::SessionCompactParams { session_id: self.session.clone(), drop };
+        match self.client.request::<swival_protocol::methods::typed::SessionCompact>(&params).await {
+            Ok(r) if r.strategy.is_empty() => {
+                self.info("nothing to compact");
+                Ok(())
+            }
+            Ok(r) => {
+                let saved = r.tokens_before.saturating_sub(r.tokens_after);
+                {
+                    self.info(&format!("compacted: {} -> {} tokens ({saved} saved)", r.tokens_before, r.tokens_after));
+                    Ok(())
+                }
+            }
+            Err(ClientError::Rpc { message, .. }) => {
+                self.warn(&message);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `/copy`: the last answer to the terminal's clipboard through OSC 52,
+    /// which works over ssh and inside tmux.
+    fn copy(&mut self) {
+        let Some(answer) = self.last_answer.clone() else {
+            return self.info("nothing to copy — no output yet.");
+        };
+        let osc = format!("\x1b]52;c;{}\x07", base64(answer.as_bytes()));
+        let osc = if std::env::var_os("TMUX").is_some() { format!("\x1bPtmux;\x1b{osc}\x1b\\") } else { osc };
+        eprint!("{osc}");
+        self.info("copied to clipboard.");
+    }
+
+    /// `/remember TEXT`: a bullet under `## Conventions` in the project's
+    /// AGENTS.md, in Swival's words.
+    fn remember(&mut self, text: &str) {
+        let text = text.trim().trim_start_matches('-').trim();
+        if text.is_empty() {
+            return self.warn("/remember requires text. Usage: /remember <fact>");
+        }
+        let reply = super::agents::remember(&self.base_dir.join("AGENTS.md"), text);
+        self.info(&reply);
+    }
+
+    /// `/policy`.
+    async fn policy(&mut self) -> Result<(), ClientError> {
+        let s = self.client.policy_status(&self.session).await?;
+        let mut out = format!("sandbox: {}\n", s.sandbox.summary);
+        for f in &s.filters {
+            out.push_str(&format!("filter: {}\n", f.command));
+        }
+        for h in &s.hooks {
+            out.push_str(&format!("hook: {}\n", h.command));
+        }
+        if let Some(r) = &s.reviewer {
+            out.push_str(&format!("reviewer: {}\n", r.command));
+        }
+        for m in &s.mcp_servers {
+            out.push_str(&format!("mcp server: {} ({})\n", m.name, m.command));
+        }
+        out.push_str(&format!("protected: {}", s.protected.join(", ")));
+        self.info(&out);
+        Ok(())
+    }
+
+    /// `/report`: the last run's stats.
+    async fn report(&mut self) -> Result<(), ClientError> {
+        let detail = self.client.session(&self.session).await?;
+        let Some(run) = detail.runs.iter().rev().find(|r| !r.running) else {
+            {
+                self.info("no run has finished in this session yet");
+                return Ok(());
+            };
+        };
+        let report = self.client.report(&run.run_id).await?;
+        let stats = serde_json::to_value(&report.stats).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&stats).unwrap_or_default();
+        self.info(&format!("run {}: {}\n{text}", run.run_id, preview(&run.task, 60)));
+        Ok(())
+    }
+
+    /// `/sessions`.
+    async fn sessions(&mut self) -> Result<(), ClientError> {
+        let list = self.client.list_sessions().await?;
+        let mut out = String::new();
+        for s in &list.sessions {
+            let here = if s.session_id == self.session { "*" } else { " " };
+            let title = s.title.as_deref().unwrap_or("");
+            out.push_str(&format!("{here} {}  {:?}  {}  {}\n", s.session_id, s.state, s.base_dir, preview(title, 40)));
+        }
+        self.info(out.trim_end());
+        Ok(())
+    }
+}
+
+/// The prompt `/init` sends: look at the project and write AGENTS.md.
+const INIT_PROMPT: &str = "Study this project and write AGENTS.md at its root for coding agents working here. \
+Look at the build files, the CI configuration, the README and a few representative sources. Write three \
+sections: `## Workflow` with the exact commands to build, test, lint and format; `## Conventions` with the \
+code style, naming and layout rules the project follows; `## Commit & Pull Request Guidelines` with how changes \
+are written up here. Be concrete and brief, at most 3000 characters; keep anything already in AGENTS.md that is \
+still true.";
+
+/// Standard base64 (for OSC 52).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            let c = if i <= chunk.len() { ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' };
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_command_is_told_the_closest_name() {
+        assert_eq!(closest("/stauts"), Some("/status"));
+        assert_eq!(closest("/modle"), Some("/model"));
+        assert_eq!(closest("/zzzzzzzzzz"), None);
+    }
+
+    #[test]
+    fn help_lists_every_command_with_shared_rows() {
+        let h = help();
+        assert!(h.contains("  /exit, /quit") && h.contains("  /clear, /new"), "{h}");
+        assert!(COMMANDS.iter().all(|c| h.contains(c.name)));
+    }
+
+    #[test]
+    fn base64_is_the_standard_alphabet_with_padding() {
+        assert_eq!(base64(b"hello"), "aGVsbG8=");
+        assert_eq!(base64(b"hi!"), "aGkh");
+        assert_eq!(base64(b""), "");
+    }
+}

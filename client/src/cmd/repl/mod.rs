@@ -1,0 +1,414 @@
+//! `swivalctl repl`: an interactive terminal on a daemon session. The
+//! conversation lives in the daemon, so closing the terminal loses
+//! nothing: `--session ID` attaches again (showing the recent
+//! conversation first), another terminal or an editor may run on the same
+//! session and its runs show here live, and a daemon that restarts is
+//! reconnected to, resuming from the last event shown.
+//!
+//! One subscription follows the session's events for the REPL's life; a
+//! run is started with a client token, so its events are told from other
+//! clients' runs by data, not words.
+
+mod agents;
+mod commands;
+mod editor;
+mod show;
+mod turn;
+
+use super::daemon::connect;
+use super::flags;
+use super::run::RunArgs;
+use commands::Next;
+use editor::{Input, LineEditor, Printer};
+use jsonrpsee::core::client::Subscription;
+use show::Style;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use swival_protocol::{Event, EventKind, RunId, SessionCreateParams, SessionId};
+use swivalctl::{Client, ClientError};
+
+/// How long a lost daemon is waited for before the REPL gives up
+/// (`SWIVALCTL_RECONNECT_S` sets it).
+fn reconnect_for() -> Duration {
+    let secs = std::env::var("SWIVALCTL_RECONNECT_S").ok().and_then(|s| s.parse::<f64>().ok());
+    Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(60.0))
+}
+
+/// An interactive session.
+pub struct Repl {
+    /// The daemon.
+    client: Client,
+    /// Its socket, to reconnect to.
+    socket: PathBuf,
+    /// The session worked on.
+    session: SessionId,
+    /// Its project.
+    base_dir: PathBuf,
+    /// The session's events.
+    events: Subscription<Event>,
+    /// The last event seq shown (resumed from after a reconnect).
+    last_seq: u64,
+    /// The line editor.
+    editor: LineEditor,
+    /// Prints above a shown prompt.
+    printer: Option<Printer>,
+    /// How to write.
+    style: Style,
+    /// The last answer shown, for `/copy`.
+    last_answer: Option<String>,
+    /// The last prompt estimate of the session's context, for `/status`.
+    context_tokens: Option<u64>,
+    /// Ctrl-C while a run goes (the terminal is not in the editor then).
+    interrupt: tokio::signal::unix::Signal,
+    /// Another client's run in flight, shown as it goes.
+    watching: Option<RunId>,
+}
+
+/// `swivalctl repl` (and `swivalctl run` with no task on a terminal).
+pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let client = connect(socket).await?;
+    let style = Style::new(a.color, a.no_color);
+    let (session, base_dir, replay) = match open(&client, &a, &cwd).await? {
+        Ok(opened) => opened,
+        Err(code) => return Ok(code),
+    };
+    let (editor, printer) = match LineEditor::start(editor::history_file(&base_dir)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("swivalctl: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
+    let last_seq = replay.as_ref().map_or(0, |d| d.info.last_seq.0);
+    let events = client.subscribe_events(&session, last_seq + 1).await?;
+    let mut repl = Repl {
+        client,
+        socket: socket.to_owned(),
+        session,
+        base_dir,
+        events,
+        last_seq,
+        editor,
+        printer,
+        style,
+        last_answer: None,
+        context_tokens: None,
+        interrupt,
+        watching: None,
+    };
+    if let Some(detail) = replay {
+        eprint!("{}", show::recent(style, &detail.messages));
+        repl.last_answer = last_assistant_text(&detail.messages);
+    }
+    repl.info(&format!(
+        "session {} in {} — /help for commands, /exit or Ctrl-D to quit",
+        repl.session,
+        repl.base_dir.display()
+    ));
+    let first = match a.task.clone() {
+        Some(task) => repl.prompt(&task).await,
+        None => Ok(()),
+    };
+    match first.and(repl.lines().await) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(Lost(why)) => {
+            eprintln!("swivalctl: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The daemon is gone for good: why, in one line with the way out.
+pub struct Lost(String);
+
+/// The session to work on: `--session`'s (with what to replay), or a new
+/// one for the project; a refused config is the exit code to end with.
+async fn open(
+    client: &Client,
+    a: &RunArgs,
+    cwd: &Path,
+) -> Result<Result<(SessionId, PathBuf, Option<swival_protocol::SessionDetail>), ExitCode>, ClientError> {
+    if let Some(id) = &a.session {
+        let detail = client.session(&SessionId(id.clone())).await?;
+        let base_dir = PathBuf::from(&detail.info.base_dir);
+        return Ok(Ok((detail.info.session_id.clone(), base_dir, Some(detail))));
+    }
+    let base_dir = flags::base_dir(a.base_dir.as_deref(), cwd);
+    let params = SessionCreateParams {
+        base_dir: base_dir.display().to_string(),
+        config: Some(flags::overlay(a).to_config()),
+        title: Some("repl".into()),
+        trust: a.trust,
+        env: Some(swivalctl::caller_env()),
+        from: None,
+    };
+    match client.create_session(&params).await {
+        Ok(created) => {
+            for w in &created.warnings {
+                eprintln!("warning: {w}");
+            }
+            Ok(Ok((created.session_id, base_dir, None)))
+        }
+        Err(ClientError::Rpc {
+            kind: Some(swival_protocol::ErrorCode::ConfigInvalid | swival_protocol::ErrorCode::UntrustedProject),
+            message,
+            data,
+            ..
+        }) => {
+            eprintln!("Error: {message}");
+            let code = data.and_then(|d| d.exit_code).unwrap_or(2);
+            Ok(Err(ExitCode::from(u8::try_from(code).unwrap_or(2))))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The last thing the model said in `messages`.
+fn last_assistant_text(messages: &[serde_json::Value]) -> Option<String> {
+    let said = |m: &&serde_json::Value| m.get("role").and_then(serde_json::Value::as_str) == Some("assistant");
+    let text = messages.iter().rev().filter(said).find_map(|m| m.get("content")?.as_str().filter(|t| !t.is_empty()));
+    text.map(str::to_owned)
+}
+
+impl Repl {
+    /// Read lines and act on them until the user leaves.
+    async fn lines(&mut self) -> Result<(), Lost> {
+        let mut armed = false;
+        loop {
+            let prompt = self.style.prompt();
+            self.editor.ask(&prompt, true);
+            let input = self.wait_for_input().await?;
+            let line = match input {
+                Input::Eof => return Ok(()),
+                Input::Interrupted { typed: true } => {
+                    armed = false;
+                    continue;
+                }
+                Input::Interrupted { typed: false } if armed => return Ok(()),
+                Input::Interrupted { typed: false } => {
+                    armed = true;
+                    self.info("Press Ctrl-C again or Ctrl-D to exit");
+                    continue;
+                }
+                Input::Line(line) => line,
+            };
+            armed = false;
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let next = match line {
+                l if l.starts_with("!!") => {
+                    shell(&self.base_dir, l.trim_start_matches('!').trim());
+                    Next::Prompt
+                }
+                l if l.starts_with('/') => match self.command(l).await {
+                    Ok(next) => next,
+                    Err(e) => self.failed(e).await?,
+                },
+                l => Next::Run(l.to_owned()),
+            };
+            match next {
+                Next::Exit => return Ok(()),
+                Next::Prompt => {}
+                Next::Run(task) => self.prompt(&task).await?,
+            }
+        }
+    }
+
+    /// Wait for the user's answer to the prompt shown, showing meanwhile
+    /// what other clients' runs on this session do.
+    async fn wait_for_input(&mut self) -> Result<Input, Lost> {
+        loop {
+            tokio::select! {
+                input = self.editor.answer() => return Ok(input),
+                event = self.events.next() => match event {
+                    Some(Ok(event)) => self.background(event),
+                    _ => self.reconnect().await?,
+                },
+            }
+        }
+    }
+
+    /// A request failed: a lost daemon is reconnected to, anything else is
+    /// shown; the loop goes on at the prompt.
+    async fn failed(&mut self, e: ClientError) -> Result<Next, Lost> {
+        match e {
+            ClientError::Rpc { message, .. } => self.warn(&message),
+            other => {
+                self.warn(&format!("{other}"));
+                if !self.client.is_connected() {
+                    self.reconnect().await?;
+                }
+            }
+        }
+        Ok(Next::Prompt)
+    }
+
+    /// An event while no run of ours goes: another client's run, shown as
+    /// it happens (its tool calls and its answer).
+    fn background(&mut self, event: Event) {
+        self.last_seq = self.last_seq.max(event.seq.0);
+        match &event.kind {
+            EventKind::RunStarted { task, .. } => {
+                self.watching = event.run_id.clone();
+                self.info(&format!("» another client started a run: {}", show::preview(task, 100)));
+            }
+            EventKind::ToolCall { name, arguments, .. } if self.watching.is_some() => {
+                self.out(&self.style.dim(&format!("  → {name}({})\n", show::preview(arguments, 80))));
+            }
+            EventKind::LlmCall { prompt_tokens_est, .. } => self.context_tokens = Some(*prompt_tokens_est),
+            EventKind::RunFinished(end) => {
+                self.watching = None;
+                if let Some(answer) = end.answer.as_deref().filter(|a| !a.is_empty()) {
+                    self.out(&show::render(self.style, answer));
+                    self.last_answer = Some(answer.to_owned());
+                }
+                self.info(&format!("» that run finished: {}", end.outcome.as_str()));
+            }
+            _ => {}
+        }
+    }
+
+    /// Lost the daemon: connect again (never starting one: the user's
+    /// daemon is restarting, or stopped on purpose) and resume the events
+    /// after the last one shown; one clear line when it does not come back.
+    async fn reconnect(&mut self) -> Result<(), Lost> {
+        self.warn("lost the connection to swivald; reconnecting…");
+        let deadline = Instant::now() + reconnect_for();
+        let mut wait = Duration::from_millis(50);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            match self.resubscribe().await {
+                Ok(()) => {
+                    self.info(&format!("reconnected to swivald; resuming after event {}", self.last_seq));
+                    return Ok(());
+                }
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(1));
+        }
+        Err(Lost(format!(
+            "swivald is not reachable at {} ({last}); the session {} is kept: start the daemon \
+             (swivalctl daemon start) and run `swivalctl repl --session {}`",
+            self.socket.display(),
+            self.session,
+            self.session
+        )))
+    }
+
+    /// Connect and follow the session again from after the last event shown.
+    async fn resubscribe(&mut self) -> Result<(), ClientError> {
+        let client = Client::connect(&self.socket).await?;
+        client.initialize("swivalctl").await?;
+        self.events = client.subscribe_events(&self.session, self.last_seq + 1).await?;
+        self.client = client;
+        Ok(())
+    }
+
+    /// Work on session `id` from now on, showing its recent conversation.
+    async fn attach_to(&mut self, id: SessionId) -> Result<(), ClientError> {
+        if id.0.is_empty() {
+            self.warn("/attach requires a session id (/sessions lists them)");
+            return Ok(());
+        }
+        let detail = self.client.session(&id).await?;
+        self.out(&show::recent(self.style, &detail.messages));
+        self.base_dir = PathBuf::from(&detail.info.base_dir);
+        self.switch(id, detail.info.last_seq.0 + 1).await?;
+        self.info(&format!("attached to session {}", self.session));
+        Ok(())
+    }
+
+    /// Follow session `id` from event `from`.
+    async fn switch(&mut self, id: SessionId, from: u64) -> Result<(), ClientError> {
+        self.events = self.client.subscribe_events(&id, from).await?;
+        self.session = id;
+        self.last_seq = from.saturating_sub(1);
+        self.context_tokens = None;
+        Ok(())
+    }
+
+    /// `/status`: model, provider, context, turns, review rounds, sandbox,
+    /// session.
+    async fn status(&mut self) -> Result<(), ClientError> {
+        let detail = self.client.session(&self.session).await?;
+        let key =
+            |k: &str| detail.config.get(k).filter(|v| !v.is_null()).map(|v| v.to_string().trim_matches('"').to_owned());
+        let mut out = format!(
+            "model: {}  (provider: {})\n",
+            key("model").unwrap_or("(discovered)".into()),
+            key("provider").unwrap_or_default()
+        );
+        let window = key("max_context_tokens").unwrap_or_else(|| "the model's".into());
+        let used = self.context_tokens.map_or("nothing sent yet".into(), |t| format!("~{t} tokens"));
+        out.push_str(&format!("context: {used} of {window} window\n"));
+        if let Some(run) = detail.runs.iter().rev().find(|r| !r.running) {
+            let report = self.client.report(&run.run_id).await?;
+            if let Some(stats) = report.stats {
+                let max = key("max_turns").unwrap_or_default();
+                out.push_str(&format!(
+                    "last run: {} turns of {max}, {} review rounds, {} tool calls\n",
+                    stats.turns, stats.review_rounds, stats.tool_calls_total
+                ));
+            }
+        }
+        let policy = self.client.policy_status(&self.session).await?;
+        out.push_str(&format!("sandbox: {}\n", policy.sandbox.summary));
+        out.push_str(&format!("session: {} ({} runs)", self.session, detail.info.run_count));
+        self.info(&out);
+        Ok(())
+    }
+
+    /// Write `text` as it is: above the prompt when one is shown.
+    fn out(&mut self, text: &str) {
+        match (&mut self.printer, self.editor.showing) {
+            (Some(printer), true) => {
+                let _ = printer.print(text.to_owned());
+            }
+            _ => eprint!("{text}"),
+        }
+    }
+
+    /// A line of information.
+    fn info(&mut self, text: &str) {
+        let lines: String = text.lines().map(|l| format!("  {l}\n")).collect();
+        let dim = self.style.dim(&lines);
+        self.out(&dim);
+    }
+
+    /// Text the user asked for (help), as it is.
+    fn say(&mut self, text: &str) {
+        self.out(text);
+    }
+
+    /// A warning, in Swival's form.
+    fn warn(&mut self, text: &str) {
+        let line = self.style.yellow(&format!("  ⚠ Warning: {text}\n"));
+        self.out(&line);
+    }
+}
+
+/// `!! cmd`: run a shell command in the project, on the user's side, and
+/// show its output and exit status; the model does not see it.
+fn shell(base_dir: &Path, command: &str) {
+    if command.is_empty() {
+        eprintln!("usage: !! <command>");
+        return;
+    }
+    eprintln!("  $ {command}");
+    let out = std::process::Command::new("sh").arg("-c").arg(command).current_dir(base_dir).output();
+    match out {
+        Ok(out) => {
+            eprint!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            eprintln!("  exit {}", out.status.code().unwrap_or(1));
+        }
+        Err(e) => eprintln!("  cannot run it: {e}"),
+    }
+}

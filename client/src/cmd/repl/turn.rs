@@ -1,0 +1,167 @@
+//! One prompt to the model: a run started with this REPL's client token and
+//! followed until it ends — the answer streamed and rendered as it comes,
+//! each tool call one line, warnings and reviewer rounds in Swival's words,
+//! approvals asked inline with `run`'s keys, Ctrl-C cancelling the run (the
+//! session stays), a lost daemon reconnected to.
+
+use super::show::{self, Answer};
+use super::{Lost, Repl};
+use crate::cmd::run::{approval_answer, approval_question, Progress};
+use swival_protocol::{ApprovalDecision, ErrorCode, Event, EventKind, FailureKind, Outcome, RunEnd, RunId};
+use swivalctl::ClientError;
+
+/// A run of ours as it is shown.
+struct Shown {
+    /// The run.
+    run_id: RunId,
+    /// The current turn's text, rendered as it streams.
+    answer: Answer,
+    /// Whether Ctrl-C asked the daemon to cancel it.
+    cancelled: bool,
+    /// An approval asked at the prompt: its id and whether `a` may answer.
+    asking: Option<(String, bool)>,
+}
+
+impl Repl {
+    /// Send `task` to the model and show the run until it ends.
+    pub(super) async fn prompt(&mut self, task: &str) -> Result<(), Lost> {
+        let token = format!("repl-{}-{}", std::process::id(), self.last_seq);
+        let env = Some(swivalctl::caller_env());
+        let run_id = match self.client.start_run(&self.session, task, env, Some(token)).await {
+            Ok(id) => id,
+            Err(ClientError::Rpc { kind: Some(ErrorCode::SessionBusy), message, .. }) => {
+                self.warn(&format!("{message} (Ctrl-C does not cancel another client's run)"));
+                return Ok(());
+            }
+            Err(e) => {
+                self.failed(e).await?;
+                return Ok(());
+            }
+        };
+        let mut shown = Shown { run_id, answer: Answer::new(self.style), cancelled: false, asking: None };
+        loop {
+            let event = tokio::select! {
+                event = self.events.next() => event,
+                _ = self.interrupt.recv(), if !shown.cancelled && !self.editor.showing => {
+                    shown.cancelled = true;
+                    self.flush(&mut shown);
+                    self.info(&format!("interrupted: cancelling run {}", shown.run_id));
+                    let _ = self.client.cancel_run(&shown.run_id).await;
+                    continue;
+                }
+                input = self.editor.answer(), if self.editor.showing => {
+                    self.answered(&mut shown, input).await;
+                    continue;
+                }
+            };
+            let event = match event {
+                Some(Ok(event)) => event,
+                _ => {
+                    self.reconnect().await?;
+                    continue;
+                }
+            };
+            if let Some(end) = self.ours(&mut shown, event).await {
+                self.finished(&mut shown, end);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Show one event of the session while our run goes; the run's end
+    /// when this is it.
+    async fn ours(&mut self, shown: &mut Shown, event: Event) -> Option<RunEnd> {
+        self.last_seq = self.last_seq.max(event.seq.0);
+        if event.run_id.as_ref() != Some(&shown.run_id) {
+            return None;
+        }
+        match event.kind {
+            EventKind::TextDelta { text, .. } => {
+                let lines = shown.answer.push(&text);
+                print!("{lines}");
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+            }
+            EventKind::TurnStarted { .. } => shown.answer = Answer::new(self.style),
+            EventKind::LlmCall { prompt_tokens_est, .. } => self.context_tokens = Some(prompt_tokens_est),
+            EventKind::ToolCall { ref name, ref arguments, .. } => {
+                self.flush(shown);
+                let line = format!("  → {name}({})\n", show::preview(arguments, 80));
+                self.out(&line);
+            }
+            EventKind::ToolResult { succeeded, ref content, .. } => {
+                let line = format!("    {}\n", show::preview(content, 100));
+                let line = if succeeded { self.style.dim(&line) } else { self.style.red(&line) };
+                self.out(&line);
+            }
+            EventKind::Compaction { tokens_before, tokens_after, .. } => {
+                self.info(&format!("context compacted: {tokens_before} -> {tokens_after} tokens"));
+            }
+            EventKind::ApprovalRequested { ref approval_id, every_time, .. } => {
+                self.flush(shown);
+                let (question, prompt) = approval_question(&event.kind);
+                eprint!("{question}");
+                shown.asking = Some((approval_id.clone(), every_time));
+                self.editor.ask(&prompt, false);
+            }
+            EventKind::ApprovalResolved { ref approval_id, .. } => {
+                if shown.asking.as_ref().is_some_and(|(id, _)| id == approval_id) {
+                    shown.asking = None;
+                    self.info("(answered elsewhere, or no answer in time; press Enter)");
+                }
+            }
+            EventKind::RunFinished(end) => return Some(end),
+            ref other => {
+                self.flush(shown);
+                if let Some(line) = Progress::line(other) {
+                    self.out(&format!("{line}\n"));
+                }
+            }
+        }
+        None
+    }
+
+    /// The user answered the approval asked at the prompt.
+    async fn answered(&mut self, shown: &mut Shown, input: super::editor::Input) {
+        let Some((approval_id, every_time)) = shown.asking.take() else { return };
+        let decision = match input {
+            super::editor::Input::Line(line) => approval_answer(&line, every_time),
+            _ => ApprovalDecision::RejectOnce,
+        };
+        match self.client.approve(&self.session, &approval_id, decision).await {
+            Ok(true) => {}
+            Ok(false) => self.warn("the answer came too late: the command was rejected"),
+            Err(e) => self.warn(&format!("cannot pass the answer to swivald: {e}")),
+        }
+    }
+
+    /// The rest of the streamed text.
+    fn flush(&mut self, shown: &mut Shown) {
+        let rest = shown.answer.finish();
+        if !rest.is_empty() {
+            print!("{rest}");
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
+    }
+
+    /// Our run ended: its answer (unless it streamed already) and how it
+    /// ended, in Swival's words where Swival has them.
+    fn finished(&mut self, shown: &mut Shown, end: RunEnd) {
+        self.flush(shown);
+        if let Some(answer) = end.answer.as_deref().filter(|a| !a.trim().is_empty()) {
+            if shown.answer.text.trim() != answer.trim() {
+                print!("{}", show::render(self.style, answer));
+            }
+            self.last_answer = Some(answer.to_owned());
+        }
+        match (end.outcome, end.failure) {
+            (Outcome::Success, _) => {}
+            (_, Some(FailureKind::Cancelled | FailureKind::Interrupted)) => self.warn("interrupted, question aborted."),
+            (Outcome::Exhausted, _) => self.warn("max turns reached for question. Use /extend to raise them."),
+            _ => {
+                let error = end.error.as_deref().unwrap_or("the run failed");
+                let line = self.style.red(&format!("Error: {error}\n"));
+                self.out(&line);
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `swivalctl repl` as a user works in it, in a real terminal (tmux), on a
+//! real daemon with the mock provider: answers stream, tool calls show as
+//! lines, history recalls prompts, Ctrl-C cancels a run and keeps the
+//! session, approvals are answered inline, slash commands change the
+//! session through the daemon, another terminal attaches and continues,
+//! another client's run shows live, and a restarted daemon is reconnected
+//! to without showing anything twice.
+
+use serde_json::{json, Value};
+use swival_tests::mock::{Gate, MockProvider, Step};
+use swival_tests::tmux::{shell_line, shell_line_with, Tmux};
+use swival_tests::{Daemon, TestEnv};
+
+/// The prompt.
+const PROMPT: &str = "swival> ";
+
+/// A project configured for `mock`, with a REPL open on it in `tmux`.
+fn repl(env: &TestEnv, daemon: &Daemon, mock: &MockProvider, extra: &str, args: &str) -> (Tmux, std::path::PathBuf) {
+    let p = env.project("p");
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n{extra}", mock.base_url()));
+    let tmux = Tmux::new(env);
+    tmux.start(&shell_line(env, &daemon.socket, &p, args));
+    tmux.wait_for(PROMPT);
+    (tmux, p)
+}
+
+/// The id of the only session of the daemon.
+fn only_session(daemon: &Daemon) -> String {
+    let list = daemon.nd().ok("session/list", json!({}));
+    let sessions = list["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "{list}");
+    sessions[0]["session_id"].as_str().unwrap().to_owned()
+}
+
+/// The `n`th request the mock received (0-based).
+fn request(mock: &MockProvider, n: usize) -> Value {
+    mock.wait_for_requests(n + 1);
+    mock.requests()[n].clone()
+}
+
+#[test]
+fn a_prompt_streams_its_answer_with_tool_lines_and_up_recalls_it_and_exit_is_0() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "read_file", json!({"file_path": "notes.txt"})),
+        Step::text("## Result\n- the answer is **42**\n"),
+    ]);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    std::fs::write(p.join("notes.txt"), "forty-two\n").unwrap();
+    tmux.type_line("what is in notes.txt?");
+    let screen = tmux.wait_for("the answer is");
+    assert!(screen.contains("→ read_file({\"file_path\":\"notes.txt\"})"), "{screen}");
+    assert!(screen.contains("## Result\n- the answer is **42**"), "plain text without colour: {screen}");
+    assert!(request(&mock, 0)["stream"] == json!(true), "the answer streams");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.keys(&["Up"]);
+    tmux.wait_for_count("swival> what is in notes.txt?", 2);
+    tmux.keys(&["C-u"]);
+    tmux.type_line("/exit");
+    assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
+}
+
+#[test]
+fn ctrl_c_cancels_a_slow_run_and_the_next_prompt_works_in_the_same_session() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let gate = Gate::new();
+    let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate), Step::text("second answer")]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("take your time");
+    mock.wait_for_requests(1);
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("interrupted, question aborted.");
+    gate.open();
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.type_line("again");
+    tmux.wait_for("second answer");
+    let second = request(&mock, 1);
+    let users: Vec<&str> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(users.contains(&"take your time") && users.contains(&"again"), "the same conversation: {users:?}");
+    only_session(&daemon);
+    tmux.type_line("/quit");
+    assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
+}
+
+#[test]
+fn an_ask_mode_command_approved_with_a_is_not_asked_again() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "run_command", json!({"command": ["echo", "one"]})),
+        Step::text("first done"),
+        Step::tool_call("c2", "run_command", json!({"command": ["echo", "two"]})),
+        Step::text("second done"),
+    ]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "commands = \"ask\"\n", "repl");
+    tmux.type_line("say one");
+    let screen = tmux.wait_for("(default no):");
+    assert!(screen.contains("? Run `echo one`?") && screen.contains("[a] always `echo`"), "{screen}");
+    tmux.type_line("a");
+    tmux.wait_for("first done");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.type_line("say two");
+    let screen = tmux.wait_for("second done");
+    assert_eq!(screen.matches("(default no):").count(), 1, "asked once: {screen}");
+    assert!(mock.requests_text().contains("two"), "the second command ran");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
+
+#[test]
+fn another_terminal_attaches_sees_the_earlier_answer_and_continues_the_conversation() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("the first answer"), Step::text("the second answer")]);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("first question");
+    tmux.wait_for("the first answer");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+    drop(tmux);
+
+    let id = only_session(&daemon);
+    let second = Tmux::new(&env);
+    second.start(&shell_line(&env, &daemon.socket, &p, &format!("repl --session {id}")));
+    let screen = second.wait_for(PROMPT);
+    assert!(screen.contains("swival> first question") && screen.contains("the first answer"), "{screen}");
+    second.type_line("second question");
+    second.wait_for("the second answer");
+    let sent = request(&mock, 1);
+    let texts = sent["messages"].to_string();
+    assert!(texts.contains("first question") && texts.contains("the first answer"), "{texts}");
+    second.type_line("/exit");
+    second.wait_for("EXIT=0");
+}
+
+#[test]
+fn a_run_another_client_starts_on_the_session_shows_live() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "list_files", json!({"pattern": "*"})),
+        Step::text("answer from elsewhere"),
+    ]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    let id = only_session(&daemon);
+    daemon.nd().ok("run/start", json!({"session_id": id, "task": "from an editor"}));
+    let screen = tmux.wait_for("answer from elsewhere");
+    assert!(screen.contains("another client started a run: from an editor"), "{screen}");
+    assert!(screen.contains("→ list_files("), "{screen}");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
+
+#[test]
+fn run_with_no_task_on_a_terminal_opens_the_repl() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("hello from the repl")]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "run");
+    tmux.type_line("hi");
+    tmux.wait_for("hello from the repl");
+    tmux.keys(&["C-d"]);
+    assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
+}
+
+#[test]
+fn an_unknown_command_gets_the_closest_name_and_help_lists_commands() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("/stauts");
+    tmux.wait_for("did you mean /status?");
+    tmux.type_line("/help");
+    let screen = tmux.wait_for("Available commands:");
+    assert!(screen.contains("/exit, /quit") && screen.contains("/add-dir <path>"), "{screen}");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("Press Ctrl-C again or Ctrl-D to exit");
+    tmux.keys(&["C-c"]);
+    assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
+    assert_eq!(mock.request_count(), 0);
+}
+
+#[test]
+fn a_restarted_daemon_is_reconnected_to_and_events_resume_without_repeats() {
+    let env = TestEnv::new();
+    let mut daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("before the restart"), Step::text("after the restart")]);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("one");
+    tmux.wait_for("before the restart");
+    tmux.wait_for_count(PROMPT, 2);
+    let id = only_session(&daemon);
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    daemon.wait_exit();
+    tmux.wait_for("lost the connection to swivald; reconnecting");
+    let daemon = env.start_daemon();
+    tmux.wait_for("reconnected to swivald");
+    daemon.nd().ok("run/start", json!({"session_id": id, "task": "two"}));
+    let screen = tmux.wait_for("after the restart");
+    assert_eq!(screen.matches("before the restart").count(), 1, "nothing shown twice: {screen}");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+    assert!(p.exists());
+}
+
+#[test]
+fn a_daemon_that_does_not_come_back_gives_one_line_and_the_way_out() {
+    let env = TestEnv::new();
+    let mut daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![]);
+    let p = env.project("p");
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    let tmux = Tmux::new(&env);
+    tmux.start(&shell_line_with(&env, &daemon.socket, &p, "SWIVALCTL_RECONNECT_S=2", "repl"));
+    tmux.wait_for(PROMPT);
+    daemon.signal(nix::sys::signal::Signal::SIGKILL);
+    daemon.wait_exit();
+    tmux.wait_for("reconnecting");
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=1") && screen.contains("swivalctl repl --session "), "{screen}");
+    let after: Vec<&str> = screen.lines().skip_while(|l| !l.contains("reconnecting")).collect();
+    assert_eq!(after.iter().filter(|l| l.contains("swivalctl")).count(), 1, "one line: {screen}");
+}
