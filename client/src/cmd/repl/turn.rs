@@ -7,6 +7,7 @@
 use super::show::{self, Answer};
 use super::{Lost, Repl};
 use crate::cmd::run::{approval_answer, approval_question, Progress};
+use std::io::IsTerminal;
 use swival_protocol::{ApprovalDecision, ErrorCode, Event, EventKind, FailureKind, Outcome, RunEnd, RunId};
 use swivalctl::ClientError;
 
@@ -20,6 +21,29 @@ struct Shown {
     cancelled: bool,
     /// An approval asked at the prompt: its id and whether `a` may answer.
     asking: Option<(String, bool)>,
+    /// When the run last showed something.
+    quiet_since: std::time::Instant,
+    /// Whether the waiting line is on the screen.
+    waiting: bool,
+}
+
+/// Shows, on a terminal, how long the run has been quiet (waiting on the
+/// model or a tool) once it has been for a second; the line is cleared
+/// before anything else is written.
+fn draw_wait(shown: &mut Shown, style: super::Style) {
+    let quiet = shown.quiet_since.elapsed().as_secs();
+    if quiet >= 1 && std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K{}", style.dim(&format!("  … waiting ({quiet}s)")));
+        shown.waiting = true;
+    }
+}
+
+/// Take the waiting line off the screen.
+fn clear_wait(shown: &mut Shown) {
+    if shown.waiting {
+        eprint!("\r\x1b[2K");
+        shown.waiting = false;
+    }
 }
 
 impl Repl {
@@ -38,11 +62,24 @@ impl Repl {
                 return Ok(());
             }
         };
-        let mut shown = Shown { run_id, answer: Answer::new(self.style), cancelled: false, asking: None };
+        let mut shown = Shown {
+            run_id,
+            answer: Answer::new(self.style),
+            cancelled: false,
+            asking: None,
+            quiet_since: std::time::Instant::now(),
+            waiting: false,
+        };
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
             let event = tokio::select! {
+                _ = tick.tick(), if !self.editor.showing => {
+                    draw_wait(&mut shown, self.style);
+                    continue;
+                }
                 event = self.events.next() => event,
                 _ = self.interrupt.recv(), if !shown.cancelled && !self.editor.showing => {
+                    clear_wait(&mut shown);
                     shown.cancelled = true;
                     self.flush(&mut shown);
                     self.info(&format!("interrupted: cancelling run {}", shown.run_id));
@@ -74,6 +111,10 @@ impl Repl {
         self.last_seq = self.last_seq.max(event.seq.0);
         if event.run_id.as_ref() != Some(&shown.run_id) {
             return None;
+        }
+        clear_wait(shown);
+        if !matches!(event.kind, EventKind::LlmCall { .. } | EventKind::TurnStarted { .. }) {
+            shown.quiet_since = std::time::Instant::now();
         }
         match event.kind {
             EventKind::TextDelta { text, .. } => {

@@ -15,7 +15,8 @@
 //! [ROUNDS]` likewise runs only what a filter adds per call with the mock
 //! at 200 ms per call (see `filter_latency.rs`); `bench floor [TURNS]`
 //! measures, without swivald, what the least a turn must do costs on this
-//! machine (see `floor.rs`).
+//! machine (see `floor.rs`); `bench repl [STARTS]` times `swivalctl repl`
+//! to a ready prompt and reads its RSS (see `repl.rs`).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,6 +28,7 @@ use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 
 mod filter_latency;
 mod floor;
+mod repl;
 mod soak;
 mod subscribers;
 mod text;
@@ -236,6 +238,10 @@ fn main() {
     }
     if std::env::args().nth(1).as_deref() == Some("subscribers") {
         subscribers::subscribers(std::env::args().nth(2));
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("repl") {
+        repl::repl(std::env::args().nth(2).map_or(20, |n| n.parse().expect("bench repl [starts]")));
         return;
     }
     if std::env::args().nth(1).as_deref() == Some("turns") {
