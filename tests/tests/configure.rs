@@ -190,3 +190,37 @@ fn a_fork_carries_the_conversation_and_leaves_the_source_alone() {
     assert!(text.contains("first task") && text.contains("first answer") && text.contains("fork task"), "{text}");
     assert_eq!(c.ok("session/get", json!({"session_id": source}))["messages"], before);
 }
+
+#[test]
+fn a_configure_or_a_new_session_from_another_never_trusts_a_changed_project_file() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::text("from the profile")]);
+    let toml = format!(
+        "[profiles.other]\nprovider = \"generic\"\nbase_url = \"{}\"\nmodel = \"profile-model\"\n",
+        mock.base_url()
+    );
+    std::fs::write(p.join("swival.toml"), &toml).unwrap();
+    let mut c = daemon.nd();
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
+    let untrusted = c.call("session/create", json!({"base_dir": p, "config": config}));
+    assert_eq!(untrusted["error"]["code"], -32010, "{untrusted}");
+    let created = c.ok("session/create", json!({"base_dir": p, "config": config, "trust": true}));
+    let sid = created["session_id"].as_str().unwrap().to_owned();
+    // The content the session accepted stays accepted: its profile may be
+    // chosen (and the request's own model taken out, so the profile's applies).
+    let switch = json!({"active_profile": "other", "model": null});
+    let r = c.ok("session/configure", json!({"session_id": sid, "config": switch}));
+    assert_eq!(r["config"]["model"], "profile-model", "{r}");
+    assert_eq!(run(&mut c, &sid, "task")["answer"], "from the profile");
+    assert_eq!(mock.requests()[0]["model"], "profile-model");
+    std::fs::write(p.join("swival.toml"), format!("{toml}# changed\n")).unwrap();
+    let changed = c.call("session/configure", json!({"session_id": sid, "config": {"max_turns": 3}}));
+    assert_eq!(changed["error"]["code"], -32010, "{changed}");
+    let from = json!({"session_id": sid});
+    let refused = c.call("session/create", json!({"base_dir": p, "from": from}));
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    let trusted = c.ok("session/create", json!({"base_dir": p, "from": from, "trust": true}));
+    assert_eq!(trusted["config"]["model"], "profile-model", "{trusted}");
+}
