@@ -14,7 +14,8 @@ pub enum ErrorCode {
     SessionNotFound,
     /// No run has that id.
     RunNotFound,
-    /// The session already has a run in flight; wait for it or cancel it.
+    /// The session already has a run (or a compaction) in flight; wait
+    /// for it or cancel it.
     SessionBusy,
     /// A daemon-wide limit is reached (connections, subscriptions, queue).
     Overloaded,
@@ -86,7 +87,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFound => "No session has that id; list sessions with session/list.",
             ErrorCode::RunNotFound => "No run has that id; runs of a session are in session/get.",
             ErrorCode::SessionBusy => {
-                "The session has a run in flight; wait for it (run/wait) or cancel it (run/cancel)."
+                "The session has a run or a compaction in flight; wait for it (run/wait, session/compact) or cancel it (run/cancel)."
             }
             ErrorCode::Overloaded => "A daemon-wide limit is reached; retry later or raise the limit in swivald.toml.",
             ErrorCode::ConfigInvalid => "The configuration is invalid; the message names the key and the file to fix.",

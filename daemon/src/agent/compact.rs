@@ -4,15 +4,19 @@
 //! summarised by a `call_kind: "summary"` call that goes through the whole
 //! pipeline (hooks, filters). A summary call that is blocked or fails only
 //! skips the summary: the middle turns are then dropped with a note.
+//!
+//! The same steps run between runs on request (`session/compact`, through
+//! [`compact`]): old tool results cut, and with `drop` the middle turns
+//! summarised whatever the window.
 
 use super::estimate::json_len;
 use super::turns::CallError;
-use super::Run;
+use super::{EventSink, Run, RunContext, RunState};
 use crate::message::{Message, Role};
 use crate::pipeline::filter::CallKind;
 use serde_json::Value;
 use swival_protocol::FailureKind;
-use swival_protocol::{CompactionStep, CompactionStrategy, EventKind};
+use swival_protocol::{CompactionStep, CompactionStrategy, EventKind, RunId};
 
 /// Tool results longer than this are cut when old.
 const KEEP_CHARS: usize = 300;
@@ -79,11 +83,93 @@ fn estimate(messages: &[Message], tools: &[Value]) -> u64 {
     (chars / 4) as u64
 }
 
+/// How far a compaction goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Under this many tokens as far as possible: old tool results cut,
+    /// then the middle summarised if that was not enough (the loop's).
+    Under(u64),
+    /// Old tool results cut, nothing more (`session/compact`).
+    Truncate,
+    /// Old tool results cut and the middle turns replaced (`session/compact`
+    /// with `drop`): by a summary when `summarise`, else by a note.
+    Drop {
+        /// Ask the model for a summary (false: no model could be found).
+        summarise: bool,
+    },
+}
+
+/// What a compaction did: its `compaction` event's figures (an empty
+/// strategy and no event when there was nothing to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compacted {
+    /// The steps taken.
+    pub strategy: CompactionStrategy,
+    /// Estimated prompt tokens before.
+    pub tokens_before: u64,
+    /// Estimated prompt tokens after.
+    pub tokens_after: u64,
+}
+
+/// Why a compaction between runs did not happen.
+#[derive(Debug)]
+pub enum CompactError {
+    /// Cancelled (the session closed, or the daemon is stopping).
+    Cancelled,
+    /// It failed: why, as a kind and in words.
+    Failed(FailureKind, String),
+}
+
+/// The events of a compaction between runs belong to the session, not to
+/// a run: every event its calls emit goes out without a run id.
+struct SessionEvents<'a>(&'a dyn EventSink);
+
+impl EventSink for SessionEvents<'_> {
+    fn emit(&self, _run: Option<&RunId>, kind: EventKind) {
+        self.0.emit(None, kind);
+    }
+}
+
+/// Compact a session's conversation between runs (`session/compact`):
+/// old tool results cut and, with `drop`, the middle turns summarised by a
+/// `summary` call on the one path every call takes (hooks, filters, secret
+/// encryption), or dropped with a note when that call fails. Its events
+/// (the call's, the `compaction`) are the session's, at turn 0. The state
+/// comes back whatever happened.
+pub async fn compact(ctx: RunContext<'_>, state: RunState, drop: bool) -> (Result<Compacted, CompactError>, RunState) {
+    let events = SessionEvents(ctx.events);
+    let ctx = RunContext { events: &events, ..ctx };
+    let (mut run, found) = match super::setup::for_compaction(ctx, state, drop).await {
+        Ok(ready) => ready,
+        Err((e, state)) => return (Err(e), state),
+    };
+    let reach = if drop { Reach::Drop { summarise: found } } else { Reach::Truncate };
+    let done = run.compact_to(0, &[], reach).await.map_err(|e| match e {
+        CallError::Cancelled => CompactError::Cancelled,
+        CallError::Failed(kind, why) => CompactError::Failed(kind, why),
+        CallError::Overflow(why) => CompactError::Failed(FailureKind::Provider, why),
+        CallError::Blocked(why) => CompactError::Failed(FailureKind::HookBlocked, why),
+    });
+    let Run { conversation, tools, shield, .. } = run;
+    (done, RunState { conversation, tools, shield })
+}
+
 impl Run<'_> {
     /// Bring the conversation under `budget` tokens (90 % of it) as far as
     /// possible, recording what was done.
     pub(super) async fn compact(&mut self, turn: u64, tools: &[Value], budget: u64) -> Result<(), CallError> {
-        let limit = budget * 9 / 10;
+        self.compact_to(turn, tools, Reach::Under(budget * 9 / 10)).await.map(|_| ())
+    }
+
+    /// Compact the conversation as far as `reach` says, store it and emit
+    /// the `compaction` event; nothing is stored or emitted when there was
+    /// nothing to do.
+    pub(super) async fn compact_to(
+        &mut self,
+        turn: u64,
+        tools: &[Value],
+        reach: Reach,
+    ) -> Result<Compacted, CallError> {
         let before = estimate(self.conversation.messages(), tools);
         let mut strategy = CompactionStrategy::default();
         let mut replaced = None;
@@ -91,30 +177,28 @@ impl Run<'_> {
         if truncate_old_tool_results(&mut messages) {
             strategy.0.push(CompactionStep::TruncateToolResults);
         }
-        if estimate(&messages, tools) > limit {
-            if let Some(range) = middle(&messages) {
-                let request = vec![
-                    Message::system(SUMMARY_PROMPT).to_value(),
-                    Message::user(transcript(&messages[range.clone()])).to_value(),
-                ];
-                let note = match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
-                    Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
-                        strategy.0.push(CompactionStep::SummarizeMiddle);
-                        format!("[Summary of earlier turns]\n{}", reply.content.unwrap_or_default())
-                    }
-                    Err(CallError::Cancelled) => return Err(CallError::Cancelled),
-                    // A blocked or failed summary only skips the summary.
-                    _ => {
-                        strategy.0.push(CompactionStep::DropMiddle);
-                        format!("[{} earlier messages were dropped to fit the context window]", range.len())
-                    }
-                };
-                messages.splice(range.clone(), [Message::synthetic(note)]);
-                replaced = Some(range);
-            }
+        let (drop_middle, summarise) = match reach {
+            Reach::Under(limit) => (estimate(&messages, tools) > limit, true),
+            Reach::Truncate => (false, false),
+            Reach::Drop { summarise } => (true, summarise),
+        };
+        if let Some(range) = middle(&messages).filter(|_| drop_middle) {
+            let summary = if summarise { self.summarise(turn, &messages[range.clone()]).await? } else { None };
+            let note = match summary {
+                Some(text) => {
+                    strategy.0.push(CompactionStep::SummarizeMiddle);
+                    format!("[Summary of earlier turns]\n{text}")
+                }
+                None => {
+                    strategy.0.push(CompactionStep::DropMiddle);
+                    format!("[{} earlier messages were dropped to fit the context window]", range.len())
+                }
+            };
+            messages.splice(range.clone(), [Message::synthetic(note)]);
+            replaced = Some(range);
         }
         if strategy.0.is_empty() {
-            return Ok(());
+            return Ok(Compacted { strategy, tokens_before: before, tokens_after: before });
         }
         let after = estimate(&messages, tools);
         self.conversation.rewrite(|m| *m = messages).await.map_err(|e| {
@@ -123,8 +207,26 @@ impl Run<'_> {
         if let Some(range) = replaced {
             self.conversation.replaced_by_one(range);
         }
-        self.emit(EventKind::Compaction { turn, strategy, tokens_before: before, tokens_after: after });
-        Ok(())
+        let done = Compacted { strategy, tokens_before: before, tokens_after: after };
+        self.emit(EventKind::Compaction {
+            turn,
+            strategy: done.strategy.clone(),
+            tokens_before: before,
+            tokens_after: after,
+        });
+        Ok(done)
+    }
+
+    /// A summary of `middle` by a `summary` call through the whole
+    /// pipeline; `None` when the call was blocked, failed or said nothing
+    /// (a failed summary only skips the summary).
+    async fn summarise(&mut self, turn: u64, middle: &[Message]) -> Result<Option<String>, CallError> {
+        let request = vec![Message::system(SUMMARY_PROMPT).to_value(), Message::user(transcript(middle)).to_value()];
+        match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
+            Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => Ok(reply.content),
+            Err(CallError::Cancelled) => Err(CallError::Cancelled),
+            _ => Ok(None),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! (`setup`), runs the turn loop (`turns`) and the reviewer rounds and
 //! response hooks (`review`), and hands the state back with the outcome.
 //! A turn is one LLM call plus its tool calls, with Swival's semantics.
+//! [`compact`] runs the loop's compaction between runs, on the same path.
 
 mod call;
 mod compact;
@@ -31,6 +32,7 @@ use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
+pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
 pub use sink::{emit_recorded, EventSink};

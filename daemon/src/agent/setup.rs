@@ -1,8 +1,10 @@
 //! A run's setup: the provider client its session's config describes, the
 //! MCP tools it offers, the conversation opened with the task, and the
-//! model found. A failure here ends the run before its first turn.
+//! model found. A failure here ends the run before its first turn. A
+//! compaction between runs gets the part of this it needs
+//! ([`for_compaction`]).
 
-use super::{prompt, Llm, LoopEnd, Run, RunContext, RunState};
+use super::{prompt, CompactError, Llm, LoopEnd, Run, RunContext, RunState};
 use crate::config::SessionConfig;
 use crate::message::Message;
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
@@ -123,6 +125,39 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     };
     let RunState { conversation, tools, shield } = state;
     Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 })
+}
+
+/// Set a compaction between runs up: the session's provider client and,
+/// when it will ask for a summary (`discover`), the model found; true when
+/// one was (without it the middle turns are dropped with a note). Nothing
+/// else of a run's setup: no MCP server starts, no message is added.
+pub(super) async fn for_compaction<'a>(
+    ctx: RunContext<'a>,
+    state: RunState,
+    discover: bool,
+) -> Result<(Run<'a>, bool), (CompactError, RunState)> {
+    let cfg = ctx.config;
+    let provider = match provider(ctx) {
+        Ok(p) => p,
+        Err(e) => return Err((CompactError::Failed(FailureKind::Setup, e.to_string()), state)),
+    };
+    let discovered = if discover {
+        tokio::select! {
+            d = provider.discover(cfg.max_context_tokens) => d.ok(),
+            _ = ctx.cancel.cancelled() => return Err((CompactError::Cancelled, state)),
+        }
+    } else {
+        None
+    };
+    let found = discovered.is_some();
+    let (model, context_window) = match discovered {
+        Some(d) => (d.model, d.context_window),
+        None => (cfg.model.clone().unwrap_or_default(), cfg.max_context_tokens),
+    };
+    let llm = Llm { provider, model, context_window, cache: None, policy_digest: ctx.pipeline.policy_digest() };
+    let RunState { conversation, tools, shield } = state;
+    let record = RunRecord::default();
+    Ok((Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 }, found))
 }
 
 /// The provider client of the run's session.

@@ -15,7 +15,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
     let code = match &e {
         SessionError::NotFound(_) | SessionError::Closed(_) => ErrorCode::SessionNotFound,
         SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
-        SessionError::Busy { .. } => ErrorCode::SessionBusy,
+        SessionError::Busy { .. } | SessionError::Compacting(_) => ErrorCode::SessionBusy,
         SessionError::Config(_) => ErrorCode::ConfigInvalid,
         SessionError::Untrusted(_) => ErrorCode::UntrustedProject,
         SessionError::Setup(_) => {
@@ -27,7 +27,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
             );
         }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
-        SessionError::Store(_) | SessionError::BadReport { .. } => {
+        SessionError::Store(_) | SessionError::BadReport { .. } | SessionError::Internal(_) => {
             return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
         }
     };
@@ -35,8 +35,15 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
 }
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
-    async_method::<m::SessionCreate, _>(module, |p, ctx| async move {
-        ctx.sessions.create(&p.base_dir, p.config, p.title, p.trust, p.env).await.map_err(rpc_error)
+    async_method::<m::SessionCreate, _>(
+        module,
+        |p, ctx| async move { ctx.sessions.create(p).await.map_err(rpc_error) },
+    )?;
+    async_method::<m::SessionConfigure, _>(module, |p, ctx| async move {
+        ctx.sessions.configure(p).await.map_err(rpc_error)
+    })?;
+    async_method::<m::SessionCompact, _>(module, |p, ctx| async move {
+        ctx.sessions.compact(&p.session_id, p.drop).await.map_err(rpc_error)
     })?;
     async_method::<m::ProjectTrust, _>(module, |p, ctx| async move {
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).await.map_err(rpc_error)

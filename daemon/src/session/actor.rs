@@ -6,7 +6,11 @@
 //! A run is a future the actor polls beside its mailbox: the run owns the
 //! parts while it goes and returns them with its result, and the actor
 //! answers other commands meanwhile (a second `run/start` is refused as
-//! busy, `session/close` cancels the run).
+//! busy, `session/close` cancels the run). A compaction asked for between
+//! runs (`session/compact`) is such a job too, and so refuses runs the same
+//! way. A new config (`session/configure`) is committed by the actor while
+//! it is idle, and then the actor leaves: the next use loads the session
+//! again from the store, with its conversation, under the new config.
 //!
 //! The registry (`live.rs`) holds one handle per session in memory. A run
 //! starts only in the actor the registry holds at that moment, checked
@@ -14,10 +18,13 @@
 //! actors that are not busy; so two copies of a session never run at once.
 //! An actor ends when nobody holds its handle any more (the registry let
 //! it go: idle too long, or past the cap), or takes itself out of the
-//! registry when it is closed and idle, when the caller's environment
-//! changed, or when a run panicked and took its parts with it. A caller
-//! that still holds an old handle is told to load the session again.
+//! registry when it is closed and idle, when the caller's environment or
+//! the session's config changed, or when a job panicked and took its parts
+//! with it. A caller that still holds an old handle is told to load the
+//! session again.
 
+use super::compact::{self, CompactJob};
+use super::configure::Reconfigure;
 use super::live::{ActiveRun, Live};
 use super::run::{self, RunJob};
 use super::{random_id, Session, SessionError, Shared};
@@ -28,8 +35,9 @@ use crate::store::RunRow;
 use crate::tools::ToolBox;
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use std::future::Future;
 use std::sync::{Arc, Weak};
-use swival_protocol::{RunId, RunResult};
+use swival_protocol::{EventKind, RunId, RunResult, SessionCompactResult};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -46,13 +54,15 @@ pub(super) struct Parts {
     pub shield: Option<SecretShield>,
 }
 
-/// Why an actor did not start a run.
-pub(super) enum StartRefused {
+/// Why an actor did not do what it was asked (start a run, compact,
+/// take a new config).
+pub(super) enum Refused {
     /// A refusal for the caller (closed, busy, a store failure).
     Session(SessionError),
     /// This copy is no longer the one in memory (the registry let it go,
-    /// or it was built for the caller's old environment and left): load
-    /// the session again.
+    /// it was built for the caller's old environment and left, or the
+    /// config it was asked to change had changed meanwhile): load the
+    /// session again.
     Reload,
 }
 
@@ -86,7 +96,21 @@ pub(super) enum Command {
         /// The caller's environment from this run on, when sent.
         env: Option<CallerEnv>,
         /// The run's id, or why not.
-        reply: oneshot::Sender<Result<RunId, StartRefused>>,
+        reply: oneshot::Sender<Result<RunId, Refused>>,
+    },
+    /// Compact the conversation now (`session/compact`), as a job.
+    Compact {
+        /// Also replace the middle turns (`drop`).
+        drop_middle: bool,
+        /// What was done, or why not.
+        reply: oneshot::Sender<Result<SessionCompactResult, Refused>>,
+    },
+    /// Take a new config (`session/configure`): commit it, then leave.
+    Configure {
+        /// The change, checked and ready to store.
+        change: Box<Reconfigure>,
+        /// Whether it was stored, or why not.
+        reply: oneshot::Sender<Result<(), Refused>>,
     },
     /// Close the session: cancel its run, refuse further runs.
     Close {
@@ -146,9 +170,43 @@ impl Drop for Unregister {
     }
 }
 
-/// A run in flight: its future, which yields its result and (unless it
-/// panicked) the parts back.
-type Running = BoxFuture<'static, run::Ended>;
+/// A job in flight (a run or a compaction): its future, which yields how
+/// it ended and (unless it panicked) the parts back.
+type Running = BoxFuture<'static, JobEnd>;
+
+/// How a job ended, with what the actor does with it.
+pub(super) enum JobEnd {
+    /// A run: its end, and where its result goes (`run/wait`).
+    Run {
+        /// The result, the parts and the stored `run_finished`.
+        ended: Box<run::Ended>,
+        /// Where waiters hear the result.
+        done: watch::Sender<Option<RunResult>>,
+    },
+    /// A compaction: its end, and who asked for it.
+    Compaction {
+        /// What was done and the parts.
+        ended: Box<compact::Ended>,
+        /// The caller of `session/compact`.
+        reply: oneshot::Sender<Result<SessionCompactResult, Refused>>,
+    },
+}
+
+/// What an actor is busy with beside its mailbox.
+struct Active {
+    /// A run (its id) or a compaction.
+    doing: Doing,
+    /// Cancels it (`session/close`; `run/cancel` reaches a run through the registry).
+    cancel: CancellationToken,
+}
+
+/// The kind of job in flight, for the busy refusal.
+enum Doing {
+    /// The run with this id.
+    Run(RunId),
+    /// A compaction (`session/compact`).
+    Compaction,
+}
 
 /// One session's actor.
 pub(super) struct Actor {
@@ -159,12 +217,12 @@ pub(super) struct Actor {
     /// Its copy of the session (no handle: the actor ends when the last
     /// handle is dropped).
     session: Arc<Session>,
-    /// Its parts, `None` while a run has them.
+    /// Its parts, `None` while a job has them.
     parts: Option<Parts>,
     /// Closed sessions take no runs.
     closed: bool,
-    /// The run in flight: its id, cancel switch and where its result goes.
-    active: Option<(RunId, CancellationToken, watch::Sender<Option<RunResult>>)>,
+    /// The job in flight, if any.
+    active: Option<Active>,
 }
 
 impl Actor {
@@ -186,7 +244,7 @@ impl Actor {
         tokio::spawn(actor.serve(rx, unregister));
     }
 
-    /// Serve commands and poll the run in flight until the actor leaves.
+    /// Serve commands and poll the job in flight until the actor leaves.
     async fn serve(mut self, mut rx: mpsc::Receiver<Command>, unregister: Unregister) {
         let mut running: Option<Running> = None;
         loop {
@@ -200,8 +258,8 @@ impl Actor {
                 }
                 command = rx.recv() => match command {
                     Some(command) => {
-                        if let Some(run) = self.handle_command(command).await {
-                            running = Some(run);
+                        if let Some(job) = self.handle_command(command).await {
+                            running = Some(job);
                         }
                         if self.parts.is_none() && running.is_none() {
                             break;
@@ -224,8 +282,8 @@ impl Actor {
         drop(rx);
     }
 
-    /// Handle one command; returns the run it started, if any. Leaves
-    /// `parts` empty with no run when the actor must leave.
+    /// Handle one command; returns the job it started, if any. Leaves
+    /// `parts` empty with no job when the actor must leave.
     async fn handle_command(&mut self, command: Command) -> Option<Running> {
         match command {
             Command::Start { task, env, reply } => match self.start(task, env).await {
@@ -234,17 +292,28 @@ impl Actor {
                     Some(run)
                 }
                 Err(refused) => {
-                    if matches!(refused, StartRefused::Reload) {
-                        self.leave();
-                    }
-                    let _ = reply.send(Err(refused));
+                    self.refused(reply, refused);
                     None
                 }
             },
+            Command::Compact { drop_middle, reply } => match self.compact(drop_middle) {
+                Ok(job) => Some(job.map(move |ended| JobEnd::Compaction { ended: Box::new(ended), reply }).boxed()),
+                Err(refused) => {
+                    self.refused(reply, refused);
+                    None
+                }
+            },
+            Command::Configure { change, reply } => {
+                match self.configure(change).await {
+                    Ok(()) => drop(reply.send(Ok(()))),
+                    Err(refused) => self.refused(reply, refused),
+                }
+                None
+            }
             Command::Close { reply } => {
                 self.closed = true;
-                if let Some((_, cancel, _)) = &self.active {
-                    cancel.cancel();
+                if let Some(active) = &self.active {
+                    active.cancel.cancel();
                 }
                 let stored = self.shared.store.close_session(&self.session.id).await.map_err(SessionError::from);
                 if stored.is_ok() && self.active.is_none() {
@@ -254,6 +323,37 @@ impl Actor {
                 None
             }
         }
+    }
+
+    /// Answer a refusal; a copy that is not the one to use leaves first.
+    fn refused<T>(&mut self, reply: oneshot::Sender<Result<T, Refused>>, refused: Refused) {
+        if matches!(refused, Refused::Reload) {
+            self.leave();
+        }
+        let _ = reply.send(Err(refused));
+    }
+
+    /// Why this session cannot take a job now (closed, or busy with one).
+    fn refusal(&self) -> Option<SessionError> {
+        let id = self.session.id.clone();
+        if self.closed {
+            return Some(SessionError::Closed(id));
+        }
+        match &self.active {
+            None => None,
+            Some(Active { doing: Doing::Run(run), .. }) => Some(SessionError::Busy { session: id, run: run.clone() }),
+            Some(Active { doing: Doing::Compaction, .. }) => Some(SessionError::Compacting(id)),
+        }
+    }
+
+    /// Mark this copy busy in the registry until its job ends (never
+    /// dropped meanwhile); only the copy held right now may take a job.
+    fn hold(&self) -> Result<Arc<Live>, Refused> {
+        let live = self.live.upgrade().ok_or(Refused::Session(SessionError::ShuttingDown))?;
+        if !live.set_busy(&self.session, true) {
+            return Err(Refused::Reload);
+        }
+        Ok(live)
     }
 
     /// Leave memory: out of the registry now, then the loop ends.
@@ -266,27 +366,18 @@ impl Actor {
 
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
-    async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), StartRefused> {
+    async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), Refused> {
         let NewRun { task, client_token } = new;
-        let session = &self.session;
-        if self.closed {
-            return Err(StartRefused::Session(SessionError::Closed(session.id.clone())));
-        }
-        if let Some((run, _, _)) = &self.active {
-            let busy = SessionError::Busy { session: session.id.clone(), run: run.clone() };
-            return Err(StartRefused::Session(busy));
+        if let Some(refusal) = self.refusal() {
+            return Err(Refused::Session(refusal));
         }
         // Another environment: this copy was built for the old one (PATH,
         // keys, scripts' environment); the session loads again with it.
-        if env.is_some_and(|e| e != session.env) {
-            return Err(StartRefused::Reload);
+        if env.is_some_and(|e| e != self.session.env) {
+            return Err(Refused::Reload);
         }
-        let live = self.live.upgrade().ok_or(StartRefused::Session(SessionError::ShuttingDown))?;
-        // Only the copy held right now may run, and it stays held until
-        // the run ends.
-        if !live.set_busy(session, true) {
-            return Err(StartRefused::Reload);
-        }
+        let live = self.hold()?;
+        let session = &self.session;
         let run_id = RunId(random_id("r_"));
         let cancel = self.shared.shutdown.child_token();
         let row = RunRow {
@@ -302,7 +393,7 @@ impl Actor {
         if let Err(e) = session.events.start(&row, client_token).await {
             live.run_ended(&run_id);
             live.set_busy(session, false);
-            return Err(StartRefused::Session(e.into()));
+            return Err(Refused::Session(e.into()));
         }
         let parts = self.parts.take().expect("an idle session holds its parts");
         let job = RunJob {
@@ -315,40 +406,121 @@ impl Actor {
             tools: parts.tools,
             shield: parts.shield,
         };
-        self.active = Some((run_id.clone(), cancel, done_tx));
+        self.active = Some(Active { doing: Doing::Run(run_id.clone()), cancel });
         // Shutdown waits (within its grace) for the run to store its end.
         let draining = self.shared.shutdown.hold();
         let run = run::supervised(job).map(move |ended| {
             drop(draining);
-            ended
+            JobEnd::Run { ended: Box::new(ended), done: done_tx }
         });
         Ok((run_id, run.boxed()))
     }
 
-    /// A run ended (its result and `run_finished` are stored): publish the
-    /// result, forget the run and take the parts back. False when the
-    /// actor must leave (closed, or the run panicked and lost the parts).
-    fn ended(&mut self, run::Ended { result, parts, terminal }: run::Ended) -> bool {
-        let (run_id, _, done) = self.active.take().expect("a run was in flight");
+    /// Start compacting the conversation (`session/compact`): a job that
+    /// holds the parts as a run does, cancelled by close and shutdown.
+    fn compact(&mut self, drop_middle: bool) -> Result<impl Future<Output = compact::Ended> + Send + 'static, Refused> {
+        if let Some(refusal) = self.refusal() {
+            return Err(Refused::Session(refusal));
+        }
+        self.hold()?;
+        let cancel = self.shared.shutdown.child_token();
+        let parts = self.parts.take().expect("an idle session holds its parts");
+        let job = CompactJob {
+            shared: self.shared.clone(),
+            session: self.session.clone(),
+            cancel: cancel.clone(),
+            parts,
+            drop_middle,
+        };
+        self.active = Some(Active { doing: Doing::Compaction, cancel });
+        // Shutdown waits (within its grace) for it to store what it did.
+        let draining = self.shared.shutdown.hold();
+        Ok(compact::supervised(job).map(move |ended| {
+            drop(draining);
+            ended
+        }))
+    }
+
+    /// Commit a new config (`session/configure`) while idle, then leave
+    /// memory: the next use loads the session from the store under it.
+    /// Refused with `Reload` when the config it was made from changed
+    /// meanwhile (it is made again from the new one).
+    async fn configure(&mut self, change: Box<Reconfigure>) -> Result<(), Refused> {
+        if let Some(refusal) = self.refusal() {
+            return Err(Refused::Session(refusal));
+        }
+        let live = self.hold()?;
+        let id = &self.session.id;
+        let (shared, session) = (&self.shared, &self.session);
+        let committed = async {
+            if !change.is_current(shared, id)? {
+                return Ok(false);
+            }
+            shared.store.reconfigure_session(id, &change.request, &change.config, change.pins.clone()).await?;
+            let mut caller = shared.callers.get(id);
+            caller.secrets = change.secrets.clone();
+            shared.callers.set(id, caller);
+            if !change.changed.is_empty() {
+                session.events.emit(None, EventKind::SessionConfigured { changed: change.changed.clone() });
+            }
+            Ok::<_, SessionError>(true)
+        }
+        .await;
+        match committed {
+            Ok(true) => {
+                self.leave();
+                Ok(())
+            }
+            Ok(false) => Err(Refused::Reload),
+            Err(e) => {
+                live.set_busy(&self.session, false);
+                Err(Refused::Session(e))
+            }
+        }
+    }
+
+    /// A job ended: take the parts back and finish it (a run's result
+    /// published, a compaction's caller answered). False when the actor
+    /// must leave (closed, or the job panicked and lost the parts).
+    fn ended(&mut self, end: JobEnd) -> bool {
+        self.active = None;
+        match end {
+            JobEnd::Run { ended, done } => {
+                let run::Ended { result, parts, terminal } = *ended;
+                let stays = self.take_back(parts);
+                if let Some(live) = self.live.upgrade() {
+                    live.run_ended(&result.run_id);
+                }
+                // Ready for the next run before anyone hears this one ended.
+                if let Some(event) = terminal {
+                    self.session.events.publish(event);
+                }
+                // A waiter that comes after the entry is gone reads the
+                // store; one that came before gets the result here.
+                let _ = done.send(Some(result));
+                stays
+            }
+            JobEnd::Compaction { ended, reply } => {
+                let compact::Ended { parts, result } = *ended;
+                let stays = self.take_back(parts);
+                let _ = reply.send(result.map_err(Refused::Session));
+                stays
+            }
+        }
+    }
+
+    /// Take the parts back from a job that ended; idle from now on (the
+    /// idle timeout counts from here). Out of memory first when leaving: a
+    /// waiter that no longer finds the run finds its session gone too.
+    fn take_back(&mut self, parts: Option<Parts>) -> bool {
         self.parts = parts;
         let stays = self.parts.is_some() && !self.closed;
-        // Out of memory first, if leaving: a waiter that no longer finds
-        // the run finds its session gone too.
         if !stays {
             self.leave();
         }
         if let Some(live) = self.live.upgrade() {
-            // Idle from now on: the idle timeout counts from the run's end.
             live.set_busy(&self.session, false);
-            live.run_ended(&run_id);
         }
-        // Ready for the next run before anyone hears this one ended.
-        if let Some(event) = terminal {
-            self.session.events.publish(event);
-        }
-        // A waiter that comes after the entry is gone reads the store; one
-        // that came before gets the result here.
-        let _ = done.send(Some(result));
         stays
     }
 }

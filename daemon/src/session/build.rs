@@ -54,12 +54,15 @@ fn shield(cfg: &config::SessionConfig, env: &CallerEnv) -> Result<Option<SecretS
 }
 
 impl Sessions {
+    /// Build session `row` under `config`, with `messages` as its
+    /// conversation, in `env`, its scripts held to `pins`.
     pub(super) fn build(
         &self,
         row: &SessionRow,
         config: EffectiveConfig,
         messages: Vec<crate::message::Message>,
         env: CallerEnv,
+        pins: &std::collections::HashMap<String, String>,
     ) -> Result<(Arc<Session>, Parts), SessionError> {
         let base = PathBuf::from(&row.base_dir);
         let cfg = &config.config;
@@ -74,9 +77,10 @@ impl Sessions {
         };
         let mut pipeline = Pipeline::build(cfg, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(|e| SessionError::Setup(e.to_string()))?;
-        // Loaded again: what runs must still be what the session pinned
-        // when it was created (a new session has nothing recorded yet).
-        pipeline.expect_pins(&self.shared.store.session_pins(&row.id)?);
+        // Loaded again (or started from another session): what runs must
+        // still be what was pinned before (`pins`: path → SHA-256; a new
+        // session has nothing recorded yet).
+        pipeline.expect_pins(pins);
         let config_files: Vec<PathBuf> = self
             .shared
             .settings

@@ -7,11 +7,12 @@
 //! (least recently used first). `Sessions::find` loads a dropped session
 //! again from the store.
 //!
-//! A session with a run in flight is never dropped: a run starts only in
-//! the copy held right now, marked busy under this registry's lock
-//! (`set_busy`), and only copies that are not busy are dropped, under the
-//! same lock. A dropped copy's actor ends once nobody holds its handle; a
-//! caller still holding one is told to load the session again.
+//! A session with a run (or a compaction) in flight is never dropped: a
+//! job starts only in the copy held right now, marked busy under this
+//! registry's lock (`set_busy`), and only copies that are not busy are
+//! dropped, under the same lock. A dropped copy's actor ends once nobody
+//! holds its handle; a caller still holding one is told to load the
+//! session again.
 
 use super::actor::Handle;
 use super::Session;
@@ -46,7 +47,7 @@ struct Held {
     handle: Handle,
     /// When it was last asked for.
     used: Instant,
-    /// A run of it is in flight: it is not dropped.
+    /// A job of it (a run, a compaction) is in flight: it is not dropped.
     busy: bool,
 }
 
@@ -117,7 +118,7 @@ impl Live {
         Ok(())
     }
 
-    /// Mark `session`, if this copy is the one held, as busy with a run
+    /// Mark `session`, if this copy is the one held, as busy with a job
     /// (never dropped until marked idle again) or idle, and used just now;
     /// false when another copy, or none, is held.
     pub fn set_busy(&self, session: &Arc<Session>, busy: bool) -> bool {

@@ -8,6 +8,9 @@
 //! duration and returns them when it ends, so exactly one run at a time
 //! can touch them; a second `run/start` meanwhile finds the session busy.
 //!
+//! Between runs a session takes a new config (`configure.rs`) or compacts
+//! its conversation (`compact.rs`), each through its actor.
+//!
 //! The store is the truth; memory holds only sessions in use (`live.rs`).
 //! Read-only requests (`session/get`, `session/list`, `report/get`,
 //! `run/wait` on a finished run, subscriptions) read the store and never
@@ -16,6 +19,8 @@
 mod actor;
 mod build;
 mod caller;
+mod compact;
+mod configure;
 pub mod events;
 mod history;
 mod live;
@@ -46,7 +51,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{EventKind, RunId, SessionCreateResult, SessionDetail, SessionId, SessionInfo, SessionState};
+use swival_protocol::{EventKind, RunId, SessionCreateParams, SessionCreateResult, SessionDetail, SessionId};
+use swival_protocol::{SessionInfo, SessionState};
 use tokio::sync::Semaphore;
 
 /// What can go wrong with a session request; each maps to one error code.
@@ -61,6 +67,9 @@ pub enum SessionError {
     /// The session already has a run in flight.
     #[error("session {session} is busy with run {run}; wait for it (run/wait) or cancel it (run/cancel)")]
     Busy { session: SessionId, run: RunId },
+    /// The session is compacting its conversation (`session/compact`).
+    #[error("session {0} is busy compacting its conversation; try again once session/compact has answered")]
+    Compacting(SessionId),
     /// The session was closed.
     #[error("session {0} is closed; create a new session")]
     Closed(SessionId),
@@ -86,6 +95,9 @@ pub enum SessionError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Something that should not happen did (a job panicked), in words.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// Daemon-wide settings sessions need.
@@ -116,8 +128,6 @@ pub struct Sessions {
     shared: Arc<Shared>,
     /// Sessions in memory and runs in flight.
     live: Arc<Live>,
-    /// Callers' environments and secrets, in memory only.
-    callers: caller::Callers,
 }
 
 /// What every session and run uses: the daemon-wide services (given by
@@ -149,6 +159,9 @@ pub(crate) struct Shared {
     /// The daemon's shutdown: when it begins every run ends, and the
     /// daemon waits for the run tasks (spawned through it) to record their ends.
     pub shutdown: Shutdown,
+    /// Callers' environments and secrets, in memory only (a session's
+    /// actor changes them with its config, `session/configure`).
+    callers: caller::Callers,
 }
 
 impl Shared {
@@ -192,6 +205,25 @@ pub struct Session {
     pub tools_protected: Vec<PathBuf>,
     /// What could not be protected, in plain words.
     pub protection_notes: Vec<String>,
+}
+
+impl Session {
+    /// Every file its pipeline pins, with its hash: (path, SHA-256).
+    fn pins(&self) -> Vec<(String, String)> {
+        self.pipeline.pinned().map(|p| (p.path.display().to_string(), p.sha256.clone())).collect()
+    }
+
+    /// What `session/create` warns about for it: `config`'s warnings, what
+    /// the kernel cannot enforce (said plainly, never pretended) and what
+    /// could not be protected.
+    fn warnings(&self, config: Vec<String>) -> Vec<String> {
+        let mut warnings = config;
+        if self.commands.policy.enabled() {
+            warnings.extend(self.sandbox.not_enforced.iter().cloned());
+        }
+        warnings.extend(self.protection_notes.iter().cloned());
+        warnings
+    }
 }
 
 /// A session as `run/start` and `session/close` find it.
@@ -243,6 +275,7 @@ impl Sessions {
             cache: services.cache.clone(),
             settings,
             shutdown,
+            callers: caller::Callers::default(),
         });
         for run in store.unfinished_runs()? {
             let result = crate::store::interrupted_result(&run.id);
@@ -269,7 +302,7 @@ impl Sessions {
                 rt.spawn(async move { shutdown.sweep_until_stopped(live, timeout, Live::sweep).await });
             }
         }
-        Ok(Sessions { shared, live, callers: caller::Callers::default() })
+        Ok(Sessions { shared, live })
     }
 
     /// The effective configuration `session/create` would use.
@@ -290,38 +323,32 @@ impl Sessions {
             Some(vars) => {
                 let vars =
                     crate::environment::CallerEnv::check(vars).map_err(|e| SessionError::Config(e.to_string()))?;
-                Ok(Some(self.callers.share(vars)))
+                Ok(Some(self.shared.callers.share(vars)))
             }
         }
     }
 
-    /// `session/create`; `env` is the caller's environment (`None`: the
-    /// daemon's).
-    pub async fn create(
-        &self,
-        base_dir: &str,
-        request: Option<Value>,
-        title: Option<String>,
-        trust_once: bool,
-        env: Option<std::collections::BTreeMap<String, String>>,
-    ) -> Result<SessionCreateResult, SessionError> {
-        let base = check_base_dir(base_dir)?;
-        let env = self.caller_env(env)?.unwrap_or_default();
-        let (project, accepted) = self.admit_project(&base, trust_once, None)?;
+    /// `session/create`: a new session of `base_dir`, fresh or `from`
+    /// another (see `configure.rs`); `env` is the caller's environment
+    /// (`None`: the daemon's, or the source's).
+    pub async fn create(&self, p: SessionCreateParams) -> Result<SessionCreateResult, SessionError> {
+        let base = check_base_dir(&p.base_dir)?;
+        let seed = self.seed(&base, p.config, p.env, p.from.as_ref())?;
+        let (project, accepted) = self.admit_project(&base, p.trust, seed.accepted.as_deref())?;
         let global = self.shared.settings.global_config.as_deref();
-        let mut effective = config::load_with(&base, global, project.as_ref(), request.as_ref())
+        let mut effective = config::load_with(&base, global, project.as_ref(), seed.request.as_ref())
             .map_err(|e| SessionError::Config(e.to_string()))?;
         // Keys that load but do nothing are said once, here (a reload
         // of the same config stays quiet).
         let config_warnings = std::mem::take(&mut effective.warnings);
         let id = SessionId(random_id("s_"));
         // Keys in the request stay in memory; the store never sees them.
-        let mut stored_request = request.unwrap_or(Value::Null);
-        let caller = caller::Caller { env, secrets: caller::take_secrets(&mut stored_request) };
+        let mut stored_request = seed.request.unwrap_or(Value::Null);
+        let caller = caller::Caller { env: seed.env, secrets: caller::take_secrets(&mut stored_request) };
         let row = SessionRow {
             id: id.clone(),
             base_dir: base.display().to_string(),
-            title: title.clone(),
+            title: p.title,
             config: public_config(&effective),
             request: stored_request,
             created_at: crate::clock::now(),
@@ -329,22 +356,16 @@ impl Sessions {
             last_seq: 0,
             run_count: 0,
         };
-        let (session, parts) = self.build(&row, effective, Vec::new(), caller.env.clone())?;
-        let pins = session.pipeline.pinned().map(|p| (p.path.display().to_string(), p.sha256.clone())).collect();
-        self.shared.store.create_session(&row, accepted, pins).await?;
-        self.callers.set(&id, caller);
-        let config = row.config.clone();
-        // What the kernel cannot enforce is said plainly, never pretended.
-        let mut warnings = config_warnings;
-        if session.commands.policy.enabled() {
-            warnings.extend(session.sandbox.not_enforced.iter().cloned());
-        }
-        warnings.extend(session.protection_notes.iter().cloned());
+        let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins)?;
+        let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
+        self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
+        self.shared.callers.set(&id, caller);
+        let warnings = session.warnings(config_warnings);
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
         self.hold(session, parts, false);
-        Ok(SessionCreateResult { session_id: id, config, warnings })
+        Ok(SessionCreateResult { session_id: id, config: row.config, warnings })
     }
 
     /// A session's actor, loading the session from the store if it is not
@@ -366,21 +387,14 @@ impl Sessions {
     /// `conversation`, its messages.
     fn load(&self, row: &SessionRow, conversation: bool) -> Result<(Arc<Session>, Parts), SessionError> {
         let id = &row.id;
-        let caller = self.callers.get(id);
-        let mut request = row.request.clone();
-        caller.restore(&mut request);
-        let request = Some(&request).filter(|r| !r.is_null());
-        let base = Path::new(&row.base_dir);
-        let accepted = self.shared.store.session_project(id)?;
-        let (project, _) = self.admit_project(base, false, accepted.as_deref()).map_err(|e| match e {
+        let effective = self.effective(row, &configure::full_request(&self.shared, row)).map_err(|e| match e {
             SessionError::Untrusted(why) => SessionError::Untrusted(format!("session {id} cannot be loaded: {why}")),
+            SessionError::Config(why) => SessionError::Config(format!("session {id} can no longer be loaded: {why}")),
             other => other,
         })?;
-        let effective =
-            config::load_with(base, self.shared.settings.global_config.as_deref(), project.as_ref(), request)
-                .map_err(|e| SessionError::Config(format!("session {id} can no longer be loaded: {e}")))?;
         let messages = if conversation { self.shared.store.messages(id)? } else { Vec::new() };
-        self.build(row, effective, messages, caller.env)
+        let pins = self.shared.store.session_pins(id)?;
+        self.build(row, effective, messages, self.shared.callers.get(id).env, &pins)
     }
 
     /// A session's fixed part (config, pipeline, sandbox), loaded and
@@ -447,7 +461,7 @@ impl Sessions {
             config: row.config.clone(),
             runs: runs.iter().map(RunRow::info).collect(),
             messages: self.shared.store.messages(id)?,
-            environment: Some(self.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),
+            environment: Some(self.shared.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),
         })
     }
 
@@ -467,7 +481,7 @@ impl Sessions {
                 },
             }
         }
-        self.callers.forget(id);
+        self.shared.callers.forget(id);
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(info(&row, false))
     }

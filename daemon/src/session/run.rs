@@ -150,6 +150,36 @@ impl RunServices for Shared {
     }
 }
 
+impl Session {
+    /// What a job of this session reads (a run of `task`; a compaction,
+    /// with no task): its config, policy and the daemon's services.
+    pub(super) fn context<'a>(
+        &'a self,
+        shared: &'a Shared,
+        run_id: &'a RunId,
+        task: &'a str,
+        cancel: &'a CancellationToken,
+    ) -> RunContext<'a> {
+        RunContext {
+            run_id,
+            session_id: &self.id,
+            task,
+            config: &self.config.config,
+            base_dir: &self.base_dir,
+            env: &self.env,
+            events: &self.events,
+            pipeline: &self.pipeline,
+            commands: &self.commands,
+            fetch: &self.fetch,
+            hook_asks: &self.hook_asks,
+            buffers: &shared.buffers,
+            llm_slots: &shared.llm_slots,
+            services: shared,
+            cancel,
+        }
+    }
+}
+
 impl RunJob {
     /// Run to the end; never fails: every failure becomes the outcome.
     /// Returns the result, stored with `run_finished`, and the parts.
@@ -164,23 +194,7 @@ impl RunJob {
         if self.task == HOLD_TASK {
             self.cancel.cancelled().await;
         }
-        let ctx = RunContext {
-            run_id: &self.run_id,
-            session_id: &session.id,
-            task: &self.task,
-            config: cfg,
-            base_dir: &session.base_dir,
-            env: &session.env,
-            events: &session.events,
-            pipeline: &session.pipeline,
-            commands: &session.commands,
-            fetch: &session.fetch,
-            hook_asks: &session.hook_asks,
-            buffers: &self.shared.buffers,
-            llm_slots: &self.shared.llm_slots,
-            services: &*self.shared,
-            cancel: &self.cancel,
-        };
+        let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
         let agent::Finished { outcome, answer, error, failure, model, record, state } = finished;

@@ -1,6 +1,6 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
-use super::actor::{Command, Gone, StartRefused};
+use super::actor::{Command, Gone, Refused};
 use super::{Found, NewRun, SessionError, Sessions};
 use swival_protocol::Report;
 use swival_protocol::{RunId, RunResult, SessionId};
@@ -27,12 +27,12 @@ impl Sessions {
             let sent = env.clone();
             match handle.ask(|reply| Command::Start { task: task.clone(), env: sent, reply }).await {
                 Ok(Ok(run)) => return Ok(run),
-                Ok(Err(StartRefused::Session(e))) => return Err(e),
+                Ok(Err(Refused::Session(e))) => return Err(e),
                 // The copy in memory was built for the caller's old
                 // environment and has left; the next one loads with this.
-                Ok(Err(StartRefused::Reload)) => {
+                Ok(Err(Refused::Reload)) => {
                     if let Some(env) = &env {
-                        self.callers.set_env(id, env.clone());
+                        self.shared.callers.set_env(id, env.clone());
                     }
                 }
                 // It left memory before reading this: load it again.

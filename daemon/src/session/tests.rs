@@ -50,7 +50,15 @@ impl Fixture {
             "retries": 1, "no_history": true, "cache": false,
         });
         let base = self.dir.path().join("project");
-        self.sessions.create(base.to_str().unwrap(), Some(config), None, false, None).await.unwrap().session_id
+        let params = SessionCreateParams {
+            base_dir: base.to_str().unwrap().to_owned(),
+            config: Some(config),
+            title: None,
+            trust: false,
+            env: None,
+            from: None,
+        };
+        self.sessions.create(params).await.unwrap().session_id
     }
 }
 

@@ -8,11 +8,13 @@ use rusqlite::{params, Connection};
 use swival_protocol::{Event, Seq, SessionId};
 
 /// The writes of a new session: its row, the project config content it
-/// accepted and the policy files it pinned.
+/// accepted, the policy files it pinned and the conversation it starts
+/// with (a fork's).
 pub(super) fn session_job(
     row: &SessionRow,
     project: Option<String>,
     pins: Vec<(String, String)>,
+    messages: Vec<String>,
 ) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static {
     let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
     let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
@@ -23,6 +25,10 @@ pub(super) fn session_job(
         .execute(params![id, base, title, config, request, created])?;
         if let Some(sha256) = &project {
             super::policy::put_session_project(c, &id, sha256)?;
+        }
+        let mut insert = c.prepare_cached("INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?;
+        for (idx, body) in messages.iter().enumerate() {
+            insert.execute(params![id, idx as i64, body])?;
         }
         super::policy::put_session_pins(c, &id, &pins)
     }

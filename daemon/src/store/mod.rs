@@ -245,21 +245,23 @@ impl Store {
         self.writer.write_async(true, f).await.map_err(|source| StoreError::Sqlite { path: self.path.clone(), source })
     }
 
-    /// Record a new session, with the project config content it accepted
-    /// and the policy files it pinned (path, SHA-256), in one commit.
+    /// Record a new session, with the project config content it accepted,
+    /// the policy files it pinned (path, SHA-256) and the messages it
+    /// starts with, in one commit.
     pub async fn create_session(
         &self,
         row: &SessionRow,
         project: Option<String>,
         pins: Vec<(String, String)>,
+        messages: Vec<String>,
     ) -> Result<(), StoreError> {
-        self.write_async(session_job(row, project, pins)).await
+        self.write_async(session_job(row, project, pins, messages)).await
     }
 
     /// Record a new session (tests: sessions come from [`Store::create_session`]).
     #[cfg(test)]
     pub fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
-        self.write(session_job(row, None, Vec::new()))
+        self.write(session_job(row, None, Vec::new(), Vec::new()))
     }
 
     /// Every session, oldest first.

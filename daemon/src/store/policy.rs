@@ -1,5 +1,6 @@
 //! What the store keeps for policy: the project configs the user trusted,
-//! the content each session accepted, and the scripts each session pinned.
+//! the content each session accepted, the scripts each session pinned, and
+//! a session's config request as `session/configure` changes it.
 
 use super::{Store, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -43,6 +44,25 @@ impl Store {
             let rows = st.query_map(params![id.0], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             rows.collect()
         })
+    }
+
+    /// Store session `id`'s new config request and effective config, and
+    /// record the files its pipeline pins now (those recorded before keep
+    /// their hashes: `pins` carries them), in one commit.
+    pub async fn reconfigure_session(
+        &self,
+        id: &SessionId,
+        request: &serde_json::Value,
+        config: &serde_json::Value,
+        pins: Vec<(String, String)>,
+    ) -> Result<(), StoreError> {
+        let (id, request, config) = (id.0.clone(), request.to_string(), config.to_string());
+        self.write_async(move |c| {
+            c.prepare_cached("UPDATE sessions SET request = ?2, config = ?3 WHERE id = ?1")?
+                .execute(params![id, request, config])?;
+            put_session_pins(c, &id, &pins)
+        })
+        .await
     }
 }
 
