@@ -231,3 +231,66 @@ fn a_daemon_that_does_not_come_back_gives_one_line_and_the_way_out() {
     let after: Vec<&str> = screen.lines().skip_while(|l| !l.contains("reconnecting")).collect();
     assert_eq!(after.iter().filter(|l| l.contains("swivalctl")).count(), 1, "one line: {screen}");
 }
+
+#[test]
+fn status_shows_the_model_and_context_and_model_other_changes_the_next_request() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("first"), Step::text("second")]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("hello");
+    tmux.wait_for("first");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.type_line("/status");
+    let screen = tmux.wait_for("sandbox:");
+    assert!(screen.contains("model: m") && screen.contains("context: ~"), "{screen}");
+    tmux.type_line("/model other");
+    tmux.wait_for("changed: model");
+    tmux.type_line("again");
+    tmux.wait_for("second");
+    assert_eq!(request(&mock, 0)["model"], "m");
+    assert_eq!(request(&mock, 1)["model"], "other", "the next request uses the new model");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
+
+#[test]
+fn compact_records_a_compaction_and_clear_starts_a_fresh_conversation() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let long = "x".repeat(3000);
+    let mut steps = Vec::new();
+    for i in 0..4 {
+        steps.push(Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "big.txt"})));
+    }
+    steps.push(Step::text("read it all"));
+    steps.push(Step::text("fresh answer"));
+    let mock = MockProvider::start(steps);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    std::fs::write(p.join("big.txt"), format!("{long}\n")).unwrap();
+    tmux.type_line("read big.txt four times");
+    tmux.wait_for("read it all");
+    tmux.wait_for_count(PROMPT, 2);
+    let id = only_session(&daemon);
+    tmux.type_line("/compact");
+    tmux.wait_for("compacted: ");
+    let events = daemon.nd().ok("session/get", json!({"session_id": id}));
+    let tool_results: Vec<String> = events["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(tool_results.iter().any(|t| t.contains("cut to fit")), "old results were cut: {tool_results:?}");
+    tmux.type_line("/clear");
+    let screen = tmux.wait_for("context cleared");
+    assert!(screen.contains(&id), "the old conversation is named: {screen}");
+    tmux.type_line("new topic");
+    tmux.wait_for("fresh answer");
+    let last = request(&mock, 5);
+    let messages = last["messages"].as_array().unwrap();
+    assert!(!last["messages"].to_string().contains("read big.txt"), "a fresh conversation: {messages:?}");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}

@@ -165,6 +165,13 @@ impl Repl {
         }
         let mut config = serde_json::Map::new();
         config.insert(key.to_owned(), value.into());
+        if key == "active_profile" {
+            // The profile's model and provider, not the ones the session
+            // was started with (a session's own keys win over a profile).
+            for own in ["provider", "model", "base_url", "api_key"] {
+                config.insert(own.to_owned(), serde_json::Value::Null);
+            }
+        }
         self.configure(SessionConfigureParams {
             session_id: self.session.clone(),
             config: Some(config.into()),

@@ -15,8 +15,7 @@
 //! [ROUNDS]` likewise runs only what a filter adds per call with the mock
 //! at 200 ms per call (see `filter_latency.rs`); `bench floor [TURNS]`
 //! measures, without swivald, what the least a turn must do costs on this
-//! machine (see `floor.rs`); `bench repl [STARTS]` times `swivalctl repl`
-//! to a ready prompt and reads its RSS (see `repl.rs`).
+//! machine (see `floor.rs`); `bench repl [STARTS]`, see `repl.rs`.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
