@@ -496,3 +496,23 @@ fn with_log_diagnostics_go_to_the_file_and_stdout_stays_clean() {
     let written = std::fs::read_to_string(&log).unwrap();
     assert!(written.contains("swivalctl: error:"), "{written}");
 }
+
+#[test]
+fn compact_is_offered_to_the_editor_and_compacts_the_session_without_a_run() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("big.txt"), format!("{}\n", "y".repeat(3000))).unwrap();
+    let mut steps: Vec<Step> =
+        (0..4).map(|i| Step::tool_call(&format!("c{i}"), "read_file", json!({"file_path": "big.txt"}))).collect();
+    steps.push(Step::text("read"));
+    let mock = MockProvider::start(steps);
+    provider_config(&env, &mock, "");
+    let cwd = p.display().to_string();
+    let steps = json!([{"op": "new", "cwd": cwd}, {"op": "prompt", "text": "read big.txt"}, {"op": "prompt", "text": "/compact"}]);
+    let seen = Driver::start(&env, &daemon, json!({ "steps": steps })).finish();
+    let offered = seen.iter().find(|v| v["update"]["sessionUpdate"] == "available_commands_update");
+    assert!(offered.is_some_and(|v| v.to_string().contains("\"compact\"")), "{}", dump(&seen));
+    assert!(text_of(&seen, "agent_message_chunk").contains("Compacted (truncate_tool_results)"), "{}", dump(&seen));
+    assert_eq!(mock.request_count(), 5, "no model call for /compact");
+}

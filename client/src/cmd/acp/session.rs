@@ -65,6 +65,7 @@ pub(super) struct Runs {
 const COMMANDS: &[(&str, &str)] = &[
     ("policy", "Show this session's policy: filters, hooks, reviewer, sandbox"),
     ("report", "Show the last run's statistics"),
+    ("compact", "Compress the conversation's context (--drop: also summarise the middle turns)"),
 ];
 
 impl Bridge {
@@ -293,7 +294,18 @@ impl Bridge {
                 Err(e) => format!("Error: {e}"),
             }),
             "report" => Some(self.last_report(id).await),
+            "compact" => Some(self.compact(id, text.split_whitespace().any(|w| w == "--drop")).await),
             _ => None,
+        }
+    }
+
+    /// `/compact [--drop]`: `session/compact`, in the REPL's words.
+    async fn compact(&self, id: &SessionId, drop: bool) -> String {
+        let params = swival_protocol::SessionCompactParams { session_id: id.clone(), drop };
+        match self.daemon.request::<swival_protocol::methods::typed::SessionCompact>(&params).await {
+            Ok(r) if r.strategy.is_empty() => "Nothing to compact.".into(),
+            Ok(r) => format!("Compacted ({}): {} -> {} tokens.", r.strategy, r.tokens_before, r.tokens_after),
+            Err(e) => format!("Error: {e}"),
         }
     }
 

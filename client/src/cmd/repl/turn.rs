@@ -100,6 +100,12 @@ impl Repl {
             };
             if let Some(end) = self.ours(&mut shown, event).await {
                 self.finished(&mut shown, end);
+                if self.editor.showing {
+                    // A question left on the screen (answered elsewhere, or
+                    // too late): its line is not a prompt to the model.
+                    self.info("the run ended; press Enter");
+                    let _ = self.editor.answer().await;
+                }
                 return Ok(());
             }
         }
