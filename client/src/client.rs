@@ -184,7 +184,8 @@ impl Client {
         env: Option<BTreeMap<String, String>>,
         client_token: Option<String>,
     ) -> Result<RunId, ClientError> {
-        let params = RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env, client_token };
+        let params =
+            RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env, client_token, resume: false };
         let r = self.request::<m::RunStart>(&params).await?;
         Ok(r.run_id)
     }

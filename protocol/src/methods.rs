@@ -104,6 +104,12 @@ methods! {
 /// Compact an idle session's conversation now.
     SessionCompact(SESSION_COMPACT = "session/compact"): SessionCompactParams => SessionCompactResult,
         "Compact an idle session's conversation now (drop: also summarise the middle turns); emits a compaction event.";
+/// Set or cancel a context checkpoint (Swival's `/save`, `/unsave`).
+    SessionCheckpoint(SESSION_CHECKPOINT = "session/checkpoint"): SessionCheckpointParams => SessionCheckpointResult,
+        "Set a context checkpoint at the end of an idle session's conversation, or cancel the active one.";
+/// Collapse the conversation since the checkpoint into a summary.
+    SessionRestore(SESSION_RESTORE = "session/restore"): SessionRef => SessionRestoreResult,
+        "Summarise and collapse an idle session's messages since its checkpoint (or the last user message) into one.";
 /// Close a session (cancelling its run).
     SessionClose(SESSION_CLOSE = "session/close"): SessionRef => SessionInfo,
         "Close a session; a run in flight is cancelled.";

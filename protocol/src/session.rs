@@ -126,6 +126,46 @@ pub struct SessionCompactResult {
     pub tokens_after: u64,
 }
 
+/// `session/checkpoint` params: set a context checkpoint at the end of
+/// the conversation, or cancel the active one (Swival's `/save`,
+/// `/unsave`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCheckpointParams {
+    /// The session (idle).
+    pub session_id: SessionId,
+    /// The checkpoint's label (default `user-checkpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Cancel the active checkpoint instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel: bool,
+}
+
+/// `session/checkpoint` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCheckpointResult {
+    /// What happened, in Swival's words (`checkpoint saved: LABEL`,
+    /// `checkpoint cancelled: LABEL`, `no active checkpoint to cancel`,
+    /// `checkpoint already active (label='X'). Cancel it first with /unsave.`).
+    pub message: String,
+    /// The active checkpoint's label after the call, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<String>,
+}
+
+/// `session/restore` result: the messages since the checkpoint (or since
+/// the last user message) collapsed into one summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRestoreResult {
+    /// What happened, in Swival's words (`nothing to collapse`, or
+    /// `snapshot: restored — collapsed N turns, saved ~K tokens`).
+    pub message: String,
+    /// Messages collapsed (0: nothing was).
+    pub collapsed: u64,
+    /// Estimated prompt tokens saved.
+    pub tokens_saved: u64,
+}
+
 /// `project/trust` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProjectTrustParams {
@@ -262,6 +302,11 @@ pub struct RunStartParams {
     /// started (another client may start runs on the same session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_token: Option<String>,
+    /// Go on with the conversation as it is, adding no user message
+    /// (Swival's `/continue`: after an interruption or the turn budget);
+    /// `task` is then only the run's label.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 /// Params naming one run.
