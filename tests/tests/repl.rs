@@ -294,3 +294,35 @@ fn compact_records_a_compaction_and_clear_starts_a_fresh_conversation() {
     tmux.type_line("/exit");
     tmux.wait_for("EXIT=0");
 }
+
+#[test]
+fn a_pasted_block_and_a_trailing_backslash_are_one_prompt_and_tab_completes_commands() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("got the paste"), Step::text("got the two lines")]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.run(&["set-buffer", "-b", "paste", "first pasted line\nsecond pasted line"]);
+    tmux.run(&["paste-buffer", "-p", "-b", "paste", "-t", "t"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got the paste");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.run(&["send-keys", "-t", "t", "-l", "line one \\"]);
+    tmux.keys(&["Enter"]);
+    tmux.type_line("line two");
+    tmux.wait_for("got the two lines");
+    let user_texts = |n: usize| -> Vec<String> {
+        let r = request(&mock, n);
+        let users = r["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user");
+        users.filter_map(|m| m["content"].as_str().map(str::to_owned)).collect()
+    };
+    assert!(user_texts(0).contains(&"first pasted line\nsecond pasted line".to_owned()), "{:?}", user_texts(0));
+    assert!(user_texts(1).contains(&"line one \nline two".to_owned()), "{:?}", user_texts(1));
+    assert_eq!(mock.request_count(), 2, "two prompts, not four");
+    tmux.run(&["send-keys", "-t", "t", "-l", "/sta"]);
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("swival> /status ");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("sandbox:");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}

@@ -32,7 +32,11 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "/profile", args: "[name]", help: "Switch LLM profile" },
     Command { name: "/reasoning", args: "[level]", help: "Show or set the reasoning effort" },
     Command { name: "/extend", args: "[N]", help: "Double max turns, or set to N" },
+    Command { name: "/continue", args: "", help: "Continue the agent loop where it stopped" },
     Command { name: "/compact", args: "[--drop]", help: "Compress conversation context" },
+    Command { name: "/save", args: "[label]", help: "Set a context checkpoint" },
+    Command { name: "/restore", args: "", help: "Summarize & collapse since checkpoint" },
+    Command { name: "/unsave", args: "", help: "Cancel active checkpoint" },
     Command { name: "/add-dir", args: "<path>", help: "Grant read+write access to a directory" },
     Command { name: "/add-dir-ro", args: "<path>", help: "Grant read-only access to a directory" },
     Command { name: "/copy", args: "", help: "Copy last output to clipboard" },
@@ -100,6 +104,8 @@ pub enum Next {
     Prompt,
     /// Run this as a prompt to the model.
     Run(String),
+    /// Go on with the conversation as it is (`/continue`).
+    Continue,
     /// Leave the REPL.
     Exit,
 }
@@ -119,7 +125,10 @@ impl Repl {
             "/profile" => self.configure_key("active_profile", arg).await?,
             "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
             "/extend" => self.extend(arg).await?,
+            "/continue" => return Ok(Next::Continue),
             "/compact" => self.compact(arg == "--drop").await?,
+            "/save" | "/unsave" => self.checkpoint(arg, name == "/unsave").await?,
+            "/restore" => self.restore().await?,
             "/add-dir" | "/add-dir-ro" => self.add_dir(arg, name == "/add-dir-ro").await?,
             "/copy" => self.copy(),
             "/remember" => self.remember(arg),
@@ -269,6 +278,32 @@ impl Repl {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// `/save [label]`, `/unsave`: `session/checkpoint`.
+    async fn checkpoint(&mut self, label: &str, cancel: bool) -> Result<(), ClientError> {
+        let params = swival_protocol::SessionCheckpointParams {
+            session_id: self.session.clone(),
+            label: Some(label.to_owned()).filter(|l| !l.is_empty()),
+            cancel,
+        };
+        match self.client.request::<swival_protocol::methods::typed::SessionCheckpoint>(&params).await {
+            Ok(r) => self.info(&r.message),
+            Err(ClientError::Rpc { message, .. }) => self.warn(&message),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// `/restore`: `session/restore` (a summary call to the model).
+    async fn restore(&mut self) -> Result<(), ClientError> {
+        let params = swival_protocol::SessionRef { session_id: self.session.clone() };
+        match self.client.request::<swival_protocol::methods::typed::SessionRestore>(&params).await {
+            Ok(r) => self.info(&r.message),
+            Err(ClientError::Rpc { message, .. }) => self.warn(&message),
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     /// `/copy`: the last answer to the terminal's clipboard through OSC 52,

@@ -111,7 +111,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         repl.base_dir.display()
     ));
     let first = match a.task.clone() {
-        Some(task) => repl.prompt(&task).await,
+        Some(task) => repl.prompt(&task, false).await,
         None => Ok(()),
     };
     match first.and(repl.lines().await) {
@@ -216,7 +216,11 @@ impl Repl {
             match next {
                 Next::Exit => return Ok(()),
                 Next::Prompt => {}
-                Next::Run(task) => self.prompt(&task).await?,
+                Next::Run(task) => self.prompt(&task, false).await?,
+                Next::Continue => {
+                    self.info("continuing agent loop...");
+                    self.prompt("/continue", true).await?;
+                }
             }
         }
     }

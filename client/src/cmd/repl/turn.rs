@@ -47,11 +47,18 @@ fn clear_wait(shown: &mut Shown) {
 }
 
 impl Repl {
-    /// Send `task` to the model and show the run until it ends.
-    pub(super) async fn prompt(&mut self, task: &str) -> Result<(), Lost> {
-        let token = format!("repl-{}-{}", std::process::id(), self.last_seq);
-        let env = Some(swivalctl::caller_env());
-        let run_id = match self.client.start_run(&self.session, task, env, Some(token)).await {
+    /// Send `task` to the model (`resume`: no new message, the
+    /// conversation goes on as it is) and show the run until it ends.
+    pub(super) async fn prompt(&mut self, task: &str, resume: bool) -> Result<(), Lost> {
+        let params = swival_protocol::RunStartParams {
+            session_id: self.session.clone(),
+            task: task.to_owned(),
+            env: Some(swivalctl::caller_env()),
+            client_token: Some(format!("repl-{}-{}", std::process::id(), self.last_seq)),
+            resume,
+        };
+        let started = self.client.request::<swival_protocol::methods::typed::RunStart>(&params).await;
+        let run_id = match started.map(|r| r.run_id) {
             Ok(id) => id,
             Err(ClientError::Rpc { kind: Some(ErrorCode::SessionBusy), message, .. }) => {
                 self.warn(&format!("{message} (Ctrl-C does not cancel another client's run)"));
@@ -203,7 +210,7 @@ impl Repl {
         match (end.outcome, end.failure) {
             (Outcome::Success, _) => {}
             (_, Some(FailureKind::Cancelled | FailureKind::Interrupted)) => self.warn("interrupted, question aborted."),
-            (Outcome::Exhausted, _) => self.warn("max turns reached for question. Use /extend to raise them."),
+            (Outcome::Exhausted, _) => self.warn("max turns reached for question. Use /continue to resume."),
             _ => {
                 let error = end.error.as_deref().unwrap_or("the run failed");
                 let line = self.style.red(&format!("Error: {error}\n"));
