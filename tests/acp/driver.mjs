@@ -14,6 +14,7 @@
 //                                                 ("sent": right after the prompt)
 //   {"op": "prompt", "text": "…", "exit_on": "tool_call"}     exit hard after that update
 //   {"op": "wait_text", "text": "…"}               until the agent's messages contain it
+//   {"op": "set_config", "config_id": "model", "value": "…"}   session/set_config_option
 // Every message is printed as one JSON line on stdout: {"type": "update" |
 // "result" | "error" | "permission" | "invalid", ...}. Each session/update is
 // also validated against the SDK's published JSON schema; a failure is an
@@ -96,6 +97,13 @@ await app.connectWith(stream, async (ctx) => {
           await new Promise((resolve) => textWaiters.push([step.text, resolve]));
         }
         out({ type: "result", op: "wait_text", result: {} });
+      } else if (step.op === "set_config") {
+        const r = await ctx.request(acp.methods.agent.session.setConfigOption, {
+          sessionId: session,
+          configId: step.config_id,
+          value: step.value,
+        });
+        out({ type: "result", op: "set_config", result: r });
       } else if (step.op === "list") {
         const r = await ctx.request(acp.methods.agent.session.list, { cwd: step.cwd });
         out({ type: "result", op: "list", result: r });

@@ -516,3 +516,29 @@ fn compact_is_offered_to_the_editor_and_compacts_the_session_without_a_run() {
     assert!(text_of(&seen, "agent_message_chunk").contains("Compacted (truncate_tool_results)"), "{}", dump(&seen));
     assert_eq!(mock.request_count(), 5, "no model call for /compact");
 }
+
+#[test]
+fn the_editor_sees_model_and_reasoning_options_and_setting_the_model_changes_the_next_request() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::text("with the other model")]);
+    provider_config(&env, &mock, "");
+    let cwd = p.display().to_string();
+    let steps = json!([
+        {"op": "new", "cwd": cwd},
+        {"op": "set_config", "config_id": "reasoning_effort", "value": "loud"},
+        {"op": "set_config", "config_id": "model", "value": "other"},
+        {"op": "prompt", "text": "hi"},
+    ]);
+    let seen = Driver::start(&env, &daemon, json!({ "steps": steps })).finish();
+    let options = &result(&seen, "new")["configOptions"];
+    assert_eq!(options[0]["id"], "model", "{options}");
+    assert_eq!(options[0]["currentValue"], "m", "{options}");
+    assert_eq!(options[1]["category"], "thought_level", "{options}");
+    let refused = seen.iter().find(|v| v["type"] == "error" && v["op"] == "set_config");
+    assert!(refused.is_some_and(|v| v.to_string().contains("not loud")), "{}", dump(&seen));
+    assert_eq!(result(&seen, "set_config")["configOptions"][0]["currentValue"], "other", "{}", dump(&seen));
+    mock.wait_for_requests(1);
+    assert_eq!(mock.requests()[0]["model"], "other");
+}

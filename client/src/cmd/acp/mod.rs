@@ -11,6 +11,7 @@
 //! reason. Nothing but protocol messages is written on stdout.
 
 mod follow;
+mod options;
 mod session;
 mod updates;
 
@@ -51,7 +52,8 @@ fn log_to(path: &Path) -> std::io::Result<()> {
 
 async fn serve_on(bridge: Arc<Bridge>) -> Result<(), agent_client_protocol::Error> {
     let (b1, b2, b3, b4, b5, b6) =
-        (bridge.clone(), bridge.clone(), bridge.clone(), bridge.clone(), bridge.clone(), bridge);
+        (bridge.clone(), bridge.clone(), bridge.clone(), bridge.clone(), bridge.clone(), bridge.clone());
+    let b7 = bridge;
     Agent
         .v1()
         .name("swivalctl")
@@ -101,6 +103,15 @@ async fn serve_on(bridge: Arc<Bridge>) -> Result<(), agent_client_protocol::Erro
                 b5.begin_prompt(&req.session_id);
                 let b = b5.clone();
                 cx.clone().spawn(async move { b.prompt(req, responder, cx).await })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: acp::SetSessionConfigOptionRequest,
+                        responder: Responder<acp::SetSessionConfigOptionResponse>,
+                        cx: ConnectionTo<Editor>| {
+                let b = b7.clone();
+                cx.spawn(async move { b.set_config_option(req, responder).await })
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -120,10 +120,40 @@ impl Bridge {
         let id = created.session_id.clone();
         let tracked = self.track(id.clone(), req.cwd.clone());
         self.serve_buffers(&id, &cx).await;
-        responder.respond(acp::NewSessionResponse::new(id.0.clone()))?;
+        let options = super::options::config_options(&created.config);
+        responder.respond(acp::NewSessionResponse::new(id.0.clone()).config_options(options))?;
         send(&cx, &id, commands_update())?;
         self.follow(tracked, cx, None).await;
         Ok(())
+    }
+
+    /// `session/set_config_option`: the model or the reasoning effort of
+    /// the session's next runs (`session/configure`); the options as they
+    /// are now.
+    pub async fn set_config_option(
+        &self,
+        req: acp::SetSessionConfigOptionRequest,
+        responder: Responder<acp::SetSessionConfigOptionResponse>,
+    ) -> Result<(), Error> {
+        let (key, value) = match super::options::config_change(&req) {
+            Ok(change) => change,
+            Err(why) => return responder.respond_with_error(invalid(why)),
+        };
+        let mut config = Map::new();
+        config.insert(key, Value::String(value));
+        let params = swival_protocol::SessionConfigureParams {
+            session_id: SessionId(req.session_id.0.to_string()),
+            config: Some(Value::Object(config)),
+            add_dirs: Vec::new(),
+            add_dirs_ro: Vec::new(),
+        };
+        match self.daemon.request::<swival_protocol::methods::typed::SessionConfigure>(&params).await {
+            Ok(r) => {
+                let options = super::options::config_options(&r.config);
+                responder.respond(acp::SetSessionConfigOptionResponse::new(options))
+            }
+            Err(e) => responder.respond_with_error(daemon_error(e)),
+        }
     }
 
     /// `session/load`: replay a daemon session's history as updates, answer,
