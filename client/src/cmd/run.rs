@@ -276,10 +276,28 @@ async fn open_session(
         let from_seq = detail.info.last_seq.0 + 1;
         return Ok(Ok(Opened { session_id: id, from_seq, continue_env: Some(swivalctl::caller_env()) }));
     }
+    let title: String = task.chars().take(80).collect();
+    Ok(create_session(client, a, base_dir, &title, task).await?.map(|session_id| Opened {
+        session_id,
+        from_seq: 1,
+        continue_env: None,
+    }))
+}
+
+/// A new session for `run`'s flags in `base_dir`, in this process's
+/// environment; a refused config is the exit code to end with, as in
+/// Swival (with a failure report for `task` when `--report` asks).
+pub async fn create_session(
+    client: &Client,
+    a: &RunArgs,
+    base_dir: &Path,
+    title: &str,
+    task: &str,
+) -> Result<Result<SessionId, ExitCode>, ClientError> {
     let params = SessionCreateParams {
         base_dir: base_dir.display().to_string(),
         config: Some(flags::overlay(a).to_config()),
-        title: Some(task.chars().take(80).collect()),
+        title: Some(title.to_owned()),
         trust: a.trust,
         env: Some(swivalctl::caller_env()),
         from: None,
@@ -289,7 +307,7 @@ async fn open_session(
             for w in &created.warnings {
                 eprintln!("warning: {w}");
             }
-            Ok(Ok(Opened { session_id: created.session_id, from_seq: 1, continue_env: None }))
+            Ok(Ok(created.session_id))
         }
         Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, .. }) => {
             // Bad config is a usage error (2); a script that cannot

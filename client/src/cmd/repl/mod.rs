@@ -25,7 +25,7 @@ use show::Style;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use swival_protocol::{Event, EventKind, RunId, SessionCreateParams, SessionId};
+use swival_protocol::{Event, EventKind, RunId, SessionId};
 use swivalctl::{Client, ClientError};
 
 /// How long a lost daemon is waited for before the REPL gives up
@@ -139,33 +139,8 @@ async fn open(
         return Ok(Ok((detail.info.session_id.clone(), base_dir, Some(detail))));
     }
     let base_dir = flags::base_dir(a.base_dir.as_deref(), cwd);
-    let params = SessionCreateParams {
-        base_dir: base_dir.display().to_string(),
-        config: Some(flags::overlay(a).to_config()),
-        title: Some("repl".into()),
-        trust: a.trust,
-        env: Some(swivalctl::caller_env()),
-        from: None,
-    };
-    match client.create_session(&params).await {
-        Ok(created) => {
-            for w in &created.warnings {
-                eprintln!("warning: {w}");
-            }
-            Ok(Ok((created.session_id, base_dir, None)))
-        }
-        Err(ClientError::Rpc {
-            kind: Some(swival_protocol::ErrorCode::ConfigInvalid | swival_protocol::ErrorCode::UntrustedProject),
-            message,
-            data,
-            ..
-        }) => {
-            eprintln!("Error: {message}");
-            let code = data.and_then(|d| d.exit_code).unwrap_or(2);
-            Ok(Err(ExitCode::from(u8::try_from(code).unwrap_or(2))))
-        }
-        Err(e) => Err(e),
-    }
+    let created = super::run::create_session(client, a, &base_dir, "repl", "").await?;
+    Ok(created.map(|id| (id, base_dir, None)))
 }
 
 /// The last thing the model said in `messages`.
