@@ -168,7 +168,8 @@ pub enum EventKind {
     Compaction {
         /// The turn.
         turn: u64,
-        /// What was done: `truncate_tool_results`, `summarize_middle`, `drop_middle`, joined with `+`.
+        /// What was done: `truncate_tool_results`, `summarize_middle`, `drop_middle`, joined with `+`;
+        /// `snapshot_restore` for `session/restore`.
         #[schemars(with = "String")]
         strategy: CompactionStrategy,
         /// Estimated prompt tokens before.
@@ -282,14 +283,22 @@ pub enum CompactionStep {
     SummarizeMiddle,
     /// Middle turns were dropped (the summary failed or was refused).
     DropMiddle,
+    /// The messages since a checkpoint (or the last user message) were
+    /// collapsed into one summary (`session/restore`, Swival's `/restore`).
+    SnapshotRestore,
 }
 
 impl CompactionStep {
     /// Every step, in the order a compaction takes them.
-    pub const ALL: [CompactionStep; 3] =
-        [CompactionStep::TruncateToolResults, CompactionStep::SummarizeMiddle, CompactionStep::DropMiddle];
+    pub const ALL: [CompactionStep; 4] = [
+        CompactionStep::TruncateToolResults,
+        CompactionStep::SummarizeMiddle,
+        CompactionStep::DropMiddle,
+        CompactionStep::SnapshotRestore,
+    ];
     /// Their names on the wire.
-    pub const NAMES: &'static [&'static str] = &["truncate_tool_results", "summarize_middle", "drop_middle"];
+    pub const NAMES: &'static [&'static str] =
+        &["truncate_tool_results", "summarize_middle", "drop_middle", "snapshot_restore"];
 
     /// The name on the wire.
     pub fn name(self) -> &'static str {

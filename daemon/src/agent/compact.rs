@@ -78,7 +78,7 @@ fn transcript(messages: &[Message]) -> String {
 }
 
 /// The token estimate of `messages` (stored) with `tools` offered.
-fn estimate(messages: &[Message], tools: &[Value]) -> u64 {
+pub(super) fn estimate(messages: &[Message], tools: &[Value]) -> u64 {
     let chars: usize = messages.iter().map(|m| m.stored().len()).chain(tools.iter().map(json_len)).sum();
     (chars / 4) as u64
 }
@@ -120,9 +120,20 @@ pub enum CompactError {
     Failed(FailureKind, String),
 }
 
-/// The events of a compaction between runs belong to the session, not to
-/// a run: every event its calls emit goes out without a run id.
-struct SessionEvents<'a>(&'a dyn EventSink);
+impl From<CallError> for CompactError {
+    fn from(e: CallError) -> CompactError {
+        match e {
+            CallError::Cancelled => CompactError::Cancelled,
+            CallError::Failed(kind, why) => CompactError::Failed(kind, why),
+            CallError::Overflow(why) => CompactError::Failed(FailureKind::Provider, why),
+            CallError::Blocked(why) => CompactError::Failed(FailureKind::HookBlocked, why),
+        }
+    }
+}
+
+/// The events of a job between runs belong to the session, not to a run:
+/// every event its calls emit goes out without a run id.
+pub(super) struct SessionEvents<'a>(pub(super) &'a dyn EventSink);
 
 impl EventSink for SessionEvents<'_> {
     fn emit(&self, _run: Option<&RunId>, kind: EventKind) {
@@ -143,13 +154,8 @@ pub async fn compact(ctx: RunContext<'_>, state: RunState, drop: bool) -> (Resul
         Ok(ready) => ready,
         Err((e, state)) => return (Err(e), state),
     };
-    let reach = if drop { Reach::Drop { summarise: found } } else { Reach::Truncate };
-    let done = run.compact_to(0, &[], reach).await.map_err(|e| match e {
-        CallError::Cancelled => CompactError::Cancelled,
-        CallError::Failed(kind, why) => CompactError::Failed(kind, why),
-        CallError::Overflow(why) => CompactError::Failed(FailureKind::Provider, why),
-        CallError::Blocked(why) => CompactError::Failed(FailureKind::HookBlocked, why),
-    });
+    let reach = if drop { Reach::Drop { summarise: found.is_ok() } } else { Reach::Truncate };
+    let done = run.compact_to(0, &[], reach).await.map_err(CompactError::from);
     let Run { conversation, tools, shield, .. } = run;
     (done, RunState { conversation, tools, shield })
 }
@@ -221,12 +227,23 @@ impl Run<'_> {
     /// pipeline; `None` when the call was blocked, failed or said nothing
     /// (a failed summary only skips the summary).
     async fn summarise(&mut self, turn: u64, middle: &[Message]) -> Result<Option<String>, CallError> {
-        let request = vec![Message::system(SUMMARY_PROMPT).to_value(), Message::user(transcript(middle)).to_value()];
-        match self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await {
-            Ok(reply) if reply.content.as_deref().is_some_and(|t| !t.trim().is_empty()) => Ok(reply.content),
+        match self.summary(turn, middle).await {
+            Ok(text) => Ok(Some(text)),
             Err(CallError::Cancelled) => Err(CallError::Cancelled),
-            _ => Ok(None),
+            Err(_) => Ok(None),
         }
+    }
+
+    /// The model's summary of `messages`, asked by a `summary` call through
+    /// the whole pipeline (hooks, filters, secret encryption); an empty
+    /// reply is a failure.
+    pub(super) async fn summary(&mut self, turn: u64, messages: &[Message]) -> Result<String, CallError> {
+        let request = vec![Message::system(SUMMARY_PROMPT).to_value(), Message::user(transcript(messages)).to_value()];
+        let reply = self.call_model(turn, CallKind::Summary, Some(request), super::Offered::NONE).await?;
+        reply
+            .content
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| CallError::Failed(FailureKind::Provider, "the model's summary was empty".to_owned()))
     }
 }
 

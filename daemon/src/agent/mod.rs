@@ -3,7 +3,8 @@
 //! (`setup`), runs the turn loop (`turns`) and the reviewer rounds and
 //! response hooks (`review`), and hands the state back with the outcome.
 //! A turn is one LLM call plus its tool calls, with Swival's semantics.
-//! [`compact`] runs the loop's compaction between runs, on the same path.
+//! [`compact`] runs the loop's compaction between runs, on the same path,
+//! and [`restore`] Swival's snapshot restore.
 
 mod call;
 mod compact;
@@ -15,6 +16,7 @@ pub mod prompt;
 mod review;
 mod setup;
 mod sink;
+mod snapshot;
 mod tools;
 mod turns;
 
@@ -36,6 +38,7 @@ pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
 pub use sink::{emit_recorded, EventSink};
+pub use snapshot::{restore, restore_scope, Mark, Restored, IMPLICIT_LABEL};
 use std::path::Path;
 use std::sync::Arc;
 use swival_protocol::{EventKind, FailureKind, HookCall, Outcome, RunId, SessionId};
@@ -79,8 +82,11 @@ pub struct RunContext<'a> {
     pub run_id: &'a RunId,
     /// The session, for hook payloads.
     pub session_id: &'a SessionId,
-    /// The user's task.
+    /// The user's task (a resumed run's: only its label).
     pub task: &'a str,
+    /// Go on with the conversation as it is, adding no user message
+    /// (Swival's `/continue`).
+    pub resume: bool,
     /// The session's config.
     pub config: &'a SessionConfig,
     /// The session's base directory.

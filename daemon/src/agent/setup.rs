@@ -127,15 +127,16 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 })
 }
 
-/// Set a compaction between runs up: the session's provider client and,
-/// when it will ask for a summary (`discover`), the model found; true when
-/// one was (without it the middle turns are dropped with a note). Nothing
-/// else of a run's setup: no MCP server starts, no message is added.
+/// Set a job between runs up (a compaction, a restore): the session's
+/// provider client and, when it will ask for a summary (`discover`), the
+/// model found, or why none was (then a compaction drops the middle turns
+/// with a note, and a restore changes nothing). Nothing else of a run's
+/// setup: no MCP server starts, no message is added.
 pub(super) async fn for_compaction<'a>(
     ctx: RunContext<'a>,
     state: RunState,
     discover: bool,
-) -> Result<(Run<'a>, bool), (CompactError, RunState)> {
+) -> Result<(Run<'a>, Result<(), String>), (CompactError, RunState)> {
     let cfg = ctx.config;
     let provider = match provider(ctx) {
         Ok(p) => p,
@@ -143,16 +144,15 @@ pub(super) async fn for_compaction<'a>(
     };
     let discovered = if discover {
         tokio::select! {
-            d = provider.discover(cfg.max_context_tokens) => d.ok(),
+            d = provider.discover(cfg.max_context_tokens) => d.map_err(|e| e.to_string()),
             _ = ctx.cancel.cancelled() => return Err((CompactError::Cancelled, state)),
         }
     } else {
-        None
+        Err("no model was looked for".to_owned())
     };
-    let found = discovered.is_some();
-    let (model, context_window) = match discovered {
-        Some(d) => (d.model, d.context_window),
-        None => (cfg.model.clone().unwrap_or_default(), cfg.max_context_tokens),
+    let (model, context_window, found) = match discovered {
+        Ok(d) => (d.model, d.context_window, Ok(())),
+        Err(why) => (cfg.model.clone().unwrap_or_default(), cfg.max_context_tokens, Err(why)),
     };
     let llm = Llm { provider, model, context_window, cache: None, policy_digest: ctx.pipeline.policy_digest() };
     let RunState { conversation, tools, shield } = state;
@@ -172,7 +172,8 @@ fn provider(ctx: RunContext<'_>) -> Result<Provider, ProviderConfigError> {
 /// conversation's first message, with the MCP tools listed as Swival
 /// does), orphaned tool calls answered, the task, and the files it names
 /// (unless `read_named_files` is off: then the task is the last message,
-/// as in Swival).
+/// as in Swival). A run that resumes (Swival's `/continue`) adds neither:
+/// the conversation as it is goes to the model.
 fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), StoreError> {
     let cfg = ctx.config;
     let conversation = &mut state.conversation;
@@ -190,6 +191,9 @@ fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), St
     }
     conversation.complete_orphans()?;
     conversation.begin_run();
+    if ctx.resume {
+        return Ok(());
+    }
     conversation.push(Message::user(ctx.task))?;
     if !cfg.read_named_files {
         return Ok(());

@@ -1,7 +1,7 @@
 //! Session, run, event, report and config methods.
 
 use super::{app_error, async_method, invalid_params, method, DaemonContext};
-use crate::session::SessionError;
+use crate::session::{NewRun, SessionError};
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
@@ -45,6 +45,12 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     async_method::<m::SessionCompact, _>(module, |p, ctx| async move {
         ctx.sessions.compact(&p.session_id, p.drop).await.map_err(rpc_error)
     })?;
+    async_method::<m::SessionCheckpoint, _>(module, |p, ctx| async move {
+        ctx.sessions.checkpoint(p).await.map_err(rpc_error)
+    })?;
+    async_method::<m::SessionRestore, _>(module, |p, ctx| async move {
+        ctx.sessions.restore(&p.session_id).await.map_err(rpc_error)
+    })?;
     async_method::<m::ProjectTrust, _>(module, |p, ctx| async move {
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).await.map_err(rpc_error)
     })?;
@@ -86,7 +92,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     async_method::<m::RunStart, _>(module, |p, ctx| async move {
         ctx.sessions
-            .start_run(&p.session_id, crate::session::NewRun { task: p.task, client_token: p.client_token }, p.env)
+            .start_run(&p.session_id, NewRun { task: p.task, client_token: p.client_token, resume: p.resume }, p.env)
             .await
             .map(|run_id| RunStartResult { run_id })
             .map_err(rpc_error)

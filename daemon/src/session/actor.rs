@@ -6,11 +6,13 @@
 //! A run is a future the actor polls beside its mailbox: the run owns the
 //! parts while it goes and returns them with its result, and the actor
 //! answers other commands meanwhile (a second `run/start` is refused as
-//! busy, `session/close` cancels the run). A compaction asked for between
-//! runs (`session/compact`) is such a job too, and so refuses runs the same
-//! way. A new config (`session/configure`) is committed by the actor while
-//! it is idle, and then the actor leaves: the next use loads the session
-//! again from the store, with its conversation, under the new config.
+//! busy, `session/close` cancels the run). A compaction or a restore asked
+//! for between runs (`session/compact`, `session/restore`) is such a job
+//! too, and so refuses runs the same way; a checkpoint
+//! (`session/checkpoint`) is set by the actor itself while idle. A new
+//! config (`session/configure`) is committed by the actor while it is
+//! idle, and then the actor leaves: the next use loads the session again
+//! from the store, with its conversation, under the new config.
 //!
 //! The registry (`live.rs`) holds one handle per session in memory. A run
 //! starts only in the actor the registry holds at that moment, checked
@@ -23,13 +25,14 @@
 //! with it. A caller that still holds an old handle is told to load the
 //! session again.
 
-use super::compact::{self, CompactJob};
+use super::compact::{self, Between};
 use super::configure::Reconfigure;
 use super::live::{ActiveRun, Live};
 use super::run::{self, RunJob};
-use super::{random_id, Session, SessionError, Shared};
+use super::{random_id, snapshot, Session, SessionError, Shared};
 use crate::agent::conversation::Conversation;
 use crate::environment::CallerEnv;
+use crate::message::Role;
 use crate::secrets::SecretShield;
 use crate::store::RunRow;
 use crate::tools::ToolBox;
@@ -37,7 +40,9 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
-use swival_protocol::{EventKind, RunId, RunResult, SessionCompactResult};
+use swival_protocol::{
+    EventKind, RunId, RunResult, SessionCheckpointResult, SessionCompactResult, SessionRestoreResult,
+};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -69,15 +74,17 @@ pub(super) enum Refused {
 /// A run to start: the user's task, and the token its client echoes.
 #[derive(Debug, Clone)]
 pub struct NewRun {
-    /// The user's task.
+    /// The user's task (with `resume`, only the run's label).
     pub task: String,
     /// `run/start`'s `client_token`, echoed in `run_started`.
     pub client_token: Option<String>,
+    /// Go on with the conversation as it is, adding no user message.
+    pub resume: bool,
 }
 
 impl From<String> for NewRun {
     fn from(task: String) -> NewRun {
-        NewRun { task, client_token: None }
+        NewRun { task, client_token: None, resume: false }
     }
 }
 
@@ -104,6 +111,20 @@ pub(super) enum Command {
         drop_middle: bool,
         /// What was done, or why not.
         reply: oneshot::Sender<Result<SessionCompactResult, Refused>>,
+    },
+    /// Collapse the messages since the checkpoint (`session/restore`), as a job.
+    Restore {
+        /// What was done, or why not.
+        reply: oneshot::Sender<Result<SessionRestoreResult, Refused>>,
+    },
+    /// Set or cancel the checkpoint (`session/checkpoint`) while idle.
+    Checkpoint {
+        /// Its label (`None`: the default).
+        label: Option<String>,
+        /// Cancel the active one instead.
+        cancel: bool,
+        /// What happened, or why not.
+        reply: oneshot::Sender<Result<SessionCheckpointResult, Refused>>,
     },
     /// Take a new config (`session/configure`): commit it, then leave.
     Configure {
@@ -170,8 +191,8 @@ impl Drop for Unregister {
     }
 }
 
-/// A job in flight (a run or a compaction): its future, which yields how
-/// it ended and (unless it panicked) the parts back.
+/// A job in flight (a run, or a job between runs): its future, which
+/// yields how it ended and (unless it panicked) the parts back.
 type Running = BoxFuture<'static, JobEnd>;
 
 /// How a job ended, with what the actor does with it.
@@ -183,18 +204,19 @@ pub(super) enum JobEnd {
         /// Where waiters hear the result.
         done: watch::Sender<Option<RunResult>>,
     },
-    /// A compaction: its end, and who asked for it.
-    Compaction {
-        /// What was done and the parts.
-        ended: Box<compact::Ended>,
-        /// The caller of `session/compact`.
-        reply: oneshot::Sender<Result<SessionCompactResult, Refused>>,
+    /// A job between runs (a compaction, a restore): the parts, and its
+    /// caller's answer.
+    Between {
+        /// The parts back; `None` after a panic took them.
+        parts: Option<Box<Parts>>,
+        /// Answers the caller with what was done, once the parts are back.
+        answer: Box<dyn FnOnce() + Send>,
     },
 }
 
 /// What an actor is busy with beside its mailbox.
 struct Active {
-    /// A run (its id) or a compaction.
+    /// A run (its id) or a job between runs.
     doing: Doing,
     /// Cancels it (`session/close`; `run/cancel` reaches a run through the registry).
     cancel: CancellationToken,
@@ -204,7 +226,7 @@ struct Active {
 enum Doing {
     /// The run with this id.
     Run(RunId),
-    /// A compaction (`session/compact`).
+    /// A job between runs (`session/compact`, `session/restore`).
     Compaction,
 }
 
@@ -296,13 +318,17 @@ impl Actor {
                     None
                 }
             },
-            Command::Compact { drop_middle, reply } => match self.compact(drop_middle) {
-                Ok(job) => Some(job.map(move |ended| JobEnd::Compaction { ended: Box::new(ended), reply }).boxed()),
-                Err(refused) => {
-                    self.refused(reply, refused);
-                    None
+            Command::Compact { drop_middle, reply } => {
+                self.between(reply, "compaction", move |b| b.compact(drop_middle))
+            }
+            Command::Restore { reply } => self.between(reply, "restore", Between::restore),
+            Command::Checkpoint { label, cancel, reply } => {
+                match self.checkpoint(label, cancel).await {
+                    Ok(done) => drop(reply.send(Ok(done))),
+                    Err(refused) => self.refused(reply, refused),
                 }
-            },
+                None
+            }
             Command::Configure { change, reply } => {
                 match self.configure(change).await {
                     Ok(()) => drop(reply.send(Ok(()))),
@@ -367,9 +393,15 @@ impl Actor {
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
     async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), Refused> {
-        let NewRun { task, client_token } = new;
+        let NewRun { task, client_token, resume } = new;
         if let Some(refusal) = self.refusal() {
             return Err(Refused::Session(refusal));
+        }
+        let parts = self.parts.as_ref().expect("an idle session holds its parts");
+        if resume && parts.conversation.messages().iter().all(|m| m.role == Role::System) {
+            return Err(Refused::Session(SessionError::Config(
+                "there is no conversation to resume: this session has no message yet; start a run with a task".into(),
+            )));
         }
         // Another environment: this copy was built for the old one (PATH,
         // keys, scripts' environment); the session loads again with it.
@@ -401,6 +433,7 @@ impl Actor {
             session: session.clone(),
             run_id: run_id.clone(),
             task,
+            resume,
             cancel: cancel.clone(),
             conversation: parts.conversation,
             tools: parts.tools,
@@ -416,29 +449,55 @@ impl Actor {
         Ok((run_id, run.boxed()))
     }
 
-    /// Start compacting the conversation (`session/compact`): a job that
-    /// holds the parts as a run does, cancelled by close and shutdown.
-    fn compact(&mut self, drop_middle: bool) -> Result<impl Future<Output = compact::Ended> + Send + 'static, Refused> {
-        if let Some(refusal) = self.refusal() {
-            return Err(Refused::Session(refusal));
+    /// Start `job`, a job between runs (`session/compact`,
+    /// `session/restore`, named `what` in the log) that holds the parts as
+    /// a run does, cancelled by close and shutdown; `reply` hears how it
+    /// ended, or why it did not start.
+    fn between<T, F>(
+        &mut self,
+        reply: oneshot::Sender<Result<T, Refused>>,
+        what: &'static str,
+        job: impl FnOnce(Between) -> F,
+    ) -> Option<Running>
+    where
+        T: Send + 'static,
+        F: Future<Output = compact::Ended<T>> + Send + 'static,
+    {
+        let ready = match self.refusal() {
+            Some(refusal) => Err(Refused::Session(refusal)),
+            None => self.hold().map(drop),
+        };
+        if let Err(refused) = ready {
+            self.refused(reply, refused);
+            return None;
         }
-        self.hold()?;
         let cancel = self.shared.shutdown.child_token();
         let parts = self.parts.take().expect("an idle session holds its parts");
-        let job = CompactJob {
-            shared: self.shared.clone(),
-            session: self.session.clone(),
-            cancel: cancel.clone(),
-            parts,
-            drop_middle,
-        };
+        let (shared, session) = (self.shared.clone(), self.session.clone());
+        let job = job(Between { shared, session, cancel: cancel.clone(), parts });
         self.active = Some(Active { doing: Doing::Compaction, cancel });
         // Shutdown waits (within its grace) for it to store what it did.
         let draining = self.shared.shutdown.hold();
-        Ok(compact::supervised(job).map(move |ended| {
+        let job = compact::supervised(self.session.id.clone(), what, job).map(move |ended| {
             drop(draining);
-            ended
-        }))
+            let compact::Ended { parts, result } = ended;
+            let answer = Box::new(move || drop(reply.send(result.map_err(Refused::Session))));
+            JobEnd::Between { parts: parts.map(Box::new), answer }
+        });
+        Some(job.boxed())
+    }
+
+    /// Set or cancel the checkpoint (`session/checkpoint`) while idle, at
+    /// the end of the conversation this copy holds (the one to use).
+    async fn checkpoint(&mut self, label: Option<String>, cancel: bool) -> Result<SessionCheckpointResult, Refused> {
+        if let Some(refusal) = self.refusal() {
+            return Err(Refused::Session(refusal));
+        }
+        let live = self.hold()?;
+        let conversation = &self.parts.as_ref().expect("an idle session holds its parts").conversation;
+        let done = snapshot::checkpoint(&self.shared, &self.session.id, conversation, label, cancel).await;
+        live.set_busy(&self.session, false);
+        done.map_err(Refused::Session)
     }
 
     /// Commit a new config (`session/configure`) while idle, then leave
@@ -480,8 +539,9 @@ impl Actor {
     }
 
     /// A job ended: take the parts back and finish it (a run's result
-    /// published, a compaction's caller answered). False when the actor
-    /// must leave (closed, or the job panicked and lost the parts).
+    /// published, the caller of a job between runs answered). False when
+    /// the actor must leave (closed, or the job panicked and lost the
+    /// parts).
     fn ended(&mut self, end: JobEnd) -> bool {
         self.active = None;
         match end {
@@ -500,10 +560,9 @@ impl Actor {
                 let _ = done.send(Some(result));
                 stays
             }
-            JobEnd::Compaction { ended, reply } => {
-                let compact::Ended { parts, result } = *ended;
-                let stays = self.take_back(parts);
-                let _ = reply.send(result.map_err(Refused::Session));
+            JobEnd::Between { parts, answer } => {
+                let stays = self.take_back(parts.map(|p| *p));
+                answer();
                 stays
             }
         }

@@ -8,8 +8,9 @@
 //! duration and returns them when it ends, so exactly one run at a time
 //! can touch them; a second `run/start` meanwhile finds the session busy.
 //!
-//! Between runs a session takes a new config (`configure.rs`) or compacts
-//! its conversation (`compact.rs`), each through its actor.
+//! Between runs a session takes a new config (`configure.rs`), compacts
+//! its conversation (`compact.rs`), or sets a checkpoint and collapses the
+//! conversation since it (`snapshot.rs`), each through its actor.
 //!
 //! The store is the truth; memory holds only sessions in use (`live.rs`).
 //! Read-only requests (`session/get`, `session/list`, `report/get`,
@@ -27,6 +28,7 @@ mod live;
 mod policy;
 mod run;
 mod runs;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 mod trust;
@@ -67,8 +69,12 @@ pub enum SessionError {
     /// The session already has a run in flight.
     #[error("session {session} is busy with run {run}; wait for it (run/wait) or cancel it (run/cancel)")]
     Busy { session: SessionId, run: RunId },
-    /// The session is compacting its conversation (`session/compact`).
-    #[error("session {0} is busy compacting its conversation; try again once session/compact has answered")]
+    /// The session is compacting its conversation (`session/compact`,
+    /// `session/restore`).
+    #[error(
+        "session {0} is busy compacting its conversation; try again once session/compact (or session/restore) \
+         has answered"
+    )]
     Compacting(SessionId),
     /// The session was closed.
     #[error("session {0} is closed; create a new session")]

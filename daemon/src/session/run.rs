@@ -31,8 +31,10 @@ pub(super) struct RunJob {
     pub session: Arc<Session>,
     /// The run.
     pub run_id: RunId,
-    /// The user's task.
+    /// The user's task (resumed: only the run's label).
     pub task: String,
+    /// Go on with the conversation as it is, adding no user message.
+    pub resume: bool,
     /// Cancelled by run/cancel, session/close or shutdown.
     pub cancel: CancellationToken,
     /// Borrowed from the session until the run ends.
@@ -164,6 +166,7 @@ impl Session {
             run_id,
             session_id: &self.id,
             task,
+            resume: false,
             config: &self.config.config,
             base_dir: &self.base_dir,
             env: &self.env,
@@ -195,6 +198,7 @@ impl RunJob {
             self.cancel.cancelled().await;
         }
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
+        let ctx = RunContext { resume: self.resume, ..ctx };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
         let agent::Finished { outcome, answer, error, failure, model, record, state } = finished;

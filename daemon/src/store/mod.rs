@@ -7,18 +7,22 @@
 //! a write (WAL). A SIGKILL at any moment leaves a consistent database;
 //! the WAL is kept small (`journal_size_limit`).
 
+mod checkpoint;
 mod jobs;
 mod policy;
 mod prune;
 mod queue;
+mod runs;
 mod writer;
 
+pub use checkpoint::CheckpointRow;
 use jobs::{event_job, message_job, session_job};
-use rusqlite::{params, Connection, OptionalExtension};
+pub use runs::{interrupted_result, RunRow};
+use rusqlite::{params, Connection};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use swival_protocol::{Event, Outcome, RunId, RunInfo, RunResult, Seq, SessionId};
+use swival_protocol::{Event, RunId, RunResult, Seq, SessionId};
 use writer::Waiter;
 
 /// A database failure, with the file it concerns.
@@ -57,36 +61,6 @@ pub struct SessionRow {
     pub last_seq: u64,
     /// Number of runs.
     pub run_count: u64,
-}
-
-/// One stored run row.
-#[derive(Debug, Clone)]
-pub struct RunRow {
-    /// Its id.
-    pub id: RunId,
-    /// Its session.
-    pub session_id: SessionId,
-    /// The task.
-    pub task: String,
-    /// The result, once finished.
-    pub result: Option<RunResult>,
-    /// Swival's report JSON, once finished.
-    pub report: Option<Value>,
-    /// RFC 3339 start time.
-    pub started_at: String,
-}
-
-impl RunRow {
-    /// The protocol's summary of this run.
-    pub fn info(&self) -> RunInfo {
-        RunInfo {
-            run_id: self.id.clone(),
-            task: self.task.clone(),
-            running: self.result.is_none(),
-            outcome: self.result.as_ref().map(|r| r.outcome),
-            started_at: self.started_at.clone(),
-        }
-    }
 }
 
 /// The daemon's database.
@@ -145,6 +119,12 @@ CREATE TABLE IF NOT EXISTS trusted_projects (
 CREATE TABLE IF NOT EXISTS session_projects (
     session_id TEXT PRIMARY KEY,
     sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_checkpoints (
+    session_id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    digest TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS session_pins (
     session_id TEXT NOT NULL,
@@ -379,55 +359,6 @@ impl Store {
         .await
     }
 
-    /// One run.
-    pub fn run(&self, id: &RunId) -> Result<Option<RunRow>, StoreError> {
-        let row = self.with(|c| {
-            c.query_row(
-                "SELECT id, session_id, task, started_at, result, report FROM runs WHERE id = ?1",
-                params![id.0],
-                run_tuple,
-            )
-            .optional()
-        })?;
-        row.map(|t| self.run_row(t)).transpose()
-    }
-
-    /// A session's runs, oldest first.
-    pub fn runs(&self, session: &SessionId) -> Result<Vec<RunRow>, StoreError> {
-        let rows = self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT id, session_id, task, started_at, result, report FROM runs WHERE session_id = ?1 ORDER BY started_at, rowid",
-            )?;
-            let rows = st.query_map(params![session.0], run_tuple)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
-        rows.into_iter().map(|t| self.run_row(t)).collect()
-    }
-
-    /// Runs without a result: in flight when the daemon last stopped.
-    pub fn unfinished_runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows = self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT id, session_id, task, started_at, result, report FROM runs WHERE result IS NULL ORDER BY started_at",
-            )?;
-            let rows = st.query_map([], run_tuple)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
-        rows.into_iter().map(|t| self.run_row(t)).collect()
-    }
-
-    fn run_row(&self, t: RunTuple) -> Result<RunRow, StoreError> {
-        let (id, session_id, task, started_at, result, report) = t;
-        Ok(RunRow {
-            id: RunId(id),
-            session_id: SessionId(session_id),
-            task,
-            started_at,
-            result: result.map(|r| self.decode(&r)).transpose()?,
-            report: report.map(|r| self.decode(&r)).transpose()?,
-        })
-    }
-
     /// Append an event, giving it the session's next seq, and wait for the
     /// commit. `with` is written in the same transaction (a run's row with
     /// its `run_started`, a run's result and report with its
@@ -572,25 +503,6 @@ pub enum EventWith<'a> {
 
 /// What runs on the writer thread once an event is committed.
 pub type AfterEvent = Box<dyn FnOnce(&Event) + Send>;
-
-type RunTuple = (String, String, String, String, Option<String>, Option<String>);
-
-fn run_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunTuple> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-}
-
-/// The result recorded for a run the daemon lost (crash or kill).
-pub fn interrupted_result(run: &RunId) -> RunResult {
-    RunResult {
-        run_id: run.clone(),
-        outcome: Outcome::Interrupted,
-        answer: None,
-        exit_code: Outcome::Interrupted.exit_code(),
-        error: Some("the daemon stopped while this run was in flight; start a new run to continue".into()),
-        failure: Some(swival_protocol::FailureKind::Interrupted),
-        stats: Default::default(),
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,14 @@
 //! Retention: sessions unused since a cutoff are deleted with everything
-//! they hold (conversation, runs and reports, events, pins), and the file
-//! is compacted.
+//! they hold (conversation, runs and reports, events, pins, checkpoint),
+//! and the file is compacted.
 
 use super::{Store, StoreError};
 use rusqlite::params;
 use swival_protocol::SessionId;
 
 /// The tables holding a session's rows, by `session_id`.
-const SESSION_TABLES: &[&str] = &["messages", "runs", "events", "session_pins", "session_projects"];
+const SESSION_TABLES: &[&str] =
+    &["messages", "runs", "events", "session_pins", "session_projects", "session_checkpoints"];
 
 impl Store {
     /// Delete the sessions whose last activity (creation, or their latest

@@ -56,3 +56,18 @@ async fn messages_round_trip_in_order() {
     s.replace_messages(&id, m[..1].iter().map(ToString::to_string).collect()).await.unwrap();
     assert_eq!(s.messages::<serde_json::Value>(&id).unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_checkpoint_is_set_replaced_and_cleared() {
+    let (_d, s) = store();
+    let id = session(&s);
+    assert_eq!(s.checkpoint(&id).unwrap(), None);
+    let row = CheckpointRow { label: "a".into(), index: 3, digest: "d".into() };
+    s.set_checkpoint(&id, Some(row.clone())).await.unwrap();
+    assert_eq!(s.checkpoint(&id).unwrap(), Some(row));
+    let other = CheckpointRow { label: "b".into(), index: 5, digest: "e".into() };
+    s.set_checkpoint(&id, Some(other.clone())).await.unwrap();
+    assert_eq!(s.checkpoint(&id).unwrap(), Some(other));
+    s.set_checkpoint(&id, None).await.unwrap();
+    assert_eq!(s.checkpoint(&id).unwrap(), None);
+}
