@@ -180,6 +180,9 @@ fn an_unknown_command_gets_the_closest_name_and_help_lists_commands() {
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
     tmux.type_line("/stauts");
     tmux.wait_for("did you mean /status?");
+    tmux.type_line("!! echo from-the-shell; exit 3");
+    tmux.wait_for("\n  exit 3");
+    assert!(tmux.screen().contains("\nfrom-the-shell\n"), "{}", tmux.screen());
     tmux.type_line("/help");
     let screen = tmux.wait_for("Available commands:");
     assert!(screen.contains("/exit, /quit") && screen.contains("/add-dir <path>"), "{screen}");
@@ -323,6 +326,46 @@ fn a_pasted_block_and_a_trailing_backslash_are_one_prompt_and_tab_completes_comm
     tmux.wait_for("swival> /status ");
     tmux.keys(&["Enter"]);
     tmux.wait_for("sandbox:");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
+
+#[test]
+fn continue_goes_on_without_a_new_message_and_save_restore_collapse_the_turns_since() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        Step::text("first answer"),
+        Step::text("went on"),
+        Step::tool_call("c1", "list_files", json!({"pattern": "*"})),
+        Step::text("listed"),
+        Step::text("a short summary of the listing"),
+    ]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("start");
+    tmux.wait_for("first answer");
+    tmux.wait_for_count(PROMPT, 2);
+    tmux.type_line("/continue");
+    tmux.wait_for("went on");
+    let resumed = request(&mock, 1);
+    let last = resumed["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "assistant", "no new user message: {last}");
+    tmux.wait_for_count(PROMPT, 3);
+    tmux.type_line("/save mark");
+    tmux.wait_for("checkpoint saved: mark");
+    tmux.type_line("/save again");
+    tmux.wait_for("checkpoint already active (label='mark')");
+    tmux.type_line("list the files");
+    tmux.wait_for("listed");
+    tmux.wait_for_count(PROMPT, 6);
+    tmux.type_line("/restore");
+    tmux.wait_for("snapshot: restored");
+    let id = only_session(&daemon);
+    let detail = daemon.nd().ok("session/get", json!({"session_id": id}));
+    let text = detail["messages"].to_string();
+    assert!(text.contains("[snapshot: mark]") && text.contains("a short summary of the listing"), "{text}");
+    tmux.type_line("/unsave");
+    tmux.wait_for("no active checkpoint to cancel");
     tmux.type_line("/exit");
     tmux.wait_for("EXIT=0");
 }

@@ -36,8 +36,13 @@ pub fn config_change(req: &acp::SetSessionConfigOptionRequest) -> Result<(String
     let value = value.0.to_string();
     match &*req.config_id.0 {
         "model" => Ok(("model".into(), value)),
-        "reasoning_effort" if EFFORTS.contains(&value.as_str()) => Ok(("reasoning_effort".into(), value)),
+        "reasoning_effort" if is_effort(&value) => Ok(("reasoning_effort".into(), value)),
         "reasoning_effort" => Err(format!("reasoning_effort is one of {}, not {value}", EFFORTS.join(", "))),
         other => Err(format!("no config option {other}: this agent has model and reasoning_effort")),
     }
+}
+
+/// Whether the editor chose one of the efforts offered.
+fn is_effort(chosen: &str) -> bool {
+    EFFORTS.iter().any(|e| *e == chosen)
 }

@@ -375,19 +375,36 @@ impl Repl {
 }
 
 /// `!! cmd`: run a shell command in the project, on the user's side, and
-/// show its output and exit status; the model does not see it.
+/// show its output and exit status (30 s at most, as in Swival); the
+/// model does not see it.
 fn shell(base_dir: &Path, command: &str) {
     if command.is_empty() {
         eprintln!("usage: !! <command>");
         return;
     }
     eprintln!("  $ {command}");
-    let out = std::process::Command::new("sh").arg("-c").arg(command).current_dir(base_dir).output();
-    match out {
-        Ok(out) => {
-            eprint!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            eprintln!("  exit {}", out.status.code().unwrap_or(1));
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(base_dir)
+        .stdin(std::process::Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return eprintln!("  cannot run it: {e}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code().unwrap_or(1),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("(timed out after 30s)");
+                break 1;
+            }
         }
-        Err(e) => eprintln!("  cannot run it: {e}"),
-    }
+    };
+    eprintln!("  exit {code}");
 }
