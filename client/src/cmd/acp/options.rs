@@ -44,5 +44,5 @@ pub fn config_change(req: &acp::SetSessionConfigOptionRequest) -> Result<(String
 
 /// Whether the editor chose one of the efforts offered.
 fn is_effort(chosen: &str) -> bool {
-    EFFORTS.iter().any(|e| *e == chosen)
+    EFFORTS.contains(&chosen)
 }
