@@ -369,3 +369,32 @@ fn continue_goes_on_without_a_new_message_and_save_restore_collapse_the_turns_si
     tmux.type_line("/exit");
     tmux.wait_for("EXIT=0");
 }
+
+#[test]
+fn extend_reasoning_and_add_dir_change_the_next_run_and_bad_ones_change_nothing() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("configured")]);
+    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
+    let extra = env.project("extra");
+    tmux.type_line("/extend 7");
+    tmux.wait_for("changed: max_turns");
+    tmux.type_line("/extend zero");
+    tmux.wait_for("invalid number: zero");
+    tmux.type_line("/reasoning high");
+    tmux.wait_for("changed: reasoning_effort");
+    tmux.type_line(&format!("/add-dir-ro {}", extra.display()));
+    tmux.wait_for_count("changed: ", 3);
+    tmux.type_line("/add-dir /no/such/dir");
+    tmux.wait_for("⚠ Warning:");
+    tmux.type_line("go");
+    tmux.wait_for("configured");
+    let sent = request(&mock, 0);
+    assert_eq!(sent["reasoning_effort"], "high", "{sent}");
+    let id = only_session(&daemon);
+    let config = &daemon.nd().ok("session/get", json!({"session_id": id}))["config"];
+    assert_eq!(config["max_turns"], 7, "{config}");
+    assert!(config["allowed_dirs_ro"].to_string().contains("extra"), "{config}");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
