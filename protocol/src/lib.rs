@@ -28,7 +28,7 @@ pub use hooks::*;
 pub use policy::*;
 pub use report::*;
 pub use session::*;
-pub use tools::ToolKind;
+pub use tools::{SessionToolsResult, ToolInfo, ToolKind};
 pub use types::*;
 
 /// The protocol version this crate describes. A client asking for a newer

@@ -9,6 +9,7 @@ use crate::approvals::*;
 use crate::events::*;
 use crate::policy::*;
 use crate::session::*;
+use crate::tools::SessionToolsResult;
 use crate::types::*;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -110,6 +111,9 @@ methods! {
 /// Collapse the conversation since the checkpoint into a summary.
     SessionRestore(SESSION_RESTORE = "session/restore"): SessionRef => SessionRestoreResult,
         "Summarise and collapse an idle session's messages since its checkpoint (or the last user message) into one.";
+/// The tools a session offers the model.
+    SessionTools(SESSION_TOOLS = "session/tools"): SessionRef => SessionToolsResult,
+        "The tools a session's next run offers the model: built-in, command and fetch, and its MCP servers' (read-only).";
 /// Close a session (cancelling its run).
     SessionClose(SESSION_CLOSE = "session/close"): SessionRef => SessionInfo,
         "Close a session; a run in flight is cancelled.";

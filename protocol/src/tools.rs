@@ -58,3 +58,23 @@ impl ToolKind {
         matches!(self, ToolKind::Think | ToolKind::Plan)
     }
 }
+
+/// One tool a session offers the model (`session/tools`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolInfo {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does.
+    pub kind: ToolKind,
+    /// Its description, as the model reads it (MCP tools: empty until the
+    /// server has listed them).
+    pub description: String,
+}
+
+/// `session/tools` result: the tools a session's next run offers, in the
+/// order the model sees them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionToolsResult {
+    /// The tools.
+    pub tools: Vec<ToolInfo>,
+}

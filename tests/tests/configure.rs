@@ -224,3 +224,25 @@ fn a_configure_or_a_new_session_from_another_never_trusts_a_changed_project_file
     let trusted = c.ok("session/create", json!({"base_dir": p, "from": from, "trust": true}));
     assert_eq!(trusted["config"]["model"], "profile-model", "{trusted}");
 }
+
+#[test]
+fn session_tools_lists_what_the_next_run_offers_with_kinds_without_loading_it() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mut c = daemon.nd();
+    let id = swival_tests::create_session(&mut c, &p, json!({"commands": ["ls"], "model": "m"}));
+    let tools = c.ok("session/tools", json!({"session_id": id}));
+    let listed: Vec<(String, String)> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["kind"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(listed[0], ("read_file".to_owned(), "read".to_owned()), "{tools}");
+    assert!(listed.contains(&("run_command".to_owned(), "execute".to_owned())), "{tools}");
+    assert!(listed.contains(&("delete_file".to_owned(), "delete".to_owned())), "{tools}");
+    assert!(tools["tools"][0]["description"].as_str().unwrap().len() > 10, "{tools}");
+    let none = c.call("session/tools", json!({"session_id": "s_nope"}));
+    assert_eq!(none["error"]["code"], -32001, "{none}");
+}

@@ -247,6 +247,10 @@ fn status_shows_the_model_and_context_and_model_other_changes_the_next_request()
     tmux.type_line("/status");
     let screen = tmux.wait_for("sandbox:");
     assert!(screen.contains("model: m") && screen.contains("context: ~"), "{screen}");
+    tmux.type_line("/tools");
+    let screen = tmux.wait_for("tools:");
+    assert!(screen.contains("read_file ") && screen.contains("fetch_url "), "{screen}");
+    assert!(!screen.contains("run_command "), "commands are off in this session: {screen}");
     tmux.type_line("/model other");
     tmux.wait_for("changed: model");
     tmux.type_line("again");

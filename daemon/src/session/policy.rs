@@ -72,6 +72,35 @@ impl Sessions {
     }
 }
 
+impl Sessions {
+    /// `session/tools`: what the session's next run offers the model —
+    /// the file tools, the command and fetch tools its policy allows, and
+    /// the tools its MCP servers listed — without loading it.
+    pub fn tools(&self, id: &SessionId) -> Result<swival_protocol::SessionToolsResult, SessionError> {
+        let session = self.inspect(id)?;
+        let read_lines = usize::try_from(session.config.config.max_output_lines).unwrap_or(usize::MAX);
+        let mut schemas = crate::tools::schema::file_tools(read_lines);
+        schemas.extend(crate::sandbox::tool_schemas(&session.commands.policy));
+        let text = |v: &serde_json::Value, k: &str| v["function"][k].as_str().unwrap_or_default().to_owned();
+        let mut tools: Vec<swival_protocol::ToolInfo> = schemas
+            .iter()
+            .map(|t| {
+                let name = text(t, "name");
+                let kind = crate::tools::registry::spec(&name).map_or(swival_protocol::ToolKind::Other, |s| s.kind);
+                swival_protocol::ToolInfo { name, kind, description: text(t, "description") }
+            })
+            .collect();
+        for server in self.shared.mcp.status_of(&session.pipeline.mcp) {
+            tools.extend(server.tools.iter().map(|t| swival_protocol::ToolInfo {
+                name: crate::mcp::spec::namespaced(&server.name, t),
+                kind: swival_protocol::ToolKind::Mcp,
+                description: String::new(),
+            }));
+        }
+        Ok(swival_protocol::SessionToolsResult { tools })
+    }
+}
+
 /// `policy/status`'s sandbox part: what is enforced, in plain words.
 fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     let st = &session.sandbox;

@@ -52,10 +52,6 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "/attach", args: "<id>", help: "Switch to another session of the daemon" },
 ];
 
-/// The tools a session offers the model, for `/tools`.
-const TOOLS: &str = "read_file, read_multiple_files, write_file, edit_file, delete_file, list_files, grep, \
-                     think, todo, and run_command and fetch_url when the session allows them, plus its MCP tools";
-
 /// The help text.
 pub fn help() -> String {
     let mut out = String::from("Available commands:\n");
@@ -120,7 +116,7 @@ impl Repl {
             "/exit" | "/quit" => return Ok(Next::Exit),
             "/clear" | "/new" => self.fresh().await?,
             "/status" => self.status().await?,
-            "/tools" => self.info(&format!("tools: {TOOLS}")),
+            "/tools" => self.tools().await?,
             "/model" => self.configure_key("model", arg).await?,
             "/profile" => self.configure_key("active_profile", arg).await?,
             "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
@@ -327,6 +323,19 @@ impl Repl {
         }
         let reply = super::agents::remember(&self.base_dir.join("AGENTS.md"), text);
         self.info(&reply);
+    }
+
+    /// `/tools`: what the session's next run offers the model.
+    async fn tools(&mut self) -> Result<(), ClientError> {
+        let params = swival_protocol::SessionRef { session_id: self.session.clone() };
+        let r = self.client.request::<swival_protocol::methods::typed::SessionTools>(&params).await?;
+        let lines: Vec<String> = r
+            .tools
+            .iter()
+            .map(|t| format!("{:<22} {}", t.name, preview(t.description.lines().next().unwrap_or(""), 90)))
+            .collect();
+        self.info(&format!("{} tools:\n{}", r.tools.len(), lines.join("\n")));
+        Ok(())
     }
 
     /// `/policy`.
