@@ -402,3 +402,28 @@ fn extend_reasoning_and_add_dir_change_the_next_run_and_bad_ones_change_nothing(
     tmux.type_line("/exit");
     tmux.wait_for("EXIT=0");
 }
+
+#[test]
+fn remember_writes_agents_md_and_sessions_and_attach_switch_to_another_session() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("answer in the other session")]);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    tmux.type_line("/remember run tests with cargo nextest");
+    tmux.wait_for("Created AGENTS.md with: run tests with cargo nextest");
+    let agents = std::fs::read_to_string(p.join("AGENTS.md")).unwrap();
+    assert!(agents.contains("## Conventions\n\n- run tests with cargo nextest\n"), "{agents}");
+    let here = only_session(&daemon);
+    let other = swival_tests::create_session(&mut daemon.nd(), &p, json!({}));
+    let mut c = daemon.nd();
+    let run = c.ok("run/start", json!({"session_id": other, "task": "elsewhere"}))["run_id"].clone();
+    c.ok("run/wait", json!({"run_id": run}));
+    tmux.type_line("/sessions");
+    let screen = tmux.wait_for(&format!("* {here}"));
+    assert!(screen.contains(&other), "{screen}");
+    tmux.type_line(&format!("/attach {other}"));
+    let screen = tmux.wait_for(&format!("attached to session {other}"));
+    assert!(screen.contains("swival> elsewhere") && screen.contains("answer in the other session"), "{screen}");
+    tmux.type_line("/exit");
+    tmux.wait_for("EXIT=0");
+}
