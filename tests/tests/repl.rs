@@ -24,6 +24,26 @@ fn repl(env: &TestEnv, daemon: &Daemon, mock: &MockProvider, extra: &str, args: 
     (tmux, p)
 }
 
+/// Type `line` once the prompt is back and empty (keys typed before it
+/// would reach the terminal while no editor reads it).
+fn at_prompt(tmux: &Tmux, line: &str) {
+    prompt_ready(tmux);
+    tmux.type_line(line);
+}
+
+/// Wait until the prompt is back and empty.
+fn prompt_ready(tmux: &Tmux) {
+    let deadline = std::time::Instant::now() + swival_tests::IO_TIMEOUT;
+    loop {
+        let screen = tmux.screen();
+        if screen.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end() == PROMPT.trim_end()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the prompt never came back; the screen:\n{screen}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The id of the only session of the daemon.
 fn only_session(daemon: &Daemon) -> String {
     let list = daemon.nd().ok("session/list", json!({}));
@@ -48,16 +68,16 @@ fn a_prompt_streams_its_answer_with_tool_lines_and_up_recalls_it_and_exit_is_0()
     ]);
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
     std::fs::write(p.join("notes.txt"), "forty-two\n").unwrap();
-    tmux.type_line("what is in notes.txt?");
+    at_prompt(&tmux, "what is in notes.txt?");
     let screen = tmux.wait_for("the answer is");
     assert!(screen.contains("→ read_file({\"file_path\":\"notes.txt\"})"), "{screen}");
     assert!(screen.contains("## Result\n- the answer is **42**"), "plain text without colour: {screen}");
     assert!(request(&mock, 0)["stream"] == json!(true), "the answer streams");
-    tmux.wait_for_count(PROMPT, 2);
+    prompt_ready(&tmux);
     tmux.keys(&["Up"]);
     tmux.wait_for_count("swival> what is in notes.txt?", 2);
     tmux.keys(&["C-u"]);
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
 }
 
@@ -68,13 +88,13 @@ fn ctrl_c_cancels_a_slow_run_and_the_next_prompt_works_in_the_same_session() {
     let gate = Gate::new();
     let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate), Step::text("second answer")]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("take your time");
+    at_prompt(&tmux, "take your time");
     mock.wait_for_requests(1);
     tmux.keys(&["C-c"]);
     tmux.wait_for("interrupted, question aborted.");
     gate.open();
     tmux.wait_for_count(PROMPT, 2);
-    tmux.type_line("again");
+    at_prompt(&tmux, "again");
     tmux.wait_for("second answer");
     let second = request(&mock, 1);
     let users: Vec<&str> = second["messages"]
@@ -86,7 +106,7 @@ fn ctrl_c_cancels_a_slow_run_and_the_next_prompt_works_in_the_same_session() {
         .collect();
     assert!(users.contains(&"take your time") && users.contains(&"again"), "the same conversation: {users:?}");
     only_session(&daemon);
-    tmux.type_line("/quit");
+    at_prompt(&tmux, "/quit");
     assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
 }
 
@@ -101,17 +121,17 @@ fn an_ask_mode_command_approved_with_a_is_not_asked_again() {
         Step::text("second done"),
     ]);
     let (tmux, _) = repl(&env, &daemon, &mock, "commands = \"ask\"\n", "repl");
-    tmux.type_line("say one");
+    at_prompt(&tmux, "say one");
     let screen = tmux.wait_for("(default no):");
     assert!(screen.contains("? Run `echo one`?") && screen.contains("[a] always `echo`"), "{screen}");
     tmux.type_line("a");
     tmux.wait_for("first done");
     tmux.wait_for_count(PROMPT, 2);
-    tmux.type_line("say two");
+    at_prompt(&tmux, "say two");
     let screen = tmux.wait_for("second done");
     assert_eq!(screen.matches("(default no):").count(), 1, "asked once: {screen}");
     assert!(mock.requests_text().contains("two"), "the second command ran");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -121,10 +141,10 @@ fn another_terminal_attaches_sees_the_earlier_answer_and_continues_the_conversat
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("the first answer"), Step::text("the second answer")]);
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("first question");
+    at_prompt(&tmux, "first question");
     tmux.wait_for("the first answer");
     tmux.wait_for_count(PROMPT, 2);
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
     drop(tmux);
 
@@ -133,12 +153,12 @@ fn another_terminal_attaches_sees_the_earlier_answer_and_continues_the_conversat
     second.start(&shell_line(&env, &daemon.socket, &p, &format!("repl --session {id}")));
     let screen = second.wait_for(PROMPT);
     assert!(screen.contains("swival> first question") && screen.contains("the first answer"), "{screen}");
-    second.type_line("second question");
+    at_prompt(&second, "second question");
     second.wait_for("the second answer");
     let sent = request(&mock, 1);
     let texts = sent["messages"].to_string();
     assert!(texts.contains("first question") && texts.contains("the first answer"), "{texts}");
-    second.type_line("/exit");
+    at_prompt(&second, "/exit");
     second.wait_for("EXIT=0");
 }
 
@@ -156,7 +176,7 @@ fn a_run_another_client_starts_on_the_session_shows_live() {
     let screen = tmux.wait_for("answer from elsewhere");
     assert!(screen.contains("another client started a run: from an editor"), "{screen}");
     assert!(screen.contains("→ list_files("), "{screen}");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -166,8 +186,9 @@ fn run_with_no_task_on_a_terminal_opens_the_repl() {
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("hello from the repl")]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "run");
-    tmux.type_line("hi");
+    at_prompt(&tmux, "hi");
     tmux.wait_for("hello from the repl");
+    prompt_ready(&tmux);
     tmux.keys(&["C-d"]);
     assert!(tmux.wait_for("EXIT=").contains("EXIT=0"));
 }
@@ -178,14 +199,15 @@ fn an_unknown_command_gets_the_closest_name_and_help_lists_commands() {
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("/stauts");
+    at_prompt(&tmux, "/stauts");
     tmux.wait_for("did you mean /status?");
-    tmux.type_line("!! echo from-the-shell; exit 3");
+    at_prompt(&tmux, "!! echo from-the-shell; exit 3");
     tmux.wait_for("\n  exit 3");
     assert!(tmux.screen().contains("\nfrom-the-shell\n"), "{}", tmux.screen());
-    tmux.type_line("/help");
+    at_prompt(&tmux, "/help");
     let screen = tmux.wait_for("Available commands:");
     assert!(screen.contains("/exit, /quit") && screen.contains("/add-dir <path>"), "{screen}");
+    prompt_ready(&tmux);
     tmux.keys(&["C-c"]);
     tmux.wait_for("Press Ctrl-C again or Ctrl-D to exit");
     tmux.keys(&["C-c"]);
@@ -199,7 +221,7 @@ fn a_restarted_daemon_is_reconnected_to_and_events_resume_without_repeats() {
     let mut daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("before the restart"), Step::text("after the restart")]);
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("one");
+    at_prompt(&tmux, "one");
     tmux.wait_for("before the restart");
     tmux.wait_for_count(PROMPT, 2);
     let id = only_session(&daemon);
@@ -211,7 +233,7 @@ fn a_restarted_daemon_is_reconnected_to_and_events_resume_without_repeats() {
     daemon.nd().ok("run/start", json!({"session_id": id, "task": "two"}));
     let screen = tmux.wait_for("after the restart");
     assert_eq!(screen.matches("before the restart").count(), 1, "nothing shown twice: {screen}");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
     assert!(p.exists());
 }
@@ -241,23 +263,23 @@ fn status_shows_the_model_and_context_and_model_other_changes_the_next_request()
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("first"), Step::text("second")]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("hello");
+    at_prompt(&tmux, "hello");
     tmux.wait_for("first");
     tmux.wait_for_count(PROMPT, 2);
-    tmux.type_line("/status");
+    at_prompt(&tmux, "/status");
     let screen = tmux.wait_for("sandbox:");
     assert!(screen.contains("model: m") && screen.contains("context: ~"), "{screen}");
-    tmux.type_line("/tools");
+    at_prompt(&tmux, "/tools");
     let screen = tmux.wait_for("tools:");
     assert!(screen.contains("read_file ") && screen.contains("fetch_url "), "{screen}");
     assert!(!screen.contains("run_command "), "commands are off in this session: {screen}");
-    tmux.type_line("/model other");
+    at_prompt(&tmux, "/model other");
     tmux.wait_for("changed: model");
-    tmux.type_line("again");
+    at_prompt(&tmux, "again");
     tmux.wait_for("second");
     assert_eq!(request(&mock, 0)["model"], "m");
     assert_eq!(request(&mock, 1)["model"], "other", "the next request uses the new model");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -275,11 +297,11 @@ fn compact_records_a_compaction_and_clear_starts_a_fresh_conversation() {
     let mock = MockProvider::start(steps);
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
     std::fs::write(p.join("big.txt"), format!("{long}\n")).unwrap();
-    tmux.type_line("read big.txt four times");
+    at_prompt(&tmux, "read big.txt four times");
     tmux.wait_for("read it all");
     tmux.wait_for_count(PROMPT, 2);
     let id = only_session(&daemon);
-    tmux.type_line("/compact");
+    at_prompt(&tmux, "/compact");
     tmux.wait_for("compacted: ");
     let events = daemon.nd().ok("session/get", json!({"session_id": id}));
     let tool_results: Vec<String> = events["messages"]
@@ -290,15 +312,15 @@ fn compact_records_a_compaction_and_clear_starts_a_fresh_conversation() {
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert!(tool_results.iter().any(|t| t.contains("cut to fit")), "old results were cut: {tool_results:?}");
-    tmux.type_line("/clear");
+    at_prompt(&tmux, "/clear");
     let screen = tmux.wait_for("context cleared");
     assert!(screen.contains(&id), "the old conversation is named: {screen}");
-    tmux.type_line("new topic");
+    at_prompt(&tmux, "new topic");
     tmux.wait_for("fresh answer");
     let last = request(&mock, 5);
     let messages = last["messages"].as_array().unwrap();
     assert!(!last["messages"].to_string().contains("read big.txt"), "a fresh conversation: {messages:?}");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -312,7 +334,7 @@ fn a_pasted_block_and_a_trailing_backslash_are_one_prompt_and_tab_completes_comm
     tmux.run(&["paste-buffer", "-p", "-b", "paste", "-t", "t"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("got the paste");
-    tmux.wait_for_count(PROMPT, 2);
+    prompt_ready(&tmux);
     tmux.run(&["send-keys", "-t", "t", "-l", "line one \\"]);
     tmux.keys(&["Enter"]);
     tmux.type_line("line two");
@@ -325,12 +347,13 @@ fn a_pasted_block_and_a_trailing_backslash_are_one_prompt_and_tab_completes_comm
     assert!(user_texts(0).contains(&"first pasted line\nsecond pasted line".to_owned()), "{:?}", user_texts(0));
     assert!(user_texts(1).contains(&"line one \nline two".to_owned()), "{:?}", user_texts(1));
     assert_eq!(mock.request_count(), 2, "two prompts, not four");
+    prompt_ready(&tmux);
     tmux.run(&["send-keys", "-t", "t", "-l", "/sta"]);
     tmux.keys(&["Tab"]);
     tmux.wait_for("swival> /status ");
     tmux.keys(&["Enter"]);
     tmux.wait_for("sandbox:");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -346,31 +369,31 @@ fn continue_goes_on_without_a_new_message_and_save_restore_collapse_the_turns_si
         Step::text("a short summary of the listing"),
     ]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("start");
+    at_prompt(&tmux, "start");
     tmux.wait_for("first answer");
     tmux.wait_for_count(PROMPT, 2);
-    tmux.type_line("/continue");
+    at_prompt(&tmux, "/continue");
     tmux.wait_for("went on");
     let resumed = request(&mock, 1);
     let last = resumed["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["role"], "assistant", "no new user message: {last}");
     tmux.wait_for_count(PROMPT, 3);
-    tmux.type_line("/save mark");
+    at_prompt(&tmux, "/save mark");
     tmux.wait_for("checkpoint saved: mark");
-    tmux.type_line("/save again");
+    at_prompt(&tmux, "/save again");
     tmux.wait_for("checkpoint already active (label='mark')");
-    tmux.type_line("list the files");
+    at_prompt(&tmux, "list the files");
     tmux.wait_for("listed");
     tmux.wait_for_count(PROMPT, 6);
-    tmux.type_line("/restore");
+    at_prompt(&tmux, "/restore");
     tmux.wait_for("snapshot: restored");
     let id = only_session(&daemon);
     let detail = daemon.nd().ok("session/get", json!({"session_id": id}));
     let text = detail["messages"].to_string();
     assert!(text.contains("[snapshot: mark]") && text.contains("a short summary of the listing"), "{text}");
-    tmux.type_line("/unsave");
+    at_prompt(&tmux, "/unsave");
     tmux.wait_for("no active checkpoint to cancel");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -381,17 +404,18 @@ fn extend_reasoning_and_add_dir_change_the_next_run_and_bad_ones_change_nothing(
     let mock = MockProvider::start(vec![Step::text("configured")]);
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
     let extra = env.project("extra");
-    tmux.type_line("/extend 7");
+    at_prompt(&tmux, "/extend 7");
     tmux.wait_for("changed: max_turns");
-    tmux.type_line("/extend zero");
+    at_prompt(&tmux, "/extend zero");
     tmux.wait_for("invalid number: zero");
-    tmux.type_line("/reasoning high");
+    at_prompt(&tmux, "/reasoning high");
     tmux.wait_for("changed: reasoning_effort");
-    tmux.type_line(&format!("/add-dir-ro {}", extra.display()));
+    at_prompt(&tmux, &format!("/add-dir-ro {}", extra.display()));
     tmux.wait_for_count("changed: ", 3);
-    tmux.type_line("/add-dir /no/such/dir");
-    tmux.wait_for("⚠ Warning:");
-    tmux.type_line("go");
+    at_prompt(&tmux, "/add-dir /no/such/dir");
+    tmux.wait_for("not a directory: /no/such/dir");
+    tmux.wait_for_count(PROMPT, 6);
+    at_prompt(&tmux, "go");
     tmux.wait_for("configured");
     let sent = request(&mock, 0);
     assert_eq!(sent["reasoning_effort"], "high", "{sent}");
@@ -399,7 +423,7 @@ fn extend_reasoning_and_add_dir_change_the_next_run_and_bad_ones_change_nothing(
     let config = &daemon.nd().ok("session/get", json!({"session_id": id}))["config"];
     assert_eq!(config["max_turns"], 7, "{config}");
     assert!(config["allowed_dirs_ro"].to_string().contains("extra"), "{config}");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
 
@@ -409,7 +433,7 @@ fn remember_writes_agents_md_and_sessions_and_attach_switch_to_another_session()
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("answer in the other session")]);
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
-    tmux.type_line("/remember run tests with cargo nextest");
+    at_prompt(&tmux, "/remember run tests with cargo nextest");
     tmux.wait_for("Created AGENTS.md with: run tests with cargo nextest");
     let agents = std::fs::read_to_string(p.join("AGENTS.md")).unwrap();
     assert!(agents.contains("## Conventions\n\n- run tests with cargo nextest\n"), "{agents}");
@@ -418,12 +442,12 @@ fn remember_writes_agents_md_and_sessions_and_attach_switch_to_another_session()
     let mut c = daemon.nd();
     let run = c.ok("run/start", json!({"session_id": other, "task": "elsewhere"}))["run_id"].clone();
     c.ok("run/wait", json!({"run_id": run}));
-    tmux.type_line("/sessions");
+    at_prompt(&tmux, "/sessions");
     let screen = tmux.wait_for(&format!("* {here}"));
     assert!(screen.contains(&other), "{screen}");
-    tmux.type_line(&format!("/attach {other}"));
+    at_prompt(&tmux, &format!("/attach {other}"));
     let screen = tmux.wait_for(&format!("attached to session {other}"));
     assert!(screen.contains("swival> elsewhere") && screen.contains("answer in the other session"), "{screen}");
-    tmux.type_line("/exit");
+    at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
