@@ -353,6 +353,20 @@ pub fn http_post(socket: &Path, body: &str) -> (u16, String) {
     (status, body)
 }
 
+/// Subscribe on a new connection to session `sid` from its first event and
+/// read its events up to the first of type `kind`; that one (each read is
+/// bounded by [`IO_TIMEOUT`]).
+pub fn first_event(daemon: &Daemon, kind: &str, sid: &str) -> Value {
+    let mut c = daemon.nd();
+    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
+    loop {
+        let msg = c.read();
+        if msg["method"] == "session/event" && msg["params"]["result"]["type"] == kind {
+            return msg["params"]["result"].clone();
+        }
+    }
+}
+
 /// Start swivald as systemd would: `listener` as fd 3, `LISTEN_FDS=1`,
 /// `LISTEN_PID` set to the daemon's own pid (by a shell that then execs
 /// it), and a notification socket; returns once READY=1 arrives.

@@ -40,19 +40,6 @@ fn read_then_answer(mock: &MockProvider, id: &str, file: &str, answer: &str) {
     mock.push(Step::text(answer));
 }
 
-/// Subscribe on a new connection to `sid` from the start and read its
-/// events up to its first `compaction`; that one.
-fn first_compaction(daemon: &swival_tests::Daemon, sid: &str) -> Value {
-    let mut c = daemon.nd();
-    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
-    loop {
-        let msg = c.read();
-        if msg["method"] == "session/event" && msg["params"]["result"]["type"] == "compaction" {
-            return msg["params"]["result"].clone();
-        }
-    }
-}
-
 #[test]
 fn a_checkpoint_is_saved_refused_while_active_and_cancelled_once() {
     let env = TestEnv::new();
@@ -114,7 +101,7 @@ fn restore_collapses_the_turns_since_the_checkpoint_into_one_snapshot_message() 
     assert!(call["messages"][0]["content"].as_str().unwrap().starts_with("You summarise"), "{call}");
     let shown = call["messages"][1]["content"].as_str().unwrap();
     assert!(shown.contains("look around") && shown.contains("found it") && !shown.contains("first task"), "{shown}");
-    let event = first_compaction(&daemon, &sid);
+    let event = swival_tests::first_event(&daemon, "compaction", &sid);
     assert_eq!((&event["turn"], &event["strategy"]), (&json!(0), &json!("snapshot_restore")), "{event}");
     assert!(event.get("run_id").is_none(), "{event}");
     assert_eq!(checkpoint(&mut c, &sid, json!({"cancel": true}))["message"], "no active checkpoint to cancel");

@@ -79,19 +79,6 @@ fn messages(c: &mut swival_tests::NdConn, sid: &str) -> Vec<Value> {
     c.ok("session/get", json!({"session_id": sid}))["messages"].as_array().unwrap().clone()
 }
 
-/// Subscribe on a new connection to `sid` from the start and read its
-/// events up to its first `compaction`; that one.
-fn first_compaction(daemon: &swival_tests::Daemon, sid: &str) -> Value {
-    let mut c = daemon.nd();
-    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
-    loop {
-        let msg = c.read();
-        if msg["method"] == "session/event" && msg["params"]["result"]["type"] == "compaction" {
-            return msg["params"]["result"].clone();
-        }
-    }
-}
-
 #[test]
 fn session_compact_cuts_old_tool_results_between_runs() {
     let env = TestEnv::new();
@@ -107,7 +94,7 @@ fn session_compact_cuts_old_tool_results_between_runs() {
     assert_eq!(after.len(), before.len());
     assert!(Value::from(after.clone()).to_string().len() < Value::from(before).to_string().len());
     assert!(after.iter().any(|m| m["content"].as_str().is_some_and(|t| t.contains("cut to fit"))), "{after:?}");
-    let event = first_compaction(&daemon, &sid);
+    let event = swival_tests::first_event(&daemon, "compaction", &sid);
     assert_eq!((&event["turn"], &event["strategy"]), (&json!(0), &json!("truncate_tool_results")));
     assert!(event.get("run_id").is_none(), "{event}");
     assert_eq!(mock.request_count(), 7, "no provider call without drop");
@@ -137,7 +124,10 @@ fn session_compact_with_drop_summarises_the_middle_through_the_pipeline() {
     assert!(summary.is_some_and(|s| s.contains("six files")), "{after:?}");
     let call = mock.requests().last().unwrap().clone();
     assert!(call["messages"][0]["content"].as_str().unwrap().starts_with("You summarise"), "{call}");
-    assert_eq!(first_compaction(&daemon, &sid)["strategy"], "truncate_tool_results+summarize_middle");
+    assert_eq!(
+        swival_tests::first_event(&daemon, "compaction", &sid)["strategy"],
+        "truncate_tool_results+summarize_middle"
+    );
     let kinds = std::fs::read_to_string(tools.join("kinds.py.log")).unwrap();
     assert_eq!(kinds.lines().last(), Some("summary"), "the filter saw: {kinds}");
     // The next run goes on from the compacted conversation.

@@ -20,18 +20,6 @@ fn run(c: &mut NdConn, sid: &str, task: &str) -> Value {
     c.ok("run/wait", json!({"run_id": run}))
 }
 
-/// Subscribe on `c` to `sid` from the start and read its events up to the
-/// first of type `kind`; that one.
-fn first_event(c: &mut NdConn, sid: &str, kind: &str) -> Value {
-    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
-    loop {
-        let msg = c.read();
-        if msg["method"] == "session/event" && msg["params"]["result"]["type"] == kind {
-            return msg["params"]["result"].clone();
-        }
-    }
-}
-
 #[test]
 fn a_configured_model_is_what_the_next_run_sends_and_the_conversation_is_kept() {
     let env = TestEnv::new();
@@ -51,8 +39,7 @@ fn a_configured_model_is_what_the_next_run_sends_and_the_conversation_is_kept() 
     assert_eq!(requests[1]["model"], "model-two");
     let sent = requests[1]["messages"].to_string();
     assert!(sent.contains("first task") && sent.contains("first answer"), "{sent}");
-    let mut events = daemon.nd();
-    let configured = first_event(&mut events, &sid, "session_configured");
+    let configured = swival_tests::first_event(&daemon, "session_configured", &sid);
     assert_eq!(configured["changed"], json!(["max_turns", "model"]));
     assert!(configured.get("run_id").is_none(), "{configured}");
 }
