@@ -14,6 +14,7 @@
 mod agent;
 mod beneath;
 mod cache;
+mod changes;
 mod clock;
 mod config;
 mod editor;

@@ -195,6 +195,22 @@ pub async fn output(launch: &Launch, timeout: Duration, max_output: usize) -> Re
     drive(Spawned { started, program }, &[], timeout, max_output, &CancellationToken::new()).await
 }
 
+/// Start `launch` (with piped stdin), write `input` to it and collect its
+/// stdout and stderr, each bounded by `max_output`, killing its group on
+/// timeout. For daemon-level helpers outside any session (git for the
+/// snapshot store).
+pub async fn output_with_input(
+    launch: &Launch,
+    input: &[u8],
+    timeout: Duration,
+    max_output: usize,
+) -> Result<Output, ProcError> {
+    debug_assert_eq!(launch.io, Io::Pipes);
+    let program = launch.program.display().to_string();
+    let started = launch::start(launch, &program)?;
+    drive(Spawned { started, program }, input, timeout, max_output, &CancellationToken::new()).await
+}
+
 /// Why reading a pipe stopped early.
 enum ReadError {
     /// More than the limit arrived.

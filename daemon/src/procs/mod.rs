@@ -30,7 +30,7 @@ mod merged;
 mod persistent;
 pub mod pin;
 
-pub use child::{kill_group, output, run, OneShot, Output, ProcError};
+pub use child::{kill_group, output, output_with_input, run, OneShot, Output, ProcError};
 pub use launch::{Io, Launch, Through};
 pub use limits::Limits;
 pub use merged::{Capture, Ending, Merged};
