@@ -48,6 +48,9 @@ pub enum ClientError {
     /// Starting a daemon failed; the message says why.
     #[error("{0}")]
     StartFailed(String),
+    /// The command line lacks something; the message says what.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl From<RpcError> for ClientError {

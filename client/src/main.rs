@@ -62,6 +62,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what a run changed: each file created, modified, deleted or
+    /// renamed, by which tool or command, with unified diffs.
+    Diff {
+        /// The run (or an undo's `u_…` id); with `--session`, its last run.
+        run: Option<String>,
+        /// The session whose last run to show.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only the list of files, no diffs.
+        #[arg(long)]
+        stat: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put back what a run changed; refuses (changing nothing) when a file
+    /// changed since, naming it. Undo an undo to redo.
+    Undo {
+        /// The run (or an undo's `u_…` id); with `--session`, its last run.
+        run: Option<String>,
+        /// The session whose last run to undo.
+        #[arg(long)]
+        session: Option<String>,
+        /// Put back the files that did not change since, leave the others.
+        #[arg(long)]
+        force: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancel a run.
     Cancel {
         /// The run id.
@@ -138,6 +168,14 @@ fn main() -> ExitCode {
                 cmd::session::attach(&socket, session, from_seq, follow, json).await
             }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
+            Command::Diff { run, session, stat, json } => match cmd::changes::which(run, session) {
+                Ok(which) => cmd::changes::diff(&socket, which, stat, json).await,
+                Err(e) => Err(e),
+            },
+            Command::Undo { run, session, force, json } => match cmd::changes::which(run, session) {
+                Ok(which) => cmd::changes::undo(&socket, which, force, json).await,
+                Err(e) => Err(e),
+            },
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
             Command::Trust { dir, check, json } => cmd::policy::trust(&socket, dir, check, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,

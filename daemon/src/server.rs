@@ -129,7 +129,7 @@ fn services(settings: &Settings, store: Arc<Store>, dirs: &Dirs, shutdown: &Shut
         tokio::spawn(async move { shutdown.sweep_until_stopped(runner, idle, retire).await });
     }
     Services {
-        store,
+        store: store.clone(),
         runner,
         mcp: crate::mcp::McpPool::new(crate::mcp::McpSettings {
             idle: crate::config::seconds(settings.mcp_idle_timeout_s, 0.0),
@@ -141,6 +141,10 @@ fn services(settings: &Settings, store: Arc<Store>, dirs: &Dirs, shutdown: &Shut
         approvals: Arc::default(),
         buffers: Arc::default(),
         cache: Arc::new(LazyCache::new(dirs.cache.join("cache.db"), settings.max_cache_bytes)),
+        changes: settings.snapshots.then(|| {
+            let max_file = settings.snapshot_max_file_bytes;
+            Arc::new(crate::changes::Changes::new(dirs.state.join("snapshots"), max_file, store.clone()))
+        }),
     }
 }
 

@@ -8,6 +8,7 @@
 //! the service manager, systemd or launchd.)
 
 use crate::cache::LazyCache;
+use crate::changes::Changes;
 use crate::editor::EditorBuffers;
 use crate::mcp::McpPool;
 use crate::pipeline::hooks::rpc::HookRegistry;
@@ -33,6 +34,9 @@ pub struct Services {
     pub buffers: Arc<EditorBuffers>,
     /// The response cache, opened on first use.
     pub cache: Arc<LazyCache>,
+    /// The projects' snapshot stores (what runs changed); `None` when
+    /// `snapshots = false`.
+    pub changes: Option<Arc<Changes>>,
 }
 
 impl Services {

@@ -94,6 +94,13 @@ pub struct Settings {
     /// that may take long (tree walks, waiting for the store) moves off
     /// them, and the store writer has a thread of its own.
     pub worker_threads: u32,
+    /// Record what each run changes in its project (snapshots before and
+    /// after each call that may change files), for `run/changes` and
+    /// `run/revert`.
+    pub snapshots: bool,
+    /// Files larger than this many bytes are recorded by size and hash
+    /// only, and cannot be put back by undo.
+    pub snapshot_max_file_bytes: u64,
 }
 
 impl Default for Settings {
@@ -126,6 +133,8 @@ impl Default for Settings {
             mcp_call_timeout_s: 120.0,
             mcp_start_timeout_s: 30.0,
             worker_threads: 0,
+            snapshots: true,
+            snapshot_max_file_bytes: 10 * 1024 * 1024,
         }
     }
 }

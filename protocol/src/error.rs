@@ -32,6 +32,8 @@ pub enum ErrorCode {
     /// The project's config runs programs or widens the sandbox and this
     /// exact content has not been trusted by the user.
     UntrustedProject,
+    /// The run's changes were not recorded, or their snapshot is gone.
+    NoSnapshot,
 }
 
 /// The `data` of an application error: which one, and for a config that
@@ -47,7 +49,7 @@ pub struct ErrorData {
 
 impl ErrorCode {
     /// Every code, for documentation and the schema.
-    pub const ALL: [ErrorCode; 10] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::SessionNotFound,
         ErrorCode::RunNotFound,
         ErrorCode::SessionBusy,
@@ -58,6 +60,7 @@ impl ErrorCode {
         ErrorCode::UnsupportedProtocol,
         ErrorCode::ShuttingDown,
         ErrorCode::UntrustedProject,
+        ErrorCode::NoSnapshot,
     ];
 
     /// The integer sent in the JSON-RPC `error.code` field.
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedProtocol => -32008,
             ErrorCode::ShuttingDown => -32009,
             ErrorCode::UntrustedProject => -32010,
+            ErrorCode::NoSnapshot => -32011,
         }
     }
 
@@ -101,6 +105,9 @@ impl ErrorCode {
             ErrorCode::ShuttingDown => "The daemon is shutting down; reconnect once it has restarted.",
             ErrorCode::UntrustedProject => {
                 "The project's swival.toml runs programs, widens the sandbox or redirects the provider and is not trusted; review it, then run `swivalctl trust DIR` (project/trust)."
+            }
+            ErrorCode::NoSnapshot => {
+                "The run's file changes were not recorded (git missing, snapshots off) or their snapshot was removed; nothing was changed."
             }
         }
     }

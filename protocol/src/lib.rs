@@ -9,6 +9,7 @@
 //! schemars only. No tokio, no I/O.
 
 pub mod approvals;
+pub mod changes;
 pub mod error;
 pub mod events;
 pub mod hooks;
@@ -22,6 +23,7 @@ pub mod tools;
 pub mod types;
 
 pub use approvals::*;
+pub use changes::*;
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use hooks::*;

@@ -6,6 +6,7 @@
 //! declared with it ([`Subscribe`]).
 
 use crate::approvals::*;
+use crate::changes::*;
 use crate::events::*;
 use crate::policy::*;
 use crate::session::*;
@@ -141,6 +142,12 @@ methods! {
 /// Swival's report JSON of a finished run.
     ReportGet(REPORT_GET = "report/get"): RunRef => Report,
         "Swival's report JSON (version 1) of a finished run.";
+/// What a finished run (or an undo) changed in its project.
+    RunChangesMethod(RUN_CHANGES = "run/changes"): RunChangesParams => RunChanges,
+        "Files a finished run (or an undo) created, modified, deleted or renamed, with unified diffs and the tool call behind each.";
+/// Put back what a run (or an undo) changed.
+    RunRevert(RUN_REVERT = "run/revert"): RunRevertParams => RunRevertResult,
+        "Revert a finished run's file changes; refuses listing each file changed since, unless force; recorded as an undoable change set.";
 /// Register a client hook (notifications: `hooks/invoke`).
     HooksRegister(HOOKS_REGISTER = "hooks/register"): HookRegisterParams => HookInvocation,
         "Register a client hook for some points; invocations arrive as hooks/invoke notifications.";

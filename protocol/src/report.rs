@@ -46,6 +46,22 @@ pub struct Report {
     /// What happened, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<TimelineEntry>>,
+    /// The files the run changed in its project (swivald's addition;
+    /// absent when they were not recorded). `swivalctl diff` shows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<ReportChange>>,
+}
+
+/// One file a run changed, in its report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportChange {
+    /// Relative to the project's root.
+    pub path: String,
+    /// How it changed.
+    pub kind: crate::FileChangeKind,
+    /// Where a renamed file was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
 }
 
 /// The report's `result`.

@@ -1,6 +1,7 @@
 //! The subcommands of swivalctl, one module per group.
 
 pub mod acp;
+pub mod changes;
 pub mod daemon;
 mod flags;
 mod overlay;

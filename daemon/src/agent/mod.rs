@@ -111,6 +111,9 @@ pub struct RunContext<'a> {
     pub services: &'a dyn RunServices,
     /// Set by run/cancel, session/close or shutdown.
     pub cancel: &'a CancellationToken,
+    /// Records what the run's calls change in the project (`None`: not
+    /// recorded).
+    pub changes: Option<&'a crate::changes::Recorder>,
 }
 
 /// Daemon services a run's setup asks for.

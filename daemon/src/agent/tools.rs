@@ -9,6 +9,7 @@
 use super::guard::{Guards, Intervention};
 use super::turns::CallVerdict;
 use super::{Run, CANCELLED_RESULT};
+use crate::changes::{self, Bracket};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
@@ -18,7 +19,7 @@ use crate::tools::{builtin, repair, CallInput};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
-use swival_protocol::{ApprovalDecision, EventKind, InterventionKind, Repeat, ResolvedBy};
+use swival_protocol::{ApprovalDecision, ChangeSource, EventKind, InterventionKind, Repeat, ResolvedBy, ToolKind};
 
 /// What a user is asked to approve.
 struct Question<'a> {
@@ -68,7 +69,12 @@ impl Run<'_> {
                 };
                 match refused {
                     Some(refusal) => refusal,
-                    None => self.guarded_call(turn, call, offered, guards).await,
+                    None => {
+                        let bracket = self.before_change(call).await;
+                        let outcome = self.guarded_call(turn, call, offered, guards).await;
+                        self.after_change(bracket, turn, call).await;
+                        outcome
+                    }
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
@@ -97,6 +103,42 @@ impl Run<'_> {
             self.conversation.push(crate::message::Message::synthetic(text))?;
         }
         Ok(())
+    }
+
+    /// A snapshot before a call that may change files (a file tool, a
+    /// command, an MCP tool), with the paths a file tool names; `None` when
+    /// the call changes nothing or changes are not recorded.
+    async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, Option<Vec<String>>)> {
+        let recorder = self.ctx.changes.filter(|r| !r.failed())?;
+        let exact = match registry::call_kind(&call.name, &call.arguments) {
+            ToolKind::Edit | ToolKind::Move | ToolKind::Delete => {
+                let named = registry::named_paths(&call.name, &call.arguments);
+                Some(named.iter().filter_map(|p| changes::relative(self.ctx.base_dir, recorder.root(), p)).collect())
+            }
+            ToolKind::Execute | ToolKind::Mcp => None,
+            _ => return None,
+        };
+        match recorder.before().await {
+            Ok(bracket) => Some((bracket, exact)),
+            Err(e) => {
+                recorder.fail(&e);
+                None
+            }
+        }
+    }
+
+    /// Fold what the call changed into the run's set.
+    async fn after_change(&self, bracket: Option<(Bracket, Option<Vec<String>>)>, turn: u64, call: &ToolCall) {
+        let (Some((bracket, exact)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
+        let by = ChangeSource {
+            tool: call.name.clone(),
+            call_id: call.id.clone(),
+            turn,
+            label: label(call, exact.as_deref()),
+        };
+        if let Err(e) = recorder.after(bracket, exact.as_deref(), by).await {
+            recorder.fail(&e);
+        }
     }
 
     /// The result of one call: an unknown tool named, arguments repaired,
@@ -300,4 +342,25 @@ fn reason(verdict: &ask::Verdict, changed: &[ask::Changed]) -> Option<String> {
         (None, false) => Some(files.to_owned()),
         (None, true) => None,
     }
+}
+
+/// What a call that changed files was called with, short: the paths a
+/// file tool names, a command's line, or nothing.
+fn label(call: &ToolCall, exact: Option<&[String]>) -> String {
+    let text = match exact {
+        Some(paths) => paths.join(", "),
+        None => {
+            let args: Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+            match &args["command"] {
+                Value::String(s) => s.clone(),
+                Value::Array(words) => words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+                _ => String::new(),
+            }
+        }
+    };
+    let mut short: String = text.chars().take(200).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
 }

@@ -272,6 +272,12 @@ impl Beneath {
     /// exclusively (a stale temporary, even a symlink, is removed first, never
     /// followed), then renamed over `rel` within the same directory.
     pub fn replace(&self, rel: &Path, bytes: &[u8]) -> Result<(), Error> {
+        self.replace_with_mode(rel, bytes, None)
+    }
+
+    /// [`Beneath::replace`], with the new file's permission bits set to
+    /// `mode` whatever the umask (`None`: as the umask leaves them).
+    pub fn replace_with_mode(&self, rel: &Path, bytes: &[u8], mode: Option<u32>) -> Result<(), Error> {
         let (parent, name) = split(rel)?.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         let dir = self.open_raw(&parent, dir_flags(), Mode::empty())?;
         let mut tmp = name.clone();
@@ -285,9 +291,38 @@ impl Beneath {
             other => other,
         }
         .map_err(|e| self.fail(&parent.join(&tmp), e))?;
-        File::from(fd).write_all(bytes)?;
+        let mut file = File::from(fd);
+        file.write_all(bytes)?;
+        if let Some(mode) = mode {
+            stat::fchmod(&file, Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)?;
+        }
         fcntl::renameat(&dir, tmp.as_os_str(), &dir, name.as_os_str()).map_err(io_err)?;
         Ok(())
+    }
+
+    /// The target of the symlink `rel` (which is not followed).
+    pub fn read_link(&self, rel: &Path) -> Result<Vec<u8>, Error> {
+        let (parent, name) = split(rel)?.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let dir = self.open_raw(&parent, dir_flags(), Mode::empty())?;
+        Ok(fcntl::readlinkat(&dir, name.as_os_str()).map_err(io_err)?.into_encoded_bytes())
+    }
+
+    /// Make `rel` a symlink to `target`, replacing a file or symlink there.
+    pub fn symlink(&self, target: &[u8], rel: &Path) -> Result<(), Error> {
+        let (parent, name) = split(rel)?.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let dir = self.open_raw(&parent, dir_flags(), Mode::empty())?;
+        match unistd::unlinkat(&dir, name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(io_err(e)),
+        }
+        unistd::symlinkat(OsStr::from_bytes(target), &dir, name.as_os_str()).map_err(io_err)
+    }
+
+    /// Remove the directory `rel` if it is empty; whether it was removed.
+    pub fn remove_empty_dir(&self, rel: &Path) -> bool {
+        let Ok(Some((parent, name))) = split(rel) else { return false };
+        let Ok(dir) = self.open_raw(&parent, dir_flags(), Mode::empty()) else { return false };
+        unistd::unlinkat(&dir, name.as_os_str(), UnlinkatFlags::RemoveDir).is_ok()
     }
 
     /// Rename the entry `from` (a file or symlink, moved itself) to `to`

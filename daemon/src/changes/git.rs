@@ -5,7 +5,7 @@
 
 use crate::procs::{self, Env, Io, Launch, Output};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Longest a git call may take before it is killed.
@@ -107,6 +107,8 @@ impl Git {
         set("GIT_TERMINAL_PROMPT", "0".into());
         set("GIT_NO_REPLACE_OBJECTS", "1".into());
         set("GIT_OPTIONAL_LOCKS", "0".into());
+        // Paths are paths, never patterns.
+        set("GIT_LITERAL_PATHSPECS", "1".into());
         for (k, v) in [("NAME", "swivald"), ("EMAIL", "swivald@localhost"), ("DATE", "2000-01-01T00:00:00Z")] {
             set(&format!("GIT_AUTHOR_{k}"), v.into());
             set(&format!("GIT_COMMITTER_{k}"), v.into());
@@ -152,16 +154,4 @@ fn shown(args: &[&str]) -> String {
 /// Split NUL-terminated records.
 pub fn records(out: &[u8]) -> impl Iterator<Item = &[u8]> {
     out.split(|b| *b == 0).filter(|r| !r.is_empty())
-}
-
-/// A path as git prints it with `-z` (bytes, not quoted).
-pub fn path_of(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-/// `path` as bytes, for git's stdin.
-pub fn bytes_of(path: &Path) -> &[u8] {
-    use std::os::unix::ffi::OsStrExt;
-    path.as_os_str().as_bytes()
 }

@@ -45,6 +45,7 @@ pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) ->
         },
         stats: Some(stats),
         timeline: Some(record.timeline().to_vec()),
+        changes: None,
     }
 }
 
@@ -68,6 +69,7 @@ pub fn bare(task: &str, result: &RunResult) -> Report {
         },
         stats: None,
         timeline: None,
+        changes: None,
     }
 }
 

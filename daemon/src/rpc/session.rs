@@ -27,6 +27,8 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
             );
         }
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
+        SessionError::NoChanges(_) => ErrorCode::NoSnapshot,
+        SessionError::Refused(_) => return invalid_params(&e.to_string()),
         SessionError::Store(_) | SessionError::BadReport { .. } | SessionError::Internal(_) => {
             return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
         }
@@ -69,6 +71,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
     })?;
     register_runs(module)?;
+    async_method::<m::RunChangesMethod, _>(module, |p, ctx| async move {
+        ctx.sessions.changes(p).await.map_err(rpc_error)
+    })?;
+    async_method::<m::RunRevert, _>(module, |p, ctx| async move { ctx.sessions.revert(p).await.map_err(rpc_error) })?;
     method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::SessionTools>(module, |p, ctx| ctx.sessions.tools(&p.session_id).map_err(rpc_error))?;
     method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;

@@ -20,6 +20,7 @@
 mod actor;
 mod build;
 mod caller;
+mod changes;
 mod compact;
 mod configure;
 pub mod events;
@@ -101,6 +102,12 @@ pub enum SessionError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A run's changes were not recorded, or cannot be read.
+    #[error("{0}")]
+    NoChanges(String),
+    /// The request cannot be done in this state; the words say why and what to do.
+    #[error("{0}")]
+    Refused(String),
     /// Something that should not happen did (a job panicked), in words.
     #[error("{0}")]
     Internal(String),
@@ -160,6 +167,8 @@ pub(crate) struct Shared {
     pub buffers: Arc<crate::editor::EditorBuffers>,
     /// The response cache, opened on first use (see [`Shared::cache`]).
     pub cache: Arc<LazyCache>,
+    /// The projects' snapshot stores; `None` when snapshots are off.
+    pub changes: Option<Arc<crate::changes::Changes>>,
     /// Daemon-wide settings.
     pub settings: SessionSettings,
     /// The daemon's shutdown: when it begins every run ends, and the
@@ -279,6 +288,7 @@ impl Sessions {
             approvals: services.approvals.clone(),
             buffers: services.buffers.clone(),
             cache: services.cache.clone(),
+            changes: services.changes.clone(),
             settings,
             shutdown,
             callers: caller::Callers::default(),

@@ -179,6 +179,7 @@ impl Session {
             llm_slots: &shared.llm_slots,
             services: shared,
             cancel,
+            changes: None,
         }
     }
 }
@@ -197,10 +198,16 @@ impl RunJob {
         if self.task == HOLD_TASK {
             self.cancel.cancelled().await;
         }
+        let recorder =
+            self.shared.changes.as_ref().and_then(|c| c.recorder(&session.base_dir, &self.run_id.0, &session.id));
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
-        let ctx = RunContext { resume: self.resume, ..ctx };
+        let ctx = RunContext { resume: self.resume, changes: recorder.as_ref(), ..ctx };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
+        let changes = match &recorder {
+            Some(r) => r.finish().await.map_err(|e| changes_lost(&session, &self.run_id, &e)).ok(),
+            None => None,
+        };
         let agent::Finished { outcome, answer, error, failure, model, record, state } = finished;
         if let Some(a) = answer.as_deref().filter(|a| !a.trim().is_empty()) {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
@@ -229,7 +236,9 @@ impl RunJob {
         };
         let RunState { conversation, tools, mut shield } = state;
         // Reports are written with known credentials encrypted (Swival's rule).
-        let mut report = serde_json::to_value(report::build(&ctx, &result, &record)).expect("a report serializes");
+        let mut report = report::build(&ctx, &result, &record);
+        report.changes = changes.map(|set| crate::changes::report_list(&set));
+        let mut report = serde_json::to_value(report).expect("a report serializes");
         match shield.as_mut() {
             Some(shield) => shield.encrypt_json_in_place(&mut report),
             None => SecretShield::encrypt_json_unkeyed(&mut report),
@@ -240,6 +249,14 @@ impl RunJob {
         let parts = Parts { conversation, tools, shield };
         Ended { result, parts: Some(parts), terminal }
     }
+}
+
+/// Say that a run's changes were not recorded, and why.
+fn changes_lost(session: &Session, run_id: &RunId, e: &crate::changes::ChangeError) {
+    let message = format!(
+        "the changes of this run were not recorded, so `swivalctl diff` and `undo` cannot show or revert them: {e}"
+    );
+    session.events.emit(Some(run_id), EventKind::Warning { message });
 }
 
 /// The report's `settings` (Swival's keys).

@@ -28,6 +28,7 @@ fn fixture(max_sessions: usize) -> Fixture {
         approvals: Arc::default(),
         buffers: Arc::default(),
         cache: Arc::new(LazyCache::new(dir.path().join("cache.db"), 1 << 20)),
+        changes: None,
     };
     let settings = SessionSettings {
         global_config: None,

@@ -7,6 +7,7 @@
 //! a write (WAL). A SIGKILL at any moment leaves a consistent database;
 //! the WAL is kept small (`journal_size_limit`).
 
+mod changes;
 mod checkpoint;
 mod jobs;
 mod policy;
@@ -15,6 +16,7 @@ mod queue;
 mod runs;
 mod writer;
 
+pub use changes::{BigFile, ChangeSetRow, FileRecord, FileState};
 pub use checkpoint::CheckpointRow;
 use jobs::{event_job, message_job, session_job};
 pub use runs::{interrupted_result, RunRow};
@@ -132,6 +134,18 @@ CREATE TABLE IF NOT EXISTS session_pins (
     sha256 TEXT NOT NULL,
     PRIMARY KEY (session_id, path)
 );
+CREATE TABLE IF NOT EXISTS change_sets (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    run_id TEXT,
+    root TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    reverts TEXT,
+    reverted_by TEXT,
+    created_at TEXT NOT NULL,
+    files TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS change_sets_by_root ON change_sets (root, created_at);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

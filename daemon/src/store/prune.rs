@@ -8,7 +8,7 @@ use swival_protocol::SessionId;
 
 /// The tables holding a session's rows, by `session_id`.
 const SESSION_TABLES: &[&str] =
-    &["messages", "runs", "events", "session_pins", "session_projects", "session_checkpoints"];
+    &["messages", "runs", "events", "session_pins", "session_projects", "session_checkpoints", "change_sets"];
 
 impl Store {
     /// Delete the sessions whose last activity (creation, or their latest

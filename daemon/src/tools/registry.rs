@@ -153,6 +153,19 @@ pub fn call_kind(name: &str, raw_args: &str) -> ToolKind {
     }
 }
 
+/// The files a call of a built-in file tool names (the file written,
+/// edited or deleted, and where a move comes from), as given.
+pub fn named_paths(name: &str, raw_args: &str) -> Vec<String> {
+    let Ok(args) = parse_args(raw_args) else { return Vec::new() };
+    match name {
+        "write_file" => args::parse::<WriteFile>(&args)
+            .map_or_else(|_| Vec::new(), |a| std::iter::once(a.file_path).chain(a.move_from).collect()),
+        "edit_file" => args::parse::<EditFile>(&args).map_or_else(|_| Vec::new(), |a| vec![a.file_path]),
+        "delete_file" => args::parse::<DeleteFile>(&args).map_or_else(|_| Vec::new(), |a| vec![a.file_path]),
+        _ => Vec::new(),
+    }
+}
+
 /// Run the built-in tool `name`; `None` when no built-in tool has that name.
 pub(super) fn run_builtin(
     tb: &mut ToolBox,

@@ -1,0 +1,146 @@
+//! `swivalctl diff` and `swivalctl undo`: what a run changed, and putting
+//! it back. The text forms are shared with the REPL's `/diff` and `/undo`
+//! and the ACP slash commands.
+
+use super::daemon::connect;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use swival_protocol::methods::typed as m;
+use swival_protocol::{
+    ChangedFile, ChangesRef, FileChangeKind, RunChanges, RunChangesParams, RunRevertParams, RunRevertResult, SessionId,
+};
+use swivalctl::ClientError;
+
+/// Which set: a run (or undo) id, or a session's last run.
+pub fn which(id: Option<String>, session: Option<String>) -> Result<ChangesRef, ClientError> {
+    if id.is_none() && session.is_none() {
+        return Err(ClientError::Usage("name a run (`swivalctl diff RUN`) or a session (`--session ID`)".into()));
+    }
+    Ok(ChangesRef { run_id: id, session_id: session.map(SessionId) })
+}
+
+/// `swivalctl diff`.
+pub async fn diff(socket: &Path, which: ChangesRef, stat: bool, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let changes = client.request::<m::RunChangesMethod>(&RunChangesParams { which, no_diff: stat }).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&changes).expect("serializes"));
+    } else {
+        print!("{}", render_changes(&changes, !stat));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl undo`: exit 1 when it was refused.
+pub async fn undo(socket: &Path, which: ChangesRef, force: bool, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let done = client.request::<m::RunRevert>(&RunRevertParams { which, force }).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&done).expect("serializes"));
+    } else {
+        print!("{}", render_revert(&done));
+    }
+    Ok(if done.applied { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// A change set as text: one line per file, then the diffs.
+pub fn render_changes(c: &RunChanges, diffs: bool) -> String {
+    let mut out = String::new();
+    let what = match c.kind {
+        swival_protocol::ChangeSetKind::Run => format!("run {}", c.id),
+        swival_protocol::ChangeSetKind::Revert => {
+            format!("undo {} (of {})", c.id, c.reverts.as_deref().unwrap_or("?"))
+        }
+    };
+    let n = c.files.len();
+    let _ = writeln!(out, "{what}: {n} file{} changed in {}", if n == 1 { "" } else { "s" }, c.root);
+    if let Some(undo) = &c.reverted_by {
+        let _ = writeln!(out, "(undone by {undo})");
+    }
+    let width = c.files.iter().map(|f| name(f).chars().count()).max().unwrap_or(0);
+    for f in &c.files {
+        let _ = writeln!(out, "  {:<8}  {:<width$}  {}", kind(f.kind), name(f), details(f));
+    }
+    if diffs {
+        for f in c.files.iter().filter_map(|f| f.diff.as_deref()) {
+            out.push_str(f);
+            if !f.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// An undo's outcome as text.
+pub fn render_revert(r: &RunRevertResult) -> String {
+    let mut out = String::new();
+    if r.applied {
+        let n = r.reverted.len();
+        let _ = write!(out, "undid {}: {n} file{} put back", r.id, if n == 1 { "" } else { "s" });
+        match &r.revert_id {
+            Some(u) => {
+                let _ = writeln!(out, " (to redo: swivalctl undo {u})");
+            }
+            None => out.push('\n'),
+        }
+        for p in &r.reverted {
+            let _ = writeln!(out, "  {p}");
+        }
+    }
+    if !r.conflicts.is_empty() {
+        let n = r.conflicts.len();
+        let left = if r.applied { "left as they are" } else { "so nothing was changed" };
+        let _ = writeln!(out, "{n} file{} changed since {}, {left}:", if n == 1 { "" } else { "s" }, r.id);
+        for c in &r.conflicts {
+            let _ = writeln!(out, "  {}: {}", c.path, c.cause);
+        }
+        if !r.applied {
+            let _ = writeln!(out, "to put back the others and leave these: swivalctl undo {} --force", r.id);
+        }
+    }
+    for p in &r.not_restorable {
+        let _ = writeln!(out, "  {p}: over the snapshot size limit, cannot be put back");
+    }
+    out
+}
+
+/// A kind, as a word.
+fn kind(k: FileChangeKind) -> &'static str {
+    match k {
+        FileChangeKind::Created => "created",
+        FileChangeKind::Modified => "modified",
+        FileChangeKind::Deleted => "deleted",
+        FileChangeKind::Renamed => "renamed",
+    }
+}
+
+/// The file's name (`old → new` for a rename).
+fn name(f: &ChangedFile) -> String {
+    match &f.old_path {
+        Some(old) => format!("{old} → {}", f.path),
+        None => f.path.clone(),
+    }
+}
+
+/// Who changed it, and what is special about it.
+fn details(f: &ChangedFile) -> String {
+    let mut parts: Vec<String> =
+        f.by.iter()
+            .map(|b| match b.label.is_empty() {
+                true => format!("{}, turn {}", b.tool, b.turn),
+                false => format!("{} {}, turn {}", b.tool, b.label, b.turn),
+            })
+            .collect();
+    if f.binary {
+        parts.push(format!("binary, {} → {} bytes", f.size_before.unwrap_or(0), f.size_after.unwrap_or(0)));
+    }
+    if let Some(why) = &f.not_restorable {
+        parts.push(why.clone());
+    }
+    if f.shared {
+        parts.push("also changed by another session's command at the same time".into());
+    }
+    parts.join("; ")
+}

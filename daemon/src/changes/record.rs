@@ -1,0 +1,280 @@
+//! Recording a run's changes. Around each call that may change files the
+//! run takes a snapshot before and after (a *bracket*); what differs is
+//! that call's, folded into the run's set (the first `before` and the last
+//! `after` of each path). A file tool's bracket keeps only the paths it
+//! names, so it is exact; a command's keeps everything that changed while
+//! it ran. When another run's bracket in the same project overlapped in
+//! time and saw the same path, which of them changed it is not known:
+//! the path is marked `shared` in each inexact side, and undo leaves it
+//! unless forced.
+
+use super::shadow::{Delta, Shadow, Snap};
+use super::ChangeError;
+use crate::store::{ChangeSetRow, FileRecord, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use swival_protocol::{ChangeSetKind, ChangeSource, SessionId};
+
+/// One project: its snapshot store (opened on first use) and the brackets
+/// of the runs working in it, behind one lock.
+pub struct Project {
+    /// Everything, behind the lock every snapshot holds.
+    state: tokio::sync::Mutex<State>,
+    /// What opening the store needs.
+    open: (super::Git, PathBuf, PathBuf, String, u64),
+}
+
+/// A project's state.
+struct State {
+    /// The store, once opened.
+    shadow: Option<Shadow>,
+    /// A counter ordering bracket starts and ends.
+    clock: u64,
+    /// Brackets open now: start → run.
+    open: BTreeMap<u64, Arc<RunLog>>,
+    /// Brackets closed since the oldest open one started.
+    closed: Vec<Closed>,
+}
+
+/// A closed bracket, kept while an open one may overlap it.
+struct Closed {
+    /// When it started and ended.
+    span: (u64, u64),
+    /// Its run.
+    log: Arc<RunLog>,
+    /// A file tool's (only the paths it named).
+    exact: bool,
+    /// The paths it saw change.
+    paths: BTreeSet<String>,
+}
+
+/// One run's set as it grows.
+struct RunLog {
+    /// The run.
+    run_id: String,
+    /// Its session.
+    session_id: SessionId,
+    /// The files so far, and whether the set is stored already.
+    folded: Mutex<(BTreeMap<String, FileRecord>, bool)>,
+}
+
+impl Project {
+    /// A project whose store is `dir`, for `root` (snapshots cover `scope`).
+    pub fn new(git: super::Git, dir: PathBuf, root: PathBuf, scope: String, max_file: u64) -> Project {
+        let state = State { shadow: None, clock: 0, open: BTreeMap::new(), closed: Vec::new() };
+        Project { state: tokio::sync::Mutex::new(state), open: (git, dir, root, scope, max_file) }
+    }
+
+    /// The project's root.
+    pub fn root(&self) -> &std::path::Path {
+        &self.open.2
+    }
+
+    /// The opened store, under the project's lock (held while the guard lives).
+    pub async fn lock(&self) -> Result<Locked<'_>, ChangeError> {
+        let mut guard = self.state.lock().await;
+        opened(&mut guard, &self.open).await?;
+        Ok(Locked { guard })
+    }
+}
+
+/// A project's store, locked.
+pub struct Locked<'a> {
+    /// The state, holding the opened store.
+    guard: tokio::sync::MutexGuard<'a, State>,
+}
+
+impl Locked<'_> {
+    /// The store.
+    pub fn shadow(&mut self) -> &mut Shadow {
+        self.guard.shadow.as_mut().expect("opened by Project::lock")
+    }
+}
+
+/// The store of `state`, opened if it is not yet.
+async fn opened<'a>(
+    state: &'a mut State,
+    (git, dir, root, scope, max): &(super::Git, PathBuf, PathBuf, String, u64),
+) -> Result<&'a mut Shadow, ChangeError> {
+    // A store removed under the daemon is made again (its sets are gone with it).
+    if state.shadow.is_some() && !dir.join("HEAD").exists() {
+        state.shadow = None;
+    }
+    if state.shadow.is_none() {
+        state.shadow = Some(Shadow::open(git.clone(), dir, root, scope.clone(), *max).await?);
+    }
+    Ok(state.shadow.as_mut().expect("opened"))
+}
+
+/// A snapshot taken before a call.
+pub struct Bracket {
+    /// When it started.
+    start: u64,
+    /// The project then.
+    snap: Snap,
+}
+
+/// Records one run's changes.
+pub struct Recorder {
+    /// The run's project.
+    project: Arc<Project>,
+    /// The database.
+    store: Arc<Store>,
+    /// The run's set.
+    log: Arc<RunLog>,
+    /// Why the set is incomplete, once a snapshot failed.
+    broken: Mutex<Option<String>>,
+}
+
+impl Recorder {
+    /// A recorder for run `run_id` in `project`.
+    pub(super) fn new(project: Arc<Project>, store: Arc<Store>, run_id: &str, session_id: &SessionId) -> Recorder {
+        let log = RunLog { run_id: run_id.to_owned(), session_id: session_id.clone(), folded: Mutex::default() };
+        Recorder { project, store, log: Arc::new(log), broken: Mutex::new(None) }
+    }
+
+    /// The project's root (paths in the set are relative to it).
+    pub fn root(&self) -> &std::path::Path {
+        self.project.root()
+    }
+
+    /// Give up recording this run (a snapshot failed): its set is not
+    /// stored. Whether it was still recording.
+    pub fn fail(&self, e: &ChangeError) -> bool {
+        let mut broken = self.broken.lock().expect("recorder lock");
+        let first = broken.is_none();
+        broken.get_or_insert_with(|| e.to_string());
+        first
+    }
+
+    /// Whether a snapshot failed.
+    pub fn failed(&self) -> bool {
+        self.broken.lock().expect("recorder lock").is_some()
+    }
+
+    /// Snapshot before a call.
+    pub async fn before(&self) -> Result<Bracket, ChangeError> {
+        let mut state = self.project.state.lock().await;
+        let snap = opened(&mut state, &self.project.open).await?.snapshot().await?;
+        let start = state.clock;
+        state.clock += 1;
+        state.open.insert(start, self.log.clone());
+        Ok(Bracket { start, snap })
+    }
+
+    /// Snapshot after the call, and fold what it changed: only `exact`
+    /// paths when given (a file tool's), else everything.
+    pub async fn after(&self, bracket: Bracket, exact: Option<&[String]>, by: ChangeSource) -> Result<(), ChangeError> {
+        let mut state = self.project.state.lock().await;
+        state.open.remove(&bracket.start);
+        let result = self.close(&mut state, &bracket, exact, by).await;
+        // Brackets closed before every open one started overlap none.
+        let oldest = state.open.keys().next().copied().unwrap_or(u64::MAX);
+        state.closed.retain(|c| c.span.1 > oldest);
+        result
+    }
+
+    /// The work of [`Recorder::after`], under the lock.
+    async fn close(
+        &self,
+        state: &mut State,
+        bracket: &Bracket,
+        exact: Option<&[String]>,
+        by: ChangeSource,
+    ) -> Result<(), ChangeError> {
+        let shadow = opened(state, &self.project.open).await?;
+        let snap = shadow.snapshot().await?;
+        let mut deltas = shadow.diff(&bracket.snap, &snap).await?;
+        if let Some(paths) = exact {
+            deltas.retain(|d| paths.contains(&d.path));
+        }
+        let end = state.clock;
+        state.clock += 1;
+        let paths: BTreeSet<String> = deltas.iter().map(|d| d.path.clone()).collect();
+        self.fold(deltas, by);
+        let mut mine = BTreeSet::new();
+        for other in state.closed.iter().filter(|c| c.log.run_id != self.log.run_id && c.span.1 > bracket.start) {
+            let both: Vec<String> = paths.intersection(&other.paths).cloned().collect();
+            if both.is_empty() {
+                continue;
+            }
+            if exact.is_none() || other.exact {
+                mine.extend(both.iter().cloned());
+            }
+            if !other.exact || exact.is_some() {
+                mark_shared(&other.log, &self.store, both).await?;
+            }
+        }
+        mark_shared(&self.log, &self.store, mine.into_iter().collect()).await?;
+        state.closed.push(Closed { span: (bracket.start, end), log: self.log.clone(), exact: exact.is_some(), paths });
+        Ok(())
+    }
+
+    /// Fold one bracket's differences into the set.
+    fn fold(&self, deltas: Vec<Delta>, by: ChangeSource) {
+        let mut folded = self.log.folded.lock().expect("run log lock");
+        for Delta { path, before, after } in deltas {
+            let record = folded.0.entry(path.clone()).or_insert_with(|| FileRecord {
+                path,
+                before,
+                after: None,
+                by: Vec::new(),
+                shared: false,
+            });
+            record.after = after;
+            if !record.by.contains(&by) {
+                record.by.push(by.clone());
+            }
+        }
+    }
+
+    /// Store the run's set (paths changed and changed back are left out).
+    pub async fn finish(&self) -> Result<ChangeSetRow, ChangeError> {
+        if let Some(why) = self.broken.lock().expect("recorder lock").clone() {
+            return Err(ChangeError::Broken(why));
+        }
+        // Under the project's lock, so a bracket of another run closing now
+        // marks this set either before it is stored or in the store.
+        let _state = self.project.state.lock().await;
+        let files = {
+            let mut folded = self.log.folded.lock().expect("run log lock");
+            folded.1 = true;
+            folded.0.values().filter(|r| r.before != r.after).cloned().collect()
+        };
+        let row = ChangeSetRow {
+            id: self.log.run_id.clone(),
+            session_id: self.log.session_id.clone(),
+            run_id: Some(self.log.run_id.clone()),
+            root: self.project.root().to_string_lossy().into_owned(),
+            kind: ChangeSetKind::Run,
+            reverts: None,
+            reverted_by: None,
+            created_at: crate::clock::now(),
+            files,
+        };
+        self.store.put_change_set(row.clone()).await?;
+        Ok(row)
+    }
+}
+
+/// Mark `paths` shared in a run's set: in memory while the run goes on,
+/// in the store once it is stored.
+async fn mark_shared(log: &RunLog, store: &Store, paths: Vec<String>) -> Result<(), ChangeError> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let stored = {
+        let mut folded = log.folded.lock().expect("run log lock");
+        for path in &paths {
+            if let Some(r) = folded.0.get_mut(path) {
+                r.shared = true;
+            }
+        }
+        folded.1
+    };
+    if stored {
+        store.mark_shared(&log.run_id, paths).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,359 @@
+//! What a run changed, seen and undone: `run/changes` / `swivalctl diff`
+//! lists every file a run's tools and commands created, modified, deleted
+//! or renamed, and `run/revert` / `swivalctl undo` puts the tree back byte
+//! for byte with its modes, refusing (and changing nothing) when a file
+//! changed since; an undo can be undone. Real daemon, mock provider, the
+//! model's calls scripted.
+
+use serde_json::{json, Value};
+use sha2::Digest as _;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{NdConn, TestEnv};
+
+/// Every file under `dir` (but `.swival/` and `.git/`): its kind, content
+/// hash (or link target) and permission bits.
+fn tree_state(dir: &Path) -> BTreeMap<String, (String, u32)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let path = e.path();
+            let rel = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if rel == ".swival" || rel == ".git" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.file_type().is_symlink() {
+                out.insert(rel, (format!("link:{}", std::fs::read_link(&path).unwrap().display()), 0));
+            } else {
+                let hash = hex(&sha2::Sha256::digest(std::fs::read(&path).unwrap()));
+                out.insert(rel, (hash, meta.permissions().mode() & 0o7777));
+            }
+        }
+    }
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A session of `base` on `mock` that may run `sh`; its id.
+fn session(c: &mut NdConn, base: &Path, mock: &MockProvider) -> String {
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true,
+        "allowed_commands": ["sh"]});
+    c.ok("session/create", json!({"base_dir": base, "config": config}))["session_id"].as_str().unwrap().to_owned()
+}
+
+/// Run `task` on `sid` to its end; its run id.
+fn run(c: &mut NdConn, sid: &str, task: &str) -> String {
+    let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+    run.as_str().unwrap().to_owned()
+}
+
+/// A project with files to edit, delete and move, one of them 0600.
+fn project(env: &TestEnv) -> std::path::PathBuf {
+    let p = env.project("p");
+    std::fs::write(p.join("edit.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(p.join("gone.txt"), "delete me\n").unwrap();
+    std::fs::write(p.join("move.txt"), "move me\n").unwrap();
+    std::fs::write(p.join("gen.txt"), "generated v1\n").unwrap();
+    std::fs::write(p.join("secret.env"), "KEY=1\n").unwrap();
+    std::fs::set_permissions(p.join("secret.env"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::create_dir(p.join("src")).unwrap();
+    std::fs::write(p.join("src/tool.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(p.join("src/tool.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// The six changes: write, edit, delete, move, and a command that
+/// rewrites a file and creates a binary one.
+fn script_six(mock: &MockProvider) {
+    mock.push(Step::tool_calls(vec![
+        ("w", "write_file", json!({"file_path": "new/made.txt", "content": "made by the run\n"})),
+        ("e", "edit_file", json!({"file_path": "edit.txt", "old_string": "two", "new_string": "TWO"})),
+        ("r", "read_file", json!({"file_path": "gone.txt"})),
+        ("d", "delete_file", json!({"file_path": "gone.txt"})),
+        ("m", "write_file", json!({"file_path": "moved.txt", "move_from": "move.txt"})),
+    ]));
+    let sh = "printf 'generated v2\\n' > gen.txt; head -c 4096 /dev/urandom > bin.dat; printf 'KEY=2\\n' > secret.env";
+    mock.push(Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", sh]})));
+    mock.push(Step::text("done"));
+}
+
+fn swivalctl(env: &TestEnv, daemon: &swival_tests::Daemon, dir: &Path, args: &[&str]) -> std::process::Output {
+    env.swivalctl(daemon, dir).args(args).output().unwrap()
+}
+
+#[test]
+fn diff_lists_what_tools_and_commands_changed_and_undo_restores_the_tree_byte_for_byte() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let before = tree_state(&p);
+    let mock = MockProvider::start(vec![]);
+    script_six(&mock);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "change things");
+    let after = tree_state(&p);
+    assert_ne!(before, after);
+    assert!(!p.join("gone.txt").exists(), "{:#?}", mock.tool_results());
+
+    let changes = c.ok("run/changes", json!({"run_id": run_id}));
+    let kinds: BTreeMap<String, String> = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().to_owned(), f["kind"].as_str().unwrap().to_owned()))
+        .collect();
+    let expected: BTreeMap<String, String> = [
+        ("new/made.txt", "created"),
+        ("edit.txt", "modified"),
+        ("gone.txt", "deleted"),
+        ("moved.txt", "renamed"),
+        ("gen.txt", "modified"),
+        ("bin.dat", "created"),
+        ("secret.env", "modified"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    assert_eq!(kinds, expected, "{changes:#}");
+    let file = |path: &str| changes["files"].as_array().unwrap().iter().find(|f| f["path"] == path).unwrap().clone();
+    assert_eq!(file("moved.txt")["old_path"], "move.txt");
+    assert_eq!(file("edit.txt")["by"][0]["tool"], "edit_file");
+    assert_eq!(file("gen.txt")["by"][0]["tool"], "run_command");
+    assert!(file("gen.txt")["by"][0]["label"].as_str().unwrap().contains("sh -c"));
+    assert!(file("edit.txt")["diff"].as_str().unwrap().contains("-two\n+TWO\n"), "{changes:#}");
+    assert_eq!(file("bin.dat")["binary"], true);
+    assert!(file("bin.dat").get("diff").is_none());
+    assert_eq!(file("secret.env")["mode_before"], json!(0o100600));
+
+    // The report lists them too.
+    let report = c.ok("report/get", json!({"run_id": run_id}));
+    assert_eq!(report["changes"].as_array().unwrap().len(), 7, "{report:#}");
+
+    // The CLI shows the same, with the diffs.
+    let out = swivalctl(&env, &daemon, &p, &["diff", &run_id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("7 files changed") && text.contains("move.txt → moved.txt") && text.contains("+TWO"),
+        "{text}"
+    );
+
+    // Undo puts the tree back exactly, modes included.
+    let out = swivalctl(&env, &daemon, &p, &["undo", &run_id, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let undo: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(undo["applied"], true);
+    assert_eq!(tree_state(&p), before);
+    assert!(!p.join("new").exists(), "the directory the run made is gone with its file");
+
+    // Undoing the undo brings the run's result back.
+    let redo = c.ok("run/revert", json!({"run_id": undo["revert_id"]}));
+    assert_eq!(redo["applied"], true, "{redo:#}");
+    assert_eq!(tree_state(&p), after);
+
+    // The run is marked undone; undoing it again is refused, naming the undo.
+    let again = c.call("run/revert", json!({"run_id": run_id}));
+    assert!(again["error"]["message"].as_str().unwrap().contains("already undone"), "{again:#}");
+}
+
+#[test]
+fn a_file_changed_after_the_run_makes_undo_refuse_and_force_reverts_the_rest() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let before = tree_state(&p);
+    let mock = MockProvider::start(vec![]);
+    script_six(&mock);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "change things");
+    std::fs::write(p.join("edit.txt"), "the user's own edit\n").unwrap();
+    let after_user = tree_state(&p);
+
+    let out = swivalctl(&env, &daemon, &p, &["undo", "--session", &sid]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("edit.txt: changed outside swivald"), "{text}");
+    assert!(text.contains("nothing was changed"), "{text}");
+    assert_eq!(tree_state(&p), after_user, "a refused undo changes nothing");
+
+    let forced = c.ok("run/revert", json!({"run_id": run_id, "force": true}));
+    assert_eq!(forced["applied"], true);
+    assert_eq!(forced["conflicts"][0]["path"], "edit.txt");
+    let mut expected = before.clone();
+    expected.insert("edit.txt".into(), after_user["edit.txt"].clone());
+    assert_eq!(tree_state(&p), expected, "everything but the user's file is back");
+}
+
+#[test]
+fn undoing_one_sessions_run_leaves_another_sessions_files_as_it_left_them() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let (ma, mb) = (MockProvider::start(vec![]), MockProvider::start(vec![]));
+    let gate = swival_tests::mock::Gate::new();
+    // A writes and edits, waits, then runs a command; B meanwhile writes and runs its own command.
+    ma.push(Step::tool_calls(vec![
+        ("a1", "write_file", json!({"file_path": "a.txt", "content": "from A\n"})),
+        ("a2", "edit_file", json!({"file_path": "edit.txt", "old_string": "one", "new_string": "ONE"})),
+    ]));
+    ma.push(Step::gated(
+        Step::tool_call("a3", "run_command", json!({"command": ["sh", "-c", "echo A > a.out"]})),
+        &gate,
+    ));
+    ma.push(Step::text("A done"));
+    mb.push(Step::tool_call("b1", "write_file", json!({"file_path": "b.txt", "content": "from B\n"})));
+    mb.push(Step::tool_call("b2", "run_command", json!({"command": ["sh", "-c", "echo B > b.out"]})));
+    mb.push(Step::text("B done"));
+    let mut c = daemon.nd();
+    let (sa, sb) = (session(&mut c, &p, &ma), session(&mut c, &p, &mb));
+    let ra = c.ok("run/start", json!({"session_id": sa, "task": "A"}))["run_id"].clone();
+    ma.wait_for_requests(2);
+    let rb = run(&mut c, &sb, "B");
+    gate.open();
+    assert_eq!(c.ok("run/wait", json!({"run_id": ra}))["outcome"], "success");
+    let b_left = tree_state(&p);
+
+    let undo = c.ok("run/revert", json!({"run_id": ra}));
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    let now = tree_state(&p);
+    for f in ["b.txt", "b.out"] {
+        assert_eq!(now.get(f), b_left.get(f), "{f} is B's and stays");
+    }
+    for f in ["a.txt", "a.out"] {
+        assert!(!now.contains_key(f), "{f} was A's and is gone");
+    }
+    assert_eq!(std::fs::read_to_string(p.join("edit.txt")).unwrap(), "one\ntwo\nthree\n");
+    let b_changes = c.ok("run/changes", json!({"run_id": rb}));
+    assert_eq!(b_changes["files"].as_array().unwrap().len(), 2, "{b_changes:#}");
+}
+
+#[test]
+fn a_project_outside_git_with_ignored_trees_and_a_huge_file_is_recorded_without_copying_it() {
+    let env = TestEnv::new();
+    env.daemon_settings("snapshot_max_file_bytes = 1048576\n");
+    let daemon = env.start_daemon();
+    let p = env.project("big");
+    std::fs::create_dir_all(p.join("node_modules/dep")).unwrap();
+    for i in 0..2000 {
+        std::fs::write(p.join(format!("node_modules/dep/f{i}.js")), format!("module {i}\n")).unwrap();
+    }
+    std::fs::write(p.join(".gitignore"), "node_modules/\n").unwrap();
+    std::fs::write(p.join("keep.txt"), "keep\n").unwrap();
+    let mock = MockProvider::start(vec![]);
+    mock.push(Step::tool_call(
+        "c",
+        "run_command",
+        json!({"command": ["sh", "-c",
+        "head -c 5000000 /dev/zero > huge.bin; echo changed > keep.txt; echo x > node_modules/dep/f1.js"]}),
+    ));
+    mock.push(Step::text("done"));
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "make a huge file");
+    let changes = c.ok("run/changes", json!({"run_id": run_id}));
+    let files = changes["files"].as_array().unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["huge.bin", "keep.txt"], "ignored trees are not recorded: {changes:#}");
+    let huge = &files[0];
+    assert_eq!((huge["restorable"].clone(), huge["size_after"].clone()), (json!(false), json!(5_000_000)));
+    assert!(huge["not_restorable"].as_str().unwrap().contains("size limit"));
+    let store = snapshot_store_size(&env);
+    assert!(store < 1_000_000, "the store holds {store} bytes: the huge file was copied");
+
+    let undo = c.ok("run/revert", json!({"run_id": run_id}));
+    assert_eq!(undo["not_restorable"], json!(["huge.bin"]));
+    assert_eq!(std::fs::read_to_string(p.join("keep.txt")).unwrap(), "keep\n");
+}
+
+/// Bytes under the daemon's snapshot stores.
+fn snapshot_store_size(env: &TestEnv) -> u64 {
+    let mut total = 0;
+    let mut stack: Vec<_> = walk_for(env.root(), "snapshots");
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+/// Directories named `name` under `root`.
+fn walk_for(root: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if e.file_name() == name {
+                    found.push(e.path());
+                } else {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn unknown_in_flight_and_unrecorded_runs_are_refused_in_one_line_changing_nothing() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let before = tree_state(&p);
+    let mut c = daemon.nd();
+
+    let out = swivalctl(&env, &daemon, &p, &["undo", "r_nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no run r_nope") && err.lines().count() == 1, "{err}");
+    let out = swivalctl(&env, &daemon, &p, &["diff"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--session"));
+
+    // In flight: the model's reply is held until the check is done.
+    let gate = swival_tests::mock::Gate::new();
+    let mock = MockProvider::start(vec![Step::gated(Step::text("late"), &gate)]);
+    let sid = session(&mut c, &p, &mock);
+    let run_id = c.ok("run/start", json!({"session_id": sid, "task": "wait"}))["run_id"].as_str().unwrap().to_owned();
+    mock.wait_for_requests(1);
+    let busy = c.call("run/revert", json!({"run_id": run_id}));
+    assert!(busy["error"]["message"].as_str().unwrap().contains("still running"), "{busy:#}");
+    gate.open();
+    c.ok("run/wait", json!({"run_id": run_id}));
+
+    // Its snapshot pruned: the store's shadow repositories removed.
+    let mock = MockProvider::start(vec![]);
+    mock.push(Step::tool_call("r", "read_file", json!({"file_path": "edit.txt"})));
+    mock.push(Step::tool_call("w", "write_file", json!({"file_path": "edit.txt", "content": "x\n"})));
+    mock.push(Step::text("done"));
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "edit");
+    let changed = tree_state(&p);
+    for dir in walk_for(env.root(), "snapshots") {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    let out = swivalctl(&env, &daemon, &p, &["undo", &run_id]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&run_id) && err.contains("nothing was changed") && err.lines().count() == 1, "{err}");
+    assert_eq!(tree_state(&p), changed);
+    assert_ne!(changed, before);
+}
