@@ -6,7 +6,8 @@
 use super::show::preview;
 use super::Repl;
 use std::path::Path;
-use swival_protocol::{SessionConfigureParams, SessionFrom, SessionId};
+use swival_protocol::methods::typed as m;
+use swival_protocol::{ChangesRef, RunChangesParams, RunRevertParams, SessionConfigureParams, SessionFrom, SessionId};
 use swivalctl::ClientError;
 
 /// One slash command.
@@ -48,6 +49,8 @@ pub const COMMANDS: &[Command] = &[
     },
     Command { name: "/policy", args: "", help: "Show the session's policy: filters, hooks, sandbox" },
     Command { name: "/report", args: "", help: "Show the last run's stats" },
+    Command { name: "/diff", args: "[id]", help: "Show what the last run (or run id) changed, with diffs" },
+    Command { name: "/undo", args: "[--force] [id]", help: "Put back what the last run (or run/undo id) changed" },
     Command { name: "/sessions", args: "", help: "List the daemon's sessions" },
     Command { name: "/attach", args: "<id>", help: "Switch to another session of the daemon" },
 ];
@@ -131,6 +134,8 @@ impl Repl {
             "/init" => return Ok(Next::Run(INIT_PROMPT.to_owned())),
             "/policy" => self.policy().await?,
             "/report" => self.report().await?,
+            "/diff" => self.diff(arg).await?,
+            "/undo" => self.undo(arg).await?,
             "/sessions" => self.sessions().await?,
             "/attach" => self.attach_to(SessionId(arg.to_owned())).await?,
             other => match closest(other) {
@@ -372,6 +377,37 @@ impl Repl {
         let stats = serde_json::to_value(&report.stats).unwrap_or_default();
         let text = serde_json::to_string_pretty(&stats).unwrap_or_default();
         self.info(&format!("run {}: {}\n{text}", run.run_id, preview(&run.task, 60)));
+        Ok(())
+    }
+
+    /// Which change set `/diff` and `/undo` mean: the id given, or this
+    /// session's last run.
+    fn change_set(&self, id: &str) -> ChangesRef {
+        match id {
+            "" => ChangesRef { run_id: None, session_id: Some(self.session.clone()) },
+            id => ChangesRef { run_id: Some(id.to_owned()), session_id: None },
+        }
+    }
+
+    /// `/diff [id]`.
+    async fn diff(&mut self, arg: &str) -> Result<(), ClientError> {
+        let which = self.change_set(arg);
+        let changes = self.client.request::<m::RunChangesMethod>(&RunChangesParams { which, no_diff: false }).await?;
+        self.say(&crate::cmd::changes::render_changes(&changes, true));
+        Ok(())
+    }
+
+    /// `/undo [--force] [id]`.
+    async fn undo(&mut self, arg: &str) -> Result<(), ClientError> {
+        let force = arg.split_whitespace().any(|w| w == "--force");
+        let id = arg.split_whitespace().find(|w| *w != "--force").unwrap_or("");
+        let which = self.change_set(id);
+        let done = self.client.request::<m::RunRevert>(&RunRevertParams { which, force }).await?;
+        let text = crate::cmd::changes::render_revert(&done);
+        match done.applied {
+            true => self.info(&text),
+            false => self.warn(text.trim_end()),
+        }
         Ok(())
     }
 
