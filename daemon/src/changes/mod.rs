@@ -4,3 +4,4 @@
 //! in their own git worktree.
 
 pub mod git;
+pub mod worktree;

@@ -13,6 +13,7 @@ mod policy;
 mod prune;
 mod queue;
 mod runs;
+mod worktree;
 mod writer;
 
 pub use checkpoint::CheckpointRow;
@@ -23,6 +24,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use swival_protocol::{Event, RunId, RunResult, Seq, SessionId};
+pub use worktree::WorktreeRow;
 use writer::Waiter;
 
 /// A database failure, with the file it concerns.
@@ -61,6 +63,8 @@ pub struct SessionRow {
     pub last_seq: u64,
     /// Number of runs.
     pub run_count: u64,
+    /// The git worktree it works in, if it was created with one.
+    pub worktree: Option<WorktreeRow>,
 }
 
 /// The daemon's database.
@@ -131,6 +135,16 @@ CREATE TABLE IF NOT EXISTS session_pins (
     path TEXT NOT NULL,
     sha256 TEXT NOT NULL,
     PRIMARY KEY (session_id, path)
+);
+CREATE TABLE IF NOT EXISTS session_worktrees (
+    session_id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    git_dir TEXT NOT NULL,
+    admin_dir TEXT NOT NULL,
+    path TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    base_commit TEXT NOT NULL,
+    applied_commit TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
@@ -272,9 +286,11 @@ impl Store {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
+        let mut worktrees = self.worktrees(only)?;
         rows.into_iter()
             .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
                 Ok(SessionRow {
+                    worktree: worktrees.remove(&id),
                     id: SessionId(id),
                     base_dir,
                     title,

@@ -152,6 +152,7 @@ impl Repl {
             trust: false,
             env: Some(swivalctl::caller_env()),
             from: Some(SessionFrom { session_id: old.clone(), conversation: false }),
+            worktree: false,
         };
         let created = self.client.create_session(&params).await?;
         self.switch(created.session_id, 1).await?;
