@@ -212,6 +212,9 @@ pub struct SessionCreateResult {
     /// cannot enforce. Each is also a `warning` event of the session.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The git worktree it works in, when created with `worktree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
 }
 
 /// Params naming one session.

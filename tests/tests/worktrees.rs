@@ -117,6 +117,17 @@ fn a_worktree_session_works_on_its_branch_and_leaves_the_checkout_untouched() {
     let (code, out, _) = ctl(&env, &daemon, &p, &["sessions"]);
     assert_eq!(code, 0);
     assert!(out.contains(&format!("worktree {} (branch {branch})", wt.display())), "{out}");
+
+    // `swivalctl run --worktree` says where it works and how to apply.
+    let mock = MockProvider::start(vec![Step::text("looked")]);
+    let args = ["run", "--worktree", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "m"];
+    let (code, out, err) = ctl(&env, &daemon, &p, &[&args[..], &["--no-history", "look"]].concat());
+    assert_eq!((code, out.as_str()), (0, "looked\n"), "{err}");
+    assert!(
+        err.contains("on branch swival/s_") && err.contains("bring the changes in with `swivalctl apply s_"),
+        "{err}"
+    );
+    assert_eq!(daemon.nd().ok("session/list", json!({}))["sessions"][1]["worktree"]["origin"], p.display().to_string());
 }
 
 #[test]

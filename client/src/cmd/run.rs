@@ -313,6 +313,13 @@ pub async fn create_session(
             for w in &created.warnings {
                 eprintln!("warning: {w}");
             }
+            if let Some(w) = &created.worktree {
+                let id = &created.session_id;
+                eprintln!(
+                    "working in {} on branch {}; bring the changes in with `swivalctl apply {id}`",
+                    w.path, w.branch
+                );
+            }
             Ok(Ok(created.session_id))
         }
         Err(ClientError::Rpc { kind: Some(swival_protocol::ErrorCode::ConfigInvalid), message, data, .. }) => {

@@ -406,7 +406,8 @@ impl Sessions {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
         self.hold(session, parts, false);
-        Ok(SessionCreateResult { session_id: id, config: row.config, warnings })
+        let worktree = row.worktree.as_ref().map(worktree::info);
+        Ok(SessionCreateResult { session_id: id, config: row.config, warnings, worktree })
     }
 
     /// A session's actor, loading the session from the store if it is not

@@ -99,6 +99,10 @@ impl Sessions {
     pub(super) async fn make_worktree(&self, base: &Path, id: &SessionId) -> Result<Made, SessionError> {
         let w = &self.shared.worktrees;
         let created = worktree::create(&w.git, &w.root, base, &id.0).await?;
+        if let Ok(inside) = base.strip_prefix(&created.origin) {
+            // A base dir that HEAD does not have (untracked) is made, empty.
+            let _ = std::fs::create_dir_all(created.path.join(inside));
+        }
         let shown = |p: &Path| p.display().to_string();
         let row = WorktreeRow {
             origin: shown(&created.origin),
