@@ -48,6 +48,16 @@ enum Command {
         #[command(subcommand)]
         action: Option<cmd::session::SessionsAction>,
     },
+    /// Bring a worktree session's changes (`run --worktree`) into the
+    /// checkout as uncommitted changes; on a conflict nothing changes and
+    /// the files are listed (exit 1).
+    Apply {
+        /// The session id.
+        session: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a session's events from a seq until a run finishes.
     Attach {
         /// The session id.
@@ -176,6 +186,7 @@ fn main() -> ExitCode {
                 Ok(which) => cmd::changes::undo(&socket, which, force, json).await,
                 Err(e) => Err(e),
             },
+            Command::Apply { session, json } => cmd::session::apply(&socket, session, json).await,
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
             Command::Trust { dir, check, json } => cmd::policy::trust(&socket, dir, check, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,

@@ -31,6 +31,15 @@ pub fn cache_dir() -> PathBuf {
     user_dir(|b| Some(b.cache_dir()))
 }
 
+/// `$XDG_DATA_HOME/swival-worktrees`: sessions' git worktrees, outside the
+/// state dir (commands cannot see the state dir, and a write dir under a
+/// hidden one would show it again).
+pub fn worktrees_dir() -> PathBuf {
+    directories::BaseDirs::new()
+        .map(|b| b.data_dir().join("swival-worktrees"))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("swival-worktrees-{}", nix::unistd::getuid())))
+}
+
 /// A socket directory we must not use.
 #[derive(Debug, thiserror::Error)]
 pub enum DirError {

@@ -163,6 +163,7 @@ fn session_settings(
         socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
         daemon_dirs: vec![dirs.state, dirs.cache, crate::paths::config_dir()],
         approval_timeout: crate::config::seconds(settings.approval_timeout_s, 0.1),
+        worktrees_dir: settings.worktrees_dir.clone().unwrap_or_else(crate::paths::worktrees_dir),
         live: crate::session::LiveLimits {
             max_sessions: settings.max_live_sessions.max(1) as usize,
             idle_timeout: settings.session_idle_timeout(),
@@ -170,8 +171,9 @@ fn session_settings(
     }
 }
 
-/// Delete sessions unused for `age`, at start and then hourly, until the
-/// daemon stops (`prune_sessions_after_days`).
+/// Delete sessions unused for `age` and the worktrees of deleted sessions,
+/// at start and then hourly, until the daemon stops
+/// (`prune_sessions_after_days`).
 fn spawn_pruner(sessions: Arc<Sessions>, age: std::time::Duration, shutdown: Shutdown) {
     tokio::spawn(async move {
         let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
@@ -181,10 +183,8 @@ fn spawn_pruner(sessions: Arc<Sessions>, age: std::time::Duration, shutdown: Shu
                 _ = shutdown.wait() => return,
             }
             let sessions = sessions.clone();
-            match tokio::task::spawn_blocking(move || sessions.prune(age)).await {
-                Ok(Err(e)) => tracing::warn!("pruning old sessions failed: {e}"),
-                Err(e) => tracing::warn!("pruning old sessions failed: {e}"),
-                Ok(Ok(_)) => {}
+            if let Err(e) = sessions.prune_all(age).await {
+                tracing::warn!("pruning old sessions failed: {e}");
             }
         }
     });

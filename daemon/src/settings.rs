@@ -56,6 +56,10 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Where the database lives (default `$XDG_STATE_HOME/swival`).
     pub state_dir: Option<PathBuf>,
+    /// Where sessions' git worktrees go (default
+    /// `$XDG_DATA_HOME/swival-worktrees`); never under `state_dir`, which
+    /// the sandbox hides from commands.
+    pub worktrees_dir: Option<PathBuf>,
     /// Most provider calls in flight at once across all sessions; more wait
     /// their turn in arrival order.
     pub max_concurrent_llm_calls: u32,
@@ -119,6 +123,7 @@ impl Default for Settings {
             shutdown_grace_s: 10.0,
             log_format: LogFormat::Human,
             state_dir: None,
+            worktrees_dir: None,
             max_concurrent_llm_calls: 16,
             provider_backoff_base_s: 2.0,
             max_children: 64,

@@ -120,7 +120,10 @@ methods! {
         "Close a session; a run in flight is cancelled.";
 /// Delete sessions unused for a while, and compact the database.
     SessionPrune(SESSION_PRUNE = "session/prune"): SessionPruneParams => SessionPruneResult,
-        "Delete sessions unused for older_than_s seconds (not those in use), then compact the database.";
+        "Delete sessions unused for older_than_s seconds (not those in use), then compact the database; remove the worktrees of deleted sessions, keeping their branches.";
+/// Bring a worktree session's changes into the user's checkout.
+    SessionApply(SESSION_APPLY = "session/apply"): SessionRef => SessionApplyResult,
+        "Commit a worktree session's work to its branch and apply what is new since the last apply to the user's checkout as uncommitted changes; on a conflict nothing changes and the files are listed.";
 /// Subscribe to a session's events (notifications: `session/event`).
     SessionSubscribe(SESSION_SUBSCRIBE = "session/subscribe"): SubscribeParams => Event,
         "Stream a session's stored and live events from a seq (notifications: session/event).";

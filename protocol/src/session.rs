@@ -59,6 +59,12 @@ pub struct SessionCreateParams {
     /// source's. The source is not changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<SessionFrom>,
+    /// Work in a new git worktree of the project, on its own branch
+    /// `swival/<session_id>` from HEAD (`swivalctl run --worktree`); the
+    /// project must be in a git repository with a commit. Its changes reach
+    /// the user's checkout only through `session/apply`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree: bool,
 }
 
 /// Where a new session starts from (`session/create`'s `from`).
@@ -206,6 +212,9 @@ pub struct SessionCreateResult {
     /// cannot enforce. Each is also a `warning` event of the session.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The git worktree it works in, when created with `worktree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
 }
 
 /// Params naming one session.
@@ -244,6 +253,46 @@ pub struct SessionInfo {
     pub last_seq: Seq,
     /// Runs so far.
     pub run_count: u64,
+    /// The git worktree it works in, for a session created with `worktree`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeInfo>,
+}
+
+/// The git worktree a session works in (`session/create`'s `worktree`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeInfo {
+    /// The worktree's directory (the daemon's, outside the project).
+    pub path: String,
+    /// Its branch (`swival/<session_id>`), kept when the worktree is removed.
+    pub branch: String,
+    /// The top of the user's checkout it was made from.
+    pub origin: String,
+    /// The commit it started from.
+    pub base_commit: String,
+    /// The last commit of its branch brought into the checkout by
+    /// `session/apply`, if any (the next apply brings only what is newer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_commit: Option<String>,
+}
+
+/// `session/apply` result: the worktree's work since the last apply,
+/// brought into the user's checkout as uncommitted changes (their index
+/// untouched), or nothing changed and the files that conflict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionApplyResult {
+    /// Whether the changes were applied (true, with no files, when there
+    /// was nothing new to apply).
+    pub applied: bool,
+    /// The files the changes touch (relative to the repository's top).
+    pub files: Vec<String>,
+    /// When not applied: each file whose change does not apply to the
+    /// checkout as it is. Nothing was changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+    /// The worktree's branch.
+    pub branch: String,
+    /// The branch's commit these changes go up to.
+    pub commit: String,
 }
 
 /// `session/list` result.
@@ -519,4 +568,11 @@ pub struct SessionPruneParams {
 pub struct SessionPruneResult {
     /// The sessions deleted.
     pub removed: Vec<SessionId>,
+    /// Worktrees removed because their session no longer exists (their
+    /// work committed to their branch first).
+    #[serde(default)]
+    pub worktrees_removed: Vec<String>,
+    /// The branches of those worktrees, kept so no work is lost.
+    #[serde(default)]
+    pub branches_kept: Vec<String>,
 }

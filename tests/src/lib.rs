@@ -120,6 +120,7 @@ impl TestEnv {
             .env("XDG_CONFIG_HOME", self.root().join("config"))
             .env("XDG_STATE_HOME", self.root().join("state"))
             .env("XDG_CACHE_HOME", self.root().join("cache"))
+            .env("XDG_DATA_HOME", self.root().join("data"))
             .env("XDG_RUNTIME_DIR", self.root().join("run"))
             .env("RUST_LOG", "info")
             .stdin(Stdio::null());

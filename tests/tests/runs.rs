@@ -369,6 +369,7 @@ fn events_stream_over_websocket_through_the_client_library() {
             trust: false,
             env: None,
             from: None,
+            worktree: false,
         };
         let sid = client.create_session(&params).await.unwrap().session_id;
         let mut sub = client.subscribe_events(&sid, 1).await.unwrap();

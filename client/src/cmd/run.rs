@@ -174,6 +174,11 @@ pub struct RunArgs {
     /// Continue an existing session instead of creating one.
     #[arg(long)]
     pub session: Option<String>,
+    /// Work in a new git worktree of the project, on its own branch
+    /// `swival/<session>`, so the checkout stays untouched until
+    /// `swivalctl apply SESSION` brings the changes in.
+    #[arg(long, conflicts_with = "session")]
+    pub worktree: bool,
     /// Start the run, print its id and return at once.
     #[arg(long)]
     pub detach: bool,
@@ -301,11 +306,19 @@ pub async fn create_session(
         trust: a.trust,
         env: Some(swivalctl::caller_env()),
         from: None,
+        worktree: a.worktree,
     };
     match client.create_session(&params).await {
         Ok(created) => {
             for w in &created.warnings {
                 eprintln!("warning: {w}");
+            }
+            if let Some(w) = &created.worktree {
+                let id = &created.session_id;
+                eprintln!(
+                    "working in {} on branch {}; bring the changes in with `swivalctl apply {id}`",
+                    w.path, w.branch
+                );
             }
             Ok(Ok(created.session_id))
         }

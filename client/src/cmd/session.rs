@@ -1,4 +1,4 @@
-//! `swivalctl sessions`, `attach`, `cancel` and `config`.
+//! `swivalctl sessions`, `apply`, `attach`, `cancel` and `config`.
 
 use super::daemon::connect;
 use super::run::Progress;
@@ -51,8 +51,42 @@ pub async fn prune(socket: &Path, older_than: std::time::Duration, json: bool) -
         for id in &r.removed {
             println!("  {id}");
         }
+        if !r.worktrees_removed.is_empty() {
+            println!("removed {} worktree(s) of deleted sessions; their branches are kept:", r.worktrees_removed.len());
+            for (path, branch) in r.worktrees_removed.iter().zip(&r.branches_kept) {
+                println!("  {path}  (branch {branch})");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl apply SESSION`: bring a worktree session's changes into
+/// the checkout as uncommitted changes; exit 1 on a conflict (nothing is
+/// changed then).
+pub async fn apply(socket: &Path, session: String, json: bool) -> Result<ExitCode, ClientError> {
+    let client = connect(socket).await?;
+    let r = client.request::<m::SessionApply>(&swival_protocol::SessionRef { session_id: SessionId(session) }).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
+    } else if !r.applied {
+        eprintln!(
+            "swivalctl: not applied: {} file(s) of branch {} conflict with your checkout; nothing was changed:",
+            r.conflicts.len(),
+            r.branch
+        );
+        for f in &r.conflicts {
+            eprintln!("  {f}");
+        }
+    } else if r.files.is_empty() {
+        println!("nothing new to apply from branch {}", r.branch);
+    } else {
+        println!("applied {} file(s) from branch {} as uncommitted changes:", r.files.len(), r.branch);
+        for f in &r.files {
+            println!("  {f}");
+        }
+    }
+    Ok(if r.applied { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// `swivalctl sessions`: one line per session.
@@ -72,6 +106,9 @@ pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
             s.base_dir,
             s.title.as_deref().unwrap_or("")
         );
+        if let Some(w) = &s.worktree {
+            println!("    worktree {} (branch {})", w.path, w.branch);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

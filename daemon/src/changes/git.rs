@@ -155,3 +155,15 @@ fn shown(args: &[&str]) -> String {
 pub fn records(out: &[u8]) -> impl Iterator<Item = &[u8]> {
     out.split(|b| *b == 0).filter(|r| !r.is_empty())
 }
+
+/// A path as git prints it with `-z` (bytes, not quoted).
+pub fn path_of(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// `path` as bytes, for git's stdin.
+pub fn bytes_of(path: &std::path::Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes()
+}

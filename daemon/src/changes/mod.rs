@@ -12,6 +12,7 @@ mod record;
 mod revert;
 mod shadow;
 mod show;
+pub mod worktree;
 
 pub use record::{Bracket, Recorder};
 pub use show::report_list;

@@ -17,6 +17,7 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
         SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
         SessionError::Busy { .. } | SessionError::Compacting(_) => ErrorCode::SessionBusy,
         SessionError::Config(_) => ErrorCode::ConfigInvalid,
+        SessionError::NotWorktree(_) => return invalid_params(&e.to_string()),
         SessionError::Untrusted(_) => ErrorCode::UntrustedProject,
         SessionError::Setup(_) => {
             // Valid config naming something that cannot run: Swival exits 1 here, not 2.
@@ -29,9 +30,10 @@ fn rpc_error(e: SessionError) -> ErrorObjectOwned {
         SessionError::ShuttingDown => ErrorCode::ShuttingDown,
         SessionError::NoChanges(_) => ErrorCode::NoSnapshot,
         SessionError::Refused(_) => return invalid_params(&e.to_string()),
-        SessionError::Store(_) | SessionError::BadReport { .. } | SessionError::Internal(_) => {
-            return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>)
-        }
+        SessionError::Store(_)
+        | SessionError::BadReport { .. }
+        | SessionError::Internal(_)
+        | SessionError::Worktree(_) => return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>),
     };
     app_error(code, e.to_string())
 }
@@ -56,12 +58,14 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     async_method::<m::ProjectTrust, _>(module, |p, ctx| async move {
         ctx.sessions.trust_project(&p.base_dir, p.check, p.sha256.as_deref()).await.map_err(rpc_error)
     })?;
-    method::<m::SessionPrune>(module, |p, ctx| {
+    async_method::<m::SessionPrune, _>(module, |p, ctx| async move {
         if !(p.older_than_s.is_finite() && p.older_than_s >= 0.0) {
             return Err(invalid_params("older_than_s must be a number of seconds, 0 or more"));
         }
-        let older_than = std::time::Duration::from_secs_f64(p.older_than_s);
-        ctx.sessions.prune(older_than).map(|removed| swival_protocol::SessionPruneResult { removed }).map_err(rpc_error)
+        ctx.sessions.prune_all(std::time::Duration::from_secs_f64(p.older_than_s)).await.map_err(rpc_error)
+    })?;
+    async_method::<m::SessionApply, _>(module, |p, ctx| async move {
+        ctx.sessions.apply(&p.session_id).await.map_err(rpc_error)
     })?;
     method::<m::SessionList>(module, |_, ctx| {
         ctx.sessions.list().map(|sessions| SessionListResult { sessions }).map_err(rpc_error)

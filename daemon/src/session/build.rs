@@ -64,10 +64,13 @@ impl Sessions {
         env: CallerEnv,
         pins: &std::collections::HashMap<String, String>,
     ) -> Result<(Arc<Session>, Parts), SessionError> {
+        // The project (config, trust, pipeline) is the base dir; a
+        // worktree session works in its worktree (`worktree::work_dir`).
         let base = PathBuf::from(&row.base_dir);
+        let work = super::worktree::work_dir(row);
         let cfg = &config.config;
         let mut policy = PathPolicy {
-            base: base.clone(),
+            base: work.clone(),
             allow_rw: canon_all(&cfg.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&cfg.allowed_dirs_ro, "allowed_dirs_ro")?,
             files: cfg.files_mode(),
@@ -90,14 +93,17 @@ impl Sessions {
             .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
             .chain(cfg.mcp_config.iter().cloned())
             .collect();
-        let protection = pipeline.protection(&base, &config_files);
+        let mut protection = pipeline.protection(&base, &config_files);
+        protection.paths.extend(super::worktree::git_file(row));
+        protection.paths.sort();
         policy.protected = protection.paths.clone();
-        let (commands, sandbox) = self.commands(cfg, &env, &mut policy, &protection.paths)?;
+        let git_dir = super::worktree::git_dir(row);
+        let (commands, sandbox) = self.commands(cfg, &env, &mut policy, &protection.paths, git_dir.as_ref())?;
         if cfg.sandbox_mcp {
             crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
         }
         let fetch = FetchEnv {
-            base_dir: base.clone(),
+            base_dir: work.clone(),
             allow_networks: cfg.fetch_allow_networks.clone(),
             max_inline: usize::try_from(cfg.max_output_kb).unwrap_or(50).saturating_mul(1024),
         };
@@ -112,7 +118,7 @@ impl Sessions {
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         let session = Session {
             id: row.id.clone(),
-            base_dir: base,
+            base_dir: work,
             config,
             env,
             events: self.shared.logs.log(&row.id),
@@ -133,14 +139,16 @@ impl Sessions {
 
     /// How the session's commands run: the whitelist (resolved through the
     /// caller's PATH), the kernel sandbox plan with what it hides (also
-    /// from the file tools, in `policy`) and keeps read-only (`readonly`),
-    /// the command environment, and ask mode's approvals.
+    /// from the file tools, in `policy`) and keeps read-only (`readonly`,
+    /// and a worktree's repository `git_dir`, which they may read), the
+    /// command environment, and ask mode's approvals.
     fn commands(
         &self,
         cfg: &config::SessionConfig,
         env: &CallerEnv,
         policy: &mut PathPolicy,
         readonly: &[PathBuf],
+        git_dir: Option<&PathBuf>,
     ) -> Result<(CommandEnv, crate::sandbox::SandboxStatus), SessionError> {
         let base = policy.base.clone();
         let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &env.path())
@@ -165,10 +173,10 @@ impl Sessions {
             mode: cfg.sandbox,
             network_allowed: cfg.command_network,
             write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
-            read_only_dirs: policy.allow_ro.clone(),
+            read_only_dirs: policy.allow_ro.iter().chain(git_dir).cloned().collect(),
             socket: self.shared.settings.socket.clone(),
             hide,
-            readonly: readonly.to_vec(),
+            readonly: readonly.iter().chain(git_dir).cloned().collect(),
             strict_read: cfg.sandbox_strict_read,
         };
         let command_env = crate::sandbox::command::allowed_environment(env.vars_os(), &cfg.command_env);

@@ -33,6 +33,7 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 mod trust;
+mod worktree;
 
 use crate::cache::{LazyCache, ResponseCache};
 use crate::config::{self, EffectiveConfig};
@@ -99,6 +100,12 @@ pub enum SessionError {
     /// A stored report that does not read as Swival's report.
     #[error("the stored report of run {run} cannot be read ({why}); its result is still given by run/wait")]
     BadReport { run: RunId, why: String },
+    /// The session does not work in a worktree (`session/apply`).
+    #[error("session {0} does not work in a git worktree (it was not created with --worktree): its changes are already in its base_dir")]
+    NotWorktree(SessionId),
+    /// git failed on a session's worktree, in words.
+    #[error("{0}")]
+    Worktree(String),
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -133,6 +140,8 @@ pub struct SessionSettings {
     pub live: LiveLimits,
     /// How long a run waits for a command's approval before it counts as rejected.
     pub approval_timeout: std::time::Duration,
+    /// Where sessions' git worktrees go (`worktrees_dir`).
+    pub worktrees_dir: PathBuf,
 }
 
 /// Every session, live or stored.
@@ -177,6 +186,8 @@ pub(crate) struct Shared {
     /// Callers' environments and secrets, in memory only (a session's
     /// actor changes them with its config, `session/configure`).
     callers: caller::Callers,
+    /// Sessions' git worktrees.
+    worktrees: worktree::Worktrees,
 }
 
 impl Shared {
@@ -289,6 +300,7 @@ impl Sessions {
             buffers: services.buffers.clone(),
             cache: services.cache.clone(),
             changes: services.changes.clone(),
+            worktrees: worktree::Worktrees::new(settings.worktrees_dir.clone()),
             settings,
             shutdown,
             callers: caller::Callers::default(),
@@ -345,10 +357,32 @@ impl Sessions {
     }
 
     /// `session/create`: a new session of `base_dir`, fresh or `from`
-    /// another (see `configure.rs`); `env` is the caller's environment
-    /// (`None`: the daemon's, or the source's).
+    /// another (see `configure.rs`), in a git worktree of its own with
+    /// `worktree` (undone if the session cannot be made); `env` is the
+    /// caller's environment (`None`: the daemon's, or the source's).
     pub async fn create(&self, p: SessionCreateParams) -> Result<SessionCreateResult, SessionError> {
         let base = check_base_dir(&p.base_dir)?;
+        let id = SessionId(random_id("s_"));
+        if !p.worktree {
+            return self.create_in(base, id, p, None).await;
+        }
+        let _held = self.worktree_lock().await;
+        let made = self.make_worktree(&base, &id).await?;
+        let created = self.create_in(base, id, p, Some(&made)).await;
+        if created.is_err() {
+            self.discard_worktree(&made).await;
+        }
+        created
+    }
+
+    /// [`Sessions::create`] of session `id` in `base`, in `made` if given.
+    async fn create_in(
+        &self,
+        base: PathBuf,
+        id: SessionId,
+        p: SessionCreateParams,
+        made: Option<&worktree::Made>,
+    ) -> Result<SessionCreateResult, SessionError> {
         let seed = self.seed(&base, p.config, p.env, p.from.as_ref())?;
         let (project, accepted) = self.admit_project(&base, p.trust, seed.accepted.as_deref())?;
         let global = self.shared.settings.global_config.as_deref();
@@ -357,7 +391,6 @@ impl Sessions {
         // Keys that load but do nothing are said once, here (a reload
         // of the same config stays quiet).
         let config_warnings = std::mem::take(&mut effective.warnings);
-        let id = SessionId(random_id("s_"));
         // Keys in the request stay in memory; the store never sees them.
         let mut stored_request = seed.request.unwrap_or(Value::Null);
         let caller = caller::Caller { env: seed.env, secrets: caller::take_secrets(&mut stored_request) };
@@ -371,17 +404,20 @@ impl Sessions {
             closed: false,
             last_seq: 0,
             run_count: 0,
+            worktree: made.map(|m| m.row.clone()),
         };
         let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins)?;
         let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
         self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
         self.shared.callers.set(&id, caller);
-        let warnings = session.warnings(config_warnings);
+        let mut warnings = session.warnings(config_warnings);
+        warnings.extend(made.and_then(|m| m.warning.clone()));
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }
         self.hold(session, parts, false);
-        Ok(SessionCreateResult { session_id: id, config: row.config, warnings })
+        let worktree = row.worktree.as_ref().map(worktree::info);
+        Ok(SessionCreateResult { session_id: id, config: row.config, warnings, worktree })
     }
 
     /// A session's actor, loading the session from the store if it is not
@@ -549,5 +585,6 @@ fn info(row: &SessionRow, running: bool) -> SessionInfo {
         },
         last_seq: swival_protocol::Seq(row.last_seq),
         run_count: row.run_count,
+        worktree: row.worktree.as_ref().map(worktree::info),
     }
 }

@@ -38,6 +38,7 @@ fn fixture(max_sessions: usize) -> Fixture {
         socket: None,
         daemon_dirs: Vec::new(),
         approval_timeout: Duration::from_secs(60),
+        worktrees_dir: dir.path().join("worktrees"),
         live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
     };
     let sessions = Sessions::open(&services, settings, crate::shutdown::Shutdown::new()).unwrap();
@@ -58,6 +59,7 @@ impl Fixture {
             trust: false,
             env: None,
             from: None,
+            worktree: false,
         };
         self.sessions.create(params).await.unwrap().session_id
     }

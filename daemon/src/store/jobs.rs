@@ -7,8 +7,8 @@ use super::SessionRow;
 use rusqlite::{params, Connection};
 use swival_protocol::{Event, Seq, SessionId};
 
-/// The writes of a new session: its row, the project config content it
-/// accepted, the policy files it pinned and the conversation it starts
+/// The writes of a new session: its row (with its worktree's), the
+/// project config content it accepted, the policy files it pinned and the conversation it starts
 /// with (a fork's).
 pub(super) fn session_job(
     row: &SessionRow,
@@ -18,6 +18,7 @@ pub(super) fn session_job(
 ) -> impl FnMut(&Connection) -> rusqlite::Result<()> + Send + 'static {
     let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
     let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
+    let worktree = row.worktree.clone();
     move |c| {
         c.prepare_cached(
             "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -25,6 +26,9 @@ pub(super) fn session_job(
         .execute(params![id, base, title, config, request, created])?;
         if let Some(sha256) = &project {
             super::policy::put_session_project(c, &id, sha256)?;
+        }
+        if let Some(worktree) = &worktree {
+            super::worktree::put_worktree(c, &id, worktree)?;
         }
         let mut insert = c.prepare_cached("INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?;
         for (idx, body) in messages.iter().enumerate() {

@@ -14,6 +14,7 @@ mod policy;
 mod prune;
 mod queue;
 mod runs;
+mod worktree;
 mod writer;
 
 pub use changes::{BigFile, ChangeSetRow, FileRecord, FileState};
@@ -25,6 +26,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use swival_protocol::{Event, RunId, RunResult, Seq, SessionId};
+pub use worktree::WorktreeRow;
 use writer::Waiter;
 
 /// A database failure, with the file it concerns.
@@ -63,6 +65,8 @@ pub struct SessionRow {
     pub last_seq: u64,
     /// Number of runs.
     pub run_count: u64,
+    /// The git worktree it works in, if it was created with one.
+    pub worktree: Option<WorktreeRow>,
 }
 
 /// The daemon's database.
@@ -146,6 +150,16 @@ CREATE TABLE IF NOT EXISTS change_sets (
     files TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS change_sets_by_root ON change_sets (root, created_at);
+CREATE TABLE IF NOT EXISTS session_worktrees (
+    session_id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    git_dir TEXT NOT NULL,
+    admin_dir TEXT NOT NULL,
+    path TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    base_commit TEXT NOT NULL,
+    applied_commit TEXT
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -286,9 +300,11 @@ impl Store {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
+        let mut worktrees = self.worktrees(only)?;
         rows.into_iter()
             .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
                 Ok(SessionRow {
+                    worktree: worktrees.remove(&id),
                     id: SessionId(id),
                     base_dir,
                     title,

@@ -1,6 +1,7 @@
 //! Retention: sessions unused since a cutoff are deleted with everything
-//! they hold (conversation, runs and reports, events, pins, checkpoint),
-//! and the file is compacted.
+//! they hold (conversation, runs and reports, events, pins, checkpoint;
+//! a worktree's row stays until the worktree is removed, see
+//! `worktree.rs`), and the file is compacted.
 
 use super::{Store, StoreError};
 use rusqlite::params;
@@ -61,6 +62,7 @@ mod tests {
             closed: false,
             last_seq: 0,
             run_count: 0,
+            worktree: None,
         };
         store.insert_session(&row).unwrap();
         id

@@ -21,6 +21,7 @@ fn session(s: &Store) -> SessionId {
         closed: false,
         last_seq: 0,
         run_count: 0,
+        worktree: None,
     })
     .unwrap();
     id

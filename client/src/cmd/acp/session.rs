@@ -112,6 +112,7 @@ impl Bridge {
             trust: false,
             env: Some(self.env.clone()),
             from: None,
+            worktree: false,
         };
         let created = match self.daemon.create_session(&params).await {
             Ok(c) => c,

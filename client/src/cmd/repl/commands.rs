@@ -147,9 +147,11 @@ impl Repl {
     }
 
     /// `/clear`, `/new`: a new session from this one's settings, with an
-    /// empty conversation; the old one stays in the daemon.
+    /// empty conversation; the old one stays in the daemon. A worktree
+    /// session's successor gets a worktree of its own (never the checkout).
     async fn fresh(&mut self) -> Result<(), ClientError> {
         let old = self.session.clone();
+        let worktree = self.client.session(&old).await?.info.worktree.is_some();
         let params = swival_protocol::SessionCreateParams {
             base_dir: self.base_dir.display().to_string(),
             config: None,
@@ -157,10 +159,16 @@ impl Repl {
             trust: false,
             env: Some(swivalctl::caller_env()),
             from: Some(SessionFrom { session_id: old.clone(), conversation: false }),
+            worktree,
         };
         let created = self.client.create_session(&params).await?;
         self.switch(created.session_id, 1).await?;
         self.info(&format!("context cleared; the previous conversation stays in the daemon as session {old}"));
+        if worktree {
+            self.info(&format!(
+                "this session has a new worktree; bring the previous one's work in with `swivalctl apply {old}`"
+            ));
+        }
         Ok(())
     }
 

@@ -1,0 +1,208 @@
+//! Sessions in their own git worktree (`session/create`'s `worktree`):
+//! making one for a new session, `session/apply` (the worktree's work
+//! brought into the user's checkout as uncommitted changes) and, with
+//! `session/prune`, removing the worktrees of deleted sessions with their
+//! branches kept. The git work is `changes::worktree`'s.
+//!
+//! A worktree session's project (its `swival.toml`, trust, pipeline and
+//! pinned scripts) is the user's checkout, which the model cannot write;
+//! its file tools, commands and write dirs are the worktree's (`work_dir`).
+//! One lock orders every worktree change of the daemon: a prune never
+//! sees a worktree whose session is still being stored, and two applies
+//! never patch one checkout at once.
+
+use super::{SessionError, Sessions};
+use crate::changes::git::Git;
+use crate::changes::worktree::{self, Created, WorktreeError};
+use crate::store::{SessionRow, WorktreeRow};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use swival_protocol::{SessionApplyResult, SessionId, SessionPruneResult, WorktreeInfo};
+
+/// The daemon's worktrees: where they go, the git that makes them and the
+/// lock their changes take.
+pub(crate) struct Worktrees {
+    /// The git program.
+    git: Git,
+    /// Where worktrees go (`worktrees_dir`).
+    root: PathBuf,
+    /// Held by every creation, apply and removal.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl Worktrees {
+    /// Worktrees under `root`, made by the `git` found on the daemon's PATH.
+    pub fn new(root: PathBuf) -> Worktrees {
+        let git = Git::locate();
+        if !git.available() {
+            tracing::info!("no git program on the daemon's PATH: sessions cannot have a worktree");
+        }
+        Worktrees { git, root, lock: tokio::sync::Mutex::new(()) }
+    }
+}
+
+/// Where session `row` works: its base dir, or for a worktree session the
+/// same place in its worktree.
+pub(super) fn work_dir(row: &SessionRow) -> PathBuf {
+    let base = PathBuf::from(&row.base_dir);
+    match &row.worktree {
+        None => base,
+        Some(w) => match base.strip_prefix(&w.origin) {
+            Ok(inside) => Path::new(&w.path).join(inside),
+            Err(_) => PathBuf::from(&w.path),
+        },
+    }
+}
+
+/// The repository directory a worktree session's commands may read but
+/// never write (its worktree's `.git` file points into it).
+pub(super) fn git_dir(row: &SessionRow) -> Option<PathBuf> {
+    row.worktree.as_ref().map(|w| PathBuf::from(&w.git_dir))
+}
+
+/// The worktree's `.git` file, which neither the file tools nor commands
+/// may change (the daemon's own git calls never read it either).
+pub(super) fn git_file(row: &SessionRow) -> Option<PathBuf> {
+    row.worktree.as_ref().map(|w| Path::new(&w.path).join(".git"))
+}
+
+/// A stored worktree as `session/list` and `session/get` show it.
+pub(super) fn info(w: &WorktreeRow) -> WorktreeInfo {
+    WorktreeInfo {
+        path: w.path.clone(),
+        branch: w.branch.clone(),
+        origin: w.origin.clone(),
+        base_commit: w.base_commit.clone(),
+        applied_commit: w.applied_commit.clone(),
+    }
+}
+
+/// A worktree just made, as its session stores it, and the warning about
+/// the user's uncommitted changes it does not have.
+pub(super) struct Made {
+    /// What git made.
+    pub created: Created,
+    /// The session's row for it.
+    pub row: WorktreeRow,
+    /// Said when the user's checkout has uncommitted changes.
+    pub warning: Option<String>,
+}
+
+impl Sessions {
+    /// The lock every worktree change takes, held by a session/create
+    /// with `worktree` until the session is stored.
+    pub(super) async fn worktree_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.shared.worktrees.lock.lock().await
+    }
+
+    /// Make session `id`'s worktree of the checkout `base` is in.
+    pub(super) async fn make_worktree(&self, base: &Path, id: &SessionId) -> Result<Made, SessionError> {
+        let w = &self.shared.worktrees;
+        let created = worktree::create(&w.git, &w.root, base, &id.0).await?;
+        if let Ok(inside) = base.strip_prefix(&created.origin) {
+            // A base dir that HEAD does not have (untracked) is made, empty.
+            let _ = std::fs::create_dir_all(created.path.join(inside));
+        }
+        let shown = |p: &Path| p.display().to_string();
+        let row = WorktreeRow {
+            origin: shown(&created.origin),
+            git_dir: shown(&created.git_dir),
+            admin_dir: shown(&created.admin_dir),
+            path: shown(&created.path),
+            branch: created.branch.clone(),
+            base_commit: created.base_commit.clone(),
+            applied_commit: None,
+        };
+        let warning = (created.uncommitted > 0).then(|| {
+            format!(
+                "{} file(s) with uncommitted changes in {} are not in the worktree {}: it starts from the last commit",
+                created.uncommitted, row.origin, row.path
+            )
+        });
+        Ok(Made { created, row, warning })
+    }
+
+    /// Undo a worktree whose session could not be made.
+    pub(super) async fn discard_worktree(&self, made: &Made) {
+        worktree::discard(&self.shared.worktrees.git, &made.created).await;
+    }
+
+    /// `session/apply`: commit the worktree's work to its branch, then
+    /// apply what is new since the last apply to the user's checkout as
+    /// uncommitted changes, all or nothing. Refused while the session runs.
+    pub async fn apply(&self, id: &SessionId) -> Result<SessionApplyResult, SessionError> {
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        let w = row.worktree.ok_or_else(|| SessionError::NotWorktree(id.clone()))?;
+        if let Some(run) = self.shared.store.unfinished_runs()?.into_iter().find(|r| r.session_id == *id) {
+            return Err(SessionError::Busy { session: id.clone(), run: run.id });
+        }
+        let _held = self.worktree_lock().await;
+        let git = &self.shared.worktrees.git;
+        worktree::commit_work(
+            git,
+            Path::new(&w.path),
+            Path::new(&w.admin_dir),
+            &format!("swivald: the work of session {id}"),
+        )
+        .await?;
+        let origin = Path::new(&w.origin);
+        let head = worktree::branch_head(git, origin, &w.branch).await?;
+        let from = w.applied_commit.as_deref().unwrap_or(&w.base_commit);
+        let done = worktree::apply(git, origin, from, &head).await?;
+        if done.applied && head != from {
+            self.shared.store.set_applied(id, &head).await?;
+        }
+        Ok(SessionApplyResult {
+            applied: done.applied,
+            files: done.files,
+            conflicts: done.conflicts,
+            branch: w.branch,
+            commit: head,
+        })
+    }
+
+    /// `session/prune`: delete the sessions unused for `older_than` (see
+    /// [`Sessions::prune`]), then remove the worktrees no session owns.
+    pub async fn prune_all(
+        self: &Arc<Self>,
+        older_than: std::time::Duration,
+    ) -> Result<SessionPruneResult, SessionError> {
+        let sessions = self.clone();
+        let removed = tokio::task::spawn_blocking(move || sessions.prune(older_than))
+            .await
+            .map_err(|e| SessionError::Internal(format!("pruning sessions failed: {e}")))??;
+        let (worktrees_removed, branches_kept) = self.prune_worktrees().await?;
+        Ok(SessionPruneResult { removed, worktrees_removed, branches_kept })
+    }
+
+    /// Remove the worktree of every deleted session, its work committed
+    /// to its branch first; the worktrees removed and the branches kept.
+    pub async fn prune_worktrees(&self) -> Result<(Vec<String>, Vec<String>), SessionError> {
+        let _held = self.worktree_lock().await;
+        let (mut removed, mut kept) = (Vec::new(), Vec::new());
+        for (sid, w) in self.shared.store.orphan_worktrees()? {
+            let (path, admin, common) = (Path::new(&w.path), Path::new(&w.admin_dir), Path::new(&w.git_dir));
+            match worktree::remove(&self.shared.worktrees.git, path, admin, common).await {
+                Ok(()) => {
+                    self.shared.store.forget_worktree(&sid).await?;
+                    removed.push(w.path);
+                    kept.push(w.branch);
+                }
+                Err(e) => tracing::warn!("the worktree {} of deleted session {sid} was kept: {e}", w.path),
+            }
+        }
+        if !removed.is_empty() {
+            tracing::info!("removed {} worktree(s) of deleted sessions; kept their branches", removed.len());
+        }
+        Ok((removed, kept))
+    }
+}
+
+impl From<WorktreeError> for SessionError {
+    fn from(e: WorktreeError) -> SessionError {
+        match e {
+            WorktreeError::NotARepository(_) => SessionError::Config(e.to_string()),
+            other => SessionError::Worktree(other.to_string()),
+        }
+    }
+}
