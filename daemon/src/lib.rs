@@ -55,6 +55,9 @@ pub use transport::Listener;
 /// validates it.
 pub use pipeline::filter::parse_output;
 
+/// The benchmark's snapshot store (`bench snapshots`).
+pub use changes::SnapshotStore;
+
 /// The benchmark's floor: the HTTP client the daemon calls providers with.
 pub fn provider_http_client() -> reqwest::Client {
     provider::Provider::http_client()

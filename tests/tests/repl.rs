@@ -451,3 +451,32 @@ fn remember_writes_agents_md_and_sessions_and_attach_switch_to_another_session()
     at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }
+
+#[test]
+fn diff_shows_what_the_last_run_changed_and_undo_puts_it_back_and_undo_of_the_undo_redoes() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w", "write_file", json!({"file_path": "made.txt", "content": "made by the run\n"})),
+        Step::text("wrote it"),
+    ]);
+    let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
+    at_prompt(&tmux, "make a file");
+    tmux.wait_for("wrote it");
+    assert_eq!(std::fs::read_to_string(p.join("made.txt")).unwrap(), "made by the run\n");
+    at_prompt(&tmux, "/diff");
+    let screen = tmux.wait_for("+made by the run");
+    assert!(
+        screen.contains("1 file changed") && screen.contains("created") && screen.contains("write_file"),
+        "{screen}"
+    );
+    at_prompt(&tmux, "/undo");
+    let screen = tmux.wait_for("1 file put back");
+    assert!(!p.join("made.txt").exists(), "{screen}");
+    let undo_id =
+        screen.split("swivalctl undo ").nth(1).and_then(|s| s.split(')').next()).expect("the redo id").to_owned();
+    at_prompt(&tmux, &format!("/undo {undo_id}"));
+    tmux.wait_for_count("1 file put back", 2);
+    assert_eq!(std::fs::read_to_string(p.join("made.txt")).unwrap(), "made by the run\n");
+    at_prompt(&tmux, "/exit");
+}

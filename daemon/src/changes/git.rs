@@ -107,13 +107,13 @@ impl Git {
         set("GIT_TERMINAL_PROMPT", "0".into());
         set("GIT_NO_REPLACE_OBJECTS", "1".into());
         set("GIT_OPTIONAL_LOCKS", "0".into());
-        // Paths are paths, never patterns.
-        set("GIT_LITERAL_PATHSPECS", "1".into());
         for (k, v) in [("NAME", "swivald"), ("EMAIL", "swivald@localhost"), ("DATE", "2000-01-01T00:00:00Z")] {
             set(&format!("GIT_AUTHOR_{k}"), v.into());
             set(&format!("GIT_COMMITTER_{k}"), v.into());
         }
         if !repo.user_config {
+            // The snapshot store's paths are paths, never patterns.
+            set("GIT_LITERAL_PATHSPECS", "1".into());
             set("GIT_CONFIG_NOSYSTEM", "1".into());
             set("GIT_CONFIG_GLOBAL", "/dev/null".into());
         }

@@ -112,6 +112,23 @@ impl Changes {
     }
 }
 
+/// One project's snapshot store on its own, for the benchmark (`bench
+/// snapshots`): open it and take snapshots as a run's brackets do.
+pub struct SnapshotStore(shadow::Shadow);
+
+impl SnapshotStore {
+    /// The store in `dir` for the project at `root`.
+    pub async fn open(dir: &Path, root: &Path) -> Result<SnapshotStore, ChangeError> {
+        let (root, scope) = root_of(root);
+        Ok(SnapshotStore(shadow::Shadow::open(Git::locate(), dir, &root, scope, 10 * 1024 * 1024).await?))
+    }
+
+    /// Take a snapshot; its tree.
+    pub async fn snapshot(&mut self) -> Result<String, ChangeError> {
+        Ok(self.0.snapshot().await?.tree)
+    }
+}
+
 /// The root a base dir's snapshots are kept for (the enclosing git
 /// checkout, so its ignore rules apply, else the base itself) and the
 /// base's place in it as a pathspec.

@@ -66,6 +66,8 @@ const COMMANDS: &[(&str, &str)] = &[
     ("policy", "Show this session's policy: filters, hooks, reviewer, sandbox"),
     ("report", "Show the last run's statistics"),
     ("compact", "Compress the conversation's context (--drop: also summarise the middle turns)"),
+    ("diff", "Show what the last run changed in the project, with diffs"),
+    ("undo", "Put back what the last run changed (--force: all but the files changed since)"),
 ];
 
 impl Bridge {
@@ -326,7 +328,36 @@ impl Bridge {
             }),
             "report" => Some(self.last_report(id).await),
             "compact" => Some(self.compact(id, text.split_whitespace().any(|w| w == "--drop")).await),
+            "diff" => Some(self.diff(id).await),
+            "undo" => Some(self.undo(id, text.split_whitespace().any(|w| w == "--force")).await),
             _ => None,
+        }
+    }
+
+    /// `/diff`: the last run's changes, the diffs in a fence.
+    async fn diff(&self, id: &SessionId) -> String {
+        let which = swival_protocol::ChangesRef { run_id: None, session_id: Some(id.clone()) };
+        let params = swival_protocol::RunChangesParams { which, no_diff: false };
+        match self.daemon.request::<swival_protocol::methods::typed::RunChangesMethod>(&params).await {
+            Ok(c) => {
+                let diffs: String = c.files.iter().filter_map(|f| f.diff.as_deref()).collect();
+                let list = crate::cmd::changes::render_changes(&c, false);
+                match diffs.is_empty() {
+                    true => format!("```\n{list}```"),
+                    false => format!("```\n{list}```\n```diff\n{diffs}```"),
+                }
+            }
+            Err(e) => format!("Error: {e}"),
+        }
+    }
+
+    /// `/undo [--force]`: put back the last run's changes.
+    async fn undo(&self, id: &SessionId, force: bool) -> String {
+        let which = swival_protocol::ChangesRef { run_id: None, session_id: Some(id.clone()) };
+        let params = swival_protocol::RunRevertParams { which, force };
+        match self.daemon.request::<swival_protocol::methods::typed::RunRevert>(&params).await {
+            Ok(r) => format!("```\n{}```", crate::cmd::changes::render_revert(&r)),
+            Err(e) => format!("Error: {e}"),
         }
     }
 

@@ -28,6 +28,7 @@ use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 mod filter_latency;
 mod floor;
 mod repl;
+mod snapshots;
 mod soak;
 mod subscribers;
 mod text;
@@ -218,34 +219,21 @@ fn activated_cold_start() -> Duration {
 }
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("soak") {
-        soak::soak(std::env::args().nth(2).map(|n| n.parse().expect("bench soak [number of sessions]")));
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("filter-latency") {
-        let rounds = std::env::args().nth(2).map(|n| n.parse().expect("bench filter-latency [rounds]"));
-        filter_latency::filter_latency_only(rounds);
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("floor") {
-        floor::floor(std::env::args().nth(2).map(|n| n.parse().expect("bench floor [turns]")));
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("floor-child") {
-        floor::floor_child(&std::env::args().skip(2).collect::<Vec<_>>());
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("subscribers") {
-        subscribers::subscribers(std::env::args().nth(2));
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("repl") {
-        repl::repl(std::env::args().nth(2).map_or(20, |n| n.parse().expect("bench repl [starts]")));
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("turns") {
-        turns::turns_only(std::env::args().nth(2).map_or(3, |n| n.parse().expect("bench turns [rounds]")));
-        return;
+    let arg = |n| std::env::args().nth(n);
+    match arg(1).as_deref() {
+        Some("soak") => return soak::soak(arg(2).map(|n| n.parse().expect("bench soak [number of sessions]"))),
+        Some("filter-latency") => {
+            return filter_latency::filter_latency_only(
+                arg(2).map(|n| n.parse().expect("bench filter-latency [rounds]")),
+            )
+        }
+        Some("floor") => return floor::floor(arg(2).map(|n| n.parse().expect("bench floor [turns]"))),
+        Some("floor-child") => return floor::floor_child(&std::env::args().skip(2).collect::<Vec<_>>()),
+        Some("subscribers") => return subscribers::subscribers(arg(2)),
+        Some("repl") => return repl::repl(arg(2).map_or(20, |n| n.parse().expect("bench repl [starts]"))),
+        Some("snapshots") => return snapshots::snapshots(arg(2).map(std::path::PathBuf::from)),
+        Some("turns") => return turns::turns_only(arg(2).map_or(3, |n| n.parse().expect("bench turns [rounds]"))),
+        _ => {}
     }
     let bench_started = Instant::now();
     // Other work on the machine skews every number; say how busy it was.

@@ -1,0 +1,118 @@
+//! `bench snapshots [REPO]`: what recording a run's changes costs. A
+//! snapshot of a project into a fresh store (the first, which hashes every
+//! file), then of the unchanged project (what every bracket around a call
+//! pays when the call changed nothing), then after 10 files changed. On
+//! REPO (default: the current directory, this repository) and on a
+//! synthetic project of 20,000 files in 200 directories, 1–4 KB each.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use swivald::SnapshotStore;
+
+/// Rounds of the repeated measurements.
+const ROUNDS: usize = 11;
+
+/// Measure and print.
+pub fn snapshots(repo: Option<PathBuf>) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let repo = repo.unwrap_or_else(|| std::env::current_dir().unwrap());
+    let work = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        measure("this repository", &repo, &work.path().join("repo-store"), false).await;
+        let synthetic = work.path().join("synthetic");
+        make_synthetic(&synthetic);
+        measure("synthetic 20,000 files", &synthetic, &work.path().join("synthetic-store"), true).await;
+    });
+}
+
+/// First, unchanged and (when `change`) 10-changed snapshots of `root`.
+async fn measure(name: &str, root: &Path, store: &Path, change: bool) {
+    let files = count_files(root);
+    let t = Instant::now();
+    let mut s = SnapshotStore::open(store, root).await.expect("open the store");
+    s.snapshot().await.expect("first snapshot");
+    let first = t.elapsed();
+    let mut unchanged = Vec::new();
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        s.snapshot().await.expect("snapshot");
+        unchanged.push(t.elapsed());
+    }
+    let mut changed = Vec::new();
+    if change {
+        for round in 0..ROUNDS {
+            for i in 0..10 {
+                std::fs::write(root.join(format!("d{i}/f{round}.txt")), format!("changed {round} {i}\n")).unwrap();
+            }
+            let t = Instant::now();
+            s.snapshot().await.expect("snapshot");
+            changed.push(t.elapsed());
+        }
+    }
+    let size = dir_size(store);
+    println!("{name} ({files} files, store {:.1} MB):", size as f64 / 1e6);
+    println!("  first snapshot: {}", ms(first));
+    println!("  unchanged: {}", spread(&mut unchanged));
+    if change {
+        println!("  10 files changed: {}", spread(&mut changed));
+    }
+}
+
+/// min / median / max.
+fn spread(v: &mut [Duration]) -> String {
+    v.sort();
+    format!("min {} / median {} / max {}", ms(v[0]), ms(v[v.len() / 2]), ms(v[v.len() - 1]))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// 200 directories of 100 files, 1–4 KB each.
+fn make_synthetic(root: &Path) {
+    for d in 0..200 {
+        let dir = root.join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            let len = 1024 + (d * 100 + f) % 3072;
+            let body: String = format!("file {d}/{f} ").repeat(len / 12 + 1).chars().take(len).collect();
+            std::fs::write(dir.join(format!("f{f}.txt")), body).unwrap();
+        }
+    }
+}
+
+/// Files under `root` that git would see (outside `.git` and `target`).
+fn count_files(root: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if name == ".git" || name == "target" || name == "node_modules" {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(_) => n += 1,
+                Err(_) => {}
+            }
+        }
+    }
+    n
+}
+
+/// Bytes under `dir`.
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
