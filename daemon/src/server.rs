@@ -143,7 +143,8 @@ fn services(settings: &Settings, store: Arc<Store>, dirs: &Dirs, shutdown: &Shut
         cache: Arc::new(LazyCache::new(dirs.cache.join("cache.db"), settings.max_cache_bytes)),
         changes: settings.snapshots.then(|| {
             let max_file = settings.snapshot_max_file_bytes;
-            Arc::new(crate::changes::Changes::new(dirs.state.join("snapshots"), max_file, store.clone()))
+            let exact = settings.snapshot_exact_commands;
+            Arc::new(crate::changes::Changes::new(dirs.state.join("snapshots"), max_file, exact, store.clone()))
         }),
     }
 }

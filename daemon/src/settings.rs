@@ -105,6 +105,11 @@ pub struct Settings {
     /// Files larger than this many bytes are recorded by size and hash
     /// only, and cannot be put back by undo.
     pub snapshot_max_file_bytes: u64,
+    /// Commands (and MCP tools) of different sessions in one project run
+    /// one at a time, so every change they make is attributed to the one
+    /// that made it; `false` lets them run at once, and a file two of them
+    /// changed is marked shared (undo leaves it unless forced).
+    pub snapshot_exact_commands: bool,
 }
 
 impl Default for Settings {
@@ -140,6 +145,7 @@ impl Default for Settings {
             worker_threads: 0,
             snapshots: true,
             snapshot_max_file_bytes: 10 * 1024 * 1024,
+            snapshot_exact_commands: true,
         }
     }
 }

@@ -357,3 +357,65 @@ fn unknown_in_flight_and_unrecorded_runs_are_refused_in_one_line_changing_nothin
     assert_eq!(tree_state(&p), changed);
     assert_ne!(changed, before);
 }
+
+/// A command that marks itself started, waits (at most 30 s) until the
+/// other session's has started too, then writes its file.
+fn meeting_command(me: &str, other: &str) -> Value {
+    let sh = format!(
+        "touch {me}.ready; i=0; while [ ! -f {other}.ready ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done; echo {me} > {me}.out"
+    );
+    json!({"command": ["sh", "-c", sh]})
+}
+
+/// Two sessions of one project whose commands start at once (and, with
+/// `meet`, wait for each other); undo the first's run. Its result, the
+/// project's files after, and the second's changes.
+fn two_sessions_run_commands_at_once(settings: &str, meet: bool) -> (Value, BTreeMap<String, (String, u32)>, Value) {
+    let env = TestEnv::new();
+    env.daemon_settings(settings);
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let (ma, mb) = (MockProvider::start(vec![]), MockProvider::start(vec![]));
+    let command = |me: &str, other: &str| match meet {
+        true => meeting_command(me, other),
+        false => json!({"command": ["sh", "-c", format!("touch {me}.ready; echo {me} > {me}.out")]}),
+    };
+    ma.push(Step::tool_call("a", "run_command", command("a", "b")));
+    ma.push(Step::text("A done"));
+    mb.push(Step::tool_call("b", "run_command", command("b", "a")));
+    mb.push(Step::text("B done"));
+    let mut c = daemon.nd();
+    let (sa, sb) = (session(&mut c, &p, &ma), session(&mut c, &p, &mb));
+    let ra = c.ok("run/start", json!({"session_id": sa, "task": "A"}))["run_id"].clone();
+    let rb = c.ok("run/start", json!({"session_id": sb, "task": "B"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": ra}))["outcome"], "success");
+    assert_eq!(c.ok("run/wait", json!({"run_id": rb}))["outcome"], "success");
+    let undo = c.ok("run/revert", json!({"run_id": ra}));
+    let b_changes = c.ok("run/changes", json!({"run_id": rb}));
+    (undo, tree_state(&p), b_changes)
+}
+
+#[test]
+fn commands_of_two_sessions_in_one_project_take_turns_so_each_undo_is_exact() {
+    let (undo, tree, b_changes) = two_sessions_run_commands_at_once("", false);
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    assert!(undo["conflicts"].as_array().unwrap().is_empty(), "{undo:#}");
+    assert!(!tree.contains_key("a.out") && !tree.contains_key("a.ready"), "A's files are gone: {tree:?}");
+    assert!(tree.contains_key("b.out") && tree.contains_key("b.ready"), "B's files stay: {tree:?}");
+    let b_paths: Vec<&str> =
+        b_changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(b_paths, ["b.out", "b.ready"], "{b_changes:#}");
+}
+
+#[test]
+fn commands_allowed_to_overlap_mark_what_both_saw_as_shared_and_undo_leaves_it() {
+    let (undo, tree, b_changes) = two_sessions_run_commands_at_once("snapshot_exact_commands = false\n", true);
+    assert_eq!(undo["applied"], false, "{undo:#}");
+    // What was written while both commands ran is shared (which of them
+    // wrote it is not known); what one wrote alone is its own.
+    let conflicts = undo["conflicts"].as_array().unwrap();
+    assert!(!conflicts.is_empty(), "{undo:#}");
+    assert!(conflicts.iter().all(|c| c["cause"].as_str().unwrap().contains("at the same time")), "{undo:#}");
+    assert!(tree.contains_key("a.out") && tree.contains_key("b.out"), "a refused undo changes nothing");
+    assert!(b_changes["files"].as_array().unwrap().iter().any(|f| f["shared"] == true), "{b_changes:#}");
+}

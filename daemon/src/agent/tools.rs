@@ -108,7 +108,7 @@ impl Run<'_> {
     /// A snapshot before a call that may change files (a file tool, a
     /// command, an MCP tool), with the paths a file tool names; `None` when
     /// the call changes nothing or changes are not recorded.
-    async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, Option<Vec<String>>)> {
+    async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, String)> {
         let recorder = self.ctx.changes.filter(|r| !r.failed())?;
         let exact = match registry::call_kind(&call.name, &call.arguments) {
             ToolKind::Edit | ToolKind::Move | ToolKind::Delete => {
@@ -118,8 +118,17 @@ impl Run<'_> {
             ToolKind::Execute | ToolKind::Mcp => None,
             _ => return None,
         };
-        match recorder.before().await {
-            Ok(bracket) => Some((bracket, exact)),
+        if exact.as_ref().is_some_and(Vec::is_empty) {
+            return None;
+        }
+        let label = label(call, exact.as_deref());
+        let before = tokio::select! {
+            b = recorder.before(exact) => b,
+            // Waiting for another session's command: the run was cancelled.
+            _ = self.ctx.cancel.cancelled() => return None,
+        };
+        match before {
+            Ok(bracket) => Some((bracket, label)),
             Err(e) => {
                 recorder.fail(&e);
                 None
@@ -128,15 +137,10 @@ impl Run<'_> {
     }
 
     /// Fold what the call changed into the run's set.
-    async fn after_change(&self, bracket: Option<(Bracket, Option<Vec<String>>)>, turn: u64, call: &ToolCall) {
-        let (Some((bracket, exact)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
-        let by = ChangeSource {
-            tool: call.name.clone(),
-            call_id: call.id.clone(),
-            turn,
-            label: label(call, exact.as_deref()),
-        };
-        if let Err(e) = recorder.after(bracket, exact.as_deref(), by).await {
+    async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ToolCall) {
+        let (Some((bracket, label)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
+        let by = ChangeSource { tool: call.name.clone(), call_id: call.id.clone(), turn, label };
+        if let Err(e) = recorder.after(bracket, by).await {
             recorder.fail(&e);
         }
     }

@@ -88,6 +88,8 @@ pub struct Meta {
     pub len: u64,
     /// Last modification.
     pub modified: SystemTime,
+    /// `st_mode`: type and permission bits.
+    pub mode: u32,
 }
 
 impl Meta {
@@ -102,7 +104,7 @@ impl Meta {
             Ok(s) => SystemTime::UNIX_EPOCH + Duration::new(s, st.st_mtime_nsec.clamp(0, 999_999_999) as u32),
             Err(_) => SystemTime::UNIX_EPOCH,
         };
-        Meta { kind, len: st.st_size.max(0) as u64, modified }
+        Meta { kind, len: st.st_size.max(0) as u64, modified, mode: st.st_mode }
     }
 
     /// The metadata of an open file.

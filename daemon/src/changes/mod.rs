@@ -55,6 +55,8 @@ pub struct Changes {
     dir: PathBuf,
     /// Files over this many bytes are kept by size and hash only.
     max_file: u64,
+    /// Commands of a project's sessions run one at a time.
+    exact_commands: bool,
     /// The database (change sets).
     store: Arc<Store>,
     /// Projects seen, by root.
@@ -63,8 +65,8 @@ pub struct Changes {
 
 impl Changes {
     /// The stores under `dir`.
-    pub fn new(dir: PathBuf, max_file: u64, store: Arc<Store>) -> Changes {
-        Changes { git: Git::locate(), dir, max_file, store, projects: Mutex::default() }
+    pub fn new(dir: PathBuf, max_file: u64, exact_commands: bool, store: Arc<Store>) -> Changes {
+        Changes { git: Git::locate(), dir, max_file, exact_commands, store, projects: Mutex::default() }
     }
 
     /// Whether changes can be recorded at all (git is there).
@@ -96,6 +98,7 @@ impl Changes {
                     root.to_owned(),
                     scope,
                     self.max_file,
+                    self.exact_commands,
                 ))
             })
             .clone()

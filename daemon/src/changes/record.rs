@@ -10,7 +10,7 @@
 
 use super::shadow::{Delta, Shadow, Snap};
 use super::ChangeError;
-use crate::store::{ChangeSetRow, FileRecord, Store};
+use crate::store::{ChangeSetRow, FileRecord, FileState, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,9 @@ pub struct Project {
     state: tokio::sync::Mutex<State>,
     /// What opening the store needs.
     open: (super::Git, PathBuf, PathBuf, String, u64),
+    /// Held through a command's bracket when commands of the project's
+    /// sessions run one at a time (`snapshot_exact_commands`).
+    commands: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 /// A project's state.
@@ -61,9 +64,10 @@ struct RunLog {
 
 impl Project {
     /// A project whose store is `dir`, for `root` (snapshots cover `scope`).
-    pub fn new(git: super::Git, dir: PathBuf, root: PathBuf, scope: String, max_file: u64) -> Project {
+    pub fn new(git: super::Git, dir: PathBuf, root: PathBuf, scope: String, max_file: u64, exact: bool) -> Project {
         let state = State { shadow: None, clock: 0, open: BTreeMap::new(), closed: Vec::new() };
-        Project { state: tokio::sync::Mutex::new(state), open: (git, dir, root, scope, max_file) }
+        let commands = exact.then(Arc::default);
+        Project { state: tokio::sync::Mutex::new(state), open: (git, dir, root, scope, max_file), commands }
     }
 
     /// The project's root.
@@ -107,12 +111,22 @@ async fn opened<'a>(
     Ok(state.shadow.as_mut().expect("opened"))
 }
 
-/// A snapshot taken before a call.
+/// What was seen before a call.
 pub struct Bracket {
     /// When it started.
     start: u64,
-    /// The project then.
-    snap: Snap,
+    /// The project's command turn, held until the bracket closes.
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// The whole project, or the paths a file tool names.
+    seen: Seen,
+}
+
+/// A bracket's first look.
+enum Seen {
+    /// A snapshot of the whole project (a command, an MCP tool).
+    Project(Snap),
+    /// Each named path's state (a file tool).
+    Paths(Vec<String>, Vec<Option<FileState>>),
 }
 
 /// Records one run's changes.
@@ -153,22 +167,35 @@ impl Recorder {
         self.broken.lock().expect("recorder lock").is_some()
     }
 
-    /// Snapshot before a call.
-    pub async fn before(&self) -> Result<Bracket, ChangeError> {
+    /// Look before a call: at the paths a file tool names (`exact`), or
+    /// at the whole project.
+    pub async fn before(&self, exact: Option<Vec<String>>) -> Result<Bracket, ChangeError> {
+        // A command waits for another session's command in the project to
+        // end, so each change has one author.
+        let turn = match (&exact, &self.project.commands) {
+            (None, Some(commands)) => Some(commands.clone().lock_owned().await),
+            _ => None,
+        };
         let mut state = self.project.state.lock().await;
-        let snap = opened(&mut state, &self.project.open).await?.snapshot().await?;
+        let shadow = opened(&mut state, &self.project.open).await?;
+        let seen = match exact {
+            Some(paths) => {
+                let states = shadow.states(&paths).await?;
+                Seen::Paths(paths, states)
+            }
+            None => Seen::Project(shadow.snapshot().await?),
+        };
         let start = state.clock;
         state.clock += 1;
         state.open.insert(start, self.log.clone());
-        Ok(Bracket { start, snap })
+        Ok(Bracket { start, _turn: turn, seen })
     }
 
-    /// Snapshot after the call, and fold what it changed: only `exact`
-    /// paths when given (a file tool's), else everything.
-    pub async fn after(&self, bracket: Bracket, exact: Option<&[String]>, by: ChangeSource) -> Result<(), ChangeError> {
+    /// Look again after the call, and fold what it changed.
+    pub async fn after(&self, bracket: Bracket, by: ChangeSource) -> Result<(), ChangeError> {
         let mut state = self.project.state.lock().await;
         state.open.remove(&bracket.start);
-        let result = self.close(&mut state, &bracket, exact, by).await;
+        let result = self.close(&mut state, bracket, by).await;
         // Brackets closed before every open one started overlap none.
         let oldest = state.open.keys().next().copied().unwrap_or(u64::MAX);
         state.closed.retain(|c| c.span.1 > oldest);
@@ -176,22 +203,27 @@ impl Recorder {
     }
 
     /// The work of [`Recorder::after`], under the lock.
-    async fn close(
-        &self,
-        state: &mut State,
-        bracket: &Bracket,
-        exact: Option<&[String]>,
-        by: ChangeSource,
-    ) -> Result<(), ChangeError> {
+    async fn close(&self, state: &mut State, bracket: Bracket, by: ChangeSource) -> Result<(), ChangeError> {
         let shadow = opened(state, &self.project.open).await?;
-        let snap = shadow.snapshot().await?;
-        let mut deltas = shadow.diff(&bracket.snap, &snap).await?;
-        if let Some(paths) = exact {
-            deltas.retain(|d| paths.contains(&d.path));
-        }
+        let (deltas, exact) = match bracket.seen {
+            Seen::Project(snap) => {
+                let now = shadow.snapshot().await?;
+                (shadow.diff(&snap, &now).await?, false)
+            }
+            Seen::Paths(paths, before) => {
+                let after = shadow.states(&paths).await?;
+                let deltas = paths
+                    .into_iter()
+                    .zip(before.into_iter().zip(after))
+                    .filter(|(_, (b, a))| b != a)
+                    .map(|(path, (before, after))| Delta { path, before, after })
+                    .collect();
+                (deltas, true)
+            }
+        };
         let end = state.clock;
         state.clock += 1;
-        let paths: BTreeSet<String> = deltas.iter().map(|d| d.path.clone()).collect();
+        let paths: BTreeSet<String> = deltas.iter().map(|d: &Delta| d.path.clone()).collect();
         self.fold(deltas, by);
         let mut mine = BTreeSet::new();
         for other in state.closed.iter().filter(|c| c.log.run_id != self.log.run_id && c.span.1 > bracket.start) {
@@ -199,16 +231,31 @@ impl Recorder {
             if both.is_empty() {
                 continue;
             }
-            if exact.is_none() || other.exact {
+            if !exact || other.exact {
                 mine.extend(both.iter().cloned());
             }
-            if !other.exact || exact.is_some() {
+            if !other.exact || exact {
                 mark_shared(&other.log, &self.store, both).await?;
             }
         }
         mark_shared(&self.log, &self.store, mine.into_iter().collect()).await?;
-        state.closed.push(Closed { span: (bracket.start, end), log: self.log.clone(), exact: exact.is_some(), paths });
+        state.closed.push(Closed { span: (bracket.start, end), log: self.log.clone(), exact, paths });
         Ok(())
+    }
+
+    /// Take the project's first snapshot now if it has none yet, so the
+    /// first command of a run does not wait for it (the provider's first
+    /// reply takes longer). Errors are left for the brackets to meet.
+    pub fn warm(&self) {
+        let project = self.project.clone();
+        tokio::spawn(async move {
+            let mut state = project.state.lock().await;
+            if let Ok(shadow) = opened(&mut state, &project.open).await {
+                if !shadow.warm() {
+                    let _ = shadow.snapshot().await;
+                }
+            }
+        });
     }
 
     /// Fold one bracket's differences into the set.

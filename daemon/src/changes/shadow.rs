@@ -9,6 +9,7 @@
 
 use super::git::{self, Git, GitError, Repo};
 use super::ChangeError;
+use crate::beneath::{Beneath, Kind};
 use crate::store::{BigFile, FileState};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
@@ -107,6 +108,11 @@ impl Shadow {
         Ok(Shadow { git, repo, root: root.to_owned(), scope, max_file, side, last: None })
     }
 
+    /// Whether a snapshot was taken since the store was opened.
+    pub fn warm(&self) -> bool {
+        self.last.is_some()
+    }
+
     /// The shadow repository (for reading blobs).
     pub fn git(&self) -> (&Git, &Repo) {
         (&self.git, &self.repo)
@@ -157,6 +163,41 @@ impl Shadow {
             std::fs::write(dir.join("swivald.json"), bytes).map_err(ChangeError::Io)?;
         }
         Ok(Snap { tree, side: self.side.clone() })
+    }
+
+    /// What is at each of `paths` now, read beneath the root (no symlink
+    /// on the way followed), its content written to the store; `None` for
+    /// nothing there, or something that is neither a file nor a symlink.
+    /// A file tool's bracket: one `hash-object` per file, whatever the
+    /// project's size.
+    pub async fn states(&self, paths: &[String]) -> Result<Vec<Option<FileState>>, ChangeError> {
+        let root = Beneath::open(&self.root).map_err(|e| ChangeError::Io(e.into()))?;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            out.push(self.state(&root, path).await?);
+        }
+        Ok(out)
+    }
+
+    /// What is at `path` now (see [`Shadow::states`]).
+    async fn state(&self, root: &Beneath, path: &str) -> Result<Option<FileState>, ChangeError> {
+        let rel = Path::new(path);
+        let Ok(meta) = root.metadata(rel) else { return Ok(None) };
+        let (bytes, mode) = match meta.kind {
+            Kind::File if meta.len > self.max_file => {
+                let sha256 = hash_file(self.root.join(path)).await.unwrap_or_default();
+                let big = BigFile { size: meta.len, sha256 };
+                return Ok(Some(FileState { blob: None, mode: meta.mode, big: Some(big) }));
+            }
+            Kind::File => (root.read(rel), meta.mode),
+            Kind::Symlink => (root.read_link(rel), 0o120000),
+            Kind::Dir | Kind::Other => return Ok(None),
+        };
+        // Gone or unreadable in between: nothing recorded for it.
+        let Ok(bytes) = bytes else { return Ok(None) };
+        let id = self.git.run(&self.repo, &["hash-object", "-w", "--no-filters", "--stdin"], &bytes).await?;
+        let blob = String::from_utf8_lossy(&id).trim().to_owned();
+        Ok(Some(FileState { blob: Some(blob), mode, big: None }))
     }
 
     /// Look at one changed path: note its mode or size, and say whether

@@ -200,6 +200,9 @@ impl RunJob {
         }
         let recorder =
             self.shared.changes.as_ref().and_then(|c| c.recorder(&session.base_dir, &self.run_id.0, &session.id));
+        if let Some(r) = &recorder {
+            r.warm();
+        }
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
         let ctx = RunContext { resume: self.resume, changes: recorder.as_ref(), ..ctx };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };

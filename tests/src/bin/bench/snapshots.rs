@@ -3,10 +3,14 @@
 //! file), then of the unchanged project (what every bracket around a call
 //! pays when the call changed nothing), then after 10 files changed. On
 //! REPO (default: the current directory, this repository) and on a
-//! synthetic project of 20,000 files in 200 directories, 1–4 KB each.
+//! synthetic project of 20,000 files in 200 directories, 1–4 KB each;
+//! then a whole run of six writes with snapshots off and on.
 
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::TestEnv;
 use swivald::SnapshotStore;
 
 /// Rounds of the repeated measurements.
@@ -23,6 +27,43 @@ pub fn snapshots(repo: Option<PathBuf>) {
         make_synthetic(&synthetic);
         measure("synthetic 20,000 files", &synthetic, &work.path().join("synthetic-store"), true).await;
     });
+    write_runs();
+}
+
+/// A run of six `write_file` calls on a small project, with snapshots off
+/// and on, interleaved: what recording costs a run end to end.
+fn write_runs() {
+    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..ROUNDS * 2 {
+        let on = round % 2 == 1;
+        let env = TestEnv::new();
+        env.daemon_settings(&format!("snapshots = {on}\n"));
+        let daemon = env.start_daemon();
+        let project = env.project("p");
+        for i in 0..50 {
+            std::fs::write(project.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+        }
+        let mut steps: Vec<Step> = (0..6)
+            .map(|i| {
+                Step::tool_call(
+                    &format!("w{i}"),
+                    "write_file",
+                    json!({"file_path": format!("new{i}.txt"), "content": "x\n"}),
+                )
+            })
+            .collect();
+        steps.push(Step::text("done"));
+        let mock = MockProvider::start(steps);
+        let mut nd = daemon.nd();
+        let sid = super::turns::session(&mut nd, &project, &mock);
+        let t = Instant::now();
+        let run = nd.ok("run/start", json!({"session_id": sid, "task": "write"}))["run_id"].clone();
+        assert_eq!(nd.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+        times[usize::from(on)].push(t.elapsed());
+    }
+    println!("a run of 6 write_file calls on 50 files (interleaved, {ROUNDS} each):");
+    println!("  snapshots off: {}", spread(&mut times[0]));
+    println!("  snapshots on: {}", spread(&mut times[1]));
 }
 
 /// First, unchanged and (when `change`) 10-changed snapshots of `root`.
