@@ -52,6 +52,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         session_settings(&settings, &listener, dirs, sandbox_caps),
         shutdown.clone(),
     )?);
+    sessions.serve_subagents();
     if let Some(age) = settings.session_retention() {
         spawn_pruner(sessions.clone(), age, shutdown.clone());
     }
@@ -164,6 +165,7 @@ fn session_settings(
         socket: Some(listener.path().to_owned()).filter(|p| !p.as_os_str().is_empty()),
         daemon_dirs: vec![dirs.state, dirs.cache, crate::paths::config_dir()],
         approval_timeout: crate::config::seconds(settings.approval_timeout_s, 0.1),
+        max_subagents: settings.max_subagents.max(1) as usize,
         worktrees_dir: settings.worktrees_dir.clone().unwrap_or_else(crate::paths::worktrees_dir),
         live: crate::session::LiveLimits {
             max_sessions: settings.max_live_sessions.max(1) as usize,

@@ -110,6 +110,9 @@ pub struct Settings {
     /// that made it; `false` lets them run at once, and a file two of them
     /// changed is marked shared (undo leaves it unless forced).
     pub snapshot_exact_commands: bool,
+    /// Subagents (`spawn_subagent`, child sessions) running at once, all
+    /// sessions together; a spawn past it is refused with this key named.
+    pub max_subagents: u32,
 }
 
 impl Default for Settings {
@@ -146,6 +149,7 @@ impl Default for Settings {
             snapshots: true,
             snapshot_max_file_bytes: 10 * 1024 * 1024,
             snapshot_exact_commands: true,
+            max_subagents: 16,
         }
     }
 }

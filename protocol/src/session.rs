@@ -256,6 +256,21 @@ pub struct SessionInfo {
     /// The git worktree it works in, for a session created with `worktree`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeInfo>,
+    /// The run that spawned it, for a subagent's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<SubagentOf>,
+}
+
+/// Where a subagent's session comes from: the run whose `spawn_subagent`
+/// call made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentOf {
+    /// The parent session.
+    pub session_id: SessionId,
+    /// The parent's run that spawned it.
+    pub run_id: RunId,
+    /// Its id in that run (`sub_1`), as the model knows it.
+    pub subagent_id: String,
 }
 
 /// The git worktree a session works in (`session/create`'s `worktree`).

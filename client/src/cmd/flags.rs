@@ -65,6 +65,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         read_named_files: a.no_read_named_files.then_some(false),
         no_memory: on(a.no_memory),
         no_continue: on(a.no_continue),
+        subagents: if a.no_subagents { Some(false) } else { on(a.subagents) },
         ..ConfigOverlay::default()
     }
 }

@@ -142,6 +142,9 @@ pub struct ConfigOverlay {
     /// `--no-continue`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_continue: Option<bool>,
+    /// `--subagents` (true) or `--no-subagents` (false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagents: Option<bool>,
 }
 
 impl ConfigOverlay {

@@ -133,6 +133,13 @@ pub struct RunArgs {
     /// Do not write a continue file when turns run out.
     #[arg(long)]
     pub no_continue: bool,
+    /// Offer the model spawn_subagent and check_subagents: subagents run
+    /// as child sessions of the daemon.
+    #[arg(long, overrides_with = "no_subagents")]
+    pub subagents: bool,
+    /// Do not offer subagents (the default).
+    #[arg(long)]
+    pub no_subagents: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

@@ -109,6 +109,9 @@ pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
         if let Some(w) = &s.worktree {
             println!("    worktree {} (branch {})", w.path, w.branch);
         }
+        if let Some(p) = &s.parent {
+            println!("    subagent {} of session {} (run {})", p.subagent_id, p.session_id, p.run_id);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

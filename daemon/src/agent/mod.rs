@@ -17,6 +17,7 @@ mod review;
 mod setup;
 mod sink;
 mod snapshot;
+pub mod subagents;
 mod tools;
 mod turns;
 
@@ -114,6 +115,9 @@ pub struct RunContext<'a> {
     /// Records what the run's calls change in the project (`None`: not
     /// recorded).
     pub changes: Option<&'a crate::changes::Recorder>,
+    /// Makes and runs the run's subagents as child sessions (`None`: a
+    /// subagent's own run, or a job that is not a run).
+    pub subagents: Option<&'a dyn subagents::SubagentHost>,
 }
 
 /// Daemon services a run's setup asks for.
@@ -170,6 +174,8 @@ pub struct Run<'a> {
     record: RunRecord,
     /// Turns taken by earlier loops of the run (reviewer rounds).
     turn_offset: u64,
+    /// Its subagents, when it may spawn them.
+    subagents: Option<subagents::Subagents<'a>>,
 }
 
 /// How a run ended, with the state it owned.
@@ -198,6 +204,9 @@ pub async fn run(ctx: RunContext<'_>, state: RunState) -> Finished {
         Err((end, model, record, state)) => (end, model, record, state),
         Ok(mut run) => {
             let end = run.rounds().await;
+            if let Some(subagents) = run.subagents.as_mut() {
+                subagents.cancel_all();
+            }
             let end = run.response_hooks(end).await;
             let Run { llm, conversation, tools, shield, record, .. } = run;
             (end, llm.model, record, RunState { conversation, tools, shield })

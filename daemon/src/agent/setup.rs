@@ -124,7 +124,8 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
         policy_digest: ctx.pipeline.policy_digest(),
     };
     let RunState { conversation, tools, shield } = state;
-    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 })
+    let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
+    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents })
 }
 
 /// Set a job between runs up (a compaction, a restore): the session's
@@ -157,7 +158,8 @@ pub(super) async fn for_compaction<'a>(
     let llm = Llm { provider, model, context_window, cache: None, policy_digest: ctx.pipeline.policy_digest() };
     let RunState { conversation, tools, shield } = state;
     let record = RunRecord::default();
-    Ok((Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0 }, found))
+    let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
+    Ok((Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents }, found))
 }
 
 /// The provider client of the run's session.
@@ -186,6 +188,10 @@ fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), St
         if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
             text.push_str("\n\n");
             text.push_str(&info);
+        }
+        if cfg.subagents && ctx.subagents.is_some() && replacement.is_none() {
+            text.push_str("\n\n");
+            text.push_str(super::subagents::GUIDANCE);
         }
         conversation.push(Message::system(text))?;
     }

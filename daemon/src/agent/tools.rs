@@ -8,7 +8,7 @@
 
 use super::guard::{Guards, Intervention};
 use super::turns::CallVerdict;
-use super::{Run, CANCELLED_RESULT};
+use super::{subagents, Run, CANCELLED_RESULT};
 use crate::changes::{self, Bracket};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
@@ -312,11 +312,33 @@ impl Run<'_> {
                 let editor_text = self.editor_text(call).await;
                 self.file_tool(call, editor_text)
             }
+            _ if self.subagents.is_some() && [subagents::SPAWN, subagents::CHECK].contains(&call.name.as_str()) => {
+                self.subagent_tool(call).await
+            }
             _ if self.tools.mcp.owns(&call.name) => {
                 self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
             }
             // Built-in tools, and names no tool has (answered as unknown).
             _ => self.file_tool(call, None),
+        }
+    }
+
+    /// `spawn_subagent` or `check_subagents`.
+    async fn subagent_tool(&mut self, call: &ToolCall) -> ToolOutcome {
+        let args = match crate::toolcall::parse_args(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return e.into(),
+        };
+        let first = self.conversation.messages().first();
+        let parent = first.filter(|m| m.role == crate::message::Role::System).map(|m| m.text().to_owned());
+        let Some(subagents) = self.subagents.as_mut() else { return ToolOutcome::failed("error: no subagents".into()) };
+        let text = match call.name.as_str() {
+            subagents::SPAWN => subagents.spawn(&args, parent.as_deref(), self.ctx.cancel).await,
+            _ => subagents.check(&args, self.ctx.cancel).await,
+        };
+        match text.starts_with("error:") {
+            true => ToolOutcome::failed(text),
+            false => ToolOutcome::ok(text),
         }
     }
 

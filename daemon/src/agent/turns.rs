@@ -112,7 +112,11 @@ impl Run<'_> {
         let offer = if self.llm.provider.settings.kind == ProviderKind::Command {
             std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
-            self.tools.offer(crate::sandbox::tool_schemas(&self.ctx.commands.policy))
+            let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
+            if self.subagents.is_some() {
+                extra.extend([super::subagents::spawn_schema(), super::subagents::check_schema()]);
+            }
+            self.tools.offer(extra)
         };
         let offered = Offered::serialized(&offer);
         let mut guards = guard::Guards::new(self.ctx.config.storm_breaker);

@@ -11,7 +11,7 @@
 //! `sanitize_thinking`, `show_thinking`, `cache_dir`, `serve_name`,
 //! `serve_description`, `serve_skills`, `lifecycle_command`,
 //! `lifecycle_timeout`, `lifecycle_fail_closed`, `no_lifecycle`,
-//! `command_middleware`, `subagents`,
+//! `command_middleware`,
 //! `oneshot_commands`, `trace_dir`, `metaskills`,
 //! `flatten_mcp_schemas`, `a2a_servers`, `audit`,
 //! and `experimental`. They are still type-checked and their paths
@@ -339,7 +339,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     kept("lifecycle_fail_closed", Kind::Bool),
     kept("no_lifecycle", Kind::Bool),
     kept("command_middleware", Kind::Command),
-    kept("subagents", Kind::Bool),
+    acted("subagents", Kind::Bool),
     kept("oneshot_commands", Kind::Bool),
     kept("trace_dir", Kind::Str),
     kept("metaskills", Kind::Str),

@@ -58,6 +58,7 @@ const HARMLESS: &[&str] = &[
     "no_history",
     "no_memory",
     "no_continue",
+    "subagents",
     "quiet",
     "reasoning_effort",
     "cache",

@@ -330,6 +330,8 @@ pub struct SessionConfig {
     pub no_memory: bool,
     /// Do not write a continue file on exhaustion.
     pub no_continue: bool,
+    /// Offer `spawn_subagent` and `check_subagents` (Swival's `--subagents`).
+    pub subagents: bool,
     /// Less progress output.
     pub quiet: bool,
     /// Filter commands from `llm_filter` (a string is one stage, a list several).
@@ -495,6 +497,7 @@ impl Default for SessionConfig {
             no_history: false,
             no_memory: false,
             no_continue: false,
+            subagents: false,
             quiet: false,
             llm_filter: Vec::new(),
             filters: Vec::new(),

@@ -30,6 +30,7 @@ mod policy;
 mod run;
 mod runs;
 mod snapshot;
+mod subagents;
 #[cfg(test)]
 mod tests;
 mod trust;
@@ -140,6 +141,8 @@ pub struct SessionSettings {
     pub live: LiveLimits,
     /// How long a run waits for a command's approval before it counts as rejected.
     pub approval_timeout: std::time::Duration,
+    /// Subagents running at once, all sessions together.
+    pub max_subagents: usize,
     /// Where sessions' git worktrees go (`worktrees_dir`).
     pub worktrees_dir: PathBuf,
 }
@@ -188,6 +191,8 @@ pub(crate) struct Shared {
     callers: caller::Callers,
     /// Sessions' git worktrees.
     worktrees: worktree::Worktrees,
+    /// What subagents reach the registry through.
+    subagents: subagents::Registry,
 }
 
 impl Shared {
@@ -301,6 +306,7 @@ impl Sessions {
             cache: services.cache.clone(),
             changes: services.changes.clone(),
             worktrees: worktree::Worktrees::new(settings.worktrees_dir.clone()),
+            subagents: subagents::Registry::new(settings.max_subagents),
             settings,
             shutdown,
             callers: caller::Callers::default(),
@@ -364,11 +370,11 @@ impl Sessions {
         let base = check_base_dir(&p.base_dir)?;
         let id = SessionId(random_id("s_"));
         if !p.worktree {
-            return self.create_in(base, id, p, None).await;
+            return self.create_in(base, id, p, None, None).await;
         }
         let _held = self.worktree_lock().await;
         let made = self.make_worktree(&base, &id).await?;
-        let created = self.create_in(base, id, p, Some(&made)).await;
+        let created = self.create_in(base, id, p, Some(&made), None).await;
         if created.is_err() {
             self.discard_worktree(&made).await;
         }
@@ -382,6 +388,7 @@ impl Sessions {
         id: SessionId,
         p: SessionCreateParams,
         made: Option<&worktree::Made>,
+        parent: Option<swival_protocol::SubagentOf>,
     ) -> Result<SessionCreateResult, SessionError> {
         let seed = self.seed(&base, p.config, p.env, p.from.as_ref())?;
         let (project, accepted) = self.admit_project(&base, p.trust, seed.accepted.as_deref())?;
@@ -405,6 +412,7 @@ impl Sessions {
             last_seq: 0,
             run_count: 0,
             worktree: made.map(|m| m.row.clone()),
+            parent,
         };
         let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins)?;
         let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
@@ -586,5 +594,6 @@ fn info(row: &SessionRow, running: bool) -> SessionInfo {
         last_seq: swival_protocol::Seq(row.last_seq),
         run_count: row.run_count,
         worktree: row.worktree.as_ref().map(worktree::info),
+        parent: row.parent.clone(),
     }
 }

@@ -180,6 +180,7 @@ impl Session {
             services: shared,
             cancel,
             changes: None,
+            subagents: None,
         }
     }
 }
@@ -203,8 +204,10 @@ impl RunJob {
         if let Some(r) = &recorder {
             r.warm();
         }
+        let host = super::subagents::Host::of(&self.shared, &session.id, &session.base_dir, &self.run_id);
+        let subagents = host.as_ref().map(|h| h as &dyn crate::agent::subagents::SubagentHost);
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
-        let ctx = RunContext { resume: self.resume, changes: recorder.as_ref(), ..ctx };
+        let ctx = RunContext { resume: self.resume, changes: recorder.as_ref(), subagents, ..ctx };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
         let changes = match &recorder {

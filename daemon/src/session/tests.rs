@@ -38,6 +38,7 @@ fn fixture(max_sessions: usize) -> Fixture {
         socket: None,
         daemon_dirs: Vec::new(),
         approval_timeout: Duration::from_secs(60),
+        max_subagents: 4,
         worktrees_dir: dir.path().join("worktrees"),
         live: LiveLimits { max_sessions, idle_timeout: Some(Duration::from_secs(60)) },
     };

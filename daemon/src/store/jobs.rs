@@ -19,6 +19,7 @@ pub(super) fn session_job(
     let (id, base, title) = (row.id.0.clone(), row.base_dir.clone(), row.title.clone());
     let (config, request, created) = (row.config.to_string(), row.request.to_string(), row.created_at.clone());
     let worktree = row.worktree.clone();
+    let parent = row.parent.clone();
     move |c| {
         c.prepare_cached(
             "INSERT INTO sessions (id, base_dir, title, config, request, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -29,6 +30,9 @@ pub(super) fn session_job(
         }
         if let Some(worktree) = &worktree {
             super::worktree::put_worktree(c, &id, worktree)?;
+        }
+        if let Some(parent) = &parent {
+            super::subagents::put_parent(c, &id, parent)?;
         }
         let mut insert = c.prepare_cached("INSERT INTO messages (session_id, idx, body) VALUES (?1, ?2, ?3)")?;
         for (idx, body) in messages.iter().enumerate() {

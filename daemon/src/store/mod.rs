@@ -14,6 +14,7 @@ mod policy;
 mod prune;
 mod queue;
 mod runs;
+mod subagents;
 mod worktree;
 mod writer;
 
@@ -67,6 +68,8 @@ pub struct SessionRow {
     pub run_count: u64,
     /// The git worktree it works in, if it was created with one.
     pub worktree: Option<WorktreeRow>,
+    /// The run that spawned it, for a subagent's session.
+    pub parent: Option<swival_protocol::SubagentOf>,
 }
 
 /// The daemon's database.
@@ -150,6 +153,12 @@ CREATE TABLE IF NOT EXISTS change_sets (
     files TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS change_sets_by_root ON change_sets (root, created_at);
+CREATE TABLE IF NOT EXISTS session_parents (
+    session_id TEXT PRIMARY KEY,
+    parent_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    subagent_id TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS session_worktrees (
     session_id TEXT PRIMARY KEY,
     origin TEXT NOT NULL,
@@ -301,10 +310,12 @@ impl Store {
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })?;
         let mut worktrees = self.worktrees(only)?;
+        let mut parents = self.parents(only)?;
         rows.into_iter()
             .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
                 Ok(SessionRow {
                     worktree: worktrees.remove(&id),
+                    parent: parents.remove(&id),
                     id: SessionId(id),
                     base_dir,
                     title,

@@ -8,8 +8,16 @@ use rusqlite::params;
 use swival_protocol::SessionId;
 
 /// The tables holding a session's rows, by `session_id`.
-const SESSION_TABLES: &[&str] =
-    &["messages", "runs", "events", "session_pins", "session_projects", "session_checkpoints", "change_sets"];
+const SESSION_TABLES: &[&str] = &[
+    "messages",
+    "runs",
+    "events",
+    "session_pins",
+    "session_projects",
+    "session_checkpoints",
+    "change_sets",
+    "session_parents",
+];
 
 impl Store {
     /// Delete the sessions whose last activity (creation, or their latest
@@ -63,6 +71,7 @@ mod tests {
             last_seq: 0,
             run_count: 0,
             worktree: None,
+            parent: None,
         };
         store.insert_session(&row).unwrap();
         id

@@ -22,6 +22,7 @@ fn session(s: &Store) -> SessionId {
         last_seq: 0,
         run_count: 0,
         worktree: None,
+        parent: None,
     })
     .unwrap();
     id

@@ -130,6 +130,7 @@ mod tests {
             last_seq: 0,
             run_count: 0,
             worktree: Some(worktree.clone()),
+            parent: None,
         };
         store.insert_session(&row).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

@@ -68,6 +68,9 @@ pub struct RequestTimes {
 struct State {
     /// Steps not yet consumed, in order.
     script: VecDeque<Step>,
+    /// Scripts of their own for requests whose body holds all of some
+    /// texts (a subagent's requests), checked before `script`.
+    routes: Vec<(Vec<String>, VecDeque<Step>)>,
     /// Every chat request, in arrival order.
     log: Vec<Recorded>,
     /// How many chat requests found the script empty.
@@ -144,6 +147,7 @@ impl MockProvider {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 script: script.into(),
+                routes: Vec::new(),
                 log: Vec::new(),
                 exhausted_hits: 0,
                 model: "mock-model".to_owned(),
@@ -205,6 +209,14 @@ impl MockProvider {
     /// The listening address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Answer the requests whose body holds every one of `needles` from
+    /// `steps`, in order, instead of the main script (requests of several
+    /// sessions at once: a subagent's carry its task and system prompt).
+    pub fn route(&self, needles: &[&str], steps: Vec<Step>) {
+        let needles = needles.iter().map(|n| (*n).to_owned()).collect();
+        self.shared.lock().routes.push((needles, steps.into()));
     }
 
     /// Appends a step to the script.
@@ -392,12 +404,20 @@ impl Shared {
         if !ok {
             return None;
         }
-        let step = state.script.pop_front().unwrap_or_else(|| {
+        let text = raw_text(raw);
+        let routed = state.routes.iter_mut().find(|(needles, _)| needles.iter().all(|n| text.contains(n.as_str())));
+        let routed = routed.and_then(|(_, steps)| steps.pop_front());
+        let step = routed.or_else(|| state.script.pop_front()).unwrap_or_else(|| {
             state.exhausted_hits += 1;
             Step::text(EXHAUSTED_REPLY)
         });
         Some((step, state.log.len(), state.model.clone(), state.latency))
     }
+}
+
+/// A request body as text, JSON escapes undone enough to find plain words.
+fn raw_text(raw: &[u8]) -> String {
+    String::from_utf8_lossy(raw).replace("\\n", "\n").replace("\\\"", "\"")
 }
 
 /// Request headers with lowercased names; repeated headers joined by ", ".
