@@ -9,6 +9,7 @@ use crate::approvals::*;
 use crate::changes::*;
 use crate::events::*;
 use crate::policy::*;
+use crate::review::*;
 use crate::session::*;
 use crate::tools::SessionToolsResult;
 use crate::types::*;
@@ -151,6 +152,9 @@ methods! {
 /// Put back what a run (or an undo) changed.
     RunRevert(RUN_REVERT = "run/revert"): RunRevertParams => RunRevertResult,
         "Revert a finished run's file changes; refuses listing each file changed since, unless force; recorded as an undoable change set.";
+/// One review of an answer (Swival's reviewer mode).
+    ReviewRun(REVIEW_RUN = "review/run"): ReviewRunParams => ReviewRunResult,
+        "Judge an answer against its task (and criteria) with one model call through a session's pipeline; Swival's review prompt and VERDICT contract.";
 /// Register a client hook (notifications: `hooks/invoke`).
     HooksRegister(HOOKS_REGISTER = "hooks/register"): HookRegisterParams => HookInvocation,
         "Register a client hook for some points; invocations arrive as hooks/invoke notifications.";

@@ -43,6 +43,7 @@ pub fn overlay(a: &RunArgs) -> ConfigOverlay {
         top_p: a.top_p,
         seed: a.seed,
         extra_body: a.extra_body.clone(),
+        review_prompt: a.review_prompt.clone(),
         ..switches(a)
     }
 }
@@ -66,6 +67,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         no_memory: on(a.no_memory),
         no_continue: on(a.no_continue),
         subagents: if a.no_subagents { Some(false) } else { on(a.subagents) },
+        self_review: on(a.self_review),
         ..ConfigOverlay::default()
     }
 }

@@ -8,6 +8,7 @@ mod overlay;
 pub mod policy;
 pub mod repl;
 mod report;
+mod review;
 pub mod run;
 pub mod session;
 

@@ -145,6 +145,12 @@ pub struct ConfigOverlay {
     /// `--subagents` (true) or `--no-subagents` (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagents: Option<bool>,
+    /// `--self-review`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_review: Option<bool>,
+    /// `--review-prompt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_prompt: Option<String>,
 }
 
 impl ConfigOverlay {

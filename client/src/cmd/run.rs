@@ -140,6 +140,23 @@ pub struct RunArgs {
     /// Do not offer subagents (the default).
     #[arg(long)]
     pub no_subagents: bool,
+    /// Review each answer with this same model in a reviewer session
+    /// (Swival's `--self-review`).
+    #[arg(long)]
+    pub self_review: bool,
+    /// Act as a reviewer script: the positional argument is the base dir,
+    /// the answer comes on stdin; exit 0 accept, 1 retry, 2 error.
+    #[arg(long)]
+    pub reviewer_mode: bool,
+    /// Reviewer mode: read the task from FILE instead of SWIVAL_TASK.
+    #[arg(long, value_name = "FILE")]
+    pub objective: Option<String>,
+    /// Reviewer mode: read acceptance criteria from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub verify: Option<String>,
+    /// Instructions added to the review prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub review_prompt: Option<String>,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -215,6 +232,13 @@ fn read_task(a: &RunArgs) -> Result<String, String> {
 
 /// `swivalctl run`.
 pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
+    if a.reviewer_mode {
+        return Ok(super::review::reviewer_mode(socket, &a).await);
+    }
+    if a.self_review && a.reviewer.is_some() {
+        eprintln!("swivalctl: error: --self-review and --reviewer cannot be used together");
+        return Ok(ExitCode::from(2));
+    }
     // No task on a terminal: the REPL (Swival's rule).
     if a.task.is_none() && std::io::stdin().is_terminal() && !a.json && !a.detach {
         return super::repl::run(socket, a).await;

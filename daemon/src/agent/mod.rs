@@ -88,6 +88,8 @@ pub struct RunContext<'a> {
     /// Go on with the conversation as it is, adding no user message
     /// (Swival's `/continue`).
     pub resume: bool,
+    /// Offer the model no tools: one call, its answer (a review's).
+    pub bare: bool,
     /// The session's config.
     pub config: &'a SessionConfig,
     /// The session's base directory.
@@ -132,6 +134,8 @@ pub trait RunServices: Sync {
     fn cache(&self) -> Result<Arc<ResponseCache>, CacheError>;
     /// Whether the daemon is shutting down (a cancelled run was interrupted).
     fn shutting_down(&self) -> bool;
+    /// The daemon's socket, for a reviewer that talks to it.
+    fn socket(&self) -> Option<std::path::PathBuf>;
 }
 
 /// What a run changes: moved in when it starts, handed back when it ends.

@@ -47,8 +47,9 @@ impl Run<'_> {
         let (events, run_id) = (self.ctx.events, self.ctx.run_id);
         let runner = &self.ctx.pipeline.runner;
         events.emit(Some(run_id), reviewer::sending_notice(round));
-        let (verdict, rec) =
-            reviewer.review(runner, answer, self.ctx.task, &self.llm.model, round, self.ctx.cancel).await;
+        let daemon = self.daemon_env();
+        let submission = reviewer::Submission { answer, task: self.ctx.task, model: &self.llm.model, round, daemon };
+        let (verdict, rec) = reviewer.review(runner, submission, self.ctx.cancel).await;
         let verdict_name = match &verdict {
             Verdict::Accept => swival_protocol::ReviewVerdict::Accept,
             Verdict::Retry(_) => swival_protocol::ReviewVerdict::Retry,
@@ -160,4 +161,17 @@ impl Run<'_> {
 /// What an assistant message of the run says, when it says something.
 fn said(m: &Message) -> Option<&str> {
     m.content.as_deref().filter(|t| m.role == Role::Assistant && !t.trim().is_empty())
+}
+
+impl Run<'_> {
+    /// What a reviewer needs to reach the daemon and name the reviewed
+    /// session (`swivalctl run --reviewer-mode` reviews in a session
+    /// started from it).
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        let mut env = vec![("SWIVALD_SESSION".to_owned(), self.ctx.session_id.0.clone())];
+        if let Some(socket) = self.ctx.services.socket() {
+            env.push(("SWIVALD_SOCKET".to_owned(), socket.display().to_string()));
+        }
+        env
+    }
 }

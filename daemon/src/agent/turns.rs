@@ -109,7 +109,7 @@ impl Run<'_> {
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
         // Swival's command provider is not told about tools.
-        let offer = if self.llm.provider.settings.kind == ProviderKind::Command {
+        let offer = if self.llm.provider.settings.kind == ProviderKind::Command || self.ctx.bare {
             std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
             let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);

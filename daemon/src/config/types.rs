@@ -346,6 +346,15 @@ pub struct SessionConfig {
     pub max_review_rounds: u64,
     /// Seconds one reviewer run may take.
     pub reviewer_timeout_s: f64,
+    /// Review each answer with `swivalctl run --reviewer-mode` on the same
+    /// model (Swival's `--self-review`), unless `reviewer` is set.
+    pub self_review: bool,
+    /// Instructions added to the review prompt (`--review-prompt`).
+    pub review_prompt: Option<String>,
+    /// The file a review reads the task from (`--objective`).
+    pub objective: Option<PathBuf>,
+    /// The file a review reads acceptance criteria from (`--verify`).
+    pub verify: Option<PathBuf>,
     /// Merged into the top level of every provider request body.
     pub extra_body: Option<Map<String, Value>>,
     /// Reasoning effort asked of the model.
@@ -497,6 +506,10 @@ impl Default for SessionConfig {
             no_history: false,
             no_memory: false,
             no_continue: false,
+            self_review: false,
+            review_prompt: None,
+            objective: None,
+            verify: None,
             subagents: false,
             quiet: false,
             llm_filter: Vec::new(),

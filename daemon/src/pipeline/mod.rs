@@ -73,6 +73,16 @@ pub enum PipelineError {
     NotExecutable { key: &'static str, program: String },
 }
 
+/// The reviewer of `self_review`: this daemon's `swivalctl`, beside it, in
+/// reviewer mode; it reviews in a session started from the reviewed one
+/// (`SWIVALD_SESSION`), so the same model, config and pipeline judge.
+fn self_review_command(base_dir: &Path) -> crate::config::Command {
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join("swivalctl")));
+    let program = beside.filter(|p| p.is_file()).map_or_else(|| "swivalctl".to_owned(), |p| p.display().to_string());
+    let argv = [program.as_str(), "run", "--reviewer-mode", "--quiet"].map(str::to_owned).to_vec();
+    crate::config::Command { argv, source_dir: base_dir.to_owned() }
+}
+
 /// Swival's start-up check: the program must be on the caller's PATH or
 /// an executable file.
 fn check(command: &Command, key: &'static str, env: &CallerEnv) -> Result<(), PipelineError> {
@@ -110,7 +120,8 @@ impl Pipeline {
                 display: stage.command.display(),
             });
         }
-        let reviewer = match &cfg.reviewer {
+        let own = (cfg.self_review && cfg.reviewer.is_none()).then(|| self_review_command(base_dir));
+        let reviewer = match cfg.reviewer.as_ref().or(own.as_ref()) {
             Some(cmd) => {
                 check(cmd, "reviewer", env)?;
                 // Swival exports an explicitly configured key to the

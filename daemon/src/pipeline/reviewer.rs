@@ -44,6 +44,21 @@ pub struct Reviewer {
     pub pins: Vec<crate::procs::Pinned>,
 }
 
+/// What one round reviews.
+pub struct Submission<'a> {
+    /// The answer (the reviewer's stdin).
+    pub answer: &'a str,
+    /// The task (`SWIVAL_TASK`).
+    pub task: &'a str,
+    /// The model (`SWIVAL_MODEL`; empty: not set).
+    pub model: &'a str,
+    /// The round, from 1 (`SWIVAL_REVIEW_ROUND`).
+    pub round: u64,
+    /// Where the daemon is and which session answered (`SWIVALD_SOCKET`,
+    /// `SWIVALD_SESSION`), for `swivalctl run --reviewer-mode`.
+    pub daemon: Vec<(String, String)>,
+}
+
 /// What one round decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -76,16 +91,16 @@ impl Reviewer {
     pub async fn review(
         &self,
         runner: &ProcessRunner,
-        answer: &str,
-        task: &str,
-        model: &str,
-        round: u64,
+        s: Submission<'_>,
         cancel: &CancellationToken,
     ) -> (Verdict, Round) {
+        let Submission { answer, task, model, round, daemon } = s;
         let mut argv = self.argv.clone();
         argv.push(self.base_dir.display().to_string());
         let mut env =
             vec![("SWIVAL_TASK".to_owned(), task.to_owned()), ("SWIVAL_REVIEW_ROUND".to_owned(), round.to_string())];
+        // Where the daemon is and whose answer this is (`--self-review`).
+        env.extend(daemon);
         if !model.is_empty() {
             env.push(("SWIVAL_MODEL".to_owned(), model.to_owned()));
         }

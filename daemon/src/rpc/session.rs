@@ -79,6 +79,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.sessions.changes(p).await.map_err(rpc_error)
     })?;
     async_method::<m::RunRevert, _>(module, |p, ctx| async move { ctx.sessions.revert(p).await.map_err(rpc_error) })?;
+    async_method::<m::ReviewRun, _>(module, |p, ctx| async move { ctx.sessions.review(p).await.map_err(rpc_error) })?;
     method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::SessionTools>(module, |p, ctx| ctx.sessions.tools(&p.session_id).map_err(rpc_error))?;
     method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;
@@ -103,7 +104,11 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     async_method::<m::RunStart, _>(module, |p, ctx| async move {
         ctx.sessions
-            .start_run(&p.session_id, NewRun { task: p.task, client_token: p.client_token, resume: p.resume }, p.env)
+            .start_run(
+                &p.session_id,
+                NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false },
+                p.env,
+            )
             .await
             .map(|run_id| RunStartResult { run_id })
             .map_err(rpc_error)

@@ -80,11 +80,13 @@ pub struct NewRun {
     pub client_token: Option<String>,
     /// Go on with the conversation as it is, adding no user message.
     pub resume: bool,
+    /// Offer the model no tools (a review's one call).
+    pub bare: bool,
 }
 
 impl From<String> for NewRun {
     fn from(task: String) -> NewRun {
-        NewRun { task, client_token: None, resume: false }
+        NewRun { task, client_token: None, resume: false, bare: false }
     }
 }
 
@@ -393,7 +395,7 @@ impl Actor {
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
     async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), Refused> {
-        let NewRun { task, client_token, resume } = new;
+        let NewRun { task, client_token, resume, bare } = new;
         if let Some(refusal) = self.refusal() {
             return Err(Refused::Session(refusal));
         }
@@ -434,6 +436,7 @@ impl Actor {
             run_id: run_id.clone(),
             task,
             resume,
+            bare,
             cancel: cancel.clone(),
             conversation: parts.conversation,
             tools: parts.tools,

@@ -17,7 +17,7 @@
 //! new config.
 
 use super::actor::{Command, Gone, Refused};
-use super::{caller, public_config, Found, Session, SessionError, Sessions, Shared};
+use super::{caller, Found, Session, SessionError, Sessions, Shared};
 use crate::config::EffectiveConfig;
 use crate::environment::CallerEnv;
 use crate::message::Message;
@@ -244,6 +244,19 @@ impl Sessions {
             messages: if from.conversation { store.messages(source)? } else { Vec::new() },
         })
     }
+}
+
+/// The effective config as shown to clients: the API key is never echoed.
+pub fn public_config(effective: &EffectiveConfig) -> Value {
+    let mut v = serde_json::to_value(&effective.config).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        for key in ["api_key", "encrypt_secrets_key"] {
+            if obj.get(key).is_some_and(|k| !k.is_null()) {
+                obj.insert(key.into(), Value::String("(set)".into()));
+            }
+        }
+    }
+    v
 }
 
 #[cfg(test)]

@@ -24,9 +24,11 @@ mod changes;
 mod compact;
 mod configure;
 pub mod events;
+pub use configure::public_config;
 mod history;
 mod live;
 mod policy;
+mod review;
 mod run;
 mod runs;
 mod snapshot;
@@ -563,19 +565,6 @@ impl Sessions {
     pub fn runs_in_flight(&self) -> usize {
         self.live.run_count()
     }
-}
-
-/// The effective config as shown to clients: the API key is never echoed.
-pub fn public_config(effective: &EffectiveConfig) -> Value {
-    let mut v = serde_json::to_value(&effective.config).unwrap_or(Value::Null);
-    if let Some(obj) = v.as_object_mut() {
-        for key in ["api_key", "encrypt_secrets_key"] {
-            if obj.get(key).is_some_and(|k| !k.is_null()) {
-                obj.insert(key.into(), Value::String("(set)".into()));
-            }
-        }
-    }
-    v
 }
 
 fn info(row: &SessionRow, running: bool) -> SessionInfo {

@@ -35,6 +35,8 @@ pub(super) struct RunJob {
     pub task: String,
     /// Go on with the conversation as it is, adding no user message.
     pub resume: bool,
+    /// Offer the model no tools.
+    pub bare: bool,
     /// Cancelled by run/cancel, session/close or shutdown.
     pub cancel: CancellationToken,
     /// Borrowed from the session until the run ends.
@@ -150,6 +152,10 @@ impl RunServices for Shared {
     fn shutting_down(&self) -> bool {
         self.shutdown.is_triggered()
     }
+
+    fn socket(&self) -> Option<std::path::PathBuf> {
+        self.settings.socket.clone()
+    }
 }
 
 impl Session {
@@ -167,6 +173,7 @@ impl Session {
             session_id: &self.id,
             task,
             resume: false,
+            bare: false,
             config: &self.config.config,
             base_dir: &self.base_dir,
             env: &self.env,
@@ -207,7 +214,7 @@ impl RunJob {
         let host = super::subagents::Host::of(&self.shared, &session.id, &session.base_dir, &self.run_id);
         let subagents = host.as_ref().map(|h| h as &dyn crate::agent::subagents::SubagentHost);
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
-        let ctx = RunContext { resume: self.resume, changes: recorder.as_ref(), subagents, ..ctx };
+        let ctx = RunContext { resume: self.resume, bare: self.bare, changes: recorder.as_ref(), subagents, ..ctx };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
         let changes = match &recorder {
