@@ -231,6 +231,46 @@ fn edit_miss_shows_the_closest_match_with_line_numbers() {
     assert!(read(base.join("lib.rs")).contains("parse_config(path: &str)"));
 }
 
+#[test]
+fn a_repeated_edit_miss_gets_the_call_that_applies_and_a_short_file_is_shown_whole() {
+    let env = TestEnv::new();
+    let base = env.project("p");
+    std::fs::write(base.join("sum.py"), "def total(n):\n    return n * (n + 1) // 2\n\nprint(total(3))\n").unwrap();
+    let imagined =
+        json!({"file_path": "sum.py", "old_string": "return n*(n+1)//2", "new_string": "return sum(range(n + 1))"});
+    let nowhere = json!({"file_path": "sum.py", "old_string": "return 1 + 2 + ... + n", "new_string": "x"});
+    let results = run_calls(
+        &env,
+        &base,
+        json!({}),
+        vec![
+            ("read_file", json!({"file_path": "sum.py"})),
+            ("edit_file", nowhere.clone()),
+            ("edit_file", imagined.clone()),
+            ("edit_file", imagined),
+        ],
+    );
+    // Nothing close: the short file whole, to copy from.
+    assert!(
+        results[1].contains("The whole file (4 lines)") && results[1].contains("\n2:     return n * (n + 1) // 2"),
+        "{}",
+        results[1]
+    );
+    // Close: the region, its surroundings, and how to copy.
+    assert!(
+        results[2].contains("    2:     return n * (n + 1) // 2") && results[2].contains("around it:"),
+        "{}",
+        results[2]
+    );
+    assert!(results[2].contains("without the \"N: \" line numbers"), "{}", results[2]);
+    // The same miss again: the exact call that applies.
+    let again = &results[3];
+    assert!(again.contains("same old_string before"), "{again}");
+    let call: Value = serde_json::from_str(again.lines().last().unwrap()).unwrap();
+    assert_eq!(call["old_string"], "    return n * (n + 1) // 2", "{again}");
+    assert_eq!(call["new_string"], "return sum(range(n + 1))");
+}
+
 /// Where each page of `text` starts under the 50 KB read cap (numbered
 /// lines, one newline each), so the scripted model can ask for them.
 fn page_offsets(text: &str) -> Vec<usize> {

@@ -16,6 +16,8 @@ const CLOSEST_THRESHOLD: f32 = 0.55;
 const CLOSEST_MAX_LINES: usize = 5000;
 /// Wall-clock cap on the closest-match search.
 const CLOSEST_BUDGET: Duration = Duration::from_secs(2);
+/// Lines of context shown around the closest match.
+const CONTEXT_LINES: usize = 2;
 /// Snippets in messages are cut to this many characters.
 const SNIPPET_CHARS: usize = 80;
 
@@ -54,6 +56,8 @@ pub struct Closest {
     pub first_line: usize,
     /// The region's lines as they are in the file.
     pub lines: Vec<String>,
+    /// Up to [`CONTEXT_LINES`] lines before it and after it.
+    pub around: (Vec<String>, Vec<String>),
     /// The `old_string` that was sent.
     pub needle: String,
     /// Similarity in `[0, 1]`.
@@ -118,7 +122,20 @@ impl fmt::Display for Closest {
         for (i, l) in self.lines.iter().enumerate() {
             write!(f, "\n    {}: {l}", self.first_line + i)?;
         }
-        Ok(())
+        let (before, after) = &self.around;
+        if !before.is_empty() || !after.is_empty() {
+            write!(f, "\n  around it:")?;
+            let first_before = self.first_line - before.len();
+            for (i, l) in before.iter().enumerate() {
+                write!(f, "\n    {}: {l}", first_before + i)?;
+            }
+            write!(f, "\n    …")?;
+            let first_after = self.first_line + self.lines.len();
+            for (i, l) in after.iter().enumerate() {
+                write!(f, "\n    {}: {l}", first_after + i)?;
+            }
+        }
+        write!(f, "\nCopy old_string from the \"actual in file\" lines exactly as they are, without the \"N: \" line numbers.")
     }
 }
 
@@ -410,9 +427,13 @@ fn closest(lines: &Lines<'_>, old: &str) -> Option<Closest> {
         }
     }
     let (score, i) = best?;
+    let line = |j: usize| lines.line(j).to_owned();
+    let before = (i.saturating_sub(CONTEXT_LINES)..i).map(line).collect();
+    let after = (i + k..(i + k + CONTEXT_LINES).min(lines.len())).map(line).collect();
     (score >= CLOSEST_THRESHOLD).then(|| Closest {
         first_line: i + 1,
-        lines: (i..i + k).map(|j| lines.line(j).to_owned()).collect(),
+        lines: (i..i + k).map(line).collect(),
+        around: (before, after),
         needle: old.to_owned(),
         ratio: score,
     })

@@ -30,6 +30,7 @@ pub mod builtin;
 mod edit;
 mod error;
 mod files;
+mod miss;
 mod named;
 mod near;
 pub mod path;
@@ -127,6 +128,8 @@ pub struct ToolBox {
     pub todo: todo::TodoList,
     /// The session's MCP servers and their tools.
     pub mcp: crate::mcp::SessionMcp,
+    /// The last `edit_file` miss, to help a repeat.
+    pub misses: miss::Misses,
 }
 
 impl ToolBox {
@@ -140,6 +143,7 @@ impl ToolBox {
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
             mcp: crate::mcp::SessionMcp::default(),
+            misses: miss::Misses::default(),
         }
     }
 

@@ -225,11 +225,18 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     }
     let content = String::from_utf8(bytes)
         .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
-    let updated = edit::replace(&content, old, new, replace_all, line_number).map_err(|e| fail(e.to_string()))?;
+    let updated = match edit::replace(&content, old, new, replace_all, line_number) {
+        Ok(updated) => updated,
+        Err(edit::EditError::NotFound(closest)) => {
+            return Err(edit_error(&tb.missed(&path, requested, (old, new), &content, closest), requested))
+        }
+        Err(e) => return Err(fail(e.to_string())),
+    };
     dir.open_file(&rel, How::Rewrite)
         .and_then(|mut f| Ok(f.write_all(updated.as_bytes())?))
         .map_err(|e| io_fail("write", e))?;
     tb.tracker.mark(&path);
+    tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
     let changed = change(&path, Some(content.into_bytes()), &written);
