@@ -250,20 +250,17 @@ fn a_repeated_edit_miss_gets_the_call_that_applies_and_a_short_file_is_shown_who
             ("edit_file", imagined),
         ],
     );
-    // Nothing close: the short file whole, to copy from.
     assert!(
         results[1].contains("The whole file (4 lines)") && results[1].contains("\n2:     return n * (n + 1) // 2"),
         "{}",
         results[1]
     );
-    // Close: the region, its surroundings, and how to copy.
     assert!(
         results[2].contains("    2:     return n * (n + 1) // 2") && results[2].contains("around it:"),
         "{}",
         results[2]
     );
     assert!(results[2].contains("without the \"N: \" line numbers"), "{}", results[2]);
-    // The same miss again: the exact call that applies.
     let again = &results[3];
     assert!(again.contains("same old_string before"), "{again}");
     let call: Value = serde_json::from_str(again.lines().last().unwrap()).unwrap();
