@@ -19,6 +19,7 @@ pub mod policy;
 pub mod report;
 pub mod schema;
 pub mod session;
+pub mod skills;
 pub mod tools;
 pub mod types;
 

@@ -10,6 +10,7 @@ pub mod repl;
 mod report;
 pub mod run;
 pub mod session;
+pub mod skills;
 
 use std::process::ExitCode;
 

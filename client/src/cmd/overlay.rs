@@ -145,6 +145,12 @@ pub struct ConfigOverlay {
     /// `--subagents` (true) or `--no-subagents` (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagents: Option<bool>,
+    /// `--skills-dir`, each taken from the current directory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills_dir: Vec<PathBuf>,
+    /// `--no-skills`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_skills: Option<bool>,
 }
 
 impl ConfigOverlay {

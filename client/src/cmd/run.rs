@@ -140,6 +140,12 @@ pub struct RunArgs {
     /// Do not offer subagents (the default).
     #[arg(long)]
     pub no_subagents: bool,
+    /// Additional directory to scan for skills (can be repeated).
+    #[arg(long, value_name = "DIR")]
+    pub skills_dir: Vec<PathBuf>,
+    /// Don't load or discover any skills.
+    #[arg(long)]
+    pub no_skills: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

@@ -73,6 +73,7 @@ impl Sessions {
             base: work.clone(),
             allow_rw: canon_all(&cfg.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&cfg.allowed_dirs_ro, "allowed_dirs_ro")?,
+            skills: Vec::new(),
             files: cfg.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
