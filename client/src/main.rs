@@ -144,6 +144,12 @@ enum Command {
         #[command(subcommand)]
         action: cmd::session::McpAction,
     },
+    /// Add, delete, and list agent skills (Swival's `swival skills`; no
+    /// daemon needed).
+    Skills {
+        #[command(subcommand)]
+        action: cmd::skills::SkillsAction,
+    },
     /// Start, stop or install the daemon.
     Daemon {
         #[command(subcommand)]
@@ -192,6 +198,7 @@ fn main() -> ExitCode {
             Command::Cache { action } => cmd::session::cache(&socket, action).await,
             Command::Mcp { action } => cmd::session::mcp(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
+            Command::Skills { action } => Ok(cmd::skills::run(action).await),
         }
     });
     match result {

@@ -35,6 +35,7 @@ mod services;
 mod session;
 mod settings;
 mod shutdown;
+mod skills;
 mod store;
 mod tls;
 mod toolcall;

@@ -20,6 +20,7 @@ pub mod report;
 pub mod review;
 pub mod schema;
 pub mod session;
+pub mod skills;
 pub mod tools;
 pub mod types;
 

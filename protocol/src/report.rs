@@ -99,6 +99,9 @@ pub struct ReportSettings {
     pub commands: ReportCommands,
     /// Reviewer rounds allowed.
     pub max_review_rounds: u64,
+    /// The skills the run's setup found, sorted.
+    #[serde(default)]
+    pub skills_discovered: Vec<String>,
 }
 
 /// Command access as the report gives it.

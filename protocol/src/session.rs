@@ -476,6 +476,10 @@ pub struct RunStats {
     pub total_llm_time_s: f64,
     /// Seconds spent running tools.
     pub total_tool_time_s: f64,
+    /// Skills activated (`use_skill` calls that succeeded, `$name`
+    /// mentions included), in order, each once.
+    #[serde(default)]
+    pub skills_used: Vec<String>,
 }
 
 /// `run/wait` result, and the payload of `run_finished`.

@@ -118,6 +118,7 @@ fn each_tool_answers_bad_and_lenient_arguments_as_it_always_has() {
         base: base.clone(),
         allow_rw: vec![],
         allow_ro: vec![],
+        skills: vec![],
         files: FilesMode::Some,
         protected: vec![],
         hidden: vec![],

@@ -28,6 +28,7 @@ pub fn overlay(a: &RunArgs) -> ConfigOverlay {
         allowed_dirs: dirs(&a.add_dir),
         mcp_config: a.mcp_config.as_deref().map(cli_path),
         allowed_dirs_ro: dirs(&a.add_dir_ro),
+        skills_dir: dirs(&a.skills_dir),
         files: a.files.clone(),
         sandbox: a.sandbox.clone(),
         reasoning_effort: a.reasoning_effort.clone(),
@@ -68,6 +69,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         no_continue: on(a.no_continue),
         subagents: if a.no_subagents { Some(false) } else { on(a.subagents) },
         self_review: on(a.self_review),
+        no_skills: on(a.no_skills),
         ..ConfigOverlay::default()
     }
 }

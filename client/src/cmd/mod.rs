@@ -11,6 +11,7 @@ mod report;
 mod review;
 pub mod run;
 pub mod session;
+pub mod skills;
 
 use std::process::ExitCode;
 

@@ -151,6 +151,12 @@ pub struct ConfigOverlay {
     /// `--review-prompt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review_prompt: Option<String>,
+    /// `--skills-dir`, each taken from the current directory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills_dir: Vec<PathBuf>,
+    /// `--no-skills`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_skills: Option<bool>,
 }
 
 impl ConfigOverlay {

@@ -157,6 +157,12 @@ pub struct RunArgs {
     /// Instructions added to the review prompt.
     #[arg(long, value_name = "TEXT")]
     pub review_prompt: Option<String>,
+    /// Additional directory to scan for skills (can be repeated).
+    #[arg(long, value_name = "DIR")]
+    pub skills_dir: Vec<PathBuf>,
+    /// Don't load or discover any skills.
+    #[arg(long)]
+    pub no_skills: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

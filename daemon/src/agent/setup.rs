@@ -6,7 +6,7 @@
 
 use super::{prompt, CompactError, Llm, LoopEnd, Run, RunContext, RunState};
 use crate::config::SessionConfig;
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
 use crate::report::RunRecord;
 use crate::store::StoreError;
@@ -90,7 +90,7 @@ pub(super) type SetupEnd = (LoopEnd, String, RunRecord, RunState);
 /// model found; a run ready for its first turn, or how it ended.
 pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Result<Run<'a>, SetupEnd> {
     let cfg = ctx.config;
-    let record = RunRecord::default();
+    let mut record = RunRecord::default();
     let provider = match provider(ctx) {
         Ok(p) => p,
         Err(e) => return Err((LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new(), record, state)),
@@ -98,7 +98,8 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     for message in state.tools.mcp.prepare().await {
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
-    if let Err(e) = open_conversation(ctx, &mut state) {
+    find_skills(ctx, &mut state, &mut record);
+    if let Err(e) = open_conversation(ctx, &mut state, &mut record) {
         return Err((LoopEnd::from(e), String::new(), record, state));
     }
     let discovered = tokio::select! {
@@ -170,13 +171,32 @@ fn provider(ctx: RunContext<'_>) -> Result<Provider, ProviderConfigError> {
     Ok(Provider::new(ctx.services.http(), settings))
 }
 
+/// The run's skills (none with `no_skills`), each skipped one a warning;
+/// the names go in the report's settings.
+fn find_skills(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) {
+    let found = match ctx.config.no_skills {
+        true => crate::skills::Discovery::default(),
+        false => crate::skills::discover(&crate::skills::Sources {
+            base: ctx.base_dir,
+            extra: &ctx.config.skills_dir,
+            global: crate::skills::global_dirs(),
+        }),
+    };
+    for message in found.warnings {
+        ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
+    }
+    record.skills_discovered = found.catalog.names();
+    state.tools.set_skills(found.catalog);
+}
+
 /// The messages a run starts with: the system prompt (a new
-/// conversation's first message, with the MCP tools listed as Swival
-/// does), orphaned tool calls answered, the task, and the files it names
-/// (unless `read_named_files` is off: then the task is the last message,
-/// as in Swival). A run that resumes (Swival's `/continue`) adds neither:
-/// the conversation as it is goes to the model.
-fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), StoreError> {
+/// conversation's first message, with the skills and MCP tools listed as
+/// Swival does), orphaned tool calls answered, the task, the files it
+/// names (unless `read_named_files` is off: then the task is the last
+/// message, as in Swival), and the skills it mentions as `$name`. A run
+/// that resumes (Swival's `/continue`) adds none of these: the
+/// conversation as it is goes to the model.
+fn open_conversation(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<(), StoreError> {
     let cfg = ctx.config;
     let conversation = &mut state.conversation;
     if conversation.messages().is_empty() && !cfg.no_system_prompt {
@@ -185,6 +205,10 @@ fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), St
             .as_deref()
             .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
         let mut text = prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
+        if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
+            text.push_str("\n\n");
+            text.push_str(&skills);
+        }
         if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
             text.push_str("\n\n");
             text.push_str(&info);
@@ -201,13 +225,59 @@ fn open_conversation(ctx: RunContext<'_>, state: &mut RunState) -> Result<(), St
         return Ok(());
     }
     conversation.push(Message::user(ctx.task))?;
-    if !cfg.read_named_files {
+    if cfg.read_named_files {
+        if let Some(files) = state.tools.read_named(ctx.task) {
+            conversation.push(Message::synthetic(files))?;
+        }
+    }
+    activate_mentions(ctx, state, record)
+}
+
+/// Swival's `$name` mentions: each skill the task mentions is activated
+/// at once, as a `use_skill` call of the assistant with its result (so a
+/// compaction can shorten it like any result), reported at turn 0.
+fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<(), StoreError> {
+    let names = state.tools.skills.mentions(ctx.task);
+    if names.is_empty() {
         return Ok(());
     }
-    match state.tools.read_named(ctx.task) {
-        Some(files) => conversation.push(Message::synthetic(files)),
-        None => Ok(()),
+    let uid = format!("{:08x}", rand::random::<u32>());
+    let arguments = |name: &str| serde_json::json!({ "name": name }).to_string();
+    let calls = names
+        .iter()
+        .map(|name| ToolCall {
+            id: format!("auto_skill_{name}_{uid}"),
+            name: crate::skills::TOOL.to_owned(),
+            arguments: arguments(name),
+        })
+        .collect::<Vec<_>>();
+    state.conversation.push(Message::assistant_turn(None, calls.clone()))?;
+    for (call, name) in calls.iter().zip(&names) {
+        let text = state.tools.skills.activate(name);
+        let kind = crate::tools::registry::call_kind(&call.name, &call.arguments);
+        let start = EventKind::ToolCall {
+            turn: 0,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            kind,
+            arguments: call.arguments.clone(),
+        };
+        super::emit_recorded(ctx.events, ctx.run_id, record, start);
+        let result = EventKind::ToolResult {
+            turn: 0,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            succeeded: !text.starts_with("error:"),
+            duration_s: 0.0,
+            content: text.chars().take(4096).collect(),
+            result_length: Some(text.len() as u64),
+            change: None,
+            todo: None,
+        };
+        super::emit_recorded(ctx.events, ctx.run_id, record, result);
+        state.conversation.push(Message::tool_result(&call.id, text))?;
     }
+    Ok(())
 }
 
 /// Drop MCP tools that would take more than half of a `window`-token
@@ -219,6 +289,7 @@ fn fit_mcp(ctx: RunContext<'_>, state: &mut RunState, window: u64) {
     }
     let mut builtin = state.tools.schemas();
     builtin.extend(crate::sandbox::tool_schemas(&ctx.commands.policy));
+    builtin.extend(state.tools.skills.schema());
     for message in state.tools.mcp.fit(window, &builtin) {
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }

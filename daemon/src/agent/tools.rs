@@ -315,11 +315,28 @@ impl Run<'_> {
             _ if self.subagents.is_some() && [subagents::SPAWN, subagents::CHECK].contains(&call.name.as_str()) => {
                 self.subagent_tool(call).await
             }
+            _ if call.name == crate::skills::TOOL && !self.tools.skills.is_empty() => self.use_skill(call),
             _ if self.tools.mcp.owns(&call.name) => {
                 self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
             }
             // Built-in tools, and names no tool has (answered as unknown).
             _ => self.file_tool(call, None),
+        }
+    }
+
+    /// `use_skill`: the skill's instructions (Swival's activation text).
+    fn use_skill(&self, call: &ToolCall) -> ToolOutcome {
+        let args = match crate::toolcall::parse_args(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return e.into(),
+        };
+        let Some(name) = args.get("name").and_then(Value::as_str) else {
+            return ToolOutcome::failed("error: use_skill needs a 'name' string".into());
+        };
+        let text = self.tools.skills.activate(name);
+        match text.starts_with("error:") {
+            true => ToolOutcome::failed(text),
+            false => ToolOutcome::ok(text),
         }
     }
 

@@ -113,6 +113,11 @@ impl Run<'_> {
             std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
             let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
+            // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
+            if let Some(schema) = self.tools.skills.schema() {
+                let at = extra.iter().position(|s| s["function"]["name"] == "run_command").unwrap_or(extra.len());
+                extra.insert(at, schema);
+            }
             if self.subagents.is_some() {
                 extra.extend([super::subagents::spawn_schema(), super::subagents::check_schema()]);
             }

@@ -97,6 +97,7 @@ const REASONS: &[(&str, &str)] = &[
     ("commands", "lets the agent run programs"),
     ("allowed_dirs", "opens directories outside the project to the agent"),
     ("allowed_dirs_ro", "opens directories outside the project to the agent (read-only)"),
+    ("skills_dir", "reads skills from directories outside the project and opens them to the agent (read-only)"),
     ("fetch_allow_networks", "lets fetch_url reach private networks"),
     ("command_env", "passes more environment variables to the agent's commands"),
     ("sandbox_expose", "shows hidden credential stores to the agent's commands"),
@@ -130,8 +131,22 @@ fn narrows(key: &str, value: &toml::Value) -> bool {
         ("commands", toml::Value::String(s)) => s == "none",
         // "some" is the default and beats yolo; "none" allows only .swival/.
         ("files", toml::Value::String(s)) => s == "some" || s == "none",
+        // Skill directories inside the project read nothing the agent
+        // cannot read already (discovery opens them beneath the project,
+        // following no symlink).
+        ("skills_dir", toml::Value::Array(dirs)) => dirs.iter().all(|d| d.as_str().is_some_and(inside_project)),
         _ => false,
     }
+}
+
+/// Whether a project file's relative path stays in the project: plain
+/// names only (no `..`, no root, no `~`).
+fn inside_project(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('~')
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
 }
 
 impl ProjectFile {
@@ -274,6 +289,18 @@ mod tests {
         let lines = f.needs_trust().unwrap();
         assert_eq!(lines.len(), 9, "{lines:#?}");
         assert!(lines.iter().any(|l| l.starts_with("storm_breaker = 1: is not one of the keys")), "{lines:#?}");
+    }
+
+    #[test]
+    fn skills_dir_outside_the_project_needs_trust_inside_it_does_not() {
+        assert!(file("skills_dir = [\"tools/skills\", \"./more\"]\n").needs_trust().unwrap().is_empty());
+        for outside in ["\"../shared\"", "\"/opt/skills\"", "\"~/skills\"", "\"a/../../b\""] {
+            let lines = file(&format!("skills_dir = [{outside}]\n")).needs_trust().unwrap();
+            assert_eq!(lines.len(), 1, "{outside}: {lines:?}");
+            assert!(lines[0].ends_with(
+                "reads skills from directories outside the project and opens them to the agent (read-only)"
+            ));
+        }
     }
 
     #[test]

@@ -332,6 +332,10 @@ pub struct SessionConfig {
     pub no_continue: bool,
     /// Offer `spawn_subagent` and `check_subagents` (Swival's `--subagents`).
     pub subagents: bool,
+    /// Discover no skills: no catalogue, no `use_skill` (Swival's `--no-skills`).
+    pub no_skills: bool,
+    /// More directories to find skills in (Swival's `--skills-dir`).
+    pub skills_dir: Vec<PathBuf>,
     /// Less progress output.
     pub quiet: bool,
     /// Filter commands from `llm_filter` (a string is one stage, a list several).
@@ -511,6 +515,8 @@ impl Default for SessionConfig {
             objective: None,
             verify: None,
             subagents: false,
+            no_skills: false,
+            skills_dir: Vec::new(),
             quiet: false,
             llm_filter: Vec::new(),
             filters: Vec::new(),

@@ -35,7 +35,7 @@ pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) ->
         task: ctx.task.to_owned(),
         model: Some(ctx.model.to_owned()),
         provider: Some(ctx.provider.to_owned()),
-        settings: Some(ctx.settings.clone()),
+        settings: Some(ReportSettings { skills_discovered: record.skills_discovered.clone(), ..ctx.settings.clone() }),
         sandbox: Some(ctx.sandbox.clone()),
         result: ReportResult {
             outcome: result.outcome,
@@ -108,6 +108,7 @@ mod tests {
                 files: "some".into(),
                 commands: swival_protocol::ReportCommands::Mode("none".into()),
                 max_review_rounds: 0,
+                skills_discovered: Vec::new(),
             },
             sandbox: ReportSandbox { mode: swival_protocol::SandboxMode::Builtin, summary: String::new() },
         };

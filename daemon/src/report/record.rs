@@ -18,6 +18,9 @@ pub struct RunRecord {
     pub stats: RunStats,
     /// The timeline, in the order things happened.
     timeline: Vec<Entry>,
+    /// The skills the run's setup found, sorted (the report's
+    /// `settings.skills_discovered`).
+    pub skills_discovered: Vec<String>,
     /// Response-cache keys this run's replies touched, so a withheld answer
     /// can be removed from the cache too.
     pub cache_keys: Vec<String>,
@@ -134,7 +137,14 @@ impl RunRecord {
                 stats.total_llm_time_s += duration_s;
                 stats.turns = stats.turns.max(*turn);
             }
-            Entry::ToolCall { name, succeeded, duration_s, .. } => {
+            Entry::ToolCall { name, succeeded, duration_s, arguments, .. } => {
+                // Swival's `skills_used`: each skill activated, once.
+                let skill = arguments.as_ref().and_then(|a| a.get("name")).and_then(|n| n.as_str());
+                if let Some(skill) = skill
+                    .filter(|s| *succeeded && name == crate::skills::TOOL && !stats.skills_used.iter().any(|u| u == s))
+                {
+                    stats.skills_used.push(skill.to_owned());
+                }
                 let counts = stats.tool_calls_by_name.entry(name.clone()).or_default();
                 stats.tool_calls_total += 1;
                 if *succeeded {

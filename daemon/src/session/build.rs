@@ -73,6 +73,7 @@ impl Sessions {
             base: work.clone(),
             allow_rw: canon_all(&cfg.allowed_dirs, "allowed_dirs")?,
             allow_ro: canon_all(&cfg.allowed_dirs_ro, "allowed_dirs_ro")?,
+            skills: Vec::new(),
             files: cfg.files_mode(),
             protected: Vec::new(),
             hidden: Vec::new(),
@@ -80,9 +81,8 @@ impl Sessions {
         };
         let mut pipeline = Pipeline::build(cfg, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(|e| SessionError::Setup(e.to_string()))?;
-        // Loaded again (or started from another session): what runs must
-        // still be what was pinned before (`pins`: path → SHA-256; a new
-        // session has nothing recorded yet).
+        // Loaded again (or started from another session): what runs must still be what was
+        // pinned before (`pins`: path → SHA-256; a new session has nothing recorded yet).
         pipeline.expect_pins(pins);
         let config_files: Vec<PathBuf> = self
             .shared

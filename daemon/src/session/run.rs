@@ -297,6 +297,8 @@ fn report_settings(cfg: &SessionConfig) -> ReportSettings {
             }
         },
         max_review_rounds: cfg.max_review_rounds,
+        // The run's, from its record (`report::build`).
+        skills_discovered: Vec::new(),
     }
 }
 

@@ -130,6 +130,8 @@ pub struct ToolBox {
     pub mcp: crate::mcp::SessionMcp,
     /// The last `edit_file` miss, to help a repeat.
     pub misses: miss::Misses,
+    /// The skills the run's setup found (`use_skill`).
+    pub skills: crate::skills::Catalog,
 }
 
 impl ToolBox {
@@ -144,7 +146,15 @@ impl ToolBox {
             todo: todo::TodoList::default(),
             mcp: crate::mcp::SessionMcp::default(),
             misses: miss::Misses::default(),
+            skills: crate::skills::Catalog::default(),
         }
+    }
+
+    /// Take `skills` as the run's: the directories of those outside the
+    /// base dir become readable (Swival's read allowlist).
+    pub fn set_skills(&mut self, skills: crate::skills::Catalog) {
+        self.policy.skills = skills.outside_dirs();
+        self.skills = skills;
     }
 
     /// The schemas of the file tools offered to the model.
@@ -206,6 +216,7 @@ impl ToolBox {
         let root = std::iter::once(&self.policy.base)
             .chain(&self.policy.allow_rw)
             .chain(&self.policy.allow_ro)
+            .chain(&self.policy.skills)
             .filter(|d| resolved.starts_with(d))
             .max_by_key(|d| d.as_os_str().len())
             .map(PathBuf::as_path)
@@ -263,6 +274,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         base: dir.canonicalize().unwrap(),
         allow_rw: vec![],
         allow_ro: vec![],
+        skills: vec![],
         files: FilesMode::Some,
         protected: vec![],
         hidden: vec![],

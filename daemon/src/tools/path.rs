@@ -26,6 +26,10 @@ pub struct PathPolicy {
     pub allow_rw: Vec<PathBuf>,
     /// Extra read-only directories, canonical.
     pub allow_ro: Vec<PathBuf>,
+    /// Directories of the run's skills outside the base dir, canonical:
+    /// read-only, and readable even under a hidden directory (the global
+    /// skills live in the daemon's config dir), but nothing they link to.
+    pub skills: Vec<PathBuf>,
     /// Where the file tools may go (`files`, with `yolo` already applied:
     /// see `SessionConfig::files_mode`).
     pub files: FilesMode,
@@ -105,7 +109,8 @@ impl PathPolicy {
         {
             return Err(PathError::ProtectedConfig { requested: owned() });
         }
-        if let Some(h) = self.hidden_under(&resolved) {
+        let skill = access == Access::Read && self.skills.iter().any(|s| resolved.starts_with(s));
+        if let Some(h) = self.hidden_under(&resolved).filter(|_| !skill) {
             return Err(PathError::Hidden { requested: owned(), under: h.to_owned() });
         }
         if access == Access::Write {
@@ -130,7 +135,7 @@ impl PathPolicy {
         if resolved.starts_with(&self.base) || inside(&self.allow_rw) {
             return Ok(resolved);
         }
-        if inside(&self.allow_ro) {
+        if inside(&self.allow_ro) || inside(&self.skills) {
             return match access {
                 Access::Read => Ok(resolved),
                 Access::Write => Err(PathError::ReadOnly { requested: requested.to_owned() }),
@@ -264,6 +269,7 @@ mod tests {
             base: base.canonicalize().unwrap(),
             allow_rw: vec![],
             allow_ro: vec![],
+            skills: vec![],
             files: FilesMode::Some,
             protected: vec![],
             hidden: vec![],

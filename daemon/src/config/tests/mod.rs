@@ -345,10 +345,12 @@ fn non_llm_key_in_profile_is_refused() {
 
 #[test]
 fn kept_swival_keys_are_kept_and_checked() {
-    let f = Fixture::new().project("no_skills = true\nskills_dir = [\"sk\"]\n[mcp_servers.a]\ncommand = \"x\"\n");
+    let f = Fixture::new()
+        .project("no_skills = true\nskills_dir = [\"sk\"]\ncolor = true\n[mcp_servers.a]\ncommand = \"x\"\n");
     let cfg = f.config(Some(json!({"mcp_servers": {"b": {"url": "http://h", "headers": {"Authorization": "t"}}}})));
-    assert_eq!(cfg.kept.0["no_skills"], json!(true));
-    assert_eq!(cfg.kept.0["skills_dir"], json!([f.base.join("sk")]));
+    assert_eq!(cfg.kept.0["color"], json!(true));
+    assert!(cfg.no_skills);
+    assert_eq!(cfg.skills_dir, [f.base.join("sk")], "relative to the project");
     assert_eq!(cfg.mcp_servers.keys().collect::<Vec<_>>(), ["a", "b"], "server tables merge by name");
     assert!(Fixture::new()
         .error(Some(json!({"lifecycle_timeout": "x"})))
