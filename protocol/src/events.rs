@@ -74,6 +74,13 @@ pub enum EventKind {
         usage: Option<Value>,
         /// Estimated prompt tokens.
         prompt_tokens_est: u64,
+        /// The prompt's tokens, as the server counted them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_tokens: Option<u64>,
+        /// Of those, the ones the server served from its cache (OpenAI's
+        /// `cached_tokens`, llama.cpp's `cache_n`), when it says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cached_tokens: Option<u64>,
         /// Retries this call needed.
         retries: u64,
         /// Answered from the response cache, or by an identical call in flight.

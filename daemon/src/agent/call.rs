@@ -26,6 +26,8 @@ pub(super) struct CallEnd {
     finish_reason: Option<String>,
     /// The provider's usage object.
     usage: Option<Value>,
+    /// The prompt tokens the server reported.
+    tokens: crate::provider::PromptTokens,
     /// Transient failures retried.
     retries: u64,
     /// Set when the response cache answered.
@@ -35,7 +37,7 @@ pub(super) struct CallEnd {
 impl CallEnd {
     /// A call that failed or was refused before a reply.
     pub(super) fn failed(kind: CallKind) -> CallEnd {
-        CallEnd { kind, finish_reason: Some("error".into()), usage: None, retries: 0, cache: None }
+        CallEnd { kind, finish_reason: Some("error".into()), usage: None, tokens: Default::default(), retries: 0, cache: None }
     }
 }
 
@@ -279,6 +281,7 @@ impl Run<'_> {
                     kind,
                     finish_reason: reply.finish_reason.clone(),
                     usage: reply.usage.clone(),
+                    tokens: crate::provider::PromptTokens::read(reply.usage.as_ref(), reply.timings.as_ref()),
                     retries: retries.into(),
                     cache: served,
                 };
@@ -310,7 +313,7 @@ impl Run<'_> {
 
     /// Emit a finished (or failed) call's `llm_call` event.
     pub(super) fn finish_call(&mut self, turn: u64, started: Instant, estimate: u64, end: CallEnd) {
-        let CallEnd { kind, finish_reason, usage, retries, cache } = end;
+        let CallEnd { kind, finish_reason, usage, tokens, retries, cache } = end;
         let duration_s = started.elapsed().as_secs_f64();
         self.emit(EventKind::LlmCall {
             turn,
@@ -319,6 +322,8 @@ impl Run<'_> {
             finish_reason,
             usage,
             prompt_tokens_est: estimate,
+            prompt_tokens: tokens.total,
+            cached_tokens: tokens.cached,
             retries,
             cache,
         });

@@ -79,6 +79,31 @@ pub struct Reply {
     pub finish_reason: Option<String>,
     /// The provider's usage object, as sent.
     pub usage: Option<Value>,
+    /// llama.cpp's `timings` object (`prompt_n`, `cache_n`…), as sent.
+    pub timings: Option<Value>,
+}
+
+/// The prompt tokens a server reported for one call, and how many of them
+/// it served from its cache (`None`: it did not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PromptTokens {
+    /// The prompt's tokens.
+    pub total: Option<u64>,
+    /// Of those, the ones the server did not process again.
+    pub cached: Option<u64>,
+}
+
+impl PromptTokens {
+    /// From an OpenAI-style `usage` (`prompt_tokens`,
+    /// `prompt_tokens_details.cached_tokens`) and llama.cpp's `timings`
+    /// (`prompt_n` processed, `cache_n` reused).
+    pub fn read(usage: Option<&Value>, timings: Option<&Value>) -> PromptTokens {
+        let n = |v: Option<&Value>, p: &str| v.and_then(|v| v.pointer(p)).and_then(Value::as_u64);
+        let (cache_n, prompt_n) = (n(timings, "/cache_n"), n(timings, "/prompt_n"));
+        let cached = n(usage, "/prompt_tokens_details/cached_tokens").or(cache_n);
+        let processed = prompt_n.map(|p| p + cache_n.unwrap_or(0));
+        PromptTokens { total: n(usage, "/prompt_tokens").or(processed), cached }
+    }
 }
 
 impl Reply {
@@ -89,6 +114,7 @@ impl Reply {
             "tool_calls": self.tool_calls,
             "finish_reason": self.finish_reason,
             "usage": self.usage,
+            "timings": self.timings,
         })
     }
 
@@ -99,6 +125,7 @@ impl Reply {
             tool_calls: serde_json::from_value(v["tool_calls"].clone()).unwrap_or_default(),
             finish_reason: v["finish_reason"].as_str().map(str::to_owned),
             usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
+            timings: v.get("timings").filter(|u| !u.is_null()).cloned(),
         }
     }
 

@@ -151,6 +151,7 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
         tool_calls,
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
         usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
+        timings: v.get("timings").filter(|u| u.is_object()).cloned(),
     })
 }
 

@@ -68,6 +68,13 @@ impl StreamAssembler {
         if let Some(usage) = chunk.usage {
             self.reply.usage = Some(serde_json::from_str(usage.get()).map_err(malformed)?);
         }
+        // llama.cpp spreads `timings` over its last chunks: keep them all.
+        if let Some(Value::Object(more)) = chunk.timings.map(|t| serde_json::from_str(t.get())).transpose().map_err(malformed)? {
+            match self.reply.timings.get_or_insert_with(|| Value::Object(Default::default())) {
+                Value::Object(all) => all.extend(more),
+                other => *other = Value::Object(more),
+            }
+        }
         // Read as leniently as the fields' types allow: a field of another
         // type than expected counts as absent, as it did when chunks were
         // read into a `Value`.
@@ -138,6 +145,9 @@ mod wire {
         /// Token counts, when present and not null.
         #[serde(borrow, default)]
         pub usage: Option<&'a RawValue>,
+        /// llama.cpp's timings, when present and not null.
+        #[serde(borrow, default)]
+        pub timings: Option<&'a RawValue>,
         /// A provider error, when the key is there at all (even null).
         #[serde(borrow, default, deserialize_with = "present")]
         pub error: Option<&'a RawValue>,
@@ -493,6 +503,7 @@ mod tests {
         let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
         assert_eq!(args, json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}));
         assert_eq!(r.usage.as_ref().unwrap()["prompt_tokens"], 812);
+        assert_eq!(r.timings, Some(json!({"prompt_n": 812, "predicted_n": 41, "prompt_ms": 9000.5})));
         // Sent back as llama-server expects it: the id as it came.
         assert_eq!(r.to_message().to_value()["tool_calls"][0]["id"], id);
     }
