@@ -461,6 +461,10 @@ pub struct RunStats {
     pub total_llm_time_s: f64,
     /// Seconds spent running tools.
     pub total_tool_time_s: f64,
+    /// The memory injected into the system prompt (Swival's `memory`),
+    /// when the run built one and MEMORY.md had entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::notes::MemoryStats>,
 }
 
 /// `run/wait` result, and the payload of `run_finished`.

@@ -26,6 +26,7 @@ mod configure;
 pub mod events;
 mod history;
 mod live;
+mod notes;
 mod policy;
 mod run;
 mod runs;
