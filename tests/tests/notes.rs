@@ -200,7 +200,10 @@ fn symlinked_notes_are_refused_and_nothing_outside_is_read_written_or_removed() 
     let sid = session(&mut c, &p, &mock, json!({"max_turns": 1, "memory_full": false}));
     assert_eq!(run(&mut c, &sid, "show the secret notes").1["outcome"], "exhausted");
     let said = warnings(&mut c, &sid);
-    assert!(said.iter().any(|w| w.starts_with("memory was not loaded: .swival/memory/MEMORY.md is a symlink")), "{said:?}");
+    assert!(
+        said.iter().any(|w| w.starts_with("memory was not loaded: .swival/memory/MEMORY.md is a symlink")),
+        "{said:?}"
+    );
     assert!(said.iter().any(|w| w.starts_with("the continue file was not loaded")), "{said:?}");
     assert!(said.iter().any(|w| w.starts_with("the continue file was not written")), "{said:?}");
     let sent = mock.requests_text();

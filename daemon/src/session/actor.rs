@@ -41,7 +41,8 @@ use futures::FutureExt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use swival_protocol::{
-    ContinueSaveResult, EventKind, RunId, RunResult, SessionCheckpointResult, SessionCompactResult, SessionRestoreResult,
+    ContinueSaveResult, EventKind, RunId, RunResult, SessionCheckpointResult, SessionCompactResult,
+    SessionRestoreResult,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;

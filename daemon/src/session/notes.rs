@@ -5,8 +5,8 @@
 //! session's actor since it reads the conversation and the todo list.
 
 use super::compact::{Between, Ended};
-use super::{check_base_dir, random_id, Command, Sessions};
 use super::SessionError;
+use super::{check_base_dir, random_id, Command, Sessions};
 use crate::agent;
 use crate::notes::{memory, resume, NoteError};
 use std::path::PathBuf;

@@ -17,10 +17,8 @@ fn the_deterministic_file_has_swivals_sections() {
         Message::tool_result("c2", format!("fn main() {{}}\n{}", "x".repeat(200))),
         Message::user("second task"),
     ];
-    let todo = vec![
-        TodoItem { task: "open".to_owned(), done: false },
-        TodoItem { task: "closed".to_owned(), done: true },
-    ];
+    let todo =
+        vec![TodoItem { task: "open".to_owned(), done: false }, TodoItem { task: "closed".to_owned(), done: true }];
     let text = deterministic(&messages, &todo);
     let preview = format!("fn main() {{}} {}...", "x".repeat(107));
     assert_eq!(
