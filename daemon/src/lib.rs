@@ -21,6 +21,7 @@ mod editor;
 mod environment;
 mod mcp;
 mod message;
+mod notes;
 mod paths;
 mod pipeline;
 mod procs;

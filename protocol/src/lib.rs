@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod hooks;
 pub mod methods;
+pub mod notes;
 pub mod paths;
 pub mod policy;
 pub mod report;
@@ -21,6 +22,7 @@ pub mod review;
 pub mod schema;
 pub mod session;
 pub mod skills;
+pub mod subagents;
 pub mod tools;
 pub mod types;
 
@@ -29,10 +31,12 @@ pub use changes::*;
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use hooks::*;
+pub use notes::*;
 pub use policy::*;
 pub use report::*;
 pub use review::*;
 pub use session::*;
+pub use subagents::SubagentOf;
 pub use tools::{SessionToolsResult, ToolInfo, ToolKind};
 pub use types::*;
 

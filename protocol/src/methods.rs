@@ -8,6 +8,7 @@
 use crate::approvals::*;
 use crate::changes::*;
 use crate::events::*;
+use crate::notes::*;
 use crate::policy::*;
 use crate::review::*;
 use crate::session::*;
@@ -191,6 +192,15 @@ methods! {
 /// Every MCP server the daemon runs or holds for a session.
     McpStatus(MCP_STATUS = "mcp/status"): NoParams => McpStatusResult,
         "Every MCP server: transport, command or URL, pid, tools and the sessions using it.";
+/// Append a note to a project's `.swival/memory/MEMORY.md`.
+    MemoryAdd(MEMORY_ADD = "memory/add"): MemoryAddParams => MemoryAddResult,
+        "Append a note (a bullet, under a new heading when given) to the project's .swival/memory/MEMORY.md, which later runs retrieve from.";
+/// Write a session's continue file now (a REPL leaving).
+    ContinueSave(CONTINUE_SAVE = "continue/save"): SessionRef => ContinueSaveResult,
+        "Write .swival/continue.md from an idle session's conversation (Swival's REPL exit), unless no_continue.";
+/// Remove a project's continue file (Swival's `/clear`).
+    ContinueClear(CONTINUE_CLEAR = "continue/clear"): ContinueClearParams => ContinueClearResult,
+        "Remove the project's .swival/continue.md, so the next session does not resume from it.";
 /// Trust a project's `swival.toml` as it is now.
     ProjectTrust(PROJECT_TRUST = "project/trust"): ProjectTrustParams => ProjectTrustResult,
         "Trust a project's swival.toml as it is now (by SHA-256); `check: true` only reports.";

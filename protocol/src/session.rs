@@ -258,19 +258,7 @@ pub struct SessionInfo {
     pub worktree: Option<WorktreeInfo>,
     /// The run that spawned it, for a subagent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<SubagentOf>,
-}
-
-/// Where a subagent's session comes from: the run whose `spawn_subagent`
-/// call made it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SubagentOf {
-    /// The parent session.
-    pub session_id: SessionId,
-    /// The parent's run that spawned it.
-    pub run_id: RunId,
-    /// Its id in that run (`sub_1`), as the model knows it.
-    pub subagent_id: String,
+    pub parent: Option<crate::subagents::SubagentOf>,
 }
 
 /// The git worktree a session works in (`session/create`'s `worktree`).
@@ -480,6 +468,10 @@ pub struct RunStats {
     /// mentions included), in order, each once.
     #[serde(default)]
     pub skills_used: Vec<String>,
+    /// The memory injected into the system prompt (Swival's `memory`),
+    /// when the run built one and MEMORY.md had entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::notes::MemoryStats>,
 }
 
 /// `run/wait` result, and the payload of `run_finished`.

@@ -231,7 +231,9 @@ fn looping_script_with_max_turns_2_exits_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(mock.request_count(), 2);
+    // Two turns, then Swival's continue-here summary call (tests/tests/notes.rs).
+    assert_eq!(mock.request_count(), 3);
+    assert!(project.join(".swival/continue.md").exists());
 }
 
 #[test]

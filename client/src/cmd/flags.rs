@@ -66,6 +66,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         no_read_guard: on(a.no_read_guard),
         read_named_files: a.no_read_named_files.then_some(false),
         no_memory: on(a.no_memory),
+        memory_full: on(a.memory_full),
         no_continue: on(a.no_continue),
         subagents: if a.no_subagents { Some(false) } else { on(a.subagents) },
         self_review: on(a.self_review),

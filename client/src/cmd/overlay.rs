@@ -139,6 +139,9 @@ pub struct ConfigOverlay {
     /// `--no-memory`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_memory: Option<bool>,
+    /// `--memory-full`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_full: Option<bool>,
     /// `--no-continue`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_continue: Option<bool>,

@@ -127,10 +127,13 @@ pub struct RunArgs {
     /// the first request is the system prompt and the task, as Swival's.
     #[arg(long)]
     pub no_read_named_files: bool,
-    /// Do not load memory notes.
-    #[arg(long)]
+    /// Don't load auto-memory from .swival/memory/.
+    #[arg(long, conflicts_with = "memory_full")]
     pub no_memory: bool,
-    /// Do not write a continue file when turns run out.
+    /// Inject all of MEMORY.md into the prompt (skip budgeted retrieval).
+    #[arg(long)]
+    pub memory_full: bool,
+    /// Neither write .swival/continue.md when a run stops early nor load it.
     #[arg(long)]
     pub no_continue: bool,
     /// Offer the model spawn_subagent and check_subagents: subagents run

@@ -37,7 +37,14 @@ pub(super) struct CallEnd {
 impl CallEnd {
     /// A call that failed or was refused before a reply.
     pub(super) fn failed(kind: CallKind) -> CallEnd {
-        CallEnd { kind, finish_reason: Some("error".into()), usage: None, tokens: Default::default(), retries: 0, cache: None }
+        CallEnd {
+            kind,
+            finish_reason: Some("error".into()),
+            usage: None,
+            tokens: Default::default(),
+            retries: 0,
+            cache: None,
+        }
     }
 }
 
@@ -60,6 +67,16 @@ struct Answered {
     cache_key: Option<String>,
 }
 
+/// A call's own limits over the session's settings (Swival's continue
+/// summary: 1,024 output tokens at temperature 0).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Limits {
+    /// At most this many output tokens (still clamped to the window).
+    pub(super) max_tokens: Option<u64>,
+    /// This temperature instead of the session's.
+    pub(super) temperature: Option<f64>,
+}
+
 impl Run<'_> {
     /// One provider call through the whole pipeline: `before_llm_call`
     /// hooks, the filter chain, the response cache (agent calls), the
@@ -71,6 +88,18 @@ impl Run<'_> {
         kind: CallKind,
         own: Option<Vec<Value>>,
         tools: Offered<'_>,
+    ) -> Result<Reply, CallError> {
+        self.call_model_with(turn, kind, own, tools, Limits::default()).await
+    }
+
+    /// [`Run::call_model`] with the call's own `limits`.
+    pub(super) async fn call_model_with(
+        &mut self,
+        turn: u64,
+        kind: CallKind,
+        own: Option<Vec<Value>>,
+        tools: Offered<'_>,
+        limits: Limits,
     ) -> Result<Reply, CallError> {
         let started = Instant::now();
         let hooked = self.before_llm_call(turn, kind, own.as_deref(), tools, started).await?;
@@ -110,13 +139,14 @@ impl Run<'_> {
             }
             None => outbound,
         };
-        let configured = self.llm.provider.settings.max_output_tokens;
+        let configured = limits.max_tokens.unwrap_or(self.llm.provider.settings.max_output_tokens);
         let max_tokens = match self.llm.context_window {
             Some(w) => configured.min(w.saturating_sub(estimate)).max(16),
             None => configured,
         };
         let messages = if as_stored { Outbound::Stored(self.conversation.wire()) } else { Outbound::Values(outbound) };
-        let req = ChatRequest { messages, tools: tools.schemas, tools_json: tools.json, max_tokens };
+        let temperature = limits.temperature;
+        let req = ChatRequest { messages, tools: tools.schemas, tools_json: tools.json, max_tokens, temperature };
         let answered = self.chat(turn, kind, &req).await;
         self.record.cache_keys.extend(answered.cache_key);
         self.settle(turn, kind, started, estimate, answered.result, answered.served)

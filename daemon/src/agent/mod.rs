@@ -13,6 +13,7 @@ mod estimate;
 mod guard;
 mod observer;
 pub mod prompt;
+mod resume;
 mod review;
 mod setup;
 mod sink;
@@ -38,6 +39,7 @@ use crate::tools::ToolBox;
 pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
+pub use resume::save_now as save_continue;
 pub use sink::{emit_recorded, EventSink};
 pub use snapshot::{restore, restore_scope, Mark, Restored, IMPLICIT_LABEL};
 use std::path::Path;
@@ -65,6 +67,9 @@ pub enum LoopEnd {
     Cancelled,
     /// The run failed: why, as a kind and in words.
     Failed(FailureKind, String),
+    /// The prompt no longer fits the context, even compacted (a provider
+    /// failure that leaves a continue file); the provider's words.
+    Overflowed(String),
     /// A hook blocked the run; the reason.
     Blocked(String),
 }
@@ -205,9 +210,13 @@ pub struct Finished {
 /// outcome.
 pub async fn run(ctx: RunContext<'_>, state: RunState) -> Finished {
     let (end, model, record, state) = match setup::prepare(ctx, state).await {
-        Err((end, model, record, state)) => (end, model, record, state),
+        Err((end, model, record, state)) => {
+            resume::leave_after_setup(ctx, &end, &state);
+            (end, model, record, state)
+        }
         Ok(mut run) => {
             let end = run.rounds().await;
+            run.leave_continue(&end).await;
             if let Some(subagents) = run.subagents.as_mut() {
                 subagents.cancel_all();
             }
@@ -241,6 +250,7 @@ fn outcome(ctx: RunContext<'_>, end: LoopEnd) -> (Outcome, Option<String>, Optio
         ),
         LoopEnd::Cancelled => (Outcome::Cancelled, None, Some("cancelled".to_owned()), Some(FailureKind::Cancelled)),
         LoopEnd::Failed(kind, e) => (Outcome::Error, None, Some(e), Some(kind)),
+        LoopEnd::Overflowed(e) => (Outcome::Error, None, Some(e), Some(FailureKind::Provider)),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The system prompt, in our own words, plus the project's instruction
-//! files (CLAUDE.md, AGENTS.md) within a budget.
+//! files (CLAUDE.md, AGENTS.md) within a budget and Swival's memory
+//! section and block (see `notes::memory`).
 
 use crate::config::FilesMode;
 use std::path::Path;
@@ -23,7 +24,7 @@ How to work:
 
 Past answers in this project are in .swival/HISTORY.md; read it when earlier work matters.
 
-Write correct, plain code that follows the project's conventions, without dead code or debug prints. \
+{MEMORY}Write correct, plain code that follows the project's conventions, without dead code or debug prints. \
 Never print secrets. The user's messages come first, then the project's instruction files, then this prompt; \
 the sandbox and path rules always hold.
 
@@ -34,7 +35,15 @@ pub const COMMAND_PROVIDER_PROMPT: &str =
     "You are a helpful assistant. Answer the user's question directly and concisely.";
 
 /// The system prompt for a session in `base_dir`, or the replacement text.
-pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructions: bool, files: FilesMode) -> String {
+/// `memory` is the `<memory>` block (empty: nothing to inject), or `None`
+/// with `no_memory`, which also leaves out Swival's memory section.
+pub fn system_prompt(
+    base_dir: &Path,
+    replacement: Option<&str>,
+    with_instructions: bool,
+    files: FilesMode,
+    memory: Option<&str>,
+) -> String {
     if let Some(text) = replacement {
         return text.to_owned();
     }
@@ -48,7 +57,8 @@ pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructio
             "Filesystem access is restricted to .swival/ only. You cannot read or write project files."
         }
     };
-    let mut out = BASE.replace("{FILES}", rule);
+    let guidance = if memory.is_some() { crate::notes::memory::GUIDANCE } else { "" };
+    let mut out = BASE.replace("{FILES}", rule).replace("{MEMORY}", guidance);
     if with_instructions {
         if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
             out.push_str(&format!("\n\n<project-instructions>\n{claude}\n</project-instructions>"));
@@ -59,6 +69,10 @@ pub fn system_prompt(base_dir: &Path, replacement: Option<&str>, with_instructio
                 base_dir.join("AGENTS.md").display()
             ));
         }
+    }
+    if let Some(block) = memory.filter(|b| !b.is_empty()) {
+        out.push_str("\n\n");
+        out.push_str(block);
     }
     out.push_str(&format!(
         "\n\nCurrent date and time: {}",
@@ -113,7 +127,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)))
             .unwrap();
-        let p = system_prompt(d.path(), None, true, FilesMode::Some);
+        let p = system_prompt(d.path(), None, true, FilesMode::Some, None);
         assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
         assert!(!p.contains("hidden-note"));
         assert!(p.len() < BASE.len() + INSTRUCTIONS_BUDGET + 500);
@@ -122,7 +136,7 @@ mod tests {
     #[test]
     fn the_files_setting_is_said_in_the_prompt() {
         let d = tempfile::tempdir().unwrap();
-        let prompt = |files| system_prompt(d.path(), None, false, files);
+        let prompt = |files| system_prompt(d.path(), None, false, files, None);
         assert!(prompt(FilesMode::Some).contains("paths outside it are refused"));
         assert!(prompt(FilesMode::All).contains("Filesystem access is unrestricted."));
         assert!(prompt(FilesMode::None).contains("Filesystem access is restricted to .swival/ only."));
@@ -143,8 +157,21 @@ mod tests {
     }
 
     #[test]
+    fn memory_comes_after_the_instructions_with_swivals_section_unless_off() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
+        let p = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"));
+        assert!(p.contains("\n\n## Memory\n\n- Keep `.swival/memory/MEMORY.md` up to date"));
+        let (agents, memory, date) =
+            (p.find("</agent-instructions>"), p.find("<memory>"), p.find("Current date and time"));
+        assert!(agents < memory && memory < date, "{p}");
+        let off = system_prompt(d.path(), None, true, FilesMode::Some, None);
+        assert!(!off.contains("## Memory") && !off.contains("MEMORY.md") && !off.contains("{MEMORY}"));
+    }
+
+    #[test]
     fn replacement_prompt_is_used_verbatim() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some), "be brief");
+        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some, Some("")), "be brief");
     }
 }

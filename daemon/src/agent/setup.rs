@@ -4,7 +4,7 @@
 //! compaction between runs gets the part of this it needs
 //! ([`for_compaction`]).
 
-use super::{prompt, CompactError, Llm, LoopEnd, Run, RunContext, RunState};
+use super::{prompt, resume, CompactError, Llm, LoopEnd, Run, RunContext, RunState};
 use crate::config::SessionConfig;
 use crate::message::{Message, ToolCall};
 use crate::provider::{Provider, ProviderKind, ProviderSettings};
@@ -12,7 +12,7 @@ use crate::report::RunRecord;
 use crate::store::StoreError;
 use std::path::Path;
 use std::time::Duration;
-use swival_protocol::{EventKind, FailureKind};
+use swival_protocol::{EventKind, FailureKind, MemoryStats};
 
 /// Why a session's config describes no provider to call.
 #[derive(Debug, thiserror::Error)]
@@ -99,8 +99,9 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
     find_skills(ctx, &mut state, &mut record);
-    if let Err(e) = open_conversation(ctx, &mut state, &mut record) {
-        return Err((LoopEnd::from(e), String::new(), record, state));
+    match open_conversation(ctx, &mut state, &mut record) {
+        Ok(memory) => record.set_memory(memory),
+        Err(e) => return Err((LoopEnd::from(e), String::new(), record, state)),
     }
     let discovered = tokio::select! {
         d = provider.discover(cfg.max_context_tokens) => d,
@@ -190,39 +191,30 @@ fn find_skills(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord
 }
 
 /// The messages a run starts with: the system prompt (a new
-/// conversation's first message, with the skills and MCP tools listed as
-/// Swival does), orphaned tool calls answered, the task, the files it
-/// names (unless `read_named_files` is off: then the task is the last
-/// message, as in Swival), and the skills it mentions as `$name`. A run
-/// that resumes (Swival's `/continue`) adds none of these: the
-/// conversation as it is goes to the model.
-fn open_conversation(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<(), StoreError> {
+/// conversation's first message, see [`system_message`]), orphaned tool
+/// calls answered, the task, the files it names (unless
+/// `read_named_files` is off: then the task is the last message, as in
+/// Swival), and the skills it mentions as `$name`. A run that resumes
+/// (Swival's `/continue`) adds none of these: the conversation as it is
+/// goes to the model. Returns the memory's report stats when a system
+/// prompt was built with memory.
+fn open_conversation(
+    ctx: RunContext<'_>,
+    state: &mut RunState,
+    record: &mut RunRecord,
+) -> Result<Option<MemoryStats>, StoreError> {
     let cfg = ctx.config;
-    let conversation = &mut state.conversation;
-    if conversation.messages().is_empty() && !cfg.no_system_prompt {
-        let replacement = cfg
-            .system_prompt
-            .as_deref()
-            .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
-        let mut text = prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, cfg.files_mode());
-        if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
-            text.push_str("\n\n");
-            text.push_str(&skills);
-        }
-        if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
-            text.push_str("\n\n");
-            text.push_str(&info);
-        }
-        if cfg.subagents && ctx.subagents.is_some() && replacement.is_none() {
-            text.push_str("\n\n");
-            text.push_str(super::subagents::GUIDANCE);
-        }
-        conversation.push(Message::system(text))?;
+    let mut memory = None;
+    if state.conversation.messages().is_empty() && !cfg.no_system_prompt {
+        let (text, stats) = system_message(ctx, state);
+        memory = stats;
+        state.conversation.push(Message::system(text))?;
     }
+    let conversation = &mut state.conversation;
     conversation.complete_orphans()?;
     conversation.begin_run();
     if ctx.resume {
-        return Ok(());
+        return Ok(memory);
     }
     conversation.push(Message::user(ctx.task))?;
     if cfg.read_named_files {
@@ -230,7 +222,8 @@ fn open_conversation(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
             conversation.push(Message::synthetic(files))?;
         }
     }
-    activate_mentions(ctx, state, record)
+    activate_mentions(ctx, state, record)?;
+    Ok(memory)
 }
 
 /// Swival's `$name` mentions: each skill the task mentions is activated
@@ -278,6 +271,39 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
         state.conversation.push(Message::tool_result(&call.id, text))?;
     }
     Ok(())
+}
+
+/// A new conversation's system prompt, in Swival's order: the prompt (or
+/// its replacement), the instruction files, the memory block, the date,
+/// the MCP tools, then the `<continue-here>` block of an interrupted run
+/// (taken from the project: the file is removed). A replacement prompt
+/// gets no memory, as in Swival, but does get the continue block.
+fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<MemoryStats>) {
+    let cfg = ctx.config;
+    let replacement = cfg
+        .system_prompt
+        .as_deref()
+        .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
+    let (memory, stats) = if replacement.is_none() { resume::memory_block(ctx) } else { (None, None) };
+    let files = cfg.files_mode();
+    let mut text = prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, files, memory.as_deref());
+    if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
+        text.push_str("\n\n");
+        text.push_str(&skills);
+    }
+    if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
+        text.push_str("\n\n");
+        text.push_str(&info);
+    }
+    if cfg.subagents && ctx.subagents.is_some() && replacement.is_none() {
+        text.push_str("\n\n");
+        text.push_str(super::subagents::GUIDANCE);
+    }
+    if let Some(block) = resume::continue_block(ctx) {
+        text.push_str("\n\n");
+        text.push_str(&block);
+    }
+    (text, stats)
 }
 
 /// Drop MCP tools that would take more than half of a `window`-token

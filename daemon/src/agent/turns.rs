@@ -135,7 +135,7 @@ impl Run<'_> {
                 Ok(r) => r,
                 Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
                 Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
+                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Overflowed(e)),
                 Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
             };
             // after_llm_call: the hooks see the reply and every proposed
@@ -184,7 +184,7 @@ impl Run<'_> {
             Ok(r) => r,
             Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
             Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Failed(FailureKind::Provider, e)),
+            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Overflowed(e)),
             Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
         };
         // A tool call written out as text (small models do, with no tools

@@ -326,9 +326,12 @@ pub struct SessionConfig {
     pub no_instructions: bool,
     /// Do not append the answer to `.swival/HISTORY.md`.
     pub no_history: bool,
-    /// Do not load memory notes.
+    /// Do not load `.swival/memory/MEMORY.md` (and drop the prompt's memory section).
     pub no_memory: bool,
-    /// Do not write a continue file on exhaustion.
+    /// Inject all of MEMORY.md (200 lines or 8,000 characters) instead of
+    /// the bootstrap and retrieved entries.
+    pub memory_full: bool,
+    /// Neither write `.swival/continue.md` when a run stops early nor load it.
     pub no_continue: bool,
     /// Offer `spawn_subagent` and `check_subagents` (Swival's `--subagents`).
     pub subagents: bool,
@@ -509,6 +512,7 @@ impl Default for SessionConfig {
             no_instructions: false,
             no_history: false,
             no_memory: false,
+            memory_full: false,
             no_continue: false,
             self_review: false,
             review_prompt: None,

@@ -107,7 +107,13 @@ pub async fn call(
     if stdout.is_empty() {
         return Err(ProviderError::Command(format!("{} printed nothing", argv[0])));
     }
-    Ok(Reply { content: Some(stdout), tool_calls: Vec::new(), finish_reason: Some("stop".into()), usage: None, timings: None })
+    Ok(Reply {
+        content: Some(stdout),
+        tool_calls: Vec::new(),
+        finish_reason: Some("stop".into()),
+        usage: None,
+        timings: None,
+    })
 }
 
 #[cfg(test)]

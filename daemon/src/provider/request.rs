@@ -17,6 +17,9 @@ pub struct ChatRequest<'a> {
     pub tools_json: Option<&'a RawValue>,
     /// `max_tokens`, already clamped to the window.
     pub max_tokens: u64,
+    /// A temperature for this call over the session's (Swival's secondary
+    /// calls fix it at 0).
+    pub temperature: Option<f64>,
 }
 
 /// The messages of one call.
@@ -61,7 +64,7 @@ pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a
         body.insert("tools", req.tools_json.map_or(Part::Values(req.tools), Part::Raw));
         body.insert("tool_choice", Part::Str("auto"));
     }
-    if let Some(t) = settings.temperature {
+    if let Some(t) = req.temperature.or(settings.temperature) {
         body.insert("temperature", Part::Owned(json!(t)));
     }
     if let Some(p) = settings.top_p {
@@ -162,7 +165,13 @@ mod tests {
     fn request_body_has_swivals_shape() {
         let msgs = vec![json!({"role": "user", "content": "hi", "_swival_synthetic": true})];
         let tools = vec![json!({"type": "function", "function": {"name": "read_file"}})];
-        let req = ChatRequest { messages: Outbound::Values(&msgs), tools: &tools, tools_json: None, max_tokens: 100 };
+        let req = ChatRequest {
+            messages: Outbound::Values(&msgs),
+            tools: &tools,
+            tools_json: None,
+            max_tokens: 100,
+            temperature: None,
+        };
         let body = request_body(&settings(), "m", &req).to_value();
         assert_eq!(body["model"], "m");
         assert_eq!(body["tool_choice"], "auto");
@@ -179,7 +188,13 @@ mod tests {
             vec![json!({"type": "function", "function": {"name": "read_file", "parameters": {"b": 1, "a": 2}}})];
         let json = serde_json::value::to_raw_value(&tools).unwrap();
         let settings = settings();
-        let plain = ChatRequest { messages: Outbound::Values(&msgs), tools: &tools, tools_json: None, max_tokens: 9 };
+        let plain = ChatRequest {
+            messages: Outbound::Values(&msgs),
+            tools: &tools,
+            tools_json: None,
+            max_tokens: 9,
+            temperature: None,
+        };
         let raw = ChatRequest { tools_json: Some(&json), ..plain.clone() };
         let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
         assert_eq!(text(&raw), text(&plain));
@@ -196,7 +211,13 @@ mod tests {
             msgs.iter().map(|m| serde_json::from_value(m.clone()).unwrap()).collect();
         let wire: Vec<Box<RawValue>> = typed.iter().map(crate::message::Message::wire).collect();
         let settings = settings();
-        let plain = ChatRequest { messages: Outbound::Values(&msgs), tools: &[], tools_json: None, max_tokens: 9 };
+        let plain = ChatRequest {
+            messages: Outbound::Values(&msgs),
+            tools: &[],
+            tools_json: None,
+            max_tokens: 9,
+            temperature: None,
+        };
         let raw = ChatRequest { messages: Outbound::Stored(&wire), ..plain.clone() };
         let text = |req: &ChatRequest<'_>| serde_json::to_string(&request_body(&settings, "m", req)).unwrap();
         assert_eq!(text(&raw), text(&plain));
@@ -207,7 +228,13 @@ mod tests {
     #[test]
     fn no_tools_means_no_tool_choice() {
         let settings = settings();
-        let req = ChatRequest { messages: Outbound::Values(&[]), tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest {
+            messages: Outbound::Values(&[]),
+            tools: &[],
+            tools_json: None,
+            max_tokens: 1,
+            temperature: None,
+        };
         let body = request_body(&settings, "m", &req).to_value();
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
@@ -217,7 +244,13 @@ mod tests {
         let mut s = settings();
         s.extra_body = Some(json!({"chat_template_kwargs": {"enable_thinking": false}}).as_object().unwrap().clone());
         s.temperature = Some(0.2);
-        let req = ChatRequest { messages: Outbound::Values(&[]), tools: &[], tools_json: None, max_tokens: 1 };
+        let req = ChatRequest {
+            messages: Outbound::Values(&[]),
+            tools: &[],
+            tools_json: None,
+            max_tokens: 1,
+            temperature: None,
+        };
         let body = request_body(&s, "m", &req).to_value();
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!(body["temperature"], 0.2);

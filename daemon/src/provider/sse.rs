@@ -69,7 +69,9 @@ impl StreamAssembler {
             self.reply.usage = Some(serde_json::from_str(usage.get()).map_err(malformed)?);
         }
         // llama.cpp spreads `timings` over its last chunks: keep them all.
-        if let Some(Value::Object(more)) = chunk.timings.map(|t| serde_json::from_str(t.get())).transpose().map_err(malformed)? {
+        if let Some(Value::Object(more)) =
+            chunk.timings.map(|t| serde_json::from_str(t.get())).transpose().map_err(malformed)?
+        {
             match self.reply.timings.get_or_insert_with(|| Value::Object(Default::default())) {
                 Value::Object(all) => all.extend(more),
                 other => *other = Value::Object(more),

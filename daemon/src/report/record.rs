@@ -14,7 +14,8 @@ const ERROR_CHARS: usize = 500;
 /// Stats and timeline of one run, folded from its events as it goes.
 #[derive(Debug, Default, Clone)]
 pub struct RunRecord {
-    /// The counters (changed only by [`RunRecord::apply`]).
+    /// The counters (changed only by [`RunRecord::apply`], but the memory,
+    /// which the run's setup sets once: [`RunRecord::set_memory`]).
     pub stats: RunStats,
     /// The timeline, in the order things happened.
     timeline: Vec<Entry>,
@@ -32,6 +33,12 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// What the memory injected into the run's system prompt came to
+    /// (Swival's `stats.memory`); set by the run's setup.
+    pub fn set_memory(&mut self, memory: Option<swival_protocol::MemoryStats>) {
+        self.stats.memory = memory;
+    }
+
     /// Fold one event of the run into the timeline and the stats. Events
     /// the report says nothing of are passed over.
     pub fn apply(&mut self, event: &EventKind) {
@@ -198,6 +205,8 @@ pub(super) mod tests {
             finish_reason: Some(finish.into()),
             usage: None,
             prompt_tokens_est: estimate,
+            prompt_tokens: None,
+            cached_tokens: None,
             retries: 0,
             cache: None,
         }

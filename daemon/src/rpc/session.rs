@@ -49,6 +49,11 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     async_method::<m::SessionCompact, _>(module, |p, ctx| async move {
         ctx.sessions.compact(&p.session_id, p.drop).await.map_err(rpc_error)
     })?;
+    method::<m::MemoryAdd>(module, |p, ctx| ctx.sessions.add_memory(&p).map_err(rpc_error))?;
+    method::<m::ContinueClear>(module, |p, ctx| ctx.sessions.clear_continue(&p).map_err(rpc_error))?;
+    async_method::<m::ContinueSave, _>(module, |p, ctx| async move {
+        ctx.sessions.save_continue(&p.session_id).await.map_err(rpc_error)
+    })?;
     async_method::<m::SessionCheckpoint, _>(module, |p, ctx| async move {
         ctx.sessions.checkpoint(p).await.map_err(rpc_error)
     })?;

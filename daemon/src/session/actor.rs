@@ -41,7 +41,8 @@ use futures::FutureExt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use swival_protocol::{
-    EventKind, RunId, RunResult, SessionCheckpointResult, SessionCompactResult, SessionRestoreResult,
+    ContinueSaveResult, EventKind, RunId, RunResult, SessionCheckpointResult, SessionCompactResult,
+    SessionRestoreResult,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -118,6 +119,11 @@ pub(super) enum Command {
     Restore {
         /// What was done, or why not.
         reply: oneshot::Sender<Result<SessionRestoreResult, Refused>>,
+    },
+    /// Write the continue file from the conversation (`continue/save`), as a job.
+    SaveContinue {
+        /// Whether one was written, or why not.
+        reply: oneshot::Sender<Result<ContinueSaveResult, Refused>>,
     },
     /// Set or cancel the checkpoint (`session/checkpoint`) while idle.
     Checkpoint {
@@ -324,6 +330,7 @@ impl Actor {
                 self.between(reply, "compaction", move |b| b.compact(drop_middle))
             }
             Command::Restore { reply } => self.between(reply, "restore", Between::restore),
+            Command::SaveContinue { reply } => self.between(reply, "continue file", Between::save_continue),
             Command::Checkpoint { label, cancel, reply } => {
                 match self.checkpoint(label, cancel).await {
                     Ok(done) => drop(reply.send(Ok(done))),

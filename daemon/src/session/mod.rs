@@ -27,6 +27,7 @@ pub mod events;
 pub use configure::public_config;
 mod history;
 mod live;
+mod notes;
 mod policy;
 mod review;
 mod run;

@@ -42,6 +42,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "/add-dir-ro", args: "<path>", help: "Grant read-only access to a directory" },
     Command { name: "/copy", args: "", help: "Copy last output to clipboard" },
     Command { name: "/remember", args: "<text>", help: "Add a durable project fact to AGENTS.md" },
+    Command { name: "/learn", args: "", help: "Review session for mistakes and persist to memory" },
     Command {
         name: "/init",
         args: "",
@@ -132,6 +133,7 @@ impl Repl {
             "/copy" => self.copy(),
             "/remember" => self.remember(arg),
             "/init" => return Ok(Next::Run(INIT_PROMPT.to_owned())),
+            "/learn" => return Ok(Next::Run(LEARN_PROMPT.to_owned())),
             "/policy" => self.policy().await?,
             "/report" => self.report().await?,
             "/diff" => self.diff(arg).await?,
@@ -151,6 +153,9 @@ impl Repl {
     /// session's successor gets a worktree of its own (never the checkout).
     async fn fresh(&mut self) -> Result<(), ClientError> {
         let old = self.session.clone();
+        // Swival's /clear also drops the project's continue file.
+        let clear = swival_protocol::ContinueClearParams { session_id: Some(old.clone()), base_dir: None };
+        self.client.request::<m::ContinueClear>(&clear).await?;
         let worktree = self.client.session(&old).await?.info.worktree.is_some();
         let params = swival_protocol::SessionCreateParams {
             base_dir: self.base_dir.display().to_string(),
@@ -440,6 +445,16 @@ sections: `## Workflow` with the exact commands to build, test, lint and format;
 code style, naming and layout rules the project follows; `## Commit & Pull Request Guidelines` with how changes \
 are written up here. Be concrete and brief, at most 3000 characters; keep anything already in AGENTS.md that is \
 still true.";
+
+/// The prompt `/learn` sends (Swival's words): write the session's lessons
+/// to MEMORY.md.
+const LEARN_PROMPT: &str = "Review this session for concrete mistakes, confusions, or surprises you \
+encountered with tools, commands, APIs, or syntax. Persist concise notes to `.swival/memory/MEMORY.md` for any \
+durable lessons that will help in future sessions. If you were confused by something, add a note so you do not \
+repeat the mistake. Do not store transient workspace state that may change soon, such as whether a file \
+currently exists, current branch contents, or one-off task status. Keep MEMORY.md short (bulleted notes). For \
+detailed topics, create separate files in `.swival/memory/` and reference them from MEMORY.md. If there is \
+nothing worth noting, say so.";
 
 /// Standard base64 (for OSC 52).
 fn base64(bytes: &[u8]) -> String {

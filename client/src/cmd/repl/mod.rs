@@ -159,12 +159,12 @@ impl Repl {
             self.editor.ask(&prompt, true);
             let input = self.wait_for_input().await?;
             let line = match input {
-                Input::Eof => return Ok(()),
+                Input::Eof => return self.leave().await,
                 Input::Interrupted { typed: true } => {
                     armed = false;
                     continue;
                 }
-                Input::Interrupted { typed: false } if armed => return Ok(()),
+                Input::Interrupted { typed: false } if armed => return self.leave().await,
                 Input::Interrupted { typed: false } => {
                     armed = true;
                     self.info("Press Ctrl-C again or Ctrl-D to exit");
@@ -212,6 +212,17 @@ impl Repl {
                 },
             }
         }
+    }
+
+    /// Leave with a conversation in progress: the daemon writes its
+    /// continue file (Swival's REPL exit; none without a conversation or
+    /// with `no_continue`). A failure is shown, and the REPL still leaves.
+    async fn leave(&mut self) -> Result<(), Lost> {
+        let params = swival_protocol::SessionRef { session_id: self.session.clone() };
+        if let Err(e) = self.client.request::<swival_protocol::methods::typed::ContinueSave>(&params).await {
+            self.warn(&format!("{e}"));
+        }
+        Ok(())
     }
 
     /// A request failed: a lost daemon is reconnected to, anything else is
