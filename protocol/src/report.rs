@@ -149,6 +149,12 @@ pub enum TimelineEntry {
         /// Answered by the response cache.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache: Option<CacheStatus>,
+        /// The prompt's tokens as the server counted them (swivald's addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_tokens: Option<u64>,
+        /// Of those, the ones the server served from its cache (swivald's addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cached_tokens: Option<u64>,
     },
     /// A tool call and its result.
     ToolCall {

@@ -464,6 +464,13 @@ pub struct RunStats {
     pub total_llm_time_s: f64,
     /// Seconds spent running tools.
     pub total_tool_time_s: f64,
+    /// Prompt tokens the server counted, all calls (swivald's addition;
+    /// absent when the server never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Of those, the ones it served from its cache (absent when it never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
     /// Skills activated (`use_skill` calls that succeeded, `$name`
     /// mentions included), in order, each once.
     #[serde(default)]

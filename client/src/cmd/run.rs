@@ -291,6 +291,15 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     if let Some(err) = result.error.as_deref().filter(|_| result.exit_code == 1) {
         eprintln!("Error: {err}");
     }
+    if let (Some(total), Some(cached), false) =
+        (result.stats.prompt_tokens, result.stats.cached_tokens, a.quiet || a.json)
+    {
+        let share = if total == 0 { 0.0 } else { cached as f64 * 100.0 / total as f64 };
+        eprintln!(
+            "  ◆ {} model calls, {total} prompt tokens, {cached} from the server's cache ({share:.0}%)",
+            result.stats.llm_calls
+        );
+    }
     let code = if cancelled { 130 } else { result.exit_code };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

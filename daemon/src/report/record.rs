@@ -67,17 +67,27 @@ impl RunRecord {
     /// approval asked are kept until their result and answer make one.
     fn entry(&mut self, event: &EventKind) -> Option<Entry> {
         Some(match event {
-            EventKind::LlmCall { turn, duration_s, finish_reason, prompt_tokens_est, retries, cache, .. } => {
-                Entry::LlmCall {
-                    turn: *turn,
-                    duration_s: *duration_s,
-                    prompt_tokens_est: *prompt_tokens_est,
-                    finish_reason: finish_reason.clone().unwrap_or_default(),
-                    is_retry: false,
-                    provider_retries: *retries,
-                    cache: *cache,
-                }
-            }
+            EventKind::LlmCall {
+                turn,
+                duration_s,
+                finish_reason,
+                prompt_tokens_est,
+                retries,
+                cache,
+                prompt_tokens,
+                cached_tokens,
+                ..
+            } => Entry::LlmCall {
+                turn: *turn,
+                duration_s: *duration_s,
+                prompt_tokens_est: *prompt_tokens_est,
+                prompt_tokens: *prompt_tokens,
+                cached_tokens: *cached_tokens,
+                finish_reason: finish_reason.clone().unwrap_or_default(),
+                is_retry: false,
+                provider_retries: *retries,
+                cache: *cache,
+            },
             EventKind::ToolCall { id, arguments, .. } => {
                 self.calls.insert(id.clone(), arguments.clone());
                 return None;
@@ -138,7 +148,14 @@ impl RunRecord {
     fn count(&mut self, entry: &Entry) {
         let stats = &mut self.stats;
         match entry {
-            Entry::LlmCall { turn, duration_s, provider_retries, .. } => {
+            Entry::LlmCall { turn, duration_s, provider_retries, prompt_tokens, cached_tokens, .. } => {
+                let add = |sum: &mut Option<u64>, n: Option<u64>| {
+                    if let Some(n) = n {
+                        *sum = Some(sum.unwrap_or(0) + n);
+                    }
+                };
+                add(&mut stats.prompt_tokens, *prompt_tokens);
+                add(&mut stats.cached_tokens, *cached_tokens);
                 stats.llm_calls += 1;
                 stats.provider_retries += provider_retries;
                 stats.total_llm_time_s += duration_s;

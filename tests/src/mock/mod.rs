@@ -87,6 +87,10 @@ struct State {
     stale_drops: usize,
     /// How long every chat request waits before it is answered.
     latency: Duration,
+    /// Report a prompt cache as a server keeping the last request's
+    /// prefix would: `cached_tokens` = the shared prefix with the request
+    /// before, in bytes / 4. `None`: no cache reported.
+    prefix_cache: Option<Vec<u8>>,
 }
 
 /// The shared state and the condvar signalled on every chat request.
@@ -155,6 +159,7 @@ impl MockProvider {
                 stale_keep_alive: false,
                 stale_drops: 0,
                 latency: Duration::ZERO,
+                prefix_cache: None,
             }),
             arrived: Condvar::new(),
         });
@@ -193,6 +198,15 @@ impl MockProvider {
     /// gate opened), like a model taking its time; the default is zero.
     pub fn with_latency(self, latency: Duration) -> MockProvider {
         self.shared.lock().latency = latency;
+        self
+    }
+
+    /// Report a prompt cache as a server keeping the last request's prefix
+    /// would (the bytes each request shares with the one before, over 4):
+    /// `usage.prompt_tokens_details.cached_tokens` (OpenAI) and, in a
+    /// stream, llama-server's `timings.cache_n` and `prompt_n`.
+    pub fn with_prefix_cache(self) -> MockProvider {
+        self.shared.lock().prefix_cache = Some(Vec::new());
         self
     }
 
@@ -372,7 +386,15 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    shared.lock().log[number - 1].times.answered = Some(Instant::now());
+    let cached_tokens = {
+        let mut state = shared.lock();
+        state.log[number - 1].times.answered = Some(Instant::now());
+        state.prefix_cache.as_mut().map(|last| {
+            let shared_bytes = last.iter().zip(raw.iter()).take_while(|(a, b)| a == b).count();
+            *last = raw.to_vec();
+            shared_bytes as u64 / 4
+        })
+    };
     let body = parsed.unwrap_or_default();
     let reply = Reply {
         id: format!("chatcmpl-mock-{number}"),
@@ -380,6 +402,7 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
         stream: body.get("stream").and_then(Value::as_bool) == Some(true),
         include_usage: body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)),
         prompt_tokens: raw.len() as u64 / 4 + 1,
+        cached_tokens,
     };
     respond(step, &reply, kill).await
 }

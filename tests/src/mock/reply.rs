@@ -56,6 +56,8 @@ pub(super) struct Reply {
     pub(super) include_usage: bool,
     /// A rough token count for the request, for `usage`.
     pub(super) prompt_tokens: u64,
+    /// The tokens a prefix cache served, when the mock reports one.
+    pub(super) cached_tokens: Option<u64>,
 }
 
 impl Reply {
@@ -70,11 +72,15 @@ impl Reply {
     fn usage(&self, content: Option<&str>, calls: &[ToolCall]) -> Value {
         let chars = content.map_or(0, str::len) + calls.iter().map(|c| c.arguments.to_string().len()).sum::<usize>();
         let completion_tokens = chars as u64 / 4 + 1;
-        json!({
+        let mut usage = json!({
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": self.prompt_tokens + completion_tokens,
-        })
+        });
+        if let Some(cached) = self.cached_tokens {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+        }
+        usage
     }
 
     fn completion_json(&self, content: Option<String>, calls: &[ToolCall], finish: &str) -> Value {
@@ -131,6 +137,13 @@ impl Reply {
             }
         }
         events.push(self.chunk(json!({}), Some(finish)));
+        if let Some(cached) = self.cached_tokens {
+            // As llama-server: its prompt counts in `timings`, in every stream.
+            let timings = json!({"prompt_n": self.prompt_tokens.saturating_sub(cached), "cache_n": cached});
+            let chunk = json!({"id": self.id, "object": "chat.completion.chunk", "created": CREATED,
+                "model": self.model, "choices": [], "timings": timings});
+            events.push(format!("data: {chunk}\n\n"));
+        }
         if self.include_usage {
             let usage = self.usage(content, calls);
             let chunk = json!({"id": self.id, "object": "chat.completion.chunk", "created": CREATED,
