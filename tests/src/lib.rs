@@ -503,3 +503,19 @@ pub fn processes_with_arg(arg: &str) -> Vec<i32> {
         })
         .collect()
 }
+
+/// A filter (Python) that replaces `internal.example.corp` with
+/// `[REDACTED]` in every message it is given.
+pub const REDACT_FILTER: &str = r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+def scrub(v):
+    if isinstance(v, str):
+        return v.replace("internal.example.corp", "[REDACTED]")
+    if isinstance(v, list):
+        return [scrub(x) for x in v]
+    if isinstance(v, dict):
+        return {k: scrub(x) for k, x in v.items()}
+    return v
+print(json.dumps({"messages": scrub(req["messages"])}))
+"#;

@@ -202,3 +202,26 @@ fn files_the_task_names_are_read_up_front_and_a_wrong_directory_names_the_real_f
     assert!(!wrote.contains("reply now"), "{wrote}");
     assert!(!p.join("src").exists(), "the wrong directory was never created");
 }
+
+#[test]
+fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is_not() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("README.md"), "# calcd\nA calculator daemon.\n").unwrap();
+    std::fs::create_dir(p.join("src")).unwrap();
+    let mock = MockProvider::start(vec![
+        Step::text("It is an open-source JavaScript application."),
+        Step::tool_call("r", "read_file", json!({"file_path": "README.md"})),
+        Step::text("calcd: a calculator daemon."),
+        Step::text("4"),
+    ]);
+    let mut c = daemon.nd();
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "what does this project do?");
+    assert_eq!(result["answer"], "calcd: a calculator daemon.", "{result:#}");
+    let nudge = texts(&mock, 1).last().unwrap().clone();
+    assert!(nudge.contains("without looking at the project") && nudge.contains("README.md, src/"), "{nudge}");
+    let (_, _, plain) = run_task(&mut c, &p, config(&mock), "what is 2 + 2?");
+    assert_eq!(plain["answer"], "4", "a question that needs no file is answered at once: {plain:#}");
+    assert_eq!(mock.request_count(), 4);
+}

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{processes_mentioning, script, NdConn, TestEnv};
+use swival_tests::{processes_mentioning, script, NdConn, TestEnv, REDACT_FILTER as REDACT};
 
 fn provider(mock: &MockProvider) -> Value {
     json!({"provider": "generic", "base_url": mock.base_url(), "model": "mock-model"})
@@ -23,20 +23,6 @@ fn run_to_end(c: &mut NdConn, base: &Path, config: Value, task: &str) -> (String
     let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
     (sid, c.ok("run/wait", json!({"run_id": run})))
 }
-
-const REDACT: &str = r#"#!/usr/bin/env python3
-import json, sys
-req = json.load(sys.stdin)
-def scrub(v):
-    if isinstance(v, str):
-        return v.replace("internal.example.corp", "[REDACTED]")
-    if isinstance(v, list):
-        return [scrub(x) for x in v]
-    if isinstance(v, dict):
-        return {k: scrub(x) for k, x in v.items()}
-    return v
-print(json.dumps({"messages": scrub(req["messages"])}))
-"#;
 
 #[test]
 fn redacting_filter_keeps_the_url_from_the_provider_but_not_from_the_tool() {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::io::Write as _;
 use std::process::Stdio;
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{script, Daemon, TestEnv};
+use swival_tests::{script, Daemon, TestEnv, REDACT_FILTER as REDACT};
 
 /// What Swival's review prompt starts with.
 const REVIEW: &str = "You are reviewing a coding agent's work.";
@@ -78,21 +78,6 @@ fn reviewer_mode_sends_swivals_prompt_alone_and_exits_on_the_verdict() {
     assert_eq!(code, 2);
     assert!(err.contains("reviewer error: cannot read --objective file"), "{err}");
 }
-
-/// A filter replacing an internal host name in every message.
-const REDACT: &str = r#"#!/usr/bin/env python3
-import json, sys
-req = json.load(sys.stdin)
-def scrub(v):
-    if isinstance(v, str):
-        return v.replace("internal.example.corp", "[REDACTED]")
-    if isinstance(v, list):
-        return [scrub(x) for x in v]
-    if isinstance(v, dict):
-        return {k: scrub(x) for k, x in v.items()}
-    return v
-print(json.dumps({"messages": scrub(req["messages"])}))
-"#;
 
 #[test]
 fn self_review_judges_each_answer_with_the_same_model_through_the_filter_chain() {

@@ -7,25 +7,10 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use swival_tests::mock::{Gate, MockProvider, Step};
-use swival_tests::{script, wait_until, NdConn, TestEnv};
+use swival_tests::{script, wait_until, NdConn, TestEnv, REDACT_FILTER as REDACT};
 
 /// What a subagent's system prompt starts with.
 const PREAMBLE: &str = "You are a subagent working on a specific task within a larger project.";
-
-/// A filter replacing a secret word in every message.
-const REDACT: &str = r#"#!/usr/bin/env python3
-import json, sys
-req = json.load(sys.stdin)
-def scrub(v):
-    if isinstance(v, str):
-        return v.replace("internal.example.corp", "[REDACTED]")
-    if isinstance(v, list):
-        return [scrub(x) for x in v]
-    if isinstance(v, dict):
-        return {k: scrub(x) for k, x in v.items()}
-    return v
-print(json.dumps({"messages": scrub(req["messages"])}))
-"#;
 
 /// A session of `base` on `mock` with `extra` config; its id.
 fn session(c: &mut NdConn, base: &Path, mock: &MockProvider, extra: Value) -> String {

@@ -11,6 +11,7 @@ mod compact;
 pub mod conversation;
 mod estimate;
 mod guard;
+mod look;
 mod observer;
 pub mod prompt;
 mod resume;

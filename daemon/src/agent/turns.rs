@@ -157,6 +157,11 @@ impl Run<'_> {
                     self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
                     continue;
                 }
+                if let Some(nudge) = self.look_first(local_turn, &offer) {
+                    self.intervened(turn, "", swival_protocol::InterventionKind::Nudge, &nudge, None);
+                    self.conversation.push(Message::synthetic(nudge))?;
+                    continue;
+                }
                 return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
             }
             self.conversation.push(reply.to_message())?;
@@ -171,6 +176,14 @@ impl Run<'_> {
             }
         }
         Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// The nudge to look before answering, for a first answer of a fresh
+    /// run (no tool called) to a task about the project, when tools are
+    /// offered (see `look.rs`).
+    fn look_first(&self, local_turn: u64, offer: &Offer) -> Option<String> {
+        let fresh = local_turn == 1 && !self.ctx.resume && self.turn_offset == 0 && !offer.schemas.is_empty();
+        fresh.then(|| super::look::nudge(self.ctx.task, self.ctx.base_dir)).flatten()
     }
 
     /// A stuck run gets one call without tools: an answer ends the run as

@@ -7,6 +7,7 @@
 
 pub use crate::config::FilesMode;
 use std::path::{Component, Path, PathBuf};
+use swival_protocol::skills::py_repr;
 
 /// What a tool wants to do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,29 +168,6 @@ impl PathPolicy {
             Err(_) => p.display().to_string(),
         }
     }
-}
-
-/// `s` as Python's `repr` shows a string, as Swival's messages quote paths.
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 fn expand_home(p: &str, home: Option<&Path>) -> Result<PathBuf, PathError> {
