@@ -57,6 +57,12 @@ pub use transport::Listener;
 /// validates it.
 pub use pipeline::filter::parse_output;
 
+/// The benchmark's edit-time checks (`bench edit-checks`): the note a
+/// write or edit of `path` from `before` to `after` gets.
+pub fn edit_check_notes(path: &std::path::Path, before: Option<&str>, after: &str) -> Option<String> {
+    tools::syntax_notes(path, before, after)
+}
+
 /// The benchmark's snapshot store (`bench snapshots`).
 pub use changes::SnapshotStore;
 

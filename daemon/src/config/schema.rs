@@ -270,6 +270,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("allowed_dirs", Kind::PathList),
     acted("allowed_dirs_ro", Kind::PathList),
     acted("no_read_guard", Kind::Bool),
+    acted("edit_checks", Kind::Bool),
     acted("read_named_files", Kind::Bool),
     acted("no_instructions", Kind::Bool),
     acted("no_history", Kind::Bool),

@@ -52,6 +52,7 @@ const HARMLESS: &[&str] = &[
     "system_prompt",
     "no_system_prompt",
     "no_read_guard",
+    "edit_checks",
     // Reads only what the path policy lets the model read anyway.
     "read_named_files",
     "no_instructions",

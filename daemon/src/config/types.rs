@@ -315,6 +315,9 @@ pub struct SessionConfig {
     pub allowed_dirs_ro: Vec<PathBuf>,
     /// Let `write_file` overwrite files it has not read.
     pub no_read_guard: bool,
+    /// Parse a source file after a write or edit and say when the change
+    /// broke its syntax or removed a definition (swivald's).
+    pub edit_checks: bool,
     /// Read the files the task names before the first model call and send
     /// them as a second user message (ours; `false` sends Swival's
     /// `[system, user]`).
@@ -507,6 +510,7 @@ impl Default for SessionConfig {
             allowed_dirs: Vec::new(),
             allowed_dirs_ro: Vec::new(),
             no_read_guard: false,
+            edit_checks: true,
             read_named_files: true,
             storm_breaker: true,
             no_instructions: false,

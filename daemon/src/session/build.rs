@@ -109,12 +109,7 @@ impl Sessions {
         };
         // Secrets are encrypted before anything reaches the provider.
         let shield = shield(cfg, &env)?;
-        let mut tools = ToolBox::new(policy);
-        tools.read_guard = !cfg.no_read_guard;
-        tools.caps = OutputCaps {
-            read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
-            read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
-        };
+        let tools = toolbox(cfg, policy);
         let conversation = Conversation::new(self.shared.store.clone(), row.id.clone(), messages);
         let session = Session {
             id: row.id.clone(),
@@ -214,4 +209,16 @@ impl Sessions {
         }
         Ok((commands, sandbox))
     }
+}
+
+/// The session's toolbox: `policy`, and the config's guard, checks and caps.
+fn toolbox(cfg: &crate::config::SessionConfig, policy: crate::tools::path::PathPolicy) -> ToolBox {
+    let mut tools = ToolBox::new(policy);
+    tools.read_guard = !cfg.no_read_guard;
+    tools.edit_checks = cfg.edit_checks;
+    tools.caps = OutputCaps {
+        read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
+        read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
+    };
+    tools
 }

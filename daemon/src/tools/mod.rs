@@ -38,6 +38,8 @@ pub mod registry;
 pub mod repair;
 pub mod schema;
 mod search;
+mod syntax;
+pub use syntax::notes as syntax_notes;
 mod think;
 mod todo;
 mod trash;
@@ -122,6 +124,8 @@ pub struct ToolBox {
     pub tracker: ReadTracker,
     /// Whether the guard is on (Swival's `no_read_guard` turns it off).
     pub read_guard: bool,
+    /// Whether writes and edits of source files are parsed (`edit_checks`).
+    pub edit_checks: bool,
     /// What `think` remembers.
     pub thinking: think::Thinking,
     /// The session's `todo` checklist.
@@ -142,6 +146,7 @@ impl ToolBox {
             caps: OutputCaps::default(),
             tracker: ReadTracker::default(),
             read_guard: true,
+            edit_checks: true,
             thinking: think::Thinking::default(),
             todo: todo::TodoList::default(),
             mcp: crate::mcp::SessionMcp::default(),

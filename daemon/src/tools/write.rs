@@ -102,6 +102,15 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 None if existing.is_none() => tb.new_file_note(requested, &path),
                 None => None,
             };
+            // A file too large to have been read before is not checked.
+            let old_text = before.as_deref().map(String::from_utf8_lossy);
+            let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
+                .then(|| super::syntax::notes(&path, old_text.as_deref(), &content))
+                .flatten();
+            let note = match (note, checks) {
+                (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+                (a, b) => a.or(b),
+            };
             let changed = match existing.is_none() || before.is_some() {
                 true => change(&path, before, content.as_bytes()),
                 false => None,
@@ -239,8 +248,18 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
+    let after = String::from_utf8_lossy(&written);
+    let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
-    Ok(ToolOutcome::ok(format!("Edited {requested}\n[checksum={}]", checksum(&written))).with_change(changed))
+    let mut result = format!("Edited {requested}\n[checksum={}]", checksum(&written));
+    match checks {
+        Some(note) => {
+            result.push_str(super::near::NOTE);
+            result.push_str(&note);
+            Ok(ToolOutcome::warned(result).with_change(changed))
+        }
+        None => Ok(ToolOutcome::ok(result).with_change(changed)),
+    }
 }
 
 /// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
