@@ -81,6 +81,12 @@ impl Changes {
             return None;
         }
         let (root, scope) = root_of(base);
+        // A home directory or `/` is no project: walking it would take
+        // minutes and store everything.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if root == Path::new("/") || home.is_some_and(|h| h == root) {
+            return None;
+        }
         let project = self.project(&root, scope);
         Some(Recorder::new(project, self.store.clone(), run_id, session_id))
     }

@@ -85,6 +85,9 @@ pub struct Shadow {
     side: Sidecar,
     /// The last snapshot's tree.
     last: Option<String>,
+    /// Paths a snapshot once found, when more than a snapshot takes: the
+    /// project is not snapshotted again (a home directory).
+    too_many: Option<usize>,
 }
 
 impl Shadow {
@@ -105,7 +108,7 @@ impl Shadow {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        Ok(Shadow { git, repo, root: root.to_owned(), scope, max_file, side, last: None })
+        Ok(Shadow { git, repo, root: root.to_owned(), scope, max_file, side, last: None, too_many: None })
     }
 
     /// Whether a snapshot was taken since the store was opened.
@@ -120,6 +123,9 @@ impl Shadow {
 
     /// Take a snapshot: hash what changed since the last one.
     pub async fn snapshot(&mut self) -> Result<Snap, ChangeError> {
+        if let Some(n) = self.too_many {
+            return Err(ChangeError::TooMany(n));
+        }
         let scope = self.scope.as_str();
         let changed = ["diff-files", "--name-only", "-z", "--", scope];
         let new = ["ls-files", "--others", "--exclude-standard", "-z", "--", scope];
@@ -134,6 +140,7 @@ impl Shadow {
             .filter_map(|p| std::str::from_utf8(p).ok().map(str::to_owned))
             .collect();
         if seen.len() > MAX_PATHS {
+            self.too_many = Some(seen.len());
             return Err(ChangeError::TooMany(seen.len()));
         }
         let before = self.side.clone();

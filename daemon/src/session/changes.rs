@@ -68,7 +68,7 @@ impl Sessions {
             ))),
             Some(_) => Err(SessionError::NoChanges(format!(
                 "run {id} has no recorded changes (it ran before they were recorded, with snapshots off or git \
-                 missing, a snapshot failed, or its session was pruned); nothing was changed"
+                 missing, in a home directory, a snapshot failed, or its session was pruned); nothing was changed"
             ))),
         }
     }
