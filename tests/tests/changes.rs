@@ -88,6 +88,24 @@ fn script_six(mock: &MockProvider) {
     mock.push(Step::text("done"));
 }
 
+/// A session of a fresh [`project`] that ran the six changes: the daemon
+/// and mock (kept alive), the project, its tree before, a connection, the
+/// session and the run.
+#[allow(clippy::type_complexity)]
+fn six_change_run(
+    env: &TestEnv,
+) -> (swival_tests::Daemon, MockProvider, std::path::PathBuf, BTreeMap<String, (String, u32)>, NdConn, String, String) {
+    let daemon = env.start_daemon();
+    let p = project(env);
+    let before = tree_state(&p);
+    let mock = MockProvider::start(vec![]);
+    script_six(&mock);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "change things");
+    (daemon, mock, p, before, c, sid, run_id)
+}
+
 fn swivalctl(env: &TestEnv, daemon: &swival_tests::Daemon, dir: &Path, args: &[&str]) -> std::process::Output {
     env.swivalctl(daemon, dir).args(args).output().unwrap()
 }
@@ -95,14 +113,7 @@ fn swivalctl(env: &TestEnv, daemon: &swival_tests::Daemon, dir: &Path, args: &[&
 #[test]
 fn diff_lists_what_tools_and_commands_changed_and_undo_restores_the_tree_byte_for_byte() {
     let env = TestEnv::new();
-    let daemon = env.start_daemon();
-    let p = project(&env);
-    let before = tree_state(&p);
-    let mock = MockProvider::start(vec![]);
-    script_six(&mock);
-    let mut c = daemon.nd();
-    let sid = session(&mut c, &p, &mock);
-    let run_id = run(&mut c, &sid, "change things");
+    let (daemon, mock, p, before, mut c, _sid, run_id) = six_change_run(&env);
     let after = tree_state(&p);
     assert_ne!(before, after);
     assert!(!p.join("gone.txt").exists(), "{:#?}", mock.tool_results());
@@ -171,14 +182,7 @@ fn diff_lists_what_tools_and_commands_changed_and_undo_restores_the_tree_byte_fo
 #[test]
 fn a_file_changed_after_the_run_makes_undo_refuse_and_force_reverts_the_rest() {
     let env = TestEnv::new();
-    let daemon = env.start_daemon();
-    let p = project(&env);
-    let before = tree_state(&p);
-    let mock = MockProvider::start(vec![]);
-    script_six(&mock);
-    let mut c = daemon.nd();
-    let sid = session(&mut c, &p, &mock);
-    let run_id = run(&mut c, &sid, "change things");
+    let (daemon, _mock, p, before, mut c, sid, run_id) = six_change_run(&env);
     std::fs::write(p.join("edit.txt"), "the user's own edit\n").unwrap();
     let after_user = tree_state(&p);
 
