@@ -6,6 +6,7 @@
 
 mod buffers;
 mod daemon;
+mod feed;
 mod hooks;
 mod session;
 
@@ -142,6 +143,11 @@ where
 /// An invalid-params error with a message saying what to send instead.
 pub(super) fn invalid_params(message: &str) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(-32602, message.to_owned(), None::<()>)
+}
+
+/// `session/subscribe` as the newline-delimited framing serves it.
+pub fn feeds(ctx: &DaemonContext) -> Arc<dyn crate::transport::Feeds> {
+    Arc::new(feed::EventFeeds { sessions: ctx.sessions.clone(), subscriptions: ctx.subscriptions.clone() })
 }
 
 /// Build the module with every method registered.

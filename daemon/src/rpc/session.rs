@@ -11,7 +11,7 @@ use swival_protocol::{
 };
 
 /// The JSON-RPC error for a session failure.
-fn rpc_error(e: SessionError) -> ErrorObjectOwned {
+pub(super) fn rpc_error(e: SessionError) -> ErrorObjectOwned {
     let code = match &e {
         SessionError::NotFound(_) | SessionError::Closed(_) => ErrorCode::SessionNotFound,
         SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
@@ -131,8 +131,9 @@ fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMe
     Ok(())
 }
 
-/// `session/subscribe`: stored then live events, until the client
-/// unsubscribes or disconnects. A client that leaves notifications unread
+/// `session/subscribe` through jsonrpsee (WebSocket; the newline-delimited
+/// framing serves it as a feed, `feed.rs`): stored then live events, until
+/// the client unsubscribes or disconnects. A client that leaves notifications unread
 /// for `subscriber_stall_s` is dropped: the subscription closes with an
 /// error notification naming the `from_seq` to resume from.
 async fn subscribe(
@@ -147,16 +148,10 @@ async fn subscribe(
             return Ok(());
         }
     };
-    let Some(_slot) = ctx.subscriptions.enter() else {
-        let why =
-            "too many event subscriptions (max_subscriptions); close some or raise max_subscriptions in swivald.toml";
-        pending.reject(app_error(ErrorCode::Overloaded, why)).await;
-        return Ok(());
-    };
-    let mut events = match ctx.sessions.subscribe(&p.session_id, p.from_seq.map(|s| s.0).unwrap_or(1)) {
-        Ok(rx) => rx,
+    let mut events = match super::feed::open_events(&ctx.sessions, &ctx.subscriptions, p) {
+        Ok(events) => events,
         Err(e) => {
-            pending.reject(rpc_error(e)).await;
+            pending.reject(e).await;
             return Ok(());
         }
     };
@@ -173,28 +168,20 @@ async fn subscribe(
                 Room::Free => {}
                 Room::Closed => break,
                 Room::Stalled => {
-                    tracing::warn!(
-                        "dropped a subscriber of {} that left its notifications unread for {stall:?}",
-                        p.session_id
-                    );
-                    return Err(format!(
-                        "subscription dropped: notifications were left unread for {}s (subscriber_stall_s); subscribe again with from_seq {} to resume",
-                        stall.as_secs_f64(),
-                        events.next_seq()
-                    )
-                    .into());
+                    tracing::warn!("dropped a subscriber of {} that left its notifications unread", events.session);
+                    return Err(super::feed::stalled_message(stall, events.cursor.next_seq()).into());
                 }
             }
         }
         let event = tokio::select! {
-            event = events.next() => event,
+            event = events.cursor.next() => event,
             _ = sink.closed() => break,
         };
         let event = match event {
             Ok(Some(event)) => event,
             Ok(None) => break,
             Err(e) => {
-                tracing::warn!("event stream of {} ended: {e}", p.session_id);
+                tracing::warn!("event stream of {} ended: {e}", events.session);
                 break;
             }
         };
@@ -206,7 +193,7 @@ async fn subscribe(
             Ok(Err(_)) => break,
             // Behind: the event is dropped here and read again later.
             Err(_) => {
-                events.rewind(seq);
+                events.cursor.rewind(seq);
                 behind = true;
             }
         }

@@ -51,6 +51,7 @@ use crate::shutdown::Shutdown;
 use crate::store::{RunRow, SessionRow, Store, StoreError};
 pub use actor::NewRun;
 use actor::{Actor, Command, Handle, Parts};
+pub use events::Cursor;
 use events::{EventLog, Logs};
 use live::Live;
 pub use live::LiveLimits;

@@ -7,7 +7,9 @@
 //! every connection arrives here on the Unix socket and goes through the
 //! peer check before a byte of it is read.
 
+mod feed;
 mod http;
+mod lines;
 mod ndjson;
 mod prefixed;
 mod registry;
@@ -15,6 +17,7 @@ mod registry;
 use crate::paths::{prepare_socket_dir, DirError};
 use crate::service::ActivatedSocket;
 use crate::shutdown::Shutdown;
+pub use feed::{Feed, Feeds};
 use jsonrpsee::core::server::Methods;
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{ServerConfig, StopHandle, TowerServiceBuilder};
@@ -214,6 +217,8 @@ struct Shared {
     methods: Methods,
     /// Names of methods that open a subscription.
     subscription_methods: &'static [&'static str],
+    /// The subscription the newline-delimited framing serves as a feed.
+    feeds: Arc<dyn Feeds>,
     /// Largest line accepted on the newline-delimited framing.
     max_message_size: usize,
     /// Most subscriptions per newline-delimited connection.
@@ -241,6 +246,7 @@ struct Shared {
 pub async fn serve(
     listener: &Listener,
     methods: Methods,
+    feeds: Arc<dyn Feeds>,
     subscription_methods: &'static [&'static str],
     limits: Limits,
     connections: Arc<ConnectionCount>,
@@ -249,7 +255,7 @@ pub async fn serve(
     listener.std.set_nonblocking(true)?;
     let accept = tokio::net::UnixListener::from_std(listener.std.try_clone()?)?;
     let (stop, server_handle) = jsonrpsee::server::stop_channel();
-    let shared = Arc::new(Shared::new(methods, subscription_methods, &limits, stop, shutdown.clone()));
+    let shared = Arc::new(Shared::new(methods, feeds, subscription_methods, &limits, stop, shutdown.clone()));
     raise_fd_limit(limits.max_connections);
     let registry = Registry::new(limits.max_connections, connections.clone());
     let reaper = limits.idle_timeout.map(|t| tokio::spawn(registry.clone().reap_idle(t)));
@@ -294,6 +300,7 @@ impl Shared {
     /// `limits` and our RPC middleware.
     fn new(
         methods: Methods,
+        feeds: Arc<dyn Feeds>,
         subscription_methods: &'static [&'static str],
         limits: &Limits,
         stop: StopHandle,
@@ -320,6 +327,7 @@ impl Shared {
         Shared {
             methods,
             subscription_methods,
+            feeds,
             max_message_size: usize::try_from(limits.max_message_size).unwrap_or(usize::MAX),
             max_subscriptions: limits.max_subscriptions as usize,
             max_batch_len: limits.max_batch_len as usize,

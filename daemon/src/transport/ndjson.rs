@@ -13,28 +13,31 @@
 //! read them by `max_reply_buffer_bytes` (past it the connection is closed:
 //! waiting instead would keep every handler's reply in memory).
 //! Subscription notifications are never a reason to close: each waits
-//! until what is queued for the client drops under [`NOTIFY_HIGH_WATER`],
-//! and the producer behind it reads the next event from the store only
-//! then, so a subscriber that stops reading costs a few KiB and resumes
-//! where it left off.
+//! until what is queued for the client drops under [`NOTIFY_HIGH_WATER`].
+//! `session/subscribe` is served here as a feed (`feed.rs`): the
+//! connection takes the next event from the log only once it has room, so
+//! a subscriber that stops reading costs a few KiB and resumes where it
+//! left off; the other subscriptions are jsonrpsee's, a few queued.
 
+use super::feed::{self, Feed};
+use super::lines::{Line, LineReader};
 use super::registry::Activity;
 use super::Shared;
 use jsonrpsee::core::server::Methods;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use swival_protocol::ErrorCode;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Notifications a subscription may queue before its producer waits: a
-/// few, so a subscriber that keeps up gets a turn's events in one go (one
-/// at a time made the 64-session p99 per turn several times longer); a
-/// stalled one holds at most these and the outbox's share.
+/// Notifications a jsonrpsee subscription (`hooks/register`,
+/// `buffers/serve`) may queue before its producer waits: a few, so a burst
+/// goes out in one go.
 const SUBSCRIPTION_BUFFER: usize = 16;
 /// A subscription's next notification waits while more than this many
 /// bytes are queued for the connection's writer: a client that stops
@@ -91,9 +94,10 @@ where
         out: Outbox { tx: out_tx, queued, drained, max: shared.max_reply_buffer, close: closing.clone() },
         activity: activity.clone(),
         closed: CancellationToken::new(),
+        feeds: Mutex::default(),
     });
     // Requests are small; a long one is read in more pieces.
-    let mut reader = LineReader { inner: BufReader::with_capacity(READ_BUFFER, rd), max: shared.max_message_size };
+    let mut reader = LineReader::new(BufReader::with_capacity(READ_BUFFER, rd), shared.max_message_size);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut inflight = JoinSet::new();
     loop {
@@ -193,6 +197,44 @@ impl Outbox {
         true
     }
 
+    /// Wait until the client can take `feed`'s next item (fewer than
+    /// [`NOTIFY_HIGH_WATER`] bytes queued). A wait past [`HELD`] releases
+    /// what the feed read ahead; one past the feed's stall limit with
+    /// nothing read by the client meanwhile ends it.
+    async fn room_for_feed(&self, closed: &CancellationToken, cancel: &CancellationToken, feed: &mut dyn Feed) -> Room {
+        let stall = feed.stall();
+        let mut released = false;
+        let mut since = tokio::time::Instant::now();
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a write in between wakes it.
+            drained.as_mut().enable();
+            if self.queued.load(Ordering::Acquire) < NOTIFY_HIGH_WATER {
+                return Room::Free;
+            }
+            let wake = match (released, stall.is_zero()) {
+                (false, _) => Some(since + HELD),
+                (true, false) => Some(since + stall),
+                (true, true) => None,
+            };
+            tokio::select! {
+                // The client read something: not stalled.
+                _ = drained => since = tokio::time::Instant::now(),
+                _ = closed.cancelled() => return Room::Closed,
+                _ = cancel.cancelled() => return Room::Closed,
+                _ = self.close.cancelled() => return Room::Closed,
+                _ = sleep_until(wake) => {
+                    if released {
+                        return Room::Stalled;
+                    }
+                    feed.release();
+                    released = true;
+                }
+            }
+        }
+    }
+
     /// Queue a subscription's `line`, which [`Outbox::room_for_notification`]
     /// made room for.
     fn push_notification(&self, line: String) -> bool {
@@ -201,56 +243,26 @@ impl Outbox {
     }
 }
 
-/// One line read from the connection.
-enum Line {
-    /// A complete message, without its newline.
-    Message(Vec<u8>),
-    /// A message longer than the limit (its length), already discarded.
-    TooLong(usize),
-    /// The peer closed the connection.
-    Eof,
+/// How long a feed's next item may wait for room before what the feed
+/// read ahead is let go: far longer than a client that keeps up ever makes
+/// it wait, far shorter than a stalled one.
+const HELD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether a feed's connection can take its next item.
+enum Room {
+    /// Now.
+    Free,
+    /// Never: the connection or the feed is closing.
+    Closed,
+    /// The client read nothing for the feed's stall limit.
+    Stalled,
 }
 
-/// Reads newline-terminated lines without ever buffering more than `max`
-/// bytes of one line.
-struct LineReader<R> {
-    /// The connection's read half.
-    inner: BufReader<R>,
-    /// Longest line kept, in bytes.
-    max: usize,
-}
-
-impl<R: AsyncRead + Unpin> LineReader<R> {
-    async fn next_line(&mut self) -> std::io::Result<Line> {
-        let mut buf = Vec::new();
-        let mut seen = 0usize;
-        let mut too_long = false;
-        loop {
-            let avail = self.inner.fill_buf().await?;
-            if avail.is_empty() {
-                return Ok(match (seen, too_long) {
-                    (0, _) => Line::Eof,
-                    (n, true) => Line::TooLong(n),
-                    _ => Line::Message(buf),
-                });
-            }
-            let newline = avail.iter().position(|&b| b == b'\n');
-            let chunk = &avail[..newline.unwrap_or(avail.len())];
-            seen += chunk.len();
-            if !too_long {
-                if buf.len() + chunk.len() > self.max {
-                    too_long = true;
-                    buf = Vec::new();
-                } else {
-                    buf.extend_from_slice(chunk);
-                }
-            }
-            let used = chunk.len() + usize::from(newline.is_some());
-            self.inner.consume(used);
-            if newline.is_some() {
-                return Ok(if too_long { Line::TooLong(seen) } else { Line::Message(buf) });
-            }
-        }
+/// Sleep until `at`, or forever.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -264,10 +276,19 @@ struct Conn {
     activity: Arc<Activity>,
     /// Cancelled when the connection is done; ends the forwarders.
     closed: CancellationToken,
+    /// This connection's open feeds by subscription id; cancelling one
+    /// ends it.
+    feeds: Mutex<HashMap<u64, CancellationToken>>,
 }
 
-/// A subscription's notifications: one already received, and the rest.
-type Stream = (Option<Box<RawValue>>, mpsc::Receiver<Box<RawValue>>);
+/// What a subscription call opened.
+enum Stream {
+    /// A jsonrpsee subscription's notifications: one already received,
+    /// and the rest.
+    Queued(Option<Box<RawValue>>, mpsc::Receiver<Box<RawValue>>),
+    /// A feed, by its subscription id.
+    Feed(u64, Box<dyn Feed>),
+}
 
 /// The reply to one call, and the notification stream it opened, if any.
 struct Answer {
@@ -340,14 +361,14 @@ impl Conn {
                 self.send(format!("[{}]", replies.join(",")));
             }
             for stream in streams {
-                self.forward(stream);
+                self.open(stream);
             }
         } else if let Some(Answer { reply, stream }) = self.call(text).await {
             // The reply first: a client must learn its subscription id
             // before the first notification arrives.
             self.send(reply);
             if let Some(stream) = stream {
-                self.forward(stream);
+                self.open(stream);
             }
         }
     }
@@ -390,6 +411,9 @@ impl Conn {
                 return Some(Answer::plain(error_reply(id, ErrorCode::Overloaded.code(), &msg)));
             }
         }
+        if let Some(answer) = self.call_feed(&method, id, raw.params) {
+            return answer;
+        }
         // A notification is executed with a placeholder id and its reply dropped.
         let request;
         let request_text = match id {
@@ -407,19 +431,89 @@ impl Conn {
         let stream = match notifications.try_recv() {
             Err(mpsc::error::TryRecvError::Disconnected) => None,
             _ if !is_subscription => None,
-            first => Some((first.ok(), notifications)),
+            first => Some(Stream::Queued(first.ok(), notifications)),
         };
         Some(Answer { reply: reply.get().to_owned(), stream })
     }
 
-    /// Copy a subscription's notifications onto the connection until either
-    /// side ends it. Forwarders hold the connection (`Conn`), but every one
-    /// ends when `closed` is cancelled, once the reading loop is done.
-    ///
-    /// Called while the request that opened the subscription is still in
-    /// flight, so the connection never looks idle in between.
-    fn forward(self: &Arc<Self>, (first, mut rx): Stream) {
+    /// Open or close a feed: `Some` when `method` is the feed's and
+    /// `id` makes it a call (a notification opening one opens nothing).
+    fn call_feed(&self, method: &str, id: Option<&RawValue>, params: Option<&RawValue>) -> Option<Option<Answer>> {
+        let feeds = &self.shared.feeds;
+        if method == feeds.subscribe() {
+            let id = id?;
+            return Some(Some(match feeds.open(params) {
+                Ok(feed) => {
+                    let sub = feed::new_id();
+                    let reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{sub}}}"#, id.get());
+                    Answer { reply, stream: Some(Stream::Feed(sub, feed)) }
+                }
+                Err(e) => Answer::plain(error_object_reply(id, &e)),
+            }));
+        }
+        if method == feeds.unsubscribe() {
+            let id = id?;
+            // As jsonrpsee: an id that is not an open subscription is `false`.
+            let sub = jsonrpsee::types::Params::new(params.map(RawValue::get)).one::<u64>().ok();
+            let token = sub.and_then(|s| self.feeds.lock().unwrap_or_else(|p| p.into_inner()).remove(&s));
+            let closed = token.inspect(CancellationToken::cancel).is_some();
+            return Some(Some(Answer::plain(format!(r#"{{"jsonrpc":"2.0","id":{},"result":{closed}}}"#, id.get()))));
+        }
+        None
+    }
+
+    /// Start what a subscription call opened. Called while the request that
+    /// opened it is still in flight, so the connection never looks idle in
+    /// between.
+    fn open(self: &Arc<Self>, stream: Stream) {
         self.activity.subscription_opened();
+        match stream {
+            Stream::Queued(first, rx) => self.forward(first, rx),
+            Stream::Feed(sub, feed) => {
+                let cancel = CancellationToken::new();
+                self.feeds.lock().unwrap_or_else(|p| p.into_inner()).insert(sub, cancel.clone());
+                tokio::spawn(self.clone().pull(sub, feed, cancel));
+            }
+        }
+    }
+
+    /// Write a feed's items as the client takes them, until it is
+    /// unsubscribed, ends, stalls past its limit or the connection closes.
+    /// Each item is taken only once the connection has room for it; a
+    /// client that makes it wait long gets what was read ahead for it
+    /// released.
+    async fn pull(self: Arc<Self>, sub: u64, mut feed: Box<dyn Feed>, cancel: CancellationToken) {
+        let method = self.shared.feeds.notification();
+        loop {
+            match self.out.room_for_feed(&self.closed, &cancel, &mut *feed).await {
+                Room::Free => {}
+                Room::Closed => break,
+                Room::Stalled => {
+                    self.out.push_notification(feed::closing(method, sub, &feed.stalled()));
+                    break;
+                }
+            }
+            let item = tokio::select! {
+                _ = self.closed.cancelled() => break,
+                _ = cancel.cancelled() => break,
+                item = feed.next() => match item { Some(item) => item, None => break },
+            };
+            let line = feed::notification(method, sub, &item);
+            drop(item);
+            if !self.out.push_notification(line) {
+                break;
+            }
+        }
+        drop(feed);
+        self.feeds.lock().unwrap_or_else(|p| p.into_inner()).remove(&sub);
+        self.activity.subscription_closed();
+    }
+
+    /// Copy a jsonrpsee subscription's notifications onto the connection
+    /// until either side ends it. Forwarders hold the connection (`Conn`),
+    /// but every one ends when `closed` is cancelled, once the reading loop
+    /// is done.
+    fn forward(self: &Arc<Self>, first: Option<Box<RawValue>>, mut rx: mpsc::Receiver<Box<RawValue>>) {
         let conn = self.clone();
         tokio::spawn(async move {
             let mut next = first;
@@ -472,6 +566,12 @@ fn rebuild_with_id(method: &str, params: Option<&RawValue>) -> String {
 fn parse_error(text: &str) -> String {
     let detail = serde_json::from_str::<serde_json::Value>(text).err().map(|e| e.to_string()).unwrap_or_default();
     error_reply(None, -32700, &format!("Parse error: {detail}; send one JSON-RPC 2.0 message per line"))
+}
+
+/// A JSON-RPC error response with `id` for `error`, data included.
+fn error_object_reply(id: &RawValue, error: &jsonrpsee::types::ErrorObjectOwned) -> String {
+    let error = serde_json::to_string(error).expect("error objects serialize");
+    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#, id.get())
 }
 
 /// A JSON-RPC error response with `id` (null when unknown).
