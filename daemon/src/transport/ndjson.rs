@@ -69,15 +69,24 @@ where
         let queued = queued.clone();
         let drained = drained.clone();
         tokio::spawn(async move {
-            while let Some(mut msg) = out_rx.recv().await {
+            while let Some(first) = out_rx.recv().await {
                 // Lines already waiting (a subscriber's events come in
-                // bursts) go out in the same write: one system call, not one each.
-                while msg.len() < COALESCE_BYTES {
+                // bursts) go out in the same write: one system call, not
+                // one each. Joined in one allocation of their exact size,
+                // since a client that stops reading leaves it held.
+                let mut lines = vec![first];
+                let mut len = lines[0].len();
+                while len < COALESCE_BYTES {
                     match out_rx.try_recv() {
-                        Ok(more) => msg.push_str(&more),
+                        Ok(more) => {
+                            len += more.len();
+                            lines.push(more);
+                        }
                         Err(_) => break,
                     }
                 }
+                let msg = if lines.len() == 1 { lines.pop().unwrap_or_default() } else { lines.concat() };
+                drop(lines);
                 if wr.write_all(msg.as_bytes()).await.is_err() {
                     break;
                 }
