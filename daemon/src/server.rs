@@ -70,8 +70,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
             crate::config::seconds(settings.subscriber_stall_s, 0.0),
         )),
     };
-    let feeds = rpc::feeds(&ctx);
-    let module = rpc::module(ctx);
+    let handlers = rpc::handlers(ctx);
     let limits = Limits {
         max_message_size: settings.max_message_size,
         max_connections: settings.max_connections,
@@ -91,17 +90,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     );
     service::notify_ready();
     service::spawn_watchdog(shutdown.clone());
-    let methods = module.into();
-    transport::serve(
-        &listener,
-        methods,
-        feeds,
-        rpc::SUBSCRIPTION_METHODS,
-        limits,
-        connections.clone(),
-        shutdown.clone(),
-    )
-    .await?;
+    transport::serve(&listener, handlers, limits, connections.clone(), shutdown.clone()).await?;
     // Shutdown has begun: no connection is accepted any more, runs are
     // cancelled, connections are writing their last replies.
     service::notify_stopping();

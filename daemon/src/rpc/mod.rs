@@ -145,13 +145,15 @@ pub(super) fn invalid_params(message: &str) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(-32602, message.to_owned(), None::<()>)
 }
 
-/// `session/subscribe` as the newline-delimited framing serves it.
-pub fn feeds(ctx: &DaemonContext) -> Arc<dyn crate::transport::Feeds> {
-    Arc::new(feed::EventFeeds { sessions: ctx.sessions.clone(), subscriptions: ctx.subscriptions.clone() })
+/// What the transport serves: every method, and `session/subscribe` as a
+/// feed its connections pull from.
+pub fn handlers(ctx: DaemonContext) -> crate::transport::Handlers {
+    let feeds = Arc::new(feed::EventFeeds { sessions: ctx.sessions.clone(), subscriptions: ctx.subscriptions.clone() });
+    crate::transport::Handlers { methods: module(ctx).into(), feeds, subscription_methods: SUBSCRIPTION_METHODS }
 }
 
 /// Build the module with every method registered.
-pub fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
+fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     let mut module = RpcModule::new(ctx);
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");

@@ -1,16 +1,14 @@
-//! The HTTP framing: POST for calls and a WebSocket upgrade for
-//! subscriptions, both served by jsonrpsee from the shared `RpcModule`.
+//! The HTTP framing: POST for calls, served by jsonrpsee from the shared
+//! `RpcModule`, and the WebSocket upgrade, after which `ws.rs` serves the
+//! connection.
 //!
 //! hyper serves the connection (not jsonrpsee's `serve` helper) so that it
 //! gets a timer and `header_read_timeout_s`: the time a client has to send
 //! a complete request head, on the first request and between kept-alive
 //! ones. Around jsonrpsee's service two layers tell the registry what the
 //! connection is doing: [`Tracked`] marks it busy while an HTTP request is
-//! being answered, hands its [`Activity`] to the calls and refuses a POSTed
-//! batch over `max_batch_len` before anything in it is parsed; the RPC
-//! middleware [`CallTracking`] marks it busy while a WebSocket call runs and
-//! counts WebSocket subscriptions. (A WebSocket batch over `max_batch_len`
-//! is refused by jsonrpsee itself, with its own error -32010.)
+//! being answered, refuses a POSTed batch over `max_batch_len` before
+//! anything in it is parsed and takes WebSocket upgrades.
 
 use super::registry::Activity;
 use super::Shared;
@@ -19,9 +17,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use jsonrpsee::core::http_helpers::{read_body, HttpError};
-use jsonrpsee::core::server::{MethodCallback, Methods};
 use jsonrpsee::server::http::{content_type_is_json, response};
-use jsonrpsee::server::middleware::rpc::{Batch, BatchEntry, MethodResponse, Notification, Request, RpcServiceT};
+use jsonrpsee::server::middleware::rpc::MethodResponse;
 use jsonrpsee::server::{HttpBody, HttpResponse};
 use jsonrpsee::types::{ErrorObject, Id};
 use std::future::Future;
@@ -35,13 +32,14 @@ use tokio::sync::Notify;
 
 /// Serve one HTTP connection until the client closes it, it breaks a time
 /// limit, the registry closes it or the daemon stops.
-pub(super) async fn serve<S>(io: S, shared: &Shared, activity: Arc<Activity>)
+pub(super) async fn serve<S>(io: S, shared: Arc<Shared>, activity: Arc<Activity>)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let request_seen = Arc::new(Notify::new());
     let svc = Tracked {
         inner: shared.http.clone().build(shared.methods.clone(), shared.stop.clone()),
+        shared: shared.clone(),
         activity,
         request_seen: request_seen.clone(),
         max_body: u32::try_from(shared.max_message_size).unwrap_or(u32::MAX),
@@ -90,6 +88,8 @@ async fn no_request_within(seen: &Notify, limit: Option<Duration>) {
 struct Tracked<S> {
     /// jsonrpsee's service.
     inner: S,
+    /// For the WebSocket connections upgraded from this one.
+    shared: Arc<Shared>,
     /// The connection's state in the registry.
     activity: Arc<Activity>,
     /// Notified when a request head has arrived.
@@ -104,6 +104,7 @@ impl<S> tower::Service<hyper::Request<Incoming>> for Tracked<S>
 where
     S: tower::Service<hyper::Request<HttpBody>, Response = HttpResponse> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    S::Error: Send + 'static,
 {
     type Response = HttpResponse;
     type Error = S::Error;
@@ -115,6 +116,10 @@ where
 
     fn call(&mut self, mut req: hyper::Request<Incoming>) -> Self::Future {
         self.request_seen.notify_one();
+        if soketto::handshake::http::is_upgrade_request(&req) {
+            let response = upgrade(req, self.shared.clone(), self.activity.clone());
+            return Box::pin(std::future::ready(Ok(response)));
+        }
         req.extensions_mut().insert(self.activity.clone());
         let activity = self.activity.clone();
         let (max_body, max_batch_len) = (self.max_body, self.max_batch_len);
@@ -136,6 +141,30 @@ where
                 inner.call(req.map(HttpBody::new)).await
             }
         })
+    }
+}
+
+/// Answer a WebSocket upgrade and serve the upgraded connection (in a task
+/// of the daemon's shutdown, which waits for it), or refuse a bad one.
+fn upgrade(req: hyper::Request<Incoming>, shared: Arc<Shared>, activity: Arc<Activity>) -> HttpResponse {
+    let mut handshake = soketto::handshake::http::Server::new();
+    match handshake.receive_request(&req) {
+        Ok(accepted) => {
+            let tasks = shared.shutdown.clone();
+            tasks.spawn(async move {
+                match hyper::upgrade::on(req).await {
+                    Ok(upgraded) => super::ws::serve(upgraded, handshake, shared, activity).await,
+                    Err(e) => tracing::debug!("WebSocket upgrade failed: {e}"),
+                }
+            });
+            accepted.map(|()| HttpBody::default())
+        }
+        Err(e) => {
+            let why = format!("not a valid WebSocket upgrade: {e}");
+            let mut refusal = HttpResponse::new(HttpBody::from(why));
+            *refusal.status_mut() = hyper::StatusCode::BAD_REQUEST;
+            refusal
+        }
     }
 }
 
@@ -189,131 +218,6 @@ fn batch_len(bytes: &[u8]) -> Option<usize> {
         }
     }
     serde::Deserializer::deserialize_seq(&mut serde_json::Deserializer::from_slice(bytes), Count).ok()
-}
-
-/// Builds [`CallTracking`] around jsonrpsee's RPC service.
-#[derive(Clone)]
-pub(super) struct CallTrackingLayer {
-    /// The methods, to tell subscriptions and unsubscriptions apart.
-    pub(super) methods: Methods,
-}
-
-impl<S> tower::Layer<S> for CallTrackingLayer {
-    type Service = CallTracking<S>;
-
-    fn layer(&self, inner: S) -> CallTracking<S> {
-        CallTracking { inner, methods: self.methods.clone() }
-    }
-}
-
-/// RPC middleware: busy while a call runs, subscriptions counted.
-///
-/// jsonrpsee does not tell middleware when a subscription ends on the
-/// server's side, only when the client unsubscribes; a WebSocket connection
-/// that ever had a subscription the server ended stays busy (never evicted
-/// or closed as idle) until it closes. That errs on the side of keeping a
-/// client's connection.
-#[derive(Clone)]
-pub(super) struct CallTracking<S> {
-    /// jsonrpsee's RPC service.
-    inner: S,
-    /// The methods, to tell subscriptions and unsubscriptions apart.
-    methods: Methods,
-}
-
-impl<S> CallTracking<S> {
-    fn kind(&self, method: &str) -> Kind {
-        match self.methods.method(method) {
-            Some(MethodCallback::Subscription(_)) => Kind::Subscribe,
-            Some(MethodCallback::Unsubscription(_)) => Kind::Unsubscribe,
-            _ => Kind::Call,
-        }
-    }
-}
-
-/// What a call does to the connection's subscriptions.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Nothing.
-    Call,
-    /// Opens one.
-    Subscribe,
-    /// Closes one.
-    Unsubscribe,
-}
-
-fn activity_of(extensions: &hyper::http::Extensions) -> Option<Arc<Activity>> {
-    extensions.get::<Arc<Activity>>().cloned()
-}
-
-impl<S> RpcServiceT for CallTracking<S>
-where
-    S: RpcServiceT<
-            MethodResponse = MethodResponse,
-            BatchResponse = MethodResponse,
-            NotificationResponse = MethodResponse,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-{
-    type MethodResponse = MethodResponse;
-    type NotificationResponse = MethodResponse;
-    type BatchResponse = MethodResponse;
-
-    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
-        let activity = activity_of(request.extensions());
-        let kind = self.kind(request.method_name());
-        let inner = self.inner.clone();
-        async move {
-            let busy = activity.as_ref().map(|a| a.busy());
-            let response = inner.call(request).await;
-            if let Some(a) = &activity {
-                match kind {
-                    Kind::Subscribe if response.is_success() => a.subscription_opened(),
-                    Kind::Unsubscribe if response.is_success() => a.subscription_closed(),
-                    _ => {}
-                }
-            }
-            drop(busy);
-            response
-        }
-    }
-
-    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
-        let activity = batch.iter().find_map(|entry| match entry {
-            Ok(BatchEntry::Call(c)) => activity_of(c.extensions()),
-            Ok(BatchEntry::Notification(n)) => activity_of(n.extensions()),
-            Err(_) => None,
-        });
-        // The batch's reply does not say which of its calls succeeded: a
-        // subscription method in it counts as an opened subscription.
-        let subscribes = batch
-            .iter()
-            .filter(|entry| matches!(entry, Ok(BatchEntry::Call(c)) if self.kind(c.method_name()) == Kind::Subscribe))
-            .count();
-        let inner = self.inner.clone();
-        async move {
-            let busy = activity.as_ref().map(|a| a.busy());
-            let response = inner.batch(batch).await;
-            if let Some(a) = &activity {
-                (0..subscribes).for_each(|_| a.subscription_opened());
-            }
-            drop(busy);
-            response
-        }
-    }
-
-    fn notification<'a>(&self, n: Notification<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
-        let activity = activity_of(n.extensions());
-        let inner = self.inner.clone();
-        async move {
-            let busy = activity.as_ref().map(|a| a.busy());
-            let response = inner.notification(n).await;
-            drop(busy);
-            response
-        }
-    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// The next line, or what stood in its place.
-    pub(super) async fn next_line(&mut self) -> std::io::Result<Line> {
+    async fn next_line(&mut self) -> std::io::Result<Line> {
         let mut buf = Vec::new();
         let mut seen = 0usize;
         let mut too_long = false;
@@ -59,5 +59,11 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 return Ok(if too_long { Line::TooLong(seen) } else { Line::Message(buf) });
             }
         }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send> super::ndjson::Incoming for LineReader<R> {
+    async fn next_message(&mut self) -> std::io::Result<Line> {
+        self.next_line().await
     }
 }

@@ -11,15 +11,16 @@ mod feed;
 mod http;
 mod lines;
 mod ndjson;
+mod outbox;
 mod prefixed;
 mod registry;
+mod ws;
 
 use crate::paths::{prepare_socket_dir, DirError};
 use crate::service::ActivatedSocket;
 use crate::shutdown::Shutdown;
 pub use feed::{Feed, Feeds};
 use jsonrpsee::core::server::Methods;
-use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{ServerConfig, StopHandle, TowerServiceBuilder};
 use prefixed::Prefixed;
 use registry::{Registration, Registry};
@@ -31,10 +32,6 @@ use std::time::Duration;
 use swival_protocol::{Activation, ErrorCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-
-/// Messages a WebSocket connection queues for a client that does not read
-/// them before the calls and subscriptions producing them wait.
-const WS_MESSAGE_BUFFER: u32 = 1;
 
 /// Why the daemon could not get its socket.
 #[derive(Debug, thiserror::Error)]
@@ -205,11 +202,18 @@ pub struct Limits {
     pub max_reply_buffer_bytes: u64,
 }
 
-/// jsonrpsee's per-connection service factory, with our RPC middleware.
-type HttpServiceBuilder = TowerServiceBuilder<
-    tower::layer::util::Stack<http::CallTrackingLayer, tower::layer::util::Identity>,
-    tower::layer::util::Identity,
->;
+/// What the connections serve.
+pub struct Handlers {
+    /// The RPC methods, the same for every framing.
+    pub methods: Methods,
+    /// The subscription the connections serve as a feed.
+    pub feeds: Arc<dyn Feeds>,
+    /// Names of methods that open a subscription.
+    pub subscription_methods: &'static [&'static str],
+}
+
+/// jsonrpsee's per-connection service factory.
+type HttpServiceBuilder = TowerServiceBuilder<tower::layer::util::Identity, tower::layer::util::Identity>;
 
 /// State every connection task shares.
 struct Shared {
@@ -231,7 +235,7 @@ struct Shared {
     header_read_timeout: Option<Duration>,
     /// jsonrpsee's per-connection service factory for the HTTP framing.
     http: HttpServiceBuilder,
-    /// Tells jsonrpsee's HTTP/WebSocket connections to stop.
+    /// Tells jsonrpsee's HTTP connections to stop.
     stop: StopHandle,
     /// The daemon's shutdown: connections watch it and are spawned through
     /// it, so the daemon waits for their in-flight requests.
@@ -245,9 +249,7 @@ struct Shared {
 /// [`Shutdown::drain`] waits for that.
 pub async fn serve(
     listener: &Listener,
-    methods: Methods,
-    feeds: Arc<dyn Feeds>,
-    subscription_methods: &'static [&'static str],
+    handlers: Handlers,
     limits: Limits,
     connections: Arc<ConnectionCount>,
     shutdown: Shutdown,
@@ -255,7 +257,7 @@ pub async fn serve(
     listener.std.set_nonblocking(true)?;
     let accept = tokio::net::UnixListener::from_std(listener.std.try_clone()?)?;
     let (stop, server_handle) = jsonrpsee::server::stop_channel();
-    let shared = Arc::new(Shared::new(methods, feeds, subscription_methods, &limits, stop, shutdown.clone()));
+    let shared = Arc::new(Shared::new(handlers, &limits, stop, shutdown.clone()));
     raise_fd_limit(limits.max_connections);
     let registry = Registry::new(limits.max_connections, connections.clone());
     let reaper = limits.idle_timeout.map(|t| tokio::spawn(registry.clone().reap_idle(t)));
@@ -297,33 +299,25 @@ pub async fn serve(
 
 impl Shared {
     /// The state of every connection, jsonrpsee's service configured with
-    /// `limits` and our RPC middleware.
+    /// `limits`.
     fn new(
-        methods: Methods,
-        feeds: Arc<dyn Feeds>,
-        subscription_methods: &'static [&'static str],
+        Handlers { methods, feeds, subscription_methods }: Handlers,
         limits: &Limits,
         stop: StopHandle,
         shutdown: Shutdown,
     ) -> Shared {
         let body_limit = u32::try_from(limits.max_message_size).unwrap_or(u32::MAX);
+        // jsonrpsee serves HTTP POST calls only (WebSocket connections are
+        // served by `ws.rs`, subscriptions too); HTTP batches are counted
+        // before it sees them.
         let config = ServerConfig::builder()
             .max_request_body_size(body_limit)
             .max_response_body_size(body_limit)
-            // The registry admits connections. jsonrpsee's own count (HTTP
-            // requests in flight, WebSocket connections) gets room for evicted
-            // connections that are still closing.
+            // The registry admits connections; jsonrpsee's own count of
+            // HTTP requests in flight gets room for evicted connections
+            // still closing.
             .max_connections(limits.max_connections.saturating_mul(2))
-            .max_subscriptions_per_connection(limits.max_subscriptions)
-            // A WebSocket client that stops reading holds a few messages,
-            // not a thousand: past them its subscriptions wait (and read
-            // nothing more from the store), its calls' replies too.
-            .set_message_buffer_capacity(WS_MESSAGE_BUFFER)
-            // HTTP batches are counted before jsonrpsee sees them; this bounds
-            // WebSocket ones.
-            .set_batch_request_config(jsonrpsee::server::BatchRequestConfig::Limit(limits.max_batch_len))
             .build();
-        let tracking = http::CallTrackingLayer { methods: methods.clone() };
         Shared {
             methods,
             subscription_methods,
@@ -333,10 +327,7 @@ impl Shared {
             max_batch_len: limits.max_batch_len as usize,
             max_reply_buffer: usize::try_from(limits.max_reply_buffer_bytes).unwrap_or(usize::MAX),
             header_read_timeout: limits.header_read_timeout,
-            http: jsonrpsee::server::Server::builder()
-                .set_config(config)
-                .set_rpc_middleware(RpcServiceBuilder::new().layer(tracking))
-                .to_service_builder(),
+            http: jsonrpsee::server::Server::builder().set_config(config).to_service_builder(),
             stop,
             shutdown,
         }
@@ -413,7 +404,7 @@ async fn serve_connection(
     if ndjson {
         ndjson::serve(stream, shared, activity).await;
     } else {
-        http::serve(stream, &shared, activity).await;
+        http::serve(stream, shared, activity).await;
     }
 }
 

@@ -1,19 +1,20 @@
-//! The newline-delimited framing: one JSON-RPC 2.0 message (or batch) per
-//! line, dispatched through the same `Methods` as HTTP and WebSocket.
+//! The connection core, and the newline-delimited framing over it: one
+//! JSON-RPC 2.0 message (or batch) per line. The WebSocket framing
+//! (`ws.rs`) is the same core over frames instead of lines.
 //!
 //! jsonrpsee executes each call (`raw_json_request`); this module adds what
-//! a line protocol needs around it: the size limit, parse errors (-32700)
-//! that leave the connection usable, request validation (-32600),
+//! a message protocol needs around it: the size limit, parse errors
+//! (-32700) that leave the connection usable, request validation (-32600),
 //! notifications (no reply), batches (at most `max_batch_len` entries),
 //! and forwarding subscription notifications onto the connection.
 //!
-//! What a connection may cost is bounded: a line by `max_message_size`,
-//! requests in flight by [`MAX_IN_FLIGHT`] (past it the next line is not
-//! read until one finishes), and replies waiting for a client that does not
-//! read them by `max_reply_buffer_bytes` (past it the connection is closed:
-//! waiting instead would keep every handler's reply in memory).
-//! Subscription notifications are never a reason to close: each waits
-//! until what is queued for the client drops under [`NOTIFY_HIGH_WATER`].
+//! What a connection may cost is bounded: a message by `max_message_size`,
+//! requests in flight by [`MAX_IN_FLIGHT`] (past it the next message is
+//! not read until one finishes), and replies waiting for a client that
+//! does not read them by `max_reply_buffer_bytes` (past it the connection
+//! is closed: waiting instead would keep every handler's reply in memory;
+//! `outbox.rs`). Subscription notifications are never a reason to close:
+//! each waits until what is queued for the client drops under a few KiB.
 //! `session/subscribe` is served here as a feed (`feed.rs`): the
 //! connection takes the next event from the log only once it has room, so
 //! a subscriber that stops reading costs a few KiB and resumes where it
@@ -21,13 +22,14 @@
 
 use super::feed::{self, Feed};
 use super::lines::{Line, LineReader};
+use super::outbox::{write_out, Outbox, Room};
 use super::registry::Activity;
 use super::Shared;
 use jsonrpsee::core::server::Methods;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use swival_protocol::ErrorCode;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -39,14 +41,6 @@ use tokio_util::sync::CancellationToken;
 /// `buffers/serve`) may queue before its producer waits: a few, so a burst
 /// goes out in one go.
 const SUBSCRIPTION_BUFFER: usize = 16;
-/// A subscription's next notification waits while more than this many
-/// bytes are queued for the connection's writer: a client that stops
-/// reading holds this much of its events in the daemon, never more
-/// (replies to its calls still count against `max_reply_buffer_bytes`).
-const NOTIFY_HIGH_WATER: usize = 4 * 1024;
-/// Lines waiting for the connection's writer are joined into one write up
-/// to about this many bytes.
-const COALESCE_BYTES: usize = 64 * 1024;
 /// The connection's read buffer: most requests fit, and every connection
 /// holds one, idle or not.
 const READ_BUFFER: usize = 4 * 1024;
@@ -61,42 +55,56 @@ pub(super) async fn serve<S>(stream: S, shared: Arc<Shared>, activity: Arc<Activ
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let (rd, mut wr) = tokio::io::split(stream);
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let (rd, wr) = tokio::io::split(stream);
+    // Requests are small; a long one is read in more pieces.
+    let reader = LineReader::new(BufReader::with_capacity(READ_BUFFER, rd), shared.max_message_size);
+    serve_messages(reader, Lines(wr), shared, activity).await;
+}
+
+/// Where a connection's messages come from: lines, or WebSocket frames.
+pub(super) trait Incoming: Send {
+    /// The next message, or what stood in its place.
+    fn next_message(&mut self) -> impl std::future::Future<Output = std::io::Result<Line>> + Send;
+}
+
+/// Where a connection's replies and notifications go.
+pub(super) trait Outgoing: Send + 'static {
+    /// Whether several messages may go out in one write.
+    const JOINS: bool;
+    /// Write `lines`: newline-terminated messages, one unless
+    /// [`Outgoing::JOINS`].
+    fn write(&mut self, lines: &str) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    /// Nothing more will be written.
+    fn finish(self) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Newline-delimited output: the lines as they are.
+struct Lines<W>(W);
+
+impl<W: AsyncWrite + Send + Unpin + 'static> Outgoing for Lines<W> {
+    const JOINS: bool = true;
+
+    async fn write(&mut self, lines: &str) -> std::io::Result<()> {
+        self.0.write_all(lines.as_bytes()).await
+    }
+
+    async fn finish(mut self) {
+        let _ = self.0.shutdown().await;
+    }
+}
+
+/// Serve a connection's messages until it ends, shutdown or the registry
+/// closing it, then let in-flight requests finish and write their replies.
+pub(super) async fn serve_messages<I: Incoming, O: Outgoing>(
+    mut incoming: I,
+    outgoing: O,
+    shared: Arc<Shared>,
+    activity: Arc<Activity>,
+) {
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
     let queued = Arc::new(AtomicUsize::new(0));
     let drained = Arc::new(Notify::new());
-    let writer = {
-        let queued = queued.clone();
-        let drained = drained.clone();
-        tokio::spawn(async move {
-            while let Some(first) = out_rx.recv().await {
-                // Lines already waiting (a subscriber's events come in
-                // bursts) go out in the same write: one system call, not
-                // one each. Joined in one allocation of their exact size,
-                // since a client that stops reading leaves it held.
-                let mut lines = vec![first];
-                let mut len = lines[0].len();
-                while len < COALESCE_BYTES {
-                    match out_rx.try_recv() {
-                        Ok(more) => {
-                            len += more.len();
-                            lines.push(more);
-                        }
-                        Err(_) => break,
-                    }
-                }
-                let msg = if lines.len() == 1 { lines.pop().unwrap_or_default() } else { lines.concat() };
-                drop(lines);
-                if wr.write_all(msg.as_bytes()).await.is_err() {
-                    break;
-                }
-                queued.fetch_sub(msg.len(), Ordering::AcqRel);
-                drained.notify_waiters();
-            }
-            let _ = wr.shutdown().await;
-        })
-    };
-
+    let writer = tokio::spawn(write_out(out_rx, outgoing, queued.clone(), drained.clone()));
     let closing = activity.close_token().clone();
     let conn = Arc::new(Conn {
         shared: shared.clone(),
@@ -105,8 +113,6 @@ where
         closed: CancellationToken::new(),
         feeds: Mutex::default(),
     });
-    // Requests are small; a long one is read in more pieces.
-    let mut reader = LineReader::new(BufReader::with_capacity(READ_BUFFER, rd), shared.max_message_size);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut inflight = JoinSet::new();
     loop {
@@ -114,7 +120,7 @@ where
             biased;
             _ = shared.shutdown.wait() => break,
             _ = closing.cancelled() => break,
-            next = next_request(&mut reader, &slots) => next,
+            next = next_request(&mut incoming, &slots) => next,
         };
         match line {
             Ok(Line::Message(bytes)) => {
@@ -142,137 +148,13 @@ where
     let _ = writer.await;
 }
 
-/// Wait for a free in-flight slot, then read the next line.
-async fn next_request<R: AsyncRead + Unpin>(
-    reader: &mut LineReader<R>,
+/// Wait for a free in-flight slot, then read the next message.
+async fn next_request<I: Incoming>(
+    incoming: &mut I,
     slots: &Arc<Semaphore>,
 ) -> (std::io::Result<Line>, tokio::sync::OwnedSemaphorePermit) {
     let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-    (reader.next_line().await, slot)
-}
-
-/// The connection's outgoing lines, bounded in bytes.
-struct Outbox {
-    /// To the writer task.
-    tx: mpsc::UnboundedSender<String>,
-    /// Bytes handed to the writer and not yet written.
-    queued: Arc<AtomicUsize>,
-    /// Signalled each time the writer has written.
-    drained: Arc<Notify>,
-    /// `max_reply_buffer_bytes`.
-    max: usize,
-    /// Closes the connection when the client stops reading.
-    close: CancellationToken,
-}
-
-impl Outbox {
-    /// Queue `line`; `false` when the connection is gone or was just closed
-    /// because its client let more than `max` bytes pile up. One line always
-    /// fits when nothing else is queued, however long it is.
-    fn push(&self, line: String) -> bool {
-        let len = line.len();
-        let before = self.queued.fetch_add(len, Ordering::AcqRel);
-        if before > 0 && before + len > self.max {
-            self.queued.fetch_sub(len, Ordering::AcqRel);
-            if !self.close.is_cancelled() {
-                tracing::warn!(
-                    "closing a connection whose client does not read its replies: {before} bytes are waiting (max_reply_buffer_bytes is {})",
-                    self.max
-                );
-                self.close.cancel();
-            }
-            return false;
-        }
-        self.tx.send(line).is_ok()
-    }
-
-    /// Wait until fewer than [`NOTIFY_HIGH_WATER`] bytes wait for the
-    /// client; `false` when the connection is closing.
-    async fn room_for_notification(&self, closed: &CancellationToken) -> bool {
-        loop {
-            let drained = self.drained.notified();
-            tokio::pin!(drained);
-            // Registered before the check, so a write in between wakes it.
-            drained.as_mut().enable();
-            if self.queued.load(Ordering::Acquire) < NOTIFY_HIGH_WATER {
-                break;
-            }
-            tokio::select! {
-                _ = drained => {}
-                _ = closed.cancelled() => return false,
-                _ = self.close.cancelled() => return false,
-            }
-        }
-        true
-    }
-
-    /// Wait until the client can take `feed`'s next item (fewer than
-    /// [`NOTIFY_HIGH_WATER`] bytes queued). A wait past [`HELD`] releases
-    /// what the feed read ahead; one past the feed's stall limit with
-    /// nothing read by the client meanwhile ends it.
-    async fn room_for_feed(&self, closed: &CancellationToken, cancel: &CancellationToken, feed: &mut dyn Feed) -> Room {
-        let stall = feed.stall();
-        let mut released = false;
-        let mut since = tokio::time::Instant::now();
-        loop {
-            let drained = self.drained.notified();
-            tokio::pin!(drained);
-            // Registered before the check, so a write in between wakes it.
-            drained.as_mut().enable();
-            if self.queued.load(Ordering::Acquire) < NOTIFY_HIGH_WATER {
-                return Room::Free;
-            }
-            let wake = match (released, stall.is_zero()) {
-                (false, _) => Some(since + HELD),
-                (true, false) => Some(since + stall),
-                (true, true) => None,
-            };
-            tokio::select! {
-                // The client read something: not stalled.
-                _ = drained => since = tokio::time::Instant::now(),
-                _ = closed.cancelled() => return Room::Closed,
-                _ = cancel.cancelled() => return Room::Closed,
-                _ = self.close.cancelled() => return Room::Closed,
-                _ = sleep_until(wake) => {
-                    if released {
-                        return Room::Stalled;
-                    }
-                    feed.release();
-                    released = true;
-                }
-            }
-        }
-    }
-
-    /// Queue a subscription's `line`, which [`Outbox::room_for_notification`]
-    /// made room for.
-    fn push_notification(&self, line: String) -> bool {
-        self.queued.fetch_add(line.len(), Ordering::AcqRel);
-        self.tx.send(line).is_ok()
-    }
-}
-
-/// How long a feed's next item may wait for room before what the feed
-/// read ahead is let go: far longer than a client that keeps up ever makes
-/// it wait, far shorter than a stalled one.
-const HELD: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Whether a feed's connection can take its next item.
-enum Room {
-    /// Now.
-    Free,
-    /// Never: the connection or the feed is closing.
-    Closed,
-    /// The client read nothing for the feed's stall limit.
-    Stalled,
-}
-
-/// Sleep until `at`, or forever.
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
+    (incoming.next_message().await, slot)
 }
 
 /// Per-connection state shared by the request handlers.
