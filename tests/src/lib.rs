@@ -8,6 +8,7 @@
 
 pub mod mock;
 pub mod tmux;
+pub mod ws;
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};

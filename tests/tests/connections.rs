@@ -220,6 +220,17 @@ fn oversized_batch_gets_one_error_and_the_connection_keeps_working() {
     assert!(reply["error"]["message"].as_str().unwrap().contains("max_batch_len (4)"), "{reply}");
     let (_, body) = http_post(&daemon.socket, &batch(4));
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap().as_array().map(Vec::len), Some(4), "{body}");
+
+    // WebSocket: the same error too, and the connection goes on.
+    use std::io::Write;
+    let mut ws = swival_tests::ws::connect(&daemon.socket);
+    ws.write_all(&swival_tests::ws::text(&batch(5))).unwrap();
+    let reply: Value = serde_json::from_str(&swival_tests::ws::read(&mut ws)).unwrap();
+    assert_eq!(reply["error"]["code"], -32007, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("max_batch_len (4)"), "{reply}");
+    ws.write_all(&swival_tests::ws::text(&batch(4))).unwrap();
+    let reply: Value = serde_json::from_str(&swival_tests::ws::read(&mut ws)).unwrap();
+    assert_eq!(reply.as_array().map(Vec::len), Some(4), "{reply}");
 }
 
 #[test]

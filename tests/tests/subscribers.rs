@@ -6,10 +6,10 @@
 //! saying how to resume. Either way runs go on.
 
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{rss_kib, wait_until, TestEnv, IO_TIMEOUT};
+use swival_tests::{rss_kib, wait_until, ws, TestEnv, IO_TIMEOUT};
 
 /// A mock that makes a run of `turns` turns, each with two tool calls:
 /// thousands of events.
@@ -23,51 +23,6 @@ fn busy_mock(turns: usize) -> MockProvider {
     }
     steps.push(Step::text("done"));
     MockProvider::start(steps)
-}
-
-/// A WebSocket client frame (text, masked with a zero key).
-fn ws_text(payload: &str) -> Vec<u8> {
-    let mut f = vec![0x81u8];
-    let len = payload.len();
-    if len < 126 {
-        f.push(0x80 | len as u8);
-    } else {
-        f.push(0x80 | 126);
-        f.extend_from_slice(&(len as u16).to_be_bytes());
-    }
-    f.extend_from_slice(&[0, 0, 0, 0]);
-    f.extend_from_slice(payload.as_bytes());
-    f
-}
-
-/// Read server frames until one's text contains `needle`; every text seen.
-fn ws_read_until(s: &mut UnixStream, needle: &str) -> Vec<String> {
-    let mut texts = Vec::new();
-    loop {
-        let mut head = [0u8; 2];
-        s.read_exact(&mut head).expect("a frame from the daemon");
-        let mut len = u64::from(head[1] & 0x7f);
-        if len == 126 {
-            let mut b = [0u8; 2];
-            s.read_exact(&mut b).unwrap();
-            len = u64::from(u16::from_be_bytes(b));
-        } else if len == 127 {
-            let mut b = [0u8; 8];
-            s.read_exact(&mut b).unwrap();
-            len = u64::from_be_bytes(b);
-        }
-        let mut payload = vec![0u8; len as usize];
-        s.read_exact(&mut payload).unwrap();
-        if head[0] & 0x0f == 0x8 {
-            panic!("the daemon closed the WebSocket before {needle:?}");
-        }
-        let text = String::from_utf8_lossy(&payload).into_owned();
-        let found = text.contains(needle);
-        texts.push(text);
-        if found {
-            return texts;
-        }
-    }
 }
 
 #[test]
@@ -90,7 +45,7 @@ fn a_websocket_subscriber_that_never_reads_is_dropped_with_a_notice_and_runs_go_
     wait_until("the stalled subscriber to be dropped", || env.log().contains("dropped a subscriber"));
 
     // Once it reads again, the last thing it gets says how to resume.
-    let texts = ws_read_until(&mut ws, "subscription dropped");
+    let texts = ws::read_until(&mut ws, "subscription dropped");
     let notice: Value = serde_json::from_str(texts.last().unwrap()).unwrap();
     let error = notice["params"]["error"].to_string();
     assert!(error.contains("subscriber_stall_s") && error.contains("from_seq"), "{notice}");
@@ -101,22 +56,9 @@ fn a_websocket_subscriber_that_never_reads_is_dropped_with_a_notice_and_runs_go_
 
 /// Open a WebSocket on the daemon's socket and subscribe to `sid`.
 fn ws_subscribe(socket: &std::path::Path, sid: &Value) -> UnixStream {
-    let mut ws = UnixStream::connect(socket).unwrap();
-    ws.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    ws.write_all(
-        b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        ws.read_exact(&mut b).unwrap();
-        head.push(b[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+    let mut ws = ws::connect(socket);
     let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "session/subscribe", "params": {"session_id": sid}});
-    ws.write_all(&ws_text(&subscribe.to_string())).unwrap();
+    ws.write_all(&ws::text(&subscribe.to_string())).unwrap();
     ws
 }
 
@@ -213,7 +155,7 @@ fn stalled_subscribers_cost_their_place_not_their_backlog_and_resume_with_no_gap
         assert_eq!(nd_read_through(s, last), all, "a newline-delimited subscriber missed events");
     }
     for mut s in ws {
-        let texts = ws_read_until(&mut s, &format!("\"seq\":{last},"));
+        let texts = ws::read_until(&mut s, &format!("\"seq\":{last},"));
         assert_eq!(seqs_of(texts.iter().map(String::as_str)), all, "a WebSocket subscriber missed events");
     }
     assert!(!env.log().contains("dropped a subscriber") && !env.log().contains("closing a connection"));

@@ -109,6 +109,16 @@ fn over_limit_message_gets_error_and_daemon_keeps_serving() {
     // Same connection, then a new one, both still served.
     assert_eq!(c.ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
     assert_eq!(daemon.nd().ok("daemon/status", json!({}))["pid"], json!(daemon.pid()));
+    // So has the WebSocket framing, and its connection goes on too.
+    use std::io::Write;
+    let mut ws = swival_tests::ws::connect(&daemon.socket);
+    ws.write_all(&swival_tests::ws::text(&big)).unwrap();
+    let reply: Value = serde_json::from_str(&swival_tests::ws::read(&mut ws)).unwrap();
+    assert_eq!(reply["error"]["code"], -32007, "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("max_message_size"), "{reply}");
+    ws.write_all(&swival_tests::ws::text(r#"{"jsonrpc":"2.0","id":2,"method":"daemon/status"}"#)).unwrap();
+    let reply: Value = serde_json::from_str(&swival_tests::ws::read(&mut ws)).unwrap();
+    assert_eq!(reply["result"]["pid"], json!(daemon.pid()), "{reply}");
     // The HTTP framing has the same limit.
     let (code, _) = http_post(&daemon.socket, &big);
     assert_eq!(code, 413);

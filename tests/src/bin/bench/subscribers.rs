@@ -25,23 +25,9 @@ fn run(c: &mut NdConn, sid: &Value) {
     assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
 }
 
-/// A WebSocket client frame (text, masked with a zero key).
-fn ws_frame(payload: &str) -> Vec<u8> {
-    let mut f = vec![0x81u8, 0x80 | 126];
-    f.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0, 0]);
-    f.extend_from_slice(payload.as_bytes());
-    f
-}
-
 fn ws_subscriber(daemon: &Daemon, subscribe: &str) -> UnixStream {
-    let mut s = UnixStream::connect(&daemon.socket).unwrap();
-    s.write_all(
-        b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-    )
-    .unwrap();
-    s.write_all(&ws_frame(subscribe)).unwrap();
+    let mut s = swival_tests::ws::connect(&daemon.socket);
+    s.write_all(&swival_tests::ws::text(subscribe)).unwrap();
     s
 }
 
