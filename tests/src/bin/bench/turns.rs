@@ -30,19 +30,25 @@ pub fn six_call_runs(nd: &mut NdConn, project: &Path, pid: i32, filters: &Value)
     (per_turn, cpu_time(pid).saturating_sub(cpu_before) / (SIX_CALL_RUNS * 7))
 }
 
-/// `bench turns [ROUNDS]`: the 6-call runs and ROUNDS (default 3) rounds of
-/// 64 sessions × 10 turns, printed.
-pub fn turns_only(rounds: usize) {
-    let env = TestEnv::new();
-    let daemon = match std::env::var("SWIVALD_BENCH_WRAPPER") {
+/// This build's swivald, run through `SWIVALD_BENCH_WRAPPER` when set (a
+/// profiler, or a script running another binary for a comparison).
+pub fn wrapped_daemon(env: &TestEnv) -> Daemon {
+    match std::env::var("SWIVALD_BENCH_WRAPPER") {
         Ok(wrapper) => {
             let mut words = wrapper.split_whitespace();
             let mut cmd = env.command(Path::new(words.next().expect("a wrapper command")));
             cmd.args(words).arg(swival_tests::bin("swivald"));
-            Daemon::spawn(&env, cmd, &[]).unwrap_or_else(|e| panic!("swivald did not start: {e}\n{}", env.log()))
+            Daemon::spawn(env, cmd, &[]).unwrap_or_else(|e| panic!("swivald did not start: {e}\n{}", env.log()))
         }
         Err(_) => env.start_daemon(),
-    };
+    }
+}
+
+/// `bench turns [ROUNDS]`: the 6-call runs and ROUNDS (default 3) rounds of
+/// 64 sessions × 10 turns, printed.
+pub fn turns_only(rounds: usize) {
+    let env = TestEnv::new();
+    let daemon = wrapped_daemon(&env);
     let project = env.project("bench");
     std::fs::write(project.join("a.txt"), "hello\n").unwrap();
     let mut nd = daemon.nd();
