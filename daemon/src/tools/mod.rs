@@ -27,12 +27,14 @@ macro_rules! args {
 
 pub(crate) mod args;
 pub mod builtin;
+mod declarations;
 mod edit;
 mod error;
 mod files;
 mod miss;
 mod named;
 mod near;
+mod outline;
 pub mod path;
 pub mod registry;
 pub mod repair;
@@ -175,8 +177,7 @@ impl ToolBox {
         if mcp.is_empty() {
             return schema::Offer::shared(self.caps.read_lines, commands);
         }
-        let mut all = self.schemas();
-        all.extend(commands);
+        let mut all = registry::in_order(self.schemas(), commands);
         all.extend(mcp.iter().cloned());
         std::sync::Arc::new(schema::Offer::new(all))
     }
@@ -308,7 +309,8 @@ mod tests {
                 "grep",
                 "think",
                 "todo",
-                "delete_file"
+                "delete_file",
+                "outline"
             ]
         );
         for n in &names {
@@ -359,6 +361,9 @@ mod tests {
             ("delete_file", r#"{"file_path": "../outside.txt"}"#),
             ("list_files", r#"{"pattern": "*", "path": ".."}"#),
             ("grep", r#"{"pattern": "x", "path": "../outside.txt"}"#),
+            ("outline", r#"{"file_path": "../outside.txt"}"#),
+            ("outline", r#"{"file_path": ".."}"#),
+            ("outline", r#"{"files": ["../outside.txt"]}"#),
         ];
         for (name, args) in calls {
             let out = tb.call(name, args);

@@ -55,6 +55,8 @@ const TOOL_ALIASES: &[(&str, &str)] = &[
     ("str_replace", "edit_file"),
     ("remove_file", "delete_file"),
     ("fetch", "fetch_url"),
+    ("code_outline", "outline"),
+    ("file_outline", "outline"),
 ];
 
 /// Arguments after repair.
