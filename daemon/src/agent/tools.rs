@@ -365,7 +365,9 @@ impl Run<'_> {
     /// more than reading a file).
     fn file_tool(&mut self, call: &ToolCall, editor_text: Option<(std::path::PathBuf, String)>) -> ToolOutcome {
         let tools = &mut self.tools;
-        let input = CallInput { id: &call.id, editor_text };
+        // A resumed run's task is only its label: no task to compare with.
+        let task = if self.ctx.resume { "" } else { self.ctx.task };
+        let input = CallInput { id: &call.id, editor_text, task };
         let run = || tools.call_with(&call.name, &call.arguments, input);
         if registry::spec(&call.name).is_some_and(registry::Spec::walks_tree) {
             tokio::task::block_in_place(run)

@@ -299,7 +299,7 @@ impl Tool for DeleteFile {
     const KIND: ToolKind = ToolKind::Delete;
 
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
-        trash::delete_file(tb, &self, call.id).map(ToolOutcome::ok)
+        trash::delete_file(tb, &self, call)
     }
 }
 

@@ -137,6 +137,13 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
     children.into_iter().filter(|c| c.has_error() || c.is_missing()).find_map(first_error)
 }
 
+/// The names of the top-level definitions (functions, classes, types) of
+/// the file `path` holding `text`; none for a file no grammar reads.
+pub(super) fn top_level_names(path: &Path, text: &str) -> BTreeSet<String> {
+    let tree = Lang::of(path).and_then(|lang| lang.parse(text));
+    tree.map(|t| definitions(t.root_node(), text)).unwrap_or_default()
+}
+
 /// The names of the top-level definitions under `root`: functions,
 /// classes, types (decorated and exported ones included).
 fn definitions(root: Node<'_>, text: &str) -> BTreeSet<String> {
