@@ -78,6 +78,9 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
+            if let Some(deletion) = outcome.unasked.take() {
+                self.unasked.deleted(deletion);
+            }
             let change = outcome.change.take();
             if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));

@@ -28,6 +28,7 @@ macro_rules! args {
 
 pub(crate) mod args;
 mod asked;
+pub use asked::listed;
 pub mod builtin;
 mod declarations;
 mod edit;
