@@ -26,6 +26,8 @@ use std::path::Path;
 
 /// Most entries in one batch, and most files one directory survey outlines.
 pub(super) const MAX_BATCH: usize = 20;
+/// Bytes of a file outlined at most; a longer file's outline says so.
+const MAX_OUTLINED: u64 = 4 << 20;
 
 const BOTH: &str = "outline received both 'file_path' and 'files'. These are mutually exclusive: pass 'file_path' (a single path string) to outline one file, OR pass 'files' (an array of {file_path, depth?} objects) to outline several in one call. Drop whichever one does not apply and retry.";
 const NOT_AN_ARRAY: &str = "outline 'files' must be an array of objects like [{\"file_path\": \"...\", \"depth\": 2}, ...]. To outline a single file, use 'file_path' instead of 'files'.";
@@ -95,10 +97,18 @@ fn one(tb: &ToolBox, requested: &str, depth: Option<i64>, dirs: Dirs) -> Result<
         Opened::Missing => Err(tb.missing_file(requested, &path, format!("file not found: {requested}"))),
         Opened::Dir(..) if dirs == Dirs::Survey => survey(tb, &path, depth_or(depth, 1)),
         Opened::Dir(..) => Err(ToolError::refused(format!("{requested} is a directory; outline it on its own"))),
-        Opened::File(mut file) => {
+        Opened::File(file) => {
             let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(|e| ToolError::refused(format!("cannot read {requested}: {e}")))?;
-            file_outline(tb, &path, requested, &bytes, depth_or(depth, 2))
+            file.take(MAX_OUTLINED + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| ToolError::refused(format!("cannot read {requested}: {e}")))?;
+            let cut = bytes.len() as u64 > MAX_OUTLINED;
+            bytes.truncate(MAX_OUTLINED as usize);
+            let mut out = file_outline(tb, &path, requested, &bytes, depth_or(depth, 2))?;
+            if cut {
+                let _ = write!(out, "\n[only the first {} MB of {requested} outlined]", MAX_OUTLINED >> 20);
+            }
+            Ok(out)
         }
     }
 }
