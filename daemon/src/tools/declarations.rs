@@ -47,6 +47,7 @@ struct Kinds {
     through: &'static [&'static str],
 }
 
+/// What an outline shows or looks into in `lang`'s grammar.
 fn kinds(lang: Lang) -> Kinds {
     const JS_DECLS: &[&str] =
         &["function_declaration", "generator_function_declaration", "class_declaration", "method_definition"];
