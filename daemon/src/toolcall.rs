@@ -27,28 +27,49 @@ pub struct ToolOutcome {
     /// The file a write or edit changed, before and after, for the
     /// `tool_result` event (an editor's diff).
     pub change: Option<FileChange>,
+    /// A file the call deleted though the task named only something
+    /// inside it: the run's answer must account for it.
+    pub unasked: Option<UnaskedDelete>,
+}
+
+/// A file deleted though the task named only something inside it
+/// (`tools/asked.rs` decides): small models asked to delete one function
+/// delete its whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnaskedDelete {
+    /// The file, as the model named it.
+    pub path: String,
+    /// Where it went, from the base dir (`.swival/trash/<id>/<name>`).
+    pub trashed: String,
+    /// What the task named inside it.
+    pub named: Vec<String>,
 }
 
 impl ToolOutcome {
     /// A success.
     pub fn ok(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: false, change: None }
+        ToolOutcome { text, failed: false, warned: false, change: None, unasked: None }
     }
 
     /// A success whose text carries a warning note.
     pub fn warned(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: true, change: None }
+        ToolOutcome { text, failed: false, warned: true, change: None, unasked: None }
     }
 
     /// A failure; `text` is its `error: …` line.
     pub fn failed(text: String) -> ToolOutcome {
         debug_assert!(text.starts_with(ERROR_PREFIX), "a failure reads as Swival's error line: {text}");
-        ToolOutcome { text, failed: true, warned: false, change: None }
+        ToolOutcome { text, failed: true, warned: false, change: None, unasked: None }
     }
 
     /// The outcome with the file change it made.
     pub fn with_change(self, change: Option<FileChange>) -> ToolOutcome {
         ToolOutcome { change, ..self }
+    }
+
+    /// The outcome of a deletion the task did not plainly ask for.
+    pub fn with_unasked(self, unasked: Option<UnaskedDelete>) -> ToolOutcome {
+        ToolOutcome { unasked, ..self }
     }
 
     /// Add a line to what the model reads (a repair note, a hint); what the
@@ -107,7 +128,16 @@ mod tests {
     fn an_appended_line_keeps_what_the_outcome_means() {
         let mut o = ToolOutcome::warned("Wrote 3 bytes".into());
         o.append_line("hint");
-        assert_eq!(o, ToolOutcome { text: "Wrote 3 bytes\nhint".into(), failed: false, warned: true, change: None });
+        assert_eq!(
+            o,
+            ToolOutcome {
+                text: "Wrote 3 bytes\nhint".into(),
+                failed: false,
+                warned: true,
+                change: None,
+                unasked: None
+            }
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
-    /// Reads files or lists a directory (`read_file`, `read_multiple_files`).
+    /// Reads files or lists a directory (`read_file`, `read_multiple_files`,
+    /// `outline`).
     Read,
     /// Searches the tree (`list_files`, `grep`).
     Search,

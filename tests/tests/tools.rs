@@ -349,7 +349,7 @@ fn list_files_and_grep_stop_at_100_results_and_say_so() {
 }
 
 #[test]
-fn the_model_is_offered_the_file_tools_in_swivals_order() {
+fn the_model_is_offered_the_file_tools_in_swivals_order_outline_after_fetch_url() {
     let env = TestEnv::new();
     let base = env.project("p");
     let mock = MockProvider::start(vec![Step::text("hi")]);
@@ -376,6 +376,8 @@ fn the_model_is_offered_the_file_tools_in_swivals_order() {
         "think",
         "todo",
         "delete_file",
+        "fetch_url",
+        "outline",
     ];
     let positions: Vec<usize> = ours
         .iter()

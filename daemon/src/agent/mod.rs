@@ -3,6 +3,9 @@
 //! (`setup`), runs the turn loop (`turns`) and the reviewer rounds and
 //! response hooks (`review`), and hands the state back with the outcome.
 //! A turn is one LLM call plus its tool calls, with Swival's semantics.
+//! Before a final answer is taken, the run may nudge once: to look at the
+//! project first (`look`), or to account for a file deleted unasked
+//! (`unasked`).
 //! [`compact`] runs the loop's compaction between runs, on the same path,
 //! and [`restore`] Swival's snapshot restore.
 
@@ -22,6 +25,7 @@ mod snapshot;
 pub mod subagents;
 mod tools;
 mod turns;
+mod unasked;
 
 use crate::cache::{CacheError, ResponseCache};
 use crate::config::SessionConfig;
@@ -186,6 +190,8 @@ pub struct Run<'a> {
     turn_offset: u64,
     /// Its subagents, when it may spawn them.
     subagents: Option<subagents::Subagents<'a>>,
+    /// Files it deleted that the task did not ask for.
+    unasked: unasked::Unasked,
 }
 
 /// How a run ended, with the state it owned.

@@ -127,7 +127,7 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     };
     let RunState { conversation, tools, shield } = state;
     let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
-    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents })
+    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents, unasked: Default::default() })
 }
 
 /// Set a job between runs up (a compaction, a restore): the session's
@@ -161,7 +161,10 @@ pub(super) async fn for_compaction<'a>(
     let RunState { conversation, tools, shield } = state;
     let record = RunRecord::default();
     let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
-    Ok((Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents }, found))
+    Ok((
+        Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents, unasked: Default::default() },
+        found,
+    ))
 }
 
 /// The provider client of the run's session.

@@ -78,6 +78,9 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
+            if let Some(deletion) = outcome.unasked.take() {
+                self.unasked.deleted(deletion);
+            }
             let change = outcome.change.take();
             if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));
@@ -365,7 +368,9 @@ impl Run<'_> {
     /// more than reading a file).
     fn file_tool(&mut self, call: &ToolCall, editor_text: Option<(std::path::PathBuf, String)>) -> ToolOutcome {
         let tools = &mut self.tools;
-        let input = CallInput { id: &call.id, editor_text };
+        // A resumed run's task is only its label: no task to compare with.
+        let task = if self.ctx.resume { "" } else { self.ctx.task };
+        let input = CallInput { id: &call.id, editor_text, task };
         let run = || tools.call_with(&call.name, &call.arguments, input);
         if registry::spec(&call.name).is_some_and(registry::Spec::walks_tree) {
             tokio::task::block_in_place(run)

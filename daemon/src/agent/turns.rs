@@ -162,6 +162,11 @@ impl Run<'_> {
                     self.conversation.push(Message::synthetic(nudge))?;
                     continue;
                 }
+                if let Some(nudge) = self.unasked.nudge(&text, self.ctx.base_dir) {
+                    self.intervened(turn, "delete_file", swival_protocol::InterventionKind::Nudge, &nudge, None);
+                    self.conversation.push(Message::synthetic(nudge))?;
+                    continue;
+                }
                 return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
             }
             self.conversation.push(reply.to_message())?;

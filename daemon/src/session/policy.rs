@@ -79,8 +79,10 @@ impl Sessions {
     pub fn tools(&self, id: &SessionId) -> Result<swival_protocol::SessionToolsResult, SessionError> {
         let session = self.inspect(id)?;
         let read_lines = usize::try_from(session.config.config.max_output_lines).unwrap_or(usize::MAX);
-        let mut schemas = crate::tools::schema::file_tools(read_lines);
-        schemas.extend(crate::sandbox::tool_schemas(&session.commands.policy));
+        let schemas = crate::tools::registry::in_order(
+            crate::tools::schema::file_tools(read_lines),
+            crate::sandbox::tool_schemas(&session.commands.policy),
+        );
         let text = |v: &serde_json::Value, k: &str| v["function"][k].as_str().unwrap_or_default().to_owned();
         let mut tools: Vec<swival_protocol::ToolInfo> = schemas
             .iter()

@@ -9,8 +9,8 @@
 
 use super::args::Later;
 use super::registry::Tool;
-use super::schema::{description_last, items_last, limit_defaults_to};
-use super::{files, search, think, todo, trash, write, CallInput, ToolBox, ToolError};
+use super::schema::{description_last, items_between, items_last, limit_defaults_to};
+use super::{files, outline, search, think, todo, trash, write, CallInput, ToolBox, ToolError};
 use crate::toolcall::ToolOutcome;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
@@ -66,22 +66,22 @@ impl Tool for ReadFile {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadMultipleFiles {
     /// List of file read requests.
-    #[schemars(with = "FileRequests", length(max = files::MAX_BATCH), transform = items_last)]
+    #[schemars(with = "Requests<FileRequest>", length(max = files::MAX_BATCH), transform = items_last)]
     pub files: Value,
 }
 
-/// `files` as offered: an array of [`FileRequest`]s. Made here rather than
-/// as schemars's `Vec<FileRequest>`, which embeds the items' schema through
-/// `json!` and so reorders its keys.
-pub struct FileRequests;
+/// A batch's `files` as offered: an array of `T`s. Made here rather than
+/// as schemars's `Vec<T>`, which embeds the items' schema through `json!`
+/// and so reorders its keys.
+pub struct Requests<T>(std::marker::PhantomData<T>);
 
-impl JsonSchema for FileRequests {
+impl<T: JsonSchema> JsonSchema for Requests<T> {
     fn schema_name() -> Cow<'static, str> {
-        "FileRequests".into()
+        format!("Requests{}", T::schema_name()).into()
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let items = generator.subschema_for::<FileRequest>().to_value();
+        let items = generator.subschema_for::<T>().to_value();
         Schema::from(Map::from_iter([("type".to_owned(), "array".into()), ("items".to_owned(), items)]))
     }
 }
@@ -299,6 +299,45 @@ impl Tool for DeleteFile {
     const KIND: ToolKind = ToolKind::Delete;
 
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
-        trash::delete_file(tb, &self, call.id).map(ToolOutcome::ok)
+        trash::delete_file(tb, &self, call)
+    }
+}
+
+/// Show classes, functions, and top-level declarations with line numbers (no bodies). Survey code before reading specific sections. Pass file_path for one file or directory, or files for a batch.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Outline {
+    /// Path to a file or directory to outline. A directory produces a shallow survey of its source files.
+    pub file_path: Option<String>,
+    /// Nesting depth: 1=top-level only, 2=classes+methods, 3=nested functions/classes. When omitted, defaults to 2 for files and 1 for directory surveys. In batch mode, acts as the default for entries without a per-entry depth.
+    #[schemars(range(min = 1, max = 3))]
+    pub depth: Option<i64>,
+    /// List of files or directories to outline (batch mode, max 20).
+    // Offered as optional through `default`, not `Option<…>`, whose
+    // schema would be flattened with its keys out of Swival's order.
+    #[serde(default)]
+    #[schemars(with = "Requests<OutlineRequest>", length(max = outline::MAX_BATCH), transform = items_between)]
+    pub files: Option<Value>,
+}
+
+/// One entry of `outline`'s `files` (no description: Swival's has none);
+/// a bare path string is taken too.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+pub struct OutlineRequest {
+    /// Path to the file or directory to outline.
+    pub file_path: String,
+    /// Per-file nesting depth override.
+    #[schemars(range(min = 1, max = 3))]
+    pub depth: Option<i64>,
+}
+
+impl Tool for Outline {
+    const NAME: &'static str = "outline";
+    const KIND: ToolKind = ToolKind::Read;
+    // A directory survey, or a batch of them, reads and parses up to 400 files.
+    const WALKS_TREE: bool = true;
+
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        outline::outline(tb, &self).map(ToolOutcome::ok)
     }
 }

@@ -146,7 +146,7 @@ fn missing_note(tb: &ToolBox, path: &Path) -> Option<&'static str> {
 }
 
 /// What `requested` (resolved to `path`) is, opened beneath its root.
-enum Opened {
+pub(super) enum Opened {
     /// It does not exist.
     Missing,
     /// A directory, to list.
@@ -156,7 +156,7 @@ enum Opened {
 }
 
 /// Open the resolved `path` for reading, beneath the directory it lies in.
-fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, ToolError> {
+pub(super) fn open_for_read(tb: &ToolBox, path: &Path, requested: &str) -> Result<Opened, ToolError> {
     let (dir, rel) = tb.beneath(path)?;
     let file = match dir.open_file(&rel, How::Read) {
         Ok(f) => f,

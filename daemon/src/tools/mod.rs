@@ -1,8 +1,8 @@
 //! The tools the model can call: every tool the daemon has, declared once
 //! in `registry.rs` (the built-in ones in `builtin.rs`, each a type whose
 //! schema is what the model sees), and the toolbox that runs the built-in
-//! ones. A tool answers a [`ToolOutcome`] (`write_file`'s text may carry a
-//! warning); a failure is a [`ToolError`], shown to the model as `error: `
+//! ones. A tool answers a [`ToolOutcome`] (`write_file`'s and
+//! `delete_file`'s text may carry a warning); a failure is a [`ToolError`], shown to the model as `error: `
 //! and its message. A call's [`ToolOutcome`] says which it was, so nobody
 //! downstream reads the text to find out; the command, fetch and MCP tools
 //! outside this module return one too.
@@ -14,8 +14,9 @@
 //! it following no symlink ([`ToolBox::beneath`]), so a path changed after
 //! the check cannot redirect the I/O. Files: `files.rs` (reads), `write.rs`
 //! (write, move, edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft
-//! delete), `search.rs` (list_files, grep), `todo.rs`, `think.rs`,
-//! `schema.rs` (schemas from the types, and a run's offer).
+//! delete; `asked.rs`: whether the task asked for it), `search.rs`
+//! (list_files, grep), `outline.rs` (with `declarations.rs`), `todo.rs`,
+//! `think.rs`, `schema.rs` (schemas from the types, and a run's offer).
 
 /// Typed tool arguments from JSON, for unit tests: `args!({"file_path": "a"})`.
 #[cfg(test)]
@@ -26,13 +27,17 @@ macro_rules! args {
 }
 
 pub(crate) mod args;
+mod asked;
+pub use asked::listed;
 pub mod builtin;
+mod declarations;
 mod edit;
 mod error;
 mod files;
 mod miss;
 mod named;
 mod near;
+mod outline;
 pub mod path;
 pub mod registry;
 pub mod repair;
@@ -111,6 +116,9 @@ pub struct CallInput<'a> {
     /// An editor's text of one path (unsaved edits included), which a
     /// `read_file` of that path shows instead of the disk.
     pub editor_text: Option<(std::path::PathBuf, String)>,
+    /// The run's task ("" when unknown, as in a resumed run): `delete_file`
+    /// tells whether it asked for the file to go.
+    pub task: &'a str,
 }
 
 /// One session's tools and their state.
@@ -175,8 +183,7 @@ impl ToolBox {
         if mcp.is_empty() {
             return schema::Offer::shared(self.caps.read_lines, commands);
         }
-        let mut all = self.schemas();
-        all.extend(commands);
+        let mut all = registry::in_order(self.schemas(), commands);
         all.extend(mcp.iter().cloned());
         std::sync::Arc::new(schema::Offer::new(all))
     }
@@ -308,7 +315,8 @@ mod tests {
                 "grep",
                 "think",
                 "todo",
-                "delete_file"
+                "delete_file",
+                "outline"
             ]
         );
         for n in &names {
@@ -359,6 +367,9 @@ mod tests {
             ("delete_file", r#"{"file_path": "../outside.txt"}"#),
             ("list_files", r#"{"pattern": "*", "path": ".."}"#),
             ("grep", r#"{"pattern": "x", "path": "../outside.txt"}"#),
+            ("outline", r#"{"file_path": "../outside.txt"}"#),
+            ("outline", r#"{"file_path": ".."}"#),
+            ("outline", r#"{"files": ["../outside.txt"]}"#),
         ];
         for (name, args) in calls {
             let out = tb.call(name, args);

@@ -20,18 +20,24 @@ fn candidates(task: &str) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
     for word in task.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'')) {
         let word = word.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?') || c.is_whitespace());
-        let looks_like_file = word.contains('/')
-            || word.rsplit_once('.').is_some_and(|(stem, ext)| {
-                !stem.is_empty()
-                    && ext.len() <= 8
-                    && ext.starts_with(|c: char| c.is_ascii_alphabetic())
-                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
-            });
-        if looks_like_file && !word.contains("://") && !out.contains(&word) {
+        if looks_like_file(word) && !out.contains(&word) {
             out.push(word);
         }
     }
     out
+}
+
+/// Whether a word of a task looks like a file path: a name with an
+/// extension or a slash, not a URL.
+pub(super) fn looks_like_file(word: &str) -> bool {
+    let path = word.contains('/')
+        || word.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && ext.len() <= 8
+                && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+    path && !word.contains("://")
 }
 
 impl ToolBox {

@@ -11,7 +11,9 @@
 //! runs them on the agent's task; MCP tools are their servers', named
 //! `mcp__<server>__<tool>`.
 
-use super::builtin::{DeleteFile, EditFile, Grep, ListFiles, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile};
+use super::builtin::{
+    DeleteFile, EditFile, Grep, ListFiles, Outline, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile,
+};
 use super::{args, schema, CallInput, ToolBox, ToolError};
 use crate::toolcall::{parse_args, ToolOutcome};
 use schemars::JsonSchema;
@@ -28,11 +30,15 @@ pub trait Tool: DeserializeOwned + JsonSchema {
     const NAME: &'static str;
     /// What it does.
     const KIND: ToolKind;
+    /// Whether a call may take long and should leave the runtime's worker:
+    /// it walks a tree (a search) or may move one (a delete, to the
+    /// trash). The others read or write a bounded amount (one file, or at
+    /// most 20, each read up to 50 KiB).
+    const WALKS_TREE: bool = matches!(Self::KIND, ToolKind::Search | ToolKind::Delete);
 
     /// Run the call on the session's toolbox, with what the call brings
     /// besides its arguments (`call`: the model's id for it, an editor's
     /// text).
-    /// for it).
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
 
     /// What this call does, when that depends on its arguments.
@@ -77,10 +83,14 @@ pub struct Spec {
     pub kind: ToolKind,
     /// Who runs it.
     pub runner: Runner,
+    /// Whether a call may take long ([`Tool::WALKS_TREE`]).
+    walks_tree: bool,
 }
 
 /// Every tool, in the order the model sees them (Swival's): the built-in
-/// tools, then `fetch_url` and `run_command`.
+/// tools, `fetch_url`, `outline` (which Swival appends after it) and
+/// `run_command`; [`in_order`] places the built-in schemas among the
+/// others so.
 pub const TOOLS: &[Spec] = &[
     builtin::<ReadFile>(),
     builtin::<ReadMultipleFiles>(),
@@ -91,14 +101,15 @@ pub const TOOLS: &[Spec] = &[
     builtin::<Think>(),
     builtin::<Todo>(),
     builtin::<DeleteFile>(),
-    Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch },
-    Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command },
+    Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch, walks_tree: false },
+    builtin::<Outline>(),
+    Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
 ];
 
 /// The entry of the built-in tool `T`.
 const fn builtin<T: Tool>() -> Spec {
     let functions = Builtin { run: run::<T>, schema: schema::function::<T>, call_kind: call_kind_of::<T> };
-    Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions) }
+    Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions), walks_tree: T::WALKS_TREE }
 }
 
 fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
@@ -110,12 +121,10 @@ fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
 }
 
 impl Spec {
-    /// Whether the tool may take long and should leave the runtime's
-    /// worker: it walks a tree (a search) or may move one (a delete, to the
-    /// trash). The others read or write a bounded amount (one file, or at
-    /// most 20, each read up to 50 KiB).
+    /// Whether a call may take long and should leave the runtime's worker
+    /// ([`Tool::WALKS_TREE`]).
     pub fn walks_tree(&self) -> bool {
-        matches!(self.kind, ToolKind::Search | ToolKind::Delete)
+        self.walks_tree
     }
 
     /// The built-in tool's functions (`None` for the command and fetch tools).
@@ -166,6 +175,35 @@ pub fn named_paths(name: &str, raw_args: &str) -> Vec<String> {
     }
 }
 
+/// `builtins` (the built-in tools' schemas, in [`TOOLS`] order) and
+/// `others` (`fetch_url`, `run_command` and what a run adds, in their
+/// order) as the model sees them: a built-in tool declared after one that
+/// is not built in comes right after that one (`outline` after
+/// `fetch_url`), the others first; one whose anchor is not offered comes
+/// last.
+pub fn in_order(builtins: Vec<Value>, others: Vec<Value>) -> Vec<Value> {
+    let anchor = |schema: &Value| {
+        let at = TOOLS.iter().position(|t| Some(t.name) == super::repair::name_of(schema))?;
+        TOOLS[..at].iter().rev().find(|t| t.builtin().is_none()).map(|t| t.name)
+    };
+    let mut pending: Vec<(Option<&str>, Value)> = builtins.into_iter().map(|s| (anchor(&s), s)).collect();
+    let mut take = |after: Option<&str>| {
+        let (now, later) = std::mem::take(&mut pending).into_iter().partition(|(a, _)| *a == after);
+        pending = later;
+        now.into_iter().map(|(_, s)| s).collect::<Vec<Value>>()
+    };
+    let mut out = take(None);
+    for schema in others {
+        let name = super::repair::name_of(&schema).map(str::to_owned);
+        out.push(schema);
+        if let Some(name) = name {
+            out.extend(take(Some(&name)));
+        }
+    }
+    out.extend(pending.into_iter().map(|(_, s)| s));
+    out
+}
+
 /// Run the built-in tool `name`; `None` when no built-in tool has that name.
 pub(super) fn run_builtin(
     tb: &mut ToolBox,
@@ -202,7 +240,7 @@ mod tests {
         let notes: Vec<&str> = TOOLS.iter().filter(|t| t.kind.is_bookkeeping()).map(|t| t.name).collect();
         assert_eq!(notes, ["think", "todo"]);
         let walking: Vec<&str> = TOOLS.iter().filter(|t| t.walks_tree()).map(|t| t.name).collect();
-        assert_eq!(walking, ["list_files", "grep", "delete_file"]);
+        assert_eq!(walking, ["list_files", "grep", "delete_file", "outline"]);
     }
 
     #[test]

@@ -55,6 +55,8 @@ const TOOL_ALIASES: &[(&str, &str)] = &[
     ("str_replace", "edit_file"),
     ("remove_file", "delete_file"),
     ("fetch", "fetch_url"),
+    ("code_outline", "outline"),
+    ("file_outline", "outline"),
 ];
 
 /// Arguments after repair.
@@ -246,6 +248,7 @@ mod tests {
         assert!(unknown_tool("bash", &s).starts_with("error: unknown tool 'bash'. Did you mean 'run_command'?"));
         assert!(unknown_tool("read_fle", &s).contains("Did you mean 'read_file'?"));
         assert!(unknown_tool("create_file", &s).contains("Did you mean 'write_file'?"));
+        assert!(unknown_tool("code_outline", &s).contains("Did you mean 'outline'?"));
         let files_only = crate::tools::schema::file_tools(2000);
         assert!(unknown_tool("bash", &files_only).contains("This session runs no commands"));
         let none = unknown_tool("teleport", &s);

@@ -56,8 +56,8 @@ impl Offer {
         Offer { schemas, json, chars }
     }
 
-    /// The file tools for `read_lines` followed by `more` (the command
-    /// tools), made once per distinct pair and shared by the runs offering
+    /// The file tools for `read_lines` with `more` (the command tools) in
+    /// their places (`registry::in_order`), made once per distinct pair and shared by the runs offering
     /// it: building and serialising them was a run's largest fixed cost.
     pub fn shared(read_lines: usize, more: Vec<Value>) -> Arc<Offer> {
         static MADE: Mutex<Option<Offers>> = Mutex::new(None);
@@ -70,8 +70,7 @@ impl Offer {
         if made.len() >= SHARED_OFFERS {
             made.clear();
         }
-        let mut schemas = file_tools(read_lines);
-        schemas.extend(more);
+        let schemas = super::registry::in_order(file_tools(read_lines), more);
         let offer = Arc::new(Offer::new(schemas));
         made.insert(key, offer.clone());
         offer
@@ -125,11 +124,15 @@ fn parameters<T: JsonSchema>() -> Value {
 
 /// What schemars adds and Swival's schemas leave unsaid, taken out of a
 /// schema and every schema in it: the `title`, integer `format`s, and the
-/// `null` an optional argument allows (it may be left out instead).
+/// `null` an optional argument allows or defaults to (it may be left out
+/// instead).
 fn swival_shaped(schema: &mut Value) {
     let Some(obj) = schema.as_object_mut() else { return };
     take(obj, "title");
     take(obj, "format");
+    if obj.get("default").is_some_and(Value::is_null) {
+        take(obj, "default");
+    }
     if let Some(Value::Array(types)) = obj.get("type") {
         let given: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
         obj.insert("type".into(), if given.len() == 1 { given[0].clone() } else { Value::Array(given) });
@@ -170,6 +173,14 @@ pub(super) fn description_last(schema: &mut Schema) {
 /// bounds, where Swival wrote it: `#[schemars(transform = items_last)]`.
 pub(super) fn items_last(schema: &mut Schema) {
     to_the_end(schema, "items");
+}
+
+/// A field's transform putting its description, then its items' schema,
+/// then its bounds, where Swival wrote them so:
+/// `#[schemars(transform = items_between)]`.
+pub(super) fn items_between(schema: &mut Schema) {
+    to_the_end(schema, "items");
+    to_the_end(schema, "maxItems");
 }
 
 /// Move `key` of `schema` after its other keys.
@@ -220,8 +231,9 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &Offer::shared(11, more.clone())));
         assert!(!Arc::ptr_eq(&a, &Offer::shared(12, more.clone())));
         assert!(!Arc::ptr_eq(&a, &Offer::shared(11, Vec::new())));
-        let mut expected = file_tools(11);
-        expected.extend(more);
-        assert_eq!(a.schemas, expected);
+        let names: Vec<&str> = a.schemas.iter().filter_map(super::super::repair::name_of).collect();
+        let at = |n: &str| names.iter().position(|m| *m == n).unwrap();
+        assert_eq!(names.len(), file_tools(11).len() + 1);
+        assert_eq!((at("delete_file") + 1, at("fetch_url") + 1), (at("fetch_url"), at("outline")), "{names:?}");
     }
 }

@@ -42,18 +42,38 @@ fn file_beneath(tb: &ToolBox, real: &Path) -> Option<super::beneath::Meta> {
     dir.metadata(&rel).ok().filter(|m| m.kind == Kind::File)
 }
 
-/// Walk `root` for files, honouring ignore files, skipping `.git`, and
-/// keeping those `keep` accepts (given the path relative to `root`).
-/// Returns the files and whether the walk stopped at [`MAX_WALK`].
-fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, bool) {
+/// The walk of `root` every listing makes: ignore files honoured, hidden
+/// files included, `.git` and the policy's hidden paths pruned, no
+/// symlink followed, in name order.
+fn walker(tb: &ToolBox, root: &Path) -> ignore::WalkBuilder {
     let hidden = tb.policy.hidden.clone();
-    let walker = ignore::WalkBuilder::new(root)
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .hidden(false)
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| e.file_name() != ".git" && !hidden.iter().any(|h| e.path().starts_with(h)))
-        .build();
+        .filter_entry(move |e| e.file_name() != ".git" && !hidden.iter().any(|h| e.path().starts_with(h)));
+    builder
+}
+
+/// The entries directly in the directory `root` that [`walk`] would
+/// visit, by name, each with whether it is a directory (a symlink is not,
+/// whatever it leads to).
+pub(super) fn entries(tb: &ToolBox, root: &Path) -> Vec<(String, bool)> {
+    let walker = walker(tb, root).max_depth(Some(1)).build();
+    walker
+        .filter_map(Result::ok)
+        .filter(|e| e.depth() == 1 && tb.policy.hidden_under(e.path()).is_none())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.file_type().is_some_and(|t| t.is_dir())))
+        .collect()
+}
+
+/// Walk `root` for files, honouring ignore files, skipping `.git`, and
+/// keeping those `keep` accepts (given the path relative to `root`).
+/// Returns the files and whether the walk stopped at [`MAX_WALK`].
+fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, bool) {
+    let walker = walker(tb, root).build();
     let mut found = Vec::new();
     let mut visited = 0;
     for entry in walker.filter_map(Result::ok) {

@@ -5,7 +5,8 @@
 //! file did not have before (a file already broken is not blamed), and
 //! names the top-level definitions (functions, classes, types) the change
 //! removed. Small models leave a file that does not parse, or drop a
-//! function they were told to keep, and answer "done".
+//! function they were told to keep, and answer "done". Which grammar a
+//! file gets ([`Lang`]) is shared with `outline.rs`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -18,40 +19,87 @@ const EXCERPT: usize = 120;
 /// Definitions named in one note at most.
 const MAX_NAMED: usize = 8;
 
-/// The grammar of a file, by its extension.
-fn language(path: &Path) -> Option<(&'static str, Language)> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "py" | "pyi" => ("Python", tree_sitter_python::LANGUAGE.into()),
-        "js" | "mjs" | "cjs" | "jsx" => ("JavaScript", tree_sitter_javascript::LANGUAGE.into()),
-        "ts" | "mts" | "cts" => ("TypeScript", tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into()),
-        "tsx" => ("TypeScript", tree_sitter_typescript::LANGUAGE_TSX.into()),
-        "rs" => ("Rust", tree_sitter_rust::LANGUAGE.into()),
-        "go" => ("Go", tree_sitter_go::LANGUAGE.into()),
-        "json" => ("JSON", tree_sitter_json::LANGUAGE.into()),
-        "toml" => ("TOML", tree_sitter_toml_ng::LANGUAGE.into()),
-        "yaml" | "yml" => ("YAML", tree_sitter_yaml::LANGUAGE.into()),
-        _ => return None,
-    })
+/// A language the daemon has a tree-sitter grammar for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lang {
+    Python,
+    JavaScript,
+    TypeScript,
+    /// TypeScript with JSX (`.tsx`), a grammar of its own.
+    Tsx,
+    Rust,
+    Go,
+    Json,
+    Toml,
+    Yaml,
 }
 
-/// Parse `text` with `language`; `None` when it cannot.
-fn parse(language: &Language, text: &str) -> Option<Tree> {
-    if text.len() > MAX_PARSED {
-        return None;
+impl Lang {
+    /// The language of a file, by its extension; `None` for others.
+    pub(super) fn of(path: &Path) -> Option<Lang> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "py" | "pyi" => Lang::Python,
+            "js" | "mjs" | "cjs" | "jsx" => Lang::JavaScript,
+            "ts" | "mts" | "cts" => Lang::TypeScript,
+            "tsx" => Lang::Tsx,
+            "rs" => Lang::Rust,
+            "go" => Lang::Go,
+            "json" => Lang::Json,
+            "toml" => Lang::Toml,
+            "yaml" | "yml" => Lang::Yaml,
+            _ => return None,
+        })
     }
-    let mut parser = Parser::new();
-    parser.set_language(language).ok()?;
-    parser.parse(text, None)
+
+    /// Its name, as a note to the model says it.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Lang::Python => "Python",
+            Lang::JavaScript => "JavaScript",
+            Lang::TypeScript | Lang::Tsx => "TypeScript",
+            Lang::Rust => "Rust",
+            Lang::Go => "Go",
+            Lang::Json => "JSON",
+            Lang::Toml => "TOML",
+            Lang::Yaml => "YAML",
+        }
+    }
+
+    /// Its grammar.
+    fn grammar(self) -> Language {
+        match self {
+            Lang::Python => tree_sitter_python::LANGUAGE.into(),
+            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Lang::Go => tree_sitter_go::LANGUAGE.into(),
+            Lang::Json => tree_sitter_json::LANGUAGE.into(),
+            Lang::Toml => tree_sitter_toml_ng::LANGUAGE.into(),
+            Lang::Yaml => tree_sitter_yaml::LANGUAGE.into(),
+        }
+    }
+
+    /// `text` parsed; `None` when it is too large or cannot be parsed.
+    pub(super) fn parse(self, text: &str) -> Option<Tree> {
+        if text.len() > MAX_PARSED {
+            return None;
+        }
+        let mut parser = Parser::new();
+        parser.set_language(&self.grammar()).ok()?;
+        parser.parse(text, None)
+    }
 }
 
 /// What the result of a write or edit of `path` should add: a syntax
 /// error the change introduced, and top-level definitions it removed.
 /// `before` is the file's text before (`None`: a new file).
 pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
-    let (name, language) = language(path)?;
-    let now = parse(&language, after)?;
-    let was = before.and_then(|b| parse(&language, b));
+    let lang = Lang::of(path)?;
+    let name = lang.name();
+    let now = lang.parse(after)?;
+    let was = before.and_then(|b| lang.parse(b));
     let mut notes = Vec::new();
     if now.root_node().has_error() && !was.as_ref().is_some_and(|t| t.root_node().has_error()) {
         if let Some(node) = first_error(now.root_node()) {
@@ -87,6 +135,13 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
     children.into_iter().filter(|c| c.has_error() || c.is_missing()).find_map(first_error)
+}
+
+/// The names of the top-level definitions (functions, classes, types) of
+/// the file `path` holding `text`; none for a file no grammar reads.
+pub(super) fn top_level_names(path: &Path, text: &str) -> BTreeSet<String> {
+    let tree = Lang::of(path).and_then(|lang| lang.parse(text));
+    tree.map(|t| definitions(t.root_node(), text)).unwrap_or_default()
 }
 
 /// The names of the top-level definitions under `root`: functions,

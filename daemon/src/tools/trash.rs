@@ -4,11 +4,14 @@
 //! is kept under 50 MB (oldest first). A lock file serialises sessions that
 //! share a base dir. The trash is reached through
 //! [`beneath::swival_dir`]: nothing in it is followed through a symlink.
+//! A file deleted though the task named only something inside it gets a
+//! note after Swival's text (`asked.rs`), and the outcome says so.
 
 use super::builtin::DeleteFile;
 use super::path::Access;
-use super::{ToolBox, ToolError};
+use super::{asked, CallInput, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind, Missing};
+use crate::toolcall::{ToolOutcome, UnaskedDelete};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -20,8 +23,12 @@ const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The trash is kept under this many bytes.
 const MAX_BYTES: u64 = 50 * 1024 * 1024;
 
-/// `delete_file`; `call_id` is recorded in the trash index.
-pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call_id: &str) -> Result<String, ToolError> {
+/// Largest file whose text is compared with the task (bytes).
+const MAX_COMPARED: u64 = 512 * 1024;
+
+/// `delete_file`; the call's id is recorded in the trash index, and its
+/// task tells whether the file itself was asked for (`asked.rs`).
+pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call: &CallInput) -> Result<ToolOutcome, ToolError> {
     let requested = args.file_path.as_str();
     let resolved = tb.policy.resolve(requested, Access::Write)?;
     // The entry itself: a symlink is trashed, not its target.
@@ -37,6 +44,9 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call_id: &str) -> Result
     if !is_link {
         tb.check_write(&resolved, requested, true)?;
     }
+    // What the file held, to tell what the task named inside it.
+    let compared = !is_link && !call.task.trim().is_empty() && meta.len <= MAX_COMPARED;
+    let held = compared.then(|| source.read(&rel).ok()).flatten().filter(|b| !super::files::looks_binary(b));
     // The policy's words when `.swival` leads outside; `swival_dir` refuses
     // any symlinked `.swival`.
     tb.policy.resolve(".swival/trash", Access::Write)?;
@@ -49,26 +59,57 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call_id: &str) -> Result
         .map_err(|e| ToolError::refused(format!("cannot create .swival/trash/{id}: {e}")))?;
     let name = rel.file_name().map(OsString::from).unwrap_or_else(|| OsString::from("file"));
     source
-        .rename(&rel, &trash, &Path::new(&id).join(name))
+        .rename(&rel, &trash, &Path::new(&id).join(&name))
         .map_err(|e| ToolError::refused(format!("cannot move {requested} to the trash: {e}")))?;
     if !is_link {
         // Recreating the same path later is a new file, not an overwrite.
         tb.tracker.mark(&resolved);
     }
     prune(&trash, Some(&id));
+    index(&trash, &id, requested, call.id);
+    let text = format!("Trashed {requested} -> .swival/trash/{id}");
+    let trashed = format!(".swival/trash/{id}/{}", name.to_string_lossy());
+    let held = held.map(|b| String::from_utf8_lossy(&b).into_owned());
+    Ok(match held.and_then(|h| unasked(call.task, requested, &resolved, &h, trashed)) {
+        // Swival's text first, as it is; the note after it.
+        Some((note, unasked)) => ToolOutcome::warned(format!("{text}\n{note}")).with_unasked(Some(unasked)),
+        None => ToolOutcome::ok(text),
+    })
+}
+
+/// Append the deletion to the trash index. The file is already in the
+/// trash; a failed index line loses only the record, so it is logged
+/// rather than reported as a failed delete.
+fn index(trash: &Beneath, id: &str, requested: &str, call_id: &str) {
     let entry = super::json_text(&IndexEntry {
-        trash_id: &id,
+        trash_id: id,
         original_path: requested,
         timestamp: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         tool_call_id: call_id,
     });
-    // The file is already in the trash; a failed index line loses only the
-    // record, so it is logged rather than reported as a failed delete.
     let appended = trash.open_file(Path::new("index.jsonl"), How::Append).and_then(|mut f| Ok(writeln!(f, "{entry}")?));
     if let Err(e) = appended {
         tracing::warn!(error = %e, "cannot append to the trash index");
     }
-    Ok(format!("Trashed {requested} -> .swival/trash/{id}"))
+}
+
+/// The note and the record of a deletion of `requested` (at `resolved`,
+/// holding `text`, now at `trashed`) the task did not ask for, when the
+/// task named something inside it.
+fn unasked(
+    task: &str,
+    requested: &str,
+    resolved: &Path,
+    text: &str,
+    trashed: String,
+) -> Option<(String, UnaskedDelete)> {
+    let defined = super::syntax::top_level_names(resolved, text);
+    let named = asked::named_inside(task, requested, text, &defined);
+    if named.is_empty() {
+        return None;
+    }
+    let note = asked::note(&named, requested, text.lines().count(), &defined, &trashed);
+    Some((note, UnaskedDelete { path: requested.to_owned(), trashed, named }))
 }
 
 /// One line of the trash index (Swival's fields, in its order).
@@ -147,13 +188,18 @@ mod tests {
     use super::super::write::READ_FIRST;
     use super::*;
 
+    /// A call with the model's id `id`, in a run whose task is `task`.
+    fn call<'a>(id: &'a str, task: &'a str) -> CallInput<'a> {
+        CallInput { id, task, ..CallInput::default() }
+    }
+
     #[test]
     fn delete_moves_the_file_to_the_trash_and_indexes_it() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("gone.txt"), "bye").unwrap();
         let mut tb = toolbox(d.path());
         read_file(&mut tb, &args!({"file_path": "gone.txt"}), None).unwrap();
-        let out = delete_file(&mut tb, &args!({"file_path": "gone.txt"}), "call_7").unwrap();
+        let out = delete_file(&mut tb, &args!({"file_path": "gone.txt"}), &call("call_7", "")).unwrap().text;
         let id = out.strip_prefix("Trashed gone.txt -> .swival/trash/").unwrap();
         assert_eq!(id.len(), 32);
         assert!(!d.path().join("gone.txt").exists());
@@ -173,10 +219,13 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         std::fs::create_dir(d.path().join("dir")).unwrap();
         let mut tb = toolbox(d.path());
-        assert!(delete_file(&mut tb, &args!({"file_path": "f"}), "").unwrap_err().to_string().starts_with(READ_FIRST));
-        let err = delete_file(&mut tb, &args!({"file_path": "dir"}), "").unwrap_err().render();
+        assert!(delete_file(&mut tb, &args!({"file_path": "f"}), &call("", ""))
+            .unwrap_err()
+            .to_string()
+            .starts_with(READ_FIRST));
+        let err = delete_file(&mut tb, &args!({"file_path": "dir"}), &call("", "")).unwrap_err().render();
         assert!(err.contains("is a directory"), "{err}");
-        let err = delete_file(&mut tb, &args!({"file_path": "nope"}), "").unwrap_err().render();
+        let err = delete_file(&mut tb, &args!({"file_path": "nope"}), &call("", "")).unwrap_err().render();
         assert_eq!(err, "error: file not found: nope");
     }
 
@@ -185,7 +234,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("target"), "t").unwrap();
         std::os::unix::fs::symlink(d.path().join("target"), d.path().join("link")).unwrap();
-        delete_file(&mut toolbox(d.path()), &args!({"file_path": "link"}), "").unwrap();
+        delete_file(&mut toolbox(d.path()), &args!({"file_path": "link"}), &call("", "")).unwrap();
         assert!(d.path().join("target").exists());
         assert!(std::fs::symlink_metadata(d.path().join("link")).is_err());
     }
@@ -201,5 +250,41 @@ mod tests {
         prune(&Beneath::open(d.path()).unwrap(), None);
         assert!(!old.exists());
         assert!(d.path().join("new").exists());
+    }
+
+    #[test]
+    fn deleting_a_file_the_task_names_a_function_of_gets_a_note_and_a_record() {
+        let d = tempfile::tempdir().unwrap();
+        let util = "def helper(x):\n    return x\n\ndef main():\n    pass\n";
+        std::fs::write(d.path().join("util.py"), util).unwrap();
+        let mut tb = toolbox(d.path());
+        read_file(&mut tb, &args!({"file_path": "util.py"}), None).unwrap();
+        let task = "delete the unused function `helper` in util.py";
+        let out = delete_file(&mut tb, &args!({"file_path": "util.py"}), &call("c1", task)).unwrap();
+        let (swival, note) = out.text.split_once('\n').unwrap();
+        let id = swival.strip_prefix("Trashed util.py -> .swival/trash/").unwrap();
+        let trashed = format!(".swival/trash/{id}/util.py");
+        assert!(note.starts_with("Note: the task names `helper`, which was inside this file; the whole file (5 lines, defining helper, main) is gone."), "{note}");
+        assert!(note.contains(&format!("move_from=\"{trashed}\"")), "{note}");
+        assert!(out.warned && !out.failed);
+        let unasked = out.unasked.unwrap();
+        assert_eq!((unasked.path.as_str(), unasked.trashed.as_str()), ("util.py", trashed.as_str()));
+        assert_eq!(unasked.named, ["helper"]);
+        // The way back the note gives works.
+        let back = format!(r#"{{"file_path": "util.py", "move_from": "{trashed}"}}"#);
+        assert!(!tb.call("write_file", &back).starts_with("error"));
+        assert_eq!(std::fs::read_to_string(d.path().join("util.py")).unwrap(), util);
+    }
+
+    #[test]
+    fn deleting_a_file_the_task_asks_for_or_names_nothing_of_gets_swivals_text_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tb = toolbox(d.path());
+        for task in ["delete util.py", "tidy the project up", ""] {
+            std::fs::write(d.path().join("util.py"), "def helper():\n    pass\n").unwrap();
+            read_file(&mut tb, &args!({"file_path": "util.py"}), None).unwrap();
+            let out = delete_file(&mut tb, &args!({"file_path": "util.py"}), &call("c", task)).unwrap();
+            assert!(!out.text.contains('\n') && !out.warned && out.unasked.is_none(), "{task}: {}", out.text);
+        }
     }
 }

@@ -232,6 +232,10 @@ pub fn title(name: &str, args: &Value) -> String {
         "delete_file" => format!("Delete {file}"),
         "list_files" => format!("List {}", arg(args, "pattern").unwrap_or("files")),
         "grep" => format!("Search for {}", arg(args, "pattern").unwrap_or("?")),
+        "outline" => match args.get("files").and_then(Value::as_array) {
+            Some(files) => format!("Outline {} files", files.len()),
+            None => format!("Outline {file}"),
+        },
         "run_command" => match args.get("command") {
             Some(Value::Array(argv)) => {
                 let words: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
