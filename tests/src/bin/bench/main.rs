@@ -233,7 +233,7 @@ fn main() {
         Some("repl") => return repl::repl(arg(2).map_or(20, |n| n.parse().expect("bench repl [starts]"))),
         Some("snapshots") => return snapshots::snapshots(arg(2).map(std::path::PathBuf::from)),
         Some("edit-checks") => return snapshots::edit_checks(),
-        Some("round-trips") => return round_trips_only(),
+        Some("round-trips") => return turns::round_trips_only(),
         Some("turns") => return turns::turns_only(arg(2).map_or(3, |n| n.parse().expect("bench turns [rounds]"))),
         _ => {}
     }
@@ -287,19 +287,6 @@ fn idle_rss(report: &mut Report, pid: i32) {
         (idle_rss as f64 * 1024.0 / 1e6, 20.0, "MB"),
         WHY_UNKNOWN,
     );
-}
-
-/// `bench round-trips`: the round trips alone, printed (the daemon through
-/// `SWIVALD_BENCH_WRAPPER` when set).
-fn round_trips_only() {
-    let env = swival_tests::TestEnv::new();
-    let daemon = turns::wrapped_daemon(&env);
-    let mut nd = daemon.nd();
-    let mut report = Report::default();
-    drop(round_trips(&mut report, &daemon, &mut nd));
-    for (measure, result, _) in &report.rows {
-        println!("{measure}: {result}");
-    }
 }
 
 /// `daemon/status` round trips over each transport; the client library's

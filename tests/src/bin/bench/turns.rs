@@ -185,3 +185,16 @@ pub fn six_call_turn(nd: &mut NdConn, project: &Path, filters: Value) -> (Durati
     assert_eq!(r["outcome"], "success", "{r}");
     (turn, mock.requests().pop().expect("the provider was called"))
 }
+
+/// `bench round-trips`: the round trips alone, printed (the daemon through
+/// `SWIVALD_BENCH_WRAPPER` when set).
+pub fn round_trips_only() {
+    let env = swival_tests::TestEnv::new();
+    let daemon = wrapped_daemon(&env);
+    let mut nd = daemon.nd();
+    let mut report = super::Report::default();
+    drop(super::round_trips(&mut report, &daemon, &mut nd));
+    for (measure, result, _) in &report.rows {
+        println!("{measure}: {result}");
+    }
+}
