@@ -7,6 +7,8 @@
 //! to a JSON list of filter stages (e.g.
 //! `[{"command": "/path/worker.py", "mode": "persistent"}]`), the 6-call
 //! runs go through them: for profiling a filter mode the same way.
+//! `bench round-trips` prints the `daemon/status` round trips alone, the
+//! wrapper applying too.
 
 use super::{micros, millis, percentile};
 use serde_json::{json, Value};
