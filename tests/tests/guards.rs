@@ -225,3 +225,32 @@ fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is
     assert_eq!(plain["answer"], "4", "a question that needs no file is answered at once: {plain:#}");
     assert_eq!(mock.request_count(), 4);
 }
+
+#[test]
+fn a_tool_call_written_as_text_with_tools_offered_runs_as_that_call_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("notes.txt"), "the code name is Aurora\n").unwrap();
+    // What a small model on llama.cpp sends when the template missed its call.
+    let written = r#"{"name": "read_file", "arguments": {"file_path": "notes.txt", "offset": 1, "tail_lines": null}}"#;
+    let not_offered = r#"{"name": "run_command", "arguments": {"command": ["ls"]}}"#;
+    let mock = MockProvider::start(vec![Step::text(written), Step::text("Aurora"), Step::text(not_offered)]);
+    let mut c = daemon.nd();
+    let (sid, _, result) = run_task(&mut c, &p, config(&mock), "what is the code name? answer with it only");
+    assert_eq!(result["outcome"], "success", "{result}");
+    assert_eq!(result["answer"], "Aurora", "{result}");
+    // The second request holds the call as a call, and its result.
+    let second = &mock.requests()[1]["messages"];
+    let call = second.as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "read_file", "{call}");
+    let results: Vec<String> = mock.tool_results().into_values().collect();
+    assert!(results.iter().any(|r| r.contains("Aurora")), "{results:?}");
+    assert_eq!(result["stats"]["tool_calls_total"], 1, "{result}");
+
+    // A tool that is not offered (commands are off) stays text: here, the answer.
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "list the files"}))["run_id"].clone();
+    let second_run = c.ok("run/wait", json!({"run_id": run}));
+    assert_eq!(second_run["outcome"], "success", "{second_run}");
+    assert_eq!(second_run["answer"], not_offered, "{second_run}");
+}

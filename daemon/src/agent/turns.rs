@@ -138,6 +138,7 @@ impl Run<'_> {
                 Err(CallError::Overflow(e)) => return Ok(LoopEnd::Overflowed(e)),
                 Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
             };
+            let reply = self.calls_written_as_text(turn, reply, &offer);
             // after_llm_call: the hooks see the reply and every proposed
             // call before anything runs.
             let verdict = match self.after_llm_call(turn, &reply).await? {
@@ -181,6 +182,29 @@ impl Run<'_> {
             }
         }
         Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// A reply that is nothing but tool calls written out as text, each
+    /// naming an offered tool, is those calls: a small model whose
+    /// server's chat template did not catch its call meant it, and taking
+    /// the text as the answer would end the run on it. The calls then go
+    /// through the hooks, guards and policy as any other.
+    fn calls_written_as_text(
+        &self,
+        turn: u64,
+        mut reply: crate::provider::Reply,
+        offer: &Offer,
+    ) -> crate::provider::Reply {
+        if !reply.tool_calls.is_empty() || offer.schemas.is_empty() {
+            return reply;
+        }
+        let offered: Vec<&str> = offer.schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
+        if let Some(calls) = reply.content.as_deref().and_then(|text| guard::text_calls(text, &offered, turn)) {
+            tracing::debug!("turn {turn}: the model wrote {} tool call(s) as text; running them", calls.len());
+            reply.content = None;
+            reply.tool_calls = calls;
+        }
+        reply
     }
 
     /// The nudge to look before answering, for a first answer of a fresh
