@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tasks import TASKS  # noqa: E402
+from tasks import TASKS, TASKS2  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def run_swivalctl(args, task, project: Path, report: Path, env):
     cmd = [
         str(args.swivalctl), "run", "--provider", "generic", "--base-url", args.server,
         "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
-        task["task"],
+        *args.swivalctl_arg, task["task"],
     ]
     return subprocess.run(
         cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
@@ -106,6 +106,9 @@ def one(args, agent, runner, task, env):
         "answered": result.get("outcome") == "success", "outcome": result.get("outcome"),
         "exit_code": code, "wall_s": round(wall, 1), "llm_calls": len(prompts),
         "prompt_tokens_per_call": round(statistics.mean(prompts)) if prompts else 0,
+        # swivalctl's report: what the server said it took from its cache.
+        "prompt_tokens": stats.get("prompt_tokens"),
+        "cached_tokens": stats.get("cached_tokens"),
         "tool_calls_failed": stats.get("tool_calls_failed", 0),
         "tool_calls_total": stats.get("tool_calls_total", 0),
         "answer": answer[:300],
@@ -113,6 +116,14 @@ def one(args, agent, runner, task, env):
     shutil.rmtree(project, ignore_errors=True)
     report.unlink(missing_ok=True)
     return row
+
+
+def processed(rs, calls):
+    """Prompt tokens per call the server processed (not served from its
+    cache), from the reports; '-' when a report did not say."""
+    if any(r.get("prompt_tokens") is None or r.get("cached_tokens") is None for r in rs):
+        return "-"
+    return (sum(r["prompt_tokens"] - r["cached_tokens"] for r in rs)) // max(calls, 1)
 
 
 def table(rows, agent, repeats):
@@ -124,10 +135,11 @@ def table(rows, agent, repeats):
     lines = [
         f"**{agent}** ({len(rs)} runs: {len(TASKS)} tasks x {repeats})",
         "",
-        "| tasks solved | runs ending with an answer | wall time | model calls | prompt tokens per call | tool calls failed |",
-        "|---|---|---|---|---|---|",
+        "| tasks solved | runs ending with an answer | wall time | model calls | prompt tokens per call "
+        "| processed per call (not from cache) | tool calls failed |",
+        "|---|---|---|---|---|---|---|",
         f"| {sum(r['solved'] for r in rs)}/{len(rs)} | {sum(r['answered'] for r in rs)}/{len(rs)} "
-        f"| {sum(r['wall_s'] for r in rs):.0f} s | {calls} | {weighted // max(calls, 1)} "
+        f"| {sum(r['wall_s'] for r in rs):.0f} s | {calls} | {weighted // max(calls, 1)} | {processed(rs, calls)} "
         f"| {sum(r['tool_calls_failed'] for r in rs)}/{sum(r['tool_calls_total'] for r in rs)} |",
         "",
         "| task | " + " | ".join(f"run {i + 1}" for i in range(repeats)) + " |",
@@ -153,9 +165,13 @@ def main():
     ap.add_argument("--max-turns", type=int, default=15)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--tasks", help="comma-separated task names (default: all)")
+    ap.add_argument("--set", type=int, default=1, choices=[1, 2], help="the task set: 1 (12 tasks) or 2 (8, newer)")
+    ap.add_argument("--swivalctl-arg", action="append", default=[], help="one more argument for swivalctl run")
     ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
     ap.add_argument("--out", default="realmodel-results.json")
     args = ap.parse_args()
+    if args.set == 2:
+        TASKS[:] = TASKS2
     if args.tasks:
         wanted = args.tasks.split(",")
         TASKS[:] = [t for t in TASKS if t["name"] in wanted]

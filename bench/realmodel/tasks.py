@@ -120,6 +120,70 @@ TASKS = [
 ]
 
 
+# A second set, written after the round that added the outline tool, the
+# edit-time checks and the lean offer (issue 34), so that round is not
+# tuned to it. Same kind of task: one or two small files, one change or
+# one question.
+TASKS2 = [
+    {
+        "name": "wrong-operator",
+        "files": {"rect.py": "def area(width, height):\n    return width + height\n"},
+        "task": "area() in rect.py returns the wrong value for a rectangle's area. Fix it.",
+        "check": lambda d, a: run_py(d, "import rect; print(rect.area(3, 4), rect.area(2, 5))") == "12 10",
+    },
+    {
+        "name": "env-flag",
+        "files": {"app.env": "APP_NAME=shop\nDEBUG=true\nWORKERS=4\n"},
+        "task": "Turn DEBUG off in app.env (set it to false). Leave the other lines as they are.",
+        "check": lambda d, a: read(d, "app.env").split() == ["APP_NAME=shop", "DEBUG=false", "WORKERS=4"],
+    },
+    {
+        "name": "delete-function",
+        "files": {
+            "helpers.py": "def used(x):\n    return x * 2\n\n\ndef unused_helper(y):\n    return y - 1\n",
+            "main.py": "from helpers import used\n\nprint(used(21))\n",
+        },
+        "task": "Remove the unused function unused_helper from helpers.py.",
+        "check": lambda d, a: "unused_helper" not in read(d, "helpers.py")
+        and run_py(d, "import runpy; runpy.run_path('main.py')") == "42",
+    },
+    {
+        "name": "default-arg",
+        "files": {"hello.py": "def greet(name):\n    return 'Hi ' + name\n"},
+        "task": "Give greet in hello.py a default name of 'there', so greet() returns 'Hi there'.",
+        "check": lambda d, a: run_py(d, "import hello as h; print(h.greet() + '|' + h.greet('Bo'))") == "Hi there|Hi Bo",
+    },
+    {
+        "name": "which-port",
+        "files": {
+            "server.py": "import http.server\n\nPORT = 5173\n\n\ndef main():\n"
+            "    http.server.HTTPServer(('', PORT), http.server.SimpleHTTPRequestHandler).serve_forever()\n"
+        },
+        "task": "Which port does server.py listen on? Answer with the number only.",
+        "check": lambda d, a: "5173" in (a or ""),
+    },
+    {
+        "name": "missing-colon",
+        "files": {"double.py": "def double(x)\n    return x * 2\n"},
+        "task": "double.py does not run. Fix it.",
+        "check": lambda d, a: run_py(d, "import double; print(double.double(4))") == "8",
+    },
+    {
+        "name": "json-add-key",
+        "files": {"package.json": '{\n  "name": "demo",\n  "version": "1.0.0"\n}\n'},
+        "task": 'Add a "license" field with the value "MIT" to package.json.',
+        "check": lambda d, a: _json(d, "package.json") == {"name": "demo", "version": "1.0.0", "license": "MIT"},
+    },
+    {
+        "name": "reverse-words",
+        "files": {"words.py": "def reverse_words(s):\n    return s[::-1]\n"},
+        "task": "reverse_words in words.py should reverse the order of the words, not the characters: "
+        "'a b c' gives 'c b a'. Fix it.",
+        "check": lambda d, a: run_py(d, "import words; print(words.reverse_words('one two three'))") == "three two one",
+    },
+]
+
+
 def _json(d: Path, name: str):
     try:
         return json.loads(read(d, name))
