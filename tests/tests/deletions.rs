@@ -10,17 +10,6 @@ use swival_tests::TestEnv;
 
 const UTIL: &str = "def helper(x):\n    return x\n\n\ndef main():\n    print(helper(1))\n";
 
-/// The `user` and `tool` message texts of request `n`.
-fn texts(mock: &MockProvider, n: usize) -> Vec<String> {
-    mock.requests()[n]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool" || m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 /// Run `task` on a project holding util.py, the model deleting it and then
 /// answering each of `answers` in turn; the mock and the run's result.
 fn delete_util(task: &str, answers: &[&str]) -> (MockProvider, Value) {
@@ -64,7 +53,7 @@ fn deleting_the_file_of_a_function_the_task_names_is_noted_and_the_silent_answer
     // The first answer did not mention util.py: one nudge, last in the
     // conversation, then the second answer is the run's.
     assert_eq!(mock.request_count(), 3);
-    let nudge = texts(&mock, 2).last().unwrap().clone();
+    let nudge = mock.texts_of(2).last().unwrap().clone();
     assert!(nudge.starts_with("You deleted util.py (now .swival/trash/"), "{nudge}");
     assert!(nudge.contains("the task named only `helper` inside it"), "{nudge}");
     let last = mock.requests()[2]["messages"].as_array().unwrap().last().unwrap().clone();

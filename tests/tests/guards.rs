@@ -10,17 +10,6 @@ fn config(mock: &MockProvider) -> Value {
     json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})
 }
 
-/// The `user` and `tool` message texts of request `n`.
-fn texts(mock: &MockProvider, n: usize) -> Vec<String> {
-    mock.requests()[n]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool" || m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 /// Create a session on `p` with `cfg`, run `task` to its end: the
 /// session, the run and its result.
 fn run_task(c: &mut NdConn, p: &Path, cfg: Value, task: &str) -> (String, Value, Value) {
@@ -51,15 +40,15 @@ fn a_model_repeating_a_refused_edit_is_told_refused_and_stopped() {
     assert_eq!(mock.request_count(), 8);
     let last = &mock.requests()[7];
     assert!(last.get("tools").is_none(), "the last call offers no tools: {last}");
-    assert!(texts(&mock, 7).last().unwrap().starts_with("STOP: your last tool calls were refused as repeats"));
+    assert!(mock.texts_of(7).last().unwrap().starts_with("STOP: your last tool calls were refused as repeats"));
     assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
 
     // What the model saw: the read guard with the file read for it, then
     // refusals naming the call.
-    let second = texts(&mock, 1);
+    let second = mock.texts_of(1);
     let guard = second.last().unwrap();
     assert!(guard.contains("It has now been read for you") && guard.contains("1: x = 1"), "{guard}");
-    let third = texts(&mock, 3);
+    let third = mock.texts_of(3);
     let refusal = third.iter().rev().find(|t| t.contains("repeat-loop guard")).expect("a refusal");
     assert!(
         refusal
@@ -98,11 +87,11 @@ fn an_unread_file_is_edited_when_the_text_matches_once_and_a_slip_is_repaired() 
     let (_, _, result) = run_task(&mut c, &p, config(&mock), "raise the limit to 20");
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(std::fs::read_to_string(p.join("conf.py")).unwrap(), "limit = 20\n");
-    let second = texts(&mock, 1);
+    let second = mock.texts_of(1);
     let edited = second.last().unwrap();
     assert!(edited.starts_with("Edited conf.py"), "{edited}");
     assert!(edited.contains("(auto-corrected: 'path' → 'file_path'; ignored 'why': edit_file takes"), "{edited}");
-    let third = texts(&mock, 2);
+    let third = mock.texts_of(2);
     assert!(
         third.last().unwrap().starts_with("error: unknown tool 'create_file'. Did you mean 'write_file'?"),
         "{third:?}"
@@ -126,7 +115,7 @@ fn storm_breaker_false_turns_the_guards_off() {
     assert_eq!(result["outcome"], "success", "{result}");
     assert_eq!(result["stats"]["stormed_calls"], 0);
     assert_eq!(result["stats"]["tool_calls_failed"], 4, "every repeat ran: {result}");
-    let all: Vec<String> = (0..5).flat_map(|n| texts(&mock, n)).collect();
+    let all: Vec<String> = (0..5).flat_map(|n| mock.texts_of(n)).collect();
     assert!(all.iter().all(|t| !t.contains("IMPORTANT") && !t.contains("repeat-loop")), "{all:?}");
 }
 
@@ -184,7 +173,7 @@ fn files_the_task_names_are_read_up_front_and_a_wrong_directory_names_the_real_f
     assert_eq!(result["outcome"], "success", "{result}");
 
     // The first request carries the named file as read_file shows it.
-    let first = texts(&mock, 0);
+    let first = mock.texts_of(0);
     let pre = first.last().unwrap();
     assert!(pre.starts_with("The task names these files") && pre.contains("=== calc.py ===\n1: x = 1"), "{pre}");
     let results = mock.tool_results();
@@ -219,7 +208,7 @@ fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is
     let mut c = daemon.nd();
     let (_, _, result) = run_task(&mut c, &p, config(&mock), "what does this project do?");
     assert_eq!(result["answer"], "calcd: a calculator daemon.", "{result:#}");
-    let nudge = texts(&mock, 1).last().unwrap().clone();
+    let nudge = mock.texts_of(1).last().unwrap().clone();
     assert!(nudge.contains("without looking at the project") && nudge.contains("README.md, src/"), "{nudge}");
     let (_, _, plain) = run_task(&mut c, &p, config(&mock), "what is 2 + 2?");
     assert_eq!(plain["answer"], "4", "a question that needs no file is answered at once: {plain:#}");

@@ -25,16 +25,23 @@ fn busy_mock(turns: usize) -> MockProvider {
     MockProvider::start(steps)
 }
 
-#[test]
-fn a_websocket_subscriber_that_never_reads_is_dropped_with_a_notice_and_runs_go_on() {
-    let env = TestEnv::new();
+/// A daemon dropping subscribers that read nothing for a second, and a
+/// session on it whose run makes thousands of events: the daemon, the
+/// mock, a connection and the session's id.
+fn stalling_session(env: &TestEnv) -> (swival_tests::Daemon, MockProvider, swival_tests::NdConn, Value) {
     env.daemon_settings("subscriber_stall_s = 1");
     let daemon = env.start_daemon();
     let mock = busy_mock(800);
     let mut c = daemon.nd();
     let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "max_turns": 1000});
-    let project = env.project("p");
-    let sid = c.ok("session/create", json!({"base_dir": project, "config": config}))["session_id"].clone();
+    let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
+    (daemon, mock, c, sid)
+}
+
+#[test]
+fn a_websocket_subscriber_that_never_reads_is_dropped_with_a_notice_and_runs_go_on() {
+    let env = TestEnv::new();
+    let (daemon, _mock, mut c, sid) = stalling_session(&env);
 
     let mut ws = ws_subscribe(&daemon.socket, &sid);
 
@@ -164,12 +171,7 @@ fn stalled_subscribers_cost_their_place_not_their_backlog_and_resume_with_no_gap
 #[test]
 fn a_newline_delimited_subscriber_that_never_reads_is_dropped_naming_where_to_resume_and_resumes_there() {
     let env = TestEnv::new();
-    env.daemon_settings("subscriber_stall_s = 1");
-    let daemon = env.start_daemon();
-    let mock = busy_mock(800);
-    let mut c = daemon.nd();
-    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "max_turns": 1000});
-    let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
+    let (daemon, _mock, mut c, sid) = stalling_session(&env);
     let mut stalled = UnixStream::connect(&daemon.socket).unwrap();
     let req = json!({"jsonrpc": "2.0", "id": 1, "method": "session/subscribe", "params": {"session_id": sid}});
     stalled.write_all(format!("{req}\n").as_bytes()).unwrap();

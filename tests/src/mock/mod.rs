@@ -272,6 +272,17 @@ impl MockProvider {
         bodies.join("\n")
     }
 
+    /// The `user` and `tool` message texts of request `n` (from 0).
+    pub fn texts_of(&self, n: usize) -> Vec<String> {
+        self.requests()[n]["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool" || m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     /// The tool results the model was shown in any request, by call id.
     pub fn tool_results(&self) -> HashMap<String, String> {
         let mut out = HashMap::new();
