@@ -127,6 +127,14 @@ pub struct RunArgs {
     /// the first request is the system prompt and the task, as Swival's.
     #[arg(long)]
     pub no_read_named_files: bool,
+    /// Offer the tools with short descriptions and without their rarely
+    /// needed parameters (the default with a local provider: llamacpp,
+    /// lmstudio, ollama).
+    #[arg(long, overrides_with = "no_lean_tools")]
+    pub lean_tools: bool,
+    /// Offer Swival's tool schemas, as they are, whatever the provider.
+    #[arg(long)]
+    pub no_lean_tools: bool,
     /// Don't load auto-memory from .swival/memory/.
     #[arg(long, conflicts_with = "memory_full")]
     pub no_memory: bool,

@@ -322,6 +322,9 @@ pub struct SessionConfig {
     /// them as a second user message (ours; `false` sends Swival's
     /// `[system, user]`).
     pub read_named_files: bool,
+    /// Offer the lean tool schemas (`tools/lean.rs`) instead of Swival's;
+    /// when unset, on for the local-server presets (see [`Self::offers_lean_tools`]).
+    pub lean_tools: Option<bool>,
     /// The loop guards: a repeated identical call refused, Swival's error
     /// guardrail, re-read and finishing nudges, a stuck run ended.
     pub storm_breaker: bool,
@@ -512,6 +515,7 @@ impl Default for SessionConfig {
             no_read_guard: false,
             edit_checks: true,
             read_named_files: true,
+            lean_tools: None,
             storm_breaker: true,
             no_instructions: false,
             no_history: false,
@@ -575,6 +579,14 @@ impl SessionConfig {
             None if self.yolo => FilesMode::All,
             None => FilesMode::Some,
         }
+    }
+
+    /// Whether the model is offered the lean tool schemas: `lean_tools`
+    /// when set, else on for a model server on this machine (llama.cpp,
+    /// LM Studio, Ollama), where every prompt token costs wall time
+    /// before the first word, and off elsewhere.
+    pub fn offers_lean_tools(&self) -> bool {
+        self.lean_tools.unwrap_or_else(|| self.provider.is_local())
     }
 
     /// What `run_command` may run. `commands = "none"` turns it off; a
