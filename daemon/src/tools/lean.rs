@@ -87,7 +87,13 @@ const CUTS: &[Cut] = &[
             bare("case_insensitive"),
         ],
     },
-    Cut { tool: Think::NAME, description: "Think privately before a complex step.", keep: &[said("thought", "Your reasoning.")] },
+    // A 1.5B model offered "think" with a thought alone used it to greet
+    // the user: say the user never sees it.
+    Cut {
+        tool: Think::NAME,
+        description: "Plan a multi-step change in private notes the user never sees.",
+        keep: &[said("thought", "Your plan or reasoning, not a reply.")],
+    },
     Cut {
         tool: Todo::NAME,
         description: "A checklist for multi-step work.",
