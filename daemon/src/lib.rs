@@ -91,7 +91,7 @@ pub mod sandboxed {
 pub mod tooling {
     pub use crate::sandbox::{tool_schemas, CommandPolicy};
     pub use crate::tools::path::{FilesMode, PathPolicy};
-    pub use crate::tools::schema::Offer;
+    pub use crate::tools::schema::{Offer, SchemaStyle};
     pub use crate::tools::ToolBox;
 }
 

@@ -1,7 +1,8 @@
 //! The tools a run offers the model, byte for byte: names, descriptions,
 //! parameters and the order of every key, for the file tools at several
 //! `max_output_lines` with the command tools off, unrestricted and
-//! whitelisted. Models and prompt caches see these bytes, so a change to
+//! whitelisted, in Swival's words and then in the lean ones
+//! (`lean_tools`). Models and prompt caches see these bytes, so a change to
 //! them must be deliberate: `UPDATE_SNAPSHOT=1 cargo test -p swival-tests
 //! --test tool_schemas` rewrites `tests/snapshots/tool_schemas.txt`, and
 //! the diff shows what the model will see differently.
@@ -13,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use swivald::tooling::{tool_schemas, CommandPolicy, Offer};
+use swivald::tooling::{tool_schemas, CommandPolicy, Offer, SchemaStyle};
 
 /// Where the snapshot lives.
 fn snapshot_path() -> PathBuf {
@@ -32,8 +33,15 @@ fn offers() -> String {
     let mut out = String::new();
     for read_lines in [2000, 1, 3, 7, 200] {
         for (label, policy) in &policies {
-            let offer = Offer::shared(read_lines, tool_schemas(policy));
+            let offer = Offer::shared(read_lines, SchemaStyle::Swival, tool_schemas(policy));
             out.push_str(&format!("# max_output_lines = {read_lines}, {label}\n{}\n", offer.json.get()));
+        }
+    }
+    // After Swival's, so that adding them left those lines as they were.
+    for read_lines in [2000, 7] {
+        for (label, policy) in &policies {
+            let offer = Offer::shared(read_lines, SchemaStyle::Lean, tool_schemas(policy));
+            out.push_str(&format!("# lean, max_output_lines = {read_lines}, {label}\n{}\n", offer.json.get()));
         }
     }
     out

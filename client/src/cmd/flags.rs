@@ -65,6 +65,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         no_instructions: on(a.no_instructions),
         no_read_guard: on(a.no_read_guard),
         read_named_files: a.no_read_named_files.then_some(false),
+        lean_tools: if a.no_lean_tools { Some(false) } else { on(a.lean_tools) },
         no_memory: on(a.no_memory),
         memory_full: on(a.memory_full),
         no_continue: on(a.no_continue),
@@ -148,6 +149,16 @@ mod tests {
         assert_eq!(config, serde_json::from_str::<Value>(r#"{"encrypt_secrets": false}"#).unwrap());
         assert_eq!(overlay(&run_args(&["t"])), ConfigOverlay::default(), "a flag not given sets nothing");
         assert_eq!(ConfigOverlay::default().to_config(), Value::Object(Map::new()));
+    }
+
+    #[test]
+    fn lean_tools_flags_set_the_key_either_way_and_the_last_one_wins() {
+        let lean = |flags: &[&str]| overlay(&run_args(flags)).lean_tools;
+        assert_eq!(lean(&["--lean-tools", "t"]), Some(true));
+        assert_eq!(lean(&["--no-lean-tools", "t"]), Some(false));
+        assert_eq!(lean(&["--no-lean-tools", "--lean-tools", "t"]), Some(true));
+        assert_eq!(lean(&["--lean-tools", "--no-lean-tools", "t"]), Some(false));
+        assert_eq!(lean(&["t"]), None, "unset: the provider decides");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The subcommands of swivalctl, one module per group.
 
 pub mod acp;
+mod approval;
 pub mod changes;
 pub mod daemon;
 mod flags;

@@ -136,6 +136,9 @@ pub struct ConfigOverlay {
     /// `--no-read-named-files` (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_named_files: Option<bool>,
+    /// `--lean-tools` (true) or `--no-lean-tools` (false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lean_tools: Option<bool>,
     /// `--no-memory`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_memory: Option<bool>,

@@ -173,7 +173,8 @@ impl Run<'_> {
             self.conversation.push(reply.to_message())?;
             // Boxed: this future sits inside a run's, whose size a debug
             // build's worker stack has to hold.
-            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, &offer.schemas, &mut guards)).await?;
+            // Repaired against what the tools take, not the (perhaps lean) offer.
+            Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, offer.taken(), &mut guards)).await?;
             if let Some(why) = guards.stuck() {
                 return self.last_word(turn, why).await;
             }

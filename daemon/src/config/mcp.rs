@@ -1,17 +1,74 @@
-//! MCP server configuration as Swival reads it: the checks on each
-//! `[mcp_servers.NAME]` table (name, `command` or `url`, transport), and
-//! the `mcpServers` JSON file (`<base>/.swival/mcp.json`, or the file
+//! MCP server configuration as Swival reads it: [`McpServerConfig`], the
+//! checks on each `[mcp_servers.NAME]` table (name, `command` or `url`,
+//! transport), and the `mcpServers` JSON file (`<base>/.swival/mcp.json`, or the file
 //! `--mcp-config` names instead), whose servers sit below every TOML layer:
 //! a server both name is the TOML one (Swival's `merge_mcp_configs`).
 
 use super::parse::normalize;
 use super::schema::{Kind, MCP_FIELDS};
+use super::types::REDACTED;
 use super::{ConfigError, Origin};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Where a project's MCP JSON file lives, relative to its base dir.
 pub const PROJECT_MCP_JSON: &str = ".swival/mcp.json";
+
+/// One MCP server as configured: a program speaking MCP on stdio
+/// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
+/// `headers`, `type`/`transport`), checked here.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program (a bare name is looked up on the caller's PATH).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables set over the caller's environment (values may be secrets: never shown).
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (default: the base dir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The endpoint of an HTTP server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (values may be secrets: never shown).
+    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Swival's transport declaration (`stdio`, `http`, `streamable-http`, `sse`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The same, under its other name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+}
+
+impl fmt::Debug for McpServerConfig {
+    /// Variable and header names only: their values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("type", &self.kind)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// A map shown with every value replaced by `<redacted>`.
+fn redacted_values<S: Serializer>(map: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(map.keys().map(|k| (k, REDACTED)))
+}
 
 /// Transport names Swival accepts in `type`/`transport`.
 const TRANSPORTS: &[&str] = &["stdio", "http", "streamable-http", "streamable_http", "sse"];

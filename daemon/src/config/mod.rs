@@ -45,11 +45,11 @@ mod types;
 mod tests;
 
 pub use command::Command;
-pub use mcp::{McpJson, PROJECT_MCP_JSON};
+pub use mcp::{McpJson, McpServerConfig, PROJECT_MCP_JSON};
 pub use provider::ProviderKind;
 pub use stages::{CommandHook, HookPoint, OnFailure, ProcessMode, SecretPattern};
 pub use trust::ProjectFile;
-pub use types::{Cidr, CommandAccess, FilesMode, McpServerConfig, SandboxMode, Secret, SessionConfig};
+pub use types::{Cidr, CommandAccess, FilesMode, SandboxMode, Secret, SessionConfig};
 
 use serde::Serialize;
 use std::collections::BTreeMap;

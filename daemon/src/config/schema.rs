@@ -272,6 +272,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("no_read_guard", Kind::Bool),
     acted("edit_checks", Kind::Bool),
     acted("read_named_files", Kind::Bool),
+    acted("lean_tools", Kind::Bool),
     acted("no_instructions", Kind::Bool),
     acted("no_history", Kind::Bool),
     acted("no_memory", Kind::Bool),

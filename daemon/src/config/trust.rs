@@ -55,6 +55,8 @@ const HARMLESS: &[&str] = &[
     "edit_checks",
     // Reads only what the path policy lets the model read anyway.
     "read_named_files",
+    // Changes only the wording of the tools offered, not what they do.
+    "lean_tools",
     "no_instructions",
     "no_history",
     "no_memory",
@@ -245,7 +247,7 @@ mod tests {
     #[test]
     fn harmless_keys_need_no_trust() {
         let f = file(
-            "max_turns = 5\nsandbox = \"os\"\nyolo = false\ncommands = \"none\"\nquiet = true\nread_named_files = false\n",
+            "max_turns = 5\nsandbox = \"os\"\nyolo = false\ncommands = \"none\"\nquiet = true\nread_named_files = false\nlean_tools = true\n",
         );
         assert!(f.needs_trust().unwrap().is_empty());
         for narrow in ["files = \"some\"", "files = \"none\"", "decision_model = \"m\""] {

@@ -8,6 +8,7 @@
 //! [`super::load`] again with the original request config.
 
 use super::command::Command;
+use super::mcp::McpServerConfig;
 use super::provider::ProviderKind;
 use super::stages::{CommandHook, FilterStage, SecretPattern};
 use serde::{Deserialize, Serialize, Serializer};
@@ -129,7 +130,7 @@ impl Serialize for Secret {
 }
 
 /// What secrets serialize as.
-const REDACTED: &str = "<redacted>";
+pub(super) const REDACTED: &str = "<redacted>";
 
 /// An IP network in CIDR notation (`10.0.0.0/8`, `fd00::/8`; a bare
 /// address means that one host).
@@ -322,6 +323,8 @@ pub struct SessionConfig {
     /// them as a second user message (ours; `false` sends Swival's
     /// `[system, user]`).
     pub read_named_files: bool,
+    /// Offer lean tool schemas (`tools/lean.rs`); see [`Self::offers_lean_tools`].
+    pub lean_tools: Option<bool>,
     /// The loop guards: a repeated identical call refused, Swival's error
     /// guardrail, re-read and finishing nudges, a stuck run ended.
     pub storm_breaker: bool,
@@ -423,59 +426,6 @@ pub struct SessionConfig {
     pub kept: KeptKeys,
 }
 
-/// One MCP server as configured: a program speaking MCP on stdio
-/// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
-/// `headers`, `type`/`transport`). Checked by `config/mcp.rs`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct McpServerConfig {
-    /// The program (a bare name is looked up on the caller's PATH).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    /// Its arguments.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<String>,
-    /// Variables set over the caller's environment (values may be secrets: never shown).
-    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// Working directory (default: the base dir).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<PathBuf>,
-    /// The endpoint of an HTTP server.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Headers sent with every HTTP request (values may be secrets: never shown).
-    #[serde(serialize_with = "redacted_values", skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, String>,
-    /// Swival's transport declaration (`stdio`, `http`, `streamable-http`, `sse`).
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// The same, under its other name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transport: Option<String>,
-}
-
-impl fmt::Debug for McpServerConfig {
-    /// Variable and header names only: their values may be secrets.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpServerConfig")
-            .field("command", &self.command)
-            .field("args", &self.args)
-            .field("env", &self.env.keys().collect::<Vec<_>>())
-            .field("cwd", &self.cwd)
-            .field("url", &self.url)
-            .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("type", &self.kind)
-            .field("transport", &self.transport)
-            .finish()
-    }
-}
-
-/// A map shown with every value replaced by `<redacted>`.
-fn redacted_values<S: Serializer>(map: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_map(map.keys().map(|k| (k, REDACTED)))
-}
-
 /// Default `max_output_tokens`.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 32768;
 /// Default `max_review_rounds` (SPEC §7; Swival's is 15).
@@ -512,6 +462,7 @@ impl Default for SessionConfig {
             no_read_guard: false,
             edit_checks: true,
             read_named_files: true,
+            lean_tools: None,
             storm_breaker: true,
             no_instructions: false,
             no_history: false,
@@ -575,6 +526,13 @@ impl SessionConfig {
             None if self.yolo => FilesMode::All,
             None => FilesMode::Some,
         }
+    }
+
+    /// Whether the model is offered the lean tool schemas: `lean_tools`
+    /// when set, else for a model server on this machine (llama.cpp, LM
+    /// Studio, Ollama), where each prompt token costs wall time up front.
+    pub fn offers_lean_tools(&self) -> bool {
+        self.lean_tools.unwrap_or_else(|| self.provider.is_local())
     }
 
     /// What `run_command` may run. `commands = "none"` turns it off; a

@@ -211,11 +211,13 @@ impl Sessions {
     }
 }
 
-/// The session's toolbox: `policy`, and the config's guard, checks and caps.
+/// The session's toolbox: `policy`, and the config's guard, checks, caps
+/// and schema style.
 fn toolbox(cfg: &crate::config::SessionConfig, policy: crate::tools::path::PathPolicy) -> ToolBox {
     let mut tools = ToolBox::new(policy);
     tools.read_guard = !cfg.no_read_guard;
     tools.edit_checks = cfg.edit_checks;
+    tools.style = crate::tools::schema::SchemaStyle::lean_if(cfg.offers_lean_tools());
     tools.caps = OutputCaps {
         read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
         read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),

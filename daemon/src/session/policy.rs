@@ -78,11 +78,15 @@ impl Sessions {
     /// the tools its MCP servers listed — without loading it.
     pub fn tools(&self, id: &SessionId) -> Result<swival_protocol::SessionToolsResult, SessionError> {
         let session = self.inspect(id)?;
-        let read_lines = usize::try_from(session.config.config.max_output_lines).unwrap_or(usize::MAX);
-        let schemas = crate::tools::registry::in_order(
-            crate::tools::schema::file_tools(read_lines),
+        let cfg = &session.config.config;
+        let read_lines = usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX);
+        let style = crate::tools::schema::SchemaStyle::lean_if(cfg.offers_lean_tools());
+        let offer = crate::tools::schema::Offer::shared(
+            read_lines,
+            style,
             crate::sandbox::tool_schemas(&session.commands.policy),
         );
+        let schemas = &offer.schemas;
         let text = |v: &serde_json::Value, k: &str| v["function"][k].as_str().unwrap_or_default().to_owned();
         let mut tools: Vec<swival_protocol::ToolInfo> = schemas
             .iter()

@@ -34,6 +34,7 @@ mod declarations;
 mod edit;
 mod error;
 mod files;
+mod lean;
 mod miss;
 mod named;
 mod near;
@@ -144,6 +145,8 @@ pub struct ToolBox {
     pub misses: miss::Misses,
     /// The skills the run's setup found (`use_skill`).
     pub skills: crate::skills::Catalog,
+    /// How the offer words the tools (`lean_tools`).
+    pub style: schema::SchemaStyle,
 }
 
 impl ToolBox {
@@ -160,6 +163,7 @@ impl ToolBox {
             mcp: crate::mcp::SessionMcp::default(),
             misses: miss::Misses::default(),
             skills: crate::skills::Catalog::default(),
+            style: schema::SchemaStyle::Swival,
         }
     }
 
@@ -175,17 +179,19 @@ impl ToolBox {
         schema::file_tools(self.caps.read_lines)
     }
 
-    /// What a run offers the model: the file tools, `commands` (the
-    /// command tools) and the MCP servers' tools, serialised once. Without
-    /// MCP tools the offer is shared with every run offering the same.
+    /// What a run offers the model: the file tools and `commands` (the
+    /// command tools) in the session's style, and the MCP servers' tools
+    /// as their servers wrote them, serialised once. Without MCP tools the
+    /// offer is shared with every run offering the same.
     pub fn offer(&self, commands: Vec<Value>) -> std::sync::Arc<schema::Offer> {
         let mcp = self.mcp.schemas();
         if mcp.is_empty() {
-            return schema::Offer::shared(self.caps.read_lines, commands);
+            return schema::Offer::shared(self.caps.read_lines, self.style, commands);
         }
         let mut all = registry::in_order(self.schemas(), commands);
+        // The lean cuts name no MCP tool (theirs are `mcp__<server>__<tool>`).
         all.extend(mcp.iter().cloned());
-        std::sync::Arc::new(schema::Offer::new(all))
+        std::sync::Arc::new(schema::Offer::styled(all, self.style))
     }
 
     /// Run one tool call; the result string is what the model sees.

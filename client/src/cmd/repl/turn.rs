@@ -6,7 +6,8 @@
 
 use super::show::{self, Answer};
 use super::{Lost, Repl};
-use crate::cmd::run::{approval_answer, approval_question, Progress};
+use crate::cmd::approval::{approval_answer, approval_question};
+use crate::cmd::run::Progress;
 use std::io::IsTerminal;
 use swival_protocol::{ApprovalDecision, ErrorCode, Event, EventKind, FailureKind, Outcome, RunEnd, RunId};
 use swivalctl::ClientError;

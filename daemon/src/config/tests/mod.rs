@@ -408,6 +408,27 @@ fn read_named_files_is_on_by_default_and_any_layer_turns_it_off_without_a_warnin
 }
 
 #[test]
+fn lean_tools_follow_a_local_provider_unless_a_layer_says_otherwise() {
+    let lean = |request: Value| Fixture::new().config(Some(request)).offers_lean_tools();
+    for local in ["llamacpp", "lmstudio", "ollama"] {
+        assert!(lean(json!({"provider": local})), "{local}");
+    }
+    for remote in ["openai", "openrouter"] {
+        assert!(!lean(json!({"provider": remote})), "{remote}");
+    }
+    assert!(!lean(json!({"provider": "generic", "base_url": "http://127.0.0.1:1/v1"})));
+    assert!(!lean(json!({"provider": "llamacpp", "lean_tools": false})), "the request wins");
+    assert!(lean(json!({"provider": "openai", "lean_tools": true})));
+    let f = Fixture::new().project("lean_tools = false\n");
+    let eff = f.load(Some(json!({"provider": "llamacpp"}))).unwrap();
+    assert!(!eff.config.offers_lean_tools(), "a project layer wins over the provider's default");
+    assert!(eff.warnings.is_empty(), "{:?}", eff.warnings);
+    assert_eq!(eff.sources["lean_tools"], f.project_path().display().to_string());
+    let err = Fixture::new().error(Some(json!({"lean_tools": "yes"})));
+    assert!(err.contains("'lean_tools' expected bool, got str"), "{err}");
+}
+
+#[test]
 fn global_config_path_ends_in_swival_config_toml() {
     assert!(global_config_path().ends_with(Path::new("swival/config.toml")));
 }
