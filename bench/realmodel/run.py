@@ -88,6 +88,11 @@ def one(args, agent, runner, task, env):
         stdout, code = p.stdout, p.returncode
     except subprocess.TimeoutExpired:
         stdout, code = "", None
+        # The run goes on in the daemon (and on the server's one slot)
+        # after its client is killed: stop the daemon so the next run
+        # does not queue behind it.
+        if agent == "swivalctl":
+            subprocess.run([str(args.swivalctl), "daemon", "stop"], env=env, capture_output=True)
     wall = time.monotonic() - t0
     time.sleep(0.5)  # the server writes its last lines after replying
     prompts = server_calls(Path(args.log), start)
