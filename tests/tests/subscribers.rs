@@ -25,6 +25,12 @@ fn busy_mock(turns: usize) -> MockProvider {
     MockProvider::start(steps)
 }
 
+/// Run task "t" on `sid` to its end: the result.
+fn run_once(c: &mut swival_tests::NdConn, sid: &Value) -> Value {
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
+    c.ok("run/wait", json!({"run_id": run}))
+}
+
 /// A daemon dropping subscribers that read nothing for a second, and a
 /// session on it whose run makes thousands of events: the daemon, the
 /// mock, a connection and the session's id.
@@ -107,10 +113,7 @@ fn stalled_subscribers_cost_their_place_not_their_backlog_and_resume_with_no_gap
     let mut c = daemon.nd();
     let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
     let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
-    let run = |c: &mut swival_tests::NdConn| {
-        let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
-        c.ok("run/wait", json!({"run_id": run}))
-    };
+    let run = |c: &mut swival_tests::NdConn| run_once(c, &sid);
     assert_eq!(run(&mut c)["outcome"], "success");
     let before = rss_kib(daemon.pid());
 
@@ -216,10 +219,7 @@ fn unsubscribing_on_a_newline_delimited_connection_ends_that_subscription_only()
     let mut c = daemon.nd();
     let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
     let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
-    let run = |c: &mut swival_tests::NdConn| {
-        let run = c.ok("run/start", json!({"session_id": sid, "task": "t"}))["run_id"].clone();
-        c.ok("run/wait", json!({"run_id": run}))
-    };
+    let run = |c: &mut swival_tests::NdConn| run_once(c, &sid);
 
     // Refusals are as before: a session that does not exist, bad params.
     let missing = c.call("session/subscribe", json!({"session_id": "nope"}));
