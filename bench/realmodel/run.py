@@ -85,9 +85,9 @@ def one(args, agent, runner, task, env):
     t0 = time.monotonic()
     try:
         p = runner(args, task, project, report, env)
-        stdout, code = p.stdout, p.returncode
+        stdout, stderr, code = p.stdout, p.stderr, p.returncode
     except subprocess.TimeoutExpired:
-        stdout, code = "", None
+        stdout, stderr, code = "", "", None
         # The run goes on in the daemon (and on the server's one slot)
         # after its client is killed: stop the daemon so the next run
         # does not queue behind it.
@@ -118,6 +118,14 @@ def one(args, agent, runner, task, env):
         "tool_calls_total": stats.get("tool_calls_total", 0),
         "answer": answer[:300],
     }
+    if args.keep:
+        kept = Path(args.keep) / f"{agent}-{task['name']}-{project.name.rsplit('-', 1)[-1]}"
+        kept.mkdir(parents=True, exist_ok=True)
+        if report.exists():
+            shutil.copy(report, kept / "report.json")
+        (kept / "stdout").write_text(stdout)
+        (kept / "stderr").write_text(stderr)
+        shutil.copytree(project, kept / "project", dirs_exist_ok=True)
     shutil.rmtree(project, ignore_errors=True)
     report.unlink(missing_ok=True)
     return row
@@ -174,6 +182,7 @@ def main():
     ap.add_argument("--swivalctl-arg", action="append", default=[], help="one more argument for swivalctl run")
     ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
     ap.add_argument("--out", default="realmodel-results.json")
+    ap.add_argument("--keep", help="a directory to keep every run's report, output and project in")
     args = ap.parse_args()
     if args.set == 2:
         TASKS[:] = TASKS2

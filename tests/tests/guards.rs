@@ -216,6 +216,32 @@ fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is
 }
 
 #[test]
+fn an_answer_claiming_a_change_nobody_made_is_nudged_once_and_copied_read_output_is_left_out() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("settings.json"), "{\n  \"timeout\": 30\n}\n").unwrap();
+    // The model reads, claims the change, is nudged, then writes the file
+    // back with read_file's numbers and checksum line in it.
+    let copied = "1: {\n2:   \"timeout\": 60\n3: }\n[checksum=1a2b3c4d]";
+    let mock = MockProvider::start(vec![
+        Step::tool_call("r", "read_file", json!({"file_path": "settings.json"})),
+        Step::text("I changed the timeout from 30 to 60."),
+        Step::tool_call("w", "write_file", json!({"file_path": "settings.json", "content": copied})),
+        Step::text("I changed the timeout from 30 to 60."),
+    ]);
+    let mut c = daemon.nd();
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "Set the timeout in settings.json to 60.");
+    assert_eq!(result["answer"], "I changed the timeout from 30 to 60.", "{result:#}");
+    let nudge = mock.texts_of(2).last().unwrap().clone();
+    assert!(nudge.contains("no file was changed in this run"), "{nudge}");
+    assert_eq!(std::fs::read_to_string(p.join("settings.json")).unwrap(), "{\n  \"timeout\": 60\n}\n");
+    let wrote = &mock.tool_results()["w"];
+    assert!(wrote.contains("left out the line numbers") && wrote.contains("'[checksum=…]' line"), "{wrote}");
+    assert_eq!(mock.request_count(), 4, "the second claim, after a change, ends the run");
+}
+
+#[test]
 fn a_tool_call_written_as_text_with_tools_offered_runs_as_that_call_and_the_run_goes_on() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();

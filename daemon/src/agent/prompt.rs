@@ -30,19 +30,41 @@ the sandbox and path rules always hold.
 
 Be concise: say what you are about to do, do it, and end with a short summary of what changed.";
 
+/// The prompt with the lean tool offer (`lean_tools`), for a small model
+/// that reads every token before its first word and takes each line as
+/// something to do: what a task needs and how to end it, nothing about
+/// tools it is not offered (`think`, `todo`), HISTORY.md or keeping
+/// memory (a 1.5B model told to keep MEMORY.md up to date wrote it, turn
+/// after turn, in place of the task). The memory block itself still comes.
+const LEAN_BASE: &str = "You are a coding agent working in a project directory on the user's machine. \
+Do the task with your tools, without asking questions.
+
+{FILES}
+
+How to work:
+- Anything about this project or its files: read them first and answer from what they say. Other questions: answer directly.
+- Read a file before you edit it. In edit_file, copy old_string exactly from what read_file showed; to rewrite a small file, write_file its whole new content.
+- Change only what the task asks; keep the rest of the file as it was.
+- When a tool returns an error, read it and change the call; never repeat a call unchanged.
+- When the task is done, stop calling tools and reply in one or two sentences: what you changed, or the answer.
+
+Never print secrets.";
+
 /// The system prompt of Swival's `command` provider, which gets no tools.
 pub const COMMAND_PROVIDER_PROMPT: &str =
     "You are a helpful assistant. Answer the user's question directly and concisely.";
 
 /// The system prompt for a session in `base_dir`, or the replacement text.
 /// `memory` is the `<memory>` block (empty: nothing to inject), or `None`
-/// with `no_memory`, which also leaves out Swival's memory section.
+/// with `no_memory`, which also leaves out Swival's memory section; `lean`
+/// is the lean tool offer's prompt ([`LEAN_BASE`]).
 pub fn system_prompt(
     base_dir: &Path,
     replacement: Option<&str>,
     with_instructions: bool,
     files: FilesMode,
     memory: Option<&str>,
+    lean: bool,
 ) -> String {
     if let Some(text) = replacement {
         return text.to_owned();
@@ -57,8 +79,12 @@ pub fn system_prompt(
             "Filesystem access is restricted to .swival/ only. You cannot read or write project files."
         }
     };
-    let guidance = if memory.is_some() { crate::notes::memory::GUIDANCE } else { "" };
-    let mut out = BASE.replace("{FILES}", rule).replace("{MEMORY}", guidance);
+    let mut out = if lean {
+        LEAN_BASE.replace("{FILES}", rule)
+    } else {
+        let guidance = if memory.is_some() { crate::notes::memory::GUIDANCE } else { "" };
+        BASE.replace("{FILES}", rule).replace("{MEMORY}", guidance)
+    };
     if with_instructions {
         if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
             out.push_str(&format!("\n\n<project-instructions>\n{claude}\n</project-instructions>"));
@@ -127,7 +153,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)))
             .unwrap();
-        let p = system_prompt(d.path(), None, true, FilesMode::Some, None);
+        let p = system_prompt(d.path(), None, true, FilesMode::Some, None, false);
         assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
         assert!(!p.contains("hidden-note"));
         assert!(p.len() < BASE.len() + INSTRUCTIONS_BUDGET + 500);
@@ -136,7 +162,7 @@ mod tests {
     #[test]
     fn the_files_setting_is_said_in_the_prompt() {
         let d = tempfile::tempdir().unwrap();
-        let prompt = |files| system_prompt(d.path(), None, false, files, None);
+        let prompt = |files| system_prompt(d.path(), None, false, files, None, false);
         assert!(prompt(FilesMode::Some).contains("paths outside it are refused"));
         assert!(prompt(FilesMode::All).contains("Filesystem access is unrestricted."));
         assert!(prompt(FilesMode::None).contains("Filesystem access is restricted to .swival/ only."));
@@ -160,18 +186,34 @@ mod tests {
     fn memory_comes_after_the_instructions_with_swivals_section_unless_off() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
-        let p = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"));
+        let p = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), false);
         assert!(p.contains("\n\n## Memory\n\n- Keep `.swival/memory/MEMORY.md` up to date"));
         let (agents, memory, date) =
             (p.find("</agent-instructions>"), p.find("<memory>"), p.find("Current date and time"));
         assert!(agents < memory && memory < date, "{p}");
-        let off = system_prompt(d.path(), None, true, FilesMode::Some, None);
+        let off = system_prompt(d.path(), None, true, FilesMode::Some, None, false);
         assert!(!off.contains("## Memory") && !off.contains("MEMORY.md") && !off.contains("{MEMORY}"));
+    }
+
+    #[test]
+    fn the_lean_prompt_is_short_and_keeps_the_memory_block_without_the_chores() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
+        let lean = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), true);
+        let full = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), false);
+        assert!(lean.len() < full.len() * 2 / 3, "{} against {}", lean.len(), full.len());
+        assert!(
+            lean.contains("paths outside it are refused") && lean.contains("Use tabs.") && lean.contains("<memory>\nm")
+        );
+        assert!(lean.contains("stop calling tools and reply"), "{lean}");
+        for chore in ["## Memory", "HISTORY.md", "Think before", "run the tests"] {
+            assert!(!lean.contains(chore), "{chore} in {lean}");
+        }
     }
 
     #[test]
     fn replacement_prompt_is_used_verbatim() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some, Some("")), "be brief");
+        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some, Some(""), false), "be brief");
     }
 }

@@ -289,7 +289,9 @@ fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<Memo
         .or((cfg.provider == ProviderKind::Command).then_some(prompt::COMMAND_PROVIDER_PROMPT));
     let (memory, stats) = if replacement.is_none() { resume::memory_block(ctx) } else { (None, None) };
     let files = cfg.files_mode();
-    let mut text = prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, files, memory.as_deref());
+    let lean = cfg.offers_lean_tools();
+    let mut text =
+        prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, files, memory.as_deref(), lean);
     if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
         text.push_str("\n\n");
         text.push_str(&skills);

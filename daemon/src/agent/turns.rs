@@ -158,13 +158,8 @@ impl Run<'_> {
                     self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
                     continue;
                 }
-                if let Some(nudge) = self.look_first(local_turn, &offer) {
-                    self.intervened(turn, "", swival_protocol::InterventionKind::Nudge, &nudge, None);
-                    self.conversation.push(Message::synthetic(nudge))?;
-                    continue;
-                }
-                if let Some(nudge) = self.unasked.nudge(&text, self.ctx.base_dir) {
-                    self.intervened(turn, "delete_file", swival_protocol::InterventionKind::Nudge, &nudge, None);
+                if let Some((tool, nudge)) = self.answer_nudge(local_turn, &offer, &text) {
+                    self.intervened(turn, tool, swival_protocol::InterventionKind::Nudge, &nudge, None);
                     self.conversation.push(Message::synthetic(nudge))?;
                     continue;
                 }
@@ -206,6 +201,22 @@ impl Run<'_> {
             reply.tool_calls = calls;
         }
         reply
+    }
+
+    /// The nudge a final `answer` gets instead of ending the run, with the
+    /// tool it is about (`""`: none): to look first (`look.rs`), to
+    /// account for a file deleted unasked, or to make the change it
+    /// claims (`unasked.rs`).
+    fn answer_nudge(&mut self, local_turn: u64, offer: &Offer, answer: &str) -> Option<(&'static str, String)> {
+        if let Some(nudge) = self.look_first(local_turn, offer) {
+            return Some(("", nudge));
+        }
+        if let Some(nudge) = self.unasked.nudge(answer, self.ctx.base_dir) {
+            return Some(("delete_file", nudge));
+        }
+        let succeeded = self.record.stats.tool_calls_by_name.iter().filter(|(_, c)| c.succeeded > 0);
+        let unmade = self.unasked.unmade(self.ctx.task, answer, succeeded.map(|(n, _)| n.as_str()));
+        unmade.map(|nudge| ("", nudge.to_owned()))
     }
 
     /// The nudge to look before answering, for a first answer of a fresh

@@ -364,9 +364,11 @@ pub fn replace(
 /// so count distinct locations: exactly one means the line number was
 /// stale and that one is meant; several are listed.
 fn stale_line(lines: &Lines<'_>, fallback: Vec<Span>, target: usize) -> Result<Span, EditError> {
-    let distinct = outermost(fallback);
+    let distinct = outermost(fallback.clone());
     match distinct[..] {
-        [only] => Ok(only),
+        // The earliest pass's match at that place: an exact hit inside a
+        // whole-line window keeps the line's indent.
+        [only] => Ok(fallback.into_iter().find(|&(a, b)| only.0 <= a && b <= only.1).unwrap_or(only)),
         _ => Err(EditError::NotAtLine {
             line: target,
             candidates: distinct.iter().map(|&s| lines.span_lines(s).0).collect(),
@@ -502,6 +504,15 @@ mod tests {
     fn stale_line_number_with_one_real_location_still_edits() {
         let out = replace("x\ny\nz\n", "y", "Y", false, Some(3)).unwrap();
         assert_eq!(out, "x\nY\nz\n");
+    }
+
+    #[test]
+    fn stale_line_number_keeps_the_indentation_of_an_exact_match() {
+        // The exact match nests in a whole-line window of the trimmed
+        // pass; the exact one is replaced, so the indent stays.
+        let content = "def total(xs):\n    s = 0\n    for i in range(len(xs) - 1):\n        s += xs[i]\n";
+        let out = replace(content, "for i in range(len(xs) - 1):", "for i in range(len(xs)):", false, Some(4)).unwrap();
+        assert_eq!(out, "def total(xs):\n    s = 0\n    for i in range(len(xs)):\n        s += xs[i]\n");
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! One table, [`CUTS`], says per tool what the lean offer says and which
 //! parameters it keeps; [`cut`] applies it to the generated schemas.
 //!
-//! What it must not change: the tool names, the names of the parameters
-//! kept and every `required` list (a required parameter is always kept).
-//! What it does: shorter descriptions, and the rarely needed optional
-//! parameters left out of the offer. The tools still take those (parsing
+//! What it must not change: the names of the tools and parameters
+//! offered and every `required` list (a required parameter is always
+//! kept). What it does: shorter descriptions, the rarely needed optional
+//! parameters left out of the offer, and [`LEFT_OUT`] the tools a small
+//! model uses to go round in circles. The tools still take those (parsing
 //! is the same, and calls are repaired against the full schemas, see
 //! [`Offer::taken`](super::schema::Offer::taken)), so a model that sends
 //! one anyway is served. A tool the table does not name (`run_command`,
@@ -41,10 +42,17 @@ const fn bare(path: &'static str) -> (&'static str, Option<&'static str>) {
     (path, None)
 }
 
+/// Tools the lean offer leaves out. On the real-model task set a 1.5B
+/// model called `todo` (`clear`, `list`, `add` the task itself) and
+/// `think` in place of an answer, turn after turn, until it ran out of
+/// turns (3 of 12 runs); Swival's own prompt for small models has no
+/// use for them. A model that calls one anyway is served.
+const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME];
+
 /// Every tool the lean offer changes, in the order the model sees them.
 /// Left out: `tail_lines` (reads), `move_from` (write_file), `checksum`
-/// (edit_file), `context_lines` (grep), everything of `think` but the
-/// thought, outline's batch `files`, fetch_url's `format` and `timeout`.
+/// (edit_file), `context_lines` (grep), outline's batch `files`,
+/// fetch_url's `format` and `timeout`.
 const CUTS: &[Cut] = &[
     Cut {
         tool: ReadFile::NAME,
@@ -87,21 +95,6 @@ const CUTS: &[Cut] = &[
             bare("case_insensitive"),
         ],
     },
-    // A 1.5B model offered "think" with a thought alone used it to greet
-    // the user: say the user never sees it.
-    Cut {
-        tool: Think::NAME,
-        description: "Plan a multi-step change in private notes the user never sees.",
-        keep: &[said("thought", "Your plan or reasoning, not a reply.")],
-    },
-    Cut {
-        tool: Todo::NAME,
-        description: "A checklist for multi-step work.",
-        keep: &[
-            said("action", "add, done and remove need tasks; list and clear do not."),
-            said("tasks", "Task text, or a list of them."),
-        ],
-    },
     Cut { tool: DeleteFile::NAME, description: "Delete a file (it goes to the trash).", keep: &[bare("file_path")] },
     Cut {
         tool: "fetch_url",
@@ -117,7 +110,8 @@ const CUTS: &[Cut] = &[
 
 /// `schemas` (OpenAI function tools) as the lean offer words them.
 pub fn cut(schemas: &[Value]) -> Vec<Value> {
-    let mut out = schemas.to_vec();
+    let mut out: Vec<Value> =
+        schemas.iter().filter(|s| !super::repair::name_of(s).is_some_and(|n| LEFT_OUT.contains(&n))).cloned().collect();
     for schema in &mut out {
         let name = super::repair::name_of(schema);
         if let Some(cut) = CUTS.iter().find(|c| Some(c.tool) == name) {
@@ -226,8 +220,11 @@ mod tests {
         let full = full();
         let lean = cut(&full);
         let names = |s: &[Value]| s.iter().map(|t| t["function"]["name"].clone()).collect::<Vec<_>>();
-        assert_eq!(names(&lean), names(&full));
-        for (l, f) in lean.iter().zip(&full) {
+        let offered: Vec<Value> =
+            full.iter().filter(|t| !LEFT_OUT.iter().any(|n| t["function"]["name"] == *n)).cloned().collect();
+        assert_eq!(names(&lean), names(&offered));
+        assert_eq!(offered.len() + LEFT_OUT.len(), full.len());
+        for (l, f) in lean.iter().zip(&offered) {
             assert_narrows(l, f, f["function"]["name"].as_str().unwrap());
             let required = f["function"]["parameters"]["required"].as_array().cloned().unwrap_or_default();
             for name in required {
@@ -240,7 +237,7 @@ mod tests {
     fn the_lean_offer_leaves_out_the_rarely_needed_parameters() {
         let lean = cut(&full());
         let of = |name: &str| params(&tool(&lean, name)["parameters"]);
-        assert_eq!(of("think"), ["thought"]);
+        assert!(lean.iter().all(|t| t["function"]["name"] != "think" && t["function"]["name"] != "todo"));
         assert_eq!(of("outline"), ["depth", "file_path"]);
         assert_eq!(of("edit_file"), ["file_path", "line_number", "new_string", "old_string", "replace_all"]);
         assert_eq!(of("read_file"), ["file_path", "limit", "offset"]);
@@ -258,8 +255,9 @@ mod tests {
         let lean = cut(&full);
         let len = |s: &[Value]| s.iter().map(|t| t.to_string().len()).sum::<usize>();
         assert!(len(&lean) * 2 < len(&full), "{} against {}", len(&lean), len(&full));
-        for (l, f) in lean.iter().zip(&full) {
-            let (ld, fd) = (&l["function"]["description"], &f["function"]["description"]);
+        for l in &lean {
+            let f = tool(&full, l["function"]["name"].as_str().unwrap());
+            let (ld, fd) = (&l["function"]["description"], &f["description"]);
             assert!(ld.as_str().unwrap().len() <= fd.as_str().unwrap().len(), "{ld} against {fd}");
         }
         assert_eq!(tool(&lean, "run_command"), tool(&full, "run_command"), "not in the table: as it is");

@@ -2,8 +2,10 @@
 //! model was offered: a tool name that does not exist gets the closest
 //! real one named; arguments sent as a JSON string are unwrapped; an
 //! argument under a common wrong name (`path` for `file_path`) is renamed;
-//! an argument the tool does not take is dropped and named. Every repair
-//! is told to the model after the result, so it learns the right shape.
+//! an argument the tool does not take is dropped and named; read_file's
+//! line numbers and `[checksum=…]` line copied into write_file's content
+//! are taken out. Every repair is told to the model after the result, so
+//! it learns the right shape.
 
 use serde_json::{Map, Value};
 
@@ -186,10 +188,55 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
             None => notes.push(format!("ignored '{key}': {name} takes {}", known.join(", "))),
         }
     }
+    if name == "write_file" {
+        // YAML may well be `1: a` `2: b`.
+        let yaml =
+            args.get("file_path").and_then(Value::as_str).is_some_and(|p| p.ends_with(".yaml") || p.ends_with(".yml"));
+        if let Some(Value::String(content)) = args.get_mut("content") {
+            notes.extend(unread(content, !yaml));
+        }
+    }
     if notes.is_empty() {
         return unchanged();
     }
     Repaired { args: Value::Object(args).to_string(), notes }
+}
+
+/// Take out of `content` what read_file's output adds to a file's lines
+/// and a small model copies back: a last line `[checksum=…]`, and `N: `
+/// before every line when the lines are numbered one after another.
+fn unread(content: &mut String, numbers: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let body = content.trim_end();
+    if let Some((rest, last)) = body.rsplit_once('\n').or(Some(("", body))) {
+        let trailer = last.strip_prefix("[checksum=").and_then(|t| t.strip_suffix(']'));
+        if trailer.is_some_and(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())) {
+            *content = format!("{rest}\n");
+            notes.push("left out the '[checksum=…]' line: read_file shows it, it is not in the file".to_owned());
+        }
+    }
+    if !numbers {
+        return notes;
+    }
+    let numbered: Option<Vec<&str>> = content
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let (n, text) = line.split_once(": ").or_else(|| line.strip_suffix(':').map(|n| (n, "")))?;
+            (n.trim().parse::<usize>().ok()? > 0).then_some((i, n.trim().parse::<usize>().ok()?, text))
+        })
+        .scan(None, |first: &mut Option<usize>, item| {
+            let (i, n, text) = item?;
+            let start = *first.get_or_insert(n - i.min(n));
+            Some((n == start + i).then_some(text))
+        })
+        .collect();
+    if let Some(lines) = numbered.filter(|l| l.len() >= 2 && l.len() == content.lines().count()) {
+        let ends = if content.ends_with('\n') { "\n" } else { "" };
+        *content = format!("{}{ends}", lines.join("\n"));
+        notes.push("left out the line numbers: read_file shows them, they are not in the file".to_owned());
+    }
+    notes
 }
 
 #[cfg(test)]
@@ -231,6 +278,28 @@ mod tests {
         let note = r.note().unwrap();
         assert!(note.contains("'old_strin' → 'old_string'") && note.contains("'new_str' → 'new_string'"), "{note}");
         assert!(note.contains("ignored 'reason': edit_file takes"), "{note}");
+    }
+
+    #[test]
+    fn read_files_numbers_and_checksum_copied_into_content_are_left_out() {
+        let schemas = vec![json!({"type": "function", "function": {"name": "write_file", "parameters": {
+            "type": "object", "properties": {"file_path": {}, "content": {}}}}})];
+        let fix = |content: &str| {
+            let raw = json!({"file_path": "a.py", "content": content}).to_string();
+            let r = repair("write_file", &raw, &schemas);
+            let v: Value = serde_json::from_str(&r.args).unwrap();
+            (v["content"].as_str().unwrap().to_owned(), r.note())
+        };
+        let (content, note) = fix("1: def f():\n2:     return 1\n3:\n4: x = f()\n[checksum=ab12cd34]");
+        assert_eq!(content, "def f():\n    return 1\n\nx = f()\n");
+        assert!(note.unwrap().contains("checksum"), "the note says so");
+        assert_eq!(fix("x = 1\n[checksum=0f0f0f0f]\n").0, "x = 1\n");
+        for kept in ["1: one\n3: three\n", "a: 1\nb: 2\n", "1: only\n", "x = 1\n[checksum=zz]", "5: a\nb\n"] {
+            assert_eq!(fix(kept), (kept.to_owned(), None), "{kept:?}");
+        }
+        assert_eq!(fix("7: a\n8: b").0, "a\nb", "a page from further down");
+        let raw = json!({"file_path": "m.yaml", "content": "1: a\n2: b\n"}).to_string();
+        assert_eq!(repair("write_file", &raw, &schemas).note(), None, "YAML keys");
     }
 
     #[test]

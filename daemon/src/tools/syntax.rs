@@ -4,8 +4,9 @@
 //! YAML), and the result says so when the change left a syntax error the
 //! file did not have before (a file already broken is not blamed), and
 //! names the top-level definitions (functions, classes, types) the change
-//! removed. Small models leave a file that does not parse, or drop a
-//! function they were told to keep, and answer "done". Which grammar a
+//! removed, or in a config file the keys. Small models leave a file that
+//! does not parse, drop a function they were told to keep, or replace a
+//! key with its new value, and answer "done". Which grammar a
 //! file gets ([`Lang`]) is shared with `outline.rs`.
 
 use std::collections::BTreeSet;
@@ -101,30 +102,115 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
     let now = lang.parse(after)?;
     let was = before.and_then(|b| lang.parse(b));
     let mut notes = Vec::new();
-    if now.root_node().has_error() && !was.as_ref().is_some_and(|t| t.root_node().has_error()) {
-        if let Some(node) = first_error(now.root_node()) {
-            let line = node.start_position().row;
-            let text: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
-            notes.push(format!(
-                "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix it before you answer.",
-                line + 1
-            ));
-        }
+    let was_broken = was.as_ref().zip(before).is_some_and(|(t, b)| error_row(lang, t, b).is_some());
+    if let Some(line) = error_row(lang, &now, after).filter(|_| !was_broken) {
+        let text: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
+        notes.push(format!(
+            "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix it before you answer.",
+            line + 1
+        ));
     }
     if let (Some(was), Some(before)) = (&was, before) {
-        let gone: Vec<String> =
-            definitions(was.root_node(), before).difference(&definitions(now.root_node(), after)).cloned().collect();
+        let config = matches!(lang, Lang::Json | Lang::Toml | Lang::Yaml);
+        let names = |root, text| if config { keys(root, text) } else { definitions(root, text) };
+        let (had, has) = (names(was.root_node(), before), names(now.root_node(), after));
+        let gone: Vec<&String> = had.difference(&has).collect();
         if !gone.is_empty() {
             let shown: Vec<String> = gone.iter().take(MAX_NAMED).map(|d| format!("`{d}`")).collect();
-            notes.push(format!(
-                "This change removed {} the file had: {}. If the task did not ask for that, put {} back.",
-                if gone.len() == 1 { "a definition" } else { "definitions" },
+            let what = match (config, gone.len()) {
+                (true, 1) => "a key",
+                (true, _) => "keys",
+                (false, 1) => "a definition",
+                (false, _) => "definitions",
+            };
+            let mut note = format!(
+                "This change removed {what} the file had: {}. If the task did not ask for that, put {} back.",
                 shown.join(", "),
                 if gone.len() == 1 { "it" } else { "them" }
-            ));
+            );
+            // A small model asked to add `multiply` renames `add` to it.
+            if !config && has.difference(&had).next().is_some() {
+                note.push_str(
+                    " To add code and keep what is there, make new_string the old_string followed by the new code.",
+                );
+            }
+            notes.push(note);
         }
     }
     (!notes.is_empty()).then(|| notes.join("\n"))
+}
+
+/// The row (from 0) of `tree`'s first syntax error, counting for Python
+/// the indentation the grammar tolerates and Python does not.
+fn error_row(lang: Lang, tree: &Tree, text: &str) -> Option<usize> {
+    let root = tree.root_node();
+    if root.has_error() {
+        return first_error(root).map(|n| n.start_position().row);
+    }
+    if lang != Lang::Python {
+        return None;
+    }
+    let indents: Vec<usize> = text.lines().map(|l| l.len() - l.trim_start().len()).collect();
+    python_indent_error(root, &indents, 0)
+}
+
+/// The first statement of `node`'s body (the module or a block) whose
+/// indentation Python refuses, as its row: the module's statements start
+/// at column 0, a block's all at the column of its first, deeper than the
+/// line that opens it (`outer`). tree-sitter's Python grammar parses a
+/// line that lost its indent (`for` at column 0 inside a function, and
+/// the `return` after it at column 4) without an error node; Python stops
+/// with "IndentationError".
+fn python_indent_error(node: Node<'_>, indents: &[usize], outer: usize) -> Option<usize> {
+    let is_module = node.kind() == "module";
+    let mut column: Option<usize> = is_module.then_some(0);
+    let mut last_row = None;
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        let start = child.start_position();
+        // Comments go anywhere; a statement after `;` or on the line of
+        // the header (`if x: return`) does not start a line.
+        let opens_line =
+            last_row != Some(start.row) && child.kind() != "comment" && indents.get(start.row) == Some(&start.column);
+        last_row = Some(child.end_position().row);
+        if opens_line {
+            let want = *column.get_or_insert(start.column);
+            if start.column != want || (!is_module && start.column <= outer) {
+                return Some(start.row);
+            }
+        }
+        let indent = if opens_line { start.column } else { outer };
+        if let Some(row) = blocks_of(child).find_map(|block| python_indent_error(block, indents, indent)) {
+            return Some(row);
+        }
+    }
+    None
+}
+
+/// The blocks directly under a statement (`body`, `else`, `except`…
+/// clauses), not those of statements inside them.
+fn blocks_of(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    let mut cursor = node.walk();
+    let mut found = Vec::new();
+    for child in node.named_children(&mut cursor) {
+        match child.kind() {
+            "block" => found.push(child),
+            // A decorated definition holds its definition; clauses hold
+            // their blocks.
+            "function_definition"
+            | "class_definition"
+            | "else_clause"
+            | "elif_clause"
+            | "except_clause"
+            | "finally_clause"
+            | "case_clause"
+            | "with_clause"
+            | "match_statement"
+            | "except_group_clause" => found.extend(blocks_of(child)),
+            _ => {}
+        }
+    }
+    found.into_iter()
 }
 
 /// The first error or missing node, depth first.
@@ -142,6 +228,49 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
 pub(super) fn top_level_names(path: &Path, text: &str) -> BTreeSet<String> {
     let tree = Lang::of(path).and_then(|lang| lang.parse(text));
     tree.map(|t| definitions(t.root_node(), text)).unwrap_or_default()
+}
+
+/// Keys in a config file (JSON, TOML, YAML) read as dotted paths
+/// (`svc.timeout`), through nested mappings but not into lists: a small
+/// model "sets the timeout" by replacing the key `timeout` with `60`.
+fn keys(root: Node<'_>, text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    collect_keys(root, text, "", &mut out);
+    out
+}
+
+/// Keys most collected from one file.
+const MAX_KEYS: usize = 5000;
+
+/// The keys under `node`, each after `prefix`, into `out`.
+fn collect_keys(node: Node<'_>, text: &str, prefix: &str, out: &mut BTreeSet<String>) {
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        key_of(child, text, prefix, out);
+    }
+}
+
+/// The keys `node` holds: itself, when it is a key and its value (JSON
+/// and TOML `pair`, YAML mapping pairs, a TOML `[table]` and its pairs),
+/// then those under it.
+fn key_of(node: Node<'_>, text: &str, prefix: &str, out: &mut BTreeSet<String>) {
+    if out.len() >= MAX_KEYS {
+        return;
+    }
+    match node.kind() {
+        "pair" | "block_mapping_pair" | "flow_pair" | "table" => {
+            let Some(key) = node.child_by_field_name("key").or_else(|| node.named_child(0)) else { return };
+            let name = text.get(key.byte_range()).unwrap_or("").trim().trim_matches(|c| c == '"' || c == '\'');
+            let path = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+            out.insert(path.clone());
+            let mut cursor = node.walk();
+            for part in node.named_children(&mut cursor).filter(|p| p.id() != key.id()) {
+                key_of(part, text, &path, out);
+            }
+        }
+        "array" | "block_sequence" | "flow_sequence" | "table_array_element" | "comment" => {}
+        _ => collect_keys(node, text, prefix, out),
+    }
 }
 
 /// The names of the top-level definitions under `root`: functions,
@@ -202,11 +331,96 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_indent_is_a_syntax_error() {
+        let before = "def total(xs):\n    s = 0\n    for i in range(len(xs) - 1):\n        s += xs[i]\n    return s\n";
+        let after = "def total(xs):\n    s = 0\nfor i in range(len(xs)):\n        s += xs[i]\n    return s\n";
+        let note = notes(Path::new("calc.py"), Some(before), after).unwrap_or_default();
+        assert!(note.contains("syntax error at line 5: `return s`"), "{note}");
+        let p = Path::new("m.py");
+        for (broken, line) in [
+            ("x = 1\n    y = 2\n", 2),
+            ("def f():\n    a = 1\n  b = 2\n", 3),
+            ("if x:\n    pass\nelse:\n  a = 1\n    b = 2\n", 5),
+        ] {
+            let note = notes(p, Some("x = 1\n"), broken).unwrap_or_default();
+            assert!(note.contains(&format!("syntax error at line {line}")), "{broken:?}: {note}");
+        }
+    }
+
+    #[test]
+    fn valid_python_indentation_is_not_blamed() {
+        let valid = r#"import os  # a comment
+@decorator(
+    arg=1,
+)
+class C(Base):
+    """Doc
+  string at any indent
+"""
+    x = 1; y = 2
+        # a comment deeper than code
+
+    async def m(self):
+        if x: return 1
+        elif y:
+            pass
+        else:
+            try:
+                v = {
+            "k": 1,
+                }
+            except (A, B) as e:
+                raise
+            finally:
+                total = (1 +
+                    2)
+        with open(f) as h, open(g) as i:
+            match v:
+                case 1:
+                    return \
+                        2
+                case _:
+                    pass
+        while True:
+            break
+        else:
+            pass
+        for a in b:
+            def inner(): return a
+        return lambda q: q
+"#;
+        assert_eq!(notes(Path::new("v.py"), Some("x = 1\n"), valid), None);
+    }
+
+    #[test]
+    fn keys_a_config_change_removed_are_named() {
+        let json = notes(
+            Path::new("s.json"),
+            Some("{\"name\": \"svc\", \"timeout\": 30, \"db\": {\"port\": 1}, \"l\": [{\"x\": 1}]}"),
+            "{\"name\": \"svc\", \"60\": 30, \"db\": {\"host\": 1}, \"l\": []}",
+        )
+        .unwrap();
+        assert!(json.contains("removed keys the file had: `db.port`, `timeout`."), "{json}");
+        let toml =
+            notes(Path::new("c.toml"), Some("a = 1\n[srv]\nport = 8\nhost = \"h\"\n"), "a = 1\n[srv]\nport = 9\n");
+        assert!(toml.unwrap().contains("removed a key the file had: `srv.host`."));
+        let yaml = notes(Path::new("c.yml"), Some("a:\n  b: 1\n  c: 2\nd: 3\n"), "a:\n  b: 5\nd: 3\n");
+        assert!(yaml.unwrap().contains("`a.c`"));
+        assert_eq!(
+            notes(Path::new("s.json"), Some("{\"a\": 1}"), "{\"a\": 2, \"b\": 3}"),
+            None,
+            "a value changed, a key added"
+        );
+    }
+
+    #[test]
     fn removed_top_level_definitions_are_named() {
         let before = "def keep():\n    pass\n\ndef unused():\n    pass\n\nclass C:\n    pass\n";
         let after = "def keep():\n    pass\n";
         let note = notes(Path::new("m.py"), Some(before), after).unwrap();
-        assert!(note.contains("`C`, `unused`"), "{note}");
+        assert!(note.contains("`C`, `unused`") && !note.contains("To add code"), "{note}");
+        let renamed = notes(Path::new("m.py"), Some(after), "def multiply():\n    pass\n").unwrap();
+        assert!(renamed.contains("`keep`") && renamed.contains("followed by the new code"), "{renamed}");
         let rust = notes(Path::new("l.rs"), Some("fn a() {}\nstruct S;\n"), "fn a() {}\n").unwrap();
         assert!(rust.contains("`S`"), "{rust}");
         let go =

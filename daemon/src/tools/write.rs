@@ -107,10 +107,10 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
             let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
                 .then(|| super::syntax::notes(&path, old_text.as_deref(), &content))
                 .flatten();
-            let note = match (note, checks) {
-                (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-                (a, b) => a.or(b),
-            };
+            // A small model "fixes" a file by writing back what it read.
+            let same = old_text.as_deref().is_some_and(|old| old.trim_end() == content.trim_end());
+            let same = same.then(|| UNCHANGED_NOTE.to_owned());
+            let note = [note, checks, same].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
             let changed = match existing.is_none() || before.is_some() {
                 true => change(&path, before, content.as_bytes()),
                 false => None,
@@ -130,6 +130,10 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
         (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
     }
 }
+
+/// The note of a write that left the file's text as it was.
+const UNCHANGED_NOTE: &str = "The file already had this content: nothing changed. If the task needs a change, \
+write the content with the change made.";
 
 /// Texts longer than this are left out of a [`FileChange`].
 const MAX_CHANGE_TEXT: u64 = 64 * 1024;
@@ -297,6 +301,18 @@ mod tests {
         let mut tb = toolbox(d.path());
         tb.read_guard = false;
         write_file(&mut tb, &args!({"file_path": "e.txt", "content": "new"})).unwrap();
+    }
+
+    #[test]
+    fn writing_back_what_the_file_had_says_nothing_changed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("p.py"), "x = 1\n").unwrap();
+        let mut tb = toolbox(d.path());
+        tb.read_guard = false;
+        let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 1"})).unwrap();
+        assert!(out.text.contains(UNCHANGED_NOTE), "{}", out.text);
+        let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 2\n"})).unwrap();
+        assert!(!out.text.contains("nothing changed"), "{}", out.text);
     }
 
     #[test]
