@@ -33,18 +33,28 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def server_calls(log: Path, start: int):
-    """Prompt tokens of each request the server finished since byte `start`."""
+    """Prompt tokens of each request the server finished since byte `start`,
+    and of those the ones it processed (not served from its cache)."""
     with open(log, "rb") as f:
         f.seek(start)
         text = f.read().decode("utf-8", "replace")
-    generated, calls = {}, []
+    return parse_calls(text)
+
+
+def parse_calls(text: str):
+    """(prompt tokens, processed tokens) of each request in a llama-server log."""
+    generated, processed, calls = {}, {}, []
     for line in text.splitlines():
         m = re.search(r"task (\d+) \|\s+eval time =.*?/\s*(\d+) tokens", line)
         if m and "prompt eval" not in line:
             generated[m.group(1)] = int(m.group(2))
+        m = re.search(r"task (\d+) \| prompt eval time =.*?/\s*(\d+) tokens", line)
+        if m:
+            processed[m.group(1)] = int(m.group(2))
         m = re.search(r"task (\d+) \| stop processing: n_tokens = (\d+)", line)
         if m:
-            calls.append(int(m.group(2)) - generated.get(m.group(1), 0))
+            task = m.group(1)
+            calls.append((int(m.group(2)) - generated.get(task, 0), processed.get(task, 0)))
     return calls
 
 
@@ -95,7 +105,8 @@ def one(args, agent, runner, task, env):
             subprocess.run([str(args.swivalctl), "daemon", "stop"], env=env, capture_output=True)
     wall = time.monotonic() - t0
     time.sleep(0.5)  # the server writes its last lines after replying
-    prompts = server_calls(Path(args.log), start)
+    served = server_calls(Path(args.log), start)
+    prompts = [p for p, _ in served]
     try:
         r = json.loads(report.read_text())
     except (OSError, ValueError):
@@ -111,6 +122,8 @@ def one(args, agent, runner, task, env):
         "answered": result.get("outcome") == "success", "outcome": result.get("outcome"),
         "exit_code": code, "wall_s": round(wall, 1), "llm_calls": len(prompts),
         "prompt_tokens_per_call": round(statistics.mean(prompts)) if prompts else 0,
+        # What the server's log says it processed, for any agent.
+        "server_processed": sum(p for _, p in served),
         # swivalctl's report: what the server said it took from its cache.
         "prompt_tokens": stats.get("prompt_tokens"),
         "cached_tokens": stats.get("cached_tokens"),
@@ -133,7 +146,9 @@ def one(args, agent, runner, task, env):
 
 def processed(rs, calls):
     """Prompt tokens per call the server processed (not served from its
-    cache), from the reports; '-' when a report did not say."""
+    cache): from its log, else from the reports; '-' when neither says."""
+    if all("server_processed" in r for r in rs):
+        return sum(r["server_processed"] for r in rs) // max(calls, 1)
     if any(r.get("prompt_tokens") is None or r.get("cached_tokens") is None for r in rs):
         return "-"
     return (sum(r["prompt_tokens"] - r["cached_tokens"] for r in rs)) // max(calls, 1)
