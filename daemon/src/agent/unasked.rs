@@ -81,6 +81,9 @@ const CLAIMING: &[&str] = &[
     "set",
 ];
 
+/// Words of an answer that says no change was needed or made.
+const DENYING: &[&str] = &["already", "nothing", "unchanged"];
+
 /// The nudge for an answer claiming a change nobody made.
 pub(super) const UNMADE_NUDGE: &str = "Your answer says you made a change, but no file was changed in this run: \
 every tool call so far only read. Make the change the task asks for (edit_file with old_string copied from the \
@@ -133,7 +136,9 @@ impl Unasked {
         mut succeeded: impl Iterator<Item = &'a str>,
     ) -> Option<&'static str> {
         let asks = !task.trim_end().ends_with('?') && has_word(task, ASKING);
-        if self.unmade_nudged || !asks || !has_word(answer, CLAIMING) || !succeeded.all(|t| READING.contains(&t)) {
+        // "It is already fixed; nothing to change" claims nothing.
+        let claims = has_word(answer, CLAIMING) && !has_word(answer, DENYING);
+        if self.unmade_nudged || !asks || !claims || !succeeded.all(|t| READING.contains(&t)) {
             return None;
         }
         self.unmade_nudged = true;
@@ -193,6 +198,7 @@ mod tests {
         let edited = ["read_file", "edit_file"].into_iter();
         assert_eq!(fresh.unmade(task, "Changed the timeout to 60.", edited), None, "a change was made");
         assert_eq!(fresh.unmade(task, "The timeout is 30; it must stay so.", read()), None, "no claim");
+        assert_eq!(fresh.unmade(task, "The timeout was already set to 60; nothing changed.", read()), None);
         assert_eq!(fresh.unmade("What changed in the timeout?", "It was changed to 30.", read()), None, "a question");
         assert_eq!(fresh.unmade("Explain settings.json", "I updated nothing.", read()), None, "asks for no change");
         let ran = ["run_command"].into_iter();
