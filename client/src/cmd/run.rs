@@ -127,8 +127,9 @@ pub struct RunArgs {
     /// the first request is the system prompt and the task, as Swival's.
     #[arg(long)]
     pub no_read_named_files: bool,
-    /// Offer the tools with short descriptions and without their rarely
-    /// needed parameters (the default with a local provider: llamacpp,
+    /// Offer the tools with short descriptions, without their rarely
+    /// needed parameters, think and todo, with a short system prompt for
+    /// small models (the default with a local provider: llamacpp,
     /// lmstudio, ollama).
     #[arg(long, overrides_with = "no_lean_tools")]
     pub lean_tools: bool,
