@@ -123,9 +123,7 @@ impl Unasked {
         self.nudged = !unmentioned.is_empty();
         self.nudged.then(|| unmentioned.join("\n"))
     }
-}
 
-impl Unasked {
     /// The nudge for a final `answer` to `task` that claims a change when
     /// the tools that succeeded (`succeeded`) only read; `None` otherwise,
     /// for a question, and after the run's one nudge.

@@ -223,7 +223,8 @@ fn unread(content: &mut String, numbers: bool) -> Vec<String> {
         .enumerate()
         .map(|(i, line)| {
             let (n, text) = line.split_once(": ").or_else(|| line.strip_suffix(':').map(|n| (n, "")))?;
-            (n.trim().parse::<usize>().ok()? > 0).then_some((i, n.trim().parse::<usize>().ok()?, text))
+            let n = n.trim().parse::<usize>().ok().filter(|&n| n > 0)?;
+            Some((i, n, text))
         })
         .scan(None, |first: &mut Option<usize>, item| {
             let (i, n, text) = item?;

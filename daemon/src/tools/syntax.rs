@@ -203,9 +203,6 @@ fn blocks_of(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
             | "elif_clause"
             | "except_clause"
             | "finally_clause"
-            | "case_clause"
-            | "with_clause"
-            | "match_statement"
             | "except_group_clause" => found.extend(blocks_of(child)),
             _ => {}
         }
