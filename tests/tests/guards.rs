@@ -269,3 +269,57 @@ fn a_tool_call_written_as_text_with_tools_offered_runs_as_that_call_and_the_run_
     assert_eq!(second_run["outcome"], "success", "{second_run}");
     assert_eq!(second_run["answer"], not_offered, "{second_run}");
 }
+
+#[test]
+fn a_tool_call_the_server_could_not_read_is_asked_for_anew_not_retried() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.py"), "x = 1\n").unwrap();
+    // llama.cpp keeps the model's reply to itself and answers 500; at
+    // temperature 0 the same request would get the same reply.
+    let unreadable = "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at \
+                      line 4, column 17: syntax error while parsing value - unexpected end of input";
+    let edit = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"});
+    let mock = MockProvider::start(vec![
+        Step::error(500, unreadable, "server_error"),
+        Step::tool_call("e", "edit_file", edit),
+        Step::text("Set x to 2."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, _, result) = run_task(&mut c, &p, config(&mock), "Set x in a.py to 2.");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert_eq!(result["answer"], "Set x to 2.");
+    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 2\n");
+    assert_eq!(mock.request_count(), 3, "asked anew once, not retried");
+    assert_eq!(result["stats"]["provider_retries"], 0, "{result:#}");
+    // The second request is the first plus the stand-in reply and the note.
+    let requests = mock.requests();
+    let (first, second) = (requests[0]["messages"].as_array().unwrap(), requests[1]["messages"].as_array().unwrap());
+    assert_eq!(&second[..first.len()], &first[..]);
+    assert_eq!(second.len(), first.len() + 2);
+    assert_eq!(second[first.len()]["role"], "assistant");
+    let note = second[first.len() + 1]["content"].as_str().unwrap();
+    assert!(note.contains("could not be read") && note.contains("valid JSON"), "{note}");
+    let events = events_until_finished(&mut c, &sid, 1);
+    let nudges: Vec<&Value> = events.iter().filter(|e| e["type"] == "intervention").collect();
+    assert_eq!(nudges.len(), 1, "{events:#?}");
+    assert!(nudges[0]["message"].as_str().unwrap().contains("could not be read"));
+}
+
+#[test]
+fn a_server_that_keeps_failing_to_read_the_call_ends_the_run_when_the_turns_run_out() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let unreadable = "Failed to parse tool call arguments as JSON";
+    let mock = MockProvider::start((0..3).map(|_| Step::error(500, unreadable, "server_error")).collect());
+    let mut c = daemon.nd();
+    let mut cfg = config(&mock);
+    cfg["max_turns"] = json!(3);
+    let (_, _, result) = run_task(&mut c, &p, cfg, "Set x in a.py to 2.");
+    assert_eq!(result["outcome"], "exhausted", "{result:#}");
+    // One agent call a turn (the continue file's summary call comes after).
+    let agent_calls = mock.requests().iter().filter(|r| r.get("tools").is_some()).count();
+    assert_eq!(agent_calls, 3, "one call a turn");
+}

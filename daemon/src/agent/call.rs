@@ -324,6 +324,8 @@ impl Run<'_> {
                 let message = e.run_error(self.llm.model.as_str());
                 Err(if e.is_context_overflow() {
                     CallError::Overflow(message)
+                } else if e.is_unreadable_call() {
+                    CallError::Unreadable(message)
                 } else {
                     CallError::Failed(FailureKind::Provider, message)
                 })

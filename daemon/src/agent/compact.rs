@@ -125,7 +125,7 @@ impl From<CallError> for CompactError {
         match e {
             CallError::Cancelled => CompactError::Cancelled,
             CallError::Failed(kind, why) => CompactError::Failed(kind, why),
-            CallError::Overflow(why) => CompactError::Failed(FailureKind::Provider, why),
+            CallError::Overflow(why) | CallError::Unreadable(why) => CompactError::Failed(FailureKind::Provider, why),
             CallError::Blocked(why) => CompactError::Failed(FailureKind::HookBlocked, why),
         }
     }

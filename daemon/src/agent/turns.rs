@@ -1,6 +1,7 @@
 //! The turn loop: a turn is one provider call plus its tool calls, run in
 //! order; a reply without tool calls is the final answer; empty and cut-off
-//! replies get Swival's nudges; a stuck run gets one last word; the turn
+//! replies get Swival's nudges, a reply whose tool call the server could
+//! not read a note of ours; a stuck run gets one last word; the turn
 //! budget ends the loop.
 
 use super::estimate::{estimate_from, Offered};
@@ -25,9 +26,38 @@ pub(super) enum CallError {
     /// The provider said the prompt is too long for the context; the
     /// message says so as a failure would.
     Overflow(String),
+    /// The server could not read the tool call the model wrote; the
+    /// message says so as a failure would.
+    Unreadable(String),
     /// A hook blocked it; the reason.
     Blocked(String),
 }
+
+impl From<CallError> for LoopEnd {
+    /// How a run ends on a call that failed: a tool call the server could
+    /// not read fails it where no nudge can follow (the last word).
+    fn from(e: CallError) -> LoopEnd {
+        match e {
+            CallError::Cancelled => LoopEnd::Cancelled,
+            CallError::Failed(kind, why) => LoopEnd::Failed(kind, why),
+            CallError::Unreadable(why) => LoopEnd::Failed(FailureKind::Provider, why),
+            CallError::Overflow(why) => LoopEnd::Overflowed(why),
+            CallError::Blocked(reason) => LoopEnd::Blocked(reason),
+        }
+    }
+}
+
+/// Stands in the conversation for a reply the server could not read, so
+/// the note after it follows an assistant turn.
+const UNREADABLE_REPLY: &str = "(a reply the server could not read)";
+
+/// The note after a reply whose tool call the server could not read
+/// (llama.cpp answers HTTP 500 "Failed to parse tool call arguments as
+/// JSON" and keeps the reply to itself).
+const UNREADABLE_NUDGE: &str = "Your last reply could not be read: the arguments of its tool call were \
+not valid JSON. Call the tool again with arguments that are one JSON object, every string in double quotes, and \
+quotes, backslashes and newlines inside a string escaped (\\\", \\\\, \\n). For a long change, edit a smaller part \
+of the file.";
 
 /// What `after_llm_call` hooks decided about a reply's tool calls.
 #[derive(Debug, Default)]
@@ -133,10 +163,15 @@ impl Run<'_> {
             self.emit(EventKind::TurnStarted { turn, max_turns: self.ctx.config.max_turns });
             let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
-                Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-                Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-                Err(CallError::Overflow(e)) => return Ok(LoopEnd::Overflowed(e)),
-                Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
+                Err(CallError::Unreadable(_)) => {
+                    // Asked anew with a note at the end: the same request
+                    // would get the same unreadable call.
+                    self.conversation.push(Message::assistant(UNREADABLE_REPLY))?;
+                    self.conversation.push(Message::synthetic(UNREADABLE_NUDGE))?;
+                    self.intervened(turn, "", swival_protocol::InterventionKind::Nudge, UNREADABLE_NUDGE, None);
+                    continue;
+                }
+                Err(e) => return Ok(e.into()),
             };
             let reply = self.calls_written_as_text(turn, reply, &offer);
             // after_llm_call: the hooks see the reply and every proposed
@@ -236,10 +271,7 @@ impl Run<'_> {
         self.intervened(turn, "", swival_protocol::InterventionKind::Stuck, guard::STUCK_NUDGE, None);
         let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
-            Err(CallError::Cancelled) => return Ok(LoopEnd::Cancelled),
-            Err(CallError::Failed(kind, e)) => return Ok(LoopEnd::Failed(kind, e)),
-            Err(CallError::Overflow(e)) => return Ok(LoopEnd::Overflowed(e)),
-            Err(CallError::Blocked(reason)) => return Ok(LoopEnd::Blocked(reason)),
+            Err(e) => return Ok(e.into()),
         };
         // A tool call written out as text (small models do, with no tools
         // offered) is not an answer: the run is stuck.

@@ -212,6 +212,26 @@ impl ProviderError {
         }
     }
 
+    /// Whether the server could not read the tool call the model wrote
+    /// (llama.cpp: "Failed to parse tool call arguments as JSON"). The
+    /// same request gets the same reply at temperature 0, so it is not
+    /// tried again: the run tells the model and asks anew.
+    pub fn is_unreadable_call(&self) -> bool {
+        static UNREADABLE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(
+                r"(parse|parsing|invalid|malformed).{0,24}tool.?call|tool.?call.{0,40}(parse|invalid|json)",
+            )
+            .expect("static regex")
+        });
+        match self {
+            ProviderError::Http { message, .. } | ProviderError::Malformed(message) => {
+                UNREADABLE.is_match(&message.to_lowercase())
+            }
+            ProviderError::Exhausted { last, .. } => last.is_unreadable_call(),
+            _ => false,
+        }
+    }
+
     /// How long the provider asked to wait before another attempt.
     fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -236,6 +256,7 @@ impl ProviderError {
     /// Whether another attempt may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
+            ProviderError::Http { .. } | ProviderError::Malformed(_) if self.is_unreadable_call() => false,
             ProviderError::Http { status, .. } => is_retryable_status(*status),
             ProviderError::Transport(_) | ProviderError::Malformed(_) => true,
             ProviderError::ContextOverflow(told) => told.is_retryable(),
@@ -431,5 +452,21 @@ mod tests {
         let gave_up = ProviderError::Exhausted { attempts: 2, last: Box::new(http(400, "prompt is too long")) };
         assert!(gave_up.is_context_overflow());
         assert!(!ProviderError::Config("no model; the context window is unknown".into()).told().is_context_overflow());
+    }
+
+    #[test]
+    fn a_tool_call_the_server_could_not_read_is_not_tried_again() {
+        let http = |status, message: &str| ProviderError::Http { status, message: message.into(), retry_after: None };
+        let llamacpp = http(
+            500,
+            "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 4",
+        );
+        assert!(llamacpp.is_unreadable_call());
+        assert!(!llamacpp.is_retryable());
+        assert!(ProviderError::Malformed("invalid tool call: missing name".into()).is_unreadable_call());
+        let overloaded = http(500, "Internal server error");
+        assert!(!overloaded.is_unreadable_call());
+        assert!(overloaded.is_retryable());
+        assert!(!http(400, "tools are not supported by this model").is_unreadable_call());
     }
 }
