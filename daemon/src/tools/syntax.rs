@@ -144,14 +144,85 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
 /// the indentation the grammar tolerates and Python does not.
 fn error_row(lang: Lang, tree: &Tree, text: &str) -> Option<usize> {
     let root = tree.root_node();
-    if root.has_error() {
-        return first_error(root).map(|n| n.start_position().row);
-    }
+    let grammar_row = || first_error(root).map(|n| n.start_position().row);
     if lang != Lang::Python {
-        return None;
+        return grammar_row();
     }
+    if !root.has_error() {
+        return python_indent_row(tree, text);
+    }
+    // The grammar blames a line that continues a bracket left of its
+    // statement (`if (a and` / `b):` in a function); Python does not.
+    let indented = python_continuations_indented(text);
+    match indented.as_deref().and_then(|t| Some((lang.parse(t)?, t))) {
+        Some((fixed, t)) if !fixed.root_node().has_error() => python_indent_row(&fixed, t),
+        _ => grammar_row(),
+    }
+}
+
+/// The row of the first statement of `text` (parsed as `tree`) whose
+/// indentation Python refuses.
+fn python_indent_row(tree: &Tree, text: &str) -> Option<usize> {
     let indents: Vec<usize> = text.lines().map(|l| l.len() - l.trim_start().len()).collect();
-    python_indent_error(root, &indents, 0)
+    python_indent_error(tree.root_node(), &indents, 0)
+}
+
+/// `text` with every line that continues an open bracket indented past
+/// the statement it belongs to, or `None` when no line needed it. Python
+/// ignores the indentation of such lines; the rows stay as they were.
+/// Strings (a triple-quoted one's lines are its content) and comments are
+/// skipped over, so their brackets do not count.
+fn python_continuations_indented(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len() + 64);
+    let (mut depth, mut string, mut statement_indent, mut changed) = (0usize, None::<(u8, bool)>, 0, false);
+    for line in text.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        let open = depth > 0 && string.is_none();
+        if open && !line.trim().is_empty() && indent < statement_indent + 4 {
+            out.push_str(&" ".repeat(statement_indent + 4));
+            out.push_str(&line[indent..]);
+            changed = true;
+        } else {
+            out.push_str(line);
+        }
+        if depth == 0 && string.is_none() {
+            statement_indent = indent;
+        }
+        string = scan_python_line(line.as_bytes(), &mut depth, string);
+    }
+    changed.then_some(out)
+}
+
+/// Follow one line of Python: the bracket `depth` after it, and the
+/// string (its quote, whether triple) still open at its end.
+fn scan_python_line(b: &[u8], depth: &mut usize, mut string: Option<(u8, bool)>) -> Option<(u8, bool)> {
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match string {
+            Some(_) if c == b'\\' => i += 1,
+            Some((q, false)) if c == q => string = None,
+            Some((q, true)) if b[i..].starts_with(&[q, q, q]) => {
+                string = None;
+                i += 2;
+            }
+            Some(_) => {}
+            None => match c {
+                b'#' => break,
+                b'\'' | b'"' => {
+                    let triple = b[i..].starts_with(&[c, c, c]);
+                    string = Some((c, triple));
+                    i += if triple { 2 } else { 0 };
+                }
+                b'(' | b'[' | b'{' => *depth += 1,
+                b')' | b']' | b'}' => *depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    // A short string ends with its line, unless a backslash continues it.
+    string.filter(|(_, triple)| *triple || b.ends_with(b"\\\n"))
 }
 
 /// The first statement of `node`'s body (the module or a block) whose
@@ -387,6 +458,25 @@ class C(Base):
         return lambda q: q
 "#;
         assert_eq!(notes(Path::new("v.py"), Some("x = 1\n"), valid), None);
+    }
+
+    #[test]
+    fn a_line_continuing_a_bracket_left_of_its_statement_is_not_blamed() {
+        let p = Path::new("c.py");
+        for valid in [
+            "def f():\n    if (a and\nb):\n        return 1\n    return 2\n",
+            "def f():\n    x = (1 +\n  2)\n    return x\n",
+            "class A:\n    def m(self):\n        v = [f('(', \"[\"),  # (\n  g(\"\"\"\n)\"\"\")]\n        return v\n",
+        ] {
+            assert_eq!(notes(p, Some("x = 1\n"), valid), None, "{valid:?}");
+        }
+        // Still an error: a bracket never closed, and a lost indent after one.
+        for (broken, line) in
+            [("def f():\n    x = (1 +\n2\n    return x\n", 2), ("def f():\n    x = (1 +\n2)\n  return x\n", 4)]
+        {
+            let note = notes(p, Some("x = 1\n"), broken).unwrap_or_default();
+            assert!(note.contains(&format!("syntax error at line {line}")), "{broken:?}: {note}");
+        }
     }
 
     #[test]
