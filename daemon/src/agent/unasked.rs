@@ -6,7 +6,9 @@
 //! place needs no word. And an answer that says it changed something, to
 //! a task asking for a change, in a run whose every successful tool call
 //! only read, gets one nudge to make the change first: a small model
-//! answers "I changed the timeout to 60" after reading the file once.
+//! answers "I changed the timeout to 60" after reading the file once. So
+//! does an answer to a task that orders a change ("Fix it.") that says
+//! nothing of why none was made: the model answers with the file it read.
 
 use crate::toolcall::UnaskedDelete;
 use std::path::Path;
@@ -52,6 +54,26 @@ const ASKING: &[&str] = &[
     "increase",
     "decrease",
     "convert",
+    "give",
+    "drop",
+    "put",
+    "swap",
+    "switch",
+    "turn",
+    "enable",
+    "disable",
+    "raise",
+    "lower",
+    "reverse",
+    "sort",
+    "rewrite",
+    "modify",
+    "adjust",
+    "restore",
+    "extract",
+    "split",
+    "merge",
+    "uncomment",
 ];
 
 /// Words of an answer that says a change was made.
@@ -81,13 +103,20 @@ const CLAIMING: &[&str] = &[
     "set",
 ];
 
-/// Words of an answer that says no change was needed or made.
-const DENYING: &[&str] = &["already", "nothing", "unchanged"];
+/// Words of an answer that says no change was needed, or why none was made.
+const DENYING: &[&str] =
+    &["already", "nothing", "unchanged", "stay", "stays", "remain", "remains", "cannot", "unable", "unnecessary"];
 
 /// The nudge for an answer claiming a change nobody made.
 pub(super) const UNMADE_NUDGE: &str = "Your answer says you made a change, but no file was changed in this run: \
 every tool call so far only read. Make the change the task asks for (edit_file with old_string copied from the \
 file, or write_file with the whole new content), then answer.";
+
+/// The nudge for an answer to a task that asks for a change, when no
+/// change was made and the answer says nothing of why.
+pub(super) const UNMADE_SILENT_NUDGE: &str = "The task asks for a change, but no file was changed in this run: \
+every tool call so far only read. Make the change the task asks for (edit_file with old_string copied from the \
+file, or write_file with the whole new content), then answer. If no change is needed, answer saying why.";
 
 impl Unasked {
     /// Remember a deletion the task did not ask for.
@@ -124,9 +153,12 @@ impl Unasked {
         self.nudged.then(|| unmentioned.join("\n"))
     }
 
-    /// The nudge for a final `answer` to `task` that claims a change when
-    /// the tools that succeeded (`succeeded`) only read; `None` otherwise,
-    /// for a question, and after the run's one nudge.
+    /// The nudge for a final `answer` to `task` when the tools that
+    /// succeeded (`succeeded`) only read: an answer that claims a change,
+    /// to a task asking for one, or one that says nothing of why no
+    /// change was made, to a task that orders one ("Fix it."). `None`
+    /// otherwise: for a question, an answer that says no change was
+    /// needed, and after the run's one nudge.
     pub(super) fn unmade<'a>(
         &mut self,
         task: &str,
@@ -135,13 +167,35 @@ impl Unasked {
     ) -> Option<&'static str> {
         let asks = !task.trim_end().ends_with('?') && has_word(task, ASKING);
         // "It is already fixed; nothing to change" claims nothing.
-        let claims = has_word(answer, CLAIMING) && !has_word(answer, DENYING);
-        if self.unmade_nudged || !asks || !claims || !succeeded.all(|t| READING.contains(&t)) {
+        let denies = has_word(answer, DENYING);
+        let nudge = if has_word(answer, CLAIMING) && !denies {
+            UNMADE_NUDGE
+        } else if orders_a_change(task) && !denies && !answer.trim_end().ends_with('?') {
+            // A small model answers "Give greet a default name" with the
+            // file it read, or with the task's own words.
+            UNMADE_SILENT_NUDGE
+        } else {
+            return None;
+        };
+        if self.unmade_nudged || !asks || !succeeded.all(|t| READING.contains(&t)) {
             return None;
         }
         self.unmade_nudged = true;
-        Some(UNMADE_NUDGE)
+        Some(nudge)
     }
+}
+
+/// Whether a sentence of `task` opens with a verb asking for a change
+/// ("Fix it.", "Please give greet a default name"): an order, not a
+/// question nor a request to explain ("Explain how to add a route").
+fn orders_a_change(task: &str) -> bool {
+    task.replace(". ", "\n").split(['\n', '!', ';', '?', ':']).any(|sentence| {
+        let mut words =
+            sentence.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase());
+        let first = words.next();
+        let verb = if first.as_deref() == Some("please") { words.next() } else { first };
+        verb.is_some_and(|v| ASKING.contains(&v.as_str()))
+    })
 }
 
 /// Whether `text` has one of `words` as a word, in any case.
@@ -195,12 +249,32 @@ mod tests {
         let mut fresh = Unasked::default();
         let edited = ["read_file", "edit_file"].into_iter();
         assert_eq!(fresh.unmade(task, "Changed the timeout to 60.", edited), None, "a change was made");
-        assert_eq!(fresh.unmade(task, "The timeout is 30; it must stay so.", read()), None, "no claim");
+        assert_eq!(fresh.unmade(task, "The timeout is 30; it must stay so.", read()), None, "why not, said");
         assert_eq!(fresh.unmade(task, "The timeout was already set to 60; nothing changed.", read()), None);
         assert_eq!(fresh.unmade("What changed in the timeout?", "It was changed to 30.", read()), None, "a question");
         assert_eq!(fresh.unmade("Explain settings.json", "I updated nothing.", read()), None, "asks for no change");
         let ran = ["run_command"].into_iter();
         assert_eq!(fresh.unmade(task, "I set it to 60 with sed.", ran), None, "a command may change files");
+    }
+
+    #[test]
+    fn an_answer_silent_on_an_ordered_change_none_made_is_nudged_once() {
+        let read = || ["read_file"].into_iter();
+        let file = "The file is:\ndef greet(name):\n    return 'Hi ' + name";
+        let ordered = "Give greet in hello.py a default name of 'there', so greet() returns 'Hi there'.";
+        let mut unasked = Unasked::default();
+        assert_eq!(unasked.unmade(ordered, file, read()), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(unasked.unmade(ordered, file, read()), None, "once a run");
+        let fix = "geometry.py fails with NameError: name 'math' is not defined. Fix it.";
+        assert_eq!(Unasked::default().unmade(fix, "1: def hypot(a, b):", read()), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(Unasked::default().unmade(&format!("please {ordered}"), file, read()), Some(UNMADE_SILENT_NUDGE));
+        // Not an order, a question back, a reason given, or a change made.
+        let explain = "Explain how to add a default name to greet in hello.py.";
+        assert_eq!(Unasked::default().unmade(explain, file, read()), None);
+        assert_eq!(Unasked::default().unmade(ordered, "Which default name do you want?", read()), None);
+        assert_eq!(Unasked::default().unmade(ordered, "It cannot be done: greet is generated.", read()), None);
+        let edited = ["read_file", "edit_file"].into_iter();
+        assert_eq!(Unasked::default().unmade(ordered, "Done.", edited), None);
     }
 
     #[test]
