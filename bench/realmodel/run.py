@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tasks import TASKS, TASKS2  # noqa: E402
+from tasks import TASKS, TASKS2, TASKS3  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -193,7 +193,9 @@ def main():
     ap.add_argument("--max-turns", type=int, default=15)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--tasks", help="comma-separated task names (default: all)")
-    ap.add_argument("--set", type=int, default=1, choices=[1, 2], help="the task set: 1 (12 tasks) or 2 (8, newer)")
+    ap.add_argument(
+        "--set", type=int, default=1, choices=[1, 2, 3], help="the task set: 1 (12 tasks), 2 or 3 (8 each, newer)"
+    )
     ap.add_argument("--swivalctl-arg", action="append", default=[], help="one more argument for swivalctl run")
     ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
     ap.add_argument("--out", default="realmodel-results.json")
@@ -201,6 +203,8 @@ def main():
     args = ap.parse_args()
     if args.set == 2:
         TASKS[:] = TASKS2
+    elif args.set == 3:
+        TASKS[:] = TASKS3
     if args.tasks:
         wanted = args.tasks.split(",")
         TASKS[:] = [t for t in TASKS if t["name"] in wanted]

@@ -184,6 +184,76 @@ TASKS2 = [
 ]
 
 
+# A third set, written after issue 34's last step (the prompt for small
+# models, the nudges for unmade changes, the unreadable-call note) and
+# before any run of it, so that step is not tuned to it.
+TASKS3 = [
+    {
+        "name": "yaml-replicas",
+        "files": {"deploy.yaml": "name: web\nreplicas: 2\nimage: web:1.4\n"},
+        "task": "Set replicas to 3 in deploy.yaml.",
+        "check": lambda d, a: read(d, "deploy.yaml").split("\n") == ["name: web", "replicas: 3", "image: web:1.4", ""],
+    },
+    {
+        "name": "absolute",
+        "files": {"mathx.py": "def magnitude(x):\n    return x\n"},
+        "task": "magnitude() in mathx.py should return the absolute value of x. Fix it.",
+        "check": lambda d, a: run_py(d, "import mathx as m; print(m.magnitude(-3), m.magnitude(2))") == "3 2",
+    },
+    {
+        "name": "largest",
+        "files": {"stats.py": "def largest(xs):\n    return xs[0]\n"},
+        "task": "largest(xs) in stats.py returns the first element instead of the largest one. Fix it.",
+        "check": lambda d, a: run_py(d, "import stats; print(stats.largest([3, 9, 2]), stats.largest([7]))") == "9 7",
+    },
+    {
+        "name": "toml-version",
+        "files": {"pyproject.toml": '[project]\nname = "tool"\nversion = "0.1.0"\n'},
+        "task": "Bump the version in pyproject.toml to 0.2.0.",
+        "check": lambda d, a: _toml(d, "pyproject.toml") == {"project": {"name": "tool", "version": "0.2.0"}},
+    },
+    {
+        "name": "tax-rate",
+        "files": {"tax.py": "RATE = 1.2\n\n\ndef with_tax(price):\n    return price * RATE\n"},
+        "task": "What does with_tax in tax.py multiply the price by? Answer with the number only.",
+        "check": lambda d, a: "1.2" in (a or ""),
+    },
+    {
+        "name": "rename-variable",
+        "files": {"greeting.py": "msg = 'hello'\nprint(msg)\n"},
+        "task": "Rename the variable msg to message in greeting.py.",
+        "check": lambda d, a: "msg" not in read(d, "greeting.py")
+        and run_py(d, "import runpy; runpy.run_path('greeting.py')") == "hello",
+    },
+    {
+        "name": "upper-case",
+        "files": {"loud.py": "def shout(s):\n    return s.lower()\n"},
+        "task": "shout() in loud.py should return the text in upper case. Fix it.",
+        "check": lambda d, a: run_py(d, "import loud; print(loud.shout('Hi'))") == "HI",
+    },
+    {
+        "name": "import-name",
+        "files": {
+            "util.py": "def add(a, b):\n    return a + b\n",
+            "main.py": "from util import add_numbers\n\nprint(add_numbers(2, 3))\n",
+        },
+        "task": "main.py fails with ImportError: cannot import name 'add_numbers' from 'util'. "
+        "Fix main.py so it uses the function util.py has.",
+        "check": lambda d, a: "def add(a, b)" in read(d, "util.py")
+        and run_py(d, "import runpy; runpy.run_path('main.py')") == "5",
+    },
+]
+
+
+def _toml(d: Path, name: str):
+    import tomllib
+
+    try:
+        return tomllib.loads(read(d, name))
+    except ValueError:
+        return None
+
+
 def _json(d: Path, name: str):
     try:
         return json.loads(read(d, name))
