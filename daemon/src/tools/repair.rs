@@ -193,7 +193,7 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
         let yaml =
             args.get("file_path").and_then(Value::as_str).is_some_and(|p| p.ends_with(".yaml") || p.ends_with(".yml"));
         if let Some(Value::String(content)) = args.get_mut("content") {
-            notes.extend(unread(content, !yaml));
+            notes.extend(unread(content, !yaml, 2));
         }
     }
     if notes.is_empty() {
@@ -204,8 +204,9 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
 
 /// Take out of `content` what read_file's output adds to a file's lines
 /// and a small model copies back: a last line `[checksum=…]`, and `N: `
-/// before every line when the lines are numbered one after another.
-fn unread(content: &mut String, numbers: bool) -> Vec<String> {
+/// before every line when the lines (at least `min_numbered`) are
+/// numbered one after another.
+pub(super) fn unread(content: &mut String, numbers: bool, min_numbered: usize) -> Vec<String> {
     let mut notes = Vec::new();
     let body = content.trim_end();
     if let Some((rest, last)) = body.rsplit_once('\n').or(Some(("", body))) {
@@ -232,7 +233,7 @@ fn unread(content: &mut String, numbers: bool) -> Vec<String> {
             Some((n == start + i).then_some(text))
         })
         .collect();
-    if let Some(lines) = numbered.filter(|l| l.len() >= 2 && l.len() == content.lines().count()) {
+    if let Some(lines) = numbered.filter(|l| l.len() >= min_numbered.max(1) && l.len() == content.lines().count()) {
         let ends = if content.ends_with('\n') { "\n" } else { "" };
         *content = format!("{}{ends}", lines.join("\n"));
         notes.push("left out the line numbers: read_file shows them, they are not in the file".to_owned());

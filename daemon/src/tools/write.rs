@@ -238,11 +238,16 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     }
     let content = String::from_utf8(bytes)
         .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
+    let mut copied = Vec::new();
     let updated = match edit::replace(&content, old, new, replace_all, line_number) {
         Ok(updated) => updated,
-        Err(edit::EditError::NotFound(closest)) => {
-            return Err(edit_error(&tb.missed(&path, requested, (old, new), &content, closest), requested))
-        }
+        Err(edit::EditError::NotFound(closest)) => match unread_edit(&content, (old, new), replace_all, line_number) {
+            Some((updated, notes)) => {
+                copied = notes;
+                updated
+            }
+            None => return Err(edit_error(&tb.missed(&path, requested, (old, new), &content, closest), requested)),
+        },
         Err(e) => return Err(fail(e.to_string())),
     };
     dir.open_file(&rel, How::Rewrite)
@@ -256,6 +261,9 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
     let mut result = format!("Edited {requested}\n[checksum={}]", checksum(&written));
+    if !copied.is_empty() {
+        result.push_str(&format!("\n(auto-corrected: {})", copied.join("; ")));
+    }
     match checks {
         Some(note) => {
             result.push_str(super::near::NOTE);
@@ -264,6 +272,26 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
         }
         None => Ok(ToolOutcome::ok(result).with_change(changed)),
     }
+}
+
+/// The edit of `old` to `new` with what read_file adds to a file's lines
+/// taken out of both (its `N: ` numbers, its `[checksum=…]` line: a small
+/// model copies them into old_string), when `old` as sent was not found
+/// and that edit applies; with what was left out.
+fn unread_edit(
+    content: &str,
+    (old, new): (&str, &str),
+    replace_all: bool,
+    line_number: Option<usize>,
+) -> Option<(String, Vec<String>)> {
+    let (mut old, mut new) = (old.to_owned(), new.to_owned());
+    let notes = super::repair::unread(&mut old, true, 1);
+    if notes.is_empty() {
+        return None;
+    }
+    super::repair::unread(&mut new, true, 1);
+    let updated = edit::replace(content, &old, &new, replace_all, line_number).ok()?;
+    Some((updated, notes))
 }
 
 /// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
@@ -444,6 +472,34 @@ mod tests {
         assert!(first.starts_with("error: edit_file: multiple matches (2 found)"), "{err}");
         assert!(first.ends_with("(in e.rs)"), "{err}");
         assert!(err.contains("\n  line 2: 'a'"), "{err}");
+    }
+
+    #[test]
+    fn read_files_numbers_and_checksum_copied_into_old_string_are_left_out() {
+        let d = tempfile::tempdir().unwrap();
+        let calc = "def total(xs):\n    s = 0\n    for i in range(len(xs) - 1):\n        s += xs[i]\n    return s\n";
+        std::fs::write(d.path().join("calc.py"), calc).unwrap();
+        let mut tb = toolbox(d.path());
+        read_file(&mut tb, &args!({"file_path": "calc.py"}), None).unwrap();
+        // The whole read_file output, checksum line included, as old_string.
+        let old = format!("{calc}[checksum=40a8430f]");
+        let new = calc.replace(" - 1", "");
+        let out = edit_file(&mut tb, &args!({"file_path": "calc.py", "old_string": old, "new_string": new})).unwrap();
+        assert!(out.text.contains("auto-corrected: left out the '[checksum=…]' line"), "{}", out.text);
+        assert_eq!(std::fs::read_to_string(d.path().join("calc.py")).unwrap(), new);
+        // One numbered line, in both strings.
+        let numbered =
+            args!({"file_path": "calc.py", "old_string": "5:     return s", "new_string": "5:     return s * 1"});
+        let out = edit_file(&mut tb, &numbered).unwrap();
+        assert!(out.text.contains("left out the line numbers"), "{}", out.text);
+        assert!(std::fs::read_to_string(d.path().join("calc.py")).unwrap().ends_with("    return s * 1\n"));
+        // Text the file has with a number in it is not touched.
+        std::fs::write(d.path().join("list.txt"), "1: apples\n2: pears\n").unwrap();
+        read_file(&mut tb, &args!({"file_path": "list.txt"}), None).unwrap();
+        let listed = args!({"file_path": "list.txt", "old_string": "2: pears", "new_string": "2: plums"});
+        let out = edit_file(&mut tb, &listed).unwrap();
+        assert!(!out.text.contains("auto-corrected"), "{}", out.text);
+        assert_eq!(std::fs::read_to_string(d.path().join("list.txt")).unwrap(), "1: apples\n2: plums\n");
     }
 
     #[test]
