@@ -12,6 +12,9 @@ use swival_tests::TestEnv;
 
 /// A task naming a file of the project.
 const TASK: &str = "fix calc.py";
+/// The model's one answer: it says why nothing changed, so the run ends
+/// on it (an answer that does not, to a task ordering a change, is nudged).
+const ANSWER: &str = "Nothing to fix: calc.py is correct.";
 
 /// A project holding `calc.py`.
 fn project(env: &TestEnv) -> PathBuf {
@@ -33,7 +36,7 @@ fn first_messages_over_the_socket(extra: Value) -> Vec<Value> {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = project(&env);
-    let mock = MockProvider::start(vec![Step::text("done")]);
+    let mock = MockProvider::start(vec![Step::text(ANSWER)]);
     let mut c = daemon.nd();
     let created = c.ok("session/create", json!({"base_dir": p, "config": config(&mock, extra)}));
     let run = c.ok("run/start", json!({"session_id": created["session_id"], "task": TASK}))["run_id"].clone();
@@ -69,7 +72,7 @@ fn swivalctl_run_no_read_named_files_sends_swivals_first_request() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = project(&env);
-    let mock = MockProvider::start(vec![Step::text("done")]);
+    let mock = MockProvider::start(vec![Step::text(ANSWER)]);
     let out = env
         .swivalctl(&daemon, &p)
         .args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "mock-model"])
@@ -77,7 +80,7 @@ fn swivalctl_run_no_read_named_files_sends_swivals_first_request() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{ANSWER}\n"));
     assert_swivals_first_request(&only_request_messages(&mock));
 }
 

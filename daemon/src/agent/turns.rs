@@ -249,8 +249,7 @@ impl Run<'_> {
         if let Some(nudge) = self.unasked.nudge(answer, self.ctx.base_dir) {
             return Some(("delete_file", nudge));
         }
-        let succeeded = self.record.stats.tool_calls_by_name.iter().filter(|(_, c)| c.succeeded > 0);
-        let unmade = self.unasked.unmade(self.ctx.task, answer, succeeded.map(|(n, _)| n.as_str()));
+        let unmade = self.unasked.unmade(self.ctx.task, answer, self.record.stats.tool_calls_by_name.iter());
         unmade.map(|nudge| ("", nudge.to_owned()))
     }
 

@@ -12,6 +12,7 @@
 
 use crate::toolcall::UnaskedDelete;
 use std::path::Path;
+use swival_protocol::ToolCounts;
 
 /// The run's deletions the task did not ask for.
 #[derive(Debug, Default)]
@@ -107,6 +108,10 @@ const CLAIMING: &[&str] = &[
 const DENYING: &[&str] =
     &["already", "nothing", "unchanged", "stay", "stays", "remain", "remains", "cannot", "unable", "unnecessary"];
 
+/// Words of an answer that gives a reason for making no change, beyond
+/// [`DENYING`]: a negation ("it does not need one", "I couldn't find it").
+const REASONING: &[&str] = &["no", "not", "couldn", "didn", "doesn", "isn", "won", "can", "correct", "fine"];
+
 /// The nudge for an answer claiming a change nobody made.
 pub(super) const UNMADE_NUDGE: &str = "Your answer says you made a change, but no file was changed in this run: \
 every tool call so far only read. Make the change the task asks for (edit_file with old_string copied from the \
@@ -163,21 +168,30 @@ impl Unasked {
         &mut self,
         task: &str,
         answer: &str,
-        mut succeeded: impl Iterator<Item = &'a str>,
+        calls: impl Iterator<Item = (&'a String, &'a ToolCounts)>,
     ) -> Option<&'static str> {
+        let calls: Vec<(&str, &ToolCounts)> = calls.map(|(name, counts)| (name.as_str(), counts)).collect();
+        let only_read = calls.iter().filter(|(_, c)| c.succeeded > 0).all(|(name, _)| READING.contains(name));
+        // A change tried and refused or failed is the answer's to explain.
+        let never_tried = calls.iter().all(|(name, _)| READING.contains(name));
         let asks = !task.trim_end().ends_with('?') && has_word(task, ASKING);
         // "It is already fixed; nothing to change" claims nothing.
         let denies = has_word(answer, DENYING);
-        let nudge = if has_word(answer, CLAIMING) && !denies {
+        let nudge = if has_word(answer, CLAIMING) && !denies && only_read {
             UNMADE_NUDGE
-        } else if orders_a_change(task) && !denies && !answer.trim_end().ends_with('?') {
+        } else if orders_a_change(task)
+            && never_tried
+            && !denies
+            && !has_word(answer, REASONING)
+            && !answer.trim_end().ends_with('?')
+        {
             // A small model answers "Give greet a default name" with the
             // file it read, or with the task's own words.
             UNMADE_SILENT_NUDGE
         } else {
             return None;
         };
-        if self.unmade_nudged || !asks || !succeeded.all(|t| READING.contains(&t)) {
+        if self.unmade_nudged || !asks {
             return None;
         }
         self.unmade_nudged = true;
@@ -239,42 +253,60 @@ mod tests {
         assert_eq!(unasked.nudge("Removed it.", d.path()), None, "once a run");
     }
 
+    /// Tool counts: `(name, succeeded, failed)`.
+    fn counts(calls: &[(&str, u64, u64)]) -> Vec<(String, ToolCounts)> {
+        calls.iter().map(|&(n, succeeded, failed)| (n.to_owned(), ToolCounts { succeeded, failed })).collect()
+    }
+
+    fn unmade(unasked: &mut Unasked, task: &str, answer: &str, calls: &[(&str, u64, u64)]) -> Option<&'static str> {
+        let calls = counts(calls);
+        unasked.unmade(task, answer, calls.iter().map(|(n, c)| (n, c)))
+    }
+
     #[test]
     fn an_answer_claiming_a_change_after_only_reading_is_nudged_once() {
         let task = "Set the timeout in settings.json to 60.";
         let mut unasked = Unasked::default();
-        let read = || ["read_file", "outline"].into_iter();
-        assert_eq!(unasked.unmade(task, "I changed the timeout from 30 to 60.", read()), Some(UNMADE_NUDGE));
-        assert_eq!(unasked.unmade(task, "I changed the timeout.", read()), None, "once a run");
+        let read = [("read_file", 1, 0), ("outline", 1, 0)];
+        assert_eq!(unmade(&mut unasked, task, "I changed the timeout from 30 to 60.", &read), Some(UNMADE_NUDGE));
+        assert_eq!(unmade(&mut unasked, task, "I changed the timeout.", &read), None, "once a run");
         let mut fresh = Unasked::default();
-        let edited = ["read_file", "edit_file"].into_iter();
-        assert_eq!(fresh.unmade(task, "Changed the timeout to 60.", edited), None, "a change was made");
-        assert_eq!(fresh.unmade(task, "The timeout is 30; it must stay so.", read()), None, "why not, said");
-        assert_eq!(fresh.unmade(task, "The timeout was already set to 60; nothing changed.", read()), None);
-        assert_eq!(fresh.unmade("What changed in the timeout?", "It was changed to 30.", read()), None, "a question");
-        assert_eq!(fresh.unmade("Explain settings.json", "I updated nothing.", read()), None, "asks for no change");
-        let ran = ["run_command"].into_iter();
-        assert_eq!(fresh.unmade(task, "I set it to 60 with sed.", ran), None, "a command may change files");
+        let edited = [("read_file", 1, 0), ("edit_file", 1, 0)];
+        assert_eq!(unmade(&mut fresh, task, "Changed the timeout to 60.", &edited), None, "a change was made");
+        let failed_edit = [("read_file", 1, 0), ("edit_file", 0, 2)];
+        assert_eq!(unmade(&mut fresh, task, "Changed it.", &failed_edit), Some(UNMADE_NUDGE), "the edit failed");
+        let mut fresh = Unasked::default();
+        assert_eq!(unmade(&mut fresh, task, "The timeout is 30; it must stay so.", &read), None, "why not, said");
+        assert_eq!(unmade(&mut fresh, task, "The timeout was already set to 60; nothing changed.", &read), None);
+        assert_eq!(unmade(&mut fresh, "What changed in the timeout?", "It was changed to 30.", &read), None);
+        assert_eq!(unmade(&mut fresh, "Explain settings.json", "I updated nothing.", &read), None, "asks no change");
+        let ran = [("run_command", 1, 0)];
+        assert_eq!(unmade(&mut fresh, task, "I set it to 60 with sed.", &ran), None, "a command may change files");
     }
 
     #[test]
     fn an_answer_silent_on_an_ordered_change_none_made_is_nudged_once() {
-        let read = || ["read_file"].into_iter();
+        let read = [("read_file", 1, 0)];
         let file = "The file is:\ndef greet(name):\n    return 'Hi ' + name";
         let ordered = "Give greet in hello.py a default name of 'there', so greet() returns 'Hi there'.";
         let mut unasked = Unasked::default();
-        assert_eq!(unasked.unmade(ordered, file, read()), Some(UNMADE_SILENT_NUDGE));
-        assert_eq!(unasked.unmade(ordered, file, read()), None, "once a run");
+        assert_eq!(unmade(&mut unasked, ordered, file, &read), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(unmade(&mut unasked, ordered, file, &read), None, "once a run");
         let fix = "geometry.py fails with NameError: name 'math' is not defined. Fix it.";
-        assert_eq!(Unasked::default().unmade(fix, "1: def hypot(a, b):", read()), Some(UNMADE_SILENT_NUDGE));
-        assert_eq!(Unasked::default().unmade(&format!("please {ordered}"), file, read()), Some(UNMADE_SILENT_NUDGE));
-        // Not an order, a question back, a reason given, or a change made.
+        let fresh = || Unasked::default();
+        assert_eq!(unmade(&mut fresh(), fix, "1: def hypot(a, b):", &read), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(unmade(&mut fresh(), "fix calc.py", "done", &[]), Some(UNMADE_SILENT_NUDGE), "no call at all");
+        assert_eq!(unmade(&mut fresh(), &format!("please {ordered}"), file, &read), Some(UNMADE_SILENT_NUDGE));
+        // Not an order, a question back, a reason given, a change tried, or made.
         let explain = "Explain how to add a default name to greet in hello.py.";
-        assert_eq!(Unasked::default().unmade(explain, file, read()), None);
-        assert_eq!(Unasked::default().unmade(ordered, "Which default name do you want?", read()), None);
-        assert_eq!(Unasked::default().unmade(ordered, "It cannot be done: greet is generated.", read()), None);
-        let edited = ["read_file", "edit_file"].into_iter();
-        assert_eq!(Unasked::default().unmade(ordered, "Done.", edited), None);
+        assert_eq!(unmade(&mut fresh(), explain, file, &read), None);
+        assert_eq!(unmade(&mut fresh(), ordered, "Which default name do you want?", &read), None);
+        assert_eq!(unmade(&mut fresh(), ordered, "It cannot be done: greet is generated.", &read), None);
+        assert_eq!(unmade(&mut fresh(), "Fix the bug in a.py.", "I couldn't find a bug in a.py.", &read), None);
+        let refused = [("run_command", 0, 1)];
+        assert_eq!(unmade(&mut fresh(), "make x", "done without it", &refused), None, "tried, refused");
+        let edited = [("read_file", 1, 0), ("edit_file", 1, 0)];
+        assert_eq!(unmade(&mut fresh(), ordered, "Done.", &edited), None);
     }
 
     #[test]

@@ -238,12 +238,12 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     }
     let content = String::from_utf8(bytes)
         .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
-    let mut copied = Vec::new();
+    let mut copied = String::new();
     let updated = match edit::replace(&content, old, new, replace_all, line_number) {
         Ok(updated) => updated,
         Err(edit::EditError::NotFound(closest)) => match unread_edit(&content, (old, new), replace_all, line_number) {
             Some((updated, notes)) => {
-                copied = notes;
+                copied = format!("\n(auto-corrected: {})", notes.join("; "));
                 updated
             }
             None => return Err(edit_error(&tb.missed(&path, requested, (old, new), &content, closest), requested)),
@@ -260,10 +260,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     let after = String::from_utf8_lossy(&written);
     let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
-    let mut result = format!("Edited {requested}\n[checksum={}]", checksum(&written));
-    if !copied.is_empty() {
-        result.push_str(&format!("\n(auto-corrected: {})", copied.join("; ")));
-    }
+    let mut result = format!("Edited {requested}\n[checksum={}]{copied}", checksum(&written));
     match checks {
         Some(note) => {
             result.push_str(super::near::NOTE);
