@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Real-model benchmark (not CI): small coding tasks with checkers, run by
 swivalctl and, when available, by Swival against the same llama.cpp server
-with the same model and settings.
+with the same model and settings: both send temperature 0 unless told
+otherwise (`--temperature`, or `--server-default` for the server's own
+sampling, which for llama-server is 0.8 with a random seed).
 
     scripts/local-model/start.sh ROOT 8089
     python3 bench/realmodel/run.py --server http://127.0.0.1:8089/v1 \\
@@ -66,11 +68,17 @@ def make_project(task) -> Path:
     return d
 
 
+def temperature(args):
+    """The sampling temperature both agents send; none: the server's default
+    (llama-server's is 0.8, with a random seed)."""
+    return [] if args.temperature is None else ["--temperature", str(args.temperature)]
+
+
 def run_swivalctl(args, task, project: Path, report: Path, env):
     cmd = [
         str(args.swivalctl), "run", "--provider", "generic", "--base-url", args.server,
         "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
-        *args.swivalctl_arg, task["task"],
+        *temperature(args), *args.swivalctl_arg, task["task"],
     ]
     return subprocess.run(
         cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
@@ -81,7 +89,7 @@ def run_swival(args, task, project: Path, report: Path, env):
     cmd = [
         str(args.swival), "--provider", "generic", "--base-url", args.server,
         "--model", args.model, "--max-turns", str(args.max_turns), "--report", str(report),
-        "--base-dir", str(project), task["task"],
+        *temperature(args), "--base-dir", str(project), task["task"],
     ]
     return subprocess.run(
         cmd, cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
@@ -196,11 +204,20 @@ def main():
     ap.add_argument(
         "--set", type=int, default=1, choices=[1, 2, 3], help="the task set: 1 (12 tasks), 2 or 3 (8 each, newer)"
     )
+    ap.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sent by both agents (default 0; --server-default sends none)",
+    )
+    ap.add_argument("--server-default", action="store_true", help="send no temperature: the server's default")
     ap.add_argument("--swivalctl-arg", action="append", default=[], help="one more argument for swivalctl run")
     ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
     ap.add_argument("--out", default="realmodel-results.json")
     ap.add_argument("--keep", help="a directory to keep every run's report, output and project in")
     args = ap.parse_args()
+    if args.server_default:
+        args.temperature = None
     if args.set == 2:
         TASKS[:] = TASKS2
     elif args.set == 3:
