@@ -137,6 +137,25 @@ fn shown(raw_args: &str) -> String {
     format!("{}…", one_line.chars().take(200).collect::<String>())
 }
 
+/// The next step named to a model refused a read it already made: a
+/// small one reads the same file until its turns run out, the generic
+/// "do the next step" notwithstanding.
+fn after_reading(raw_args: &str) -> String {
+    let file =
+        serde_json::from_str::<Value>(raw_args).ok().and_then(|v| v.get("file_path")?.as_str().map(str::to_owned));
+    let edit = match file {
+        Some(f) => format!(
+            "edit_file with file_path \"{f}\", old_string one line copied from that result, new_string the line as it \
+             must be"
+        ),
+        None => "edit_file or write_file".to_owned(),
+    };
+    format!(
+        " Nothing changed since, so reading again shows the same. If the task asks for a change, make it now: \
+         {edit}. If it asks a question, reply now with the answer as text and call no tool."
+    )
+}
+
 impl Guards {
     /// Guards for one run; `enabled` is the `storm_breaker` setting.
     pub fn new(enabled: bool) -> Guards {
@@ -179,8 +198,9 @@ impl Guards {
         let result = format!(
             "error: repeat-loop guard tripped — {name} was called with identical arguments {count} times. \
              Try a different approach. This call was not run: {name} {args} already gave its result above; \
-             read that result and do the next step instead (another tool, other arguments, or your final answer).",
+             read that result and do the next step instead (another tool, other arguments, or your final answer).{next}",
             args = shown(raw_args),
+            next = if mutating { String::new() } else { after_reading(raw_args) },
         );
         Some(Refusal { result, count, args_hash })
     }
@@ -437,6 +457,29 @@ mod tests {
             .result
             .starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 3 times."));
         assert!(refusal.result.contains("a.py"), "{}", refusal.result);
+        assert!(!refusal.result.contains("make it now"), "an edit is not told to edit: {}", refusal.result);
+    }
+
+    #[test]
+    fn a_refused_read_names_the_edit_to_make_or_the_answer_to_give() {
+        let mut g = Guards::new(true);
+        let read = r#"{"file_path": "deploy.yaml", "offset": 1, "limit": 2000}"#;
+        for _ in 0..2 {
+            assert!(g.before("read_file", read).is_none());
+            g.after("read_file", read, &gave("1: replicas: 2"));
+        }
+        let refusal = g.before("read_file", read).expect("third identical read refused").result;
+        assert!(
+            refusal.contains("make it now: edit_file with file_path \"deploy.yaml\", old_string one line copied"),
+            "{refusal}"
+        );
+        assert!(refusal.ends_with("reply now with the answer as text and call no tool."), "{refusal}");
+        let grep = r#"{"pattern": "PORT"}"#;
+        for _ in 0..2 {
+            g.before("grep", grep);
+        }
+        let refusal = g.before("grep", grep).expect("refused").result;
+        assert!(refusal.contains("make it now: edit_file or write_file."), "{refusal}");
     }
 
     #[test]

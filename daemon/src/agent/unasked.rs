@@ -158,10 +158,11 @@ impl Unasked {
         self.nudged.then(|| unmentioned.join("\n"))
     }
 
-    /// The nudge for a final `answer` to `task` when the tools that
-    /// succeeded (`succeeded`) only read: an answer that claims a change,
-    /// to a task asking for one, or one that says nothing of why no
-    /// change was made, to a task that orders one ("Fix it."). `None`
+    /// The nudge for a final `answer` to `task`, given the run's tool
+    /// `calls` (each tool's counts): an answer that claims a change, to a
+    /// task asking for one, when every tool that succeeded only read; or
+    /// one that says nothing of why no change was made, to a task that
+    /// orders one ("Fix it."), when every tool called only reads. `None`
     /// otherwise: for a question, an answer that says no change was
     /// needed, and after the run's one nudge.
     pub(super) fn unmade<'a>(

@@ -44,9 +44,21 @@ impl ToolBox {
         let (old, new) = sent;
         let again = self.misses.last.as_ref().is_some_and(|(p, o)| p == path && o == old);
         self.misses.last = Some((path.to_owned(), old.to_owned()));
+        // A small model sends the edit that just succeeded once more.
+        let whole_line = |t: &str| content.lines().any(|l| l.trim() == t);
+        let telling = !new.trim().is_empty() && (new.trim().len() >= 8 || whole_line(new.trim()));
+        if let Some(at) = telling.then(|| content.find(new)).flatten() {
+            let line = content[..at].matches('\n').count() + 1;
+            return format!(
+                "old_string not found, but new_string is in the file already (line {line}): the change looks \
+                 made. Do not send it again; if the task is done, reply now with your final answer and call no tool."
+            );
+        }
         let lines: Vec<&str> = content.lines().collect();
         let short = lines.len() <= SHORT_FILE_LINES;
         let ready = closest.as_ref().filter(|c| c.ratio >= READY_CALL_RATIO).map(|c| c.lines.join("\n"));
+        // A call that would change nothing (but spacing) is no help.
+        let ready = ready.filter(|region| !region.split_whitespace().eq(new.split_whitespace()));
         let mut out = EditError::NotFound(closest).to_string();
         if ready.is_none() && short && !again {
             let _ = write!(out, "\nThe whole file ({} lines), to copy old_string from:", lines.len());
@@ -89,6 +101,34 @@ mod tests {
         assert!(first.contains("The whole file (2 lines)") && first.contains("\n2:     return 1"), "{first}");
         let again = tb.missed(&p, "a.py", ("zzz", "y"), "def f():\n    return 1\n", None);
         assert!(again.contains("same old_string before") && again.contains("write_file"), "{again}");
+    }
+
+    #[test]
+    fn an_edit_made_already_says_so_and_offers_no_call_that_changes_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tb = toolbox(d.path());
+        let p = d.path().join("deploy.yaml");
+        let now = "name: web\nreplicas: 3\nimage: web:1.4\n";
+        let out = tb.missed(&p, "deploy.yaml", ("replicas: 2", "replicas: 3"), now, None);
+        assert!(out.starts_with("old_string not found, but new_string is in the file already (line 2)"), "{out}");
+        assert!(out.contains("reply now with your final answer"), "{out}");
+        // A short new_string found inside a longer line tells nothing.
+        let out = tb.missed(&p, "deploy.yaml", ("zz", "we"), now, None);
+        assert!(out.starts_with("old_string not found."), "{out}");
+        // The closest region is new_string itself: no ready call to repeat it.
+        let closest = || {
+            Some(Closest {
+                first_line: 1,
+                lines: vec!["x = 3".into()],
+                around: (vec![], vec![]),
+                needle: "x = 2".into(),
+                ratio: 0.8,
+            })
+        };
+        let big: String = (0..60).map(|i| format!("y{i} = {i}\n")).collect::<String>() + "x = 3\n";
+        tb.missed(&p, "a.py", ("x = 2", "x  =  3"), &big, closest());
+        let again = tb.missed(&p, "a.py", ("x = 2", "x  =  3"), &big, closest());
+        assert!(!again.contains("This edit_file call applies"), "{again}");
     }
 
     #[test]
