@@ -62,3 +62,35 @@ fn edit_checks_can_be_turned_off() {
     );
     assert!(!out[0].contains("syntax error"), "{}", out[0]);
 }
+
+#[test]
+fn a_rename_that_leaves_a_use_behind_names_it_and_one_that_renames_all_does_not() {
+    let env = TestEnv::new();
+    let p = env.project("p");
+    std::fs::write(p.join("greeting.py"), "msg = 'hello'\nprint(msg)\n").unwrap();
+    std::fs::write(p.join("main.py"), "from util import add_numbers\n\nprint(add_numbers(2, 3))\n").unwrap();
+    let out = results(
+        &env,
+        json!({}),
+        vec![
+            ("read_file", json!({"file_path": "greeting.py"})),
+            (
+                "edit_file",
+                json!({"file_path": "greeting.py", "old_string": "msg = 'hello'", "new_string": "message = 'hello'"}),
+            ),
+            (
+                "edit_file",
+                json!({"file_path": "greeting.py", "old_string": "print(msg)", "new_string": "print(message)"}),
+            ),
+            ("read_file", json!({"file_path": "main.py"})),
+            (
+                "edit_file",
+                json!({"file_path": "main.py", "old_string": "import add_numbers", "new_string": "import add"}),
+            ),
+        ],
+    );
+    assert!(out[1].contains("left a name used but no longer defined: `msg` (line 2: `print(msg)`)"), "{}", out[1]);
+    assert!(!out[1].contains("If this change completes the task"), "no push to finish: {}", out[1]);
+    assert!(!out[2].contains("no longer defined"), "every use renamed: {}", out[2]);
+    assert!(out[4].contains("`add_numbers` (line 3: `print(add_numbers(2, 3))`)"), "{}", out[4]);
+}

@@ -49,6 +49,7 @@ pub use syntax::notes as syntax_notes;
 mod think;
 mod todo;
 mod trash;
+mod unbound;
 mod write;
 
 use crate::beneath::{self, Beneath};

@@ -4,7 +4,8 @@
 //! YAML), and the result says so when the change left a syntax error the
 //! file did not have before (a file already broken is not blamed), and
 //! names the top-level definitions (functions, classes, types) the change
-//! removed, or in a config file the keys. Small models leave a file that
+//! removed, or in a config file the keys, and in Python the names it left
+//! used but unbound (`unbound.rs`). Small models leave a file that
 //! does not parse, drop a function they were told to keep, or replace a
 //! key with its new value, and answer "done". Which grammar a
 //! file gets ([`Lang`]) is shared with `outline.rs`.
@@ -103,7 +104,8 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
     let was = before.and_then(|b| lang.parse(b));
     let mut notes = Vec::new();
     let was_broken = was.as_ref().zip(before).is_some_and(|(t, b)| error_row(lang, t, b).is_some());
-    if let Some(line) = error_row(lang, &now, after).filter(|_| !was_broken) {
+    let error = error_row(lang, &now, after);
+    if let Some(line) = error.filter(|_| !was_broken) {
         let text: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
         notes.push(format!(
             "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix it before you answer.",
@@ -136,6 +138,9 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
             }
             notes.push(note);
         }
+    }
+    if let (Lang::Python, None, Some(was), Some(before)) = (lang, error, &was, before) {
+        notes.extend(super::unbound::note(was.root_node(), before, now.root_node(), after));
     }
     (!notes.is_empty()).then(|| notes.join("\n"))
 }
