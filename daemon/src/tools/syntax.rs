@@ -139,7 +139,10 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
             notes.push(note);
         }
     }
-    if let (Lang::Python, None, Some(was), Some(before)) = (lang, error, &was, before) {
+    // Bindings are read off a tree without error nodes only: one the
+    // grammar blamed wrongly (see `error_row`) is skipped too.
+    let clean = !now.root_node().has_error();
+    if let (Lang::Python, None, true, Some(was), Some(before)) = (lang, error, clean, &was, before) {
         notes.extend(super::unbound::note(was.root_node(), before, now.root_node(), after));
     }
     (!notes.is_empty()).then(|| notes.join("\n"))
