@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tasks import TASKS, TASKS2, TASKS3  # noqa: E402
+from tasks import TASKS, TASKS2, TASKS3, TASKS4  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -202,7 +202,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--tasks", help="comma-separated task names (default: all)")
     ap.add_argument(
-        "--set", type=int, default=1, choices=[1, 2, 3], help="the task set: 1 (12 tasks), 2 or 3 (8 each, newer)"
+        "--set", type=int, default=1, choices=[1, 2, 3, 4], help="the task set: 1 (12 tasks), 2, 3 or 4 (8 each, newer)"
     )
     ap.add_argument(
         "--temperature",
@@ -222,6 +222,8 @@ def main():
         TASKS[:] = TASKS2
     elif args.set == 3:
         TASKS[:] = TASKS3
+    elif args.set == 4:
+        TASKS[:] = TASKS4
     if args.tasks:
         wanted = args.tasks.split(",")
         TASKS[:] = [t for t in TASKS if t["name"] in wanted]

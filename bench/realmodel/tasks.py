@@ -245,6 +245,64 @@ TASKS3 = [
 ]
 
 
+# A fourth set, written at the start of issue 34's fifth step, before any
+# run of it and after every change of that issue's earlier steps, so none
+# of them is tuned to it.
+TASKS4 = [
+    {
+        "name": "missing-return",
+        "files": {"shapes.py": "def area(w, h):\n    w * h\n"},
+        "task": "area() in shapes.py returns None. Fix it.",
+        "check": lambda d, a: run_py(d, "import shapes; print(shapes.area(2, 3))") == "6",
+    },
+    {
+        "name": "even-filter",
+        "files": {"nums.py": "def evens(xs):\n    return [x for x in xs if x % 2 == 1]\n"},
+        "task": "evens(xs) in nums.py should keep only the even numbers. Fix it.",
+        "check": lambda d, a: run_py(d, "import nums; print(nums.evens([1, 2, 3, 4]))") == "[2, 4]",
+    },
+    {
+        "name": "json-remove-key",
+        "files": {"config.json": '{\n  "name": "api",\n  "debug": true,\n  "port": 8000\n}\n'},
+        "task": "Remove the debug key from config.json.",
+        "check": lambda d, a: _json(d, "config.json") == {"name": "api", "port": 8000},
+    },
+    {
+        "name": "pin-requirement",
+        "files": {"requirements.txt": "requests\nflask==2.0.0\n"},
+        "task": "Pin requests to version 2.31.0 in requirements.txt.",
+        "check": lambda d, a: read(d, "requirements.txt").split() == ["requests==2.31.0", "flask==2.0.0"],
+    },
+    {
+        "name": "which-file",
+        "files": {
+            "dates.py": "def parse_date(s):\n    return s.split('-')\n",
+            "names.py": "def parse_name(s):\n    return s.title()\n",
+        },
+        "task": "Which file defines the function parse_date? Answer with the file name only.",
+        "check": lambda d, a: "dates.py" in (a or "") and "names.py" not in (a or ""),
+    },
+    {
+        "name": "exclamation",
+        "files": {"hello.py": "def greet(name):\n    return 'Hello, ' + name\n"},
+        "task": "greet() in hello.py should end with an exclamation mark: greet('Ann') gives 'Hello, Ann!'. Fix it.",
+        "check": lambda d, a: run_py(d, "import hello; print(hello.greet('Ann'))") == "Hello, Ann!",
+    },
+    {
+        "name": "power-parameter",
+        "files": {"power.py": "def power(x):\n    return x * x\n"},
+        "task": "Give power() in power.py a second parameter n with default 2, and return x to the power n.",
+        "check": lambda d, a: run_py(d, "import power; print(power.power(3), power.power(2, 3))") == "9 8",
+    },
+    {
+        "name": "missing-key",
+        "files": {"lookup.py": "def lookup(d, key):\n    return d[key]\n"},
+        "task": "lookup(d, key) in lookup.py raises KeyError when the key is missing; make it return None instead.",
+        "check": lambda d, a: run_py(d, "import lookup as l; print(l.lookup({}, 'a'), l.lookup({'a': 1}, 'a'))")
+        == "None 1",
+    },
+]
+
 def _toml(d: Path, name: str):
     import tomllib
 
