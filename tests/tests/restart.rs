@@ -63,30 +63,34 @@ fn kill_9_mid_run_then_restart_marks_the_run_interrupted_and_the_session_continu
 }
 
 #[test]
-fn ctrl_c_in_swivalctl_cancels_the_run_and_exits_130() {
+fn ctrl_c_sigterm_or_sighup_in_swivalctl_cancels_the_run_and_exits_128_plus_the_signal() {
+    use nix::sys::signal::Signal;
     let env = TestEnv::new();
     let daemon = env.start_daemon();
-    let project = env.project("p");
-    let gate = Gate::new();
-    let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate)]);
-    let child = env
-        .swivalctl(&daemon, &project)
-        .args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "m", "wait"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    mock.wait_for_requests(1);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stdout.is_empty());
     let mut c = daemon.nd();
-    let sessions = c.ok("session/list", json!({}));
-    let sid = sessions["sessions"][0]["session_id"].clone();
-    let detail = c.ok("session/get", json!({"session_id": sid}));
-    assert_eq!(detail["runs"][0]["outcome"], "cancelled");
-    gate.open();
+    for (signal, code) in [(Signal::SIGINT, 130), (Signal::SIGTERM, 143), (Signal::SIGHUP, 129)] {
+        let project = env.project(&format!("p{code}"));
+        let gate = Gate::new();
+        let mock = MockProvider::start(vec![Step::gated(Step::text("too late"), &gate)]);
+        let child = env
+            .swivalctl(&daemon, &project)
+            .args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "m", "wait"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        mock.wait_for_requests(1);
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{signal}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.is_empty());
+        // The run in the daemon was cancelled, not left running.
+        let sessions = c.ok("session/list", json!({}))["sessions"].as_array().unwrap().clone();
+        let session = sessions.iter().find(|s| s["base_dir"].as_str().unwrap().ends_with(&format!("p{code}"))).unwrap();
+        let detail = c.ok("session/get", json!({"session_id": session["session_id"]}));
+        assert_eq!(detail["runs"][0]["outcome"], "cancelled", "{signal}: {detail:#}");
+        gate.open();
+    }
 }
 
 /// A filter or reviewer that starts a grandchild (whose command line names

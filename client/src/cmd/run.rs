@@ -277,8 +277,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         Err(code) => return Ok(code),
     };
     // Ctrl-C cancels the run in the daemon; listen before the run exists.
-    let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
+    let interrupt = Interrupts::listen()?;
     // Subscribe before starting, so no event of the run is missed.
     let events = client.subscribe_events(&session_id, from_seq).await?;
     let run_id = client.start_run(&session_id, &task, continue_env, None).await?;
@@ -309,8 +308,40 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             result.stats.llm_calls
         );
     }
-    let code = if cancelled { 130 } else { result.exit_code };
+    let code = cancelled.map_or(result.exit_code, |signal| 128 + signal);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The signals that end a followed run: Ctrl-C (SIGINT), SIGTERM (`kill`,
+/// `timeout`) and SIGHUP (its terminal closed). Each cancels the run in
+/// the daemon, which would otherwise run on without anyone to read it;
+/// the exit code is 128 plus the signal's number (130 for Ctrl-C, as
+/// Swival's "interrupted").
+struct Interrupts(Vec<(i32, tokio::signal::unix::Signal)>);
+
+impl Interrupts {
+    fn listen() -> Result<Interrupts, ClientError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [(2, SignalKind::interrupt()), (15, SignalKind::terminate()), (1, SignalKind::hangup())];
+        let mut signals = Vec::new();
+        for (number, kind) in kinds {
+            let s = signal(kind).map_err(|e| ClientError::Transport(format!("cannot handle signal {number}: {e}")))?;
+            signals.push((number, s));
+        }
+        Ok(Interrupts(signals))
+    }
+
+    /// The number of the next signal that comes.
+    async fn recv(&mut self) -> i32 {
+        let waits = self.0.iter_mut().map(|(number, s)| {
+            let number = *number;
+            Box::pin(async move {
+                s.recv().await;
+                number
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
 }
 
 /// The session a run goes to, and where its events start.
@@ -400,24 +431,27 @@ pub async fn create_session(
     }
 }
 
-/// Show the run's events until it ends (Ctrl-C cancels it in the daemon,
-/// once); its result, and whether it was cancelled here.
+/// Show the run's events until it ends (a signal of [`Interrupts`]
+/// cancels it in the daemon, once); its result, and the signal that
+/// cancelled it here.
 async fn follow(
     client: &Client,
     session_id: &SessionId,
     run_id: &RunId,
     mut events: jsonrpsee::core::client::Subscription<Event>,
-    mut interrupt: tokio::signal::unix::Signal,
+    mut interrupt: Interrupts,
     progress: &Progress,
-) -> Result<(swival_protocol::RunResult, bool), ClientError> {
-    let mut cancelled = false;
+) -> Result<(swival_protocol::RunResult, Option<i32>), ClientError> {
+    let mut cancelled = None;
     loop {
         let next = tokio::select! {
             ev = events.next() => ev,
-            _ = interrupt.recv(), if !cancelled => {
-                cancelled = true;
-                eprintln!("\ninterrupted: cancelling run {run_id}");
+            signal = interrupt.recv(), if cancelled.is_none() => {
+                cancelled = Some(signal);
+                // Cancel first: after SIGHUP the terminal may be gone, and
+                // writing to it fails.
                 let _ = client.cancel_run(run_id).await;
+                let _ = writeln!(std::io::stderr(), "\ninterrupted: cancelling run {run_id}");
                 continue;
             }
         };
