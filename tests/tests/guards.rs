@@ -216,6 +216,31 @@ fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is
 }
 
 #[test]
+fn a_question_on_the_files_answered_blind_is_nudged_unless_its_files_were_read_up_front() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("dates.py"), "def parse_date(s):\n    return s.split('-')\n").unwrap();
+    std::fs::write(p.join("names.py"), "def parse_name(s):\n    return s.title()\n").unwrap();
+    let mock = MockProvider::start(vec![
+        Step::text("date_utils.py"),
+        Step::tool_call("g", "grep", json!({"pattern": "def parse_date"})),
+        Step::text("dates.py"),
+        Step::text("It returns the parts of the date."),
+    ]);
+    let mut c = daemon.nd();
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), "Which file defines the function parse_date?");
+    assert_eq!(result["answer"], "dates.py", "{result:#}");
+    let nudge = mock.texts_of(1).last().unwrap().clone();
+    assert!(nudge.contains("without looking at the project") && nudge.contains("dates.py, names.py"), "{nudge}");
+    // dates.py is named, so read up front: the first answer stands.
+    let task = "What does the function in dates.py return?";
+    let (_, _, named) = run_task(&mut c, &p, config(&mock), task);
+    assert_eq!(named["answer"], "It returns the parts of the date.", "{named:#}");
+    assert_eq!(mock.request_count(), 4);
+}
+
+#[test]
 fn an_answer_claiming_a_change_nobody_made_is_nudged_once_and_copied_read_output_is_left_out() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
@@ -239,6 +264,38 @@ fn an_answer_claiming_a_change_nobody_made_is_nudged_once_and_copied_read_output
     let wrote = &mock.tool_results()["w"];
     assert!(wrote.contains("left out the line numbers") && wrote.contains("'[checksum=…]' line"), "{wrote}");
     assert_eq!(mock.request_count(), 4, "the second claim, after a change, ends the run");
+}
+
+#[test]
+fn an_edit_undone_after_its_syntax_error_leaves_the_answer_nudged_to_make_the_change() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let before = "def greet(name):\n    return 'Hello, ' + name\n";
+    std::fs::write(p.join("hello.py"), before).unwrap();
+    // What a small model did: an edit that breaks the syntax, told so, is
+    // undone, and the answer says it fixed the syntax error.
+    let edit = |id: &str, old: &str, new: &str| {
+        Step::tool_call(id, "edit_file", json!({"file_path": "hello.py", "old_string": old, "new_string": new}))
+    };
+    let mock = MockProvider::start(vec![
+        edit("broke", "+ name", "+ name!"),
+        edit("undid", "+ name!", "+ name"),
+        Step::text("Fixed the syntax error in hello.py."),
+        edit("made", "+ name", "+ name + '!'"),
+        Step::text("greet now ends with an exclamation mark."),
+    ]);
+    let mut c = daemon.nd();
+    let task = "greet() in hello.py should end with an exclamation mark. Fix it.";
+    let (_, _, result) = run_task(&mut c, &p, config(&mock), task);
+    assert_eq!(result["answer"], "greet now ends with an exclamation mark.", "{result:#}");
+    let broke = &mock.tool_results()["broke"];
+    assert!(broke.contains("Python syntax error at line 2") && broke.contains("undoing the change"), "{broke}");
+    let nudge = mock.texts_of(3).last().unwrap().clone();
+    assert!(nudge.contains("but hello.py is as at the start of the run"), "{nudge}");
+    let after = std::fs::read_to_string(p.join("hello.py")).unwrap();
+    assert_eq!(after, "def greet(name):\n    return 'Hello, ' + name + '!'\n");
+    assert_eq!(mock.request_count(), 5, "the answer after the change stands ends the run");
 }
 
 #[test]

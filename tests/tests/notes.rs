@@ -78,7 +78,7 @@ fn the_bootstrap_entry_and_the_entry_matching_the_task_are_injected_in_swivals_w
     assert_eq!(result["outcome"], "success");
     let prompt = system(&mock, 0);
     let block = format!("<memory>\n{PREAMBLE}\n\n{BOOTSTRAP}\n\n{}\n</memory>", topic("redis"));
-    assert!(prompt.contains(&format!("\n\n{block}\n\nCurrent date and time: ")), "{prompt}");
+    assert!(prompt.contains(&format!("\n\n{block}\n\nCurrent date: ")), "{prompt}");
     assert!(prompt.contains(GUIDANCE));
     for other in TOPICS.iter().filter(|t| **t != "redis") {
         assert!(!prompt.contains(&format!("{other}-quirk")), "{other} is not about the task");

@@ -73,3 +73,39 @@ fn the_servers_cached_tokens_are_recorded_reported_and_shown() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("{second} from the server's cache")), "{stderr}");
 }
+
+#[test]
+fn a_new_sessions_first_request_starts_as_the_last_ones_so_the_server_keeps_the_system_prompt_and_tools() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("AGENTS.md"), "Use tabs.\n").unwrap();
+    let mock = MockProvider::start(vec![Step::text("one"), Step::text("two")]).with_prefix_cache();
+    let mut c = daemon.nd();
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
+    let mut runs = Vec::new();
+    for task in ["what is 1 + 0?", "and what is 1 + 1?"] {
+        let sid = c.ok("session/create", json!({"base_dir": p, "config": config}))["session_id"].clone();
+        let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
+        assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+        runs.push(run);
+    }
+    let requests = mock.requests();
+    let system = |r: &Value| r["messages"][0]["content"].as_str().unwrap().to_owned();
+    let (a, b) = (system(&requests[0]), system(&requests[1]));
+    // The date is the day's, so nothing in the prompt changes from one run
+    // to the next within a day (a test running across midnight UTC would
+    // see its last line differ, and only that).
+    let last = a.lines().last().unwrap();
+    assert!(last.starts_with("Current date: ") && last.ends_with(" (UTC)") && last.len() == 30, "{last}");
+    assert!(a.contains("Use tabs."), "{a}");
+    assert_eq!(a.rsplit_once('\n').unwrap().0, b.rsplit_once('\n').unwrap().0, "the system prompts differ");
+    assert_eq!(requests[0]["tools"], requests[1]["tools"]);
+    // The mock's cache (the bytes a request shares with the one before)
+    // serves the second run's system prompt, as a server's would.
+    let report = c.ok("report/get", json!({"run_id": runs[1]}));
+    let call = report["timeline"].as_array().unwrap().iter().find(|e| e["type"] == "llm_call").unwrap().clone();
+    let cached = call["cached_tokens"].as_u64().unwrap();
+    let kept = b.rsplit_once('\n').unwrap().0.len() as u64;
+    assert!(cached >= kept / 4, "{cached} cached tokens, a system prompt of {kept} bytes before its date");
+}

@@ -1,8 +1,10 @@
 //! Look before answering: a first answer given without a single tool
 //! call, to a task about the project or its files, gets one nudge to look
 //! first, with the top of the project as a cheap hint (once a run). Small models
-//! answer "what does this project do?" from nothing; a question that
-//! needs no files ("what is 2 + 2?") is never nudged.
+//! answer "what does this project do?" or "which file defines
+//! parse_date?" from nothing; a question that needs no files ("what is
+//! 2 + 2?") is never nudged, and neither is one whose named files were
+//! read up front (the caller checks).
 
 use std::path::Path;
 
@@ -12,6 +14,32 @@ const TOP_ENTRIES: usize = 20;
 /// Words that make a task about the project as a whole.
 const PROJECT_WORDS: &[&str] =
     &["project", "repo", "repository", "codebase", "code base", "this code", "readme", "this directory", "this folder"];
+
+/// Words that make a task about the project's files: what they hold.
+const FILE_WORDS: &[&str] = &[
+    "file",
+    "files",
+    "function",
+    "functions",
+    "class",
+    "classes",
+    "method",
+    "methods",
+    "module",
+    "modules",
+    "define",
+    "defines",
+    "defined",
+    "variable",
+    "variables",
+    "constant",
+    "constants",
+    "config",
+    "setting",
+    "settings",
+    "dependency",
+    "dependencies",
+];
 
 /// The nudge for a first answer to `task` given without looking, when the
 /// task is about the project in `base`; `None` when it is not.
@@ -32,14 +60,15 @@ pub fn nudge(task: &str, base: &Path) -> Option<String> {
 }
 
 /// Whether `task` is about the project: it uses a word of
-/// [`PROJECT_WORDS`].
+/// [`PROJECT_WORDS`] or [`FILE_WORDS`].
 fn about_project(task: &str) -> bool {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    PROJECT_WORDS.iter().any(|w| match w.contains(' ') {
+    let project = PROJECT_WORDS.iter().any(|w| match w.contains(' ') {
         true => lower.contains(w),
         false => words.contains(w),
-    })
+    });
+    project || FILE_WORDS.iter().any(|w| words.contains(w))
 }
 
 /// The project's top-level entries, directories with a `/`, hidden ones
@@ -71,7 +100,10 @@ mod tests {
         let n = nudge("what does this project do?", d.path()).unwrap();
         assert!(n.contains("README.md, src/"), "{n}");
         assert!(nudge("summarise the README", d.path()).is_some());
+        assert!(nudge("Which file defines the function parse_date?", d.path()).is_some());
+        assert!(nudge("Where is the timeout setting?", d.path()).is_some());
         assert!(nudge("what is 2 + 2?", d.path()).is_none());
+        assert!(nudge("what is the capital of France?", d.path()).is_none());
         assert!(nudge("hello there", d.path()).is_none());
     }
 }

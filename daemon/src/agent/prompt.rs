@@ -100,11 +100,19 @@ pub fn system_prompt(
         out.push_str("\n\n");
         out.push_str(block);
     }
-    out.push_str(&format!(
-        "\n\nCurrent date and time: {}",
-        humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-    ));
+    out.push_str(&format!("\n\nCurrent date: {} (UTC)", today()));
     out
+}
+
+/// Today's date, `YYYY-MM-DD` in UTC. The day, not the time: the system
+/// prompt then stays the same byte for byte for every run in a project
+/// that day, so a model server's prefix cache serves it and the tool
+/// schemas after it from one run to the next (llama-server keeps the last
+/// prompt of its slot; a request that starts the same is not processed
+/// again up to where it differs).
+fn today() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    now[..10].to_owned()
 }
 
 /// Swival's `## MCP Tools` section: each server's tools (as the model
@@ -188,8 +196,7 @@ mod tests {
         std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
         let p = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), false);
         assert!(p.contains("\n\n## Memory\n\n- Keep `.swival/memory/MEMORY.md` up to date"));
-        let (agents, memory, date) =
-            (p.find("</agent-instructions>"), p.find("<memory>"), p.find("Current date and time"));
+        let (agents, memory, date) = (p.find("</agent-instructions>"), p.find("<memory>"), p.find("Current date: "));
         assert!(agents < memory && memory < date, "{p}");
         let off = system_prompt(d.path(), None, true, FilesMode::Some, None, false);
         assert!(!off.contains("## Memory") && !off.contains("MEMORY.md") && !off.contains("{MEMORY}"));

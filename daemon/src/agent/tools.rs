@@ -82,6 +82,9 @@ impl Run<'_> {
                 self.unasked.deleted(deletion);
             }
             let change = outcome.change.take();
+            if let Some(c) = &change {
+                self.unasked.changed(c, self.ctx.base_dir);
+            }
             if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));
             }

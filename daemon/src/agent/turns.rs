@@ -250,14 +250,16 @@ impl Run<'_> {
             return Some(("delete_file", nudge));
         }
         let unmade = self.unasked.unmade(self.ctx.task, answer, self.record.stats.tool_calls_by_name.iter());
-        unmade.map(|nudge| ("", nudge.to_owned()))
+        unmade.map(|nudge| ("", nudge))
     }
 
     /// The nudge to look before answering, for a first answer of a fresh
-    /// run (no tool called) to a task about the project, when tools are
-    /// offered (see `look.rs`).
+    /// run (no tool called, no file the task named read up front) to a
+    /// task about the project or its files, when tools are offered (see
+    /// `look.rs`).
     fn look_first(&self, local_turn: u64, offer: &Offer) -> Option<String> {
         let fresh = local_turn == 1 && !self.ctx.resume && self.turn_offset == 0 && !offer.schemas.is_empty();
+        let fresh = fresh && self.tools.tracker.paths().next().is_none();
         fresh.then(|| super::look::nudge(self.ctx.task, self.ctx.base_dir)).flatten()
     }
 

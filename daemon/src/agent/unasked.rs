@@ -9,10 +9,15 @@
 //! answers "I changed the timeout to 60" after reading the file once. So
 //! does an answer to a task that orders a change ("Fix it.") that says
 //! nothing of why none was made: the model answers with the file it read.
+//! Both hold too when the run changed files and then put each back as it
+//! was: a small model told its edit broke the syntax undoes it and answers
+//! "Fixed the syntax error".
 
 use crate::toolcall::UnaskedDelete;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
-use swival_protocol::ToolCounts;
+use swival_protocol::{FileChange, ToolCounts};
 
 /// The run's deletions the task did not ask for.
 #[derive(Debug, Default)]
@@ -23,7 +28,15 @@ pub(super) struct Unasked {
     nudged: bool,
     /// Whether an answer claiming an unmade change was nudged already.
     unmade_nudged: bool,
+    /// Each file a write or edit changed, by its path from the base dir: a
+    /// hash of its text before the run's first change of it (`None`: it
+    /// did not exist) and after the last.
+    changed: BTreeMap<String, (Option<u64>, u64)>,
 }
+
+/// Tools that change only the files they name, each change seen in its
+/// result ([`Unasked::changed`]).
+const WRITING: &[&str] = &["edit_file", "write_file"];
 
 /// Tools that change nothing: a run whose successful calls are all of
 /// these made no change.
@@ -124,6 +137,25 @@ every tool call so far only read. Make the change the task asks for (edit_file w
 file, or write_file with the whole new content), then answer. If no change is needed, answer saying why.";
 
 impl Unasked {
+    /// Remember a change a write or edit made, to a file under `base`.
+    pub(super) fn changed(&mut self, change: &FileChange, base: &Path) {
+        let path = Path::new(&change.path);
+        let path = path.strip_prefix(base).unwrap_or(path).display().to_string();
+        let after = hash(&change.new_text);
+        self.changed.entry(path).or_insert((change.old_text.as_deref().map(hash), after)).1 = after;
+    }
+
+    /// The files the run changed, when every change it made was undone
+    /// (each file is as it was before its first change) and only writes
+    /// and edits changed anything: `None` when a change stands, none was
+    /// made, or another tool (a command) may have changed files.
+    fn undone(&self, calls: &[(&str, &ToolCounts)]) -> Option<Vec<String>> {
+        let writes_only =
+            calls.iter().filter(|(_, c)| c.succeeded > 0).all(|(n, _)| READING.contains(n) || WRITING.contains(n));
+        let all_back = self.changed.values().all(|(before, after)| *before == Some(*after));
+        (writes_only && all_back && !self.changed.is_empty()).then(|| self.changed.keys().cloned().collect())
+    }
+
     /// Remember a deletion the task did not ask for.
     pub(super) fn deleted(&mut self, deletion: UnaskedDelete) {
         self.deleted.push(deletion);
@@ -160,9 +192,10 @@ impl Unasked {
 
     /// The nudge for a final `answer` to `task`, given the run's tool
     /// `calls` (each tool's counts): an answer that claims a change, to a
-    /// task asking for one, when every tool that succeeded only read; or
-    /// one that says nothing of why no change was made, to a task that
-    /// orders one ("Fix it."), when every tool called only reads. `None`
+    /// task asking for one, when every tool that succeeded only read or
+    /// every change made was undone; or one that says nothing of why no
+    /// change was made, to a task that orders one ("Fix it."), when every
+    /// tool called only reads or the changes were undone. `None`
     /// otherwise: for a question, an answer that says no change was
     /// needed, and after the run's one nudge.
     pub(super) fn unmade<'a>(
@@ -170,34 +203,46 @@ impl Unasked {
         task: &str,
         answer: &str,
         calls: impl Iterator<Item = (&'a String, &'a ToolCounts)>,
-    ) -> Option<&'static str> {
+    ) -> Option<String> {
         let calls: Vec<(&str, &ToolCounts)> = calls.map(|(name, counts)| (name.as_str(), counts)).collect();
+        let undone = self.undone(&calls);
         let only_read = calls.iter().filter(|(_, c)| c.succeeded > 0).all(|(name, _)| READING.contains(name));
         // A change tried and refused or failed is the answer's to explain.
         let never_tried = calls.iter().all(|(name, _)| READING.contains(name));
         let asks = !task.trim_end().ends_with('?') && has_word(task, ASKING);
         // "It is already fixed; nothing to change" claims nothing.
         let denies = has_word(answer, DENYING);
-        let nudge = if has_word(answer, CLAIMING) && !denies && only_read {
-            UNMADE_NUDGE
-        } else if orders_a_change(task)
-            && never_tried
+        let claims = has_word(answer, CLAIMING) && !denies && (only_read || undone.is_some());
+        // A small model answers "Give greet a default name" with the file
+        // it read, or with the task's own words.
+        let silent = orders_a_change(task)
+            && (never_tried || undone.is_some())
             && !denies
             && !has_word(answer, REASONING)
-            && !answer.trim_end().ends_with('?')
-        {
-            // A small model answers "Give greet a default name" with the
-            // file it read, or with the task's own words.
-            UNMADE_SILENT_NUDGE
-        } else {
-            return None;
-        };
-        if self.unmade_nudged || !asks {
+            && !answer.trim_end().ends_with('?');
+        if !(claims || silent) || self.unmade_nudged || !asks {
             return None;
         }
         self.unmade_nudged = true;
-        Some(nudge)
+        Some(match (undone, claims) {
+            (Some(files), _) => format!(
+                "The task asks for a change, but {} {} as at the start of the run: a later change undid an earlier \
+                 one. Make the change the task asks for, keeping the file valid, then answer. If no change is \
+                 needed, answer saying why.",
+                files.join(", "),
+                if files.len() == 1 { "is" } else { "are" }
+            ),
+            (None, true) => UNMADE_NUDGE.to_owned(),
+            (None, false) => UNMADE_SILENT_NUDGE.to_owned(),
+        })
     }
+}
+
+/// A hash of a file's text, to tell whether it is back as it was.
+fn hash(text: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// Whether a sentence of `task` opens with a verb asking for a change
@@ -259,7 +304,7 @@ mod tests {
         calls.iter().map(|&(n, succeeded, failed)| (n.to_owned(), ToolCounts { succeeded, failed })).collect()
     }
 
-    fn unmade(unasked: &mut Unasked, task: &str, answer: &str, calls: &[(&str, u64, u64)]) -> Option<&'static str> {
+    fn unmade(unasked: &mut Unasked, task: &str, answer: &str, calls: &[(&str, u64, u64)]) -> Option<String> {
         let calls = counts(calls);
         unasked.unmade(task, answer, calls.iter().map(|(n, c)| (n, c)))
     }
@@ -269,13 +314,20 @@ mod tests {
         let task = "Set the timeout in settings.json to 60.";
         let mut unasked = Unasked::default();
         let read = [("read_file", 1, 0), ("outline", 1, 0)];
-        assert_eq!(unmade(&mut unasked, task, "I changed the timeout from 30 to 60.", &read), Some(UNMADE_NUDGE));
+        assert_eq!(
+            unmade(&mut unasked, task, "I changed the timeout from 30 to 60.", &read),
+            Some(UNMADE_NUDGE.to_owned())
+        );
         assert_eq!(unmade(&mut unasked, task, "I changed the timeout.", &read), None, "once a run");
         let mut fresh = Unasked::default();
         let edited = [("read_file", 1, 0), ("edit_file", 1, 0)];
         assert_eq!(unmade(&mut fresh, task, "Changed the timeout to 60.", &edited), None, "a change was made");
         let failed_edit = [("read_file", 1, 0), ("edit_file", 0, 2)];
-        assert_eq!(unmade(&mut fresh, task, "Changed it.", &failed_edit), Some(UNMADE_NUDGE), "the edit failed");
+        assert_eq!(
+            unmade(&mut fresh, task, "Changed it.", &failed_edit),
+            Some(UNMADE_NUDGE.to_owned()),
+            "the edit failed"
+        );
         let mut fresh = Unasked::default();
         assert_eq!(unmade(&mut fresh, task, "The timeout is 30; it must stay so.", &read), None, "why not, said");
         assert_eq!(unmade(&mut fresh, task, "The timeout was already set to 60; nothing changed.", &read), None);
@@ -291,13 +343,20 @@ mod tests {
         let file = "The file is:\ndef greet(name):\n    return 'Hi ' + name";
         let ordered = "Give greet in hello.py a default name of 'there', so greet() returns 'Hi there'.";
         let mut unasked = Unasked::default();
-        assert_eq!(unmade(&mut unasked, ordered, file, &read), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(unmade(&mut unasked, ordered, file, &read), Some(UNMADE_SILENT_NUDGE.to_owned()));
         assert_eq!(unmade(&mut unasked, ordered, file, &read), None, "once a run");
         let fix = "geometry.py fails with NameError: name 'math' is not defined. Fix it.";
         let fresh = || Unasked::default();
-        assert_eq!(unmade(&mut fresh(), fix, "1: def hypot(a, b):", &read), Some(UNMADE_SILENT_NUDGE));
-        assert_eq!(unmade(&mut fresh(), "fix calc.py", "done", &[]), Some(UNMADE_SILENT_NUDGE), "no call at all");
-        assert_eq!(unmade(&mut fresh(), &format!("please {ordered}"), file, &read), Some(UNMADE_SILENT_NUDGE));
+        assert_eq!(unmade(&mut fresh(), fix, "1: def hypot(a, b):", &read), Some(UNMADE_SILENT_NUDGE.to_owned()));
+        assert_eq!(
+            unmade(&mut fresh(), "fix calc.py", "done", &[]),
+            Some(UNMADE_SILENT_NUDGE.to_owned()),
+            "no call at all"
+        );
+        assert_eq!(
+            unmade(&mut fresh(), &format!("please {ordered}"), file, &read),
+            Some(UNMADE_SILENT_NUDGE.to_owned())
+        );
         // Not an order, a question back, a reason given, a change tried, or made.
         let explain = "Explain how to add a default name to greet in hello.py.";
         assert_eq!(unmade(&mut fresh(), explain, file, &read), None);
@@ -319,5 +378,38 @@ mod tests {
         std::fs::write(d.path().join("util.py"), "x").unwrap();
         assert_eq!(unasked.nudge("Done.", d.path()), None, "restored");
         assert!(!unasked.nudged);
+    }
+
+    fn change(path: &str, old: Option<&str>, new: &str) -> FileChange {
+        FileChange { path: path.into(), old_text: old.map(str::to_owned), new_text: new.into() }
+    }
+
+    #[test]
+    fn an_answer_after_every_change_was_undone_is_nudged_once() {
+        let base = Path::new("/p");
+        let edited = [("read_file", 1, 0), ("edit_file", 2, 0)];
+        let task = "greet() in hello.py should end with an exclamation mark. Fix it.";
+        let mut unasked = Unasked::default();
+        unasked.changed(&change("/p/hello.py", Some("a\n"), "a!\n"), base);
+        assert_eq!(unmade(&mut unasked, task, "Done.", &edited), None, "the change stands");
+        unasked.changed(&change("/p/hello.py", Some("a!\n"), "a\n"), base);
+        let nudge = unmade(&mut unasked, task, "Fixed the syntax error in hello.py.", &edited).unwrap();
+        assert!(nudge.starts_with("The task asks for a change, but hello.py is as at the start of the run"), "{nudge}");
+        assert_eq!(unmade(&mut unasked, task, "Fixed it.", &edited), None, "once a run");
+        // Silent answers too; a reason given, or a command run, is not nudged.
+        let undone = || {
+            let mut u = Unasked::default();
+            u.changed(&change("/p/a.py", Some("x"), "y"), base);
+            u.changed(&change("/p/a.py", Some("y"), "x"), base);
+            u
+        };
+        assert!(unmade(&mut undone(), task, "def greet(name): ...", &edited).is_some());
+        assert_eq!(unmade(&mut undone(), task, "No change is needed: it already ends with one.", &edited), None);
+        let ran = [("edit_file", 2, 0), ("run_command", 1, 0)];
+        assert_eq!(unmade(&mut undone(), task, "Fixed it.", &ran), None, "a command may have changed files");
+        // A file created and then emptied is not back as it was.
+        let mut created = Unasked::default();
+        created.changed(&change("/p/new.py", None, ""), base);
+        assert_eq!(unmade(&mut created, task, "Fixed it.", &edited), None);
     }
 }

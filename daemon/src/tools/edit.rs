@@ -69,7 +69,8 @@ impl fmt::Display for EditError {
         match self {
             EditError::Identical => write!(
                 f,
-                "old_string and new_string are identical, so the edit would be a no-op"
+                "old_string and new_string are identical, so the edit would be a no-op. Keep old_string as the \
+                 file has it and write the text as it should read after the change in new_string"
             ),
             EditError::EmptyOld => write!(
                 f,

@@ -58,7 +58,7 @@ pub use error::ToolError;
 use path::{Access, FilesMode, PathPolicy};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 /// JSON a tool writes (an answer, a call to make, a trash index line) as
@@ -74,12 +74,26 @@ fn json_text(value: &impl Serialize) -> String {
 pub struct ReadTracker {
     /// Canonical paths.
     seen: HashSet<PathBuf>,
+    /// A hash of what the session's last write or edit of each file left
+    /// in it.
+    written: HashMap<PathBuf, u64>,
 }
 
 impl ReadTracker {
     /// Remember that `p` was read or written.
     pub fn mark(&mut self, p: &Path) {
         self.seen.insert(p.to_owned());
+    }
+
+    /// Remember that a write or edit left `text` in `p`.
+    pub fn wrote(&mut self, p: &Path, text: &[u8]) {
+        self.mark(p);
+        self.written.insert(p.to_owned(), text_hash(text));
+    }
+
+    /// Whether the session's last write or edit of `p` left `text` in it.
+    pub fn wrote_last(&self, p: &Path, text: &[u8]) -> bool {
+        self.written.get(p) == Some(&text_hash(text))
     }
 
     /// Whether `p` was read or written.
@@ -91,6 +105,13 @@ impl ReadTracker {
     pub fn paths(&self) -> impl Iterator<Item = &PathBuf> {
         self.seen.iter()
     }
+}
+
+fn text_hash(text: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// How much one file tool result carries (Swival's `max_output_kb` and

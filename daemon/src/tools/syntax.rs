@@ -108,7 +108,7 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
     if let Some(line) = error.filter(|_| !was_broken) {
         let text: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
         notes.push(format!(
-            "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix it before you answer.",
+            "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix that line so it parses and still does what the task asks (undoing the change leaves the task undone), then answer.",
             line + 1
         ));
     }
@@ -144,6 +144,7 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
     let clean = !now.root_node().has_error();
     if let (Lang::Python, None, true, Some(was), Some(before)) = (lang, error, clean, &was, before) {
         notes.extend(super::unbound::note(was.root_node(), before, now.root_node(), after));
+        notes.extend(super::unbound::unused_parameters(was.root_node(), before, now.root_node(), after));
     }
     (!notes.is_empty()).then(|| notes.join("\n"))
 }

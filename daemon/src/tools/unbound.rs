@@ -7,8 +7,13 @@
 //! variable, an `as` name count), yet the file still reads, is named with
 //! the line of its first use. A file with `from m import *` is not
 //! checked: the star may bind anything.
+//!
+//! And the other way: a parameter the change gave a function that already
+//! existed, which nothing in its body reads. Asked to give `power(x)` a
+//! second parameter `n` and return `x ** n`, a small model adds `n=2` to
+//! the signature, leaves `return x * x`, and answers "done".
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 /// Names listed in one note at most.
@@ -43,6 +48,93 @@ pub(super) fn note(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> O
             if used.len() == 1 { "a name" } else { "names" },
             used.join(", ")
         )
+    })
+}
+
+/// The note for a Python change that gave a function it did not create a
+/// parameter its body never reads; `None` when there is none. A
+/// parameter named `_…`, `self` or `cls`, a `*args` or `**kw`, and a stub's
+/// (a body of `pass`, `...` or a docstring) are left alone.
+pub(super) fn unused_parameters(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<String> {
+    let mut had = BTreeMap::new();
+    for f in functions(was) {
+        had.entry(function_name(f, before)).or_insert_with(|| plain_parameters(f, before));
+    }
+    let mut unused = Vec::new();
+    for f in functions(now) {
+        let name = function_name(f, after);
+        let (Some(old), Some(body)) = (had.get(&name), f.child_by_field_name("body")) else { continue };
+        if is_stub(body, after) {
+            continue;
+        }
+        for p in plain_parameters(f, after).difference(old) {
+            let skipped = p.starts_with('_') || p == "self" || p == "cls";
+            if !skipped && first_read(body, after, p).is_none() {
+                unused.push(format!("`{p}` of {name}() (line {})", f.start_position().row + 1));
+            }
+        }
+    }
+    (!unused.is_empty()).then(|| {
+        format!(
+            "This change added {} that nothing in the function reads: {}. If the task asks the function to use \
+             it, change the body too.",
+            if unused.len() == 1 { "a parameter" } else { "parameters" },
+            unused.iter().take(MAX_NAMED).cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Every function definition in the tree, at any depth, in order.
+fn functions(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    if node.kind() == "function_definition" {
+        out.push(node);
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    out.extend(children.into_iter().flat_map(functions));
+    out
+}
+
+fn function_name(f: Node<'_>, text: &str) -> String {
+    f.child_by_field_name("name").map(|n| node_text(n, text)).unwrap_or_default()
+}
+
+/// A function's parameter names, without `*args` and `**kw`.
+fn plain_parameters(f: Node<'_>, text: &str) -> BTreeSet<String> {
+    let Some(list) = f.child_by_field_name("parameters") else { return BTreeSet::new() };
+    let splats: BTreeSet<String> = {
+        let mut cursor = list.walk();
+        let children: Vec<Node<'_>> = list.named_children(&mut cursor).collect();
+        children
+            .into_iter()
+            .filter(|p| p.kind().contains("splat") || p.named_child(0).is_some_and(|c| c.kind().contains("splat")))
+            .flat_map(|p| parameter_names_of(p, text))
+            .collect()
+    };
+    parameter_names(list, text).into_iter().filter(|n| !splats.contains(n)).collect()
+}
+
+/// The identifiers anywhere in one parameter node.
+fn parameter_names_of(p: Node<'_>, text: &str) -> Vec<String> {
+    if p.kind() == "identifier" {
+        return vec![node_text(p, text)];
+    }
+    let mut cursor = p.walk();
+    let children: Vec<Node<'_>> = p.named_children(&mut cursor).collect();
+    children.into_iter().flat_map(|c| parameter_names_of(c, text)).collect()
+}
+
+/// Whether a function body is a stub: only `pass`, `...` and strings.
+fn is_stub(body: Node<'_>, text: &str) -> bool {
+    let mut cursor = body.walk();
+    let statements: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
+    statements.iter().all(|s| match s.kind() {
+        "pass_statement" | "comment" => true,
+        "expression_statement" => s.named_child(0).is_some_and(|e| {
+            matches!(e.kind(), "string" | "ellipsis" | "concatenated_string") || node_text(e, text) == "..."
+        }),
+        _ => false,
     })
 }
 
@@ -236,5 +328,39 @@ mod tests {
         assert_eq!(check("msg = 1\n", "from m import *\nprint(msg)\n"), None);
         // A subscript assignment binds nothing, and unbinds nothing.
         assert_eq!(check("xs = []\nxs[0] = 1\n", "xs = [0]\nxs[0] = 1\n"), None);
+    }
+
+    fn unused(before: &str, after: &str) -> Option<String> {
+        let (was, now) = (Lang::Python.parse(before).unwrap(), Lang::Python.parse(after).unwrap());
+        unused_parameters(was.root_node(), before, now.root_node(), after)
+    }
+
+    #[test]
+    fn a_parameter_added_and_never_read_is_named() {
+        let note = unused("def power(x):\n    return x * x\n", "def power(x, n=2):\n    return x * x\n").unwrap();
+        assert!(note.contains("a parameter that nothing in the function reads: `n` of power() (line 1)"), "{note}");
+        let method = unused(
+            "class A:\n    def f(self):\n        return 1\n",
+            "class A:\n    def f(self, limit: int = 3):\n        return 1\n",
+        );
+        assert!(method.unwrap().contains("`limit` of f() (line 2)"));
+    }
+
+    #[test]
+    fn a_parameter_read_kept_or_left_alone_is_not_named() {
+        let before = "def power(x):\n    return x * x\n";
+        for after in [
+            "def power(x, n=2):\n    return x ** n\n",
+            "def power(x, n=2):\n    def inner():\n        return x ** n\n    return inner()\n",
+            "def power(x, _n=2):\n    return x * x\n",
+            "def power(x, *args, **kw):\n    return x * x\n",
+            "def power(x, n=2):\n    ...\n",
+            "def power(x, n=2):\n    \"\"\"Doc.\"\"\"\n    pass\n",
+            "def square(x, n=2):\n    return x * x\n",
+        ] {
+            assert_eq!(unused(before, after), None, "{after:?}");
+        }
+        // A parameter it had before the change is not this change's.
+        assert_eq!(unused("def f(x, n):\n    return x\n", "def f(x, n):\n    return x + 1\n"), None);
     }
 }

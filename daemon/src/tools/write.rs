@@ -93,10 +93,12 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 _ => None,
             };
             create_parent(tb, &dir, &rel, requested)?;
+            // What this session wrote there last, written again.
+            let again = before.as_deref().is_some_and(|b| tb.tracker.wrote_last(&path, b));
             dir.open_file(&rel, How::Truncate)
                 .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
                 .map_err(|e| tb.io_error(requested, "write", e))?;
-            tb.tracker.mark(&path);
+            tb.tracker.wrote(&path, content.as_bytes());
             let note = match &before {
                 Some(old) => super::near::dropped_lines_note(&String::from_utf8_lossy(old), &content),
                 None if existing.is_none() => tb.new_file_note(requested, &path),
@@ -109,7 +111,7 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 .flatten();
             // A small model "fixes" a file by writing back what it read.
             let same = old_text.as_deref().is_some_and(|old| old.trim_end() == content.trim_end());
-            let same = same.then(|| UNCHANGED_NOTE.to_owned());
+            let same = same.then(|| if again { MADE_NOTE } else { UNCHANGED_NOTE }.to_owned());
             let note = [note, checks, same].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
             let changed = match existing.is_none() || before.is_some() {
                 true => change(&path, before, content.as_bytes()),
@@ -134,6 +136,11 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
 /// The note of a write that left the file's text as it was.
 const UNCHANGED_NOTE: &str = "The file already had this content: nothing changed. If the task needs a change, \
 write the content with the change made.";
+
+/// The note of a write that left the file's text as this session's last
+/// write or edit of it had: small models repeat the write that succeeded.
+const MADE_NOTE: &str = "The file already had this content, from your own earlier change: nothing changed now. \
+If the task is done, stop calling tools and answer in one or two sentences: what you changed.";
 
 /// Texts longer than this are left out of a [`FileChange`].
 const MAX_CHANGE_TEXT: u64 = 64 * 1024;
@@ -253,10 +260,10 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     dir.open_file(&rel, How::Rewrite)
         .and_then(|mut f| Ok(f.write_all(updated.as_bytes())?))
         .map_err(|e| io_fail("write", e))?;
-    tb.tracker.mark(&path);
     tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
+    tb.tracker.wrote(&path, &written);
     let after = String::from_utf8_lossy(&written);
     let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
@@ -338,6 +345,13 @@ mod tests {
         assert!(out.text.contains(UNCHANGED_NOTE), "{}", out.text);
         let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 2\n"})).unwrap();
         assert!(!out.text.contains("nothing changed"), "{}", out.text);
+        // The same write again: the change is the session's own, made.
+        let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 2\n"})).unwrap();
+        assert!(out.text.contains(MADE_NOTE) && !out.text.contains(UNCHANGED_NOTE), "{}", out.text);
+        // So after an edit.
+        edit_file(&mut tb, &args!({"file_path": "p.py", "old_string": "x = 2", "new_string": "x = 3"})).unwrap();
+        let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 3\n"})).unwrap();
+        assert!(out.text.contains(MADE_NOTE), "{}", out.text);
     }
 
     #[test]

@@ -202,7 +202,8 @@ impl MockProvider {
     }
 
     /// Report a prompt cache as a server keeping the last request's prefix
-    /// would (the bytes each request shares with the one before, over 4):
+    /// would (the bytes of the rendered prompt, see [`rendered`], each
+    /// request shares with the one before, over 4):
     /// `usage.prompt_tokens_details.cached_tokens` (OpenAI) and, in a
     /// stream, llama-server's `timings.cache_n` and `prompt_n`.
     pub fn with_prefix_cache(self) -> MockProvider {
@@ -378,6 +379,22 @@ async fn route(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respon
     }
 }
 
+/// The prompt a chat template makes of a request, as bytes: the system
+/// message, the tool schemas, then the other messages (Qwen's template on
+/// llama-server renders them in that order). A server's prefix cache
+/// works on this, not on the body: `max_tokens` or the key order do not
+/// count.
+fn rendered(body: Option<&Value>) -> Vec<u8> {
+    let Some(body) = body else { return Vec::new() };
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let (system, rest) = match messages.split_first() {
+        Some((first, rest)) if first["role"] == "system" => (first.to_string(), rest),
+        _ => (String::new(), &messages[..]),
+    };
+    let rest: Vec<String> = rest.iter().map(Value::to_string).collect();
+    format!("{system}{}{}", body["tools"], rest.join("")).into_bytes()
+}
+
 /// Logs a chat request, takes its step, waits out any gate, and answers.
 async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Response<Body> {
     let headers = header_map(req.headers());
@@ -401,8 +418,9 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
         let mut state = shared.lock();
         state.log[number - 1].times.answered = Some(Instant::now());
         state.prefix_cache.as_mut().map(|last| {
-            let shared_bytes = last.iter().zip(raw.iter()).take_while(|(a, b)| a == b).count();
-            *last = raw.to_vec();
+            let prompt = rendered(parsed.as_ref());
+            let shared_bytes = last.iter().zip(prompt.iter()).take_while(|(a, b)| a == b).count();
+            *last = prompt;
             shared_bytes as u64 / 4
         })
     };
