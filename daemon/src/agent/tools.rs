@@ -82,8 +82,8 @@ impl Run<'_> {
                 self.unasked.deleted(deletion);
             }
             let change = outcome.change.take();
-            if let Some(c) = &change {
-                self.unasked.changed(c, self.ctx.base_dir);
+            if !outcome.failed {
+                self.unasked.changed(&call.name, change.as_ref(), self.ctx.base_dir);
             }
             if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
                 gate.wrote(std::path::Path::new(&c.path));

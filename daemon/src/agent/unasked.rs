@@ -15,7 +15,6 @@
 
 use crate::toolcall::UnaskedDelete;
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use swival_protocol::{FileChange, ToolCounts};
 
@@ -32,6 +31,9 @@ pub(super) struct Unasked {
     /// hash of its text before the run's first change of it (`None`: it
     /// did not exist) and after the last.
     changed: BTreeMap<String, (Option<u64>, u64)>,
+    /// Whether a write or edit changed a file without saying how (one too
+    /// large for its change to be kept, a move): nothing is known undone.
+    untracked: bool,
 }
 
 /// Tools that change only the files they name, each change seen in its
@@ -137,8 +139,13 @@ every tool call so far only read. Make the change the task asks for (edit_file w
 file, or write_file with the whole new content), then answer. If no change is needed, answer saying why.";
 
 impl Unasked {
-    /// Remember a change a write or edit made, to a file under `base`.
-    pub(super) fn changed(&mut self, change: &FileChange, base: &Path) {
+    /// Remember what a successful call of tool `name` changed, to a file
+    /// under `base`: `None` from a write or edit is a change not shown.
+    pub(super) fn changed(&mut self, name: &str, change: Option<&FileChange>, base: &Path) {
+        let Some(change) = change else {
+            self.untracked |= WRITING.contains(&name);
+            return;
+        };
         let path = Path::new(&change.path);
         let path = path.strip_prefix(base).unwrap_or(path).display().to_string();
         let after = hash(&change.new_text);
@@ -153,7 +160,8 @@ impl Unasked {
         let writes_only =
             calls.iter().filter(|(_, c)| c.succeeded > 0).all(|(n, _)| READING.contains(n) || WRITING.contains(n));
         let all_back = self.changed.values().all(|(before, after)| *before == Some(*after));
-        (writes_only && all_back && !self.changed.is_empty()).then(|| self.changed.keys().cloned().collect())
+        let known = writes_only && !self.untracked && !self.changed.is_empty();
+        (known && all_back).then(|| self.changed.keys().cloned().collect())
     }
 
     /// Remember a deletion the task did not ask for.
@@ -226,9 +234,9 @@ impl Unasked {
         self.unmade_nudged = true;
         Some(match (undone, claims) {
             (Some(files), _) => format!(
-                "The task asks for a change, but {} {} as at the start of the run: a later change undid an earlier \
-                 one. Make the change the task asks for, keeping the file valid, then answer. If no change is \
-                 needed, answer saying why.",
+                "The task asks for a change, but {} {} as at the start of the run: no change of this run stands. \
+                 Make the change the task asks for, keeping the file valid, then answer. If no change is needed, \
+                 answer saying why.",
                 files.join(", "),
                 if files.len() == 1 { "is" } else { "are" }
             ),
@@ -240,9 +248,7 @@ impl Unasked {
 
 /// A hash of a file's text, to tell whether it is back as it was.
 fn hash(text: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+    crate::tools::text_hash(text.as_bytes())
 }
 
 /// Whether a sentence of `task` opens with a verb asking for a change
@@ -390,17 +396,17 @@ mod tests {
         let edited = [("read_file", 1, 0), ("edit_file", 2, 0)];
         let task = "greet() in hello.py should end with an exclamation mark. Fix it.";
         let mut unasked = Unasked::default();
-        unasked.changed(&change("/p/hello.py", Some("a\n"), "a!\n"), base);
+        unasked.changed("edit_file", Some(&change("/p/hello.py", Some("a\n"), "a!\n")), base);
         assert_eq!(unmade(&mut unasked, task, "Done.", &edited), None, "the change stands");
-        unasked.changed(&change("/p/hello.py", Some("a!\n"), "a\n"), base);
+        unasked.changed("edit_file", Some(&change("/p/hello.py", Some("a!\n"), "a\n")), base);
         let nudge = unmade(&mut unasked, task, "Fixed the syntax error in hello.py.", &edited).unwrap();
         assert!(nudge.starts_with("The task asks for a change, but hello.py is as at the start of the run"), "{nudge}");
         assert_eq!(unmade(&mut unasked, task, "Fixed it.", &edited), None, "once a run");
         // Silent answers too; a reason given, or a command run, is not nudged.
         let undone = || {
             let mut u = Unasked::default();
-            u.changed(&change("/p/a.py", Some("x"), "y"), base);
-            u.changed(&change("/p/a.py", Some("y"), "x"), base);
+            u.changed("edit_file", Some(&change("/p/a.py", Some("x"), "y")), base);
+            u.changed("edit_file", Some(&change("/p/a.py", Some("y"), "x")), base);
             u
         };
         assert!(unmade(&mut undone(), task, "def greet(name): ...", &edited).is_some());
@@ -409,7 +415,14 @@ mod tests {
         assert_eq!(unmade(&mut undone(), task, "Fixed it.", &ran), None, "a command may have changed files");
         // A file created and then emptied is not back as it was.
         let mut created = Unasked::default();
-        created.changed(&change("/p/new.py", None, ""), base);
+        created.changed("write_file", Some(&change("/p/new.py", None, "")), base);
         assert_eq!(unmade(&mut created, task, "Fixed it.", &edited), None);
+        // A change not shown (a file too large to keep it) may stand.
+        let mut large = undone();
+        large.changed("write_file", None, base);
+        assert_eq!(unmade(&mut large, task, "Fixed it.", &edited), None);
+        let mut read = undone();
+        read.changed("read_file", None, base);
+        assert!(unmade(&mut read, task, "Fixed it.", &edited).is_some());
     }
 }

@@ -107,7 +107,9 @@ impl ReadTracker {
     }
 }
 
-fn text_hash(text: &[u8]) -> u64 {
+/// A hash of a file's bytes, to tell one text from another within the
+/// daemon's life (not stable across builds).
+pub fn text_hash(text: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
     text.hash(&mut h);
