@@ -56,14 +56,12 @@ pub(super) fn note(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> O
 /// parameter named `_…`, `self` or `cls`, a `*args` or `**kw`, and a stub's
 /// (a body of `pass`, `...` or a docstring) are left alone.
 pub(super) fn unused_parameters(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<String> {
-    let mut had = BTreeMap::new();
-    for f in functions(was) {
-        had.entry(function_name(f, before)).or_insert_with(|| plain_parameters(f, before));
-    }
+    let had: BTreeMap<(String, usize), BTreeSet<String>> =
+        keyed(was, before).into_iter().map(|(key, f)| (key, plain_parameters(f, before))).collect();
     let mut unused = Vec::new();
-    for f in functions(now) {
+    for (key, f) in keyed(now, after) {
         let name = function_name(f, after);
-        let (Some(old), Some(body)) = (had.get(&name), f.child_by_field_name("body")) else { continue };
+        let (Some(old), Some(body)) = (had.get(&key), f.child_by_field_name("body")) else { continue };
         if is_stub(body, after) {
             continue;
         }
@@ -94,6 +92,31 @@ fn functions(node: Node<'_>) -> Vec<Node<'_>> {
     let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
     out.extend(children.into_iter().flat_map(functions));
     out
+}
+
+/// The tree's functions, each by its name within the classes and
+/// functions around it (`A.__init__`) and which of that name it is (a
+/// property's getter and setter share one).
+fn keyed<'t>(root: Node<'t>, text: &str) -> Vec<((String, usize), Node<'t>)> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    functions(root)
+        .into_iter()
+        .map(|f| {
+            let mut path = vec![function_name(f, text)];
+            let mut up = f.parent();
+            while let Some(node) = up {
+                if matches!(node.kind(), "function_definition" | "class_definition") {
+                    path.push(function_name(node, text));
+                }
+                up = node.parent();
+            }
+            path.reverse();
+            let name = path.join(".");
+            let n = seen.entry(name.clone()).or_default();
+            *n += 1;
+            ((name, *n), f)
+        })
+        .collect()
 }
 
 fn function_name(f: Node<'_>, text: &str) -> String {
@@ -362,5 +385,9 @@ mod tests {
         }
         // A parameter it had before the change is not this change's.
         assert_eq!(unused("def f(x, n):\n    return x\n", "def f(x, n):\n    return x + 1\n"), None);
+        // Nor is one of another class's method of the same name.
+        let two = "class A:\n    def __init__(self, x):\n        self.x = x\n\n\
+                   class B:\n    def __init__(self, y):\n        pass\n        return None\n";
+        assert_eq!(unused(two, &two.replace("self.x = x", "self.x = x + 1")), None);
     }
 }
