@@ -317,30 +317,32 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
 /// the daemon, which would otherwise run on without anyone to read it;
 /// the exit code is 128 plus the signal's number (130 for Ctrl-C, as
 /// Swival's "interrupted").
-struct Interrupts(Vec<(i32, tokio::signal::unix::Signal)>);
+struct Interrupts {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
 
 impl Interrupts {
     fn listen() -> Result<Interrupts, ClientError> {
         use tokio::signal::unix::{signal, SignalKind};
-        let kinds = [(2, SignalKind::interrupt()), (15, SignalKind::terminate()), (1, SignalKind::hangup())];
-        let mut signals = Vec::new();
-        for (number, kind) in kinds {
-            let s = signal(kind).map_err(|e| ClientError::Transport(format!("cannot handle signal {number}: {e}")))?;
-            signals.push((number, s));
-        }
-        Ok(Interrupts(signals))
+        let listen = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| ClientError::Transport(format!("cannot handle {name}: {e}")))
+        };
+        Ok(Interrupts {
+            int: listen(SignalKind::interrupt(), "Ctrl-C")?,
+            term: listen(SignalKind::terminate(), "SIGTERM")?,
+            hup: listen(SignalKind::hangup(), "SIGHUP")?,
+        })
     }
 
     /// The number of the next signal that comes.
     async fn recv(&mut self) -> i32 {
-        let waits = self.0.iter_mut().map(|(number, s)| {
-            let number = *number;
-            Box::pin(async move {
-                s.recv().await;
-                number
-            })
-        });
-        futures::future::select_all(waits).await.0
+        tokio::select! {
+            _ = self.int.recv() => 2,
+            _ = self.term.recv() => 15,
+            _ = self.hup.recv() => 1,
+        }
     }
 }
 

@@ -304,9 +304,16 @@ mod tests {
     use super::super::syntax::Lang;
     use super::*;
 
-    fn check(before: &str, after: &str) -> Option<String> {
+    /// One of the module's notes for a change from `before` to `after`.
+    fn noted(check: Check, before: &str, after: &str) -> Option<String> {
         let (was, now) = (Lang::Python.parse(before).unwrap(), Lang::Python.parse(after).unwrap());
-        note(was.root_node(), before, now.root_node(), after)
+        check(was.root_node(), before, now.root_node(), after)
+    }
+
+    type Check = fn(Node<'_>, &str, Node<'_>, &str) -> Option<String>;
+
+    fn check(before: &str, after: &str) -> Option<String> {
+        noted(note, before, after)
     }
 
     #[test]
@@ -354,8 +361,7 @@ mod tests {
     }
 
     fn unused(before: &str, after: &str) -> Option<String> {
-        let (was, now) = (Lang::Python.parse(before).unwrap(), Lang::Python.parse(after).unwrap());
-        unused_parameters(was.root_node(), before, now.root_node(), after)
+        noted(unused_parameters, before, after)
     }
 
     #[test]
