@@ -27,7 +27,7 @@ pub async fn diff(socket: &Path, which: ChangesRef, stat: bool, json: bool) -> R
     if json {
         println!("{}", serde_json::to_string_pretty(&changes).expect("serializes"));
     } else {
-        print!("{}", render_changes(&changes, !stat));
+        print!("{}", render_changes(&super::clean::value(changes), !stat));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -39,7 +39,7 @@ pub async fn undo(socket: &Path, which: ChangesRef, force: bool, json: bool) -> 
     if json {
         println!("{}", serde_json::to_string_pretty(&done).expect("serializes"));
     } else {
-        print!("{}", render_revert(&done));
+        print!("{}", render_revert(&super::clean::value(done.clone())));
     }
     Ok(if done.applied { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -3,6 +3,7 @@
 pub mod acp;
 mod approval;
 pub mod changes;
+pub mod clean;
 pub mod daemon;
 mod flags;
 mod overlay;
@@ -18,6 +19,6 @@ use std::process::ExitCode;
 
 /// Print an error the way every swivalctl command does, and exit 1.
 pub fn fail(e: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("swivalctl: error: {e}");
+    eprintln!("swivalctl: error: {}", clean::text(&e.to_string()));
     ExitCode::FAILURE
 }

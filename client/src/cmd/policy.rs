@@ -44,7 +44,7 @@ pub async fn run(socket: &Path, action: Action) -> Result<ExitCode, ClientError>
                 argv,
             };
             let r = client.policy_check(&params).await?;
-            println!("{}: {}", if r.allowed { "allowed" } else { "refused" }, r.reason);
+            println!("{}: {}", if r.allowed { "allowed" } else { "refused" }, super::clean::text(&r.reason));
             Ok(if r.allowed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Action::Status { session } => {

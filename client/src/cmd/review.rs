@@ -7,6 +7,7 @@
 
 use super::daemon::connect;
 use super::run::RunArgs;
+use std::io::IsTerminal;
 use std::io::Read as _;
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,6 +49,8 @@ pub async fn reviewer_mode(socket: &Path, a: &RunArgs) -> ExitCode {
     };
     match reviewed {
         Ok(r) => {
+            // Read by a program (Swival's reviewer contract) unless a terminal shows it.
+            let r = if std::io::stdout().is_terminal() { super::clean::value(r) } else { r };
             match (&r.error, r.exit_code) {
                 (Some(error), _) => eprintln!("reviewer error: {error}"),
                 (None, 2) => eprintln!("reviewer error: no VERDICT found in LLM response"),

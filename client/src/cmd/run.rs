@@ -460,8 +460,9 @@ async fn follow(
         let event = match next {
             Some(Ok(e)) => e,
             Some(Err(e)) => return Err(ClientError::Transport(format!("bad event from swivald: {e}"))),
-            None => return Ok((client.wait_run(run_id).await?, cancelled)),
+            None => return Ok((progress.shown(client.wait_run(run_id).await?), cancelled)),
         };
+        let event = progress.shown(event);
         if event.run_id.as_ref() != Some(run_id) {
             continue;
         }
@@ -483,6 +484,16 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// `v` as it may be shown: exact for `--json`, its text cleaned of
+    /// control sequences for a terminal (`clean`).
+    pub fn shown<T: serde::Serialize + serde::de::DeserializeOwned>(&self, v: T) -> T {
+        if self.json {
+            v
+        } else {
+            super::clean::value(v)
+        }
+    }
+
     /// Show one event.
     pub fn show(&self, event: &Event) {
         if self.json {

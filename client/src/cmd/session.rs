@@ -97,6 +97,7 @@ pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
         println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
+    let list = super::clean::value(list);
     for s in &list.sessions {
         println!(
             "{}  {:<7}  runs {:<3}  {}  {}",
@@ -129,7 +130,7 @@ pub async fn attach(
     let mut events = client.subscribe_events(&SessionId(session), from_seq).await?;
     let progress = Progress { quiet: false, json };
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| ClientError::Transport(e.to_string()))?;
+        let event = progress.shown(event.map_err(|e| ClientError::Transport(e.to_string()))?);
         progress.show(&event);
         if let EventKind::RunFinished(r) = &event.kind {
             if !json {
@@ -169,6 +170,7 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
+    let r = super::clean::value(r);
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
@@ -208,6 +210,7 @@ pub async fn mcp(socket: &Path, action: McpAction) -> Result<ExitCode, ClientErr
         println!("{}", serde_json::to_string_pretty(&status).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
+    let status = super::clean::value(status);
     if status.servers.is_empty() {
         println!("no MCP server");
     }

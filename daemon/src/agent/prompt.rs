@@ -3,10 +3,14 @@
 //! section and block (see `notes::memory`).
 
 use crate::config::FilesMode;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Characters of instruction files included, per kind.
 const INSTRUCTIONS_BUDGET: usize = 10_000;
+
+/// Bytes of an instruction file read at most: a larger one is left out
+/// with a warning, never read.
+const INSTRUCTIONS_MAX_BYTES: u64 = 1 << 20;
 
 const BASE: &str = "You are a coding agent working in a project directory on the user's machine. \
 Work autonomously until the task is done: choose the most likely intent when a detail is ambiguous, \
@@ -57,11 +61,12 @@ pub const COMMAND_PROVIDER_PROMPT: &str =
 /// The system prompt for a session in `base_dir`, or the replacement text.
 /// `memory` is the `<memory>` block (empty: nothing to inject), or `None`
 /// with `no_memory`, which also leaves out Swival's memory section; `lean`
-/// is the lean tool offer's prompt ([`LEAN_BASE`]).
+/// is the lean tool offer's prompt ([`LEAN_BASE`]); `instructions` the
+/// project's instruction files (`None` with `no_instructions`).
 pub fn system_prompt(
     base_dir: &Path,
     replacement: Option<&str>,
-    with_instructions: bool,
+    instructions: Option<&Instructions>,
     files: FilesMode,
     memory: Option<&str>,
     lean: bool,
@@ -85,11 +90,11 @@ pub fn system_prompt(
         let guidance = if memory.is_some() { crate::notes::memory::GUIDANCE } else { "" };
         BASE.replace("{FILES}", rule).replace("{MEMORY}", guidance)
     };
-    if with_instructions {
-        if let Some(claude) = read_capped(&base_dir.join("CLAUDE.md"), INSTRUCTIONS_BUDGET) {
+    if let Some(found) = instructions {
+        if let Some(claude) = &found.claude {
             out.push_str(&format!("\n\n<project-instructions>\n{claude}\n</project-instructions>"));
         }
-        if let Some(agents) = read_capped(&base_dir.join("AGENTS.md"), INSTRUCTIONS_BUDGET) {
+        if let Some(agents) = &found.agents {
             out.push_str(&format!(
                 "\n\n<agent-instructions>\n<!-- project: {} -->\n{agents}\n</agent-instructions>",
                 base_dir.join("AGENTS.md").display()
@@ -135,11 +140,44 @@ pub fn mcp_tool_info(servers: &[(String, Vec<(String, String)>)]) -> Option<Stri
     Some(lines.join("\n"))
 }
 
+/// The project's instruction files, as read for the model.
+#[derive(Debug, Default)]
+pub struct Instructions {
+    /// CLAUDE.md's text.
+    claude: Option<String>,
+    /// AGENTS.md's text.
+    agents: Option<String>,
+}
+
+impl Instructions {
+    /// Read CLAUDE.md and AGENTS.md from `base_dir` the one way a file
+    /// reaches the model (`beneath::read_for_model`: no symlink followed,
+    /// a regular file under the cap, nothing hidden); one that cannot be
+    /// read so is left out and said in a warning.
+    pub fn read(base_dir: &Path, hidden: &[PathBuf]) -> (Instructions, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut one = |name: &str| match crate::beneath::read_for_model(
+            base_dir,
+            Path::new(name),
+            INSTRUCTIONS_MAX_BYTES,
+            hidden,
+        ) {
+            Ok(bytes) => capped(&String::from_utf8_lossy(&bytes), INSTRUCTIONS_BUDGET),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                warnings.push(format!("{name} left out of the system prompt: {e}"));
+                None
+            }
+        };
+        let found = Instructions { claude: one("CLAUDE.md"), agents: one("AGENTS.md") };
+        (found, warnings)
+    }
+}
+
 /// A file's text without HTML comments, cut to `budget` characters.
-fn read_capped(path: &Path, budget: usize) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+fn capped(text: &str, budget: usize) -> Option<String> {
     let mut clean = String::with_capacity(text.len());
-    let mut rest = text.as_str();
+    let mut rest = text;
     while let Some(start) = rest.find("<!--") {
         clean.push_str(&rest[..start]);
         rest = rest[start..].find("-->").map(|end| &rest[start + end + 3..]).unwrap_or("");
@@ -156,12 +194,33 @@ fn read_capped(path: &Path, budget: usize) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn read(base: &Path) -> Instructions {
+        Instructions::read(base, &[]).0
+    }
+
+    #[test]
+    fn an_instruction_file_made_a_link_a_fifo_or_a_giant_is_left_out_with_a_warning() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        std::fs::write(base.join("key"), "PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(base.join("key"), base.join("AGENTS.md")).unwrap();
+        nix::unistd::mkfifo(&base.join("CLAUDE.md"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (found, warnings) = Instructions::read(&base, &[]);
+        let p = system_prompt(&base, None, Some(&found), FilesMode::Some, None, false);
+        assert!(!p.contains("PRIVATE KEY") && !p.contains("instructions>"), "{p}");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        std::fs::remove_file(base.join("AGENTS.md")).unwrap();
+        std::fs::File::create(base.join("AGENTS.md")).unwrap().set_len(1 << 30).unwrap();
+        let (found, warnings) = Instructions::read(&base, &[]);
+        assert!(found.agents.is_none() && warnings[1].contains("over the"), "{warnings:?}");
+    }
+
     #[test]
     fn agents_md_is_included_without_comments_and_capped() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), format!("Use tabs.<!-- hidden-note -->\n{}", "z".repeat(20_000)))
             .unwrap();
-        let p = system_prompt(d.path(), None, true, FilesMode::Some, None, false);
+        let p = system_prompt(d.path(), None, Some(&read(d.path())), FilesMode::Some, None, false);
         assert!(p.contains("<agent-instructions>") && p.contains("Use tabs."));
         assert!(!p.contains("hidden-note"));
         assert!(p.len() < BASE.len() + INSTRUCTIONS_BUDGET + 500);
@@ -170,7 +229,7 @@ mod tests {
     #[test]
     fn the_files_setting_is_said_in_the_prompt() {
         let d = tempfile::tempdir().unwrap();
-        let prompt = |files| system_prompt(d.path(), None, false, files, None, false);
+        let prompt = |files| system_prompt(d.path(), None, None, files, None, false);
         assert!(prompt(FilesMode::Some).contains("paths outside it are refused"));
         assert!(prompt(FilesMode::All).contains("Filesystem access is unrestricted."));
         assert!(prompt(FilesMode::None).contains("Filesystem access is restricted to .swival/ only."));
@@ -194,11 +253,18 @@ mod tests {
     fn memory_comes_after_the_instructions_with_swivals_section_unless_off() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
-        let p = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), false);
+        let p = system_prompt(
+            d.path(),
+            None,
+            Some(&read(d.path())),
+            FilesMode::Some,
+            Some("<memory>\nm\n</memory>"),
+            false,
+        );
         assert!(p.contains("\n\n## Memory\n\n- Keep `.swival/memory/MEMORY.md` up to date"));
         let (agents, memory, date) = (p.find("</agent-instructions>"), p.find("<memory>"), p.find("Current date: "));
         assert!(agents < memory && memory < date, "{p}");
-        let off = system_prompt(d.path(), None, true, FilesMode::Some, None, false);
+        let off = system_prompt(d.path(), None, Some(&read(d.path())), FilesMode::Some, None, false);
         assert!(!off.contains("## Memory") && !off.contains("MEMORY.md") && !off.contains("{MEMORY}"));
     }
 
@@ -206,8 +272,16 @@ mod tests {
     fn the_lean_prompt_is_short_and_keeps_the_memory_block_without_the_chores() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("AGENTS.md"), "Use tabs.").unwrap();
-        let lean = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), true);
-        let full = system_prompt(d.path(), None, true, FilesMode::Some, Some("<memory>\nm\n</memory>"), false);
+        let lean =
+            system_prompt(d.path(), None, Some(&read(d.path())), FilesMode::Some, Some("<memory>\nm\n</memory>"), true);
+        let full = system_prompt(
+            d.path(),
+            None,
+            Some(&read(d.path())),
+            FilesMode::Some,
+            Some("<memory>\nm\n</memory>"),
+            false,
+        );
         assert!(lean.len() < full.len() * 2 / 3, "{} against {}", lean.len(), full.len());
         assert!(
             lean.contains("paths outside it are refused") && lean.contains("Use tabs.") && lean.contains("<memory>\nm")
@@ -221,6 +295,6 @@ mod tests {
     #[test]
     fn replacement_prompt_is_used_verbatim() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(system_prompt(d.path(), Some("be brief"), true, FilesMode::Some, Some(""), false), "be brief");
+        assert_eq!(system_prompt(d.path(), Some("be brief"), None, FilesMode::Some, Some(""), false), "be brief");
     }
 }

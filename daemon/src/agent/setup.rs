@@ -290,8 +290,15 @@ fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<Memo
     let (memory, stats) = if replacement.is_none() { resume::memory_block(ctx) } else { (None, None) };
     let files = cfg.files_mode();
     let lean = cfg.offers_lean_tools();
+    let instructions = (!cfg.no_instructions && replacement.is_none()).then(|| {
+        let (found, warnings) = prompt::Instructions::read(ctx.base_dir, &state.tools.policy.hidden);
+        for message in warnings {
+            ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
+        }
+        found
+    });
     let mut text =
-        prompt::system_prompt(ctx.base_dir, replacement, !cfg.no_instructions, files, memory.as_deref(), lean);
+        prompt::system_prompt(ctx.base_dir, replacement, instructions.as_ref(), files, memory.as_deref(), lean);
     if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
         text.push_str("\n\n");
         text.push_str(&skills);

@@ -33,8 +33,11 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 mod fd;
+mod model;
 #[cfg(test)]
 mod tests;
+
+pub use model::read_for_model;
 
 use fd::*;
 
@@ -45,6 +48,24 @@ pub enum Error {
     /// the way; it was not followed and nothing was touched through it.
     #[error("{} is a symlink and was not followed", .0.display())]
     Symlink(PathBuf),
+    /// A FIFO, device, socket or directory where a regular file was
+    /// expected; it was not read.
+    #[error("{} is not a regular file and was not read", .0.display())]
+    NotRegular(PathBuf),
+    /// A file larger than the reader's cap; not a byte of it was read.
+    #[error("{} is {len} bytes, over the {cap}-byte limit, and was not read", .path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        len: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// A path the session hides (a credential store, the daemon's own
+    /// directories, `sandbox_hide`).
+    #[error("{} is hidden from the model and was not read", .0.display())]
+    Hidden(PathBuf),
     /// Any other I/O failure, as the OS reported it.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -229,6 +250,24 @@ impl Beneath {
     pub fn read(&self, rel: &Path) -> Result<Vec<u8>, Error> {
         let mut bytes = Vec::new();
         self.open_file(rel, How::Read)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The content of `rel` when it is a regular file of at most `cap`
+    /// bytes: the type and size are read from the open descriptor (opened
+    /// without blocking, no symlink followed), before any byte is read, and
+    /// no more than `cap` bytes are read even if the file grows meanwhile.
+    pub fn read_regular(&self, rel: &Path, cap: u64) -> Result<Vec<u8>, Error> {
+        let file = self.open_file(rel, How::Read)?;
+        let meta = Meta::of(&file)?;
+        if meta.kind != Kind::File {
+            return Err(Error::NotRegular(self.shown.join(rel)));
+        }
+        if meta.len > cap {
+            return Err(Error::TooLarge { path: self.shown.join(rel), len: meta.len, cap });
+        }
+        let mut bytes = Vec::with_capacity(meta.len as usize);
+        file.take(cap).read_to_end(&mut bytes)?;
         Ok(bytes)
     }
 

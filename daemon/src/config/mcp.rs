@@ -126,13 +126,11 @@ pub struct McpJson {
 }
 
 impl McpJson {
-    /// `path` as it is now; `None` when it does not exist.
-    pub fn read(path: &Path) -> Result<Option<McpJson>, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(McpJson { path: path.to_owned(), text })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
-        }
+    /// `path` (under `base_dir`, or absolute) as it is now; `None` when it
+    /// does not exist. Read as every project file is (`read_project`).
+    pub fn read(base_dir: &Path, path: &Path) -> Result<Option<McpJson>, ConfigError> {
+        let text = super::trust::read_project(base_dir, path)?;
+        Ok(text.map(|text| McpJson { path: base_dir.join(path), text }))
     }
 
     /// Its servers, checked as `[mcp_servers.NAME]` tables are (relative

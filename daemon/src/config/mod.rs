@@ -221,7 +221,7 @@ pub fn load_with(
     let last = |key: &str| request.iter().chain(files.iter().rev()).find_map(|l| l.value(key)).cloned();
     let no_mcp = last("no_mcp") == Some(serde_json::Value::Bool(true));
     let json = match last("mcp_config").as_ref().and_then(|v| v.as_str()).map(PathBuf::from) {
-        Some(path) => Some(mcp::McpJson::read(&path)?.ok_or_else(|| ConfigError::Invalid {
+        Some(path) => Some(mcp::McpJson::read(base_dir, &path)?.ok_or_else(|| ConfigError::Invalid {
             origin: REQUEST_LABEL.to_owned(),
             message: format!("--mcp-config file not found: {}", path.display()),
         })?),

@@ -152,16 +152,41 @@ fn inside_project(path: &str) -> bool {
             .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
 }
 
+/// Bytes of a project config file read at most.
+const PROJECT_FILE_MAX_BYTES: u64 = 4 << 20;
+
+/// A project file's text (`swival.toml`, `.swival/mcp.json`), `None` when
+/// it does not exist. The model can write the project, so the file is read
+/// the one way a file reaches the model (`beneath::read_for_model`): no
+/// symlink followed on the way from `base_dir`, a regular file under the
+/// cap, opened without blocking (a FIFO made by a command cannot hang a
+/// new session); anything else is an error naming the file.
+pub(super) fn read_project(base_dir: &Path, path: &Path) -> Result<Option<String>, ConfigError> {
+    let shown = base_dir.join(path);
+    let fail = |source: std::io::Error| ConfigError::Read { path: shown.clone(), source };
+    let base = match base_dir.canonicalize() {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(fail(e)),
+    };
+    match crate::beneath::read_for_model(&base, path, PROJECT_FILE_MAX_BYTES, &[]) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(fail(e.into())),
+    }
+}
+
 impl ProjectFile {
     /// `<base_dir>/swival.toml` as it is now; `None` when there is none.
     pub fn read(base_dir: &Path) -> Result<Option<ProjectFile>, ConfigError> {
         let path = base_dir.join(PROJECT_FILE);
-        let (text, has_toml) = match std::fs::read_to_string(&path) {
-            Ok(text) => (text, true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
-            Err(source) => return Err(ConfigError::Read { path, source }),
+        let (text, has_toml) = match read_project(base_dir, Path::new(PROJECT_FILE))? {
+            Some(text) => (text, true),
+            None => (String::new(), false),
         };
-        let mcp_json = McpJson::read(&base_dir.join(PROJECT_MCP_JSON))?;
+        let mcp_json = McpJson::read(base_dir, Path::new(PROJECT_MCP_JSON))?;
         if !has_toml && mcp_json.is_none() {
             return Ok(None);
         }

@@ -37,6 +37,7 @@ impl NoteError {
         match e {
             beneath::Error::Symlink(_) => NoteError::Symlink(name.to_owned()),
             beneath::Error::Io(io) => NoteError::Io(name.to_owned(), io),
+            other => NoteError::Io(name.to_owned(), other.into()),
         }
     }
 }

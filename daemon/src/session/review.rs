@@ -38,15 +38,18 @@ impl Sessions {
         let config = &created.config;
         let key = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
         let base = Path::new(&p.base_dir);
+        let home = p.env.as_ref().and_then(|e| e.get("HOME")).map(std::path::PathBuf::from);
+        let mut hidden = crate::sandbox::default_hidden(home.as_deref());
+        hidden.extend(self.shared.settings.daemon_dirs.iter().cloned());
         let task = match p.objective.clone().or_else(|| key("objective")) {
-            Some(file) => Some(read(base, &file, "--objective")?),
+            Some(file) => Some(read(base, &file, "--objective", &hidden)?),
             None => p.task.clone().filter(|t| !t.is_empty()),
         };
         let task = task.ok_or_else(|| {
             SessionError::Refused("no task description (set SWIVAL_TASK or use --objective)".to_owned())
         })?;
         let verification = match p.verify.clone().or_else(|| key("verify")) {
-            Some(file) => Some(read(base, &file, "--verify")?),
+            Some(file) => Some(read(base, &file, "--verify", &hidden)?),
             None => None,
         };
         let instructions = p.review_prompt.clone().or_else(|| key("review_prompt"));
@@ -95,10 +98,19 @@ fn review_session(p: &ReviewRunParams) -> SessionCreateParams {
     }
 }
 
+/// Bytes of an objective or verify file read at most.
+const REVIEW_FILE_MAX_BYTES: u64 = 1 << 20;
+
 /// A file the review reads (relative to the base dir), as Swival says it
-/// when it cannot.
-fn read(base: &Path, file: &str, flag: &str) -> Result<String, SessionError> {
-    std::fs::read_to_string(base.join(file)).map_err(|e| SessionError::Refused(format!("cannot read {flag} file: {e}")))
+/// when it cannot; read the one way a file reaches the model
+/// (`beneath::read_for_model`), so a link, a FIFO or a giant planted by the
+/// reviewed model is refused, not followed.
+fn read(base: &Path, file: &str, flag: &str, hidden: &[std::path::PathBuf]) -> Result<String, SessionError> {
+    let cannot = |e: &dyn std::fmt::Display| SessionError::Refused(format!("cannot read {flag} file: {e}"));
+    let base = base.canonicalize().map_err(|e| cannot(&e))?;
+    let bytes = crate::beneath::read_for_model(&base, Path::new(file), REVIEW_FILE_MAX_BYTES, hidden)
+        .map_err(|e| cannot(&e))?;
+    String::from_utf8(bytes).map_err(|e| cannot(&e))
 }
 
 /// Swival's review prompt.

@@ -270,7 +270,7 @@ impl Scan<'_> {
         }
         let text = match root
             .dir
-            .read(&skill_md)
+            .read_regular(&skill_md, super::SKILL_MAX_BYTES)
             .map_err(std::io::Error::from)
             .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         {

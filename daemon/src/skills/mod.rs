@@ -22,6 +22,11 @@ pub const TOOL: &str = "use_skill";
 /// Supporting files an activation lists (Swival's `_MAX_LISTING_FILES`).
 const MAX_LISTED_FILES: usize = 50;
 
+/// Bytes of a SKILL.md read at most: a larger one (a sparse gigabyte the
+/// model made) is skipped with a warning, never read; only its first
+/// `MAX_SKILL_BODY_CHARS` characters would reach the model anyway.
+pub(crate) const SKILL_MAX_BYTES: u64 = 1 << 20;
+
 /// One skill found.
 #[derive(Debug, Clone)]
 pub struct Skill {
@@ -150,7 +155,10 @@ impl Catalog {
             return format!("error: unknown skill: {}", py_repr(name));
         };
         let skill_md = skill.path.join(SKILL_FILE);
-        let read = skill.open().and_then(|dir| dir.read(Path::new(SKILL_FILE))).map_err(std::io::Error::from);
+        let read = skill
+            .open()
+            .and_then(|dir| dir.read_regular(Path::new(SKILL_FILE), SKILL_MAX_BYTES))
+            .map_err(std::io::Error::from);
         let text = match read
             .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         {

@@ -305,6 +305,7 @@ impl ToolBox {
                 base: self.policy.base.display().to_string(),
             },
             beneath::Error::Io(source) => ToolError::Io { what, requested: requested.to_owned(), source },
+            other => ToolError::Io { what, requested: requested.to_owned(), source: other.into() },
         }
     }
 }

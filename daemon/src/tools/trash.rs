@@ -35,7 +35,7 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call: &CallInput) -> Res
     let (source, rel) = tb.entry(requested)?;
     let meta = source.metadata(&rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, "delete", e),
-        beneath::Error::Io(_) => ToolError::refused(format!("file not found: {requested}")),
+        _ => ToolError::refused(format!("file not found: {requested}")),
     })?;
     let is_link = meta.kind == Kind::Symlink;
     if meta.is_dir() {

@@ -184,7 +184,7 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
     let (source_dir, source_rel) = tb.entry(source)?;
     let meta = source_dir.metadata(&source_rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(source, "read", e),
-        beneath::Error::Io(_) => ToolError::refused(format!("move_from not found: {source}")),
+        _ => ToolError::refused(format!("move_from not found: {source}")),
     })?;
     if meta.is_dir() {
         return Err(ToolError::refused(format!("move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory.")));
@@ -192,7 +192,7 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
     create_parent(tb, &dest_dir, &dest_rel, requested)?;
     source_dir.rename(&source_rel, &dest_dir, &dest_rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, "write", e),
-        beneath::Error::Io(e) => ToolError::refused(format!("cannot move {source} to {requested}: {e}")),
+        e => ToolError::refused(format!("cannot move {source} to {requested}: {e}")),
     })?;
     tb.tracker.mark(dest);
     Ok(format!("Moved {source} -> {requested}"))
@@ -224,7 +224,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     let fail = |reason: String| edit_error(&reason, requested);
     let io_fail = |what: &'static str, e: beneath::Error| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, what, e),
-        beneath::Error::Io(e) => fail(format!("cannot {what} the file: {e}")),
+        e => fail(format!("cannot {what} the file: {e}")),
     };
     let bytes = dir.read(&rel).map_err(|e| io_fail("read", e))?;
     let matches_once = || std::str::from_utf8(&bytes).is_ok_and(|t| !old.is_empty() && t.matches(old).count() == 1);

@@ -102,7 +102,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         watching: None,
     };
     if let Some(detail) = replay {
-        eprint!("{}", show::recent(style, &detail.messages));
+        eprint!("{}", show::recent(style, &crate::cmd::clean::value(detail.messages.clone())));
         repl.last_answer = last_assistant_text(&detail.messages);
     }
     repl.info(&format!(
@@ -207,7 +207,7 @@ impl Repl {
             tokio::select! {
                 input = self.editor.answer() => return Ok(input),
                 event = self.events.next() => match event {
-                    Some(Ok(event)) => self.background(event),
+                    Some(Ok(event)) => self.background(crate::cmd::clean::value(event)),
                     _ => self.reconnect().await?,
                 },
             }
@@ -309,7 +309,7 @@ impl Repl {
             return Ok(());
         }
         let detail = self.client.session(&id).await?;
-        self.out(&show::recent(self.style, &detail.messages));
+        self.out(&show::recent(self.style, &crate::cmd::clean::value(detail.messages.clone())));
         self.base_dir = PathBuf::from(&detail.info.base_dir);
         self.switch(id, detail.info.last_seq.0 + 1).await?;
         self.info(&format!("attached to session {}", self.session));
@@ -368,6 +368,7 @@ impl Repl {
 
     /// A line of information.
     fn info(&mut self, text: &str) {
+        let text = crate::cmd::clean::text(text);
         let lines: String = text.lines().map(|l| format!("  {l}\n")).collect();
         let dim = self.style.dim(&lines);
         self.out(&dim);
@@ -380,6 +381,7 @@ impl Repl {
 
     /// A warning, in Swival's form.
     fn warn(&mut self, text: &str) {
+        let text = crate::cmd::clean::text(text);
         let line = self.style.yellow(&format!("  ⚠ Warning: {text}\n"));
         self.out(&line);
     }

@@ -85,7 +85,7 @@ impl Repl {
                     draw_wait(&mut shown, self.style);
                     continue;
                 }
-                event = self.events.next() => event,
+                event = self.events.next() => event.map(|e| e.map(crate::cmd::clean::value)),
                 _ = self.interrupt.recv(), if !shown.cancelled && !self.editor.showing => {
                     clear_wait(&mut shown);
                     shown.cancelled = true;
