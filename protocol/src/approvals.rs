@@ -34,9 +34,10 @@ impl ResolvedBy {
 pub enum ApprovalDecision {
     /// Run this command.
     AllowOnce,
-    /// Run it, and every command of its bucket for the rest of the session,
-    /// except one that runs a file changed after this answer; for a
-    /// question marked `every_time`, only this command.
+    /// Run it, and the same command again for the rest of the session
+    /// (the same words; a path inside the project may differ), except one
+    /// that runs a file changed after this answer; for a question marked
+    /// `every_time`, only this command.
     AllowAlways,
     /// Do not run it.
     RejectOnce,

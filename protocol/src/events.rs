@@ -240,7 +240,8 @@ pub enum EventKind {
         /// The tool call id.
         tool_call_id: String,
         /// Swival's bucket of the command (`git push`, `python3 -c`, `rm`):
-        /// what an "always" answer approves.
+        /// what a "never" answer rejects. An "always" answer approves this
+        /// command as it is (every word but plain paths inside the project).
         bucket: String,
         /// The command line as the model asked for it.
         command: String,
@@ -267,6 +268,12 @@ pub enum EventKind {
         /// time, and an `allow_always` answer allows this command once.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         every_time: bool,
+        /// The words of this command (options, values, subcommands) that
+        /// no command the user allowed always in this bucket had: why it is
+        /// asked again (control characters escaped; a path inside the
+        /// project is shown as `<path in the project>`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unseen_args: Vec<String>,
     },
     /// An approval was answered (or timed out, or the run was cancelled).
     ApprovalResolved {

@@ -302,8 +302,8 @@ fn ask_session(answer: &str) -> (TestEnv, Daemon, MockProvider, PathBuf, Vec<Val
     let daemon = env.start_daemon();
     let p = env.project("p");
     let mock = MockProvider::start(vec![
-        Step::tool_call("c1", "run_command", json!({"command": ["touch", "one"]})),
-        Step::tool_call("c2", "run_command", json!({"command": ["touch", "two"]})),
+        Step::tool_call("c1", "run_command", json!({"command": ["touch", "./one"]})),
+        Step::tool_call("c2", "run_command", json!({"command": ["touch", "./two"]})),
         Step::text("done"),
     ]);
     provider_config(&env, &mock, "commands = \"ask\"\n");
@@ -340,7 +340,7 @@ fn a_rejected_permission_is_an_error_result_and_the_run_goes_on() {
     assert_eq!(asked.len(), 2, "each rejected-once command is asked again:\n{}", dump(&seen));
     assert!(is_call(&asked[0]["toolCall"]["toolCallId"], "c1"), "{}", asked[0]);
     assert_eq!(asked[0]["toolCall"]["title"], "Approve `touch`?");
-    assert_eq!(asked[0]["toolCall"]["content"][0]["content"]["text"], "```\ntouch one\n```");
+    assert_eq!(asked[0]["toolCall"]["content"][0]["content"]["text"], "```\ntouch ./one\n```");
     let kinds: Vec<&str> =
         asked[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
@@ -355,7 +355,7 @@ fn a_rejected_permission_is_an_error_result_and_the_run_goes_on() {
 }
 
 #[test]
-fn allow_always_is_asked_once_per_bucket_in_a_session() {
+fn allow_always_is_asked_once_for_the_same_command_on_other_project_paths() {
     let (_env, _daemon, _mock, p, seen) = ask_session("allow_always");
     assert_eq!(permission_requests(&seen).len(), 1, "{}", dump(&seen));
     assert_eq!(tool_update(&seen, "c1")["status"], "completed");

@@ -66,23 +66,29 @@ fn a_rejected_command_does_not_run_and_the_run_goes_on() {
 }
 
 #[test]
-fn allow_always_covers_the_bucket_for_the_session_and_approved_buckets_are_never_asked() {
+fn allow_always_covers_the_same_command_on_other_project_paths_and_approved_buckets_are_never_asked() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
     let mock = MockProvider::start(vec![
-        Step::tool_call("c1", "run_command", json!({"command": ["touch", "one"]})),
-        Step::tool_call("c2", "run_command", json!({"command": ["touch", "two"]})),
+        Step::tool_call("c1", "run_command", json!({"command": ["touch", "./one"]})),
+        Step::tool_call("c2", "run_command", json!({"command": ["touch", "./two"]})),
         Step::tool_call("c3", "run_command", json!({"command": ["ls"]})),
+        // An option nobody approved: asked again, naming it.
+        Step::tool_call("c4", "run_command", json!({"command": ["touch", "--reference=/etc/passwd", "./one"]})),
         Step::text("done"),
     ]);
     let mut c = daemon.nd();
     let sid = create(&mut c, &p, &mock, json!({"approved_buckets": ["ls"]}));
-    let events = run_answering(&daemon, &sid, &["allow_always"]);
-    assert_eq!(of_type(&events, "approval_requested").len(), 1, "{events:?}");
+    let events = run_answering(&daemon, &sid, &["allow_always", "reject_once"]);
+    let asked = of_type(&events, "approval_requested");
+    assert_eq!(asked.len(), 2, "{events:?}");
+    assert_eq!(asked[1]["tool_call_id"], "c4");
+    assert_eq!(asked[1]["unseen_args"], json!(["--reference=/etc/passwd"]), "{}", asked[1]);
     assert!(p.join("one").exists() && p.join("two").exists());
     let results = mock.tool_results();
     assert!(results["c3"].contains("one"), "{}", results["c3"]);
+    assert!(results["c4"].starts_with("error: user denied"), "{}", results["c4"]);
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! answers "always" for the harmless use, then the model tries to run its
 //! own code through the same program: the client is asked again (the
 //! risk's own bucket, `high_risk`), the rejection holds, no marker file
-//! exists; a harmless repeat is not asked again.
+//! exists. An "always" covers the command as approved: a harmless variant
+//! (another option, another awk program) is asked again too, naming the
+//! words that are new, and runs once allowed.
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -94,15 +96,24 @@ fn git_config_that_runs_programs_is_asked_again_after_git_was_allowed_always() {
     ]);
     let sid = session(&daemon, &p, &mock);
     let (asked, results) = run(&daemon, &sid, &mock, always_then_reject("git"));
-    let expected =
-        [pair("c1", "git"), pair("c3", "git -c alias"), pair("c4", "git -c core.fsmonitor"), pair("c6", "git")];
+    let expected = [
+        pair("c1", "git"),
+        pair("c2", "git"),
+        pair("c3", "git -c alias"),
+        pair("c4", "git -c core.fsmonitor"),
+        pair("c5", "git"),
+        pair("c6", "git"),
+    ];
     assert_eq!(asked_for(&asked), expected, "{asked:?}");
-    for q in &asked[1..] {
+    assert_eq!(asked[1]["unseen_args"], json!(["log", "--oneline"]), "{}", asked[1]);
+    assert_eq!(asked[4]["unseen_args"], json!(["config", "core.fsmonitor", "touch PWNED"]), "{}", asked[4]);
+    for q in [&asked[2], &asked[3], &asked[5]] {
         risky(q);
     }
-    assert_eq!(asked[1]["argv"], json!(["git", "-c", "alias.x=!touch PWNED", "x"]));
-    assert_eq!(asked[1]["every_time"], true);
-    assert_eq!(asked[3]["changed_files"], json!([".git/config"]), "{}", asked[3]);
+    assert_eq!(asked[2]["argv"], json!(["git", "-c", "alias.x=!touch PWNED", "x"]));
+    assert_eq!(asked[2]["every_time"], true);
+    assert_eq!(asked[5]["changed_files"], json!([".git/config"]), "{}", asked[5]);
+    assert!(asked[5].get("unseen_args").is_none(), "the command itself was approved: {}", asked[5]);
     assert!(!results["c2"].starts_with("error: user denied"), "{}", results["c2"]);
     assert!(!p.join("PWNED").exists(), "a rejected command ran");
 }
@@ -125,10 +136,19 @@ fn awk_and_sed_programs_that_run_commands_are_asked_again() {
     let sid = session(&daemon, &p, &mock);
     let mut answer = always_then_reject("awk");
     let (asked, results) = run(&daemon, &sid, &mock, |e| if e["bucket"] == "sed" { "allow_always" } else { answer(e) });
-    let expected = [pair("a1", "awk"), pair("a3", "awk system()"), pair("s1", "sed"), pair("s3", "sed e")];
+    let expected = [
+        pair("a1", "awk"),
+        pair("a2", "awk"),
+        pair("a3", "awk system()"),
+        pair("s1", "sed"),
+        pair("s2", "sed"),
+        pair("s3", "sed e"),
+    ];
     assert_eq!(asked_for(&asked), expected, "{asked:?}");
-    risky(&asked[1]);
-    risky(&asked[3]);
+    assert_eq!(asked[1]["unseen_args"], json!(["{print $2}"]), "{}", asked[1]);
+    assert_eq!(asked[4]["unseen_args"], json!(["2p"]), "{}", asked[4]);
+    risky(&asked[2]);
+    risky(&asked[5]);
     assert!(results["a2"].contains("two"), "{}", results["a2"]);
     assert!(results["s2"].contains("three four"), "{}", results["s2"]);
     assert!(!p.join("PWNED").exists(), "a rejected command ran");
@@ -150,8 +170,9 @@ fn tar_with_a_command_to_run_is_asked_again_after_tar_was_allowed_always() {
     ]);
     let sid = session(&daemon, &p, &mock);
     let (asked, results) = run(&daemon, &sid, &mock, always_then_reject("tar"));
-    assert_eq!(asked_for(&asked), [pair("t1", "tar"), pair("t3", "tar --to-command")], "{asked:?}");
-    risky(&asked[1]);
+    assert_eq!(asked_for(&asked), [pair("t1", "tar"), pair("t2", "tar"), pair("t3", "tar --to-command")], "{asked:?}");
+    assert_eq!(asked[1]["unseen_args"], json!(["tvf"]), "{}", asked[1]);
+    risky(&asked[2]);
     assert!(results["t2"].contains("a.txt"), "{}", results["t2"]);
     assert!(!p.join("PWNED").exists(), "a rejected command ran");
 }
@@ -238,9 +259,10 @@ fn make_is_asked_again_once_the_model_rewrote_the_makefile_with_a_file_tool() {
     ]);
     let sid = session(&daemon, &p, &mock);
     let (asked, results) = run(&daemon, &sid, &mock, always_then_reject("make"));
-    assert_eq!(asked_for(&asked), [pair("m1", "make"), pair("m3", "make")], "{asked:?}");
-    risky(&asked[1]);
-    assert_eq!(asked[1]["changed_files"], json!(["Makefile"]));
+    assert_eq!(asked_for(&asked), [pair("m1", "make"), pair("m2", "make"), pair("m3", "make")], "{asked:?}");
+    assert_eq!(asked[1]["unseen_args"], json!(["-s"]), "{}", asked[1]);
+    risky(&asked[2]);
+    assert_eq!(asked[2]["changed_files"], json!(["Makefile"]));
     assert!(results["m2"].contains("tested"), "{}", results["m2"]);
     assert!(p.join("Makefile").metadata().is_ok_and(|m| m.len() > 0) && !results["w1"].starts_with("error"));
     assert!(!p.join("PWNED").exists(), "a rejected command ran");
@@ -315,4 +337,45 @@ fn the_risky_uses_run_the_models_command_when_allowed() {
     for m in ["M1", "M2", "M3", "M4"] {
         assert!(p.join(m).exists(), "{m} was not made: {:?}", mock.tool_results());
     }
+}
+
+#[test]
+fn an_always_for_a_harmless_line_covers_no_option_or_module_the_user_never_saw() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.txt"), "b\na\n").unwrap();
+    std::fs::write(p.join("ok.py"), "print('ok')\n").unwrap();
+    let marker = p.join("PWNED").display().to_string();
+    let mock = MockProvider::start(vec![
+        cmd("s1", &["sort", "./a.txt"]),
+        cmd("s2", &["sort", "--compress-program=sh", "-S", "1", "./a.txt"]),
+        cmd("p1", &["python3", "./ok.py"]),
+        write("w1", "evil.py", &format!("open({marker:?}, 'w')\n")),
+        cmd("p2", &["python3", "-m", "evil"]),
+        cmd("p3", &["python3", "-X", "importtime", "./ok.py"]),
+        Step::text("done"),
+    ]);
+    let sid = session(&daemon, &p, &mock);
+    let mut first = std::collections::HashSet::new();
+    let (asked, results) = run(&daemon, &sid, &mock, |e| {
+        // "always" the first time each program is asked, "no" after.
+        let program = e["argv"][0].as_str().unwrap_or_default().to_owned();
+        if first.insert(program) {
+            "allow_always"
+        } else {
+            "reject_once"
+        }
+    });
+    let ids: Vec<&str> = asked.iter().map(|e| e["tool_call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["s1", "s2", "p1", "p2", "p3"], "{asked:?}");
+    for (q, new) in [(&asked[1], "--compress-program=sh"), (&asked[3], "-m"), (&asked[4], "-X")] {
+        let unseen = q["unseen_args"].as_array().unwrap_or_else(|| panic!("the new words are named: {q}"));
+        assert!(unseen.iter().any(|w| w == new), "{q}");
+    }
+    for id in ["s2", "p2", "p3"] {
+        assert!(results[id].starts_with("error: user denied"), "{id}: {}", results[id]);
+    }
+    assert!(results["p1"].contains("ok"), "{}", results["p1"]);
+    assert!(!p.join("PWNED").exists(), "a rejected command ran");
 }

@@ -117,20 +117,21 @@ fn an_ask_mode_command_approved_with_a_is_not_asked_again() {
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "run_command", json!({"command": ["echo", "one"]})),
         Step::text("first done"),
-        Step::tool_call("c2", "run_command", json!({"command": ["echo", "two"]})),
+        Step::tool_call("c2", "run_command", json!({"command": ["echo", "one"]})),
         Step::text("second done"),
     ]);
     let (tmux, _) = repl(&env, &daemon, &mock, "commands = \"ask\"\n", "repl");
     at_prompt(&tmux, "say one");
     let screen = tmux.wait_for("(default no):");
-    assert!(screen.contains("? Run `echo one`?") && screen.contains("[a] always `echo`"), "{screen}");
+    assert!(screen.contains("? Run `echo one`?") && screen.contains("[a] always this command"), "{screen}");
     tmux.type_line("a");
     tmux.wait_for("first done");
     tmux.wait_for_count(PROMPT, 2);
     at_prompt(&tmux, "say two");
     let screen = tmux.wait_for("second done");
     assert_eq!(screen.matches("(default no):").count(), 1, "asked once: {screen}");
-    assert!(mock.requests_text().contains("two"), "the second command ran");
+    let second = &mock.tool_results()["c2"];
+    assert!(second.contains("one") && !second.contains("denied"), "the second command ran: {second}");
     at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
 }

@@ -56,8 +56,17 @@ async fn ask_terminal(question: &EventKind, timeout_s: f64) -> swival_protocol::
 /// An approval's question: the lines that describe the command, and the
 /// prompt with the keys (`run` and the REPL ask in the same words).
 pub fn approval_question(question: &EventKind) -> (String, String) {
-    let EventKind::ApprovalRequested { bucket, command, high_risk, argv, reason, changed_files, every_time, .. } =
-        question
+    let EventKind::ApprovalRequested {
+        bucket,
+        command,
+        high_risk,
+        argv,
+        reason,
+        changed_files,
+        every_time,
+        unseen_args,
+        ..
+    } = question
     else {
         return (String::new(), String::new());
     };
@@ -65,6 +74,9 @@ pub fn approval_question(question: &EventKind) -> (String, String) {
     let mut lines = format!("? Run `{command}`{risk}?\n");
     if !argv.is_empty() {
         lines.push_str(&format!("  argv: {}\n", serde_json::to_string(argv).unwrap_or_default()));
+    }
+    if !unseen_args.is_empty() {
+        lines.push_str(&format!("  not approved before: {}\n", unseen_args.join(" ")));
     }
     if let Some(reason) = reason {
         lines.push_str(&format!("  why: {reason}\n"));
@@ -74,8 +86,8 @@ pub fn approval_question(question: &EventKind) -> (String, String) {
     }
     let always = match (*every_time, changed_files.is_empty()) {
         (true, _) => String::new(),
-        (false, true) => format!(" [a] always `{bucket}`,"),
-        (false, false) => format!(" [a] always `{bucket}` with these files as they are,"),
+        (false, true) => " [a] always this command,".to_owned(),
+        (false, false) => " [a] always this command with these files as they are,".to_owned(),
     };
     let asked = if *every_time { " (asked every time)" } else { "" };
     (lines, format!("  [y] once,{always} [n] no, [never] `{bucket}`{asked} (default no): "))

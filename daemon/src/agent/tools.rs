@@ -29,6 +29,8 @@ struct Question<'a> {
     command: String,
     /// Its bucket, and why it is high-risk.
     verdict: ask::Verdict,
+    /// What an "always" answer approves (`ask::shape`).
+    shape: Vec<String>,
     /// The exact argv (empty for a hook's question).
     argv: Vec<String>,
     /// Files it runs that changed in the session.
@@ -190,12 +192,13 @@ impl Run<'_> {
         // Arguments that do not parse are reported by the tool itself.
         let argv = crate::sandbox::policy::parse_call(args).ok()?.argv;
         let verdict = ask::classify(&argv);
+        let shape = ask::shape::shape(&argv, &self.ctx.commands.base_dir);
         let changed = self.changed_files(&gate, &verdict.bucket, &argv).await;
         let command =
             ask::display(&shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")));
         let argv = argv.iter().map(|a| ask::display(a)).collect();
         let bucket = verdict.bucket.clone();
-        let question = Question { call_id, command, verdict, argv, changed };
+        let question = Question { call_id, command, verdict, shape, argv, changed };
         let allowed = self.ask_user(turn, &gate, question).await;
         (!allowed).then(|| ToolOutcome::failed(ask::denied(&bucket)))
     }
@@ -221,7 +224,8 @@ impl Run<'_> {
         let args: String = call.arguments.chars().take(300).collect();
         let command = ask::display(&format!("{} {args}", call.name));
         let verdict = ask::Verdict { bucket, ..ask::Verdict::default() };
-        let question = Question { call_id: &call.id, command, verdict, argv: Vec::new(), changed: Vec::new() };
+        let shape = vec![verdict.bucket.clone()];
+        let question = Question { call_id: &call.id, command, verdict, shape, argv: Vec::new(), changed: Vec::new() };
         let allowed = self.ask_user(turn, gate, question).await;
         (!allowed).then(|| {
             ToolOutcome::failed(format!("error: blocked by policy: the user did not approve this call ({reason})"))
@@ -233,9 +237,10 @@ impl Run<'_> {
     /// answer in time, or the run cancelled, is a rejection.
     async fn ask_user(&mut self, turn: u64, gate: &ask::AskGate, q: Question<'_>) -> bool {
         let v = &q.verdict;
-        if let Some(known) = gate.known(&v.bucket, &q.changed) {
+        if let Some(known) = gate.known(&v.bucket, &q.shape, &q.changed) {
             return known;
         }
+        let unseen = gate.unseen(&v.bucket, &q.shape);
         let (approval_id, answer) = gate.approvals.ask(self.ctx.session_id);
         // Forgotten however this ends, a dropped run included.
         let _pending = ask::Pending(&gate.approvals, approval_id.clone());
@@ -253,6 +258,7 @@ impl Run<'_> {
             reason: reason(v, &q.changed),
             changed_files: q.changed.iter().map(|c| shown(&c.path)).collect(),
             every_time: v.every_time,
+            unseen_args: unseen.iter().map(|w| ask::display(w)).collect(),
         };
         self.emit(requested);
         // An answer that arrived is taken over a timeout due at the same time.
@@ -262,7 +268,7 @@ impl Run<'_> {
             _ = tokio::time::sleep(gate.timeout) => (ApprovalDecision::RejectOnce, ResolvedBy::Timeout),
             _ = self.ctx.cancel.cancelled() => (ApprovalDecision::RejectOnce, ResolvedBy::Cancelled),
         };
-        gate.remember(&v.bucket, decision, v.every_time, &q.changed);
+        gate.remember(v, &q.shape, decision, &q.changed);
         self.emit(EventKind::ApprovalResolved { approval_id, decision, by });
         decision.allows()
     }

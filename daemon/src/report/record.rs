@@ -421,6 +421,7 @@ pub(super) mod tests {
             reason: None,
             changed_files: vec![],
             every_time: false,
+            unseen_args: vec![],
         });
         assert!(rec.timeline().is_empty(), "a question alone is not an entry");
         let decision = ApprovalDecision::RejectOnce;

@@ -110,17 +110,18 @@ impl Bridge {
     /// and pass its answer to the daemon. An editor that cancels the
     /// question, or fails to answer, rejects the call.
     fn ask_editor(self: &Arc<Self>, cx: &ConnectionTo<Editor>, session: &SessionId, q: Question) {
-        let always = |verb: &str| format!("{verb} `{}` for the rest of this session", q.bucket);
-        // An "always" covers the changed files only as they are now.
+        // An "always" covers this command as it is (the changed files
+        // only as they are now); a "never" the whole bucket.
         let allow_always = match q.changed_files.is_empty() {
-            true => always("Allow"),
-            false => format!("{}, with these files as they are", always("Allow")),
+            true => "Allow this command for the rest of this session".to_owned(),
+            false => "Allow this command for the rest of this session, with these files as they are".to_owned(),
         };
+        let reject_always = format!("Reject `{}` for the rest of this session", q.bucket);
         let mut options = vec![
             acp::PermissionOption::new("allow_once", "Allow once", acp::PermissionOptionKind::AllowOnce),
             acp::PermissionOption::new("allow_always", allow_always, acp::PermissionOptionKind::AllowAlways),
             acp::PermissionOption::new("reject_once", "Reject", acp::PermissionOptionKind::RejectOnce),
-            acp::PermissionOption::new("reject_always", always("Reject"), acp::PermissionOptionKind::RejectAlways),
+            acp::PermissionOption::new("reject_always", reject_always, acp::PermissionOptionKind::RejectAlways),
         ];
         if q.every_time {
             options.remove(1);
@@ -238,6 +239,8 @@ struct Question {
     changed_files: Vec<String>,
     /// No "always" is offered: the daemon would take it as once.
     every_time: bool,
+    /// Words an earlier "always" in the bucket did not see.
+    unseen_args: Vec<String>,
 }
 
 impl Question {
@@ -252,6 +255,7 @@ impl Question {
             reason,
             changed_files,
             every_time,
+            unseen_args,
             ..
         } = &event.kind
         else {
@@ -267,6 +271,7 @@ impl Question {
             reason: reason.clone(),
             changed_files: changed_files.clone(),
             every_time: *every_time,
+            unseen_args: unseen_args.clone(),
         })
     }
 
@@ -277,6 +282,9 @@ impl Question {
         let mut more = Vec::new();
         if !self.argv.is_empty() {
             more.push(format!("argv: `{}`", serde_json::to_string(&self.argv).unwrap_or_default()));
+        }
+        if !self.unseen_args.is_empty() {
+            more.push(format!("Not approved before: `{}`", self.unseen_args.join(" ")));
         }
         if let Some(reason) = &self.reason {
             more.push(format!("High risk: {reason}"));

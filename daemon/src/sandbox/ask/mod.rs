@@ -1,6 +1,9 @@
-//! `commands = "ask"`: every command waits for a user's approval, per
-//! Swival's *bucket* (`git push`, `python3 -c`, `rm`, …), which is also
-//! what an "always" answer covers. The question goes out as an
+//! `commands = "ask"`: every command waits for a user's approval. Commands
+//! are grouped in Swival's *buckets* (`git push`, `python3 -c`, `rm`, …),
+//! which name the question and what "never" rejects; an "always" answer
+//! covers the command as approved, its *shape* ([`shape`]: the exact
+//! words, paths inside the project aside), and a command with any word the
+//! user did not see is asked again, naming it. The question goes out as an
 //! `approval_requested` event; any client may answer it with
 //! `run/approve` (swivalctl on a terminal, an editor through `swivalctl
 //! acp`). No answer within the timeout is a rejection: policy fails closed.
@@ -24,6 +27,7 @@ mod matcher;
 pub mod risky;
 mod scripts;
 mod sed;
+pub mod shape;
 #[cfg(test)]
 mod tests;
 
@@ -33,7 +37,7 @@ pub use bucket::{classify, Verdict};
 pub use changes::Changed;
 pub use files::code_files;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -106,8 +110,10 @@ pub struct AskGate {
 /// A session's answers.
 #[derive(Debug)]
 struct Answers {
-    /// Buckets allowed for the session.
-    allowed: BTreeSet<String>,
+    /// Buckets the user's config approves whole (`approved_buckets`).
+    buckets: BTreeSet<String>,
+    /// Command shapes allowed always, by bucket (`shape.rs`).
+    shapes: BTreeMap<String, BTreeSet<Vec<String>>>,
     /// Buckets rejected for the session.
     rejected: BTreeSet<String>,
     /// Files changed in the session, and contents "always" covered.
@@ -118,8 +124,9 @@ impl AskGate {
     /// A gate with the buckets the user's config approves; files changed
     /// from now on are the session's.
     pub fn new(approvals: Arc<Approvals>, timeout: Duration, approved: &[String]) -> AskGate {
-        let allowed = approved.iter().map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()).collect();
-        let answers = Answers { allowed, rejected: BTreeSet::new(), changes: changes::Changes::new(SystemTime::now()) };
+        let buckets = approved.iter().map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()).collect();
+        let changes = changes::Changes::new(SystemTime::now());
+        let answers = Answers { buckets, shapes: BTreeMap::new(), rejected: BTreeSet::new(), changes };
         AskGate { approvals, timeout, answered: Mutex::new(answers) }
     }
 
@@ -127,28 +134,45 @@ impl AskGate {
         self.answered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether the session already answered for `bucket`, for a command
-    /// that runs `changed`: a rejection holds for every command of the
-    /// bucket, an approval only for one that runs no changed file.
-    pub fn known(&self, bucket: &str, changed: &[Changed]) -> Option<bool> {
+    /// Whether the session already answered for a command of `bucket`
+    /// and `shape` that runs `changed`: a rejection holds for every
+    /// command of the bucket; an approval for the same shape only (or any
+    /// of a bucket the config approves), and only when it runs no changed
+    /// file.
+    pub fn known(&self, bucket: &str, shape: &[String], changed: &[Changed]) -> Option<bool> {
         let a = self.lock();
+        let approved = a.buckets.contains(bucket) || a.shapes.get(bucket).is_some_and(|s| s.contains(shape));
         if a.rejected.contains(bucket) {
             Some(false)
-        } else if a.allowed.contains(bucket) && changed.is_empty() {
+        } else if approved && changed.is_empty() {
             Some(true)
         } else {
             None
         }
     }
 
-    /// Keep an "always" answer for the session: never for a bucket asked
-    /// `every_time` (an "allow always" there allows this command once); an
-    /// approval covers the `changed` files as they are now.
-    pub fn remember(&self, bucket: &str, decision: ApprovalDecision, every_time: bool, changed: &[Changed]) {
+    /// The words of `shape` that no "always" of the session for the same
+    /// program saw (empty when none was given, or when this very command
+    /// was approved for `bucket`).
+    pub fn unseen(&self, bucket: &str, shape: &[String]) -> Vec<String> {
+        let a = self.lock();
+        if a.shapes.get(bucket).is_some_and(|s| s.contains(shape)) {
+            return Vec::new();
+        }
+        let same_program = a.shapes.values().flatten().filter(|s| s.first() == shape.first()).cloned().collect();
+        shape::unseen(shape, &same_program)
+    }
+
+    /// Keep an "always" answer for the session: an approval for the
+    /// command's `shape`, never for a bucket asked `every_time` (an "allow
+    /// always" there allows this command once), covering the `changed`
+    /// files as they are now; a rejection for the whole bucket.
+    pub fn remember(&self, verdict: &Verdict, shape: &[String], decision: ApprovalDecision, changed: &[Changed]) {
+        let bucket = verdict.bucket.as_str();
         let mut a = self.lock();
         match decision {
-            ApprovalDecision::AllowAlways if !every_time => {
-                a.allowed.insert(bucket.to_owned());
+            ApprovalDecision::AllowAlways if !verdict.every_time => {
+                a.shapes.entry(bucket.to_owned()).or_default().insert(shape.to_vec());
                 a.changes.cover(bucket, changed);
             }
             ApprovalDecision::RejectAlways => {

@@ -67,15 +67,41 @@ fn an_answer_reaches_only_its_own_sessions_question() {
     assert!(!approvals.answer(&mine, &id, ApprovalDecision::AllowOnce), "answered twice");
 }
 
+/// A verdict of `bucket` (`every_time` as given) and its command's shape.
+fn asked(bucket: &str, every_time: bool) -> (Verdict, Vec<String>) {
+    (Verdict { bucket: bucket.into(), every_time, ..Verdict::default() }, vec![bucket.to_owned()])
+}
+
 #[test]
 fn always_answers_hold_for_the_session() {
     let gate = AskGate::new(Arc::default(), Duration::from_secs(1), &["make".into()]);
-    assert_eq!(gate.known("make", &[]), Some(true));
-    assert_eq!(gate.known("rm", &[]), None);
-    gate.remember("rm", ApprovalDecision::RejectAlways, false, &[]);
-    gate.remember("ls", ApprovalDecision::AllowOnce, false, &[]);
-    assert_eq!(gate.known("rm", &[]), Some(false));
-    assert_eq!(gate.known("ls", &[]), None);
+    assert_eq!(gate.known("make", &["make".into(), "anything".into()], &[]), Some(true), "a bucket from config");
+    assert_eq!(gate.known("rm", &["rm".into()], &[]), None);
+    let (rm, rm_shape) = asked("rm", false);
+    gate.remember(&rm, &rm_shape, ApprovalDecision::RejectAlways, &[]);
+    let (ls, ls_shape) = asked("ls", false);
+    gate.remember(&ls, &ls_shape, ApprovalDecision::AllowOnce, &[]);
+    assert_eq!(gate.known("rm", &["rm".into(), "-f".into()], &[]), Some(false), "a rejection holds for the bucket");
+    assert_eq!(gate.known("ls", &ls_shape, &[]), None);
+}
+
+#[test]
+fn an_always_holds_for_the_same_command_only_and_names_what_is_new() {
+    let d = tempfile::tempdir().unwrap();
+    for file in ["a.txt", "b.txt"] {
+        std::fs::write(d.path().join(file), "x").unwrap();
+    }
+    let line = |l: &str| shape::shape(&shlex::split(l).unwrap(), d.path());
+    let gate = AskGate::new(Arc::default(), Duration::from_secs(1), &[]);
+    let v = verdict(&["sort", "a.txt"]);
+    gate.remember(&v, &line("sort a.txt"), ApprovalDecision::AllowAlways, &[]);
+    assert_eq!(gate.known(&v.bucket, &line("sort b.txt"), &[]), Some(true), "another path in the project");
+    for later in ["sort --compress-program=sh a.txt", "sort -o /etc/x a.txt", "sort a.txt /home/u/.pgpass"] {
+        let shape = line(later);
+        assert_eq!(gate.known(&v.bucket, &shape, &[]), None, "{later}");
+        assert!(!gate.unseen(&v.bucket, &shape).is_empty(), "{later}");
+    }
+    assert_eq!(gate.unseen(&v.bucket, &line("sort --compress-program=sh a.txt")), ["--compress-program=sh"]);
 }
 
 fn verdict(argv: &[&str]) -> Verdict {
@@ -156,12 +182,15 @@ fn harmless_uses_keep_swivals_buckets() {
 #[test]
 fn an_always_for_a_bucket_asked_every_time_allows_once_and_a_changed_file_is_asked_again() {
     let gate = AskGate::new(Arc::default(), Duration::from_secs(1), &[]);
-    gate.remember("awk system()", ApprovalDecision::AllowAlways, true, &[]);
-    assert_eq!(gate.known("awk system()", &[]), None);
-    gate.remember("sed e", ApprovalDecision::RejectAlways, true, &[]);
-    assert_eq!(gate.known("sed e", &[]), Some(false));
-    gate.remember("python3", ApprovalDecision::AllowAlways, false, &[]);
+    let (awk, awk_shape) = asked("awk system()", true);
+    gate.remember(&awk, &awk_shape, ApprovalDecision::AllowAlways, &[]);
+    assert_eq!(gate.known("awk system()", &awk_shape, &[]), None);
+    let (sed, sed_shape) = asked("sed e", true);
+    gate.remember(&sed, &sed_shape, ApprovalDecision::RejectAlways, &[]);
+    assert_eq!(gate.known("sed e", &sed_shape, &[]), Some(false));
+    let (py, py_shape) = asked("python3", false);
+    gate.remember(&py, &py_shape, ApprovalDecision::AllowAlways, &[]);
     let changed = Changed { path: "/p/evil.py".into(), sha256: Some("00".into()) };
-    assert_eq!(gate.known("python3", &[]), Some(true));
-    assert_eq!(gate.known("python3", &[changed]), None);
+    assert_eq!(gate.known("python3", &py_shape, &[]), Some(true));
+    assert_eq!(gate.known("python3", &py_shape, &[changed]), None);
 }
