@@ -29,6 +29,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod mounts;
+
 /// Exit status of a helper that could not confine or start the command
 /// (as `env(1)` uses 125 for its own failures).
 pub const HELPER_FAILED: u8 = 125;
@@ -309,68 +311,9 @@ fn enter_namespaces(plan: &HelperPlan) -> Result<(), HelperError> {
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n")).map_err(io("cannot write /proc/self/uid_map"))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n")).map_err(io("cannot write /proc/self/gid_map"))?;
     if plan.mount_namespace() {
-        mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
-            .map_err(sys("cannot make the mount namespace private"))?;
-        // Read-only binds first: a hidden path inside a policy directory
-        // stays hidden.
-        for path in &plan.readonly_paths {
-            bind_readonly(path)?;
-        }
-        for path in &plan.hide_paths {
-            hide(path)?;
-        }
+        mounts::apply(plan)?;
     }
     Ok(())
-}
-
-/// Bind `path` onto itself read-only, keeping the flags the kernel locks
-/// for mounts inherited into a user namespace (nosuid, nodev, noexec,
-/// atime), so the remount is allowed. A mount point also cannot be renamed
-/// or removed (EBUSY), so the file cannot be replaced either.
-fn bind_readonly(path: &Path) -> Result<(), HelperError> {
-    use nix::sys::statvfs::FsFlags;
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(());
-    }
-    let fail = |what: &str| sys(format!("cannot make {} read-only: {what}", path.display()));
-    mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>).map_err(fail("bind"))?;
-    let vfs = nix::sys::statvfs::statvfs(path).map_err(fail("statvfs"))?;
-    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-    for (have, keep) in [
-        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
-        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
-        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
-        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
-        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
-        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
-    ] {
-        if vfs.flags().contains(have) {
-            flags |= keep;
-        }
-    }
-    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(fail("remount"))
-}
-
-/// Cover `path` in this mount namespace: a directory with an empty
-/// read-only tmpfs, anything else (swivald's socket) with /dev/null, so
-/// connecting to it is refused. A path that does not exist has nothing to
-/// hide.
-fn hide(path: &Path) -> Result<(), HelperError> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    let result = if meta.is_dir() {
-        mount(
-            Some("tmpfs"),
-            path,
-            Some("tmpfs"),
-            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-            Some("size=4k,mode=0555"),
-        )
-    } else {
-        mount(Some("/dev/null"), path, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-    };
-    result.map_err(sys(format!("cannot hide {}: mount", path.display())))
 }
 
 /// Empty the bounding and ambient sets, so exec leaves no capability.
