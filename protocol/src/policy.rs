@@ -140,8 +140,13 @@ pub struct ScriptStatus {
 pub struct DataFile {
     /// Absolute path.
     pub path: String,
-    /// Whether the model's file tools and commands are kept from changing it.
+    /// Whether the model's file tools and commands can neither read nor
+    /// change it, nor plant something in its place — true only when that
+    /// holds now.
     pub protected: bool,
+    /// Why it is not protected, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
 }
 
 /// A `buffers/read` notification: the text of a file as the editor has it.

@@ -147,14 +147,15 @@ fn moving_the_filters_parent_aside_and_rebuilding_it_around_a_copy_is_refused() 
     let cfg = with(provider(&mock), json!({"allowed_commands": ["mv", "python3"]}));
     let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].clone();
     let (r, _) = run(&mut c, &sid, "keep SECRET-123 safe", &mock);
-    assert!(
-        p.join("moved/filters/redact.py").exists() && p.join("tools/filters/helper.py").exists(),
-        "the attack did not run"
-    );
-    assert_eq!(r["outcome"], "error", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("moved or replaced"), "{r}");
+    // The directories above the protected one are pinned in each command's
+    // mount namespace: the move fails, and the rebuild finds `tools` there.
+    let results = mock.tool_results();
+    assert!(results["mv"].contains("busy"), "{}", results["mv"]);
+    assert!(!p.join("moved").exists(), "the filter's parent was moved");
+    assert_eq!(std::fs::read_to_string(dir.join("helper.py")).unwrap(), HELPER);
+    assert_eq!(r["outcome"], "success", "{r}");
     assert!(!mock.requests_text().contains("SECRET-123"), "the secret reached the provider");
-    assert_eq!(mock.request_count(), 1);
+    assert_eq!(mock.request_count(), 2);
 }
 
 #[test]

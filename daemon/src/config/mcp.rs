@@ -127,9 +127,11 @@ pub struct McpJson {
 
 impl McpJson {
     /// `path` (under `base_dir`, or absolute) as it is now; `None` when it
-    /// does not exist. Read as every project file is (`read_project`).
+    /// does not exist, or when a symlink is on its way (a `.swival` that is
+    /// a symlink is never followed; the session's other uses of `.swival`
+    /// warn about it). Read as every project file is (`read_project`).
     pub fn read(base_dir: &Path, path: &Path) -> Result<Option<McpJson>, ConfigError> {
-        let text = super::trust::read_project(base_dir, path)?;
+        let text = super::trust::read_project_unless_linked(base_dir, path)?;
         Ok(text.map(|text| McpJson { path: base_dir.join(path), text }))
     }
 

@@ -162,6 +162,17 @@ const PROJECT_FILE_MAX_BYTES: u64 = 4 << 20;
 /// cap, opened without blocking (a FIFO made by a command cannot hang a
 /// new session); anything else is an error naming the file.
 pub(super) fn read_project(base_dir: &Path, path: &Path) -> Result<Option<String>, ConfigError> {
+    read_project_as(base_dir, path, false)
+}
+
+/// [`read_project`], except that a symlink on the way reads as no file
+/// (`.swival/mcp.json` under a `.swival` that is a symlink: never
+/// followed, and the session's other uses of `.swival` warn about it).
+pub(super) fn read_project_unless_linked(base_dir: &Path, path: &Path) -> Result<Option<String>, ConfigError> {
+    read_project_as(base_dir, path, true)
+}
+
+fn read_project_as(base_dir: &Path, path: &Path, link_is_none: bool) -> Result<Option<String>, ConfigError> {
     let shown = base_dir.join(path);
     let fail = |source: std::io::Error| ConfigError::Read { path: shown.clone(), source };
     let base = match base_dir.canonicalize() {
@@ -174,6 +185,7 @@ pub(super) fn read_project(base_dir: &Path, path: &Path) -> Result<Option<String
             .map(Some)
             .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
         Err(e) if e.is_not_found() => Ok(None),
+        Err(crate::beneath::Error::Symlink(_)) if link_is_none => Ok(None),
         Err(e) => Err(fail(e.into())),
     }
 }

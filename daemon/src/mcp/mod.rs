@@ -198,6 +198,9 @@ fn status(server: &Server, pins: &[crate::procs::Pinned], data: &[std::path::Pat
             .iter()
             .map(|p| FileDigest { path: p.path.display().to_string(), sha256: p.sha256.clone() })
             .collect(),
-        data_files: data.iter().map(|p| DataFile { path: p.display().to_string(), protected: true }).collect(),
+        data_files: data
+            .iter()
+            .map(|p| DataFile { path: p.display().to_string(), protected: false, why_not: None })
+            .collect(),
     }
 }

@@ -60,10 +60,12 @@ pub fn confine(specs: &mut [ServerSpec], commands: &CommandEnv) {
         let Endpoint::Stdio { confined, .. } = &mut spec.key.endpoint else { continue };
         match &commands.plan {
             Some(plan) => {
-                // The server writes its own data, which the model's
-                // commands see read-only.
+                // The server reads and writes its own data, which the
+                // model's commands can neither read nor write.
                 let mut plan = plan.clone();
-                plan.readonly_paths.retain(|p| !spec.data.iter().any(|d| d == p || canonical(d) == *p));
+                let own = |p: &PathBuf| spec.data.iter().any(|d| d == p || canonical(d) == *p);
+                plan.readonly_paths.retain(|p| !own(p));
+                plan.hide_paths.retain(|p| !own(p));
                 *confined = Some(Confined { helper: commands.helper.clone(), plan, env: commands.env.clone() });
             }
             None => {

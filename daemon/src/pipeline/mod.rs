@@ -23,6 +23,9 @@ use swival_protocol::{DataFile, FileDigest, ScriptStatus};
 pub struct Protection {
     /// Files and directory trees, canonical, sorted.
     pub paths: Vec<std::path::PathBuf>,
+    /// The programs' data files (`data_files`): hidden from the model, not
+    /// only kept from changing (`sandbox::data`).
+    pub data: Vec<std::path::PathBuf>,
     /// What could not be protected, in plain words.
     pub notes: Vec<String>,
 }
@@ -205,7 +208,10 @@ impl Pipeline {
         // not pinned — the program may write it — but the model may not
         // change it, wherever it lies (an allowed dir is writable too):
         // only the file itself, whether or not it exists yet.
-        paths.extend(self.data_files());
+        let mut data = self.data_files();
+        data.sort();
+        data.dedup();
+        paths.extend(data.iter().cloned());
         // Config files are protected whether or not they exist yet.
         paths.extend(config_files.iter().map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())));
         let argvs =
@@ -230,11 +236,11 @@ impl Pipeline {
         paths.dedup();
         notes.sort();
         notes.dedup();
-        Protection { paths, notes }
+        Protection { paths, data, notes }
     }
 
     /// Every file the pipeline's commands name as data (not code), with
-    /// symlinks resolved where it exists.
+    /// the symlinks of its directory resolved (not its own).
     pub fn data_files(&self) -> Vec<PathBuf> {
         let scripts = self.filters.iter().map(|s| &s.script).chain(self.hooks.commands.iter().map(|c| &c.script));
         let mut out: Vec<PathBuf> = scripts.flat_map(|s| data_of(&s.argv, &s.cwd)).collect();
@@ -243,7 +249,7 @@ impl Pipeline {
         }
         out.extend(self.provider_data.iter().cloned());
         out.extend(self.mcp.iter().flat_map(|s| s.data.iter().cloned()));
-        out.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
+        out.into_iter().map(|p| real_dir(&p)).collect()
     }
 
     /// A digest of every filter and hook in force: commands, modes,
@@ -344,6 +350,16 @@ impl Pipeline {
     }
 }
 
+/// `path` with the symlinks of its directory resolved, and its own name
+/// kept: a data file that is a symlink stays one, so it is refused
+/// (`sandbox::data`) rather than followed.
+fn real_dir(path: &Path) -> PathBuf {
+    match (path.parent().map(Path::canonicalize), path.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => path.to_owned(),
+    }
+}
+
 /// The pinned files of a script, as `policy/status` lists them: the
 /// hashes the session pinned, which are what may run.
 pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
@@ -351,9 +367,12 @@ pub fn digests(pins: &[Pinned]) -> Vec<FileDigest> {
 }
 
 /// The data files of a command run from `cwd`, as `policy/status` lists
-/// them (every one is protected: see [`Pipeline::protection`]).
+/// them (`protected` is judged by the session: `sandbox::data::guarded`).
 fn data_status(argv: &[String], cwd: &Path) -> Vec<DataFile> {
-    data_of(argv, cwd).into_iter().map(|p| DataFile { path: p.display().to_string(), protected: true }).collect()
+    data_of(argv, cwd)
+        .into_iter()
+        .map(|p| DataFile { path: p.display().to_string(), protected: false, why_not: None })
+        .collect()
 }
 
 #[cfg(test)]

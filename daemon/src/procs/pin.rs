@@ -293,7 +293,8 @@ fn has_code_extension(path: &Path) -> bool {
 }
 
 /// `arg` as a path from `cwd`, when it names an existing regular file or
-/// looks like a file in an existing directory (`./data.db`, `log.txt`);
+/// looks like a file in an existing directory (`./data.db`, `log.txt`) or
+/// under a path (`state/x.db`, whose directory may not exist yet);
 /// not a flag, a URL, a variable assignment or a bare word.
 fn as_path(arg: &str, cwd: &Path) -> Option<PathBuf> {
     if arg.is_empty() || arg.starts_with('-') || arg.contains("://") {
@@ -304,14 +305,18 @@ fn as_path(arg: &str, cwd: &Path) -> Option<PathBuf> {
     if p.is_file() {
         return Some(p);
     }
-    let looks_like_file = arg.contains('/')
-        || arg.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && (1..=8).contains(&ext.len())
-                && ext.starts_with(|c: char| c.is_ascii_alphabetic())
-                && ext.chars().all(|c| c.is_ascii_alphanumeric())
-        });
-    let in_a_dir = p.parent().is_some_and(Path::is_dir) && !p.is_dir();
+    let name = arg.rsplit('/').next().unwrap_or(arg);
+    let has_extension = name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=8).contains(&ext.len())
+            && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+    });
+    let looks_like_file = arg.contains('/') || has_extension;
+    // A file in a directory that does not exist yet (`state/x.db`, an
+    // absolute path) is data too: the program will make it, and the model
+    // must not make it first.
+    let in_a_dir = !p.is_dir() && (p.parent().is_some_and(Path::is_dir) || (arg.contains('/') && has_extension));
     (looks_like_file && in_a_dir && !arg.contains('=')).then_some(p)
 }
 

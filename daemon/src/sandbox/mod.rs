@@ -28,6 +28,7 @@
 pub mod ask;
 pub mod command;
 pub mod credentials;
+pub mod data;
 pub mod fetch;
 #[cfg(target_os = "linux")]
 mod linux;

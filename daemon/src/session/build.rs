@@ -63,6 +63,7 @@ impl Sessions {
         messages: Vec<crate::message::Message>,
         env: CallerEnv,
         pins: &std::collections::HashMap<String, String>,
+        live: bool,
     ) -> Result<(Arc<Session>, Parts), SessionError> {
         // The project (config, trust, pipeline) is the base dir; a
         // worktree session works in its worktree (`worktree::work_dir`).
@@ -84,21 +85,11 @@ impl Sessions {
         // Loaded again (or started from another session): what runs must still be what was
         // pinned before (`pins`: path → SHA-256; a new session has nothing recorded yet).
         pipeline.expect_pins(pins);
-        let config_files: Vec<PathBuf> = self
-            .shared
-            .settings
-            .global_config
-            .iter()
-            .cloned()
-            .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
-            .chain(cfg.mcp_config.iter().cloned())
-            .collect();
-        let mut protection = pipeline.protection(&base, &config_files);
-        protection.paths.extend(super::worktree::git_file(row));
-        protection.paths.sort();
+        let protection = self.protection(row, cfg, &pipeline, &policy, live)?;
         policy.protected = protection.paths.clone();
         let git_dir = super::worktree::git_dir(row);
-        let (commands, sandbox) = self.commands(cfg, &env, &mut policy, &protection.paths, git_dir.as_ref())?;
+        let (commands, sandbox) =
+            self.commands(cfg, &env, &mut policy, (&protection.paths, &protection.data), git_dir.as_ref())?;
         if cfg.sandbox_mcp {
             crate::mcp::spec::confine(&mut pipeline.mcp, &commands);
         }
@@ -132,6 +123,42 @@ impl Sessions {
         Ok((Arc::new(session), Parts { conversation, tools, shield }))
     }
 
+    /// What the model may never change or read (`Pipeline::protection`):
+    /// policy files, the config files naming them, a worktree's `.git`
+    /// file, and the programs' data files — which a session that may run
+    /// (`live`, not one only inspected) secures before any command:
+    /// created where missing, refused where something was planted
+    /// (`sandbox::data`).
+    fn protection(
+        &self,
+        row: &SessionRow,
+        cfg: &config::SessionConfig,
+        pipeline: &Pipeline,
+        policy: &PathPolicy,
+        live: bool,
+    ) -> Result<crate::pipeline::Protection, SessionError> {
+        let base = PathBuf::from(&row.base_dir);
+        let config_files: Vec<PathBuf> = self
+            .shared
+            .settings
+            .global_config
+            .iter()
+            .cloned()
+            .chain([base.join(config::PROJECT_FILE), base.join(config::PROJECT_MCP_JSON)])
+            .chain(cfg.mcp_config.iter().cloned())
+            .collect();
+        let mut protection = pipeline.protection(&base, &config_files);
+        if live {
+            let writable: Vec<PathBuf> =
+                std::iter::once(policy.base.clone()).chain(policy.allow_rw.iter().cloned()).collect();
+            crate::sandbox::data::secure(&protection.data, &writable)
+                .map_err(|e| SessionError::Config(e.to_string()))?;
+        }
+        protection.paths.extend(super::worktree::git_file(row));
+        protection.paths.sort();
+        Ok(protection)
+    }
+
     /// How the session's commands run: the whitelist (resolved through the
     /// caller's PATH), the kernel sandbox plan with what it hides (also
     /// from the file tools, in `policy`) and keeps read-only (`readonly`,
@@ -142,7 +169,7 @@ impl Sessions {
         cfg: &config::SessionConfig,
         env: &CallerEnv,
         policy: &mut PathPolicy,
-        readonly: &[PathBuf],
+        (readonly, data): (&[PathBuf], &[PathBuf]),
         git_dir: Option<&PathBuf>,
     ) -> Result<(CommandEnv, crate::sandbox::SandboxStatus), SessionError> {
         let base = policy.base.clone();
@@ -152,6 +179,8 @@ impl Sessions {
         hide.retain(|h| !cfg.sandbox_expose.contains(h));
         hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
         hide.extend(cfg.sandbox_hide.iter().cloned());
+        // Programs' data files: neither read nor written by the model.
+        hide.extend(data.iter().cloned());
         // Most of the well-known stores do not exist: one lstat tells,
         // before the walk that resolving a path takes.
         let hide: Vec<PathBuf> = hide

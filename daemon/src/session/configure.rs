@@ -181,7 +181,7 @@ impl Sessions {
         let next = SessionRow { request, config: config.clone(), ..row };
         // Built only to be checked: the next use builds it again.
         let pins = self.shared.store.session_pins(id)?;
-        let (session, _) = self.build(&next, effective, Vec::new(), self.shared.callers.get(id).env, &pins)?;
+        let (session, _) = self.build(&next, effective, Vec::new(), self.shared.callers.get(id).env, &pins, true)?;
         let warnings = session.warnings(config_warnings);
         let change = Reconfigure {
             based_on,

@@ -418,7 +418,7 @@ impl Sessions {
             worktree: made.map(|m| m.row.clone()),
             parent,
         };
-        let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins)?;
+        let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins, true)?;
         let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
         self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
         self.shared.callers.set(&id, caller);
@@ -458,7 +458,7 @@ impl Sessions {
         })?;
         let messages = if conversation { self.shared.store.messages(id)? } else { Vec::new() };
         let pins = self.shared.store.session_pins(id)?;
-        self.build(row, effective, messages, self.shared.callers.get(id).env, &pins)
+        self.build(row, effective, messages, self.shared.callers.get(id).env, &pins, conversation)
     }
 
     /// A session's fixed part (config, pipeline, sandbox), loaded and

@@ -60,7 +60,7 @@ impl Sessions {
     pub fn policy_status(&self, id: &SessionId) -> Result<swival_protocol::PolicyStatus, SessionError> {
         let session = self.inspect(id)?;
         let p = &session.pipeline;
-        Ok(swival_protocol::PolicyStatus {
+        let mut status = swival_protocol::PolicyStatus {
             session_id: id.clone(),
             filters: p.filter_status(),
             hooks: p.hook_status(),
@@ -68,7 +68,15 @@ impl Sessions {
             sandbox: sandbox_status(&session),
             protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
             mcp_servers: self.shared.mcp.status_of(&p.mcp),
-        })
+        };
+        let scripts = status.filters.iter_mut().chain(status.hooks.iter_mut()).chain(status.reviewer.iter_mut());
+        let files = scripts
+            .flat_map(|s| s.data_files.iter_mut())
+            .chain(status.mcp_servers.iter_mut().flat_map(|m| m.data_files.iter_mut()));
+        for file in files {
+            judge_data(&session, file);
+        }
+        Ok(status)
     }
 }
 
@@ -108,6 +116,25 @@ impl Sessions {
 }
 
 /// `policy/status`'s sandbox part: what is enforced, in plain words.
+/// Whether a program's data file is protected as things stand now
+/// (`sandbox::data::guarded`): hidden from commands where they can write,
+/// with no symlink on its way; why not, when it is not.
+fn judge_data(session: &Session, file: &mut swival_protocol::DataFile) {
+    let st = &session.sandbox;
+    let writable: Vec<std::path::PathBuf> = std::iter::once(session.base_dir.clone())
+        .chain(session.commands.plan.iter().flat_map(|p| p.write_dirs.iter().cloned()))
+        .collect();
+    let path = std::path::Path::new(&file.path);
+    // Without commands only the file tools reach it, and they refuse it.
+    let (hidden, confined) = match session.commands.policy.enabled() {
+        true => (st.hidden.clone(), st.filesystem_confined),
+        false => (vec![path.to_owned()], true),
+    };
+    let verdict = crate::sandbox::data::guarded(path, &hidden, &writable, confined);
+    file.protected = verdict.is_ok();
+    file.why_not = verdict.err();
+}
+
 fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     let st = &session.sandbox;
     let reach = match session.config.config.files_mode() {

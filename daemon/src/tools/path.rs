@@ -67,6 +67,10 @@ pub enum PathError {
     /// Under the daemon's own directories or a credential store.
     #[error("{requested} is hidden from the agent ({} holds the daemon's state or credentials); ask the user if you need something from it", .under.display())]
     Hidden { requested: String, under: PathBuf },
+    /// A policy program's data file (`sandbox::data`): neither read nor
+    /// written by the agent.
+    #[error("{requested} is protected: it is the data of a policy program (a filter, hook, reviewer or MCP server) and can be neither read nor written by the agent; use that program's own tools")]
+    ProtectedData { requested: String },
     /// A write to policy (a script, its directory, the config naming it);
     /// `shown` is that policy path as the model sees it.
     #[error("{requested} is protected policy ({shown} is a filter, hook or reviewer script, its directory, or the config naming them) and cannot be written, edited, moved or deleted by the agent; ask the user to change it")]
@@ -112,6 +116,10 @@ impl PathPolicy {
         }
         let skill = access == Access::Read && self.skills.iter().any(|s| resolved.starts_with(s));
         if let Some(h) = self.hidden_under(&resolved).filter(|_| !skill) {
+            // A data file is hidden and protected at once.
+            if self.protected.iter().any(|p| p == h) {
+                return Err(PathError::ProtectedData { requested: owned() });
+            }
             return Err(PathError::Hidden { requested: owned(), under: h.to_owned() });
         }
         if access == Access::Write {

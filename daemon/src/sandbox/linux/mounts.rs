@@ -64,12 +64,19 @@ fn pin_in_place(dir: &Path) -> Result<(), HelperError> {
 /// atime), so the remount is allowed. A mount point also cannot be renamed
 /// or removed (EBUSY), so the file cannot be replaced either.
 fn bind_readonly(path: &Path) -> Result<(), HelperError> {
-    use nix::sys::statvfs::FsFlags;
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
     let fail = |what: &str| sys(format!("cannot make {} read-only: {what}", path.display()));
     mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>).map_err(fail("bind"))?;
+    remount_readonly(path)
+}
+
+/// Remount the bind mount at `path` read-only, keeping the flags the kernel
+/// locks (see [`bind_readonly`]).
+fn remount_readonly(path: &Path) -> Result<(), HelperError> {
+    use nix::sys::statvfs::FsFlags;
+    let fail = |what: &str| sys(format!("cannot make {} read-only: {what}", path.display()));
     let vfs = nix::sys::statvfs::statvfs(path).map_err(fail("statvfs"))?;
     let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
     for (have, keep) in [
@@ -88,8 +95,8 @@ fn bind_readonly(path: &Path) -> Result<(), HelperError> {
 }
 
 /// Cover `path` in this mount namespace: a directory with an empty
-/// read-only tmpfs, anything else (swivald's socket) with /dev/null, so
-/// connecting to it is refused. A path that does not exist has nothing to
+/// read-only tmpfs, anything else (a file, swivald's socket) with
+/// /dev/null: it reads empty, a write goes nowhere, connecting is refused. A path that does not exist has nothing to
 /// hide.
 fn hide(path: &Path) -> Result<(), HelperError> {
     let Ok(meta) = std::fs::metadata(path) else {

@@ -1,0 +1,170 @@
+//! A policy program's data file belongs to that program: a filter's rules,
+//! an MCP server's database or memory file. The model may neither read
+//! nor write it, nor plant something in its place before the program
+//! opens it (a symlink at a not-yet-existing path would make the server
+//! write `~/.ssh/authorized_keys`, or hand back `~/.ssh/id_rsa`).
+//!
+//! At session start each data file under a directory commands can write
+//! is *secured*: every directory on the way to it is checked (no symlink)
+//! and created when missing, and a missing file is created empty, so it
+//! has a name to hide. It is then hidden from commands like a credential
+//! store (covered in their mount namespace, its directories pinned in
+//! place so no rename moves it: `linux/mounts.rs`) and from the file tools
+//! (refused for reads and writes). A data file outside every writable
+//! directory is out of the commands' reach by Landlock already; one that
+//! exists is checked the same way. A data file whose path holds a symlink,
+//! or is not a regular file, is refused: the session does not start, and
+//! the error names it.
+
+use crate::beneath::{Beneath, How, Kind};
+use std::path::{Path, PathBuf};
+
+/// Why a data file cannot be protected.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A symlink, a FIFO or another non-file is where the data file or a
+    /// directory above it should be.
+    #[error(
+        "data file {path} of a policy program cannot be protected: {why}; remove what is there (the model may have planted it) or point the program at another file"
+    )]
+    Unsafe {
+        /// The data file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Make each of `data` safe to hide: see the module. `writable` are the
+/// directories the model's commands may write (canonical).
+pub fn secure(data: &[PathBuf], writable: &[PathBuf]) -> Result<(), DataError> {
+    for path in data {
+        secure_one(path, writable).map_err(|why| DataError::Unsafe { path: path.display().to_string(), why })?;
+    }
+    Ok(())
+}
+
+fn secure_one(path: &Path, writable: &[PathBuf]) -> Result<(), String> {
+    let Some(root) = writable.iter().filter(|w| path.starts_with(w)).max_by_key(|w| w.as_os_str().len()) else {
+        return check_outside(path);
+    };
+    let rel = path.strip_prefix(root).map_err(|e| e.to_string())?;
+    if rel.as_os_str().is_empty() {
+        return Err("it is a whole writable directory".to_owned());
+    }
+    let dir = Beneath::open(root).map_err(|e| e.to_string())?;
+    match dir.metadata(rel) {
+        Ok(meta) if meta.kind == Kind::File => return Ok(()),
+        Ok(meta) if meta.kind == Kind::Dir => return Ok(()),
+        Ok(meta) => return Err(format!("it is a {}", kind_name(meta.kind))),
+        Err(e) if !e.is_not_found() => return Err(e.to_string()),
+        Err(_) => {}
+    }
+    if rel.extension().is_none() {
+        // A file or a directory? Creating the wrong one would break the
+        // program; the status says it is not protected.
+        return Ok(());
+    }
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        dir.mkdir_all(parent).map_err(|e| e.to_string())?;
+    }
+    match dir.open_file(rel, How::CreateNew) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A data file outside every writable directory: the model cannot create
+/// or change anything there; what exists must still not be a symlink.
+fn check_outside(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err("it is a symlink".to_owned()),
+        _ => Ok(()),
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Symlink => "symlink",
+        Kind::Dir => "directory",
+        Kind::File => "file",
+        Kind::Other => "FIFO, socket or device",
+    }
+}
+
+/// Whether `path` is protected as the session's sandbox stands, and if
+/// not, why: hidden from commands (`hidden`, with user namespaces) or out
+/// of their reach (`writable`, with Landlock), a regular file or
+/// directory with no symlink on its way.
+pub fn guarded(path: &Path, hidden: &[PathBuf], writable: &[PathBuf], confined: bool) -> Result<(), String> {
+    let mut prefix = PathBuf::new();
+    for c in path.components() {
+        prefix.push(c);
+        if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!("{} is a symlink", prefix.display()));
+        }
+    }
+    let reachable = writable.iter().any(|w| path.starts_with(w));
+    if !confined {
+        return Err("commands are not confined by the kernel here (see not_enforced)".to_owned());
+    }
+    if !reachable {
+        return Ok(());
+    }
+    if !hidden.iter().any(|h| path.starts_with(h)) {
+        return Err("commands could reach it: it is not hidden (no user namespaces?)".to_owned());
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() || m.is_dir() => Ok(()),
+        Ok(_) => Err("it is not a regular file".to_owned()),
+        Err(_) => Err("it does not exist yet and its name has no extension, so it was not created empty to be protected; create it before the session".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().canonicalize().unwrap();
+        (d, p)
+    }
+
+    #[test]
+    fn a_missing_data_file_and_its_directories_are_created_empty() {
+        let (_d, base) = root();
+        let data = base.join("state/db/memory.jsonl");
+        secure(std::slice::from_ref(&data), std::slice::from_ref(&base)).unwrap();
+        assert_eq!(std::fs::read(&data).unwrap(), b"");
+        let hidden = [data.clone()];
+        assert_eq!(guarded(&data, &hidden, std::slice::from_ref(&base), true), Ok(()));
+        assert!(guarded(&data, &[], std::slice::from_ref(&base), true).is_err(), "not hidden");
+    }
+
+    #[test]
+    fn a_planted_link_at_the_file_or_above_it_is_refused_and_nothing_outside_changes() {
+        let (_d, base) = root();
+        let outside = base.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let project = base.join("p");
+        std::fs::create_dir(&project).unwrap();
+        std::os::unix::fs::symlink(outside.join("authorized_keys"), project.join("graph.jsonl")).unwrap();
+        let err = secure(&[project.join("graph.jsonl")], std::slice::from_ref(&project)).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        std::os::unix::fs::symlink(&outside, project.join("state")).unwrap();
+        let err = secure(&[project.join("state/x.db")], std::slice::from_ref(&project)).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made outside");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_and_an_existing_file_is_kept() {
+        let (_d, base) = root();
+        nix::unistd::mkfifo(&base.join("rules.txt"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(secure(&[base.join("rules.txt")], std::slice::from_ref(&base)).is_err());
+        std::fs::write(base.join("kept.db"), "data").unwrap();
+        secure(&[base.join("kept.db")], std::slice::from_ref(&base)).unwrap();
+        assert_eq!(std::fs::read(base.join("kept.db")).unwrap(), b"data");
+    }
+}
