@@ -128,6 +128,7 @@ fn each_tool_answers_bad_and_lenient_arguments_as_it_always_has() {
         protected: vec![],
         hidden: vec![],
         home: None,
+        home_view: None,
     };
     let shown = |text: String| {
         let parent = base.parent().unwrap().display().to_string();

@@ -27,7 +27,7 @@ pub enum Endpoint {
         /// Working directory.
         cwd: PathBuf,
         /// Run under the command sandbox (`sandbox_mcp`).
-        confined: Option<Confined>,
+        confined: Option<Box<Confined>>,
     },
     /// A server speaking streamable HTTP.
     Http {
@@ -66,7 +66,8 @@ pub fn confine(specs: &mut [ServerSpec], commands: &CommandEnv) {
                 let own = |p: &PathBuf| spec.data.iter().any(|d| d == p || canonical(d) == *p);
                 plan.readonly_paths.retain(|p| !own(p));
                 plan.hide_paths.retain(|p| !own(p));
-                *confined = Some(Confined { helper: commands.helper.clone(), plan, env: commands.env.clone() });
+                *confined =
+                    Some(Box::new(Confined { helper: commands.helper.clone(), plan, env: commands.env.clone() }));
             }
             None => {
                 let why = "sandbox_mcp is set but the command sandbox cannot confine programs here (sandbox = \"builtin\", or the kernel enforces nothing; see policy/status)";

@@ -154,7 +154,8 @@ fn confine_self(plan: &HelperPlan) -> Result<(), HelperError> {
         drop_capabilities()?;
     }
     if plan.landlock {
-        landlock(&plan.write_dirs, plan.read_dirs.as_deref())?;
+        let writes: Vec<PathBuf> = plan.write_dirs.iter().cloned().chain(mounts::overlaid(plan)).collect();
+        landlock(&writes, plan.read_dirs.as_deref())?;
     }
     if plan.seccomp() {
         let mut families = Vec::new();
@@ -451,6 +452,7 @@ fn probe() -> SandboxCapabilities {
         deny_unix_sockets: false,
         read_dirs: None,
         max_processes: None,
+        home: None,
     };
     match enter_namespaces(&ns_plan) {
         Ok(()) => {

@@ -30,6 +30,7 @@ pub mod command;
 pub mod credentials;
 pub mod data;
 pub mod fetch;
+pub mod home;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod policy;

@@ -104,6 +104,10 @@ pub struct HelperPlan {
     /// kernel's floor is 301), which holds even for root.
     #[serde(default)]
     pub max_processes: Option<u64>,
+    /// A private home: commands see only what it keeps, and the
+    /// directories they write (`home.rs`).
+    #[serde(default)]
+    pub home: Option<super::home::HomeView>,
 }
 
 impl HelperPlan {
@@ -114,7 +118,7 @@ impl HelperPlan {
 
     /// Whether the plan needs a private mount namespace.
     pub fn mount_namespace(&self) -> bool {
-        !self.hide_paths.is_empty() || !self.readonly_paths.is_empty() || self.pid_namespace
+        !self.hide_paths.is_empty() || !self.readonly_paths.is_empty() || self.pid_namespace || self.home.is_some()
     }
 
     /// Whether a seccomp filter is installed.
@@ -143,6 +147,8 @@ pub struct PlanInput {
     pub readonly: Vec<PathBuf>,
     /// `sandbox_strict_read`.
     pub strict_read: bool,
+    /// The private home commands should see (`home::view`).
+    pub home: Option<super::home::HomeView>,
 }
 
 /// Directories every program needs to read in strict-read mode.
@@ -180,6 +186,8 @@ pub struct SandboxStatus {
     pub unix_sockets_blocked: bool,
     /// Reads limited to system directories, the base dir and allowed dirs.
     pub strict_read: bool,
+    /// The private home commands see, when one is enforced.
+    pub home: Option<super::home::HomeView>,
     /// One sentence per thing asked for that is not enforced (empty when
     /// everything is). The session emits these as warnings.
     pub not_enforced: Vec<String>,
@@ -216,7 +224,8 @@ impl SandboxStatus {
 /// configuration and what the kernel offers. A hidden path that would
 /// cover a write dir or the temp dir is dropped, and the status says so.
 pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Option<HelperPlan>) {
-    let PlanInput { mode, network_allowed, write_dirs, read_only_dirs, socket, hide, readonly, strict_read } = input;
+    let PlanInput { mode, network_allowed, write_dirs, read_only_dirs, socket, hide, readonly, strict_read, home } =
+        input;
     if mode == SandboxMode::Builtin || !caps.any() {
         return (unconfined(mode, network_allowed, caps), None);
     }
@@ -230,6 +239,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
         not_enforced.push("commands can connect to swivald's own socket".into());
     }
     let pid_namespace = pid_namespace(caps, &mut not_enforced);
+    let home = private_home(caps, home, &mut not_enforced);
     let read_dirs = strict_read_dirs(strict_read, landlock, read_only_dirs, &mut not_enforced);
 
     let status = SandboxStatus {
@@ -245,6 +255,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
         pid_namespace,
         unix_sockets_blocked: deny_unix_sockets,
         strict_read: read_dirs.is_some(),
+        home: home.clone(),
         not_enforced,
     };
     let plan = HelperPlan {
@@ -257,8 +268,27 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
         deny_unix_sockets,
         read_dirs,
         max_processes: None,
+        home,
     };
     (status, Some(plan))
+}
+
+/// The private home, where user namespaces let the helper build it.
+fn private_home(
+    caps: &SandboxCapabilities,
+    home: Option<super::home::HomeView>,
+    not_enforced: &mut Vec<String>,
+) -> Option<super::home::HomeView> {
+    let view = home?;
+    if caps.user_namespaces {
+        return Some(view);
+    }
+    not_enforced.push(format!(
+        "commands see all of {} but the hidden paths, not only the project and toolchains (no user namespaces: {})",
+        view.home.display(),
+        userns_why(caps)
+    ));
+    None
 }
 
 /// Why user namespaces are unavailable, for a note.
@@ -431,6 +461,7 @@ fn unconfined(mode: SandboxMode, network_allowed: bool, caps: &SandboxCapabiliti
         pid_namespace: false,
         unix_sockets_blocked: false,
         strict_read: false,
+        home: None,
         not_enforced,
     }
 }

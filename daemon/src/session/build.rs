@@ -79,6 +79,7 @@ impl Sessions {
             protected: Vec::new(),
             hidden: Vec::new(),
             home: env.home(),
+            home_view: None,
         };
         let mut pipeline = Pipeline::build(cfg, &base, &env, self.shared.runner.clone(), self.shared.hooks.clone())
             .map_err(|e| SessionError::Setup(e.to_string()))?;
@@ -159,6 +160,26 @@ impl Sessions {
         Ok(protection)
     }
 
+    /// What commands and file tools never see: the credential stores (but
+    /// what `sandbox_expose` shows), the daemon's directories,
+    /// `sandbox_hide`, and the programs' data files; canonical where they
+    /// exist.
+    fn hidden(&self, cfg: &config::SessionConfig, env: &CallerEnv, data: &[PathBuf]) -> Vec<PathBuf> {
+        let mut hide = crate::sandbox::default_hidden(env.home().as_deref());
+        hide.retain(|h| !cfg.sandbox_expose.contains(h));
+        hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
+        hide.extend(cfg.sandbox_hide.iter().cloned());
+        hide.extend(data.iter().cloned());
+        // Most of the well-known stores do not exist: one lstat tells,
+        // before the walk that resolving a path takes.
+        hide.iter()
+            .map(|h| match std::fs::symlink_metadata(h) {
+                Ok(_) => h.canonicalize().unwrap_or_else(|_| h.clone()),
+                Err(_) => h.clone(),
+            })
+            .collect()
+    }
+
     /// How the session's commands run: the whitelist (resolved through the
     /// caller's PATH), the kernel sandbox plan with what it hides (also
     /// from the file tools, in `policy`) and keeps read-only (`readonly`,
@@ -175,29 +196,22 @@ impl Sessions {
         let base = policy.base.clone();
         let command_policy = CommandPolicy::from_access(cfg.command_access(), &base, &env.path())
             .map_err(|e| SessionError::Config(e.to_string()))?;
-        let mut hide = crate::sandbox::default_hidden(env.home().as_deref());
-        hide.retain(|h| !cfg.sandbox_expose.contains(h));
-        hide.extend(self.shared.settings.daemon_dirs.iter().cloned());
-        hide.extend(cfg.sandbox_hide.iter().cloned());
-        // Programs' data files: neither read nor written by the model.
-        hide.extend(data.iter().cloned());
-        // Most of the well-known stores do not exist: one lstat tells,
-        // before the walk that resolving a path takes.
-        let hide: Vec<PathBuf> = hide
-            .iter()
-            .map(|h| match std::fs::symlink_metadata(h) {
-                Ok(_) => h.canonicalize().unwrap_or_else(|_| h.clone()),
-                Err(_) => h.clone(),
-            })
-            .collect();
+        let hide = self.hidden(cfg, env, data);
         // File tools never reach a hidden path either, except one that
         // holds the project itself.
         policy.hidden = hide.iter().filter(|h| !base.starts_with(h)).cloned().collect();
+        let write_dirs: Vec<PathBuf> = std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect();
+        let read_only_dirs: Vec<PathBuf> = policy.allow_ro.iter().chain(git_dir).cloned().collect();
+        // The home shows commands (and the file tools) only the project,
+        // the allowed dirs, toolchains and what the user exposes.
+        policy.home_view =
+            crate::sandbox::home::view(env.home().as_deref(), &write_dirs, &cfg.sandbox_expose, &read_only_dirs);
         let input = crate::sandbox::PlanInput {
             mode: cfg.sandbox,
             network_allowed: cfg.command_network,
-            write_dirs: std::iter::once(base.clone()).chain(policy.allow_rw.iter().cloned()).collect(),
-            read_only_dirs: policy.allow_ro.iter().chain(git_dir).cloned().collect(),
+            write_dirs,
+            read_only_dirs,
+            home: policy.home_view.clone(),
             socket: self.shared.settings.socket.clone(),
             hide,
             readonly: readonly.iter().chain(git_dir).cloned().collect(),

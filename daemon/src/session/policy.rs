@@ -135,6 +135,16 @@ fn judge_data(session: &Session, file: &mut swival_protocol::DataFile) {
     file.why_not = verdict.err();
 }
 
+/// What commands see of the home, when it is private.
+fn home_status(view: &crate::sandbox::home::HomeView) -> String {
+    let shown: Vec<String> = view.toolchain.iter().chain(&view.keep).map(|p| p.display().to_string()).collect();
+    format!(
+        "commands see nothing of {} but the project, the allowed dirs and: {} (toolchain directories as overlays whose writes vanish with the command; the rest read-only)",
+        view.home.display(),
+        if shown.is_empty() { "nothing else".to_owned() } else { shown.join(", ") }
+    )
+}
+
 fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     let st = &session.sandbox;
     let reach = match session.config.config.files_mode() {
@@ -179,6 +189,7 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
         if st.pid_namespace {
             enforced.push("commands run in a private PID namespace: everything they start (setsid and double forks too) is killed when they end, and /proc shows only their own processes".into());
         }
+        enforced.extend(st.home.as_ref().map(home_status));
         if !st.hidden.is_empty() {
             enforced.push(hidden_status(&st.hidden, session.env.home().as_deref()));
         }

@@ -322,6 +322,7 @@ fn test_toolbox(dir: &Path) -> ToolBox {
         protected: vec![],
         hidden: vec![],
         home: std::env::var_os("HOME").map(PathBuf::from),
+        home_view: None,
     })
 }
 

@@ -45,6 +45,9 @@ pub struct PathPolicy {
     pub hidden: Vec<PathBuf>,
     /// What `~` stands for: the caller's `HOME`.
     pub home: Option<PathBuf>,
+    /// The private home commands see (`sandbox::home`): under
+    /// `files = "all"` the file tools reach nothing else of the home.
+    pub home_view: Option<crate::sandbox::home::HomeView>,
 }
 
 /// Why the path policy refused a path or could not resolve it. The
@@ -67,6 +70,9 @@ pub enum PathError {
     /// Under the daemon's own directories or a credential store.
     #[error("{requested} is hidden from the agent ({} holds the daemon's state or credentials); ask the user if you need something from it", .under.display())]
     Hidden { requested: String, under: PathBuf },
+    /// `files = "all"`: under the home, outside what it shows.
+    #[error("{requested} is hidden from the agent: the home directory ({}) shows only the project, the allowed dirs, toolchains and what sandbox_expose lists; ask the user if you need something from it", .home.display())]
+    OutsideHomeView { requested: String, home: PathBuf },
     /// A policy program's data file (`sandbox::data`): neither read nor
     /// written by the agent.
     #[error("{requested} is protected: it is the data of a policy program (a filter, hook, reviewer or MCP server) and can be neither read nor written by the agent; use that program's own tools")]
@@ -128,7 +134,7 @@ impl PathPolicy {
             }
         }
         match self.files {
-            FilesMode::All => Ok(resolved),
+            FilesMode::All => self.in_home_view(requested, resolved),
             // `.swival` itself is not followed: the daemon refuses a
             // symlinked one, so a path through it resolves elsewhere.
             FilesMode::None if resolved.starts_with(self.base.join(".swival")) => Ok(resolved),
@@ -151,6 +157,22 @@ impl PathPolicy {
             };
         }
         Err(PathError::OutsideBase { requested: requested.to_owned(), resolved, base: self.base.clone() })
+    }
+
+    /// `resolved`, unless the home view hides it.
+    fn in_home_view(&self, requested: &str, resolved: PathBuf) -> Result<PathBuf, PathError> {
+        let also: Vec<PathBuf> = std::iter::once(&self.base)
+            .chain(&self.allow_rw)
+            .chain(&self.allow_ro)
+            .chain(&self.skills)
+            .cloned()
+            .collect();
+        match &self.home_view {
+            Some(view) if view.hides(&resolved, &also) => {
+                Err(PathError::OutsideHomeView { requested: requested.to_owned(), home: view.home.clone() })
+            }
+            _ => Ok(resolved),
+        }
     }
 
     /// The hidden path `resolved` lies under, if any.
@@ -260,6 +282,7 @@ mod tests {
             protected: vec![],
             hidden: vec![],
             home: Some(PathBuf::from("/home/tester")),
+            home_view: None,
         }
     }
 

@@ -2,7 +2,8 @@
 //! paths pinned in place, policy files bound read-only, hidden paths
 //! covered.
 
-use super::{sys, HelperError, HelperPlan};
+use super::{io, sys, HelperError, HelperPlan};
+use crate::sandbox::home::HomeView;
 use nix::mount::{mount, MsFlags};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,9 @@ use std::path::{Path, PathBuf};
 pub(super) fn apply(plan: &HelperPlan) -> Result<(), HelperError> {
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(sys("cannot make the mount namespace private"))?;
+    if let Some(view) = &plan.home {
+        private_home(view, &plan.write_dirs)?;
+    }
     for dir in pinned_ancestors(plan) {
         pin_in_place(&dir)?;
     }
@@ -23,6 +27,106 @@ pub(super) fn apply(plan: &HelperPlan) -> Result<(), HelperError> {
         hide(path)?;
     }
     Ok(())
+}
+
+/// How a path is shown in the private home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Shown {
+    /// Bound read-write: a directory commands write.
+    Writable,
+    /// Bound read-only.
+    ReadOnly,
+    /// A toolchain directory: an overlay whose writes vanish with the command.
+    Overlay,
+}
+
+/// Where the overlays' upper and work directories live, inside the home's
+/// tmpfs (whose mount turns read-only after, which the overlays' own
+/// private copies of it do not).
+const OVERLAY_DIR: &str = ".swival-toolchain-writes";
+
+/// Cover the home with an empty tmpfs and show in it only the directories
+/// commands write under it (read-write), the paths the view keeps
+/// (read-only) and the toolchain locations (a file read-only, a directory
+/// overlaid), each opened before the cover and mounted from its open
+/// descriptor, parents first; then the tmpfs's mount turns read-only and
+/// the working directory is entered again through the new mounts.
+fn private_home(view: &HomeView, write_dirs: &[PathBuf]) -> Result<(), HelperError> {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let home = &view.home;
+    let mut kept: Vec<(&PathBuf, Shown)> = write_dirs
+        .iter()
+        .filter(|w| w.starts_with(home) && *w != home)
+        .map(|w| (w, Shown::Writable))
+        .chain(view.keep.iter().map(|k| (k, Shown::ReadOnly)))
+        .chain(view.toolchain.iter().map(|k| (k, Shown::Overlay)))
+        .collect();
+    kept.sort();
+    let mut opened = Vec::new();
+    for (path, shown) in kept {
+        let Ok(meta) = std::fs::metadata(path) else { continue };
+        let shown = if shown == Shown::Overlay && !meta.is_dir() { Shown::ReadOnly } else { shown };
+        let fd = open(path.as_path(), OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
+            .map_err(sys(format!("cannot open {} for the private home", path.display())))?;
+        opened.push((path, shown, fd, meta.is_dir()));
+    }
+    let cwd = std::env::current_dir().ok();
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(Some("tmpfs"), home.as_path(), Some("tmpfs"), flags, Some("size=512m,mode=0755"))
+        .map_err(sys(format!("cannot make {} private: mount", home.display())))?;
+    for (i, (path, shown, fd, is_dir)) in opened.iter().enumerate() {
+        let made = match is_dir {
+            true => std::fs::create_dir_all(path),
+            false => path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+                std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map(drop)
+            }),
+        };
+        made.map_err(io(format!("cannot show {} in the private home", path.display())))?;
+        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+        match shown {
+            Shown::Overlay => overlay(&source, path, &home.join(OVERLAY_DIR).join(i.to_string()))?,
+            _ => {
+                mount(
+                    Some(source.as_str()),
+                    path.as_path(),
+                    None::<&str>,
+                    MsFlags::MS_BIND | MsFlags::MS_REC,
+                    None::<&str>,
+                )
+                .map_err(sys(format!("cannot show {} in the private home: bind", path.display())))?;
+                if *shown == Shown::ReadOnly {
+                    remount_readonly(path)?;
+                }
+            }
+        }
+    }
+    // The mount, not the filesystem: the overlays keep writing to it.
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
+    mount(None::<&str>, home.as_path(), None::<&str>, ro, None::<&str>)
+        .map_err(sys(format!("cannot make the private {} read-only", home.display())))?;
+    if let Some(cwd) = cwd {
+        std::env::set_current_dir(&cwd).map_err(io(format!("cannot enter {} again", cwd.display())))?;
+    }
+    Ok(())
+}
+
+/// Mount at `path` an overlay of the directory `lower` (a descriptor's
+/// path) whose writes go to `scratch` in the home's tmpfs.
+fn overlay(lower: &str, path: &Path, scratch: &Path) -> Result<(), HelperError> {
+    let (upper, work) = (scratch.join("u"), scratch.join("w"));
+    for dir in [&upper, &work] {
+        std::fs::create_dir_all(dir).map_err(io(format!("cannot make {}", dir.display())))?;
+    }
+    let options = format!("lowerdir={lower},upperdir={},workdir={},userxattr", upper.display(), work.display());
+    mount(Some("overlay"), path, Some("overlay"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(options.as_str()))
+        .map_err(sys(format!("cannot show {} in the private home: overlay", path.display())))
+}
+
+/// The toolchain directories a plan overlays: commands may write there
+/// (Landlock), as what they write vanishes with them.
+pub(super) fn overlaid(plan: &HelperPlan) -> Vec<PathBuf> {
+    plan.home.iter().flat_map(|v| v.toolchain.iter()).filter(|p| p.is_dir()).cloned().collect()
 }
 
 /// Every existing directory from a writable root down to the parent of a
