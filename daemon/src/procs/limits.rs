@@ -28,6 +28,11 @@ pub struct Rlimits {
     data: Option<u64>,
     /// `RLIMIT_CPU` (soft; the hard limit is five seconds more).
     cpu: Option<u64>,
+    /// The `cgroup.procs` descriptors the child writes to, to join the
+    /// command's cgroup (`cgroup.rs`); the first `joins` count.
+    join: [std::os::fd::RawFd; 3],
+    /// How many of `join` are set.
+    joins: usize,
 }
 
 /// Tasks (processes and threads) of this user, counted at most once a
@@ -70,11 +75,24 @@ impl Limits {
             nproc: self.processes.map(|n| user_tasks().saturating_add(n)),
             data: self.data_bytes,
             cpu: self.cpu_s,
+            join: [-1; 3],
+            joins: 0,
         }
     }
 }
 
 impl Rlimits {
+    /// These limits for a command in the cgroup behind `fds` (its
+    /// `cgroup.procs`, at most three): the cgroup counts its memory, so no
+    /// per-process data limit is set (it would count thread stacks never
+    /// touched).
+    pub fn in_cgroup(self, fds: &[std::os::fd::RawFd]) -> Rlimits {
+        let mut join = [-1; 3];
+        let joins = fds.len().min(3);
+        join[..joins].copy_from_slice(&fds[..joins]);
+        Rlimits { data: None, join, joins, ..self }
+    }
+
     /// Set them on the calling process. Only async-signal-safe calls: this
     /// runs in the child between fork and exec.
     pub fn apply(&self) -> std::io::Result<()> {
@@ -95,7 +113,7 @@ impl Rlimits {
         if let Some(s) = self.cpu {
             set(libc::RLIMIT_CPU, s, s.saturating_add(5))?;
         }
-        Ok(())
+        super::cgroup::join_now(&self.join[..self.joins])
     }
 }
 
@@ -110,6 +128,8 @@ mod tests {
         let r = Limits { processes: Some(10), data_bytes: Some(1 << 30), cpu_s: Some(60) }.now();
         assert!(r.nproc.unwrap() >= now + 10 - 5, "{r:?} against {now}");
         assert_eq!((r.data, r.cpu), (Some(1 << 30), Some(60)));
-        assert_eq!(Limits::default().now(), Rlimits { nproc: None, data: None, cpu: None });
+        assert_eq!(Limits::default().now(), Rlimits { nproc: None, data: None, cpu: None, join: [-1; 3], joins: 0 });
+        let joined = r.in_cgroup(&[7, 8]);
+        assert_eq!((joined.data, joined.cpu, &joined.join[..joined.joins]), (None, Some(60), &[7, 8][..]));
     }
 }

@@ -22,6 +22,7 @@
 //! sandbox's whitelist and plan decide what runs) and run with stdout and
 //! stderr merged ([`ProcessRunner::run_merged`], `merged.rs`).
 
+pub mod cgroup;
 mod child;
 mod launch;
 pub mod limits;

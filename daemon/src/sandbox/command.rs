@@ -13,6 +13,7 @@ use super::policy::{self, CommandPolicy};
 use super::spill;
 use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
 use super::{ExecSpec, EXEC_FLAG};
+use crate::procs::cgroup::{self, CommandCgroup};
 use crate::procs::{Capture, Ending, Env, Io, Launch, Limits, ProcError, ProcessRunner, Through};
 use crate::toolcall::ToolOutcome;
 use serde_json::Value;
@@ -142,11 +143,22 @@ pub async fn run_command(
         },
         None => None,
     };
-    let launch = match launch(env, &program, argv, tmp.as_ref()) {
+    let cgroup = match command_cgroup(&env.limits) {
+        Ok(cg) => cg,
+        Err(e) => return ToolOutcome::failed(format!("error: cannot make the command's cgroup: {e}")),
+    };
+    let launch = match launch(env, &program, argv, tmp.as_ref(), cgroup.as_ref()) {
         Ok(l) => l,
         Err(e) => return ToolOutcome::failed(format!("error: cannot prepare the command: {e}")),
     };
-    let (ending, capture) = match env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel).await {
+    let run = env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel);
+    let (outcome, cpu_over) = watch_cpu(run, cgroup.as_ref(), env.limits.cpu_s).await;
+    let oom = cgroup.as_ref().is_some_and(CommandCgroup::oom_killed);
+    if let Some(cg) = cgroup {
+        // Emptying and removing it may wait for the kernel a little.
+        tokio::task::spawn_blocking(move || drop(cg));
+    }
+    let (ending, capture) = match outcome {
         Ok(m) => (m.ending, m.output),
         // Cancelled while waiting for a slot: nothing ran.
         Err(ProcError::Cancelled { .. }) => (Ending::Cancelled, Capture::new(CAPTURE_LIMIT)),
@@ -158,16 +170,79 @@ pub async fn run_command(
     };
     drop(tmp);
     let mut result = format_result(&env.base_dir, ending, timeout, capture);
-    if let Some(why) = limit_reached(&env.limits, ending, &result.text) {
+    let counted = counted_limit(&env.limits, cpu_over, oom);
+    if let Some(why) = counted.or_else(|| limit_reached(&env.limits, ending, &result.text)) {
         result.append_line(&why);
     }
     result
 }
 
+/// The command's own cgroup, where the machine offers one and a memory,
+/// process or CPU limit is set (`procs::cgroup`); `None` leaves the
+/// rlimits alone to enforce them.
+fn command_cgroup(limits: &Limits) -> std::io::Result<Option<CommandCgroup>> {
+    if limits.data_bytes.is_none() && limits.processes.is_none() && limits.cpu_s.is_none() {
+        return Ok(None);
+    }
+    match cgroup::available() {
+        Ok(cgroups) => CommandCgroup::create(cgroups, limits.data_bytes, limits.processes).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Run `run` while reading the cgroup's CPU time: past `cpu_s` seconds for
+/// everything in it together, everything in it is killed. Whether that
+/// happened.
+async fn watch_cpu<T>(
+    run: impl std::future::Future<Output = T>,
+    cgroup: Option<&CommandCgroup>,
+    cpu_s: Option<u64>,
+) -> (T, bool) {
+    let (Some(cg), Some(limit)) = (cgroup, cpu_s) else { return (run.await, false) };
+    let limit = Duration::from_secs(limit);
+    tokio::pin!(run);
+    let watch = async {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            if cg.cpu_used().is_some_and(|used| used > limit) {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        r = &mut run => (r, false),
+        () = watch => {
+            cg.kill_all();
+            (run.await, true)
+        }
+    }
+}
+
+/// What the model is told when the cgroup stopped the command: certain,
+/// read from the kernel (its OOM count) or the daemon's own CPU watch.
+fn counted_limit(limits: &Limits, cpu_over: bool, oom: bool) -> Option<String> {
+    if let (true, Some(cpu)) = (cpu_over, limits.cpu_s) {
+        return Some(format!(
+            "error: the command was stopped at its CPU time limit ({cpu} s for the command and everything it started, command_max_cpu_s)"
+        ));
+    }
+    let mb = limits.data_bytes.map(|b| b >> 20).filter(|_| oom)?;
+    Some(format!(
+        "error: the command was stopped at its memory limit ({mb} MB for the command and everything it started, command_max_memory_mb)"
+    ))
+}
+
 /// What to start: the helper with the plan, or the program itself; the
 /// environment is exactly the session's (TMPDIR the run's own under the
 /// helper).
-fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTempDir>) -> serde_json::Result<Launch> {
+fn launch(
+    env: &CommandEnv,
+    program: &Path,
+    argv: &[String],
+    tmp: Option<&RunTempDir>,
+    cgroup: Option<&CommandCgroup>,
+) -> serde_json::Result<Launch> {
     let mut vars = env.env.clone();
     let through = match (&env.plan, tmp) {
         (Some(plan), Some(tmp)) => {
@@ -187,7 +262,10 @@ fn launch(env: &CommandEnv, program: &Path, argv: &[String], tmp: Option<&RunTem
         env: Env::Exact(vars),
         io: Io::Merged,
         through,
-        limits: Some(env.limits.now()),
+        limits: Some(match cgroup {
+            Some(cg) => env.limits.now().in_cgroup(&cg.join_fds()),
+            None => env.limits.now(),
+        }),
     })
 }
 

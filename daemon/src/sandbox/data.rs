@@ -31,8 +31,43 @@ pub enum DataError {
         /// The data file.
         path: String,
         /// What is wrong.
-        why: String,
+        why: Unsafe,
     },
+}
+
+/// What is wrong on a data file's way.
+#[derive(Debug, thiserror::Error)]
+pub enum Unsafe {
+    /// The file (or what is at its name) is not what it should be.
+    #[error("it is a {0}")]
+    Kind(&'static str),
+    /// A whole writable directory was named.
+    #[error("it is a whole writable directory")]
+    WholeDir,
+    /// Opening or making something beneath its directory failed (a
+    /// symlink on the way, among others).
+    #[error(transparent)]
+    Beneath(#[from] crate::beneath::Error),
+}
+
+/// Why a data file is not protected now (`guarded`).
+#[derive(Debug, thiserror::Error)]
+pub enum Unguarded {
+    /// A symlink on its way.
+    #[error("{} is a symlink", .0.display())]
+    Symlink(PathBuf),
+    /// Commands are not confined by the kernel.
+    #[error("commands are not confined by the kernel here (see not_enforced)")]
+    Unconfined,
+    /// Commands could reach it.
+    #[error("commands could reach it: it is not hidden (no user namespaces?)")]
+    NotHidden,
+    /// Neither a file nor a directory.
+    #[error("it is not a regular file")]
+    NotRegular,
+    /// Missing, and not created.
+    #[error("it does not exist yet and its name has no extension, so it was not created empty to be protected; create it before the session")]
+    Missing,
 }
 
 /// Make each of `data` safe to hide: see the module. `writable` are the
@@ -44,20 +79,19 @@ pub fn secure(data: &[PathBuf], writable: &[PathBuf]) -> Result<(), DataError> {
     Ok(())
 }
 
-fn secure_one(path: &Path, writable: &[PathBuf]) -> Result<(), String> {
+fn secure_one(path: &Path, writable: &[PathBuf]) -> Result<(), Unsafe> {
     let Some(root) = writable.iter().filter(|w| path.starts_with(w)).max_by_key(|w| w.as_os_str().len()) else {
         return check_outside(path);
     };
-    let rel = path.strip_prefix(root).map_err(|e| e.to_string())?;
+    let rel = path.strip_prefix(root).unwrap_or(path);
     if rel.as_os_str().is_empty() {
-        return Err("it is a whole writable directory".to_owned());
+        return Err(Unsafe::WholeDir);
     }
-    let dir = Beneath::open(root).map_err(|e| e.to_string())?;
+    let dir = Beneath::open(root)?;
     match dir.metadata(rel) {
-        Ok(meta) if meta.kind == Kind::File => return Ok(()),
-        Ok(meta) if meta.kind == Kind::Dir => return Ok(()),
-        Ok(meta) => return Err(format!("it is a {}", kind_name(meta.kind))),
-        Err(e) if !e.is_not_found() => return Err(e.to_string()),
+        Ok(meta) if meta.kind == Kind::File || meta.kind == Kind::Dir => return Ok(()),
+        Ok(meta) => return Err(Unsafe::Kind(kind_name(meta.kind))),
+        Err(e) if !e.is_not_found() => return Err(e.into()),
         Err(_) => {}
     }
     if rel.extension().is_none() {
@@ -66,19 +100,17 @@ fn secure_one(path: &Path, writable: &[PathBuf]) -> Result<(), String> {
         return Ok(());
     }
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        dir.mkdir_all(parent).map_err(|e| e.to_string())?;
+        dir.mkdir_all(parent)?;
     }
-    match dir.open_file(rel, How::CreateNew) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(e.to_string()),
-    }
+    dir.open_file(rel, How::CreateNew)?;
+    Ok(())
 }
 
 /// A data file outside every writable directory: the model cannot create
 /// or change anything there; what exists must still not be a symlink.
-fn check_outside(path: &Path) -> Result<(), String> {
+fn check_outside(path: &Path) -> Result<(), Unsafe> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => Err("it is a symlink".to_owned()),
+        Ok(m) if m.file_type().is_symlink() => Err(Unsafe::Kind("symlink")),
         _ => Ok(()),
     }
 }
@@ -96,28 +128,27 @@ fn kind_name(kind: Kind) -> &'static str {
 /// not, why: hidden from commands (`hidden`, with user namespaces) or out
 /// of their reach (`writable`, with Landlock), a regular file or
 /// directory with no symlink on its way.
-pub fn guarded(path: &Path, hidden: &[PathBuf], writable: &[PathBuf], confined: bool) -> Result<(), String> {
+pub fn guarded(path: &Path, hidden: &[PathBuf], writable: &[PathBuf], confined: bool) -> Result<(), Unguarded> {
     let mut prefix = PathBuf::new();
     for c in path.components() {
         prefix.push(c);
         if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(format!("{} is a symlink", prefix.display()));
+            return Err(Unguarded::Symlink(prefix));
         }
     }
-    let reachable = writable.iter().any(|w| path.starts_with(w));
     if !confined {
-        return Err("commands are not confined by the kernel here (see not_enforced)".to_owned());
+        return Err(Unguarded::Unconfined);
     }
-    if !reachable {
+    if !writable.iter().any(|w| path.starts_with(w)) {
         return Ok(());
     }
     if !hidden.iter().any(|h| path.starts_with(h)) {
-        return Err("commands could reach it: it is not hidden (no user namespaces?)".to_owned());
+        return Err(Unguarded::NotHidden);
     }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() || m.is_dir() => Ok(()),
-        Ok(_) => Err("it is not a regular file".to_owned()),
-        Err(_) => Err("it does not exist yet and its name has no extension, so it was not created empty to be protected; create it before the session".to_owned()),
+        Ok(_) => Err(Unguarded::NotRegular),
+        Err(_) => Err(Unguarded::Missing),
     }
 }
 
@@ -138,7 +169,7 @@ mod tests {
         secure(std::slice::from_ref(&data), std::slice::from_ref(&base)).unwrap();
         assert_eq!(std::fs::read(&data).unwrap(), b"");
         let hidden = [data.clone()];
-        assert_eq!(guarded(&data, &hidden, std::slice::from_ref(&base), true), Ok(()));
+        assert!(guarded(&data, &hidden, std::slice::from_ref(&base), true).is_ok());
         assert!(guarded(&data, &[], std::slice::from_ref(&base), true).is_err(), "not hidden");
     }
 

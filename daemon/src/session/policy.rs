@@ -132,7 +132,7 @@ fn judge_data(session: &Session, file: &mut swival_protocol::DataFile) {
     };
     let verdict = crate::sandbox::data::guarded(path, &hidden, &writable, confined);
     file.protected = verdict.is_ok();
-    file.why_not = verdict.err();
+    file.why_not = verdict.err().map(|e| e.to_string());
 }
 
 /// What commands see of the home, when it is private.
@@ -214,6 +214,9 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     }
     enforced.push("the code of filter, hook, reviewer, command-provider and MCP-server commands (the program, the script an interpreter runs, source files among the arguments) is pinned by SHA-256 at session start; a changed script is never run. Other files their arguments name are their data: not pinned, and protected from the model".into());
     let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
+    if commands.enabled() {
+        not_enforced.extend(limits_gap(&session.commands.limits));
+    }
     not_enforced.extend(session.protection_notes.iter().cloned());
     swival_protocol::SandboxStatus {
         mode: session.config.config.sandbox,
@@ -258,24 +261,49 @@ fn hidden_status(hidden: &[std::path::PathBuf], home: Option<&std::path::Path>) 
     text
 }
 
-/// The limits each command runs under, and how they are enforced.
+/// The limits each command runs under, and how they are enforced: by its
+/// own cgroup where the machine offers one (`procs::cgroup`), else by
+/// per-process rlimits.
 fn limits_status(l: &crate::procs::Limits) -> String {
     let show = |v: Option<u64>, unit: &str, key: &str, how: &str| match v {
         Some(n) => format!("{n} {unit} ({key}, {how})"),
         None => format!("no limit on {unit} ({key} = 0)"),
     };
-    let parts = [
-        show(
-            l.processes,
-            "processes and threads beyond the user's own when it starts",
-            "command_max_processes",
-            "RLIMIT_NPROC, which does not bind root; in the PID namespace also its own pid_max where the kernel has one (6.14 on, at least 300)",
-        ),
-        show(l.data_bytes.map(|b| b >> 20), "MB of data per process", "command_max_memory_mb", "RLIMIT_DATA"),
-        show(l.cpu_s, "s of CPU time per process", "command_max_cpu_s", "RLIMIT_CPU: SIGXCPU, then SIGKILL 5 s later"),
-    ];
-    format!(
-        "each command is limited to {}; set in the command's process before it runs, with or without the kernel sandbox",
-        parts.join("; ")
-    )
+    let parts = match crate::procs::cgroup::available() {
+        Ok(cg) => [
+            show(l.processes, "processes and threads", "command_max_processes", &format!("pids.max of its {}", cg.name())),
+            show(
+                l.data_bytes.map(|b| b >> 20),
+                "MB of memory for the command and everything it starts (shared mappings, memfd and tmpfs writes included)",
+                "command_max_memory_mb",
+                &format!("the memory limit of its {}: the kernel's OOM killer", cg.name()),
+            ),
+            show(
+                l.cpu_s,
+                "s of CPU time for the command and everything it starts",
+                "command_max_cpu_s",
+                &format!("its {}'s usage, read while it runs: everything in it is killed past the limit", cg.name()),
+            ),
+        ],
+        Err(_) => [
+            show(
+                l.processes,
+                "processes and threads beyond the user's own when it starts",
+                "command_max_processes",
+                "RLIMIT_NPROC, which does not bind root; in the PID namespace also its own pid_max where the kernel has one (6.14 on, at least 300)",
+            ),
+            show(l.data_bytes.map(|b| b >> 20), "MB of data per process", "command_max_memory_mb", "RLIMIT_DATA"),
+            show(l.cpu_s, "s of CPU time per process", "command_max_cpu_s", "RLIMIT_CPU: SIGXCPU, then SIGKILL 5 s later"),
+        ],
+    };
+    format!("each command is limited to {}; with or without the kernel sandbox", parts.join("; "))
+}
+
+/// What the per-process rlimits leave out, when no cgroup counts a
+/// command's use (`None` when one does, or no limit is set).
+fn limits_gap(l: &crate::procs::Limits) -> Option<String> {
+    let why = crate::procs::cgroup::available().as_ref().err()?;
+    (l.data_bytes.is_some() || l.cpu_s.is_some()).then(|| format!(
+        "command_max_memory_mb and command_max_cpu_s are per process, not per command ({why}): shared mappings, memfd and tmpfs writes are not counted, reserved thread stacks are, and many processes may together use more memory and CPU time than the limit"
+    ))
 }
