@@ -67,6 +67,7 @@ pub async fn prune(socket: &Path, older_than: std::time::Duration, json: bool) -
 pub async fn apply(socket: &Path, session: String, json: bool) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
     let r = client.request::<m::SessionApply>(&swival_protocol::SessionRef { session_id: SessionId(session) }).await?;
+    let r = if json { r } else { super::clean::value(r) };
     if json {
         println!("{}", serde_json::to_string_pretty(&r).expect("serializes"));
     } else if !r.applied {

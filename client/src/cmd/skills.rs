@@ -86,9 +86,25 @@ pub async fn run(action: SkillsAction) -> ExitCode {
     result.unwrap_or_else(|e| super::fail(&e))
 }
 
+/// A SKILL.md's text: opened without blocking (a FIFO a command planted
+/// in the project cannot hang the listing) and read only when it is a
+/// regular file of at most 1 MiB.
+fn read_skill(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > 1 << 20 {
+        return Err(std::io::Error::other("not a regular file of at most 1 MiB"));
+    }
+    let mut text = String::new();
+    file.take(1 << 20).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Swival's warning line.
 fn warning(message: &str) {
-    eprintln!("  ⚠ Warning: {message}");
+    eprintln!("  ⚠ Warning: {}", super::clean::text(message));
 }
 
 /// `$XDG_CONFIG_HOME/swival`, as the daemon finds it.
@@ -134,7 +150,7 @@ fn validate(src: &Path, expected: Option<&str>) -> Result<String, String> {
     if has_symlink(src) {
         return Err("contains a symlink, which is not allowed in a skill".into());
     }
-    let text = std::fs::read_to_string(src.join(SKILL_FILE)).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let text = read_skill(&src.join(SKILL_FILE)).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     let parsed = rules::parse_frontmatter(&text).map_err(|e| format!("invalid SKILL.md frontmatter: {e}"))?;
     rules::validate_skill_name(&parsed.name, expected.unwrap_or(&parsed.name)).map_err(|e| e.to_string())?;
     Ok(parsed.name)
@@ -382,7 +398,7 @@ fn print_active(label: &str, root: &Path) {
     println!("{label} ({}):", root.display());
     let mut items = Vec::new();
     for entry in sorted_dirs(root).into_iter().filter(|e| is_skill_dir(e)) {
-        let Ok(text) = std::fs::read_to_string(entry.join(SKILL_FILE)) else { continue };
+        let Ok(text) = read_skill(&entry.join(SKILL_FILE)) else { continue };
         match rules::parse_frontmatter(&text) {
             Ok(parsed) => items.push((parsed.name, short(&parsed.description))),
             Err(_) => items.push((
@@ -395,7 +411,7 @@ fn print_active(label: &str, root: &Path) {
         println!("  (none)");
     }
     for (name, description) in items {
-        println!("  {name} — {description}");
+        println!("  {} — {}", super::clean::text(&name), super::clean::text(&description));
     }
 }
 
