@@ -39,6 +39,24 @@ pub fn read_for_model(base: &Path, path: &Path, cap: u64, hidden: &[PathBuf]) ->
     Beneath::open(&root)?.read_regular(&rel, cap)
 }
 
+/// The text of the small file at `path`, for the daemon's own use (a
+/// project's `.git` file, its config, `info/exclude`): opened without
+/// blocking, so a FIFO the model planted cannot hang the daemon, and read
+/// only when it is a regular file of at most `cap` bytes. Symlinks are
+/// followed: what it says never reaches the model.
+pub fn read_small(path: &Path, cap: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > cap {
+        return Err(std::io::Error::other(format!("{} is not a regular file of at most {cap} bytes", path.display())));
+    }
+    let mut text = String::new();
+    file.take(cap).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// `p` with `.` and `..` resolved by name (nothing is followed).
 fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();

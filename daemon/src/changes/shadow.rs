@@ -356,7 +356,12 @@ fn parse_raw(out: &[u8]) -> Vec<(String, Option<FileState>, Option<FileState>)> 
 /// SHA-256 of a file, hex, off the runtime's threads.
 async fn hash_file(path: PathBuf) -> std::io::Result<String> {
     tokio::task::spawn_blocking(move || {
-        let mut file = std::fs::File::open(path)?;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Without blocking: a FIFO the model made is not a file to hash.
+        let mut file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
         let mut hasher = sha2::Sha256::new();
         std::io::copy(&mut file, &mut hasher)?;
         Ok(hex(&hasher.finalize()))
@@ -391,7 +396,7 @@ async fn create(git: &Git, repo: &Repo, dir: &Path, root: &Path) -> Result<(), C
     std::fs::create_dir_all(dir.join("info")).map_err(io)?;
     std::fs::write(dir.join("info/attributes"), ATTRIBUTES).map_err(io)?;
     let mut exclude = String::from(".swival/\n");
-    if let Ok(own) = std::fs::read_to_string(root.join(".git/info/exclude")) {
+    if let Ok(own) = crate::beneath::read_small(&root.join(".git/info/exclude"), 1 << 20) {
         exclude.push_str(&own);
     }
     std::fs::write(dir.join("info/exclude"), exclude).map_err(io)?;

@@ -297,7 +297,7 @@ fn git_files(dir: &Path) -> Vec<PathBuf> {
     if let Some(repo) = repo {
         out.extend(repository_files(&repo));
         // A linked worktree shares the main repository's config and hooks.
-        if let Ok(common) = std::fs::read_to_string(repo.join("commondir")) {
+        if let Ok(common) = crate::beneath::read_small(&repo.join("commondir"), 1 << 16) {
             out.extend(repository_files(&repo.join(common.trim())));
         }
         if let Some(hooks) = hooks_path(&repo.join("config")) {
@@ -309,7 +309,7 @@ fn git_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The repository a `.git` file names (`gitdir: path`).
 fn linked_repository(dot_git: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dot_git).ok()?;
+    let text = crate::beneath::read_small(dot_git, 1 << 16).ok()?;
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     Some(dot_git.parent()?.join(target))
 }
@@ -328,7 +328,7 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
 
 /// `core.hooksPath` in a git config file.
 fn hooks_path(config: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(config).ok()?;
+    let text = crate::beneath::read_small(config, 1 << 20).ok()?;
     let mut in_core = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
