@@ -76,6 +76,8 @@ fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_wo
     for (i, s) in STORES.iter().enumerate() {
         steps.push(Step::tool_call(&format!("r{i}"), "read_file", json!({"file_path": home.join(s)})));
     }
+    steps.push(Step::tool_call("ls", "list_files", json!({"pattern": "**/*", "path": home})));
+    steps.push(Step::tool_call("grep", "grep", json!({"pattern": "TOKEN", "path": home})));
     steps.push(Step::text("done"));
     let (mock, st) = run(&mut c, &p, steps, json!({}));
 
@@ -102,6 +104,11 @@ fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_wo
         let r = &tools[&format!("r{i}")];
         assert!(r.starts_with("error:") && r.contains("hidden"), "{}: {r}", STORES[i]);
     }
+    for name in [".pgpass", ".my.cnf", ".vault-token", "acme-cli", "newtool", "passwords.txt", "old-projects"] {
+        assert!(!tools["ls"].contains(name), "list_files shows {name}: {}", tools["ls"]);
+    }
+    assert!(tools["ls"].contains(".gitconfig"), "{}", tools["ls"]);
+    assert!(!tools["grep"].contains("TOKEN"), "{}", tools["grep"]);
     let enforced = st["sandbox"]["enforced"].to_string();
     assert!(enforced.contains(&format!("commands see nothing of {}", home.display())), "{enforced}");
 

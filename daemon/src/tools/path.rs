@@ -175,6 +175,13 @@ impl PathPolicy {
         }
     }
 
+    /// Whether a listing or a search skips `path` (canonical): under a
+    /// hidden path, or outside the home view under `files = "all"`.
+    pub fn conceals(&self, path: &Path) -> bool {
+        self.hidden_under(path).is_some()
+            || (self.files == FilesMode::All && self.in_home_view("", path.to_owned()).is_err())
+    }
+
     /// The hidden path `resolved` lies under, if any.
     pub fn hidden_under(&self, resolved: &Path) -> Option<&Path> {
         self.hidden.iter().find(|h| resolved.starts_with(h)).map(PathBuf::as_path)

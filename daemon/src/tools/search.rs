@@ -46,14 +46,14 @@ fn file_beneath(tb: &ToolBox, real: &Path) -> Option<super::beneath::Meta> {
 /// files included, `.git` and the policy's hidden paths pruned, no
 /// symlink followed, in name order.
 fn walker(tb: &ToolBox, root: &Path) -> ignore::WalkBuilder {
-    let hidden = tb.policy.hidden.clone();
+    let policy = tb.policy.clone();
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| e.file_name() != ".git" && !hidden.iter().any(|h| e.path().starts_with(h)));
+        .filter_entry(move |e| e.file_name() != ".git" && !policy.conceals(e.path()));
     builder
 }
 
@@ -64,7 +64,7 @@ pub(super) fn entries(tb: &ToolBox, root: &Path) -> Vec<(String, bool)> {
     let walker = walker(tb, root).max_depth(Some(1)).build();
     walker
         .filter_map(Result::ok)
-        .filter(|e| e.depth() == 1 && tb.policy.hidden_under(e.path()).is_none())
+        .filter(|e| e.depth() == 1 && !tb.policy.conceals(e.path()))
         .map(|e| (e.file_name().to_string_lossy().into_owned(), e.file_type().is_some_and(|t| t.is_dir())))
         .collect()
 }
@@ -88,7 +88,7 @@ fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, 
             return (found, true);
         }
         let path = entry.path();
-        if tb.policy.hidden_under(path).is_some() {
+        if tb.policy.conceals(path) {
             continue;
         }
         let Ok(rel) = path.strip_prefix(root) else {
