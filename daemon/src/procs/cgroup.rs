@@ -95,7 +95,35 @@ pub enum Unavailable {
 /// The daemon's cgroups, found once: `Err` says why there are none.
 pub fn available() -> &'static Result<Cgroups, Unavailable> {
     static FOUND: std::sync::OnceLock<Result<Cgroups, Unavailable>> = std::sync::OnceLock::new();
-    FOUND.get_or_init(probe)
+    FOUND.get_or_init(|| {
+        let found = probe();
+        if let Ok(cgroups) = &found {
+            sweep(cgroups);
+        }
+        found
+    })
+}
+
+/// Remove the command cgroups a daemon that is gone left behind (killed
+/// while a command ran): `cmd-<pid>-<n>` of a pid that no longer runs,
+/// once empty. A live daemon's are left alone.
+fn sweep(cgroups: &Cgroups) {
+    let parents: Vec<&PathBuf> = match cgroups {
+        Cgroups::V2 { parent } => vec![parent],
+        Cgroups::V1 { memory, cpuacct, pids } => std::iter::once(memory).chain([cpuacct]).chain(pids).collect(),
+    };
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(parent) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("cmd-")).and_then(|r| r.split('-').next()) else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir(entry.path());
+            }
+        }
+    }
 }
 
 /// Find where commands' cgroups can be made (see the module).
@@ -362,5 +390,13 @@ mod tests {
         );
         drop(cg);
         assert!(dirs.iter().all(|d| !d.exists()), "removed");
+        // One a daemon that is gone left behind is swept; a live one's stays.
+        let parent = dirs[0].parent().unwrap();
+        let (gone, live) = (parent.join("cmd-999999999-0"), parent.join(format!("cmd-{}-999", std::process::id())));
+        std::fs::create_dir(&gone).unwrap();
+        std::fs::create_dir(&live).unwrap();
+        sweep(cgroups);
+        assert!(!gone.exists() && live.exists());
+        std::fs::remove_dir(&live).unwrap();
     }
 }
