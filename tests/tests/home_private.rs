@@ -54,8 +54,11 @@ fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_wo
         std::fs::write(&path, format!("SECRET-{i}-TOKEN")).unwrap();
     }
     std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Tester\n").unwrap();
-    std::fs::create_dir_all(home.join(".cargo/registry")).unwrap();
-    std::fs::write(home.join(".cargo/registry/marker"), "crates").unwrap();
+    // A toolchain reached through a symlink (a dotfile manager's, or one
+    // pointing elsewhere) is found by the name tools look for.
+    std::fs::create_dir_all(home.join("toolchains/cargo/registry")).unwrap();
+    std::fs::write(home.join("toolchains/cargo/registry/marker"), "crates").unwrap();
+    std::os::unix::fs::symlink("toolchains/cargo", home.join(".cargo")).unwrap();
     let p = home.join("work/p");
     std::fs::create_dir_all(&p).unwrap();
     let daemon = env.start_daemon();

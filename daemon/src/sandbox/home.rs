@@ -134,9 +134,31 @@ pub fn view(home: Option<&Path>, write_dirs: &[PathBuf], expose: &[PathBuf], mor
         out.dedup();
         out
     };
-    let toolchain = under_home(&mut TOOLCHAIN.iter().map(|rel| home.join(rel)));
+    let named: Vec<PathBuf> = TOOLCHAIN.iter().map(|rel| home.join(rel)).collect();
+    let toolchain = under_home(&mut named.iter().cloned());
     let keep = under_home(&mut expose.iter().chain(more).cloned());
-    Some(HomeView { home, keep, toolchain })
+    let mut links: Vec<(PathBuf, PathBuf)> =
+        named.iter().chain(expose).chain(more).filter_map(|p| first_link(&home, p)).collect();
+    links.sort();
+    links.dedup();
+    Some(HomeView { home, keep, toolchain, links })
+}
+
+/// The first symlink on the way from `home` to `path`, with its target as
+/// written: a dotfile manager's `~/.gitconfig -> dotfiles/git/gitconfig`,
+/// or `~/.cargo -> /opt/cargo`. The view makes the same link, so the name
+/// a tool looks for leads where it leads in the real home.
+fn first_link(home: &Path, path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let rest = path.strip_prefix(home).ok()?;
+    let mut at = home.to_owned();
+    for c in rest.components() {
+        at.push(c);
+        let meta = std::fs::symlink_metadata(&at).ok()?;
+        if meta.file_type().is_symlink() {
+            return Some((at.clone(), std::fs::read_link(&at).ok()?));
+        }
+    }
+    None
 }
 
 /// A private home: `home` shows only `keep` (read-only), `toolchain` (a
@@ -150,6 +172,9 @@ pub struct HomeView {
     pub keep: Vec<PathBuf>,
     /// The toolchain locations it shows (canonical, under `home`, sorted).
     pub toolchain: Vec<PathBuf>,
+    /// Symlinks on the way to what it shows, made again in the view: the
+    /// link and its target as written.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 impl HomeView {
@@ -198,5 +223,13 @@ mod tests {
         assert!(!v.hides(&home.join("work"), &also), "the way to the project");
         assert!(!v.hides(&home, &also));
         assert!(view(Some(&home), std::slice::from_ref(&home), &[], &[]).is_none(), "a base dir of $HOME");
+        // A dotfile manager's link is made again, and where it leads is shown.
+        std::fs::create_dir_all(home.join("dotfiles/git")).unwrap();
+        std::fs::remove_file(home.join(".gitconfig")).unwrap();
+        std::fs::write(home.join("dotfiles/git/gitconfig"), "[user]").unwrap();
+        std::os::unix::fs::symlink("dotfiles/git/gitconfig", home.join(".gitconfig")).unwrap();
+        let v = view(Some(&home), &[], &[], &[]).unwrap();
+        assert_eq!(v.links, [(home.join(".gitconfig"), PathBuf::from("dotfiles/git/gitconfig"))]);
+        assert!(v.toolchain.contains(&home.join("dotfiles/git/gitconfig")), "{v:?}");
     }
 }

@@ -101,6 +101,15 @@ fn private_home(view: &HomeView, write_dirs: &[PathBuf]) -> Result<(), HelperErr
             }
         }
     }
+    for (link, target) in &view.links {
+        // A link inside a directory shown whole is already there.
+        if std::fs::symlink_metadata(link).is_err() {
+            link.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::os::unix::fs::symlink(target, link))
+                .map_err(io(format!("cannot make {} in the private home", link.display())))?;
+        }
+    }
     // The mount, not the filesystem: the overlays keep writing to it.
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
     mount(None::<&str>, home.as_path(), None::<&str>, ro, None::<&str>)
