@@ -44,9 +44,10 @@ fn run(c: &mut NdConn, base: &Path, steps: Vec<Step>, extra: Value) -> (MockProv
     (mock, st)
 }
 
-#[test]
-fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_work() {
-    let env = TestEnv::new();
+/// The test home: every store of [`STORES`] holding a secret, git's
+/// config, a toolchain reached through a symlink (a dotfile manager's, or
+/// one pointing elsewhere), and a project under `work/p`.
+fn home_with_stores(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
     let home = env.root().join("home").canonicalize().unwrap();
     for (i, p) in STORES.iter().enumerate() {
         let path = home.join(p);
@@ -54,13 +55,18 @@ fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_wo
         std::fs::write(&path, format!("SECRET-{i}-TOKEN")).unwrap();
     }
     std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Tester\n").unwrap();
-    // A toolchain reached through a symlink (a dotfile manager's, or one
-    // pointing elsewhere) is found by the name tools look for.
     std::fs::create_dir_all(home.join("toolchains/cargo/registry")).unwrap();
     std::fs::write(home.join("toolchains/cargo/registry/marker"), "crates").unwrap();
     std::os::unix::fs::symlink("toolchains/cargo", home.join(".cargo")).unwrap();
     let p = home.join("work/p");
     std::fs::create_dir_all(&p).unwrap();
+    (home, p)
+}
+
+#[test]
+fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_work() {
+    let env = TestEnv::new();
+    let (home, p) = home_with_stores(&env);
     let daemon = env.start_daemon();
     let mut c = daemon.nd();
 
@@ -114,8 +120,14 @@ fn stores_no_list_names_are_invisible_while_project_toolchains_and_git_config_wo
     assert!(!tools["grep"].contains("TOKEN"), "{}", tools["grep"]);
     let enforced = st["sandbox"]["enforced"].to_string();
     assert!(enforced.contains(&format!("commands see nothing of {}", home.display())), "{enforced}");
+}
 
-    // What the user exposes is shown, read-only.
+#[test]
+fn what_the_user_exposes_is_shown_to_commands_and_file_tools() {
+    let env = TestEnv::new();
+    let (home, p) = home_with_stores(&env);
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
     let notes = home.join("notes");
     let steps = vec![
         Step::tool_call(
