@@ -29,6 +29,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Before any child exists: a delegated cgroup v2 subtree is set up by
+/// moving the daemon into a leaf of it (`procs::cgroup`).
+fn find_cgroups() {
+    match crate::procs::cgroup::available() {
+        Ok(cgroups) => tracing::info!("commands' limits: each in its own {}", cgroups.name()),
+        Err(why) => tracing::info!("commands' limits: per process ({why})"),
+    }
+}
+
 /// Serve on `listener` until SIGTERM, SIGINT or `daemon/shutdown`, then
 /// stop in the order the module's documentation gives.
 pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
@@ -43,6 +52,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     let store = Arc::new(Store::open(&dirs.state.join("swivald.db"))?);
     let sandbox_caps = crate::sandbox::probe(&crate::sandbox::default_helper()).await;
     tracing::info!("command sandbox: {sandbox_caps:?}");
+    find_cgroups();
     let services = services(&settings, store, &dirs, &shutdown);
     let grace = crate::config::seconds(settings.shutdown_grace_s, 0.0);
     // Runs end (as interrupted) as soon as shutdown begins, so requests

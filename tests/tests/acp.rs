@@ -295,12 +295,17 @@ fn closing_the_editor_mid_run_leaves_the_run_going_and_a_new_client_loads_the_re
     assert_eq!(text_of(&seen, "agent_message_chunk"), "The notes say hello.", "{}", dump(&seen));
 }
 
-/// A session where commands need approval, running `touch one`, then
-/// `touch two` (the same bucket), then answering.
+/// A session where commands need approval, running `touch ./one`, then
+/// `touch ./two` (the same command on another file of the project, both
+/// there already, dated 2001), then answering.
 fn ask_session(answer: &str) -> (TestEnv, Daemon, MockProvider, PathBuf, Vec<Value>) {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
+    for name in ["one", "two"] {
+        let f = std::fs::File::create(p.join(name)).unwrap();
+        f.set_modified(old_time()).unwrap();
+    }
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "run_command", json!({"command": ["touch", "./one"]})),
         Step::tool_call("c2", "run_command", json!({"command": ["touch", "./two"]})),
@@ -350,7 +355,7 @@ fn a_rejected_permission_is_an_error_result_and_the_run_goes_on() {
         .as_str()
         .unwrap()
         .starts_with("error: user denied command bucket 'touch'"));
-    assert!(!p.join("one").exists() && !p.join("two").exists());
+    assert!(!touched(&p, "one") && !touched(&p, "two"), "a rejected command ran");
     assert_eq!(result(&seen, "prompt")["stopReason"], "end_turn");
 }
 
@@ -360,7 +365,17 @@ fn allow_always_is_asked_once_for_the_same_command_on_other_project_paths() {
     assert_eq!(permission_requests(&seen).len(), 1, "{}", dump(&seen));
     assert_eq!(tool_update(&seen, "c1")["status"], "completed");
     assert_eq!(tool_update(&seen, "c2")["status"], "completed");
-    assert!(p.join("one").exists() && p.join("two").exists());
+    assert!(touched(&p, "one") && touched(&p, "two"));
+}
+
+/// 2001, as the files of [`ask_session`] are dated.
+fn old_time() -> std::time::SystemTime {
+    std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000)
+}
+
+/// Whether `touch` ran on the file `name` of `p`.
+fn touched(p: &std::path::Path, name: &str) -> bool {
+    std::fs::metadata(p.join(name)).unwrap().modified().unwrap() != old_time()
 }
 
 #[test]

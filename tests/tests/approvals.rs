@@ -70,6 +70,10 @@ fn allow_always_covers_the_same_command_on_other_project_paths_and_approved_buck
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
+    // Files of the project: "always" for touching one covers touching the
+    // other (a new file's name would be a word never approved).
+    std::fs::write(p.join("one"), "").unwrap();
+    std::fs::write(p.join("two"), "").unwrap();
     let mock = MockProvider::start(vec![
         Step::tool_call("c1", "run_command", json!({"command": ["touch", "./one"]})),
         Step::tool_call("c2", "run_command", json!({"command": ["touch", "./two"]})),

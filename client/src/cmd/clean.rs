@@ -51,6 +51,9 @@ fn needs_cleaning(c: char) -> bool {
         // follows them on the screen.
         || (0x202a..=0x202e).contains(&n)
         || (0x2066..=0x2069).contains(&n)
+        // Direction marks and the line and paragraph separators a terminal
+        // may take as a line break.
+        || matches!(n, 0x061c | 0x200e | 0x200f | 0x2028 | 0x2029)
 }
 
 /// `v` with every string in it cleaned: an event, a result, a report as

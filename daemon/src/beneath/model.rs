@@ -47,6 +47,11 @@ pub fn read_for_model(base: &Path, path: &Path, cap: u64, hidden: &[PathBuf]) ->
 pub fn read_small(path: &Path, cap: u64) -> std::io::Result<String> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
+    // Not even opened unless it is a regular file now (opening a device can
+    // act); the descriptor is checked again.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
+    }
     let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() > cap {

@@ -171,14 +171,19 @@ fn v2(own: &str, mountinfo: &str) -> Result<Cgroups, Unavailable> {
         return Err(Unavailable::NoControllers(parent));
     }
     let leaf = parent.join("swivald");
-    let moved = std::fs::create_dir_all(&leaf)
-        .and_then(|()| std::fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()))
-        .and_then(|()| {
-            let wanted =
-                if controllers.split_whitespace().any(|c| c == "cpu") { "+memory +pids +cpu" } else { "+memory +pids" };
-            std::fs::write(parent.join("cgroup.subtree_control"), wanted)
-        });
+    // Every process of the cgroup moves to the leaf (the daemon, and what
+    // it started before this), or the controllers cannot be enabled below.
+    let moved = std::fs::create_dir_all(&leaf).and_then(|()| {
+        let procs = std::fs::read_to_string(parent.join("cgroup.procs"))?;
+        for pid in procs.lines().filter(|l| !l.trim().is_empty()) {
+            std::fs::write(leaf.join("cgroup.procs"), pid.trim())?;
+        }
+        std::fs::write(parent.join("cgroup.subtree_control"), "+memory +pids")
+    });
     moved.map_err(|source| Unavailable::NotDelegated { what: "cgroup v2", path: parent.clone(), source })?;
+    // CPU time is read from `cpu.stat`, which needs no controller; enabling
+    // `cpu` is only a bonus.
+    let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+cpu");
     Ok(Cgroups::V2 { parent })
 }
 
@@ -213,9 +218,16 @@ fn v1(own: &str, mountinfo: &str) -> Result<Cgroups, Unavailable> {
 pub struct CommandCgroup {
     /// Which layout.
     v2: bool,
-    /// Its directories (one in v2, one per hierarchy in v1).
+    /// Its directories, each once (one in v2; one per hierarchy in v1,
+    /// where controllers mounted together share one).
     dirs: Vec<PathBuf>,
-    /// Their `cgroup.procs`, open for the child to join (`join`).
+    /// Where memory is limited and counted.
+    memory: PathBuf,
+    /// Where CPU time is counted.
+    cpu: PathBuf,
+    /// Where processes are limited, if anywhere.
+    pids: Option<PathBuf>,
+    /// The `cgroup.procs` of each of `dirs`, open for the child to join.
     procs: Vec<std::fs::File>,
 }
 
@@ -224,16 +236,22 @@ impl CommandCgroup {
     pub fn create(cgroups: &Cgroups, memory: Option<u64>, processes: Option<u64>) -> std::io::Result<CommandCgroup> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!("cmd-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let (v2, dirs) = match cgroups {
-            Cgroups::V2 { parent } => (true, vec![parent.join(&name)]),
+        let (v2, mem, cpu, pid) = match cgroups {
+            Cgroups::V2 { parent } => (true, parent.join(&name), parent.join(&name), Some(parent.join(&name))),
             Cgroups::V1 { memory, cpuacct, pids } => {
-                (false, std::iter::once(memory).chain([cpuacct]).chain(pids).map(|d| d.join(&name)).collect())
+                (false, memory.join(&name), cpuacct.join(&name), pids.as_ref().map(|p| p.join(&name)))
             }
         };
-        let mut cg = CommandCgroup { v2, dirs: Vec::new(), procs: Vec::new() };
-        for dir in &dirs {
-            std::fs::create_dir(dir)?;
-            cg.dirs.push(dir.clone());
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for d in [Some(&mem), Some(&cpu), pid.as_ref()].into_iter().flatten() {
+            if !dirs.contains(d) {
+                dirs.push(d.clone());
+            }
+        }
+        let mut cg = CommandCgroup { v2, dirs: Vec::new(), memory: mem, cpu, pids: pid, procs: Vec::new() };
+        for dir in dirs {
+            std::fs::create_dir(&dir)?;
+            cg.dirs.push(dir);
         }
         cg.limit(memory, processes)?;
         for dir in &cg.dirs {
@@ -245,26 +263,24 @@ impl CommandCgroup {
     /// Write the limits into the cgroup's files.
     fn limit(&self, memory: Option<u64>, processes: Option<u64>) -> std::io::Result<()> {
         let set = |file: &Path, value: String| std::fs::write(file, value);
-        if self.v2 {
-            let d = &self.dirs[0];
-            if let Some(bytes) = memory {
-                set(&d.join("memory.max"), bytes.to_string())?;
-                // No swap to escape to, where swap is accounted.
-                let _ = set(&d.join("memory.swap.max"), "0".into());
-            }
-            if let Some(n) = processes {
-                set(&d.join("pids.max"), n.to_string())?;
-            }
-            return Ok(());
-        }
         if let Some(bytes) = memory {
-            set(&self.dirs[0].join("memory.limit_in_bytes"), bytes.to_string())?;
-            let memsw = self.dirs[0].join("memory.memsw.limit_in_bytes");
-            if memsw.exists() {
-                set(&memsw, bytes.to_string())?;
+            if self.v2 {
+                set(&self.memory.join("memory.max"), bytes.to_string())?;
+                // No swap to escape to, where swap is accounted.
+                let _ = set(&self.memory.join("memory.swap.max"), "0".into());
+            } else {
+                set(&self.memory.join("memory.limit_in_bytes"), bytes.to_string())?;
+                let memsw = self.memory.join("memory.memsw.limit_in_bytes");
+                match memsw.exists() {
+                    true => set(&memsw, bytes.to_string())?,
+                    // Swap not accounted: keep the command out of it.
+                    false => {
+                        let _ = set(&self.memory.join("memory.swappiness"), "0".into());
+                    }
+                }
             }
         }
-        if let (Some(n), Some(pids)) = (processes, self.dirs.get(2)) {
+        if let (Some(n), Some(pids)) = (processes, &self.pids) {
             set(&pids.join("pids.max"), n.to_string())?;
         }
         Ok(())
@@ -279,23 +295,23 @@ impl CommandCgroup {
     /// CPU time used by everything in the cgroup so far.
     pub fn cpu_used(&self) -> Option<Duration> {
         if self.v2 {
-            let stat = std::fs::read_to_string(self.dirs[0].join("cpu.stat")).ok()?;
+            let stat = std::fs::read_to_string(self.cpu.join("cpu.stat")).ok()?;
             let usec = stat.lines().find_map(|l| l.strip_prefix("usage_usec "))?.trim().parse().ok()?;
             return Some(Duration::from_micros(usec));
         }
-        let ns = std::fs::read_to_string(self.dirs[1].join("cpuacct.usage")).ok()?.trim().parse().ok()?;
+        let ns = std::fs::read_to_string(self.cpu.join("cpuacct.usage")).ok()?.trim().parse().ok()?;
         Some(Duration::from_nanos(ns))
     }
 
     /// Whether the kernel's OOM killer stopped something in the cgroup.
     pub fn oom_killed(&self) -> bool {
         let (file, key) = if self.v2 { ("memory.events", "oom_kill ") } else { ("memory.oom_control", "oom_kill ") };
-        let text = std::fs::read_to_string(self.dirs[0].join(file)).unwrap_or_default();
+        let text = std::fs::read_to_string(self.memory.join(file)).unwrap_or_default();
         let kills: u64 =
             text.lines().find_map(|l| l.strip_prefix(key)).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
         // v1 kernels without the count: any failure to charge at the limit.
         let failed = !self.v2
-            && std::fs::read_to_string(self.dirs[0].join("memory.failcnt"))
+            && std::fs::read_to_string(self.memory.join("memory.failcnt"))
                 .ok()
                 .and_then(|n| n.trim().parse::<u64>().ok())
                 .is_some_and(|n| n > 0)
@@ -303,43 +319,60 @@ impl CommandCgroup {
         kills > 0 || failed
     }
 
-    /// Kill everything in the cgroup, until it is empty (a process may fork
-    /// while it is being killed; each round kills what it finds).
-    pub fn kill_all(&self) {
-        if self.v2 && std::fs::write(self.dirs[0].join("cgroup.kill"), "1").is_ok() {
-            return;
+    /// Kill everything in the cgroup once, without waiting (the watch on
+    /// the runtime's threads; dropping the cgroup kills until it is empty).
+    pub fn kill_now(&self) {
+        kill_round(self.v2, &self.dirs[0]);
+    }
+}
+
+/// Kill what is in the cgroup `dir` once (v2: `cgroup.kill`, which takes
+/// every process at once); whether anything was left to kill.
+fn kill_round(v2: bool, dir: &Path) -> bool {
+    if v2 && std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+        return false;
+    }
+    let pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    for &pid in &pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    !pids.is_empty()
+}
+
+/// Empty the cgroup (a process may fork while it is being killed; each
+/// round kills what it finds) and remove its directories.
+fn clean_up(v2: bool, dirs: Vec<PathBuf>) {
+    let Some(first) = dirs.first() else { return };
+    for _ in 0..100 {
+        if !kill_round(v2, first) {
+            break;
         }
-        for _ in 0..100 {
-            let pids: Vec<i32> = std::fs::read_to_string(self.dirs[0].join("cgroup.procs"))
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect();
-            if pids.is_empty() {
-                return;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for dir in &dirs {
+        // A killed process leaves its cgroup when the kernel reaps it.
+        for _ in 0..200 {
+            match std::fs::remove_dir(dir) {
+                Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => std::thread::sleep(Duration::from_millis(5)),
+                _ => break,
             }
-            for pid in pids {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-            }
-            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
 
 impl Drop for CommandCgroup {
+    /// Emptied and removed off the runtime's threads when there is a
+    /// runtime (a run dropped mid-command included), here otherwise.
     fn drop(&mut self) {
-        self.kill_all();
         self.procs.clear();
-        for dir in &self.dirs {
-            // A killed process leaves its cgroup when the kernel reaps it.
-            for _ in 0..200 {
-                match std::fs::remove_dir(dir) {
-                    Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
-                        std::thread::sleep(Duration::from_millis(5))
-                    }
-                    _ => break,
-                }
-            }
+        let (v2, dirs) = (self.v2, std::mem::take(&mut self.dirs));
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(move || clean_up(v2, dirs))),
+            Err(_) => clean_up(v2, dirs),
         }
     }
 }

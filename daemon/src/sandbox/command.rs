@@ -154,10 +154,8 @@ pub async fn run_command(
     let run = env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel);
     let (outcome, cpu_over) = watch_cpu(run, cgroup.as_ref(), env.limits.cpu_s).await;
     let oom = cgroup.as_ref().is_some_and(CommandCgroup::oom_killed);
-    if let Some(cg) = cgroup {
-        // Emptying and removing it may wait for the kernel a little.
-        tokio::task::spawn_blocking(move || drop(cg));
-    }
+    // Emptied and removed off the runtime's threads (its `Drop`).
+    drop(cgroup);
     let (ending, capture) = match outcome {
         Ok(m) => (m.ending, m.output),
         // Cancelled while waiting for a slot: nothing ran.
@@ -213,7 +211,7 @@ async fn watch_cpu<T>(
     tokio::select! {
         r = &mut run => (r, false),
         () = watch => {
-            cg.kill_all();
+            cg.kill_now();
             (run.await, true)
         }
     }

@@ -44,6 +44,10 @@ pub enum Unsafe {
     /// A whole writable directory was named.
     #[error("it is a whole writable directory")]
     WholeDir,
+    /// Missing, and no file can be made for it (no extension says it is
+    /// one; it may be meant as a directory).
+    #[error("it does not exist, and its name does not say whether the program wants a file or a directory there; create it before the session")]
+    Missing,
     /// Opening or making something beneath its directory failed (a
     /// symlink on the way, among others).
     #[error(transparent)]
@@ -96,8 +100,8 @@ fn secure_one(path: &Path, writable: &[PathBuf]) -> Result<(), Unsafe> {
     }
     if rel.extension().is_none() {
         // A file or a directory? Creating the wrong one would break the
-        // program; the status says it is not protected.
-        return Ok(());
+        // program, and leaving the name free would let the model take it.
+        return Err(Unsafe::Missing);
     }
     if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
         dir.mkdir_all(parent)?;

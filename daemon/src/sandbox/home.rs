@@ -77,7 +77,7 @@ pub const TOOLCHAIN: &[&str] = &[
     ".gradle/native",
     ".sdkman",
     ".ivy2/cache",
-    ".sbt",
+    ".sbt/boot",
     ".cache/coursier",
     // Go
     "go",

@@ -215,7 +215,7 @@ fn sandbox_status(session: &Session) -> swival_protocol::SandboxStatus {
     enforced.push("the code of filter, hook, reviewer, command-provider and MCP-server commands (the program, the script an interpreter runs, source files among the arguments) is pinned by SHA-256 at session start; a changed script is never run. Other files their arguments name are their data: not pinned, and protected from the model".into());
     let mut not_enforced = if commands.enabled() { st.not_enforced.clone() } else { Vec::new() };
     if commands.enabled() {
-        not_enforced.extend(limits_gap(&session.commands.limits));
+        not_enforced.extend(limits_gap(&session.commands.limits, st.filesystem_confined));
     }
     not_enforced.extend(session.protection_notes.iter().cloned());
     swival_protocol::SandboxStatus {
@@ -300,8 +300,17 @@ fn limits_status(l: &crate::procs::Limits) -> String {
 }
 
 /// What the per-process rlimits leave out, when no cgroup counts a
-/// command's use (`None` when one does, or no limit is set).
-fn limits_gap(l: &crate::procs::Limits) -> Option<String> {
+/// command's use (`None` when one does, or no limit is set); or, with a
+/// cgroup, that a command not confined by Landlock could rewrite its own
+/// cgroup's limits.
+fn limits_gap(l: &crate::procs::Limits, confined: bool) -> Option<String> {
+    let limited = l.data_bytes.is_some() || l.cpu_s.is_some() || l.processes.is_some();
+    if crate::procs::cgroup::available().is_ok() {
+        return (limited && !confined).then(|| {
+            "a command could rewrite its own cgroup's limits: commands' writes are not confined by Landlock here"
+                .to_owned()
+        });
+    }
     let why = crate::procs::cgroup::available().as_ref().err()?;
     (l.data_bytes.is_some() || l.cpu_s.is_some()).then(|| format!(
         "command_max_memory_mb and command_max_cpu_s are per process, not per command ({why}): shared mappings, memfd and tmpfs writes are not counted, reserved thread stacks are, and many processes may together use more memory and CPU time than the limit"

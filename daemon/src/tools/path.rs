@@ -73,6 +73,10 @@ pub enum PathError {
     /// `files = "all"`: under the home, outside what it shows.
     #[error("{requested} is hidden from the agent: the home directory ({}) shows only the project, the allowed dirs, toolchains and what sandbox_expose lists; ask the user if you need something from it", .home.display())]
     OutsideHomeView { requested: String, home: PathBuf },
+    /// `files = "all"`: a write in the home outside the project and the
+    /// read-write allowed dirs.
+    #[error("{requested} is in the home directory, which the agent may read where it is shown but not write outside the project and allowed_dirs; ask the user to change it")]
+    HomeReadOnly { requested: String },
     /// A policy program's data file (`sandbox::data`): neither read nor
     /// written by the agent.
     #[error("{requested} is protected: it is the data of a policy program (a filter, hook, reviewer or MCP server) and can be neither read nor written by the agent; use that program's own tools")]
@@ -134,7 +138,7 @@ impl PathPolicy {
             }
         }
         match self.files {
-            FilesMode::All => self.in_home_view(requested, resolved),
+            FilesMode::All => self.in_home_view(requested, resolved, access),
             // `.swival` itself is not followed: the daemon refuses a
             // symlinked one, so a path through it resolves elsewhere.
             FilesMode::None if resolved.starts_with(self.base.join(".swival")) => Ok(resolved),
@@ -160,26 +164,31 @@ impl PathPolicy {
     }
 
     /// `resolved`, unless the home view hides it.
-    fn in_home_view(&self, requested: &str, resolved: PathBuf) -> Result<PathBuf, PathError> {
+    fn in_home_view(&self, requested: &str, resolved: PathBuf, access: Access) -> Result<PathBuf, PathError> {
         let also: Vec<PathBuf> = std::iter::once(&self.base)
             .chain(&self.allow_rw)
             .chain(&self.allow_ro)
             .chain(&self.skills)
             .cloned()
             .collect();
-        match &self.home_view {
-            Some(view) if view.hides(&resolved, &also) => {
-                Err(PathError::OutsideHomeView { requested: requested.to_owned(), home: view.home.clone() })
-            }
-            _ => Ok(resolved),
+        let Some(view) = &self.home_view else { return Ok(resolved) };
+        if view.hides(&resolved, &also) {
+            return Err(PathError::OutsideHomeView { requested: requested.to_owned(), home: view.home.clone() });
         }
+        // The toolchains and exposed paths are shown, not given: what is
+        // written in the home goes to the project or an allowed dir.
+        let writable = std::iter::once(&self.base).chain(&self.allow_rw).any(|w| resolved.starts_with(w));
+        if access == Access::Write && resolved.starts_with(&view.home) && !writable {
+            return Err(PathError::HomeReadOnly { requested: requested.to_owned() });
+        }
+        Ok(resolved)
     }
 
     /// Whether a listing or a search skips `path` (canonical): under a
     /// hidden path, or outside the home view under `files = "all"`.
     pub fn conceals(&self, path: &Path) -> bool {
         self.hidden_under(path).is_some()
-            || (self.files == FilesMode::All && self.in_home_view("", path.to_owned()).is_err())
+            || (self.files == FilesMode::All && self.in_home_view("", path.to_owned(), Access::Read).is_err())
     }
 
     /// The hidden path `resolved` lies under, if any.

@@ -17,9 +17,12 @@
 //! (`-…`), holds no `=` (a setting, or an option's value), does not follow
 //! an option without `=` (it may be that option's value: `-m mod`, `-ex
 //! cmd`, `-o out`), is not the program's subcommand (the first such word,
-//! unless it has a `/` or a `.`), stays inside the base dir once `.` and
-//! `..` are resolved, holds no control character, and either exists there
-//! or has a `/` in it (`core.fsmonitor` names no file: it stays a word). Whatever is not sure to be a path is kept
+//! unless it has a `/` or a `.`), holds no `:` or `@` and does not start
+//! with `+` (a URL, a package `@scope/name`, a git refspec), stays inside
+//! the base dir once `.` and `..` are resolved, holds no control
+//! character, and names a file or directory that exists there now with no
+//! symlink on its way (`core.fsmonitor`, a file not made yet, a name the
+//! model linked elsewhere: each stays a word). Whatever is not sure to be a path is kept
 //! as a word, so the rule errs towards asking.
 
 use std::collections::BTreeSet;
@@ -44,15 +47,32 @@ pub fn shape(argv: &[String], base: &Path) -> Vec<String> {
         let pathlike = word.contains('/') || word.contains('.');
         let plain = !option
             && !after_option
-            && !word.contains('=')
+            && !word.contains(['=', ':', '@'])
+            && !word.starts_with('+')
             && (!first_word || pathlike)
             && !word.chars().any(char::is_control)
-            && inside(base, word).is_some_and(|p| word.contains('/') || std::fs::symlink_metadata(p).is_ok());
+            && inside(base, word).is_some_and(|p| exists_without_links(base, &p));
         out.push(if plain { PATH.to_owned() } else { word.clone() });
         // `--` ends the options: what follows is operands.
         after_option = option && !word.contains('=') && word != "--";
     }
     out
+}
+
+/// Whether `path` (under `base`) exists, as a file or directory, with no
+/// symlink anywhere on its way from `base`: a name the model could point
+/// elsewhere is not a plain path.
+fn exists_without_links(base: &Path, path: &Path) -> bool {
+    let Ok(rest) = path.strip_prefix(base) else { return false };
+    let mut at = base.to_owned();
+    for c in rest.components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if !m.file_type().is_symlink() => {}
+            _ => return false,
+        }
+    }
+    std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_file() || m.is_dir())
 }
 
 /// `word` as a path under `base`, when it stays inside it.
@@ -99,9 +119,15 @@ mod tests {
     fn paths_inside_the_project_are_one_placeholder_and_every_other_word_stays() {
         let d = tempfile::tempdir().unwrap();
         let base = d.path();
-        for file in ["data", "data.csv", "a.txt", "a.csv"] {
+        for file in ["data", "data.csv", "a.txt", "a.csv", "x.py", "prog"] {
             std::fs::write(base.join(file), "x").unwrap();
         }
+        for dir in ["src", "tests", "@types"] {
+            std::fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        std::fs::write(base.join("src/b.rs"), "x").unwrap();
+        std::fs::create_dir_all(base.join("@types/node")).unwrap();
+        std::os::unix::fs::symlink("/etc", base.join("etc-link")).unwrap();
         let p = PATH;
         assert_eq!(of(base, "sort data.csv"), ["sort", p]);
         assert_eq!(of(base, "sort -r data"), ["sort", "-r", "data"], "it may be the option's value");
@@ -120,6 +146,11 @@ mod tests {
         assert_eq!(of(base, "rm -- ./data"), ["rm", "--", p]);
         let abs = base.join("x.py").display().to_string();
         assert_eq!(of(base, &format!("python3 {abs}")), ["python3", p]);
+        // Words the model can make look like paths stay words.
+        assert_eq!(of(base, "npm install @types/node"), ["npm", "install", "@types/node"]);
+        assert_eq!(of(base, "git push origin HEAD:refs/heads/main"), ["git", "push", "origin", "HEAD:refs/heads/main"]);
+        assert_eq!(of(base, "curl https://example.com/x"), ["curl", "https://example.com/x"]);
+        assert_eq!(of(base, "cat etc-link/passwd ./missing/x.txt"), ["cat", "etc-link/passwd", "./missing/x.txt"]);
     }
 
     #[test]

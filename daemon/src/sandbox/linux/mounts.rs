@@ -61,13 +61,20 @@ fn private_home(view: &HomeView, write_dirs: &[PathBuf]) -> Result<(), HelperErr
         .map(|w| (w, Shown::Writable))
         .chain(view.keep.iter().map(|k| (k, Shown::ReadOnly)))
         .chain(view.toolchain.iter().map(|k| (k, Shown::Overlay)))
+        // What lies in a directory commands write is shown with it; the
+        // model could have made it a symlink to anything.
+        .filter(|(k, shown)| *shown == Shown::Writable || !write_dirs.iter().any(|w| k.starts_with(w)))
         .collect();
     kept.sort();
     let mut opened = Vec::new();
     for (path, shown) in kept {
-        let Ok(meta) = std::fs::metadata(path) else { continue };
+        // Never through a symlink: the view shows the file itself.
+        let Ok(meta) = std::fs::symlink_metadata(path) else { continue };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
         let shown = if shown == Shown::Overlay && !meta.is_dir() { Shown::ReadOnly } else { shown };
-        let fd = open(path.as_path(), OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
+        let fd = open(path.as_path(), OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW, Mode::empty())
             .map_err(sys(format!("cannot open {} for the private home", path.display())))?;
         opened.push((path, shown, fd, meta.is_dir()));
     }
@@ -128,8 +135,15 @@ fn overlay(lower: &str, path: &Path, scratch: &Path) -> Result<(), HelperError> 
         std::fs::create_dir_all(dir).map_err(io(format!("cannot make {}", dir.display())))?;
     }
     let options = format!("lowerdir={lower},upperdir={},workdir={},userxattr", upper.display(), work.display());
-    mount(Some("overlay"), path, Some("overlay"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(options.as_str()))
-        .map_err(sys(format!("cannot show {} in the private home: overlay", path.display())))
+    let overlaid =
+        mount(Some("overlay"), path, Some("overlay"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(options.as_str()));
+    if overlaid.is_ok() {
+        return Ok(());
+    }
+    // A kernel without unprivileged overlays (before 5.11): read-only.
+    mount(Some(lower), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+        .map_err(sys(format!("cannot show {} in the private home: bind", path.display())))?;
+    remount_readonly(path)
 }
 
 /// The toolchain directories a plan overlays: commands may write there
@@ -149,7 +163,8 @@ pub(super) fn overlaid(plan: &HelperPlan) -> Vec<PathBuf> {
 pub(super) fn pinned_ancestors(plan: &HelperPlan) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for path in plan.hide_paths.iter().chain(&plan.readonly_paths) {
-        let Some(root) = plan.write_dirs.iter().filter(|w| path.starts_with(w)).max_by_key(|w| w.as_os_str().len())
+        // From the outermost: an inner write dir is pinned on the way.
+        let Some(root) = plan.write_dirs.iter().filter(|w| path.starts_with(w)).min_by_key(|w| w.as_os_str().len())
         else {
             continue;
         };
