@@ -202,6 +202,9 @@ fn an_unknown_command_gets_the_closest_name_and_help_lists_commands() {
     let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
     at_prompt(&tmux, "/stauts");
     tmux.wait_for("did you mean /status?");
+    at_prompt(&tmux, "/foo");
+    let screen = tmux.wait_for("unknown command /foo");
+    assert!(screen.contains("unknown command /foo. Run /help to list commands."), "no far-off hint: {screen}");
     at_prompt(&tmux, "!! echo from-the-shell; exit 3");
     tmux.wait_for("\n  exit 3");
     assert!(tmux.screen().contains("\nfrom-the-shell\n"), "{}", tmux.screen());

@@ -77,9 +77,13 @@ pub fn help() -> String {
     out
 }
 
-/// The command closest to `name` (by edit distance), for a hint.
+/// The command closest to `name` (by edit distance), for a hint: only a
+/// close one, at most two fifths of the name's letters away (`/modle` is
+/// `/model`, `/foo` is nothing).
 pub fn closest(name: &str) -> Option<&'static str> {
-    COMMANDS.iter().map(|c| (distance(name, c.name), c.name)).filter(|(d, _)| *d <= 3).min().map(|(_, n)| n)
+    let letters = name.trim_start_matches('/').chars().count();
+    let most = (letters * 2).div_ceil(5).max(1);
+    COMMANDS.iter().map(|c| (distance(name, c.name), c.name)).filter(|(d, _)| *d <= most).min().map(|(_, n)| n)
 }
 
 /// Levenshtein distance.
@@ -479,6 +483,8 @@ mod tests {
         assert_eq!(closest("/stauts"), Some("/status"));
         assert_eq!(closest("/modle"), Some("/model"));
         assert_eq!(closest("/zzzzzzzzzz"), None);
+        assert_eq!(closest("/foo"), None, "three letters off a four-letter name is not close");
+        assert_eq!(closest("/cpoy"), Some("/copy"));
     }
 
     #[test]
