@@ -11,8 +11,10 @@ use std::process::ExitCode;
 #[command(name = "swivalctl", version)]
 pub struct Cli {
     /// Daemon socket (default: $SWIVALD_SOCKET, else $XDG_RUNTIME_DIR/swival/swivald.sock,
-    /// else $TMPDIR/swival-$UID/swivald.sock).
-    #[arg(long, global = true, env = "SWIVALD_SOCKET")]
+    /// else $TMPDIR/swival-$UID/swivald.sock). The variable is read with the
+    /// other defaults (`socket_path`), not by the parser, so a usage line
+    /// never shows the option as given when only the variable is set.
+    #[arg(long, global = true)]
     socket: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,

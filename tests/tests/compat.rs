@@ -305,3 +305,17 @@ fn swivalctl_run_from_a_subdirectory_works_in_the_project_root_as_swival_does() 
     let resolved: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(resolved["config"]["max_turns"], 7, "{resolved}");
 }
+
+#[test]
+fn a_usage_line_does_not_show_the_socket_option_when_only_its_variable_is_set() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let out = env.swivalctl(&daemon, env.root()).arg("attach").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Usage: swivalctl attach <SESSION>"), "{stderr}");
+    assert!(!stderr.contains("--socket"), "{stderr}");
+    // The variable still names the daemon.
+    let out = env.swivalctl(&daemon, env.root()).args(["sessions", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
