@@ -174,9 +174,19 @@ fn diff_lists_what_tools_and_commands_changed_and_undo_restores_the_tree_byte_fo
     assert_eq!(redo["applied"], true, "{redo:#}");
     assert_eq!(tree_state(&p), after);
 
-    // The run is marked undone; undoing it again is refused, naming the undo.
-    let again = c.call("run/revert", json!({"run_id": run_id}));
-    assert!(again["error"]["message"].as_str().unwrap().contains("already undone"), "{again:#}");
+    // Undone and redone, the run's changes are in the tree: undoing it
+    // again undoes the redo.
+    let again = c.ok("run/revert", json!({"run_id": run_id}));
+    assert_eq!((&again["applied"], &again["id"]), (&json!(true), &redo["revert_id"]), "{again:#}");
+    assert_eq!(tree_state(&p), before);
+    // Now its last undo stands: refused, naming the undo that brings the
+    // changes back, and that advice holds.
+    let refused = c.call("run/revert", json!({"run_id": run_id}));
+    let message = refused["error"]["message"].as_str().unwrap().to_owned();
+    let last = again["revert_id"].as_str().unwrap();
+    assert!(message.contains("already undone") && message.ends_with(&format!("`swivalctl undo {last}`")), "{message}");
+    assert_eq!(c.ok("run/revert", json!({"run_id": last}))["applied"], true);
+    assert_eq!(tree_state(&p), after);
 }
 
 #[test]
@@ -422,4 +432,31 @@ fn commands_allowed_to_overlap_mark_what_both_saw_as_shared_and_undo_leaves_it()
     assert!(conflicts.iter().all(|c| c["cause"].as_str().unwrap().contains("at the same time")), "{undo:#}");
     assert!(tree.contains_key("a.out") && tree.contains_key("b.out"), "a refused undo changes nothing");
     assert!(b_changes["files"].as_array().unwrap().iter().any(|f| f["shared"] == true), "{b_changes:#}");
+}
+
+#[test]
+fn undoing_a_run_that_changed_nothing_says_so_in_those_words() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let mock = MockProvider::start(vec![
+        // A command that runs and changes nothing, then the answer.
+        Step::tool_call("c1", "run_command", json!({"command": ["sh", "-c", "true"]})),
+        Step::text("nothing to change"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "look around");
+    let before = tree_state(&p);
+    let out = swivalctl(&env, &daemon, &p, &["undo", "--session", &sid]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("nothing to undo: {run_id} changed no file")), "{text}");
+    assert!(!text.contains("0 files put back"), "{text}");
+    assert_eq!(tree_state(&p), before);
+    // A run that only answered.
+    mock.push(Step::text("just an answer"));
+    let answered = run(&mut c, &sid, "say hi");
+    let out = swivalctl(&env, &daemon, &p, &["undo", "--session", &sid]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("nothing to undo: {answered} changed no file")), "{text}");
 }

@@ -76,6 +76,10 @@ pub fn render_changes(c: &RunChanges, diffs: bool) -> String {
 /// An undo's outcome as text.
 pub fn render_revert(r: &RunRevertResult) -> String {
     let mut out = String::new();
+    if r.applied && r.reverted.is_empty() && r.not_restorable.is_empty() {
+        let _ = writeln!(out, "nothing to undo: {} changed no file", r.id);
+        return out;
+    }
     if r.applied {
         let n = r.reverted.len();
         let _ = write!(out, "undid {}: {n} file{} put back", r.id, if n == 1 { "" } else { "s" });

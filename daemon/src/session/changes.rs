@@ -14,12 +14,18 @@ impl Sessions {
         changes.show(&set, !p.no_diff).await.map_err(|e| gone(&set.id, e))
     }
 
-    /// `run/revert`.
+    /// `run/revert`: put back what the set named changed. A set undone and
+    /// redone (undo of the undo, any number of times) has its changes in
+    /// the tree again: the last redo is what is undone. One whose last undo
+    /// stands is refused, naming the undo that brings its changes back.
     pub async fn revert(&self, p: RunRevertParams) -> Result<RunRevertResult, SessionError> {
-        let (changes, set) = self.change_set(&p.which)?;
-        if let Some(undo) = &set.reverted_by {
+        let (changes, asked) = self.change_set(&p.which)?;
+        let (set, undone) = self.latest_of(asked.clone())?;
+        if undone {
             return Err(SessionError::Refused(format!(
-                "{} was already undone by {undo}; to bring its changes back, undo that: `swivalctl undo {undo}`",
+                "{} was already undone by {}; to bring its changes back, undo that: `swivalctl undo {}`",
+                asked.id,
+                asked.reverted_by.as_deref().unwrap_or_default(),
                 set.id
             )));
         }
@@ -35,6 +41,19 @@ impl Sessions {
             conflicts: done.conflicts,
             not_restorable: done.not_restorable,
         })
+    }
+
+    /// The last of the chain `set`, its undo, the undo of that, …, and
+    /// whether the changes of `set` are out of the tree (an odd chain).
+    fn latest_of(&self, set: ChangeSetRow) -> Result<(ChangeSetRow, bool), SessionError> {
+        let mut tip = set;
+        let mut undone = false;
+        while let Some(next) = tip.reverted_by.clone() {
+            let Some(row) = self.shared.store.change_set(&next)? else { break };
+            tip = row;
+            undone = !undone;
+        }
+        Ok((tip, undone))
     }
 
     /// The set `which` names, with the stores.
