@@ -77,7 +77,8 @@ enum Command {
     /// Show what a run changed: each file created, modified, deleted or
     /// renamed, by which tool or command, with unified diffs.
     Diff {
-        /// The run (or an undo's `u_…` id); with `--session`, its last run.
+        /// The run (or an undo's `u_…` id); with `--session`, its last run;
+        /// with neither, the latest run of this project.
         run: Option<String>,
         /// The session whose last run to show.
         #[arg(long)]
@@ -92,7 +93,8 @@ enum Command {
     /// Put back what a run changed; refuses (changing nothing) when a file
     /// changed since, naming it. Undo an undo to redo.
     Undo {
-        /// The run (or an undo's `u_…` id); with `--session`, its last run.
+        /// The run (or an undo's `u_…` id); with `--session`, its last run;
+        /// with neither, the latest run of this project.
         run: Option<String>,
         /// The session whose last run to undo.
         #[arg(long)]
@@ -186,11 +188,11 @@ fn main() -> ExitCode {
                 cmd::session::attach(&socket, session, from_seq, follow, json).await
             }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
-            Command::Diff { run, session, stat, json } => match cmd::changes::which(run, session) {
+            Command::Diff { run, session, stat, json } => match cmd::changes::which(&socket, run, session).await {
                 Ok(which) => cmd::changes::diff(&socket, which, stat, json).await,
                 Err(e) => Err(e),
             },
-            Command::Undo { run, session, force, json } => match cmd::changes::which(run, session) {
+            Command::Undo { run, session, force, json } => match cmd::changes::which(&socket, run, session).await {
                 Ok(which) => cmd::changes::undo(&socket, which, force, json).await,
                 Err(e) => Err(e),
             },

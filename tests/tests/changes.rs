@@ -460,3 +460,52 @@ fn undoing_a_run_that_changed_nothing_says_so_in_those_words() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains(&format!("nothing to undo: {answered} changed no file")), "{text}");
 }
+
+#[test]
+fn run_ends_with_its_ids_and_files_and_diff_and_undo_without_an_argument_take_the_latest_run() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = project(&env);
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w", "write_file", json!({"file_path": "made.txt", "content": "made\n"})),
+        Step::text("made it"),
+    ]);
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    // A git checkout: its top is the project from any directory in it.
+    let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(&p).status().unwrap();
+    assert!(init.success());
+    let before = tree_state(&p);
+    let out = swivalctl(&env, &daemon, &p, &["run", "make a file"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let line =
+        stderr.lines().find(|l| l.contains("◆ session s_")).unwrap_or_else(|| panic!("no closing line: {stderr}"));
+    let run = line.split(" · ").find_map(|part| part.strip_prefix("run ")).unwrap().to_owned();
+    assert!(line.contains("1 file changed: made.txt"), "{line}");
+    assert!(
+        line.contains(&format!("swivalctl diff {run}")) && line.contains(&format!("swivalctl undo {run}")),
+        "{line}"
+    );
+    assert!(line.contains("continue: swivalctl run --session s_"), "{line}");
+    // Not with --quiet.
+    mock.push(Step::text("quiet"));
+    let quiet = swivalctl(&env, &daemon, &p, &["run", "--quiet", "hush"]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("◆ session"));
+
+    // In a subdirectory of the project, no argument means the project's
+    // latest run (the quiet one), said on stderr.
+    std::fs::create_dir_all(p.join("src/deep")).unwrap();
+    let sub = p.join("src/deep");
+    let diff = swivalctl(&env, &daemon, &sub, &["diff"]);
+    let text = format!("{}{}", String::from_utf8_lossy(&diff.stdout), String::from_utf8_lossy(&diff.stderr));
+    assert!(text.contains(&format!("latest run of {}", p.canonicalize().unwrap().display())), "{text}");
+    let undo_first = swivalctl(&env, &daemon, &p, &["undo", &run]);
+    assert!(undo_first.status.success(), "{}", String::from_utf8_lossy(&undo_first.stderr));
+    assert_eq!(tree_state(&p), before);
+
+    // Elsewhere, no run yet: the error says so and what to do.
+    let other = env.project("other");
+    let none = swivalctl(&env, &daemon, &other, &["undo"]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(!none.status.success() && err.contains("no run in") && err.contains("swivalctl sessions"), "{err}");
+}

@@ -12,12 +12,48 @@ use swival_protocol::{
 };
 use swivalctl::ClientError;
 
-/// Which set: a run (or undo) id, or a session's last run.
-pub fn which(id: Option<String>, session: Option<String>) -> Result<ChangesRef, ClientError> {
-    if id.is_none() && session.is_none() {
-        return Err(ClientError::Usage("name a run (`swivalctl diff RUN`) or a session (`--session ID`)".into()));
+/// Which set: a run (or undo) id, a session's last run, or — with
+/// neither — the latest run of the project the current directory is in
+/// (`latest_run`, said on stderr).
+pub async fn which(socket: &Path, id: Option<String>, session: Option<String>) -> Result<ChangesRef, ClientError> {
+    if id.is_some() || session.is_some() {
+        return Ok(ChangesRef { run_id: id, session_id: session.map(SessionId) });
     }
-    Ok(ChangesRef { run_id: id, session_id: session.map(SessionId) })
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base = super::flags::base_dir(None, &cwd);
+    let Some((run, session)) = latest_run(socket, &base).await? else {
+        return Err(ClientError::Usage(format!(
+            "no run in {} yet; name a run (`swivalctl diff RUN`) or a session (`--session ID`); `swivalctl sessions` lists them",
+            base.display()
+        )));
+    };
+    eprintln!("latest run of {}: {run} (session {session})", base.display());
+    Ok(ChangesRef { run_id: Some(run.0), session_id: None })
+}
+
+/// The run started last in a session of the project `base` (not a
+/// subagent's), with its session.
+pub async fn latest_run(
+    socket: &Path,
+    base: &Path,
+) -> Result<Option<(swival_protocol::RunId, SessionId)>, ClientError> {
+    let client = connect(socket).await?;
+    let base = base.canonicalize().unwrap_or_else(|_| base.to_owned());
+    let list = client.list_sessions().await?;
+    let mut latest: Option<(String, swival_protocol::RunId, SessionId)> = None;
+    for s in list.sessions.iter().filter(|s| s.run_count > 0 && s.parent.is_none()) {
+        if std::path::Path::new(&s.base_dir) != base {
+            continue;
+        }
+        let detail = client.session(&s.session_id).await?;
+        if let Some(run) = detail.runs.last() {
+            if latest.as_ref().is_none_or(|(at, ..)| run.started_at > *at) {
+                latest = Some((run.started_at.clone(), run.run_id.clone(), s.session_id.clone()));
+            }
+        }
+    }
+    Ok(latest.map(|(_, run, session)| (run, session)))
 }
 
 /// `swivalctl diff`.

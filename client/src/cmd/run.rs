@@ -308,8 +308,34 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             result.stats.llm_calls
         );
     }
+    if !(a.quiet || a.json) {
+        eprintln!("{}", closing_line(&client, &session_id, &run_id).await);
+    }
     let code = cancelled.map_or(result.exit_code, |signal| 128 + signal);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// What a run made, in one line on stderr: its session and run, the files
+/// it changed (names when few), and the commands to see, undo or go on.
+pub async fn closing_line(client: &Client, session: &SessionId, run: &RunId) -> String {
+    use swival_protocol::methods::typed::RunChangesMethod;
+    let which = swival_protocol::ChangesRef { run_id: Some(run.0.clone()), session_id: None };
+    let params = swival_protocol::RunChangesParams { which, no_diff: true };
+    let files: Vec<String> = match client.request::<RunChangesMethod>(&params).await {
+        Ok(changes) => changes.files.iter().map(|f| super::clean::text(&f.path).into_owned()).collect(),
+        Err(_) => Vec::new(),
+    };
+    let next = format!("continue: swivalctl run --session {session} \"…\"");
+    match files.len() {
+        0 => format!("  ◆ session {session} · run {run} · no file changed · {next}"),
+        n => {
+            let names = if n <= 3 { format!(": {}", files.join(", ")) } else { String::new() };
+            let s = if n == 1 { "" } else { "s" };
+            format!(
+                "  ◆ session {session} · run {run} · {n} file{s} changed{names} · see: swivalctl diff {run} · undo: swivalctl undo {run} · {next}"
+            )
+        }
+    }
 }
 
 /// The signals that end a followed run: Ctrl-C (SIGINT), SIGTERM (`kill`,
