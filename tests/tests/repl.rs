@@ -467,6 +467,8 @@ fn diff_shows_what_the_last_run_changed_and_undo_puts_it_back_and_undo_of_the_un
     let (tmux, p) = repl(&env, &daemon, &mock, "", "repl");
     at_prompt(&tmux, "make a file");
     tmux.wait_for("wrote it");
+    let screen = tmux.wait_for("/undo puts them back");
+    assert!(screen.contains("changed 1 file: made.txt"), "{screen}");
     assert_eq!(std::fs::read_to_string(p.join("made.txt")).unwrap(), "made by the run\n");
     at_prompt(&tmux, "/diff");
     let screen = tmux.wait_for("+made by the run");

@@ -108,6 +108,7 @@ impl Repl {
             };
             if let Some(end) = self.ours(&mut shown, event).await {
                 self.finished(&mut shown, end);
+                self.changed(&shown.run_id).await;
                 if self.editor.showing {
                     // A question left on the screen (answered elsewhere, or
                     // too late): its line is not a prompt to the model.
@@ -196,6 +197,26 @@ impl Repl {
             print!("{rest}");
             let _ = std::io::Write::flush(&mut std::io::stdout());
         }
+    }
+
+    /// After a run that changed files: which, and how to see or undo them
+    /// (`run`'s closing line, in the REPL's words).
+    async fn changed(&mut self, run: &RunId) {
+        use swival_protocol::methods::typed::RunChangesMethod;
+        let which = swival_protocol::ChangesRef { run_id: Some(run.0.clone()), session_id: None };
+        let params = swival_protocol::RunChangesParams { which, no_diff: true };
+        let Ok(changes) = self.client.request::<RunChangesMethod>(&params).await else { return };
+        let n = changes.files.len();
+        if n == 0 {
+            return;
+        }
+        let names: Vec<&str> = changes.files.iter().take(3).map(|f| f.path.as_str()).collect();
+        let more = if n > 3 { ", …" } else { "" };
+        let s = if n == 1 { "" } else { "s" };
+        self.info(&format!(
+            "run {run} changed {n} file{s}: {}{more} — /diff shows them, /undo puts them back",
+            names.join(", ")
+        ));
     }
 
     /// Our run ended: its answer (unless it streamed already) and how it
