@@ -28,7 +28,7 @@
 //! then deserialized into [`SessionConfig`] (`types.rs`), and the checks
 //! that span keys (e.g. `system_prompt` with `no_system_prompt`) run last.
 //!
-//! Every error message starts with the file (or `session/create config`)
+//! Every error message starts with the file (or `the session's flags`: what `swivalctl run`'s flags or an editor's settings gave)
 //! and names the key, so the user knows what to fix and where.
 
 mod command;
@@ -65,7 +65,7 @@ pub const SOURCE_DEFAULT: &str = "default";
 pub const SOURCE_REQUEST: &str = "request";
 
 /// How errors name the request layer, in place of a file path.
-pub const REQUEST_LABEL: &str = "session/create config";
+pub const REQUEST_LABEL: &str = "the session's flags";
 
 /// The effective configuration of one session and where each key came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,7 +83,7 @@ pub struct EffectiveConfig {
 }
 
 /// A configuration that cannot be used. `Display` is the whole message for
-/// the user: where (file or `session/create config`), which key, what is
+/// the user: where (file or `the session's flags`), which key, what is
 /// wrong, and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -107,7 +107,7 @@ pub enum ConfigError {
     /// inside a table with known fields (in a file's top level it warns).
     #[error("{origin}: unknown config key '{key}'{hint}")]
     UnknownKey {
-        /// The file, or `session/create config`.
+        /// The file, or `the session's flags`.
         origin: String,
         /// The key as written, with its table path (e.g. `filters[0].comand`).
         key: String,
@@ -117,7 +117,7 @@ pub enum ConfigError {
     /// A value of the wrong type.
     #[error("{origin}: '{key}' expected {expected}, got {got}")]
     WrongType {
-        /// The file, or `session/create config`.
+        /// The file, or `the session's flags`.
         origin: String,
         /// The key, with its table path or list index.
         key: String,
@@ -130,7 +130,7 @@ pub enum ConfigError {
     /// malformed command, conflicting keys).
     #[error("{origin}: {message}")]
     Invalid {
-        /// Where: the file, `session/create config`, or the layers involved.
+        /// Where: the file, `the session's flags`, or the layers involved.
         origin: String,
         /// What is wrong and how to fix it.
         message: String,
@@ -142,7 +142,7 @@ pub enum ConfigError {
 struct Origin {
     /// What `sources` records: the file path, or `request`.
     pub source: String,
-    /// What error messages start with: the file path, or `session/create config`.
+    /// What error messages start with: the file path, or `the session's flags`.
     pub label: String,
     /// Relative paths and path-like commands resolve against this directory.
     pub dir: PathBuf,

@@ -68,13 +68,13 @@ use tokio::sync::Semaphore;
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// Unknown session id.
-    #[error("no session {0}; list sessions with `swivalctl sessions` (session/list)")]
+    #[error("no session {0}; list sessions with `swivalctl sessions`")]
     NotFound(SessionId),
     /// Unknown run id.
     #[error("no run {0}; the runs of a session are listed by session/get")]
     RunNotFound(RunId),
     /// The session already has a run in flight.
-    #[error("session {session} is busy with run {run}; wait for it (run/wait) or cancel it (run/cancel)")]
+    #[error("session {session} is busy with run {run}; wait for it to end, or cancel it: `swivalctl cancel {run}`")]
     Busy { session: SessionId, run: RunId },
     /// The session is compacting its conversation (`session/compact`,
     /// `session/restore`).

@@ -182,7 +182,7 @@ fn wrong_type_of_a_kept_or_profile_key_is_still_an_error() {
 #[test]
 fn unknown_key_in_request_names_the_request() {
     let err = Fixture::new().error(Some(json!({"bogus_key_name": 1})));
-    assert_eq!(err, "session/create config: unknown config key 'bogus_key_name'; remove it");
+    assert_eq!(err, "the session's flags: unknown config key 'bogus_key_name'; remove it");
 }
 
 #[test]
@@ -194,7 +194,7 @@ fn wrong_type_fails_naming_key_expected_and_got() {
 #[test]
 fn bool_is_rejected_for_int_key() {
     let err = Fixture::new().error(Some(json!({"retries": true})));
-    assert_eq!(err, "session/create config: 'retries' expected int, got bool");
+    assert_eq!(err, "the session's flags: 'retries' expected int, got bool");
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn int_is_accepted_for_float_key() {
 #[test]
 fn float_is_rejected_for_int_key() {
     let err = Fixture::new().error(Some(json!({"max_turns": 2.5})));
-    assert_eq!(err, "session/create config: 'max_turns' expected int, got float");
+    assert_eq!(err, "the session's flags: 'max_turns' expected int, got float");
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn list_element_of_wrong_type_names_its_index() {
 #[test]
 fn out_of_range_value_is_refused() {
     let err = Fixture::new().error(Some(json!({"retries": 0})));
-    assert_eq!(err, "session/create config: 'retries' must be at least 1, got 0");
+    assert_eq!(err, "the session's flags: 'retries' must be at least 1, got 0");
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn system_prompt_with_no_system_prompt_is_refused() {
 fn system_prompt_conflict_across_layers_names_both() {
     let f = Fixture::new().global("system_prompt = \"be brief\"");
     let err = f.error(Some(json!({"no_system_prompt": true})));
-    assert!(err.starts_with(&format!("{} and session/create config: ", f.global.display())), "{err}");
+    assert!(err.starts_with(&format!("{} and the session's flags: ", f.global.display())), "{err}");
 }
 
 #[test]
@@ -314,7 +314,7 @@ fn invalid_toml_names_the_file() {
 #[test]
 fn request_that_is_not_an_object_is_refused() {
     let err = Fixture::new().error(Some(json!(["max_turns"])));
-    assert_eq!(err, "session/create config: expected an object of config keys, got list");
+    assert_eq!(err, "the session's flags: expected an object of config keys, got list");
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn active_profile_sits_between_project_and_request() {
 fn unknown_active_profile_is_refused() {
     let f = Fixture::new().project("[profiles.a]\nprovider = \"ollama\"\n");
     let err = f.error(Some(json!({"active_profile": "b"})));
-    assert!(err.starts_with("session/create config: profile 'b' not found. Known profiles: a"), "{err}");
+    assert!(err.starts_with("the session's flags: profile 'b' not found. Known profiles: a"), "{err}");
 }
 
 #[test]

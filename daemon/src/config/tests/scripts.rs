@@ -93,7 +93,7 @@ fn tilde_in_dirs_expands_to_home() {
 #[test]
 fn malformed_filter_command_is_refused() {
     let err = Fixture::new().error(Some(json!({"llm_filter": "f 'oops"})));
-    assert!(err.starts_with("session/create config: malformed llm_filter command:"), "{err}");
+    assert!(err.starts_with("the session's flags: malformed llm_filter command:"), "{err}");
     let err = Fixture::new().error(Some(json!({"filters": [{"command": ""}]})));
     assert!(err.contains("filters[0].command is empty"), "{err}");
 }
@@ -124,7 +124,7 @@ fn unknown_key_inside_hooks_fails_naming_its_table() {
 #[test]
 fn hook_without_point_is_refused() {
     let err = Fixture::new().error(Some(json!({"hooks": [{"command": "x"}]})));
-    assert_eq!(err, "session/create config: hooks[0]: missing required key 'point'");
+    assert_eq!(err, "the session's flags: hooks[0]: missing required key 'point'");
 }
 
 #[test]
