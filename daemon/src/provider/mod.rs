@@ -152,6 +152,10 @@ pub enum ProviderError {
     /// No usable answer: connection failure, timeout, dropped or malformed reply.
     #[error("provider request failed: {0}")]
     Transport(String),
+    /// Nothing accepted the connection (refused, no route): the server is
+    /// not running there.
+    #[error("provider request failed: {0}")]
+    Unreachable(String),
     /// The reply could not be understood.
     #[error("provider sent a malformed reply: {0}")]
     Malformed(String),
@@ -258,7 +262,7 @@ impl ProviderError {
         match self {
             ProviderError::Http { .. } | ProviderError::Malformed(_) if self.is_unreadable_call() => false,
             ProviderError::Http { status, .. } => is_retryable_status(*status),
-            ProviderError::Transport(_) | ProviderError::Malformed(_) => true,
+            ProviderError::Transport(_) | ProviderError::Unreachable(_) | ProviderError::Malformed(_) => true,
             ProviderError::ContextOverflow(told) => told.is_retryable(),
             _ => false,
         }
@@ -315,7 +319,7 @@ impl Provider {
                     self.settings.base_url
                 )))
             }
-            (None, Err(e @ ProviderError::Transport(_))) if self.settings.kind.is_local() => {
+            (None, Err(e @ (ProviderError::Transport(_) | ProviderError::Unreachable(_)))) if self.settings.kind.is_local() => {
                 return Err(ProviderError::Config(no_server(self.settings.kind, &self.settings.base_url, e)))
             }
             (None, Err(e)) => {
@@ -350,8 +354,18 @@ impl Provider {
             };
             match attempt {
                 Ok(reply) => return Ok((reply, retries)),
+                // A server on this machine that refuses the connection is
+                // not running: one quick retry (it may be starting), then
+                // say so and how to start one, instead of Swival's backoff.
+                Err(ProviderError::Unreachable(why)) if self.loopback() && retries >= 1 => {
+                    return Err(ProviderError::Config(self.not_running(&why)))
+                }
                 Err(e) if e.is_retryable() && retries + 1 < attempts => {
                     let delay = e.retry_after().unwrap_or_else(|| backoff_delay(self.settings.backoff_base, retries));
+                    let delay = match (&e, self.loopback()) {
+                        (ProviderError::Unreachable(_), true) => delay.min(Duration::from_millis(500)),
+                        _ => delay,
+                    };
                     retries += 1;
                     observer.retry(retries, delay, &e.to_string());
                     tokio::select! {
@@ -365,6 +379,28 @@ impl Provider {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Whether the provider's `base_url` names this machine.
+    fn loopback(&self) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.settings.base_url) else { return false };
+        match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            None => false,
+        }
+    }
+
+    /// What a run is told when nothing listens at a loopback `base_url`.
+    fn not_running(&self, why: &str) -> String {
+        if self.settings.kind.is_local() {
+            return no_server(self.settings.kind, &self.settings.base_url, &ProviderError::Unreachable(why.to_owned()));
+        }
+        format!(
+            "no model server answers at {} (the connection was refused: {why}); start the server, or point --base-url at one that runs",
+            self.settings.base_url
+        )
     }
 
     async fn attempt(

@@ -30,11 +30,13 @@ pub async fn list_models(
     settings: &ProviderSettings,
 ) -> Result<Vec<ModelEntry>, ProviderError> {
     let url = format!("{}/models", settings.base_url.trim_end_matches('/'));
-    let resp = authorized(http.get(&url), settings)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| ProviderError::Transport(describe(&e)))?;
+    let resp =
+        authorized(http.get(&url), settings).timeout(Duration::from_secs(10)).send().await.map_err(|e| {
+            match e.is_connect() {
+                true => ProviderError::Unreachable(describe(&e)),
+                false => ProviderError::Transport(describe(&e)),
+            }
+        })?;
     let status = resp.status();
     let body: Value = resp.json().await.map_err(|e| ProviderError::Malformed(e.to_string()))?;
     if !status.is_success() {
@@ -80,6 +82,7 @@ pub async fn chat(
                     resent + 1
                 )))
             }
+            Err(e) if e.is_connect() => return Err(ProviderError::Unreachable(describe(&e))),
             Err(e) => return Err(ProviderError::Transport(describe(&e))),
         }
     };
