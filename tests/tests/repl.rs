@@ -271,8 +271,11 @@ fn status_shows_the_model_and_context_and_model_other_changes_the_next_request()
     tmux.wait_for("first");
     tmux.wait_for_count(PROMPT, 2);
     at_prompt(&tmux, "/status");
-    let screen = tmux.wait_for("sandbox:");
+    let screen = tmux.wait_for("(1 run)");
     assert!(screen.contains("model: m") && screen.contains("context: ~"), "{screen}");
+    at_prompt(&tmux, "/model");
+    let screen = tmux.wait_for_count("model: m", 2);
+    assert!(screen.lines().any(|l| l.trim_end() == "  model: m"), "no JSON quotes: {screen}");
     at_prompt(&tmux, "/tools");
     let screen = tmux.wait_for("tools:");
     assert!(screen.contains("read_file ") && screen.contains("fetch_url "), "{screen}");

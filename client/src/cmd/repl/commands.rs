@@ -186,7 +186,11 @@ impl Repl {
     async fn configure_key(&mut self, key: &str, value: &str) -> Result<(), ClientError> {
         if value.is_empty() {
             let detail = self.client.session(&self.session).await?;
-            let shown = detail.config.get(key).filter(|v| !v.is_null()).map(|v| v.to_string());
+            // A string as it is, not JSON-quoted (`model: qwen`, not `"qwen"`).
+            let shown = detail.config.get(key).filter(|v| !v.is_null()).map(|v| match v.as_str() {
+                Some(text) => text.to_owned(),
+                None => v.to_string(),
+            });
             self.info(&format!("{key}: {}", shown.unwrap_or_else(|| "(default)".into())));
             return Ok(());
         }

@@ -351,7 +351,8 @@ impl Repl {
         }
         let policy = self.client.policy_status(&self.session).await?;
         out.push_str(&format!("sandbox: {}\n", policy.sandbox.summary));
-        out.push_str(&format!("session: {} ({} runs)", self.session, detail.info.run_count));
+        let n = detail.info.run_count;
+        out.push_str(&format!("session: {} ({n} run{})", self.session, if n == 1 { "" } else { "s" }));
         self.info(&out);
         Ok(())
     }

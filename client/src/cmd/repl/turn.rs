@@ -102,6 +102,8 @@ impl Repl {
             let event = match event {
                 Some(Ok(event)) => event,
                 _ => {
+                    // What reconnecting says gets a line of its own.
+                    clear_wait(&mut shown);
                     self.reconnect().await?;
                     continue;
                 }
