@@ -110,3 +110,23 @@ fn self_review_judges_each_answer_with_the_same_model_through_the_filter_chain()
     let report = c.ok("report/get", json!({"run_id": run}));
     assert_eq!(report["stats"]["review_rounds"], 2, "{report:#}");
 }
+
+#[test]
+fn self_review_carries_the_verify_criteria_given_with_run() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("the answer")]);
+    mock.route(&[REVIEW], vec![Step::text("Meets it.\nVERDICT: ACCEPT")]);
+    let p = project(&env, &mock);
+    std::fs::write(p.join("criteria.md"), "the answer names the capital\n").unwrap();
+    let out = env
+        .swivalctl(&daemon, &p)
+        .args(["run", "--self-review", "--verify", "criteria.md", "what is the capital?"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reviews: Vec<Value> = mock.requests().into_iter().filter(|r| r.to_string().contains(REVIEW)).collect();
+    assert_eq!(reviews.len(), 1, "one review");
+    let sent = reviews[0].to_string();
+    assert!(sent.contains("<verification>") && sent.contains("the answer names the capital"), "{sent}");
+}

@@ -45,6 +45,7 @@ pub fn overlay(a: &RunArgs) -> ConfigOverlay {
         seed: a.seed,
         extra_body: a.extra_body.clone(),
         review_prompt: a.review_prompt.clone(),
+        verify: a.verify.as_deref().map(|v| cli_path(Path::new(v))),
         ..switches(a)
     }
 }

@@ -157,6 +157,10 @@ pub struct ConfigOverlay {
     /// `--review-prompt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review_prompt: Option<String>,
+    /// `--verify`, taken from the current directory: the criteria a
+    /// review (`--self-review`, a reviewer) checks the answer against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<PathBuf>,
     /// `--skills-dir`, each taken from the current directory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skills_dir: Vec<PathBuf>,
