@@ -37,7 +37,7 @@ mod model;
 #[cfg(test)]
 mod tests;
 
-pub use model::{read_for_model, read_small};
+pub use model::{first_symlink, lexical, read_for_model, read_small};
 
 use fd::*;
 

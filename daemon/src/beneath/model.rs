@@ -62,8 +62,24 @@ pub fn read_small(path: &Path, cap: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// The first symlink on the way from `from` down to `path` (which lies
+/// under it), `path` itself included; `None` when there is none (or the
+/// way stops at something missing).
+pub fn first_symlink(from: &Path, path: &Path) -> Option<PathBuf> {
+    let mut at = from.to_owned();
+    for c in path.strip_prefix(from).ok()?.components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Some(at),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// `p` with `.` and `..` resolved by name (nothing is followed).
-fn lexical(p: &Path) -> PathBuf {
+pub fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

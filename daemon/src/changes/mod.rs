@@ -21,7 +21,7 @@ use crate::store::Store;
 use git::{Git, GitError};
 use sha2::Digest as _;
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Why changes could not be recorded, shown or reverted.
@@ -155,17 +155,7 @@ fn hex16(path: &Path) -> String {
 /// `path` (absolute, or relative to `base`) relative to `root`, lexically;
 /// `None` when it is outside.
 pub fn relative(base: &Path, root: &Path, path: &str) -> Option<String> {
-    let joined = base.join(path);
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
+    let out = crate::beneath::lexical(&base.join(path));
     let rel = out.strip_prefix(root).ok()?;
     (!rel.as_os_str().is_empty()).then(|| rel.to_string_lossy().into_owned())
 }

@@ -133,12 +133,8 @@ fn kind_name(kind: Kind) -> &'static str {
 /// of their reach (`writable`, with Landlock), a regular file or
 /// directory with no symlink on its way.
 pub fn guarded(path: &Path, hidden: &[PathBuf], writable: &[PathBuf], confined: bool) -> Result<(), Unguarded> {
-    let mut prefix = PathBuf::new();
-    for c in path.components() {
-        prefix.push(c);
-        if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Unguarded::Symlink(prefix));
-        }
+    if let Some(link) = crate::beneath::first_symlink(Path::new("/"), path) {
+        return Err(Unguarded::Symlink(link));
     }
     if !confined {
         return Err(Unguarded::Unconfined);

@@ -149,16 +149,9 @@ pub fn view(home: Option<&Path>, write_dirs: &[PathBuf], expose: &[PathBuf], mor
 /// or `~/.cargo -> /opt/cargo`. The view makes the same link, so the name
 /// a tool looks for leads where it leads in the real home.
 fn first_link(home: &Path, path: &Path) -> Option<(PathBuf, PathBuf)> {
-    let rest = path.strip_prefix(home).ok()?;
-    let mut at = home.to_owned();
-    for c in rest.components() {
-        at.push(c);
-        let meta = std::fs::symlink_metadata(&at).ok()?;
-        if meta.file_type().is_symlink() {
-            return Some((at.clone(), std::fs::read_link(&at).ok()?));
-        }
-    }
-    None
+    let at = crate::beneath::first_symlink(home, path)?;
+    let target = std::fs::read_link(&at).ok()?;
+    Some((at, target))
 }
 
 /// A private home: `home` shows only `keep` (read-only), `toolchain` (a

@@ -26,7 +26,7 @@
 //! as a word, so the rule errs towards asking.
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// What a plain path inside the project becomes in a shape.
 pub const PATH: &str = "<path in the project>";
@@ -63,30 +63,14 @@ pub fn shape(argv: &[String], base: &Path) -> Vec<String> {
 /// symlink anywhere on its way from `base`: a name the model could point
 /// elsewhere is not a plain path.
 fn exists_without_links(base: &Path, path: &Path) -> bool {
-    let Ok(rest) = path.strip_prefix(base) else { return false };
-    let mut at = base.to_owned();
-    for c in rest.components() {
-        at.push(c);
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if !m.file_type().is_symlink() => {}
-            _ => return false,
-        }
-    }
-    std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_file() || m.is_dir())
+    path.starts_with(base)
+        && crate::beneath::first_symlink(base, path).is_none()
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() || m.is_dir())
 }
 
 /// `word` as a path under `base`, when it stays inside it.
 fn inside(base: &Path, word: &str) -> Option<PathBuf> {
-    let mut p = PathBuf::new();
-    for c in base.join(word).components() {
-        match c {
-            Component::ParentDir => {
-                p.pop();
-            }
-            Component::CurDir => {}
-            other => p.push(other),
-        }
-    }
+    let p = crate::beneath::lexical(&base.join(word));
     p.starts_with(base).then_some(p)
 }
 
