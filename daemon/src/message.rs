@@ -66,12 +66,23 @@ pub struct Message {
     /// Written by the daemon, not by the user (nudges, named files, notes):
     /// stored, never sent.
     pub synthetic: bool,
+    /// In a tool result, where the notes for the model begin (a guard's
+    /// hint, a repair note): stored, never sent; what comes before is the
+    /// tool's own output (`continue.md` quotes only that).
+    pub notes_at: Option<usize>,
 }
 
 impl Message {
     /// A message of `role` saying `content`.
     pub fn new(role: Role, content: impl Into<String>) -> Message {
-        Message { role, content: Some(content.into()), tool_calls: Vec::new(), tool_call_id: None, synthetic: false }
+        Message {
+            role,
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            synthetic: false,
+            notes_at: None,
+        }
     }
 
     /// The system prompt.
@@ -96,12 +107,28 @@ impl Message {
 
     /// An assistant turn: its text, if any, and its tool calls.
     pub fn assistant_turn(content: Option<String>, tool_calls: Vec<ToolCall>) -> Message {
-        Message { role: Role::Assistant, content, tool_calls, tool_call_id: None, synthetic: false }
+        Message { role: Role::Assistant, content, tool_calls, tool_call_id: None, synthetic: false, notes_at: None }
     }
 
     /// The result of call `id`.
     pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> Message {
         Message { tool_call_id: Some(id.into()), ..Message::new(Role::Tool, content) }
+    }
+
+    /// The result of call `id` whose notes for the model begin at
+    /// `notes_at` of `content`.
+    pub fn tool_result_with_notes(
+        id: impl Into<String>,
+        content: impl Into<String>,
+        notes_at: Option<usize>,
+    ) -> Message {
+        Message { notes_at, ..Message::tool_result(id, content) }
+    }
+
+    /// The tool's own output in a tool result (the text without the notes
+    /// for the model); the text of any other message.
+    pub fn own_text(&self) -> &str {
+        crate::toolcall::own_text(self.text(), self.notes_at)
     }
 
     /// The text, or `""`.
@@ -139,6 +166,9 @@ impl Message {
         if stored && self.synthetic {
             m.insert("_swival_synthetic".into(), Value::Bool(true));
         }
+        if let Some(at) = self.notes_at.filter(|_| stored) {
+            m.insert("_swival_notes_at".into(), Value::from(at));
+        }
         m
     }
 }
@@ -175,6 +205,8 @@ struct Stored {
     tool_call_id: Option<String>,
     #[serde(default, rename = "_swival_synthetic")]
     synthetic: bool,
+    #[serde(default, rename = "_swival_notes_at")]
+    notes_at: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -208,6 +240,7 @@ impl<'de> Deserialize<'de> for Message {
             tool_calls,
             tool_call_id: s.tool_call_id,
             synthetic: s.synthetic,
+            notes_at: s.notes_at,
         })
     }
 }
@@ -242,6 +275,7 @@ mod tests {
             Message::synthetic("n"),
             Message::assistant_turn(Some("t".into()), vec![call]),
             Message::tool_result("c", "r"),
+            Message::tool_result_with_notes("c", "r\nhint", Some(1)),
         ] {
             let back: Message = serde_json::from_str(&m.stored()).unwrap();
             assert_eq!(back, m);

@@ -30,6 +30,10 @@ pub struct ToolOutcome {
     /// A file the call deleted though the task named only something
     /// inside it: the run's answer must account for it.
     pub unasked: Option<UnaskedDelete>,
+    /// Where the notes for the model begin in `text` (a repair note, a
+    /// guard's hint): what comes before is the tool's own output, the part
+    /// a person is shown.
+    pub notes_at: Option<usize>,
 }
 
 /// A file deleted though the task named only something inside it
@@ -48,18 +52,18 @@ pub struct UnaskedDelete {
 impl ToolOutcome {
     /// A success.
     pub fn ok(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: false, change: None, unasked: None }
+        ToolOutcome { text, failed: false, warned: false, change: None, unasked: None, notes_at: None }
     }
 
     /// A success whose text carries a warning note.
     pub fn warned(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: true, change: None, unasked: None }
+        ToolOutcome { text, failed: false, warned: true, change: None, unasked: None, notes_at: None }
     }
 
     /// A failure; `text` is its `error: …` line.
     pub fn failed(text: String) -> ToolOutcome {
         debug_assert!(text.starts_with(ERROR_PREFIX), "a failure reads as Swival's error line: {text}");
-        ToolOutcome { text, failed: true, warned: false, change: None, unasked: None }
+        ToolOutcome { text, failed: true, warned: false, change: None, unasked: None, notes_at: None }
     }
 
     /// The outcome with the file change it made.
@@ -72,12 +76,32 @@ impl ToolOutcome {
         ToolOutcome { unasked, ..self }
     }
 
-    /// Add a line to what the model reads (a repair note, a hint); what the
-    /// outcome means does not change.
+    /// Add a line to the tool's output (a limit that ended a command); what
+    /// the outcome means does not change.
     pub fn append_line(&mut self, line: &str) {
+        debug_assert!(self.notes_at.is_none(), "the tool's own lines come before the notes for the model");
         self.text.push('\n');
         self.text.push_str(line);
     }
+
+    /// Add a note for the model (a repair note, a guard's hint): the model
+    /// reads it, a person is not shown it.
+    pub fn append_note(&mut self, line: &str) {
+        self.notes_at.get_or_insert(self.text.len());
+        self.text.push('\n');
+        self.text.push_str(line);
+    }
+
+    /// The tool's own output: the text without the notes for the model.
+    pub fn own_text(&self) -> &str {
+        own_text(&self.text, self.notes_at)
+    }
+}
+
+/// `text` up to `notes_at`, where the notes for the model begin (all of it
+/// when there are none, or the mark does not fall in it).
+pub fn own_text(text: &str, notes_at: Option<usize>) -> &str {
+    notes_at.and_then(|at| text.get(..at)).unwrap_or(text)
 }
 
 /// Arguments that are not a JSON object.
@@ -135,9 +159,20 @@ mod tests {
                 failed: false,
                 warned: true,
                 change: None,
-                unasked: None
+                unasked: None,
+                notes_at: None
             }
         );
+    }
+
+    #[test]
+    fn a_note_for_the_model_is_not_the_tools_own_output() {
+        let mut o = ToolOutcome::ok("Edited a.py".into());
+        o.append_note("If this change completes the task, reply now.");
+        o.append_note("(auto-corrected: x)");
+        assert_eq!(o.own_text(), "Edited a.py");
+        assert!(o.text.ends_with("reply now.\n(auto-corrected: x)"), "{}", o.text);
+        assert_eq!(own_text("ab", Some(9)), "ab", "a mark past the text keeps it all");
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub enum EventKind {
         /// `content` holds (absent only in events an older swivald stored).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_length: Option<u64>,
+        /// What a person is shown, when it is not all of `content`: the
+        /// tool's own output without the notes meant for the model (a
+        /// guard's hint, a repair note), cut to 4096 characters.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
         /// The file a successful `write_file` or `edit_file` changed, with
         /// its text before and after (absent when either is over 64 KiB or
         /// not UTF-8), so an editor can show the diff, live or replayed.

@@ -8,6 +8,7 @@ pub mod daemon;
 mod flags;
 mod overlay;
 pub mod policy;
+pub mod render;
 pub mod repl;
 mod report;
 mod review;

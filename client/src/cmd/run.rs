@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use swival_protocol::{Event, EventKind, NoticeLevel, RunId, SessionCreateParams, SessionId};
+use swival_protocol::{Event, EventKind, RunId, SessionCreateParams, SessionId};
 use swivalctl::{Client, ClientError};
 
 /// Flags of `swivalctl run`, named as in Swival.
@@ -285,7 +285,8 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);
     }
-    let progress = Progress { quiet: a.quiet, json: a.json };
+    let style = super::render::Style::for_stderr(a.color, a.no_color);
+    let progress = Progress { quiet: a.quiet, json: a.json, style };
     let (result, cancelled) = follow(&client, &session_id, &run_id, events, interrupt, &progress).await?;
     if let Some(path) = &a.report {
         report::write(&client, &run_id, path).await;
@@ -321,11 +322,12 @@ pub async fn closing_line(client: &Client, session: &SessionId, run: &RunId) -> 
     use swival_protocol::methods::typed::RunChangesMethod;
     let which = swival_protocol::ChangesRef { run_id: Some(run.0.clone()), session_id: None };
     let params = swival_protocol::RunChangesParams { which, no_diff: true };
+    let next = format!("continue: swivalctl run --session {session} \"…\"");
     let files: Vec<String> = match client.request::<RunChangesMethod>(&params).await {
         Ok(changes) => changes.files.iter().map(|f| super::clean::text(&f.path).into_owned()).collect(),
-        Err(_) => Vec::new(),
+        // Not "no file changed": what it changed is not known.
+        Err(_) => return format!("  ◆ session {session} · run {run} · its changes were not recorded · {next}"),
     };
-    let next = format!("continue: swivalctl run --session {session} \"…\"");
     match files.len() {
         0 => format!("  ◆ session {session} · run {run} · no file changed · {next}"),
         n => {
@@ -507,6 +509,8 @@ pub struct Progress {
     pub quiet: bool,
     /// Print events as JSON lines on stdout.
     pub json: bool,
+    /// How to colour the progress on stderr.
+    pub style: super::render::Style,
 }
 
 impl Progress {
@@ -537,57 +541,9 @@ impl Progress {
         if self.quiet {
             return;
         }
-        let line = match &event.kind {
-            EventKind::TurnStarted { turn, max_turns } => format!("turn {turn}/{max_turns}"),
-            EventKind::ToolCall { name, arguments, .. } => format!("  → {name}({})", preview(arguments, 80)),
-            EventKind::ToolResult { succeeded: false, content, .. } => format!("    {}", preview(content, 160)),
-            other => match Progress::line(other) {
-                Some(line) => line,
-                None => return,
-            },
-        };
-        eprintln!("{line}");
+        match &event.kind {
+            EventKind::TurnStarted { turn, max_turns } => eprintln!("turn {turn}/{max_turns}"),
+            other => eprint!("{}", super::render::event(self.style, other)),
+        }
     }
-
-    /// The line of a retry, a warning, a notice (a reviewer round) or a
-    /// loop guard's intervention, in Swival's words.
-    pub fn line(kind: &EventKind) -> Option<String> {
-        Some(match kind {
-            EventKind::Retry { attempt, delay_s, reason, .. } => {
-                format!("  retry {attempt} in {delay_s:.1}s: {}", preview(reason, 160))
-            }
-            EventKind::Warning { message } => format!("  ⚠ Warning: {message}"),
-            EventKind::Notice { level, message } => notice(*level, message),
-            EventKind::Intervention { kind, message, .. } => {
-                format!("  ↺ loop guard ({}): {}", kind.name(), preview(message, 160))
-            }
-            _ => return None,
-        })
-    }
-}
-
-/// A notice as Swival prints it: a symbol, the first line, and any further
-/// lines (a reviewer's feedback) indented below it.
-fn notice(level: NoticeLevel, message: &str) -> String {
-    let symbol = match level {
-        NoticeLevel::Info => "▶",
-        NoticeLevel::Success => "✓",
-    };
-    let mut lines = message.lines();
-    let mut out = format!("  {symbol} {}", lines.next().unwrap_or_default());
-    for line in lines {
-        out.push_str("\n    ");
-        out.push_str(line);
-    }
-    out
-}
-
-/// At most `n` characters of `s` on one line.
-fn preview(s: &str, n: usize) -> String {
-    let one_line = s.replace('\n', " ");
-    if one_line.chars().count() <= n {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(n).collect();
-    format!("{cut}…")
 }

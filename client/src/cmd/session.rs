@@ -129,7 +129,8 @@ pub async fn attach(
 ) -> Result<ExitCode, ClientError> {
     let client = connect(socket).await?;
     let mut events = client.subscribe_events(&SessionId(session), from_seq).await?;
-    let progress = Progress { quiet: false, json };
+    let style = super::render::Style::for_stderr(false, false);
+    let progress = Progress { quiet: false, json, style };
     while let Some(event) = events.next().await {
         let event = progress.shown(event.map_err(|e| ClientError::Transport(e.to_string()))?);
         progress.show(&event);

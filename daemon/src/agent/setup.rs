@@ -267,6 +267,7 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
             duration_s: 0.0,
             content: text.chars().take(4096).collect(),
             result_length: Some(text.len() as u64),
+            output: None,
             change: None,
             todo: None,
         };

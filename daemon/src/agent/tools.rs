@@ -98,10 +98,15 @@ impl Run<'_> {
                 duration_s,
                 content: outcome.text.chars().take(4096).collect(),
                 result_length: Some(outcome.text.len() as u64),
+                output: outcome.notes_at.map(|_| outcome.own_text().chars().take(4096).collect()),
                 change,
                 todo: (call.name == "todo" && !outcome.failed).then(|| self.tools.todo.items()),
             });
-            self.push_result(&call.id, &outcome.text)?;
+            self.conversation.push(crate::message::Message::tool_result_with_notes(
+                &call.id,
+                outcome.text,
+                outcome.notes_at,
+            ))?;
         }
         let (nudge, given) = guards.end_turn();
         for Intervention { tool, level, message } in &given {
@@ -176,10 +181,10 @@ impl Run<'_> {
         let mut outcome = self.call_tool(turn, &fixed).await;
         let hint = guards.after(&call.name, &repaired.args, &outcome);
         if let Some(note) = repaired.note() {
-            outcome.append_line(&note);
+            outcome.append_note(&note);
         }
         if let Some(hint) = hint {
-            outcome.append_line(hint);
+            outcome.append_note(hint);
         }
         outcome
     }

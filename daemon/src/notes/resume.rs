@@ -77,8 +77,8 @@ fn activity(messages: &[Message]) -> Vec<String> {
         }
         if !m.tool_calls.is_empty() {
             entries.extend(m.tool_calls.iter().map(|c| format!("called `{}`", c.name)));
-        } else if m.role == Role::Tool && !m.text().is_empty() {
-            entries.push(format!("  → {}", preview(m.text(), 120).replace('\n', " ")));
+        } else if m.role == Role::Tool && !m.own_text().is_empty() {
+            entries.push(format!("  → {}", preview(m.own_text(), 120).replace('\n', " ")));
         }
     }
     entries.reverse();

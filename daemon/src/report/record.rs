@@ -242,6 +242,7 @@ pub(super) mod tests {
             duration_s: s,
             content: result.chars().take(4096).collect(),
             result_length: Some(result.len() as u64),
+            output: None,
             change: None,
             todo: None,
         });
@@ -393,6 +394,7 @@ pub(super) mod tests {
             duration_s: 0.0,
             content,
             result_length,
+            output: None,
             change: None,
             todo: None,
         };

@@ -111,7 +111,7 @@ pub async fn run_command_tool(env: &CommandEnv, args: &Value, cancel: &Cancellat
     };
     let mut result = run_command(env, &call.argv, call.timeout, cancel).await;
     if let Some(note) = call.repair_note {
-        result.append_line(&format!("(auto-corrected: {note})"));
+        result.append_note(&format!("(auto-corrected: {note})"));
     }
     result
 }
@@ -302,7 +302,7 @@ fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Captur
             }
         }
     };
-    ToolOutcome { text, failed, warned: false, change: None, unasked: None }
+    ToolOutcome { text, failed, warned: false, change: None, unasked: None, notes_at: None }
 }
 
 /// What the model is told when a command ended at one of its limits: the

@@ -46,9 +46,11 @@ impl Forwarder {
             EventKind::ToolCall { id, name, kind, arguments, .. } => {
                 self.tool_call(&call_id(event, id), name, *kind, arguments)
             }
-            EventKind::ToolResult { id, succeeded, content, change, todo, .. } => {
+            EventKind::ToolResult { id, succeeded, content, output, change, todo, .. } => {
                 self.streamed.clear();
-                self.tool_result(&call_id(event, id), *succeeded, content, change.as_ref(), todo.as_deref())
+                // The editor shows what a person is shown, not the notes for the model.
+                let shown = output.as_deref().unwrap_or(content);
+                self.tool_result(&call_id(event, id), *succeeded, shown, change.as_ref(), todo.as_deref())
             }
             EventKind::Hook { point, hook, decision, reason, .. } if *decision != HookDecision::Pass => {
                 let reason = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();

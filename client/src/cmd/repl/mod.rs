@@ -250,7 +250,7 @@ impl Repl {
                 self.info(&format!("» another client started a run: {}", show::preview(task, 100)));
             }
             EventKind::ToolCall { name, arguments, .. } if self.watching.is_some() => {
-                self.out(&self.style.dim(&format!("  → {name}({})\n", show::preview(arguments, 80))));
+                self.out(&self.style.dim(&crate::cmd::render::tool_call(name, arguments)));
             }
             EventKind::LlmCall { prompt_tokens_est, .. } => self.context_tokens = Some(*prompt_tokens_est),
             EventKind::RunFinished(end) => {

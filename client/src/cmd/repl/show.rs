@@ -4,57 +4,8 @@
 //! lists and inline code marked; code blocks kept verbatim, to copy), and
 //! the recent conversation of a session attached to.
 
+pub use crate::cmd::render::{preview, Style};
 use serde_json::Value;
-use std::io::IsTerminal;
-
-/// Whether and how to colour.
-#[derive(Debug, Clone, Copy)]
-pub struct Style {
-    /// ANSI colour on.
-    pub color: bool,
-}
-
-impl Style {
-    /// Swival's rule: `--no-color` wins, then `--color`, then `NO_COLOR`,
-    /// then whether stdout is a terminal.
-    pub fn new(color: bool, no_color: bool) -> Style {
-        let auto = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal();
-        Style { color: !no_color && (color || auto) }
-    }
-
-    fn paint(self, code: &str, text: &str) -> String {
-        match self.color {
-            true => format!("\x1b[{code}m{text}\x1b[0m"),
-            false => text.to_owned(),
-        }
-    }
-
-    /// Dim text (progress, results).
-    pub fn dim(self, text: &str) -> String {
-        self.paint("2", text)
-    }
-
-    /// Bold text.
-    pub fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-
-    /// A warning.
-    pub fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
-    }
-
-    /// An error.
-    pub fn red(self, text: &str) -> String {
-        self.paint("31", text)
-    }
-
-    /// The prompt.
-    pub fn prompt(self) -> String {
-        // rustyline measures the prompt's width; escapes are zero-width.
-        self.paint("1;32", "swival> ")
-    }
-}
 
 /// An answer rendered as it streams: whole lines are written as they
 /// complete, the rest when the answer ends.
@@ -137,7 +88,7 @@ fn inline(style: Style, line: &str) -> String {
         let Some(close) = after.find(mark) else { break };
         out.push_str(&rest[..at]);
         let inner = &after[..close];
-        out.push_str(&if code_span { style.paint("36", inner) } else { style.bold(inner) });
+        out.push_str(&if code_span { style.cyan(inner) } else { style.bold(inner) });
         rest = &after[close + mark.len()..];
     }
     out.push_str(rest);
@@ -150,16 +101,6 @@ pub fn render(style: Style, text: &str) -> String {
     let mut out = answer.push(text);
     out.push_str(&answer.finish());
     out
-}
-
-/// At most `n` characters of `s` on one line.
-pub fn preview(s: &str, n: usize) -> String {
-    let one_line = s.replace('\n', " ");
-    if one_line.chars().count() <= n {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(n).collect();
-    format!("{cut}…")
 }
 
 /// Most messages of the recent conversation shown on attaching.

@@ -7,7 +7,6 @@
 use super::show::{self, Answer};
 use super::{Lost, Repl};
 use crate::cmd::approval::{approval_answer, approval_question};
-use crate::cmd::run::Progress;
 use std::io::IsTerminal;
 use swival_protocol::{ApprovalDecision, ErrorCode, Event, EventKind, FailureKind, Outcome, RunEnd, RunId};
 use swivalctl::ClientError;
@@ -141,15 +140,9 @@ impl Repl {
             }
             EventKind::TurnStarted { .. } => shown.answer = Answer::new(self.style),
             EventKind::LlmCall { prompt_tokens_est, .. } => self.context_tokens = Some(prompt_tokens_est),
-            EventKind::ToolCall { ref name, ref arguments, .. } => {
+            EventKind::ToolCall { .. } | EventKind::ToolResult { .. } => {
                 self.flush(shown);
-                let line = format!("  → {name}({})\n", show::preview(arguments, 80));
-                self.out(&line);
-            }
-            EventKind::ToolResult { succeeded, ref content, .. } => {
-                let line = format!("    {}\n", show::preview(content, 100));
-                let line = if succeeded { self.style.dim(&line) } else { self.style.red(&line) };
-                self.out(&line);
+                self.out(&crate::cmd::render::event(self.style, &event.kind));
             }
             EventKind::Compaction { tokens_before, tokens_after, .. } => {
                 self.info(&format!("context compacted: {tokens_before} -> {tokens_after} tokens"));
@@ -170,9 +163,7 @@ impl Repl {
             EventKind::RunFinished(end) => return Some(end),
             ref other => {
                 self.flush(shown);
-                if let Some(line) = Progress::line(other) {
-                    self.out(&format!("{line}\n"));
-                }
+                self.out(&crate::cmd::render::event(self.style, other));
             }
         }
         None

@@ -32,6 +32,17 @@ fn the_deterministic_file_has_swivals_sections() {
 }
 
 #[test]
+fn the_recent_activity_quotes_a_tools_output_not_the_notes_for_the_model() {
+    let messages = vec![
+        Message::user("fix add"),
+        Message::assistant_turn(None, vec![call("c1", "edit_file", r#"{"file_path":"a.py"}"#)]),
+        Message::tool_result_with_notes("c1", "Edited a.py\nIf this change completes the task, reply now.", Some(11)),
+    ];
+    let text = deterministic(&messages, &[]);
+    assert!(text.ends_with("## Recent activity\n- called `edit_file`\n-   → Edited a.py"), "{text}");
+}
+
+#[test]
 fn a_saved_file_is_taken_once_in_its_block_and_cut_to_4000_characters() {
     let d = tempfile::tempdir().unwrap();
     save(d.path(), &"y".repeat(5000)).unwrap();
