@@ -86,6 +86,9 @@ pub enum EventKind {
         /// Answered from the response cache, or by an identical call in flight.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache: Option<CacheStatus>,
+        /// The model's context window the call was made against, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     /// The model asked for a tool.
     ToolCall {

@@ -4,12 +4,12 @@
 //! seen them from swivald.
 
 use crate::{
-    ApprovalDecision, CacheStatus, HookDecision, HookPoint, InterventionKind, Outcome, ResolvedBy, RunStats,
-    SandboxMode,
+    ApprovalDecision, CacheStatus, HookDecision, HookPoint, InterventionKind, Outcome, ResolvedBy, SandboxMode,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Swival's report of a run. A run that ended before its loop did (a
 /// restart, a crash) has only `version`, `task` and `result`.
@@ -267,4 +267,69 @@ fn rounded<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Success and failure counts of one tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCounts {
+    /// Calls that succeeded.
+    pub succeeded: u64,
+    /// Calls that failed (their result is an `error: …` line).
+    pub failed: u64,
+}
+
+/// Counters of one run (the `stats` of Swival's report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStats {
+    /// Turns taken (highest turn number seen).
+    pub turns: u64,
+    /// Provider calls made, retries not counted.
+    pub llm_calls: u64,
+    /// Tool calls made.
+    pub tool_calls_total: u64,
+    /// Tool calls that succeeded.
+    pub tool_calls_succeeded: u64,
+    /// Tool calls that failed.
+    pub tool_calls_failed: u64,
+    /// Per tool name.
+    pub tool_calls_by_name: BTreeMap<String, ToolCounts>,
+    /// Context compactions.
+    pub compactions: u64,
+    /// Swival's error guardrail nudges and stops.
+    #[serde(default)]
+    pub guardrail_interventions: u64,
+    /// Calls the repeat-loop guard refused.
+    #[serde(default)]
+    pub stormed_calls: u64,
+    /// Reviewer rounds run.
+    pub review_rounds: u64,
+    /// Provider retries after transient failures.
+    pub provider_retries: u64,
+    /// Seconds spent in provider calls.
+    pub total_llm_time_s: f64,
+    /// Seconds spent running tools.
+    pub total_tool_time_s: f64,
+    /// Prompt tokens the server counted, all calls (swivald's addition;
+    /// absent when the server never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Of those, the ones it served from its cache (absent when it never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// Skills activated (`use_skill` calls that succeeded, `$name`
+    /// mentions included), in order, each once.
+    #[serde(default)]
+    pub skills_used: Vec<String>,
+    /// The memory injected into the system prompt (Swival's `memory`),
+    /// when the run built one and MEMORY.md had entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::notes::MemoryStats>,
+    /// The prompt of the run's last agent call, in tokens (the server's
+    /// count, else the estimate): how much of the window the conversation
+    /// fills (swivald's addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
+    /// The model's context window, when known (swivald's addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }

@@ -424,63 +424,6 @@ impl Outcome {
     }
 }
 
-/// Success and failure counts of one tool.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ToolCounts {
-    /// Calls that succeeded.
-    pub succeeded: u64,
-    /// Calls that failed (their result is an `error: …` line).
-    pub failed: u64,
-}
-
-/// Counters of one run (the `stats` of Swival's report).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RunStats {
-    /// Turns taken (highest turn number seen).
-    pub turns: u64,
-    /// Provider calls made, retries not counted.
-    pub llm_calls: u64,
-    /// Tool calls made.
-    pub tool_calls_total: u64,
-    /// Tool calls that succeeded.
-    pub tool_calls_succeeded: u64,
-    /// Tool calls that failed.
-    pub tool_calls_failed: u64,
-    /// Per tool name.
-    pub tool_calls_by_name: BTreeMap<String, ToolCounts>,
-    /// Context compactions.
-    pub compactions: u64,
-    /// Swival's error guardrail nudges and stops.
-    #[serde(default)]
-    pub guardrail_interventions: u64,
-    /// Calls the repeat-loop guard refused.
-    #[serde(default)]
-    pub stormed_calls: u64,
-    /// Reviewer rounds run.
-    pub review_rounds: u64,
-    /// Provider retries after transient failures.
-    pub provider_retries: u64,
-    /// Seconds spent in provider calls.
-    pub total_llm_time_s: f64,
-    /// Seconds spent running tools.
-    pub total_tool_time_s: f64,
-    /// Prompt tokens the server counted, all calls (swivald's addition;
-    /// absent when the server never said).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<u64>,
-    /// Of those, the ones it served from its cache (absent when it never said).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-    /// Skills activated (`use_skill` calls that succeeded, `$name`
-    /// mentions included), in order, each once.
-    #[serde(default)]
-    pub skills_used: Vec<String>,
-    /// The memory injected into the system prompt (Swival's `memory`),
-    /// when the run built one and MEMORY.md had entries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<crate::notes::MemoryStats>,
-}
-
 /// `run/wait` result, and the payload of `run_finished`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
@@ -499,7 +442,7 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureKind>,
     /// Counters.
-    pub stats: RunStats,
+    pub stats: crate::RunStats,
 }
 
 /// Why a run ended without an answer. Clients branch on this, never on
@@ -543,7 +486,7 @@ pub struct RunEnd {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureKind>,
     /// Counters.
-    pub stats: RunStats,
+    pub stats: crate::RunStats,
 }
 
 impl RunResult {

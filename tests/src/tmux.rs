@@ -19,6 +19,11 @@ impl Tmux {
         Tmux { socket: env.root().join("tmux.sock") }
     }
 
+    /// A second server for `env`'s test, a terminal beside the first.
+    pub fn named(env: &TestEnv, name: &str) -> Tmux {
+        Tmux { socket: env.root().join(format!("tmux-{name}.sock")) }
+    }
+
     /// Start the terminal `t`, 200 × 50, running the shell `line`.
     pub fn start(&self, line: &str) {
         self.run(&["new-session", "-d", "-s", "t", "-x", "200", "-y", "50", line]);
@@ -87,7 +92,7 @@ pub fn shell_line_with(env: &TestEnv, socket: &Path, dir: &Path, vars: &str, arg
     let root = env.root();
     format!(
         "cd '{}' && env -i PATH='{}' HOME='{}/home' XDG_CONFIG_HOME='{r}/config' XDG_STATE_HOME='{r}/state' \
-         XDG_CACHE_HOME='{r}/cache' XDG_RUNTIME_DIR='{r}/run' SWIVALD_SOCKET='{}' TERM=xterm NO_COLOR=1 {vars} '{}' {args}; \
+         XDG_CACHE_HOME='{r}/cache' XDG_DATA_HOME='{r}/data' XDG_RUNTIME_DIR='{r}/run' SWIVALD_SOCKET='{}' TERM=xterm NO_COLOR=1 {vars} '{}' {args}; \
          echo EXIT=$?; sleep 600",
         dir.display(),
         std::env::var("PATH").unwrap_or_default(),

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 use swival_tests::mock::{Gate, MockProvider, Step};
-use swival_tests::tmux::{shell_line, shell_line_with, Tmux};
+use swival_tests::tmux::{shell_line, Tmux};
 use swival_tests::{Daemon, TestEnv};
 
 /// The prompt.
@@ -232,33 +232,19 @@ fn a_restarted_daemon_is_reconnected_to_and_events_resume_without_repeats() {
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     daemon.wait_exit();
     tmux.wait_for("lost the connection to swivald; reconnecting");
-    let daemon = env.start_daemon();
+    // The REPL starts it again, as any swivalctl command would.
+    tmux.wait_for("swivald was not running; started it");
     tmux.wait_for("reconnected to swivald");
-    daemon.nd().ok("run/start", json!({"session_id": id, "task": "two"}));
+    swival_tests::NdConn::connect(&daemon.socket).ok("run/start", json!({"session_id": id, "task": "two"}));
     let screen = tmux.wait_for("after the restart");
     assert_eq!(screen.matches("before the restart").count(), 1, "nothing shown twice: {screen}");
     at_prompt(&tmux, "/exit");
     tmux.wait_for("EXIT=0");
     assert!(p.exists());
-}
-
-#[test]
-fn a_daemon_that_does_not_come_back_gives_one_line_and_the_way_out() {
-    let env = TestEnv::new();
-    let mut daemon = env.start_daemon();
-    let mock = MockProvider::start(vec![]);
-    let p = env.project("p");
-    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
-    let tmux = Tmux::new(&env);
-    tmux.start(&shell_line_with(&env, &daemon.socket, &p, "SWIVALCTL_RECONNECT_S=2", "repl"));
-    tmux.wait_for(PROMPT);
-    daemon.signal(nix::sys::signal::Signal::SIGKILL);
-    daemon.wait_exit();
-    tmux.wait_for("reconnecting");
-    let screen = tmux.wait_for("EXIT=");
-    assert!(screen.contains("EXIT=1") && screen.contains("swivalctl repl --session "), "{screen}");
-    let after: Vec<&str> = screen.lines().skip_while(|l| !l.contains("reconnecting")).collect();
-    assert_eq!(after.iter().filter(|l| l.contains("swivalctl")).count(), 1, "one line: {screen}");
+    let swivalctl = swival_tests::bin("swivalctl");
+    let stopped =
+        env.command(&swivalctl).arg("--socket").arg(&daemon.socket).args(["daemon", "stop"]).output().unwrap();
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
 }
 
 #[test]

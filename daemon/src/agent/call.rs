@@ -358,6 +358,7 @@ impl Run<'_> {
             cached_tokens: tokens.cached,
             retries,
             cache,
+            context_window: self.llm.context_window,
         });
     }
 }

@@ -73,6 +73,12 @@ pub fn bare(task: &str, result: &RunResult) -> Report {
     }
 }
 
+/// The report of a run the daemon lost while it was in flight: its end,
+/// and the stats and timeline of what its events say it did.
+pub fn lost(task: &str, result: &RunResult, record: &RunRecord) -> Report {
+    Report { stats: Some(result.stats.clone()), timeline: Some(record.timeline().to_vec()), ..bare(task, result) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 pub use swival_protocol::TimelineEntry as Entry;
-use swival_protocol::{EventKind, InterventionKind, Repeat, RunStats};
+use swival_protocol::{CallKind, EventKind, InterventionKind, Repeat, RunStats};
 
 /// Characters of a failed tool call's result kept as the entry's `error`.
 const ERROR_CHARS: usize = 500;
@@ -42,6 +42,13 @@ impl RunRecord {
     /// Fold one event of the run into the timeline and the stats. Events
     /// the report says nothing of are passed over.
     pub fn apply(&mut self, event: &EventKind) {
+        if let EventKind::LlmCall {
+            call_kind: CallKind::Agent, prompt_tokens, prompt_tokens_est, context_window, ..
+        } = event
+        {
+            self.stats.context_tokens = Some(prompt_tokens.unwrap_or(*prompt_tokens_est));
+            self.stats.context_window = context_window.or(self.stats.context_window);
+        }
         if let Some(entry) = self.entry(event) {
             self.count(&entry);
             self.timeline.push(entry);
@@ -226,6 +233,7 @@ pub(super) mod tests {
             cached_tokens: None,
             retries: 0,
             cache: None,
+            context_window: Some(8192),
         }
     }
 
@@ -256,6 +264,14 @@ pub(super) mod tests {
     /// declaration order (the order a build with `preserve_order` keeps).
     fn lines(rec: &RunRecord) -> Vec<String> {
         rec.timeline().iter().map(|e| serde_json::to_string(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_context_is_the_last_agent_calls_prompt_of_its_window() {
+        let mut rec = RunRecord::default();
+        rec.apply(&llm_call(1, 0.1, 900, "tool_calls"));
+        rec.apply(&llm_call(2, 0.1, 1500, "stop"));
+        assert_eq!((rec.stats.context_tokens, rec.stats.context_window), (Some(1500), Some(8192)));
     }
 
     #[test]

@@ -316,10 +316,10 @@ impl Sessions {
             callers: caller::Callers::default(),
         });
         for run in store.unfinished_runs()? {
-            let result = crate::store::interrupted_result(&run.id);
+            let (result, report) = run::lost_run(&store, &run);
             // On a full disk this waits for nothing: the daemon still
             // starts and serves reads, and the next start marks the run.
-            match shared.logs.log(&run.session_id).finish_now(&result, &run::bare_report(&run.task, &result)) {
+            match shared.logs.log(&run.session_id).finish_now(&result, &report) {
                 Ok(_) => tracing::warn!(
                     "run {} of session {} was in flight when the daemon stopped; marked interrupted",
                     run.id,

@@ -132,6 +132,36 @@ pub(super) fn bare_report(task: &str, result: &RunResult) -> Value {
     serde_json::to_value(report::bare(task, result)).expect("a report serializes")
 }
 
+/// Events read at a time when a lost run's are folded.
+const LOST_PAGE: usize = 512;
+
+/// The end of a run the daemon lost (it crashed or was killed while the
+/// run was in flight): interrupted, with the stats and the timeline of
+/// what its stored events say it did, so its report and the session's
+/// context tell what happened.
+pub(super) fn lost_run(store: &crate::store::Store, run: &crate::store::RunRow) -> (RunResult, Value) {
+    let mut record = report::RunRecord::default();
+    let mut from = 1;
+    loop {
+        let page = match store.events_from(&run.session_id, from, LOST_PAGE) {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!("the events of lost run {} cannot be read ({e}); its report has only its end", run.id);
+                break;
+            }
+        };
+        let Some(last) = page.last() else { break };
+        from = last.seq.0 + 1;
+        for event in page.iter().filter(|e| e.run_id.as_ref() == Some(&run.id)) {
+            record.apply(&event.kind);
+        }
+    }
+    let mut result = crate::store::interrupted_result(&run.id);
+    result.stats = record.stats.clone();
+    let report = serde_json::to_value(report::lost(&run.task, &result, &record)).expect("a report serializes");
+    (result, report)
+}
+
 impl RunServices for Shared {
     fn http(&self) -> reqwest::Client {
         Shared::http(self)

@@ -395,9 +395,14 @@ impl Repl {
             };
         };
         let report = self.client.report(&run.run_id).await?;
-        let stats = serde_json::to_value(&report.stats).unwrap_or_default();
-        let text = serde_json::to_string_pretty(&stats).unwrap_or_default();
-        self.info(&format!("run {}: {}\n{text}", run.run_id, preview(&run.task, 60)));
+        let result = &report.result;
+        let why = result.error_message.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
+        let text = match &report.stats {
+            Some(stats) => serde_json::to_string_pretty(stats).unwrap_or_default(),
+            None => "no stats were kept for this run".to_owned(),
+        };
+        let (id, task, outcome) = (&run.run_id, preview(&run.task, 60), result.outcome.as_str());
+        self.info(&format!("run {id}: {task}\n{outcome}{why}\n{text}"));
         Ok(())
     }
 

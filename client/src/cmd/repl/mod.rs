@@ -35,6 +35,9 @@ fn reconnect_for() -> Duration {
     Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(60.0))
 }
 
+/// Times a lost daemon is started again before the REPL gives up.
+const MAX_STARTS: u32 = 3;
+
 /// An interactive session.
 pub struct Repl {
     /// The daemon.
@@ -102,8 +105,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         watching: None,
     };
     if let Some(detail) = replay {
-        eprint!("{}", show::recent(style, &crate::cmd::clean::value(detail.messages.clone())));
-        repl.last_answer = last_assistant_text(&detail.messages);
+        repl.replay(&detail);
     }
     repl.info(&format!(
         "session {} in {} — /help for commands, /exit or Ctrl-D to quit",
@@ -141,6 +143,30 @@ async fn open(
     let base_dir = flags::base_dir(a.base_dir.as_deref(), cwd);
     let created = super::run::create_session(client, a, &base_dir, "repl", "").await?;
     Ok(created.map(|id| (id, base_dir, None)))
+}
+
+/// How full the context is: tokens of the window and their share.
+fn context_words(used: Option<u64>, window: Option<u64>) -> String {
+    match (used, window) {
+        (None, _) => "nothing sent yet".to_owned(),
+        (Some(used), Some(window)) if window > 0 => {
+            format!("~{} / {} tokens ({}%)", thousands(used), thousands(window), used * 100 / window)
+        }
+        (Some(used), _) => format!("~{} tokens (the model's window is not known)", thousands(used)),
+    }
+}
+
+/// `n` with thousands separated by commas.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The last thing the model said in `messages`.
@@ -265,25 +291,43 @@ impl Repl {
         }
     }
 
-    /// Lost the daemon: connect again (never starting one: the user's
-    /// daemon is restarting, or stopped on purpose) and resume the events
-    /// after the last one shown; one clear line when it does not come back.
+    /// Lost the daemon: connect again and resume the events after the last
+    /// one shown. A daemon that is not running is started, as every other
+    /// command does, a few times at most (no restart loop); one clear line,
+    /// with the session to come back to, when it does not come back.
     async fn reconnect(&mut self) -> Result<(), Lost> {
         self.warn("lost the connection to swivald; reconnecting…");
         let deadline = Instant::now() + reconnect_for();
         let mut wait = Duration::from_millis(50);
         let mut last = String::new();
+        let mut not_started = None;
+        let mut starts = 0;
         while Instant::now() < deadline {
             match self.resubscribe().await {
                 Ok(()) => {
                     self.info(&format!("reconnected to swivald; resuming after event {}", self.last_seq));
                     return Ok(());
                 }
+                Err(ClientError::NoDaemon { .. }) if starts < MAX_STARTS => {
+                    starts += 1;
+                    match swivalctl::autostart::start(&self.socket).await {
+                        Ok(pid) => {
+                            self.info(&format!("swivald was not running; started it (pid {pid})"));
+                            continue;
+                        }
+                        // Another client may be starting it: try again.
+                        Err(e) => not_started = Some(e.to_string()),
+                    }
+                }
                 Err(e) => last = e.to_string(),
             }
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(Duration::from_secs(1));
         }
+        if let Some(why) = not_started {
+            last = format!("{last}; it could not be started: {why}");
+        }
+        let last = last.lines().map(str::trim).collect::<Vec<_>>().join(" ");
         Err(Lost(format!(
             "swivald is not reachable at {} ({last}); the session {} is kept: start the daemon \
              (swivalctl daemon start) and run `swivalctl repl --session {}`",
@@ -309,11 +353,22 @@ impl Repl {
             return Ok(());
         }
         let detail = self.client.session(&id).await?;
-        self.out(&show::recent(self.style, &crate::cmd::clean::value(detail.messages.clone())));
+        self.replay(&detail);
         self.base_dir = PathBuf::from(&detail.info.base_dir);
         self.switch(id, detail.info.last_seq.0 + 1).await?;
         self.info(&format!("attached to session {}", self.session));
         Ok(())
+    }
+
+    /// Show the recent conversation of a session attached to, and how its
+    /// last run ended when the daemon's stop cut it short.
+    fn replay(&mut self, detail: &swival_protocol::SessionDetail) {
+        self.out(&show::recent(self.style, &crate::cmd::clean::value(detail.messages.clone())));
+        self.last_answer = last_assistant_text(&detail.messages);
+        if let Some(run) = detail.runs.last().filter(|r| r.outcome == Some(swival_protocol::Outcome::Interrupted)) {
+            let line = format!("{}: {}", run.run_id, turn::INTERRUPTED);
+            self.warn(&line);
+        }
     }
 
     /// Follow session `id` from event `from`.
@@ -325,29 +380,36 @@ impl Repl {
         Ok(())
     }
 
-    /// `/status`: model, provider, context, turns, review rounds, sandbox,
-    /// session.
+    /// `/status`: model, provider and endpoint, the context used of the
+    /// window with a share, commands mode, the last run's turns and review
+    /// rounds, sandbox, session.
     async fn status(&mut self) -> Result<(), ClientError> {
         let detail = self.client.session(&self.session).await?;
         let key =
             |k: &str| detail.config.get(k).filter(|v| !v.is_null()).map(|v| v.to_string().trim_matches('"').to_owned());
+        let endpoint = key("base_url").map(|u| format!(", {u}")).unwrap_or_default();
         let mut out = format!(
-            "model: {}  (provider: {})\n",
+            "model: {}  (provider: {}{endpoint})\n",
             key("model").unwrap_or("(discovered)".into()),
             key("provider").unwrap_or_default()
         );
-        let window = key("max_context_tokens").unwrap_or_else(|| "the model's".into());
-        let used = self.context_tokens.map_or("nothing sent yet".into(), |t| format!("~{t} tokens"));
-        out.push_str(&format!("context: {used} of {window} window\n"));
-        if let Some(run) = detail.runs.iter().rev().find(|r| !r.running) {
-            let report = self.client.report(&run.run_id).await?;
-            if let Some(stats) = report.stats {
-                let max = key("max_turns").unwrap_or_default();
-                out.push_str(&format!(
-                    "last run: {} turns of {max}, {} review rounds, {} tool calls\n",
-                    stats.turns, stats.review_rounds, stats.tool_calls_total
-                ));
-            }
+        let last = detail.runs.iter().rev().find(|r| !r.running);
+        let stats = match last {
+            Some(run) => self.client.report(&run.run_id).await?.stats,
+            None => None,
+        };
+        let used = stats.as_ref().and_then(|s| s.context_tokens).or(self.context_tokens);
+        let window = stats.as_ref().and_then(|s| s.context_window);
+        let window = window.or_else(|| key("max_context_tokens").and_then(|w| w.parse().ok()));
+        out.push_str(&format!("context: {}\n", context_words(used, window)));
+        out.push_str(&format!("commands: {}\n", key("commands").unwrap_or_else(|| "(default)".into())));
+        if let (Some(run), Some(stats)) = (last, &stats) {
+            let max = key("max_turns").unwrap_or_default();
+            let outcome = run.outcome.map(|o| o.as_str()).unwrap_or("?");
+            out.push_str(&format!(
+                "last run: {outcome}, {} turns of {max}, {} review rounds, {} tool calls\n",
+                stats.turns, stats.review_rounds, stats.tool_calls_total
+            ));
         }
         let policy = self.client.policy_status(&self.session).await?;
         out.push_str(&format!("sandbox: {}\n", policy.sandbox.summary));

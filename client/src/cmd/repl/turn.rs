@@ -25,6 +25,8 @@ struct Shown {
     quiet_since: std::time::Instant,
     /// Whether the waiting line is on the screen.
     waiting: bool,
+    /// When it was started.
+    started: std::time::Instant,
 }
 
 /// Shows, on a terminal, how long the run has been quiet (waiting on the
@@ -76,6 +78,7 @@ impl Repl {
             asking: None,
             quiet_since: std::time::Instant::now(),
             waiting: false,
+            started: std::time::Instant::now(),
         };
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
@@ -222,9 +225,11 @@ impl Repl {
             }
             self.last_answer = Some(answer.to_owned());
         }
+        let gauge = gauge(&end.stats, shown.started.elapsed());
         match (end.outcome, end.failure) {
             (Outcome::Success, _) => {}
-            (_, Some(FailureKind::Cancelled | FailureKind::Interrupted)) => self.warn("interrupted, question aborted."),
+            (_, Some(FailureKind::Interrupted)) => self.warn(INTERRUPTED),
+            (_, Some(FailureKind::Cancelled)) => self.warn("interrupted, question aborted."),
             (Outcome::Exhausted, _) => self.warn("max turns reached for question. Use /continue to resume."),
             _ => {
                 let error = end.error.as_deref().unwrap_or("the run failed");
@@ -232,5 +237,22 @@ impl Repl {
                 self.out(&line);
             }
         }
+        self.info(&gauge);
+    }
+}
+
+/// What a run that swivald's stop cut short is shown with, live and on
+/// replay.
+pub(super) const INTERRUPTED: &str =
+    "the run was interrupted: swivald stopped while it was in flight. /continue resumes it";
+
+/// The line after a run: how full the context is (a share of the window
+/// when it is known) and how long the run took.
+fn gauge(stats: &swival_protocol::RunStats, took: std::time::Duration) -> String {
+    let took = format!("{:.1}s", took.as_secs_f64());
+    match (stats.context_tokens, stats.context_window) {
+        (Some(used), Some(window)) if window > 0 => format!("ctx {}% · {took}", used * 100 / window),
+        (Some(used), _) => format!("ctx ~{used} tokens · {took}"),
+        (None, _) => took,
     }
 }
