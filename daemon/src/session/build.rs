@@ -86,6 +86,13 @@ impl Sessions {
         // Loaded again (or started from another session): what runs must still be what was
         // pinned before (`pins`: path → SHA-256; a new session has nothing recorded yet).
         pipeline.expect_pins(pins);
+        if let Some(reviewer) = pipeline.reviewer.as_mut() {
+            reviewer.hidden = self.review_hidden(env.home().as_deref());
+            for file in &mut reviewer.reads {
+                let source = config.sources.get(file.key).map_or(config::SOURCE_DEFAULT, String::as_str);
+                file.source = if source == config::SOURCE_REQUEST { config::REQUEST_LABEL } else { source }.to_owned();
+            }
+        }
         let protection = self.protection(row, cfg, &pipeline, &policy, live)?;
         policy.protected = protection.paths.clone();
         let git_dir = super::worktree::git_dir(row);

@@ -419,6 +419,12 @@ impl Sessions {
             parent,
         };
         let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins, true)?;
+        // A review that cannot read its criteria is a config error now,
+        // not an answer let through later.
+        if let Some(why) = session.pipeline.reviewer.as_ref().and_then(crate::pipeline::reviewer::Reviewer::unreadable)
+        {
+            return Err(SessionError::Config(why));
+        }
         let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
         self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
         self.shared.callers.set(&id, caller);
