@@ -289,3 +289,37 @@ fn the_model_cannot_write_the_checkout_it_came_from() {
     assert_eq!(std::fs::read_to_string(&origin_file).unwrap(), "one\n", "{out}");
     assert_eq!(std::fs::read_to_string(&git_config).unwrap(), before, "{out}");
 }
+
+#[test]
+fn a_subagent_of_a_worktree_session_works_in_the_same_worktree() {
+    const PREAMBLE: &str = "You are a subagent working on a specific task within a larger project.";
+    let env = TestEnv::new();
+    let (daemon, _) = daemon(&env);
+    let p = repo(&env, "p");
+    let mock = MockProvider::start(vec![]);
+    mock.push(Step::tool_call("s1", "spawn_subagent", json!({"task": "write child.txt"})));
+    mock.push(Step::tool_call("c1", "check_subagents", json!({"action": "collect", "subagent_id": "sub_1"})));
+    mock.push(Step::text("the child wrote it"));
+    let write = json!({"file_path": "child.txt", "content": "from the child\n"});
+    mock.route(&[PREAMBLE, "write child.txt"], vec![Step::tool_call("w", "write_file", write), Step::text("wrote it")]);
+    let mut c = daemon.nd();
+    let created = worktree_session(&mut c, &p, &mock, json!({"subagents": true}));
+    let (sid, wt) = (created["session_id"].clone(), PathBuf::from(created["worktree"]["path"].as_str().unwrap()));
+    assert_eq!(run(&mut c, &sid, "have a subagent write child.txt")["outcome"], "success");
+    let results = mock.tool_results();
+    assert_eq!(results["s1"], "Background agent sub_1 is ready.");
+    assert_eq!(results["c1"], "wrote it");
+    assert_eq!(std::fs::read_to_string(wt.join("child.txt")).unwrap(), "from the child\n");
+    assert!(!p.join("child.txt").exists(), "the checkout is untouched");
+
+    // The child is a session of the same project, owned by its parent's worktree.
+    let list = c.ok("session/list", json!({}));
+    let child = list["sessions"].as_array().unwrap().iter().find(|s| s["parent"].is_object()).unwrap().clone();
+    assert_eq!(child["base_dir"], p.display().to_string(), "{child}");
+    let (code, _, err) = ctl(&env, &daemon, &p, &["apply", child["session_id"].as_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains(&format!("swivalctl apply {}", sid.as_str().unwrap())), "{err}");
+    let (code, out, err) = ctl(&env, &daemon, &p, &["apply", sid.as_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(p.join("child.txt")).unwrap(), "from the child\n");
+}

@@ -41,11 +41,11 @@ impl Worktrees {
     }
 }
 
-/// Where session `row` works: its base dir, or for a worktree session the
-/// same place in its worktree.
-pub(super) fn work_dir(row: &SessionRow) -> PathBuf {
-    let base = PathBuf::from(&row.base_dir);
-    match &row.worktree {
+/// Where a session of `base_dir` works: its base dir, or in `worktree`
+/// (see [`Sessions::worktree_of`]) the same place in it.
+pub(super) fn work_dir(base_dir: &str, worktree: Option<&WorktreeRow>) -> PathBuf {
+    let base = PathBuf::from(base_dir);
+    match worktree {
         None => base,
         Some(w) => match base.strip_prefix(&w.origin) {
             Ok(inside) => Path::new(&w.path).join(inside),
@@ -56,14 +56,14 @@ pub(super) fn work_dir(row: &SessionRow) -> PathBuf {
 
 /// The repository directory a worktree session's commands may read but
 /// never write (its worktree's `.git` file points into it).
-pub(super) fn git_dir(row: &SessionRow) -> Option<PathBuf> {
-    row.worktree.as_ref().map(|w| PathBuf::from(&w.git_dir))
+pub(super) fn git_dir(worktree: Option<&WorktreeRow>) -> Option<PathBuf> {
+    worktree.map(|w| PathBuf::from(&w.git_dir))
 }
 
 /// The worktree's `.git` file, which neither the file tools nor commands
 /// may change (the daemon's own git calls never read it either).
-pub(super) fn git_file(row: &SessionRow) -> Option<PathBuf> {
-    row.worktree.as_ref().map(|w| Path::new(&w.path).join(".git"))
+pub(super) fn git_file(worktree: Option<&WorktreeRow>) -> Option<PathBuf> {
+    worktree.map(|w| Path::new(&w.path).join(".git"))
 }
 
 /// A stored worktree as `session/list` and `session/get` show it.
@@ -89,6 +89,17 @@ pub(super) struct Made {
 }
 
 impl Sessions {
+    /// The worktree session `row` works in: its own or, for a subagent,
+    /// its parent's, so a child spawned in a worktree session changes the
+    /// same worktree (the parent owns it: its apply and prune).
+    pub(super) fn worktree_of(&self, row: &SessionRow) -> Result<Option<WorktreeRow>, SessionError> {
+        match (&row.worktree, &row.parent) {
+            (Some(own), _) => Ok(Some(own.clone())),
+            (None, Some(parent)) => Ok(self.shared.store.session(&parent.session_id)?.and_then(|p| p.worktree)),
+            (None, None) => Ok(None),
+        }
+    }
+
     /// The lock every worktree change takes, held by a session/create
     /// with `worktree` until the session is stored.
     pub(super) async fn worktree_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
@@ -132,6 +143,14 @@ impl Sessions {
     /// uncommitted changes, all or nothing. Refused while the session runs.
     pub async fn apply(&self, id: &SessionId) -> Result<SessionApplyResult, SessionError> {
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        if let (None, Some(parent)) = (&row.worktree, &row.parent) {
+            if self.worktree_of(&row)?.is_some() {
+                let parent = &parent.session_id;
+                return Err(SessionError::Refused(format!(
+                    "session {id} is a subagent of {parent} and works in its worktree; apply that: swivalctl apply {parent}"
+                )));
+            }
+        }
         let w = row.worktree.ok_or_else(|| SessionError::NotWorktree(id.clone()))?;
         if let Some(run) = self.shared.store.unfinished_runs()?.into_iter().find(|r| r.session_id == *id) {
             return Err(SessionError::Busy { session: id.clone(), run: run.id });
