@@ -25,6 +25,7 @@ mod compact;
 mod configure;
 pub mod events;
 pub use configure::public_config;
+mod carry;
 mod history;
 mod live;
 mod notes;
@@ -429,7 +430,7 @@ impl Sessions {
         self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
         self.shared.callers.set(&id, caller);
         let mut warnings = session.warnings(config_warnings);
-        warnings.extend(made.and_then(|m| m.warning.clone()));
+        warnings.extend(made.iter().flat_map(|m| m.warnings.iter().cloned()));
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }

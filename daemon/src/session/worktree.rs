@@ -77,15 +77,28 @@ pub(super) fn info(w: &WorktreeRow) -> WorktreeInfo {
     }
 }
 
-/// A worktree just made, as its session stores it, and the warning about
-/// the user's uncommitted changes it does not have.
+/// A worktree just made, as its session stores it, and the warnings about
+/// what of the user's checkout it does not have.
 pub(super) struct Made {
     /// What git made.
     pub created: Created,
     /// The session's row for it.
     pub row: WorktreeRow,
-    /// Said when the user's checkout has uncommitted changes.
-    pub warning: Option<String>,
+    /// The uncommitted changes it lacks, by name, and what of the
+    /// checkout's context could not be carried into it, and why.
+    pub warnings: Vec<String>,
+}
+
+/// Names shown in a warning before `and N more`.
+const NAMES_SHOWN: usize = 5;
+
+/// `names` for a warning: the first few, then how many more.
+fn some_names(names: &[String]) -> String {
+    let shown = names.iter().take(NAMES_SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    match names.len().saturating_sub(NAMES_SHOWN) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 impl Sessions {
@@ -124,13 +137,32 @@ impl Sessions {
             base_commit: created.base_commit.clone(),
             applied_commit: None,
         };
-        let warning = (created.uncommitted > 0).then(|| {
-            format!(
-                "{} file(s) with uncommitted changes in {} are not in the worktree {}: it starts from the last commit",
-                created.uncommitted, row.origin, row.path
-            )
-        });
-        Ok(Made { created, row, warning })
+        // The instruction files, memory and skills the user meant it to have.
+        let work = work_dir(&base.display().to_string(), Some(&row));
+        let from = base.to_owned();
+        let carried = tokio::task::spawn_blocking(move || super::carry::carry(&from, &work))
+            .await
+            .map_err(|e| SessionError::Internal(format!("carrying the checkout's context failed: {e}")))?;
+        let inside = base.strip_prefix(&created.origin).unwrap_or(Path::new(""));
+        let carried_files: std::collections::HashSet<PathBuf> = carried.files.iter().map(|f| inside.join(f)).collect();
+        let left_out: Vec<String> = created
+            .uncommitted
+            .iter()
+            .filter(|f| !carried_files.contains(*f))
+            .map(|f| f.display().to_string())
+            .collect();
+        let mut warnings = Vec::new();
+        if !left_out.is_empty() {
+            warnings.push(format!(
+                "{} file(s) with uncommitted changes in {} are not in the worktree {}: {}; it starts from the last commit",
+                left_out.len(),
+                row.origin,
+                row.path,
+                some_names(&left_out)
+            ));
+        }
+        warnings.extend(carried.left_out.iter().map(|why| format!("not carried into the worktree: {why}")));
+        Ok(Made { created, row, warnings })
     }
 
     /// Undo a worktree whose session could not be made.
@@ -161,6 +193,7 @@ impl Sessions {
             git,
             Path::new(&w.path),
             Path::new(&w.admin_dir),
+            Path::new(&w.origin),
             &format!("swivald: the work of session {id}"),
         )
         .await?;
@@ -201,7 +234,7 @@ impl Sessions {
         let (mut removed, mut kept) = (Vec::new(), Vec::new());
         for (sid, w) in self.shared.store.orphan_worktrees()? {
             let (path, admin, common) = (Path::new(&w.path), Path::new(&w.admin_dir), Path::new(&w.git_dir));
-            match worktree::remove(&self.shared.worktrees.git, path, admin, common).await {
+            match worktree::remove(&self.shared.worktrees.git, path, admin, common, Path::new(&w.origin)).await {
                 Ok(()) => {
                     self.shared.store.forget_worktree(&sid).await?;
                     removed.push(w.path);
