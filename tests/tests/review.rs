@@ -130,3 +130,91 @@ fn self_review_carries_the_verify_criteria_given_with_run() {
     let sent = reviews[0].to_string();
     assert!(sent.contains("<verification>") && sent.contains("the answer names the capital"), "{sent}");
 }
+
+/// `swivalctl run --self-review TASK` in `dir`: (exit code, stdout, stderr).
+fn self_review(env: &TestEnv, daemon: &Daemon, dir: &std::path::Path, task: &str) -> (i32, String, String) {
+    let out = env.swivalctl(daemon, dir).args(["run", "--no-history", "--self-review", task]).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// The review requests `mock` got.
+fn reviews(mock: &MockProvider) -> Vec<String> {
+    mock.requests().into_iter().map(|r| r.to_string()).filter(|r| r.contains(REVIEW)).collect()
+}
+
+#[test]
+fn a_verify_key_resolves_against_its_config_files_directory_and_reaches_the_self_review() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("Paris"), Step::text("Paris again")]);
+    mock.route(&[REVIEW], vec![Step::text("Meets it.\nVERDICT: ACCEPT"), Step::text("Fine.\nVERDICT: ACCEPT")]);
+    let global = env.root().join("config/swival");
+    std::fs::write(global.join("criteria.md"), "the answer names a capital city\n").unwrap();
+    env.global_config(&format!(
+        "provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\nverify = \"criteria.md\"\n",
+        mock.base_url()
+    ));
+    let p = env.project("p");
+    std::fs::create_dir_all(p.join("sub")).unwrap();
+    let (code, out, err) = self_review(&env, &daemon, &p, "what is the capital?");
+    assert_eq!((code, out.as_str()), (0, "Paris\n"), "{err}");
+    let sent = reviews(&mock);
+    assert_eq!(sent.len(), 1, "one review: {err}");
+    assert!(sent[0].contains("the answer names a capital city"), "the global file's criteria: {}", sent[0]);
+
+    // A project's key, relative to swival.toml, wins; it is read even when
+    // the run starts below the project.
+    std::fs::create_dir_all(p.join("checks")).unwrap();
+    std::fs::write(p.join("checks/criteria.md"), "the answer names the capital of France\n").unwrap();
+    std::fs::write(p.join("swival.toml"), "verify = \"checks/criteria.md\"\n").unwrap();
+    let trusted = env.swivalctl(&daemon, &p).args(["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let (code, _, err) = self_review(&env, &daemon, &p, "and now?");
+    assert_eq!(code, 0, "{err}");
+    let sent = reviews(&mock);
+    assert!(sent[1].contains("the capital of France"), "the project's criteria: {}", sent[1]);
+}
+
+#[test]
+fn a_verify_file_that_cannot_be_read_fails_the_run_naming_the_file_and_the_key() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("Paris")]);
+    mock.route(&[REVIEW], vec![Step::text("Meets it.\nVERDICT: ACCEPT")]);
+    env.global_config(&format!(
+        "provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\nverify = \"missing.md\"\n",
+        mock.base_url()
+    ));
+    let p = env.project("p");
+    let (code, out, err) = self_review(&env, &daemon, &p, "what is the capital?");
+    let missing = env.root().join("config/swival/missing.md");
+    assert_ne!(code, 0, "not accepted unchecked: {out}{err}");
+    assert!(out.is_empty(), "no answer is delivered: {out}");
+    assert!(err.contains("verify") && err.contains(&missing.display().to_string()), "{err}");
+    assert!(reviews(&mock).is_empty(), "nothing was reviewed without its criteria");
+}
+
+#[test]
+fn a_verify_file_the_model_deletes_blocks_the_answer_instead_of_letting_it_through() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![
+        // The first call reads it (the read guard), the second deletes it.
+        Step::tool_call("d1", "delete_file", json!({"file_path": "checks/criteria.md"})),
+        Step::tool_call("d2", "delete_file", json!({"file_path": "checks/criteria.md"})),
+        Step::text("Paris"),
+    ]);
+    mock.route(&[REVIEW], vec![Step::text("Meets it.\nVERDICT: ACCEPT")]);
+    let p = project(&env, &mock);
+    std::fs::create_dir_all(p.join("checks")).unwrap();
+    std::fs::write(p.join("checks/criteria.md"), "the answer names the capital of France\n").unwrap();
+    std::fs::write(p.join("swival.toml"), "verify = \"checks/criteria.md\"\n").unwrap();
+    let trusted = env.swivalctl(&daemon, &p).args(["trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let (code, out, err) = self_review(&env, &daemon, &p, "what is the capital?");
+    assert_eq!((code, out.as_str()), (1, ""), "blocked, not accepted unchecked: {err}");
+    let file = p.canonicalize().unwrap().join("checks/criteria.md");
+    assert!(err.contains("verify file") && err.contains(&file.display().to_string()), "{err}");
+    assert!(reviews(&mock).is_empty(), "nothing was reviewed without its criteria");
+}

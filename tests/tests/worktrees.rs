@@ -289,3 +289,112 @@ fn the_model_cannot_write_the_checkout_it_came_from() {
     assert_eq!(std::fs::read_to_string(&origin_file).unwrap(), "one\n", "{out}");
     assert_eq!(std::fs::read_to_string(&git_config).unwrap(), before, "{out}");
 }
+
+#[test]
+fn a_subagent_of_a_worktree_session_works_in_the_same_worktree() {
+    const PREAMBLE: &str = "You are a subagent working on a specific task within a larger project.";
+    let env = TestEnv::new();
+    let (daemon, _) = daemon(&env);
+    let p = repo(&env, "p");
+    let mock = MockProvider::start(vec![]);
+    mock.push(Step::tool_call("s1", "spawn_subagent", json!({"task": "write child.txt"})));
+    mock.push(Step::tool_call("c1", "check_subagents", json!({"action": "collect", "subagent_id": "sub_1"})));
+    mock.push(Step::text("the child wrote it"));
+    let write = json!({"file_path": "child.txt", "content": "from the child\n"});
+    mock.route(&[PREAMBLE, "write child.txt"], vec![Step::tool_call("w", "write_file", write), Step::text("wrote it")]);
+    let mut c = daemon.nd();
+    let created = worktree_session(&mut c, &p, &mock, json!({"subagents": true}));
+    let (sid, wt) = (created["session_id"].clone(), PathBuf::from(created["worktree"]["path"].as_str().unwrap()));
+    assert_eq!(run(&mut c, &sid, "have a subagent write child.txt")["outcome"], "success");
+    let results = mock.tool_results();
+    assert_eq!(results["s1"], "Background agent sub_1 is ready.");
+    assert_eq!(results["c1"], "wrote it");
+    assert_eq!(std::fs::read_to_string(wt.join("child.txt")).unwrap(), "from the child\n");
+    assert!(!p.join("child.txt").exists(), "the checkout is untouched");
+
+    // The child is a session of the same project, owned by its parent's worktree.
+    let list = c.ok("session/list", json!({}));
+    let child = list["sessions"].as_array().unwrap().iter().find(|s| s["parent"].is_object()).unwrap().clone();
+    assert_eq!(child["base_dir"], p.display().to_string(), "{child}");
+    let (code, _, err) = ctl(&env, &daemon, &p, &["apply", child["session_id"].as_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains(&format!("swivalctl apply {}", sid.as_str().unwrap())), "{err}");
+    let (code, out, err) = ctl(&env, &daemon, &p, &["apply", sid.as_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(p.join("child.txt")).unwrap(), "from the child\n");
+}
+
+/// The system prompt of the first request `mock` got.
+fn system_prompt(mock: &MockProvider) -> String {
+    let first = &mock.requests()[0];
+    first["messages"][0]["content"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_worktree_session_carries_the_checkouts_instructions_memory_and_skills_and_names_what_it_leaves_out() {
+    let env = TestEnv::new();
+    let (daemon, _) = daemon(&env);
+    let p = repo(&env, "p");
+    std::fs::write(p.join("AGENTS.md"), "Always answer in French.\n").unwrap();
+    std::fs::create_dir_all(p.join(".swival/memory")).unwrap();
+    std::fs::write(p.join(".swival/memory/MEMORY.md"), "## Build <!-- bootstrap -->\nRun make build-all first.\n")
+        .unwrap();
+    std::fs::create_dir_all(p.join(".agents/skills/deploy")).unwrap();
+    let skill = "---\nname: deploy\ndescription: Ship the build to staging.\n---\nRun make deploy.\n";
+    std::fs::write(p.join(".agents/skills/deploy/SKILL.md"), skill).unwrap();
+    for i in 1..=7 {
+        std::fs::write(p.join(format!("draft{i}.txt")), "not committed\n").unwrap();
+    }
+    let mock = MockProvider::start(vec![]);
+    let mut c = daemon.nd();
+    let created = worktree_session(&mut c, &p, &mock, json!({}));
+    let (sid, wt) = (created["session_id"].clone(), PathBuf::from(created["worktree"]["path"].as_str().unwrap()));
+    let warnings = created["warnings"].to_string();
+    assert!(
+        warnings.contains("7 file(s) with uncommitted changes")
+            && warnings.contains("draft1.txt, draft2.txt, draft3.txt, draft4.txt, draft5.txt and 2 more"),
+        "the files left out, by name: {warnings}"
+    );
+    assert!(!warnings.contains("AGENTS.md") && !warnings.contains("SKILL.md"), "carried: {warnings}");
+
+    write_then_answer(&mock, "w", "a.txt", "changed\n");
+    assert_eq!(run(&mut c, &sid, "change a.txt, then build")["outcome"], "success");
+    let system = system_prompt(&mock);
+    assert!(system.contains("Always answer in French."), "the untracked AGENTS.md: {system}");
+    assert!(system.contains("Run make build-all first."), "the memory: {system}");
+    assert!(system.contains("deploy: Ship the build to staging."), "the skill: {system}");
+    assert_eq!(std::fs::read_to_string(wt.join(".agents/skills/deploy/SKILL.md")).unwrap(), skill);
+
+    // What was carried is context, not the session's work: apply brings
+    // only the change, without colliding with the checkout's own copies.
+    let applied = c.ok("session/apply", json!({"session_id": sid}));
+    assert_eq!(applied["applied"], true, "{applied}");
+    assert_eq!(applied["files"], json!(["a.txt"]), "{applied}");
+    assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "changed\n");
+}
+
+#[test]
+fn a_symlinked_agents_md_in_the_checkout_is_neither_copied_nor_followed() {
+    let env = TestEnv::new();
+    let (daemon, _) = daemon(&env);
+    let p = repo(&env, "p");
+    let secret = env.root().join("outside-secret.txt");
+    std::fs::write(&secret, "SECRET-OUTSIDE-THE-PROJECT\n").unwrap();
+    std::os::unix::fs::symlink(&secret, p.join("AGENTS.md")).unwrap();
+    std::fs::create_dir_all(p.join(".swival")).unwrap();
+    std::os::unix::fs::symlink(env.root(), p.join(".swival/memory")).unwrap();
+    let mock = MockProvider::start(vec![Step::text("done")]);
+    let mut c = daemon.nd();
+    let created = worktree_session(&mut c, &p, &mock, json!({}));
+    let (sid, wt) = (created["session_id"].clone(), PathBuf::from(created["worktree"]["path"].as_str().unwrap()));
+    let warnings = created["warnings"].to_string();
+    assert!(warnings.contains("not carried into the worktree: AGENTS.md: a symlink, not followed"), "{warnings}");
+    assert!(warnings.contains("not carried into the worktree: .swival/memory: a symlink"), "{warnings}");
+    assert!(warnings.contains("1 file(s) with uncommitted changes") && warnings.contains(": AGENTS.md;"), "{warnings}");
+    assert!(std::fs::symlink_metadata(wt.join("AGENTS.md")).is_err(), "nothing made in the worktree");
+    assert!(std::fs::symlink_metadata(wt.join(".swival/memory")).is_err(), "nothing made in the worktree");
+
+    assert_eq!(run(&mut c, &sid, "hello")["outcome"], "success");
+    let sent = serde_json::to_string(&mock.requests()).unwrap();
+    assert!(!sent.contains("SECRET-OUTSIDE-THE-PROJECT"), "{sent}");
+}

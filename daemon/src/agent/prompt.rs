@@ -5,6 +5,10 @@
 use crate::config::FilesMode;
 use std::path::{Path, PathBuf};
 
+/// The project's instruction files, in the base dir: CLAUDE.md (shown as
+/// the project's instructions) and AGENTS.md (the agents').
+pub const INSTRUCTION_FILES: [&str; 2] = ["CLAUDE.md", "AGENTS.md"];
+
 /// Characters of instruction files included, per kind.
 const INSTRUCTIONS_BUDGET: usize = 10_000;
 
@@ -169,7 +173,8 @@ impl Instructions {
                 None
             }
         };
-        let found = Instructions { claude: one("CLAUDE.md"), agents: one("AGENTS.md") };
+        let [claude, agents] = INSTRUCTION_FILES;
+        let found = Instructions { claude: one(claude), agents: one(agents) };
         (found, warnings)
     }
 }

@@ -33,7 +33,7 @@ impl Run<'_> {
                     self.turn_offset = self.record.stats.turns;
                 }
                 Verdict::Cancelled => return LoopEnd::Cancelled,
-                Verdict::Tampered(why) => return LoopEnd::Blocked(why),
+                Verdict::Blocked(why) => return LoopEnd::Blocked(why),
                 Verdict::Accept | Verdict::Retry(_) | Verdict::Error(_) => return end,
             }
         }
@@ -54,7 +54,7 @@ impl Run<'_> {
             Verdict::Accept => swival_protocol::ReviewVerdict::Accept,
             Verdict::Retry(_) => swival_protocol::ReviewVerdict::Retry,
             Verdict::Error(_) => swival_protocol::ReviewVerdict::Error,
-            Verdict::Cancelled | Verdict::Tampered(_) => return verdict,
+            Verdict::Cancelled | Verdict::Blocked(_) => return verdict,
         };
         for line in rec.stderr.lines() {
             tracing::info!(target: "swivald::reviewer", "{}: {line}", reviewer.display);

@@ -9,6 +9,7 @@
 //! code, file by file, never by reading its words.
 
 use super::git::{self, Git, GitError, Repo};
+use crate::beneath::Beneath;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -45,9 +46,9 @@ pub struct Created {
     pub branch: String,
     /// The commit it starts from (the user's HEAD).
     pub base_commit: String,
-    /// Files with uncommitted changes in the user's checkout, which the
-    /// worktree does not have.
-    pub uncommitted: usize,
+    /// Files with uncommitted changes in the user's checkout (relative to
+    /// its top), which the worktree does not have.
+    pub uncommitted: Vec<PathBuf>,
 }
 
 /// What an apply did.
@@ -120,10 +121,11 @@ pub async fn create(g: &Git, root: &Path, dir: &Path, sid: &str) -> Result<Creat
     let admin_dir = PathBuf::from(String::from_utf8_lossy(&admin).trim());
     let status = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", ".", OWN_FILES];
     let uncommitted = match g.run(&user(&origin), &status, b"").await {
-        Ok(out) => git::records(&out).count(),
+        // `XY path` records (`--no-renames`: one path each).
+        Ok(out) => git::records(&out).filter_map(|r| r.get(3..)).map(git::path_of).collect(),
         Err(e) => {
-            tracing::warn!("cannot count the uncommitted changes of {}: {e}", origin.display());
-            0
+            tracing::warn!("cannot list the uncommitted changes of {}: {e}", origin.display());
+            Vec::new()
         }
     };
     Ok(Created { origin, git_dir, admin_dir, path, branch, base_commit, uncommitted })
@@ -142,11 +144,26 @@ pub async fn discard(g: &Git, made: &Created) {
 }
 
 /// Commit everything in the worktree at `path` (git directory `admin`;
-/// but the daemon's own files) to its branch, hooks and signing off;
-/// false when there was nothing to commit.
-pub async fn commit_work(g: &Git, path: &Path, admin: &Path, message: &str) -> Result<bool, WorktreeError> {
+/// but the daemon's own files and what it carried from the checkout at
+/// `origin`) to its branch, hooks and signing off; false when there was
+/// nothing to commit.
+pub async fn commit_work(
+    g: &Git,
+    path: &Path,
+    admin: &Path,
+    origin: &Path,
+    message: &str,
+) -> Result<bool, WorktreeError> {
     let repo = in_tree(path, admin);
-    g.run(&repo, &["add", "-A", "--", ".", OWN_FILES], b"").await?;
+    let mut pathspecs = b".\0".to_vec();
+    pathspecs.extend_from_slice(OWN_FILES.as_bytes());
+    pathspecs.push(0);
+    for file in carried(g, &repo, path, origin).await? {
+        pathspecs.extend_from_slice(b":(top,exclude,literal)");
+        pathspecs.extend_from_slice(git::bytes_of(&file));
+        pathspecs.push(0);
+    }
+    g.run(&repo, &["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], &pathspecs).await?;
     let staged = g.output(&repo, &["diff", "--cached", "--quiet", "--no-ext-diff"], b"").await?;
     if staged.code == Some(0) {
         return Ok(false);
@@ -156,6 +173,32 @@ pub async fn commit_work(g: &Git, path: &Path, admin: &Path, message: &str) -> R
     args.push(message);
     g.run(&repo, &args, b"").await?;
     Ok(true)
+}
+
+/// Bytes of a file compared with the checkout's at most.
+const CARRIED_MAX_BYTES: u64 = 1 << 20;
+
+/// The untracked files of the worktree at `path` that the checkout at
+/// `origin` has byte for byte (the context a worktree session carries,
+/// `session::carry`): not the session's work, and applying them would
+/// only collide with the user's own copies. Both sides are read without
+/// following a symlink.
+async fn carried(g: &Git, repo: &Repo, path: &Path, origin: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
+    let others = ["ls-files", "-z", "--others", "--exclude-standard", "--", ".", OWN_FILES];
+    let out = g.run(repo, &others, b"").await?;
+    let files: Vec<PathBuf> = git::records(&out).map(git::path_of).collect();
+    if files.is_empty() {
+        return Ok(files);
+    }
+    let (Ok(work), Ok(checkout)) = (Beneath::open(path), Beneath::open(origin)) else {
+        return Ok(Vec::new());
+    };
+    let same =
+        |f: &PathBuf| match (work.read_regular(f, CARRIED_MAX_BYTES), checkout.read_regular(f, CARRIED_MAX_BYTES)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+    Ok(files.into_iter().filter(same).collect())
 }
 
 /// The commit `branch` points at, in the checkout at `origin`.
@@ -208,13 +251,13 @@ fn glob_escaped(path: &str) -> String {
 }
 
 /// Remove the worktree at `path` (git directory `admin`, of the
-/// repository `common`) after committing its work to its branch, then
-/// prune the repository's worktree records. A worktree already gone is
-/// only pruned.
-pub async fn remove(g: &Git, path: &Path, admin: &Path, common: &Path) -> Result<(), WorktreeError> {
+/// repository `common`, made from the checkout at `origin`) after
+/// committing its work to its branch, then prune the repository's worktree
+/// records. A worktree already gone is only pruned.
+pub async fn remove(g: &Git, path: &Path, admin: &Path, common: &Path, origin: &Path) -> Result<(), WorktreeError> {
     let repo = Repo { git_dir: Some(common.to_owned()), cwd: common.to_owned(), user_config: true, ..Repo::default() };
     if path.is_dir() {
-        commit_work(g, path, admin, "swivald: the work of a deleted session").await?;
+        commit_work(g, path, admin, origin, "swivald: the work of a deleted session").await?;
         let shown = path.display().to_string();
         g.run(&repo, &["worktree", "remove", "--force", &shown], b"").await?;
         if let Some(parent) = path.parent() {

@@ -14,6 +14,10 @@ use swival_protocol::MemoryStats;
 
 mod bm25;
 
+/// The memory's directory, relative to the base dir: MEMORY.md and the
+/// detail files it links to.
+pub const DIR: &str = ".swival/memory";
+
 /// The file.
 const MEMORY: Note = Note { shown: ".swival/memory/MEMORY.md", rel: "memory/MEMORY.md" };
 /// Lines injected with `memory_full`.

@@ -139,6 +139,14 @@ impl Pipeline {
                     max_rounds: cfg.max_review_rounds,
                     display: cmd.display(),
                     pins: pin_argv(&cmd.argv, base_dir, &path),
+                    // The session's own review puts `verify` in its prompt.
+                    reads: own
+                        .as_ref()
+                        .and(cfg.verify.as_ref())
+                        .map(|path| reviewer::ReviewFile { key: "verify", path: path.clone(), source: String::new() })
+                        .into_iter()
+                        .collect(),
+                    hidden: Vec::new(),
                 })
             }
             None => None,

@@ -5,6 +5,7 @@
 //! reviewer that cannot start) accepts with a warning.
 
 use crate::procs::{Call, Mode, ProcError, ProcessRunner, Script};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swival_protocol::{EventKind, NoticeLevel};
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,36 @@ pub struct Reviewer {
     pub display: String,
     /// The files it runs, pinned when the session started.
     pub pins: Vec<crate::procs::Pinned>,
+    /// The files the session's own reviewer (`self_review`) puts in its
+    /// prompt, which must be readable before each round.
+    pub reads: Vec<ReviewFile>,
+    /// What a review file may not be read from (credential stores, the
+    /// daemon's own files), as `review/run` reads it.
+    pub hidden: Vec<std::path::PathBuf>,
+}
+
+/// A file a review puts in its prompt, named by a config key.
+#[derive(Debug, Clone)]
+pub struct ReviewFile {
+    /// The key naming it (`verify`).
+    pub key: &'static str,
+    /// The file, absolute or relative to the base dir.
+    pub path: std::path::PathBuf,
+    /// Where the key was set (a config file, or the session's flags).
+    pub source: String,
+}
+
+/// Bytes of an objective or verify file read at most.
+const REVIEW_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// The text of a file a review puts in its prompt (`verify`, `objective`),
+/// `file` absolute or relative to `base`: read the one way a file reaches
+/// the model (`beneath::read_for_model`), so a link, a FIFO or a giant the
+/// reviewed model planted is refused, not followed.
+pub fn read_review_file(base: &Path, file: &Path, hidden: &[PathBuf]) -> std::io::Result<String> {
+    let base = base.canonicalize()?;
+    let bytes = crate::beneath::read_for_model(&base, file, REVIEW_FILE_MAX_BYTES, hidden)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// What one round reviews.
@@ -70,9 +101,10 @@ pub enum Verdict {
     Error(String),
     /// The run was cancelled during the review.
     Cancelled,
-    /// The reviewer's pinned files changed: the run is blocked (fail
-    /// closed), unlike Swival's accept-on-error.
-    Tampered(String),
+    /// The run is blocked (fail closed), unlike Swival's accept-on-error:
+    /// the reviewer's pinned files changed, or a file the review must read
+    /// ([`Reviewer::reads`]) cannot be read.
+    Blocked(String),
 }
 
 /// One round's record (its `review` event, which the report folds in).
@@ -87,6 +119,22 @@ pub struct Round {
 }
 
 impl Reviewer {
+    /// Why a file the review must read cannot be read, naming the file,
+    /// the key and where it was set; `None` when all can be. Swival's
+    /// reviewer would exit 2 and the answer would go out unchecked: here
+    /// the criteria are policy, and policy fails closed.
+    pub fn unreadable(&self) -> Option<String> {
+        self.reads.iter().find_map(|f| {
+            let e = read_review_file(&self.base_dir, &f.path, &self.hidden).err()?;
+            Some(format!(
+                "cannot read the {} file {} (set in {}): {e}; the review needs it: fix the path, or take the key out",
+                f.key,
+                self.base_dir.join(&f.path).display(),
+                f.source
+            ))
+        })
+    }
+
     /// Review `answer` in round `round` (from 1).
     pub async fn review(
         &self,
@@ -95,6 +143,9 @@ impl Reviewer {
         cancel: &CancellationToken,
     ) -> (Verdict, Round) {
         let Submission { answer, task, model, round, daemon } = s;
+        if let Some(why) = self.unreadable() {
+            return (Verdict::Blocked(why), Round { exit_code: None, feedback: String::new(), stderr: String::new() });
+        }
         let mut argv = self.argv.clone();
         argv.push(self.base_dir.display().to_string());
         let mut env =
@@ -124,7 +175,7 @@ impl Reviewer {
             Err(e @ ProcError::Changed { .. }) => {
                 let why = format!("reviewer {}: {e}", self.display);
                 return (
-                    Verdict::Tampered(why),
+                    Verdict::Blocked(why),
                     Round { exit_code: None, feedback: String::new(), stderr: String::new() },
                 );
             }
@@ -194,7 +245,7 @@ pub fn round_events(round: u64, max_rounds: u64, verdict: &Verdict, rec: &Round)
             out.push(EventKind::Notice { level: NoticeLevel::Info, message });
         }
         Verdict::Error(why) => out.push(warning(why.clone())),
-        Verdict::Cancelled | Verdict::Tampered(_) => {}
+        Verdict::Cancelled | Verdict::Blocked(_) => {}
     }
     out
 }
@@ -233,7 +284,7 @@ mod tests {
         let why = "Reviewer exited with code 7, accepting answer as-is".to_owned();
         let exit7 = round_events(1, 5, &Verdict::Error(why.clone()), &rec(Some(7), "", "noise"));
         assert_eq!(messages(exit7), [format!("Warning: {why}")]);
-        assert!(round_events(1, 5, &Verdict::Tampered("x".into()), &rec(None, "", "")).is_empty());
+        assert!(round_events(1, 5, &Verdict::Blocked("x".into()), &rec(None, "", "")).is_empty());
     }
 
     #[test]

@@ -68,7 +68,8 @@ impl Sessions {
         // The project (config, trust, pipeline) is the base dir; a
         // worktree session works in its worktree (`worktree::work_dir`).
         let base = PathBuf::from(&row.base_dir);
-        let work = super::worktree::work_dir(row);
+        let worktree = self.worktree_of(row)?;
+        let work = super::worktree::work_dir(&row.base_dir, worktree.as_ref());
         let cfg = &config.config;
         let mut policy = PathPolicy {
             base: work.clone(),
@@ -86,9 +87,16 @@ impl Sessions {
         // Loaded again (or started from another session): what runs must still be what was
         // pinned before (`pins`: path → SHA-256; a new session has nothing recorded yet).
         pipeline.expect_pins(pins);
-        let protection = self.protection(row, cfg, &pipeline, &policy, live)?;
+        if let Some(reviewer) = pipeline.reviewer.as_mut() {
+            reviewer.hidden = self.review_hidden(env.home().as_deref());
+            for file in &mut reviewer.reads {
+                let source = config.sources.get(file.key).map_or(config::SOURCE_DEFAULT, String::as_str);
+                file.source = if source == config::SOURCE_REQUEST { config::REQUEST_LABEL } else { source }.to_owned();
+            }
+        }
+        let protection = self.protection(row, worktree.as_ref(), cfg, &pipeline, &policy, live)?;
         policy.protected = protection.paths.clone();
-        let git_dir = super::worktree::git_dir(row);
+        let git_dir = super::worktree::git_dir(worktree.as_ref());
         let (commands, sandbox) =
             self.commands(cfg, &env, &mut policy, (&protection.paths, &protection.data), git_dir.as_ref())?;
         if cfg.sandbox_mcp {
@@ -125,14 +133,15 @@ impl Sessions {
     }
 
     /// What the model may never change or read (`Pipeline::protection`):
-    /// policy files, the config files naming them, a worktree's `.git`
-    /// file, and the programs' data files — which a session that may run
+    /// policy files, the config files naming them, the `.git` file of the
+    /// `worktree` it works in, and the programs' data files — which a session that may run
     /// (`live`, not one only inspected) secures before any command:
     /// created where missing, refused where something was planted
     /// (`sandbox::data`).
     fn protection(
         &self,
         row: &SessionRow,
+        worktree: Option<&crate::store::WorktreeRow>,
         cfg: &config::SessionConfig,
         pipeline: &Pipeline,
         policy: &PathPolicy,
@@ -155,7 +164,7 @@ impl Sessions {
             crate::sandbox::data::secure(&protection.data, &writable)
                 .map_err(|e| SessionError::Config(e.to_string()))?;
         }
-        protection.paths.extend(super::worktree::git_file(row));
+        protection.paths.extend(super::worktree::git_file(worktree));
         protection.paths.sort();
         Ok(protection)
     }

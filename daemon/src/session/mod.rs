@@ -25,6 +25,7 @@ mod compact;
 mod configure;
 pub mod events;
 pub use configure::public_config;
+mod carry;
 mod history;
 mod live;
 mod notes;
@@ -419,11 +420,17 @@ impl Sessions {
             parent,
         };
         let (session, parts) = self.build(&row, effective, seed.messages, caller.env.clone(), &seed.pins, true)?;
+        // A review that cannot read its criteria is a config error now,
+        // not an answer let through later.
+        if let Some(why) = session.pipeline.reviewer.as_ref().and_then(crate::pipeline::reviewer::Reviewer::unreadable)
+        {
+            return Err(SessionError::Config(why));
+        }
         let messages = parts.conversation.messages().iter().map(crate::message::Message::stored).collect();
         self.shared.store.create_session(&row, accepted, session.pins(), messages).await?;
         self.shared.callers.set(&id, caller);
         let mut warnings = session.warnings(config_warnings);
-        warnings.extend(made.and_then(|m| m.warning.clone()));
+        warnings.extend(made.iter().flat_map(|m| m.warnings.iter().cloned()));
         for message in &warnings {
             session.events.emit(None, EventKind::Warning { message: message.clone() });
         }

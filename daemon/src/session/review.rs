@@ -6,7 +6,7 @@
 
 use super::{NewRun, SessionError, Sessions};
 use serde_json::{Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use swival_protocol::{ReviewRunParams, ReviewRunResult, ReviewVerdict, SessionCreateParams, SessionFrom};
 
 /// Swival's review prompt, its placeholders filled in [`prompt`].
@@ -38,9 +38,8 @@ impl Sessions {
         let config = &created.config;
         let key = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
         let base = Path::new(&p.base_dir);
-        let home = p.env.as_ref().and_then(|e| e.get("HOME")).map(std::path::PathBuf::from);
-        let mut hidden = crate::sandbox::default_hidden(home.as_deref());
-        hidden.extend(self.shared.settings.daemon_dirs.iter().cloned());
+        let home = p.env.as_ref().and_then(|e| e.get("HOME")).map(PathBuf::from);
+        let hidden = self.review_hidden(home.as_deref());
         let task = match p.objective.clone().or_else(|| key("objective")) {
             Some(file) => Some(read(base, &file, "--objective", &hidden)?),
             None => p.task.clone().filter(|t| !t.is_empty()),
@@ -66,6 +65,25 @@ impl Sessions {
         };
         let session_id = created.session_id;
         Ok(ReviewRunResult { session_id, run_id, verdict, text: reply, exit_code, error: failed })
+    }
+
+    /// Where a file a review puts in its prompt may not be read from: the
+    /// credential stores and the daemon's own files. The daemon's config
+    /// dir is where the user keeps Swival's files (global skills, the
+    /// criteria a global `verify` names beside config.toml), so only the
+    /// config files in it are hidden, not the directory.
+    pub(super) fn review_hidden(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        let mut hidden = crate::sandbox::default_hidden(home);
+        let config_dir = crate::paths::config_dir();
+        for dir in &self.shared.settings.daemon_dirs {
+            if *dir == config_dir {
+                hidden.extend([crate::config::global_config_path(), config_dir.join("swivald.toml")]);
+            } else {
+                hidden.push(dir.clone());
+            }
+        }
+        hidden.extend(self.shared.settings.global_config.iter().cloned());
+        hidden
     }
 }
 
@@ -98,19 +116,11 @@ fn review_session(p: &ReviewRunParams) -> SessionCreateParams {
     }
 }
 
-/// Bytes of an objective or verify file read at most.
-const REVIEW_FILE_MAX_BYTES: u64 = 1 << 20;
-
 /// A file the review reads (relative to the base dir), as Swival says it
-/// when it cannot; read the one way a file reaches the model
-/// (`beneath::read_for_model`), so a link, a FIFO or a giant planted by the
-/// reviewed model is refused, not followed.
-fn read(base: &Path, file: &str, flag: &str, hidden: &[std::path::PathBuf]) -> Result<String, SessionError> {
-    let cannot = |e: &dyn std::fmt::Display| SessionError::Refused(format!("cannot read {flag} file: {e}"));
-    let base = base.canonicalize().map_err(|e| cannot(&e))?;
-    let bytes = crate::beneath::read_for_model(&base, Path::new(file), REVIEW_FILE_MAX_BYTES, hidden)
-        .map_err(|e| cannot(&e))?;
-    String::from_utf8(bytes).map_err(|e| cannot(&e))
+/// when it cannot.
+fn read(base: &Path, file: &str, flag: &str, hidden: &[PathBuf]) -> Result<String, SessionError> {
+    crate::pipeline::reviewer::read_review_file(base, Path::new(file), hidden)
+        .map_err(|e| SessionError::Refused(format!("cannot read {flag} file: {e}")))
 }
 
 /// Swival's review prompt.

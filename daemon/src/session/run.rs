@@ -241,7 +241,7 @@ impl RunJob {
         if let Some(r) = &recorder {
             r.warm();
         }
-        let host = super::subagents::Host::of(&self.shared, &session.id, &session.base_dir, &self.run_id);
+        let host = super::subagents::Host::of(&self.shared, &session.id, &self.run_id);
         let subagents = host.as_ref().map(|h| h as &dyn crate::agent::subagents::SubagentHost);
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
         let ctx = RunContext { resume: self.resume, bare: self.bare, changes: recorder.as_ref(), subagents, ..ctx };

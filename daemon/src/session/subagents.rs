@@ -1,8 +1,8 @@
 //! Subagents as child sessions: the registry side of `spawn_subagent`.
 //! A child is a session started `from` the parent (its config request,
-//! trust, pins and caller environment), in the same base dir, with the
-//! subagent's turn budget and system prompt, no history, and no
-//! subagents of its own; its parent is stored with it, so `session/list`
+//! trust, pins and caller environment), in the same base dir (and the
+//! same worktree, for a worktree session), with the subagent's turn
+//! budget and system prompt, no history, and no subagents of its own; its parent is stored with it, so `session/list`
 //! shows where it comes from. The daemon runs at most `max_subagents` at
 //! once, all sessions together.
 
@@ -47,19 +47,19 @@ pub(super) struct Host {
     slots: Arc<Semaphore>,
     /// Its size.
     max: usize,
-    /// The parent session and its base dir.
-    parent: (SessionId, String),
+    /// The parent session.
+    parent: SessionId,
     /// The parent's run.
     run: RunId,
 }
 
 impl Host {
-    /// The host of run `run` of session `parent` in `base_dir`; `None`
-    /// before the daemon serves subagents (unit tests).
-    pub(super) fn of(shared: &Shared, parent: &SessionId, base_dir: &std::path::Path, run: &RunId) -> Option<Host> {
+    /// The host of run `run` of session `parent`; `None` before the
+    /// daemon serves subagents (unit tests).
+    pub(super) fn of(shared: &Shared, parent: &SessionId, run: &RunId) -> Option<Host> {
         let sessions = shared.subagents.sessions.get()?.clone();
         let (slots, max) = (shared.subagents.slots.clone(), shared.subagents.max);
-        Some(Host { sessions, slots, max, parent: (parent.clone(), base_dir.display().to_string()), run: run.clone() })
+        Some(Host { sessions, slots, max, parent: parent.clone(), run: run.clone() })
     }
 
     /// Make the child session and start its run.
@@ -71,22 +71,26 @@ impl Host {
                 self.max
             )
         })?;
+        // The parent's project, not where it works: a child of a worktree
+        // session works in the same worktree (`Sessions::worktree_of`).
+        let parent_row = sessions.shared.store.session(&self.parent).map_err(|e| e.to_string())?;
+        let base_dir = parent_row.ok_or_else(|| format!("session {} is gone", self.parent))?.base_dir;
         let mut config = Map::new();
         config.insert("max_turns".into(), child.max_turns.into());
         config.insert("system_prompt".into(), child.system.into());
         config.insert("subagents".into(), false.into());
         config.insert("no_history".into(), true.into());
         let params = SessionCreateParams {
-            base_dir: self.parent.1.clone(),
+            base_dir,
             config: Some(Value::Object(config)),
-            title: Some(format!("{} of {}", child.subagent_id, self.parent.0)),
+            title: Some(format!("{} of {}", child.subagent_id, self.parent)),
             trust: false,
             env: None,
-            from: Some(SessionFrom { session_id: self.parent.0.clone(), conversation: false }),
+            from: Some(SessionFrom { session_id: self.parent.clone(), conversation: false }),
             worktree: false,
         };
         let parent = SubagentOf {
-            session_id: self.parent.0.clone(),
+            session_id: self.parent.clone(),
             run_id: self.run.clone(),
             subagent_id: child.subagent_id.to_owned(),
         };

@@ -41,11 +41,11 @@ impl Worktrees {
     }
 }
 
-/// Where session `row` works: its base dir, or for a worktree session the
-/// same place in its worktree.
-pub(super) fn work_dir(row: &SessionRow) -> PathBuf {
-    let base = PathBuf::from(&row.base_dir);
-    match &row.worktree {
+/// Where a session of `base_dir` works: its base dir, or in `worktree`
+/// (see [`Sessions::worktree_of`]) the same place in it.
+pub(super) fn work_dir(base_dir: &str, worktree: Option<&WorktreeRow>) -> PathBuf {
+    let base = PathBuf::from(base_dir);
+    match worktree {
         None => base,
         Some(w) => match base.strip_prefix(&w.origin) {
             Ok(inside) => Path::new(&w.path).join(inside),
@@ -56,14 +56,14 @@ pub(super) fn work_dir(row: &SessionRow) -> PathBuf {
 
 /// The repository directory a worktree session's commands may read but
 /// never write (its worktree's `.git` file points into it).
-pub(super) fn git_dir(row: &SessionRow) -> Option<PathBuf> {
-    row.worktree.as_ref().map(|w| PathBuf::from(&w.git_dir))
+pub(super) fn git_dir(worktree: Option<&WorktreeRow>) -> Option<PathBuf> {
+    worktree.map(|w| PathBuf::from(&w.git_dir))
 }
 
 /// The worktree's `.git` file, which neither the file tools nor commands
 /// may change (the daemon's own git calls never read it either).
-pub(super) fn git_file(row: &SessionRow) -> Option<PathBuf> {
-    row.worktree.as_ref().map(|w| Path::new(&w.path).join(".git"))
+pub(super) fn git_file(worktree: Option<&WorktreeRow>) -> Option<PathBuf> {
+    worktree.map(|w| Path::new(&w.path).join(".git"))
 }
 
 /// A stored worktree as `session/list` and `session/get` show it.
@@ -77,18 +77,42 @@ pub(super) fn info(w: &WorktreeRow) -> WorktreeInfo {
     }
 }
 
-/// A worktree just made, as its session stores it, and the warning about
-/// the user's uncommitted changes it does not have.
+/// A worktree just made, as its session stores it, and the warnings about
+/// what of the user's checkout it does not have.
 pub(super) struct Made {
     /// What git made.
     pub created: Created,
     /// The session's row for it.
     pub row: WorktreeRow,
-    /// Said when the user's checkout has uncommitted changes.
-    pub warning: Option<String>,
+    /// The uncommitted changes it lacks, by name, and what of the
+    /// checkout's context could not be carried into it, and why.
+    pub warnings: Vec<String>,
+}
+
+/// Names shown in a warning before `and N more`.
+const NAMES_SHOWN: usize = 5;
+
+/// `names` for a warning: the first few, then how many more.
+fn some_names(names: &[String]) -> String {
+    let shown = names.iter().take(NAMES_SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    match names.len().saturating_sub(NAMES_SHOWN) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 impl Sessions {
+    /// The worktree session `row` works in: its own or, for a subagent,
+    /// its parent's, so a child spawned in a worktree session changes the
+    /// same worktree (the parent owns it: its apply and prune).
+    pub(super) fn worktree_of(&self, row: &SessionRow) -> Result<Option<WorktreeRow>, SessionError> {
+        match (&row.worktree, &row.parent) {
+            (Some(own), _) => Ok(Some(own.clone())),
+            (None, Some(parent)) => Ok(self.shared.store.session(&parent.session_id)?.and_then(|p| p.worktree)),
+            (None, None) => Ok(None),
+        }
+    }
+
     /// The lock every worktree change takes, held by a session/create
     /// with `worktree` until the session is stored.
     pub(super) async fn worktree_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
@@ -113,13 +137,32 @@ impl Sessions {
             base_commit: created.base_commit.clone(),
             applied_commit: None,
         };
-        let warning = (created.uncommitted > 0).then(|| {
-            format!(
-                "{} file(s) with uncommitted changes in {} are not in the worktree {}: it starts from the last commit",
-                created.uncommitted, row.origin, row.path
-            )
-        });
-        Ok(Made { created, row, warning })
+        // The instruction files, memory and skills the user meant it to have.
+        let work = work_dir(&base.display().to_string(), Some(&row));
+        let from = base.to_owned();
+        let carried = tokio::task::spawn_blocking(move || super::carry::carry(&from, &work))
+            .await
+            .map_err(|e| SessionError::Internal(format!("carrying the checkout's context failed: {e}")))?;
+        let inside = base.strip_prefix(&created.origin).unwrap_or(Path::new(""));
+        let carried_files: std::collections::HashSet<PathBuf> = carried.files.iter().map(|f| inside.join(f)).collect();
+        let left_out: Vec<String> = created
+            .uncommitted
+            .iter()
+            .filter(|f| !carried_files.contains(*f))
+            .map(|f| f.display().to_string())
+            .collect();
+        let mut warnings = Vec::new();
+        if !left_out.is_empty() {
+            warnings.push(format!(
+                "{} file(s) with uncommitted changes in {} are not in the worktree {}: {}; it starts from the last commit",
+                left_out.len(),
+                row.origin,
+                row.path,
+                some_names(&left_out)
+            ));
+        }
+        warnings.extend(carried.left_out.iter().map(|why| format!("not carried into the worktree: {why}")));
+        Ok(Made { created, row, warnings })
     }
 
     /// Undo a worktree whose session could not be made.
@@ -132,6 +175,14 @@ impl Sessions {
     /// uncommitted changes, all or nothing. Refused while the session runs.
     pub async fn apply(&self, id: &SessionId) -> Result<SessionApplyResult, SessionError> {
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        if let (None, Some(parent)) = (&row.worktree, &row.parent) {
+            if self.worktree_of(&row)?.is_some() {
+                let parent = &parent.session_id;
+                return Err(SessionError::Refused(format!(
+                    "session {id} is a subagent of {parent} and works in its worktree; apply that: swivalctl apply {parent}"
+                )));
+            }
+        }
         let w = row.worktree.ok_or_else(|| SessionError::NotWorktree(id.clone()))?;
         if let Some(run) = self.shared.store.unfinished_runs()?.into_iter().find(|r| r.session_id == *id) {
             return Err(SessionError::Busy { session: id.clone(), run: run.id });
@@ -142,6 +193,7 @@ impl Sessions {
             git,
             Path::new(&w.path),
             Path::new(&w.admin_dir),
+            Path::new(&w.origin),
             &format!("swivald: the work of session {id}"),
         )
         .await?;
@@ -182,7 +234,7 @@ impl Sessions {
         let (mut removed, mut kept) = (Vec::new(), Vec::new());
         for (sid, w) in self.shared.store.orphan_worktrees()? {
             let (path, admin, common) = (Path::new(&w.path), Path::new(&w.admin_dir), Path::new(&w.git_dir));
-            match worktree::remove(&self.shared.worktrees.git, path, admin, common).await {
+            match worktree::remove(&self.shared.worktrees.git, path, admin, common, Path::new(&w.origin)).await {
                 Ok(()) => {
                     self.shared.store.forget_worktree(&sid).await?;
                     removed.push(w.path);

@@ -20,6 +20,10 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use swival_protocol::skills::{self as rules, py_repr, SKILL_FILE};
 
+/// A project's skill directories, relative to its base dir, in the
+/// order they are searched.
+pub const PROJECT_DIRS: [&str; 2] = [".swival/skills", ".agents/skills"];
+
 /// Levels a skills directory is searched (Swival's `_scan_skills_dir`).
 const MAX_DEPTH: usize = 3;
 
@@ -84,7 +88,7 @@ fn join(a: &Path, b: &Path) -> PathBuf {
 /// Find the skills of `sources`.
 pub fn discover(sources: &Sources<'_>) -> Discovery {
     let mut scan = Scan { base: sources.base, found: BTreeMap::new(), warnings: Vec::new(), scanned: Vec::new() };
-    for sub in [".swival/skills", ".agents/skills"] {
+    for sub in PROJECT_DIRS {
         if let Some(root) = scan.project_root(Path::new(sub)) {
             scan.flat(&root);
         }

@@ -11,7 +11,7 @@
 mod discover;
 
 use crate::beneath::{self, Beneath, Kind};
-pub use discover::{discover, global_dirs, Discovery, Sources};
+pub use discover::{discover, global_dirs, Discovery, Sources, PROJECT_DIRS};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
