@@ -42,11 +42,14 @@ enum Command {
     /// Work interactively on a session (`--session ID` attaches to one),
     /// with `run`'s flags.
     Repl(Box<cmd::run::RunArgs>),
-    /// List sessions, or prune old ones.
+    /// List sessions, newest first, with when each was last used, its
+    /// project and title; or prune old ones.
     Sessions {
-        /// Print JSON.
+        /// Print JSON (times in RFC 3339).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: cmd::session::SessionsFilter,
         #[command(subcommand)]
         action: Option<cmd::session::SessionsAction>,
     },
@@ -180,8 +183,8 @@ fn main() -> ExitCode {
             Command::Acp { log } => Ok(cmd::acp::serve(&socket, log.as_deref()).await),
             Command::Run(args) => cmd::run::run(&socket, *args).await,
             Command::Repl(args) => cmd::repl::run(&socket, *args).await,
-            Command::Sessions { json, action: None } => cmd::session::list(&socket, json).await,
-            Command::Sessions { json, action: Some(cmd::session::SessionsAction::Prune { older_than }) } => {
+            Command::Sessions { json, filter, action: None } => cmd::session::list(&socket, filter, json).await,
+            Command::Sessions { json, action: Some(cmd::session::SessionsAction::Prune { older_than }), .. } => {
                 cmd::session::prune(&socket, older_than, json).await
             }
             Command::Attach { session, from_seq, follow, json } => {

@@ -40,7 +40,8 @@ pub struct SessionCreateParams {
     /// Config keys (Swival's names) overriding the global and project files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
-    /// A human title for listings.
+    /// A human title for listings; without one, the session's first run
+    /// gives it the first line of its task, cut to 60 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Accept the project's `swival.toml` for this session even if it is
@@ -243,10 +244,12 @@ pub struct SessionInfo {
     pub session_id: SessionId,
     /// Its base directory.
     pub base_dir: String,
-    /// Its title, if given.
+    /// Its title: given at creation, or from its first run's task.
     pub title: Option<String>,
     /// Creation time, RFC 3339 UTC.
     pub created_at: String,
+    /// Last use, RFC 3339 UTC: its latest run's start, or its creation.
+    pub last_used_at: String,
     /// What it is doing.
     pub state: SessionState,
     /// The last event's seq (0 before any event).

@@ -16,12 +16,13 @@ pub struct Tmux {
 impl Tmux {
     /// A server for `env`'s test (nothing runs until [`Tmux::start`]).
     pub fn new(env: &TestEnv) -> Tmux {
-        Tmux { socket: env.root().join("tmux.sock") }
+        Tmux::named(env, "tmux")
     }
 
-    /// A second server for `env`'s test, a terminal beside the first.
+    /// Another server for `env`'s test, on a socket of its own (one just
+    /// killed may still hold the first socket's name).
     pub fn named(env: &TestEnv, name: &str) -> Tmux {
-        Tmux { socket: env.root().join(format!("tmux-{name}.sock")) }
+        Tmux { socket: env.root().join(format!("{name}.sock")) }
     }
 
     /// Start the terminal `t`, 200 × 50, running the shell `line`.
@@ -69,6 +70,31 @@ impl Tmux {
             }
             assert!(Instant::now() < deadline, "the terminal never showed {text:?} {n} times; it shows:\n{screen}");
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The REPL's prompt.
+pub const PROMPT: &str = "swival> ";
+
+impl Tmux {
+    /// Type `line` once the REPL's prompt is back and empty (keys typed
+    /// before it would reach the terminal while no editor reads it).
+    pub fn at_prompt(&self, line: &str) {
+        self.prompt_ready();
+        self.type_line(line);
+    }
+
+    /// Wait until the REPL's prompt is back and empty.
+    pub fn prompt_ready(&self) {
+        let deadline = Instant::now() + IO_TIMEOUT;
+        loop {
+            let screen = self.screen();
+            if screen.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end() == PROMPT.trim_end()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the prompt never came back; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }

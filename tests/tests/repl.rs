@@ -8,11 +8,8 @@
 
 use serde_json::{json, Value};
 use swival_tests::mock::{Gate, MockProvider, Step};
-use swival_tests::tmux::{shell_line, Tmux};
+use swival_tests::tmux::{shell_line, Tmux, PROMPT};
 use swival_tests::{Daemon, TestEnv};
-
-/// The prompt.
-const PROMPT: &str = "swival> ";
 
 /// A project configured for `mock`, with a REPL open on it in `tmux`.
 fn repl(env: &TestEnv, daemon: &Daemon, mock: &MockProvider, extra: &str, args: &str) -> (Tmux, std::path::PathBuf) {
@@ -24,24 +21,14 @@ fn repl(env: &TestEnv, daemon: &Daemon, mock: &MockProvider, extra: &str, args: 
     (tmux, p)
 }
 
-/// Type `line` once the prompt is back and empty (keys typed before it
-/// would reach the terminal while no editor reads it).
+/// Type `line` once the prompt is back and empty.
 fn at_prompt(tmux: &Tmux, line: &str) {
-    prompt_ready(tmux);
-    tmux.type_line(line);
+    tmux.at_prompt(line);
 }
 
 /// Wait until the prompt is back and empty.
 fn prompt_ready(tmux: &Tmux) {
-    let deadline = std::time::Instant::now() + swival_tests::IO_TIMEOUT;
-    loop {
-        let screen = tmux.screen();
-        if screen.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end() == PROMPT.trim_end()) {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the prompt never came back; the screen:\n{screen}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    tmux.prompt_ready();
 }
 
 /// The id of the only session of the daemon.
@@ -150,7 +137,7 @@ fn another_terminal_attaches_sees_the_earlier_answer_and_continues_the_conversat
     drop(tmux);
 
     let id = only_session(&daemon);
-    let second = Tmux::new(&env);
+    let second = Tmux::named(&env, "second");
     second.start(&shell_line(&env, &daemon.socket, &p, &format!("repl --session {id}")));
     let screen = second.wait_for(PROMPT);
     assert!(screen.contains("swival> first question") && screen.contains("the first answer"), "{screen}");
@@ -171,8 +158,12 @@ fn a_run_another_client_starts_on_the_session_shows_live() {
         Step::tool_call("c1", "list_files", json!({"pattern": "*"})),
         Step::text("answer from elsewhere"),
     ]);
-    let (tmux, _) = repl(&env, &daemon, &mock, "", "repl");
-    let id = only_session(&daemon);
+    // A REPL makes its session at its first task: this one works on an
+    // editor's session, made before.
+    let p = env.project("p");
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    let id = swival_tests::create_session(&mut daemon.nd(), &p, json!({}));
+    let (tmux, _) = repl(&env, &daemon, &mock, "", &format!("repl --session {id}"));
     daemon.nd().ok("run/start", json!({"session_id": id, "task": "from an editor"}));
     let screen = tmux.wait_for("answer from elsewhere");
     assert!(screen.contains("another client started a run: from an editor"), "{screen}");

@@ -11,24 +11,8 @@ use swival_tests::mock::{MockProvider, Step};
 use swival_tests::tmux::{shell_line, shell_line_with, Tmux};
 use swival_tests::{bin, TestEnv};
 
-/// The prompt.
-const PROMPT: &str = "swival> ";
 /// What an interrupted run is shown with.
 const INTERRUPTED: &str = "the run was interrupted: swivald stopped while it was in flight. /continue resumes it";
-
-/// Wait until the prompt is back and empty, then type `line`.
-fn at_prompt(tmux: &Tmux, line: &str) {
-    let deadline = std::time::Instant::now() + swival_tests::IO_TIMEOUT;
-    loop {
-        let screen = tmux.screen();
-        if screen.lines().rev().find(|l| !l.trim().is_empty()).is_some_and(|l| l.trim_end() == PROMPT.trim_end()) {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the prompt never came back; the screen:\n{screen}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    tmux.type_line(line);
-}
 
 /// Stop the daemon the REPL started (`swivalctl daemon stop`).
 fn stop_daemon(env: &TestEnv, socket: &Path) {
@@ -59,7 +43,7 @@ fn a_killed_daemon_is_started_again_the_run_shows_as_interrupted_and_continue_fi
     env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
     let tmux = Tmux::new(&env);
     tmux.start(&shell_line(&env, &socket, &p, "repl"));
-    at_prompt(&tmux, "read the notes");
+    tmux.at_prompt("read the notes");
     tmux.wait_for("→ read_file(");
     mock.wait_for_requests(2);
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
@@ -71,12 +55,12 @@ fn a_killed_daemon_is_started_again_the_run_shows_as_interrupted_and_continue_fi
     assert!(!screen.contains("interrupted, question aborted"), "not shown as a Ctrl-C: {screen}");
 
     // What happened is told: the context that was sent, the call it made.
-    at_prompt(&tmux, "/status");
+    tmux.at_prompt("/status");
     let screen = tmux.wait_for("(1 run)");
     let status = after(&screen, "/status").join("\n");
     assert!(status.contains("context: ~") && status.contains("/ 10,000 tokens (") && status.contains("%)"), "{status}");
     assert!(status.contains("last run: interrupted, 1 turns"), "{status}");
-    at_prompt(&tmux, "/report");
+    tmux.at_prompt("/report");
     let screen = tmux.wait_for("\"tool_calls_total\": 1");
     let report = after(&screen, "/report").join("\n");
     assert!(report.contains("interrupted (the daemon stopped while this run was in flight"), "{report}");
@@ -92,14 +76,14 @@ fn a_killed_daemon_is_started_again_the_run_shows_as_interrupted_and_continue_fi
     other.type_line("/exit");
     other.wait_for("EXIT=0");
 
-    at_prompt(&tmux, "/continue");
+    tmux.at_prompt("/continue");
     tmux.wait_for("finished after the restart");
     let resumed = &mock.requests()[2];
     let roles: Vec<&str> = resumed["messages"].as_array().unwrap().iter().filter_map(|m| m["role"].as_str()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool"], "the conversation goes on where it stopped");
     let screen = tmux.wait_for("ctx ");
     assert!(after(&screen, "finished after the restart").iter().any(|l| l.contains("ctx ") && l.contains("% · ")));
-    at_prompt(&tmux, "/exit");
+    tmux.at_prompt("/exit");
     tmux.wait_for("EXIT=0");
     stop_daemon(&env, &socket);
 }
@@ -108,12 +92,15 @@ fn a_killed_daemon_is_started_again_the_run_shows_as_interrupted_and_continue_fi
 fn a_daemon_that_cannot_start_again_gives_one_line_with_why_and_the_session() {
     let env = TestEnv::new();
     let mut daemon = env.start_daemon();
-    let mock = MockProvider::start(vec![]);
+    let mock = MockProvider::start(vec![Step::text("made")]);
     let p = env.project("p");
     env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
     let tmux = Tmux::new(&env);
     tmux.start(&shell_line_with(&env, &daemon.socket, &p, "SWIVALCTL_RECONNECT_S=5", "repl"));
-    tmux.wait_for(PROMPT);
+    // The session, made at the first task, is the one to come back to.
+    tmux.at_prompt("make the session");
+    tmux.wait_for("made");
+    tmux.prompt_ready();
     // The daemon cannot start again: its settings no longer parse.
     env.daemon_settings("this is = = not toml");
     daemon.signal(nix::sys::signal::Signal::SIGKILL);

@@ -400,8 +400,7 @@ async fn open_session(
         let from_seq = detail.info.last_seq.0 + 1;
         return Ok(Ok(Opened { session_id: id, from_seq, continue_env: Some(swivalctl::caller_env()) }));
     }
-    let title: String = task.chars().take(80).collect();
-    Ok(create_session(client, a, base_dir, &title, task).await?.map(|session_id| Opened {
+    Ok(create_session(client, a, base_dir, task).await?.map(|session_id| Opened {
         session_id,
         from_seq: 1,
         continue_env: None,
@@ -409,19 +408,19 @@ async fn open_session(
 }
 
 /// A new session for `run`'s flags in `base_dir`, in this process's
-/// environment; a refused config is the exit code to end with, as in
-/// Swival (with a failure report for `task` when `--report` asks).
+/// environment, untitled: its first run's task titles it (in the daemon,
+/// for every client). A refused config is the exit code to end with, as
+/// in Swival (with a failure report for `task` when `--report` asks).
 pub async fn create_session(
     client: &Client,
     a: &RunArgs,
     base_dir: &Path,
-    title: &str,
     task: &str,
 ) -> Result<Result<SessionId, ExitCode>, ClientError> {
     let params = SessionCreateParams {
         base_dir: base_dir.display().to_string(),
         config: Some(flags::overlay(a).to_config()),
-        title: Some(title.to_owned()),
+        title: None,
         trust: a.trust,
         env: Some(swivalctl::caller_env()),
         from: None,

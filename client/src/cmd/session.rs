@@ -90,29 +90,45 @@ pub async fn apply(socket: &Path, session: String, json: bool) -> Result<ExitCod
     Ok(if r.applied { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// `swivalctl sessions`: one line per session.
-pub async fn list(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
+/// Which sessions `swivalctl sessions` lists.
+#[derive(Debug, clap::Args)]
+pub struct SessionsFilter {
+    /// Only the sessions of this project (directory): those whose base
+    /// directory is it or lies beneath it.
+    #[arg(long, value_name = "DIR", conflicts_with = "here")]
+    pub project: Option<PathBuf>,
+    /// Only the sessions of the current project (the enclosing git
+    /// repository or `swival.toml` directory, as `run` finds it).
+    #[arg(long)]
+    pub here: bool,
+}
+
+/// `swivalctl sessions`: one line per session, newest first (by last
+/// use), those of one project with `--project` or `--here`.
+pub async fn list(socket: &Path, filter: SessionsFilter, json: bool) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let project = match (&filter.project, filter.here) {
+        (Some(dir), _) => Some(super::listing::project(&cwd.join(dir))),
+        (None, true) => Some(super::listing::project(&super::flags::base_dir(None, &cwd))),
+        (None, false) => None,
+    };
     let client = connect(socket).await?;
     let list = client.list_sessions().await?;
+    let sessions = super::listing::newest_first(list.sessions, project.as_deref());
     if json {
+        let list = swival_protocol::SessionListResult { sessions };
         println!("{}", serde_json::to_string_pretty(&list).expect("serializes"));
         return Ok(ExitCode::SUCCESS);
     }
-    let list = super::clean::value(list);
-    for s in &list.sessions {
-        println!(
-            "{}  {:<7}  runs {:<3}  {}  {}",
-            s.session_id,
-            format!("{:?}", s.state).to_lowercase(),
-            s.run_count,
-            s.base_dir,
-            s.title.as_deref().unwrap_or("")
-        );
-        if let Some(w) = &s.worktree {
-            println!("    worktree {} (branch {})", w.path, w.branch);
-        }
-        if let Some(p) = &s.parent {
-            println!("    subagent {} of session {} (run {})", p.subagent_id, p.session_id, p.run_id);
+    let now = std::time::SystemTime::now();
+    for s in &sessions {
+        print!("{}", super::listing::lines(s, "", now));
+    }
+    if sessions.is_empty() {
+        match project {
+            Some(dir) => eprintln!("no session in {}", super::clean::text(&dir.display().to_string())),
+            None => eprintln!("no session yet: `swivalctl repl` or `swivalctl run TASK` makes one"),
         }
     }
     Ok(ExitCode::SUCCESS)

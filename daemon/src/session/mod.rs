@@ -406,13 +406,15 @@ impl Sessions {
         // Keys in the request stay in memory; the store never sees them.
         let mut stored_request = seed.request.unwrap_or(Value::Null);
         let caller = caller::Caller { env: seed.env, secrets: caller::take_secrets(&mut stored_request) };
+        let now = crate::clock::now();
         let row = SessionRow {
             id: id.clone(),
             base_dir: base.display().to_string(),
             title: p.title,
             config: public_config(&effective),
             request: stored_request,
-            created_at: crate::clock::now(),
+            created_at: now.clone(),
+            last_used_at: now,
             closed: false,
             last_seq: 0,
             run_count: 0,
@@ -582,6 +584,7 @@ fn info(row: &SessionRow, running: bool) -> SessionInfo {
         base_dir: row.base_dir.clone(),
         title: row.title.clone(),
         created_at: row.created_at.clone(),
+        last_used_at: row.last_used_at.clone(),
         state: if row.closed {
             SessionState::Closed
         } else if running {

@@ -84,9 +84,14 @@ pub(super) fn event_job(
     }
 }
 
-/// Insert a run row (id, session, task, start time).
+/// Insert a run row (id, session, task, start time); a session with no
+/// title takes one from the task (see `runs::title_of`).
 fn insert_run(c: &Connection, row: &(String, String, String, String)) -> rusqlite::Result<()> {
     c.prepare_cached("INSERT INTO runs (id, session_id, task, started_at) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![row.0, row.1, row.2, row.3])
-        .map(drop)
+        .execute(params![row.0, row.1, row.2, row.3])?;
+    if let Some(title) = super::runs::title_of(&row.2) {
+        c.prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND coalesce(title, '') = ''")?
+            .execute(params![row.1, title])?;
+    }
+    Ok(())
 }

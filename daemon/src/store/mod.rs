@@ -60,6 +60,9 @@ pub struct SessionRow {
     pub request: Value,
     /// RFC 3339 creation time.
     pub created_at: String,
+    /// When it was last used, RFC 3339: its latest run's start, or its
+    /// creation ([`LAST_USED`]); read, never written.
+    pub last_used_at: String,
     /// Whether it was closed.
     pub closed: bool,
     /// Last event seq.
@@ -88,6 +91,12 @@ const PAGE_CACHE_KIB: i64 = 512;
 
 /// Largest WAL file kept between checkpoints.
 const WAL_LIMIT_BYTES: i64 = 8 * 1024 * 1024;
+
+/// A session's last use (in a query over `sessions s`): its latest run's
+/// start, or its creation. Both are RFC 3339 UTC with milliseconds, so
+/// they compare as text; runs are indexed by (session, start).
+const LAST_USED: &str =
+    "max(s.created_at, coalesce((SELECT max(r.started_at) FROM runs r WHERE r.session_id = s.id), ''))";
 
 /// The tables. Events and messages are rows keyed by (session, number)
 /// and kept in that key's b-tree alone (`WITHOUT ROWID`), so storing one
@@ -289,11 +298,11 @@ impl Store {
     /// Sessions, all of them or the one with `only`'s id, oldest first.
     fn select_sessions(&self, only: Option<&SessionId>) -> Result<Vec<SessionRow>, StoreError> {
         let rows = self.with(|c| {
-            let mut st = c.prepare_cached(
+            let mut st = c.prepare_cached(&format!(
                 "SELECT s.id, s.base_dir, s.title, s.config, s.request, s.created_at, s.closed, s.last_seq,
-                        (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id)
-                 FROM sessions s WHERE ?1 IS NULL OR s.id = ?1 ORDER BY s.created_at, s.rowid",
-            )?;
+                        (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id), {LAST_USED}
+                 FROM sessions s WHERE ?1 IS NULL OR s.id = ?1 ORDER BY s.created_at, s.rowid"
+            ))?;
             let rows = st.query_map(params![only.map(|id| id.0.as_str())], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
@@ -305,6 +314,7 @@ impl Store {
                     r.get::<_, bool>(6)?,
                     r.get::<_, i64>(7)?,
                     r.get::<_, i64>(8)?,
+                    r.get::<_, String>(9)?,
                 ))
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -312,7 +322,7 @@ impl Store {
         let mut worktrees = self.worktrees(only)?;
         let mut parents = self.parents(only)?;
         rows.into_iter()
-            .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs)| {
+            .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs, last_used_at)| {
                 Ok(SessionRow {
                     worktree: worktrees.remove(&id),
                     parent: parents.remove(&id),
@@ -322,6 +332,7 @@ impl Store {
                     config: self.decode(&config)?,
                     request: self.decode(&request)?,
                     created_at,
+                    last_used_at,
                     closed,
                     last_seq: last_seq as u64,
                     run_count: runs as u64,

@@ -3,7 +3,7 @@
 //! a worktree's row stays until the worktree is removed, see
 //! `worktree.rs`), and the file is compacted.
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, LAST_USED};
 use rusqlite::params;
 use swival_protocol::SessionId;
 
@@ -27,11 +27,11 @@ impl Store {
     pub fn prune(&self, cutoff: &str, keep: Vec<SessionId>) -> Result<Vec<SessionId>, StoreError> {
         let cutoff = cutoff.to_owned();
         let deleted = self.write(move |c| {
-            let mut old = c.prepare_cached(
+            let mut old = c.prepare_cached(&format!(
                 "SELECT s.id FROM sessions s
-                 WHERE max(s.created_at, coalesce((SELECT max(r.started_at) FROM runs r WHERE r.session_id = s.id), '')) < ?1
-                   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.result IS NULL)",
-            )?;
+                 WHERE {LAST_USED} < ?1
+                   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.result IS NULL)"
+            ))?;
             let ids: Vec<String> = old.query_map(params![cutoff], |r| r.get(0))?.collect::<Result<_, _>>()?;
             let ids: Vec<String> = ids.into_iter().filter(|id| !keep.iter().any(|k| k.0 == *id)).collect();
             for id in &ids {
@@ -67,6 +67,7 @@ mod tests {
             config: serde_json::json!({}),
             request: serde_json::Value::Null,
             created_at: created_at.into(),
+            last_used_at: created_at.into(),
             closed: false,
             last_seq: 0,
             run_count: 0,

@@ -105,3 +105,41 @@ pub fn interrupted_result(run: &RunId) -> RunResult {
         stats: Default::default(),
     }
 }
+
+/// Longest title a session takes from its first task, in characters.
+const TITLE_CHARS: usize = 60;
+
+/// The title a session with none takes from its first run's task: the
+/// first line with text, its spaces collapsed, cut to [`TITLE_CHARS`] with
+/// an ellipsis; none for a task with no text.
+pub(super) fn title_of(task: &str) -> Option<String> {
+    let line = task.lines().find(|l| !l.trim().is_empty())?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= TITLE_CHARS {
+        return Some(line);
+    }
+    let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    Some(format!("{}…", cut.trim_end()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::title_of;
+
+    #[test]
+    fn a_title_is_the_first_line_with_text_with_its_spaces_collapsed() {
+        assert_eq!(title_of("\n  fix the\tparser  \nthen run the tests").as_deref(), Some("fix the parser"));
+        assert_eq!(title_of(" \n\t\n"), None);
+        assert_eq!(title_of(""), None);
+    }
+
+    #[test]
+    fn a_long_first_line_is_cut_to_sixty_characters_with_an_ellipsis() {
+        let long = "é".repeat(100);
+        let title = title_of(&long).unwrap();
+        assert_eq!(title.chars().count(), 60);
+        assert!(title.ends_with('…') && title.starts_with("éé"), "{title}");
+        assert_eq!(title_of(&"a".repeat(60)).unwrap(), "a".repeat(60), "sixty fit");
+    }
+}

@@ -18,6 +18,7 @@ fn session(s: &Store) -> SessionId {
         config: serde_json::json!({}),
         request: serde_json::Value::Null,
         created_at: "2026-01-01T00:00:00Z".into(),
+        last_used_at: "2026-01-01T00:00:00Z".into(),
         closed: false,
         last_seq: 0,
         run_count: 0,
@@ -72,4 +73,48 @@ async fn a_checkpoint_is_set_replaced_and_cleared() {
     assert_eq!(s.checkpoint(&id).unwrap(), Some(other));
     s.set_checkpoint(&id, None).await.unwrap();
     assert_eq!(s.checkpoint(&id).unwrap(), None);
+}
+
+/// Start run `run` of `id` at `at` with `task`, as `run/start` stores it.
+fn start_run(s: &Store, id: &SessionId, run: &str, task: &str, at: &str) {
+    let row = RunRow {
+        id: RunId(run.into()),
+        session_id: id.clone(),
+        task: task.into(),
+        result: None,
+        report: None,
+        started_at: at.into(),
+    };
+    let kind = EventKind::Warning { message: "w".into() };
+    let mut e = Event { seq: Seq(0), session_id: id.clone(), run_id: None, time: at.into(), kind };
+    s.append_event(&mut e, EventWith::Start(&row), Box::new(|_| {})).unwrap();
+}
+
+#[test]
+fn the_first_run_titles_an_untitled_session_and_last_use_follows_runs_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let s = Store::open(&path).unwrap();
+    let id = session(&s);
+    assert_eq!(s.session(&id).unwrap().unwrap().last_used_at, "2026-01-01T00:00:00Z", "created, never run");
+    start_run(&s, &id, "r_1", "\nfix the parser\nand its tests", "2026-03-01T10:00:00.000Z");
+    start_run(&s, &id, "r_2", "something else", "2026-03-02T10:00:00.000Z");
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    let row = s.session(&id).unwrap().unwrap();
+    assert_eq!(row.title.as_deref(), Some("fix the parser"), "the first run's task, not a later one's");
+    assert_eq!(row.last_used_at, "2026-03-02T10:00:00.000Z");
+    assert_eq!(s.sessions().unwrap()[0].last_used_at, row.last_used_at);
+}
+
+#[test]
+fn a_session_given_a_title_keeps_it_through_its_runs() {
+    let (_d, s) = store();
+    let id = SessionId("s_titled".into());
+    let mut row = s.session(&session(&s)).unwrap().unwrap();
+    row.id = id.clone();
+    row.title = Some("mine".into());
+    s.insert_session(&row).unwrap();
+    start_run(&s, &id, "r_1", "a task", "2026-03-01T10:00:00.000Z");
+    assert_eq!(s.session(&id).unwrap().unwrap().title.as_deref(), Some("mine"));
 }

@@ -126,6 +126,7 @@ mod tests {
             config: serde_json::json!({}),
             request: serde_json::Value::Null,
             created_at: "2026-01-01T00:00:00.000Z".into(),
+            last_used_at: "2026-01-01T00:00:00.000Z".into(),
             closed: false,
             last_seq: 0,
             run_count: 0,

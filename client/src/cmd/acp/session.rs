@@ -200,7 +200,7 @@ impl Bridge {
             .map(|s| {
                 acp::SessionInfo::new(s.session_id.0, PathBuf::from(&s.base_dir))
                     .title(s.title)
-                    .updated_at(s.created_at)
+                    .updated_at(s.last_used_at)
             })
             .collect();
         responder.respond(acp::ListSessionsResponse::new(sessions))

@@ -8,7 +8,7 @@ use super::Repl;
 use std::path::Path;
 use swival_protocol::methods::typed as m;
 use swival_protocol::{ChangesRef, RunChangesParams, RunRevertParams, SessionConfigureParams, SessionFrom, SessionId};
-use swivalctl::ClientError;
+use swivalctl::{Client, ClientError};
 
 /// One slash command.
 pub struct Command {
@@ -52,7 +52,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "/report", args: "", help: "Show the last run's stats" },
     Command { name: "/diff", args: "[id]", help: "Show what the last run (or run id) changed, with diffs" },
     Command { name: "/undo", args: "[--force] [id]", help: "Put back what the last run (or run/undo id) changed" },
-    Command { name: "/sessions", args: "", help: "List the daemon's sessions" },
+    Command { name: "/sessions", args: "[all]", help: "This project's sessions, newest first (all: every project's)" },
     Command { name: "/attach", args: "<id>", help: "Switch to another session of the daemon" },
 ];
 
@@ -75,6 +75,17 @@ pub fn help() -> String {
     out.push_str("Enter sends; a line ending in \\ (or Alt-Enter) goes on; Ctrl-R searches history;\n");
     out.push_str("Ctrl-C cancels a run; Ctrl-C twice on an empty prompt, Ctrl-D or /exit leaves.\n");
     out
+}
+
+/// What is said of `name` when no command has it (`None`: one has).
+pub fn unknown(name: &str) -> Option<String> {
+    if COMMANDS.iter().any(|c| c.name == name) {
+        return None;
+    }
+    Some(match closest(name) {
+        Some(near) => format!("unknown command {name}; did you mean {near}? (/help lists them)"),
+        None => format!("unknown command {name}. Run /help to list commands."),
+    })
 }
 
 /// The command closest to `name` (by edit distance), for a hint: only a
@@ -142,12 +153,9 @@ impl Repl {
             "/report" => self.report().await?,
             "/diff" => self.diff(arg).await?,
             "/undo" => self.undo(arg).await?,
-            "/sessions" => self.sessions().await?,
+            "/sessions" => self.sessions(arg).await?,
             "/attach" => self.attach_to(SessionId(arg.to_owned())).await?,
-            other => match closest(other) {
-                Some(near) => self.warn(&format!("unknown command {other}; did you mean {near}? (/help lists them)")),
-                None => self.warn(&format!("unknown command {other}. Run /help to list commands.")),
-            },
+            other => self.warn(&unknown(other).unwrap_or_default()),
         }
         Ok(Next::Prompt)
     }
@@ -437,18 +445,36 @@ impl Repl {
         Ok(())
     }
 
-    /// `/sessions`.
-    async fn sessions(&mut self) -> Result<(), ClientError> {
-        let list = self.client.list_sessions().await?;
-        let mut out = String::new();
-        for s in &list.sessions {
-            let here = if s.session_id == self.session { "*" } else { " " };
-            let title = s.title.as_deref().unwrap_or("");
-            out.push_str(&format!("{here} {}  {:?}  {}  {}\n", s.session_id, s.state, s.base_dir, preview(title, 40)));
-        }
-        self.info(out.trim_end());
+    /// `/sessions [all]`.
+    async fn sessions(&mut self, arg: &str) -> Result<(), ClientError> {
+        let text = listed(&self.client, &self.base_dir, arg, Some(&self.session)).await?;
+        self.info(text.trim_end());
         Ok(())
     }
+}
+
+/// `/sessions`: this project's sessions newest first, or every project's
+/// with `all`; `current` is marked `*`.
+pub async fn listed(
+    client: &Client,
+    base_dir: &Path,
+    arg: &str,
+    current: Option<&SessionId>,
+) -> Result<String, ClientError> {
+    let all = matches!(arg, "all" | "--all");
+    let project = crate::cmd::listing::project(base_dir);
+    let list = client.list_sessions().await?;
+    let sessions = crate::cmd::listing::newest_first(list.sessions, (!all).then_some(project.as_path()));
+    let now = std::time::SystemTime::now();
+    let mark = |s: &swival_protocol::SessionInfo| if Some(&s.session_id) == current { "* " } else { "  " };
+    let mut out: String = sessions.iter().map(|s| crate::cmd::listing::lines(s, mark(s), now)).collect();
+    if sessions.is_empty() {
+        out = format!("no session in {} yet", project.display());
+    }
+    if !all {
+        out.push_str("\n(/sessions all lists every project's; /attach ID works on one)");
+    }
+    Ok(out)
 }
 
 /// The prompt `/init` sends: look at the project and write AGENTS.md.

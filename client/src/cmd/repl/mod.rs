@@ -5,6 +5,10 @@
 //! session and its runs show here live, and a daemon that restarts is
 //! reconnected to, resuming from the last event shown.
 //!
+//! A new REPL's session is made by the first line that needs one (a task,
+//! or a command that works on a session; `start.rs`), so opening the REPL
+//! and leaving makes none; the daemon titles it from its first task.
+//!
 //! One subscription follows the session's events for the REPL's life; a
 //! run is started with a client token, so its events are told from other
 //! clients' runs by data, not words.
@@ -13,6 +17,7 @@ mod agents;
 mod commands;
 mod editor;
 mod show;
+mod start;
 mod turn;
 
 use super::daemon::connect;
@@ -72,13 +77,16 @@ pub struct Repl {
 pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     let cwd = std::env::current_dir()
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-    let client = connect(socket).await?;
+    let mut client = connect(socket).await?;
     let style = Style::new(a.color, a.no_color);
-    let (session, base_dir, replay) = match open(&client, &a, &cwd).await? {
-        Ok(opened) => opened,
-        Err(code) => return Ok(code),
+    let attached = match &a.session {
+        Some(id) => Some(client.session(&SessionId(id.clone())).await?),
+        None => None,
     };
-    let (editor, printer) = match LineEditor::start(editor::history_file(&base_dir)) {
+    let base_dir = attached
+        .as_ref()
+        .map_or_else(|| flags::base_dir(a.base_dir.as_deref(), &cwd), |d| PathBuf::from(&d.info.base_dir));
+    let (mut editor, printer) = match LineEditor::start(editor::history_file(&base_dir)) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("swivalctl: {e}");
@@ -87,6 +95,14 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     };
     let interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| ClientError::Transport(format!("cannot handle Ctrl-C: {e}")))?;
+    let opened = start::open(&mut client, socket, &mut editor, style, &a, &base_dir, attached).await;
+    let start::Opened { session, replay, first } = match opened {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(code)) => return Ok(code),
+        Err(Lost(why)) => return gone(&why),
+    };
+    // `/attach` before the first task may name another project's session.
+    let base_dir = replay.as_ref().map_or(base_dir, |d| PathBuf::from(&d.info.base_dir));
     let last_seq = replay.as_ref().map_or(0, |d| d.info.last_seq.0);
     let events = client.subscribe_events(&session, last_seq + 1).await?;
     let mut repl = Repl {
@@ -107,43 +123,24 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     if let Some(detail) = replay {
         repl.replay(&detail);
     }
-    repl.info(&format!(
-        "session {} in {} — /help for commands, /exit or Ctrl-D to quit",
-        repl.session,
-        repl.base_dir.display()
-    ));
-    let first = match a.task.clone() {
-        Some(task) => repl.prompt(&task, false).await,
-        None => Ok(()),
+    let ended = match repl.begin(first).await {
+        Ok(false) => repl.lines().await,
+        left => left.map(drop),
     };
-    match first.and(repl.lines().await) {
+    match ended {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(Lost(why)) => {
-            eprintln!("swivalctl: {why}");
-            Ok(ExitCode::FAILURE)
-        }
+        Err(Lost(why)) => gone(&why),
     }
+}
+
+/// The REPL ends on a lost daemon: exit 1 with why.
+fn gone(why: &str) -> Result<ExitCode, ClientError> {
+    eprintln!("swivalctl: {why}");
+    Ok(ExitCode::FAILURE)
 }
 
 /// The daemon is gone for good: why, in one line with the way out.
 pub struct Lost(String);
-
-/// The session to work on: `--session`'s (with what to replay), or a new
-/// one for the project; a refused config is the exit code to end with.
-async fn open(
-    client: &Client,
-    a: &RunArgs,
-    cwd: &Path,
-) -> Result<Result<(SessionId, PathBuf, Option<swival_protocol::SessionDetail>), ExitCode>, ClientError> {
-    if let Some(id) = &a.session {
-        let detail = client.session(&SessionId(id.clone())).await?;
-        let base_dir = PathBuf::from(&detail.info.base_dir);
-        return Ok(Ok((detail.info.session_id.clone(), base_dir, Some(detail))));
-    }
-    let base_dir = flags::base_dir(a.base_dir.as_deref(), cwd);
-    let created = super::run::create_session(client, a, &base_dir, "repl", "").await?;
-    Ok(created.map(|id| (id, base_dir, None)))
-}
 
 /// How full the context is: tokens of the window and their share.
 fn context_words(used: Option<u64>, window: Option<u64>) -> String {
@@ -199,31 +196,37 @@ impl Repl {
                 Input::Line(line) => line,
             };
             armed = false;
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let next = match line {
-                l if l.starts_with("!!") => {
-                    shell(&self.base_dir, l.trim_start_matches('!').trim());
-                    Next::Prompt
-                }
-                l if l.starts_with('/') => match self.command(l).await {
-                    Ok(next) => next,
-                    Err(e) => self.failed(e).await?,
-                },
-                l => Next::Run(l.to_owned()),
-            };
-            match next {
-                Next::Exit => return Ok(()),
-                Next::Prompt => {}
-                Next::Run(task) => self.prompt(&task, false).await?,
-                Next::Continue => {
-                    self.info("continuing agent loop...");
-                    self.prompt("/continue", true).await?;
-                }
+            if self.act(&line).await? {
+                return Ok(());
             }
         }
+    }
+
+    /// Act on a line: a shell command, a slash command or a prompt to the
+    /// model; true when the user leaves.
+    async fn act(&mut self, line: &str) -> Result<bool, Lost> {
+        let next = match line.trim() {
+            "" => Next::Prompt,
+            l if l.starts_with("!!") => {
+                shell(&self.base_dir, l.trim_start_matches('!').trim());
+                Next::Prompt
+            }
+            l if l.starts_with('/') => match self.command(l).await {
+                Ok(next) => next,
+                Err(e) => self.failed(e).await?,
+            },
+            l => Next::Run(l.to_owned()),
+        };
+        match next {
+            Next::Exit => return Ok(true),
+            Next::Prompt => {}
+            Next::Run(task) => self.prompt(&task, false).await?,
+            Next::Continue => {
+                self.info("continuing agent loop...");
+                self.prompt("/continue", true).await?;
+            }
+        }
+        Ok(false)
     }
 
     /// Wait for the user's answer to the prompt shown, showing meanwhile
