@@ -100,3 +100,26 @@ pub fn provider_key_env(provider: &str) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// `provider/models` result: what a session's provider offers, for a
+/// model picker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderModels {
+    /// The endpoint asked (its `/models`).
+    pub base_url: String,
+    /// The model the session uses now, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
+    /// The models, in the server's order.
+    pub models: Vec<ModelInfo>,
+}
+
+/// One model a provider offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelInfo {
+    /// Its id, as `model` takes it.
+    pub id: String,
+    /// Its context window, when the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}

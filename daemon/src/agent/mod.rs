@@ -45,6 +45,7 @@ pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
 pub use resume::save_now as save_continue;
+pub use setup::provider_settings;
 pub use sink::{emit_recorded, EventSink};
 pub use snapshot::{restore, restore_scope, Mark, Restored, IMPLICIT_LABEL};
 use std::path::Path;

@@ -336,6 +336,15 @@ impl Provider {
         Ok(Discovered { model, context_window: window })
     }
 
+    /// The models the server offers (its `/models`); a command provider
+    /// offers none.
+    pub async fn models(&self) -> Result<Vec<openai::ModelEntry>, ProviderError> {
+        match self.settings.kind {
+            ProviderKind::Command => Ok(Vec::new()),
+            _ => openai::list_models(&self.http, &self.settings).await,
+        }
+    }
+
     /// One logical call: attempts with backoff until success, a permanent
     /// error, or the attempt budget runs out.
     pub async fn chat(

@@ -246,6 +246,27 @@ impl Sessions {
     }
 }
 
+impl Sessions {
+    /// `provider/models`: what the session's provider offers, asked with
+    /// the session's settings and key (a picker for `model`).
+    pub async fn models(&self, id: &SessionId) -> Result<swival_protocol::ProviderModels, SessionError> {
+        let session = self.inspect(id)?;
+        let cfg = &session.config.config;
+        let settings = crate::agent::provider_settings(cfg, &session.base_dir, &session.env, Default::default())
+            .map_err(|e| SessionError::Config(e.to_string()))?;
+        let base_url = settings.base_url.clone();
+        let provider = crate::provider::Provider::new(self.shared.http(), settings);
+        let listed = provider.models().await.map_err(|e| {
+            SessionError::Setup(format!("cannot list the models of {base_url}: {e}; name one with /model NAME"))
+        })?;
+        let models = listed
+            .into_iter()
+            .map(|m| swival_protocol::ModelInfo { id: m.id, context_window: m.context_window })
+            .collect();
+        Ok(swival_protocol::ProviderModels { base_url, current: cfg.model.clone(), models })
+    }
+}
+
 /// The effective config as shown to clients: the API key is never echoed.
 pub fn public_config(effective: &EffectiveConfig) -> Value {
     let mut v = serde_json::to_value(&effective.config).unwrap_or(Value::Null);

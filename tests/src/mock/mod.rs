@@ -79,6 +79,8 @@ struct State {
     model: String,
     /// The context length advertised by `/v1/models`.
     context_length: u64,
+    /// More models `/v1/models` lists after `model` (no context length).
+    more_models: Vec<String>,
     /// Drop, unanswered, every chat request that arrives on a connection
     /// that already served one (a server that closed an idle keep-alive
     /// connection the client still pools).
@@ -156,6 +158,7 @@ impl MockProvider {
                 exhausted_hits: 0,
                 model: "mock-model".to_owned(),
                 context_length: 32768,
+                more_models: Vec::new(),
                 stale_keep_alive: false,
                 stale_drops: 0,
                 latency: Duration::ZERO,
@@ -185,6 +188,12 @@ impl MockProvider {
     /// Sets the model id advertised and echoed (default `mock-model`).
     pub fn with_model(self, model: &str) -> MockProvider {
         self.shared.lock().model = model.to_owned();
+        self
+    }
+
+    /// Lists `models` in `/v1/models` after the advertised one.
+    pub fn with_more_models(self, models: &[&str]) -> MockProvider {
+        self.shared.lock().more_models = models.iter().map(|m| (*m).to_owned()).collect();
         self
     }
 
@@ -370,7 +379,9 @@ async fn route(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respon
         (&Method::GET, "/v1/models") => {
             let state = shared.lock();
             let model = json!({"id": state.model, "object": "model", "context_length": state.context_length});
-            json_response(200, json!({"object": "list", "data": [model]}).to_string())
+            let more = state.more_models.iter().map(|id| json!({"id": id, "object": "model"}));
+            let data: Vec<Value> = std::iter::once(model).chain(more).collect();
+            json_response(200, json!({"object": "list", "data": data}).to_string())
         }
         (method, path) => {
             let message = format!("mock provider: no route for {method} {path}");

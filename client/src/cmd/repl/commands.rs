@@ -29,7 +29,11 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "/new", args: "", help: "Start a fresh conversation (the old one stays in the daemon)" },
     Command { name: "/status", args: "", help: "Show session stats (model, context, turns, sandbox)" },
     Command { name: "/tools", args: "", help: "List the tools the model has" },
-    Command { name: "/model", args: "[name]", help: "Show the model, or switch to another for the next runs" },
+    Command {
+        name: "/model",
+        args: "[name|N]",
+        help: "Show the model and list the server's, or switch (by name or number) for the next runs",
+    },
     Command { name: "/profile", args: "[name]", help: "Switch LLM profile" },
     Command { name: "/reasoning", args: "[level]", help: "Show or set the reasoning effort" },
     Command { name: "/extend", args: "[N]", help: "Double max turns, or set to N" },
@@ -136,7 +140,7 @@ impl Repl {
             "/clear" | "/new" => self.fresh().await?,
             "/status" => self.status().await?,
             "/tools" => self.tools().await?,
-            "/model" => self.configure_key("model", arg).await?,
+            "/model" => self.model(arg).await?,
             "/profile" => self.configure_key("active_profile", arg).await?,
             "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
             "/extend" => self.extend(arg).await?,
@@ -218,6 +222,41 @@ impl Repl {
             add_dirs_ro: Vec::new(),
         })
         .await
+    }
+
+    /// `/model`: with no argument, the model in use and the ones the
+    /// server offers, numbered; with a name, or a number of that list,
+    /// that model for the next runs.
+    async fn model(&mut self, arg: &str) -> Result<(), ClientError> {
+        if !arg.is_empty() {
+            let picked = arg.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| self.models.get(i));
+            let name = picked.cloned().unwrap_or_else(|| arg.to_owned());
+            return self.configure_key("model", &name).await;
+        }
+        self.configure_key("model", "").await?;
+        let params = swival_protocol::SessionRef { session_id: self.session.clone() };
+        let listed = match self.client.request::<m::ProviderModelsMethod>(&params).await {
+            Ok(listed) => listed,
+            Err(ClientError::Rpc { message, .. }) => {
+                self.warn(&message);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if listed.models.is_empty() {
+            self.info(&format!("{} lists no model", listed.base_url));
+            return Ok(());
+        }
+        let mut out = format!("models at {}:\n", listed.base_url);
+        for (i, model) in listed.models.iter().enumerate() {
+            let here = if listed.current.as_deref() == Some(model.id.as_str()) { "*" } else { " " };
+            let window = model.context_window.map(|w| format!("  ({w} tokens)")).unwrap_or_default();
+            out.push_str(&format!("{here}{:>3}. {}{window}\n", i + 1, model.id));
+        }
+        out.push_str("/model N or /model NAME switches");
+        self.info(&out);
+        self.models = listed.models.into_iter().map(|m| m.id).collect();
+        Ok(())
     }
 
     /// `/extend [N]`: double `max_turns`, or set it to N.

@@ -71,6 +71,8 @@ pub struct Repl {
     interrupt: tokio::signal::unix::Signal,
     /// Another client's run in flight, shown as it goes.
     watching: Option<RunId>,
+    /// The models `/model` listed last, so `/model N` picks one.
+    models: Vec<String>,
 }
 
 /// `swivalctl repl` (and `swivalctl run` with no task on a terminal).
@@ -119,6 +121,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         context_tokens: None,
         interrupt,
         watching: None,
+        models: Vec::new(),
     };
     if let Some(detail) = replay {
         repl.replay(&detail);
