@@ -11,7 +11,7 @@ use swival_tests::tmux::{shell_line, Tmux};
 use swival_tests::TestEnv;
 
 /// The lines of `screen` from the last one containing `mark`.
-fn after<'a>(screen: &'a str, mark: &str) -> String {
+fn after(screen: &str, mark: &str) -> String {
     let lines: Vec<&str> = screen.lines().collect();
     let at = lines.iter().rposition(|l| l.contains(mark)).unwrap_or(0);
     lines[at..].join("\n")
