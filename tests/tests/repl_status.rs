@@ -3,7 +3,9 @@
 //! the model's window with its share, the commands mode, the last run and
 //! the session; a gauge (`ctx N%`) and the wall time follow each run;
 //! `/model` with no name lists what the server offers (its `/v1/models`,
-//! through a typed daemon method) and `/model N` picks by number.
+//! through a typed daemon method) and `/model N` picks by number. Keys
+//! typed while a `!!` command or a slash command runs reach the next
+//! prompt.
 
 use serde_json::json;
 use swival_tests::mock::{MockProvider, Step};
@@ -78,6 +80,33 @@ fn model_lists_the_servers_models_and_a_number_picks_one_for_the_next_run() {
         (requests[0]["model"].clone(), requests[1]["model"].clone()),
         (json!("small-coder"), json!("big-coder"))
     );
+    tmux.at_prompt("/exit");
+    tmux.wait_for("EXIT=0");
+}
+
+#[test]
+fn text_typed_while_a_shell_command_runs_reaches_the_next_prompt() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mock = MockProvider::start(vec![Step::text("got it")]).with_model("m");
+    let p = env.project("p");
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\n", mock.base_url()));
+    let tmux = Tmux::new(&env);
+    tmux.start(&shell_line(&env, &daemon.socket, &p, "repl"));
+    // The command runs until the test lets it end, so the keys are typed
+    // while it runs, whatever the machine's speed.
+    tmux.at_prompt("!! while [ ! -e go ]; do sleep 0.05; done; echo shell done");
+    tmux.wait_for("$ while");
+    tmux.run(&["send-keys", "-t", "t", "-l", "typed ahead"]);
+    std::fs::write(p.join("go"), "").unwrap();
+    tmux.wait_for("shell done");
+    let screen = tmux.wait_for("swival> typed ahead");
+    assert!(screen.contains("exit 0"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got it");
+    mock.wait_for_requests(1);
+    let users: Vec<String> = mock.texts_of(0);
+    assert!(users.iter().any(|t| t == "typed ahead"), "the typed line is the task: {users:?}");
     tmux.at_prompt("/exit");
     tmux.wait_for("EXIT=0");
 }

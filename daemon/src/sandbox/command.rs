@@ -505,10 +505,8 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let env = env(base.path(), &["echo"]);
         let out = run_command_tool(&env, &serde_json::json!({"command": "echo hi"}), &CancellationToken::new()).await;
-        assert_eq!(
-            out,
-            ToolOutcome::ok("hi\n\n(auto-corrected: run_command received a string; converted to argv array)".into())
-        );
+        assert_eq!(out.text, "hi\n\n(auto-corrected: run_command received a string; converted to argv array)");
+        assert_eq!(out.own_text(), "hi\n", "the note is for the model, not a person");
     }
 
     #[test]

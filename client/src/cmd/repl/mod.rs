@@ -211,7 +211,7 @@ impl Repl {
         let next = match line.trim() {
             "" => Next::Prompt,
             l if l.starts_with("!!") => {
-                shell(&self.base_dir, l.trim_start_matches('!').trim());
+                shell(&self.base_dir, l.trim_start_matches('!').trim()).await;
                 Next::Prompt
             }
             l if l.starts_with('/') => match self.command(l).await {
@@ -458,34 +458,35 @@ impl Repl {
 
 /// `!! cmd`: run a shell command in the project, on the user's side, and
 /// show its output and exit status (30 s at most, as in Swival); the
-/// model does not see it.
-fn shell(base_dir: &Path, command: &str) {
+/// model does not see it. Keys typed meanwhile wait in the terminal for
+/// the next prompt.
+async fn shell(base_dir: &Path, command: &str) {
     if command.is_empty() {
         eprintln!("usage: !! <command>");
         return;
     }
     eprintln!("  $ {command}");
-    let child = std::process::Command::new("sh")
+    let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(base_dir)
         .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
         .spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return eprintln!("  cannot run it: {e}"),
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let code = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status.code().unwrap_or(1),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                eprintln!("(timed out after 30s)");
-                break 1;
-            }
+    let code = match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+        Ok(Ok(status)) => status.code().unwrap_or(1),
+        Ok(Err(e)) => {
+            eprintln!("  cannot wait for it: {e}");
+            1
+        }
+        Err(_) => {
+            let _ = child.kill().await;
+            eprintln!("(timed out after 30s)");
+            1
         }
     };
     eprintln!("  exit {code}");

@@ -131,7 +131,7 @@ async fn before_session(
         let (name, arg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         match name {
             "" => {}
-            l if l.starts_with("!!") => super::shell(base_dir, line.trim_start_matches('!').trim()),
+            l if l.starts_with("!!") => super::shell(base_dir, line.trim_start_matches('!').trim()).await,
             "/help" => eprint!("{}", help()),
             "/exit" | "/quit" => return Before::Leave,
             "/clear" | "/new" => say("nothing to clear: a session is made at your first task"),
