@@ -14,6 +14,9 @@ For every run it records: solved (the task's checker), ended with an answer
 by the server: its log's n_tokens at release minus the tokens it
 generated), failed tool calls. It prints a Markdown table per agent and
 writes every run to --out as JSON.
+
+Set 5 (`--set 5`, tasks5.py) was committed unrun, to be run last;
+`python3 bench/realmodel/selftest5.py` tests its checkers without a model.
 """
 
 import argparse
@@ -30,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tasks import TASKS, TASKS2, TASKS3, TASKS4  # noqa: E402
+from tasks5 import TASKS5  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,6 +69,8 @@ def make_project(task) -> Path:
     for name, text in task["files"].items():
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_text(text)
+    for name in task.get("executable", []):  # scripts a task's project runs (set 5)
+        (d / name).chmod(0o755)
     return d
 
 
@@ -202,7 +208,11 @@ def main():
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--tasks", help="comma-separated task names (default: all)")
     ap.add_argument(
-        "--set", type=int, default=1, choices=[1, 2, 3, 4], help="the task set: 1 (12 tasks), 2, 3 or 4 (8 each, newer)"
+        "--set",
+        type=int,
+        default=1,
+        choices=[1, 2, 3, 4, 5],
+        help="the task set: 1 (12 tasks), 2, 3 or 4 (8 each, newer), 5 (16 everyday tasks, tasks5.py)",
     )
     ap.add_argument(
         "--temperature",
@@ -224,6 +234,8 @@ def main():
         TASKS[:] = TASKS3
     elif args.set == 4:
         TASKS[:] = TASKS4
+    elif args.set == 5:
+        TASKS[:] = TASKS5
     if args.tasks:
         wanted = args.tasks.split(",")
         TASKS[:] = [t for t in TASKS if t["name"] in wanted]
