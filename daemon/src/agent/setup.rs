@@ -195,7 +195,8 @@ fn find_skills(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord
 
 /// The messages a run starts with: the system prompt (a new
 /// conversation's first message, see [`system_message`]), orphaned tool
-/// calls answered, the task, the files it names (unless
+/// calls answered, a new conversation's map of the project
+/// (`project_map_tokens`), the task, the files it names (unless
 /// `read_named_files` is off: then the task is the last message, as in
 /// Swival), and the skills it mentions as `$name`. A run that resumes
 /// (Swival's `/continue`) adds none of these: the conversation as it is
@@ -208,7 +209,8 @@ fn open_conversation(
 ) -> Result<Option<MemoryStats>, StoreError> {
     let cfg = ctx.config;
     let mut memory = None;
-    if state.conversation.messages().is_empty() && !cfg.no_system_prompt {
+    let new = state.conversation.messages().is_empty();
+    if new && !cfg.no_system_prompt {
         let (text, stats) = system_message(ctx, state);
         memory = stats;
         state.conversation.push(Message::system(text))?;
@@ -218,6 +220,11 @@ fn open_conversation(
     conversation.begin_run();
     if ctx.resume {
         return Ok(memory);
+    }
+    // A new conversation with tools starts from a map of the project (`tools/map.rs`).
+    if let Some(map) = (new && !ctx.bare).then(|| state.tools.project_map(ctx.task, cfg.project_map_budget())).flatten()
+    {
+        conversation.push(Message::synthetic(map))?;
     }
     conversation.push(Message::user(ctx.task))?;
     if cfg.read_named_files {

@@ -273,6 +273,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("edit_checks", Kind::Bool),
     acted("read_named_files", Kind::Bool),
     acted("lean_tools", Kind::Bool),
+    acted("project_map_tokens", Kind::Int { min: 0 }),
     acted("no_instructions", Kind::Bool),
     acted("no_history", Kind::Bool),
     acted("no_memory", Kind::Bool),

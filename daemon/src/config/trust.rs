@@ -57,6 +57,8 @@ const HARMLESS: &[&str] = &[
     "read_named_files",
     // Changes only the wording of the tools offered, not what they do.
     "lean_tools",
+    // Shows the model only what list_files and outline would.
+    "project_map_tokens",
     "no_instructions",
     "no_history",
     "no_memory",

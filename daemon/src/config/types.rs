@@ -256,6 +256,9 @@ fn redact(value: &Value) -> Value {
     }
 }
 
+/// Tokens of the project map for a local model server by default.
+pub const DEFAULT_MAP_TOKENS: u64 = 400;
+
 /// The effective configuration of one session, Swival's key names.
 ///
 /// Built by [`super::load`]; `Deserialize` is how the merged key map becomes
@@ -325,6 +328,9 @@ pub struct SessionConfig {
     pub read_named_files: bool,
     /// Offer lean tool schemas (`tools/lean.rs`); see [`Self::offers_lean_tools`].
     pub lean_tools: Option<bool>,
+    /// Tokens of the project map a new conversation's first request
+    /// carries (`tools/map.rs`; 0: none); see [`Self::project_map_budget`].
+    pub project_map_tokens: Option<u64>,
     /// The loop guards: a repeated identical call refused, Swival's error
     /// guardrail, re-read and finishing nudges, a stuck run ended.
     pub storm_breaker: bool,
@@ -463,6 +469,7 @@ impl Default for SessionConfig {
             edit_checks: true,
             read_named_files: true,
             lean_tools: None,
+            project_map_tokens: None,
             storm_breaker: true,
             no_instructions: false,
             no_history: false,
@@ -533,6 +540,13 @@ impl SessionConfig {
     /// Studio, Ollama), where each prompt token costs wall time up front.
     pub fn offers_lean_tools(&self) -> bool {
         self.lean_tools.unwrap_or_else(|| self.provider.is_local())
+    }
+
+    /// Tokens of the project map: `project_map_tokens`, else a few hundred
+    /// for a model server on this machine (a small model starts from where
+    /// things are), none for any other provider.
+    pub fn project_map_budget(&self) -> u64 {
+        self.project_map_tokens.unwrap_or(if self.provider.is_local() { DEFAULT_MAP_TOKENS } else { 0 })
     }
 
     /// What `run_command` may run. `commands = "none"` turns it off; a

@@ -35,6 +35,7 @@ mod edit;
 mod error;
 mod files;
 mod lean;
+mod map;
 mod miss;
 mod named;
 mod near;

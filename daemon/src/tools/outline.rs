@@ -273,7 +273,7 @@ fn survey(tb: &ToolBox, dir: &Path, depth: usize) -> Result<String, ToolError> {
 }
 
 /// Whether a survey outlines the file `name`.
-fn is_source(name: &str) -> bool {
+pub(super) fn is_source(name: &str) -> bool {
     if name.starts_with('.') || GENERATED.contains(&name) || name.ends_with(".min.js") || name.ends_with(".bundle.js") {
         return false;
     }

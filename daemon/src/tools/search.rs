@@ -26,11 +26,11 @@ pub const MAX_GREP: usize = 100;
 const MAX_WALK: usize = 20_000;
 
 /// A file found by the walk.
-struct Found {
+pub(super) struct Found {
     /// Absolute path, as walked (what the model sees).
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// The canonical path the policy accepted (a symlink's target), to open.
-    real: PathBuf,
+    pub(super) real: PathBuf,
     /// Modification time, for newest-first order.
     mtime: SystemTime,
 }
@@ -72,7 +72,7 @@ pub(super) fn entries(tb: &ToolBox, root: &Path) -> Vec<(String, bool)> {
 /// Walk `root` for files, honouring ignore files, skipping `.git`, and
 /// keeping those `keep` accepts (given the path relative to `root`).
 /// Returns the files and whether the walk stopped at [`MAX_WALK`].
-fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, bool) {
+pub(super) fn walk(tb: &ToolBox, root: &Path, keep: impl Fn(&str) -> bool) -> (Vec<Found>, bool) {
     let walker = walker(tb, root).build();
     let mut found = Vec::new();
     let mut visited = 0;

@@ -1,0 +1,355 @@
+//! A map of the project for a new conversation's first request: its files
+//! and, for source files, their top-level definitions (as `outline` shows
+//! them), the parts the task most likely concerns first, within a token
+//! budget (`project_map_tokens`). A small model then starts from where
+//! things are instead of guessing a URL or making a new file.
+//!
+//! The ranking reads no natural language. The task is cut into terms (its
+//! words, and the parts of its identifiers and paths); a file ranks by the
+//! terms its path and definitions name, and by the terms its text holds,
+//! each weighed by how few files hold it (a word every file has, in any
+//! language, weighs nothing); then by how often other files use its
+//! definitions (aider's repo map ranks by references the same way).
+//!
+//! What the map shows is what `list_files` and `outline` would: the same
+//! walk (ignore files honoured, concealed paths left out), without hidden
+//! files or directories (as a survey), each
+//! file opened beneath its root as `read_file` opens it.
+
+use super::declarations::declared;
+use super::files::{looks_binary, open_for_read, Opened};
+use super::{outline, search, ToolBox};
+use std::collections::{HashMap, HashSet};
+use std::io::Read as _;
+use std::path::Path;
+
+/// Files the map looks at most.
+const MAX_FILES: usize = 500;
+/// Bytes of one file read for its definitions and terms.
+const MAX_BYTES: u64 = 128 << 10;
+/// Bytes read for the map at most: past them, files are listed without
+/// their definitions.
+const MAX_READ: usize = 8 << 20;
+/// Characters of one definition shown.
+const MAX_DEF: usize = 70;
+/// Definitions shown under one file at most.
+const MAX_DEFS: usize = 12;
+/// Characters kept for the last line, which says how many files were left out.
+const TRAILER: usize = 48;
+/// Characters per token of the budget (the daemon's estimate's rule).
+const CHARS_PER_TOKEN: u64 = 4;
+
+/// One file of the project as the map sees it.
+struct Entry {
+    /// Its path from the base dir.
+    rel: String,
+    /// Its top-level definitions, as `outline` shows them.
+    defs: Vec<String>,
+    /// The words of its text (identifiers and their parts), lowercased;
+    /// empty for a file not read.
+    words: HashSet<String>,
+    /// Its text, lowercased, for the task's terms that are not one word
+    /// (`/password-reset`); empty for a file not read.
+    text: String,
+    /// Its rank.
+    score: f64,
+}
+
+impl ToolBox {
+    /// The map of the project for `task`, within `budget` tokens; `None`
+    /// with a budget of 0 or an empty project.
+    pub fn project_map(&self, task: &str, budget: u64) -> Option<String> {
+        if budget == 0 {
+            return None;
+        }
+        let root = self.policy.base.clone();
+        let (found, _) = search::walk(self, &root, |_| true);
+        // Hidden files and directories are left out, as a survey leaves them.
+        let visible: Vec<_> = found
+            .iter()
+            .filter_map(|f| Some((f, f.path.strip_prefix(&root).ok()?)))
+            .filter(|(_, rel)| !rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.')))
+            .collect();
+        let total = visible.len();
+        let mut read = 0;
+        let mut entries: Vec<Entry> = visible
+            .iter()
+            .take(MAX_FILES)
+            .map(|(f, rel)| {
+                let rel = rel.to_string_lossy().into_owned();
+                match read < MAX_READ {
+                    true => self.map_entry(&f.real, rel, &mut read),
+                    false => Entry { rel, defs: Vec::new(), words: HashSet::new(), text: String::new(), score: 0.0 },
+                }
+            })
+            .collect();
+        if entries.is_empty() {
+            return None;
+        }
+        rank(&mut entries, &terms(task));
+        Some(render(&entries, total, budget.saturating_mul(CHARS_PER_TOKEN) as usize))
+    }
+
+    /// The file `rel` (opened at `real`): its definitions and text when it
+    /// is a small source file.
+    fn map_entry(&self, real: &Path, rel: String, read: &mut usize) -> Entry {
+        let mut entry = Entry { defs: Vec::new(), words: HashSet::new(), text: String::new(), score: 0.0, rel };
+        let name = Path::new(&entry.rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !outline::is_source(&name) {
+            return entry;
+        }
+        let Ok(Opened::File(file)) = open_for_read(self, real, &entry.rel) else { return entry };
+        let mut bytes = Vec::new();
+        if file.take(MAX_BYTES + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_BYTES {
+            return entry;
+        }
+        *read += bytes.len();
+        if looks_binary(&bytes) {
+            return entry;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        entry.defs =
+            declared(Path::new(&entry.rel), &text, 1).lines.iter().map(|line| cut(line.trim_end(), MAX_DEF)).collect();
+        entry.words = words(&text);
+        entry.text = text.to_lowercase();
+        entry
+    }
+}
+
+/// At most `n` characters of `s`, with `…` when cut.
+fn cut(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// The terms of `text`: its words (punctuation around them dropped), and
+/// the parts of its identifiers and paths, lowercased, three characters
+/// or more.
+fn terms(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for word in text.split_whitespace() {
+        let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/' && c != '.' && c != '-');
+        let word = word.trim_end_matches('.');
+        if word.chars().count() >= 3 {
+            out.insert(word.to_lowercase());
+        }
+        for part in word.split(|c: char| !c.is_alphanumeric()) {
+            for piece in camel_parts(part) {
+                if piece.chars().count() >= 3 {
+                    out.insert(piece.to_lowercase());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The words of a file's `text`: its identifiers and their parts,
+/// lowercased, three characters or more.
+fn words(text: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for word in text.split(|c: char| !c.is_alphanumeric() && c != '_') {
+        for part in camel_parts(word).into_iter().chain(word.split('_')) {
+            if part.chars().count() >= 3 {
+                out.insert(part.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// `titleSearch` as `title`, `Search` (and the word whole).
+fn camel_parts(word: &str) -> Vec<&str> {
+    let mut parts = vec![word];
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    for pair in chars.windows(2) {
+        if pair[0].1.is_lowercase() && pair[1].1.is_uppercase() {
+            parts.push(&word[start..pair[1].0]);
+            start = pair[1].0;
+        }
+    }
+    if start > 0 {
+        parts.push(&word[start..]);
+    }
+    parts
+}
+
+/// Score every entry for `terms`, best first (then by path).
+fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
+    let n = entries.len() as f64;
+    // How many files hold each term: the fewer, the more it says.
+    let df: HashMap<&str, usize> = terms
+        .iter()
+        .map(|t| {
+            (t.as_str(), entries.iter().filter(|e| holds(e, t) || e.rel.to_lowercase().contains(t.as_str())).count())
+        })
+        .collect();
+    let weight = |t: &str| ((n + 1.0) / (df.get(t).copied().unwrap_or(0) as f64 + 1.0)).ln();
+    let names: Vec<Vec<String>> = entries.iter().map(|e| defined_names(&e.defs)).collect();
+    let used: Vec<usize> = (0..entries.len())
+        .map(|i| {
+            let others = entries.iter().enumerate().filter(|(j, _)| *j != i);
+            others.filter(|(_, e)| names[i].iter().any(|name| e.words.contains(name))).count()
+        })
+        .collect();
+    for (i, e) in entries.iter_mut().enumerate() {
+        let path = e.rel.to_lowercase();
+        let path_parts: HashSet<&str> = path.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+        let mut score = 0.0;
+        for t in terms {
+            let w = weight(t);
+            if path == *t || path_parts.contains(t.as_str()) || path.ends_with(&format!("/{t}")) {
+                score += 4.0 * w;
+            }
+            if names[i].iter().any(|name| name == t) {
+                score += 3.0 * w;
+            }
+            if holds(e, t) {
+                // A phrase (`/password-reset`) says more than one of its words.
+                score += if is_word(t) { w } else { 2.0 * w };
+            }
+        }
+        score += 0.3 * (used[i] as f64).ln_1p();
+        e.score = score;
+    }
+    entries.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+}
+
+/// Whether a term is one word (letters, digits, `_`).
+fn is_word(term: &str) -> bool {
+    term.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Whether the text of `e` holds `term`: a word among its words, a phrase
+/// in its text.
+fn holds(e: &Entry, term: &str) -> bool {
+    match is_word(term) {
+        true => e.words.contains(term),
+        false => e.text.contains(term),
+    }
+}
+
+/// The identifiers `defs` define, lowercased (the name after the keywords
+/// of each definition line).
+fn defined_names(defs: &[String]) -> Vec<String> {
+    defs.iter()
+        .filter_map(|d| {
+            let head = d.split(['(', ':', '=', '{', '<']).next()?;
+            let name = head.split_whitespace().last()?;
+            (name.chars().count() >= 3).then(|| name.to_lowercase())
+        })
+        .collect()
+}
+
+/// The map as the model reads it, at most `chars` characters: files in
+/// rank order with their definitions; when those no longer fit, paths
+/// alone; then how many files were left out.
+fn render(entries: &[Entry], total: usize, chars: usize) -> String {
+    let mut out = String::from(
+        "A map of this project (its files, those the task most likely concerns first, with their \
+         top-level definitions and line numbers; read_file or outline shows more):\n",
+    );
+    // Room is kept for the line saying what was left out.
+    let chars = chars.saturating_sub(TRAILER);
+    let mut shown = 0;
+    for e in entries {
+        let mut block = format!("{}\n", e.rel);
+        for def in e.defs.iter().take(MAX_DEFS) {
+            block.push_str(&format!("  {def}\n"));
+        }
+        if e.defs.len() > MAX_DEFS {
+            block.push_str(&format!("  … {} more\n", e.defs.len() - MAX_DEFS));
+        }
+        let fits = |b: &str| out.len() + b.len() <= chars;
+        if fits(&block) {
+            out.push_str(&block);
+        } else if fits(&format!("{}\n", e.rel)) {
+            out.push_str(&format!("{}\n", e.rel));
+        } else {
+            break;
+        }
+        shown += 1;
+    }
+    if total > shown {
+        out.push_str(&format!("… and {} more files (list_files shows them)\n", total - shown));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small web project: routes, views, a template, a data file, a README.
+    fn project() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let w = |rel: &str, text: &str| {
+            let path = d.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        w("README.md", "# Shop\n\nA small shop.\n");
+        w("app/routes.py", "from app import views\n\nROUTES = {\n    '/login': views.login,\n    '/password-reset': views.reset_password,\n}\n");
+        w("app/views.py", "def login(request):\n    return 'ok'\n\ndef reset_password(request):\n    return 'sent'\n\ndef logout(request):\n    return 'bye'\n");
+        w("app/models.py", "class User:\n    name = ''\n\nclass Order:\n    total = 0\n");
+        w("app/search.py", "def title_search(items, query):\n    return [i for i in items if query in i['title']]\n");
+        w("data/books.json", "[{\"title\": \"Dune\"}]\n");
+        w("scripts/predeploy.sh", "#!/bin/sh\n[ -n \"$DATABASE_URL\" ] || exit 1\n");
+        d
+    }
+
+    #[test]
+    fn the_file_a_task_concerns_comes_first_with_its_definitions() {
+        let d = project();
+        let tb = crate::tools::test_toolbox(d.path());
+        let map = tb.project_map("which function handles /password-reset?", 400).unwrap();
+        let first = map.lines().nth(1).unwrap();
+        assert_eq!(first, "app/routes.py", "{map}");
+        assert!(map.contains("app/views.py\n  1    def login(request)\n  4    def reset_password(request)"), "{map}");
+        let map = tb.project_map("make the title search ignore case", 400).unwrap();
+        assert_eq!(map.lines().nth(1).unwrap(), "app/search.py", "{map}");
+        let map = tb.project_map("le contrôle avant déploiement doit aussi exiger REDIS_URL (predeploy)", 400).unwrap();
+        assert_eq!(map.lines().nth(1).unwrap(), "scripts/predeploy.sh", "a task in French ranks the same way: {map}");
+    }
+
+    #[test]
+    fn the_map_keeps_to_its_budget_and_says_what_it_left_out() {
+        let d = project();
+        let tb = crate::tools::test_toolbox(d.path());
+        let whole = tb.project_map("anything", 4000).unwrap();
+        assert!(!whole.contains("more files"), "{whole}");
+        for file in ["README.md", "app/models.py", "data/books.json", "scripts/predeploy.sh"] {
+            assert!(whole.contains(&format!("{file}\n")), "{file}: {whole}");
+        }
+        let small = tb.project_map("anything", 40).unwrap();
+        assert!(small.len() <= 40 * 4 + 60, "{} chars: {small}", small.len());
+        assert!(small.ends_with("more files (list_files shows them)\n"), "{small}");
+        assert_eq!(tb.project_map("anything", 0), None);
+    }
+
+    #[test]
+    fn hidden_and_ignored_files_are_not_in_the_map() {
+        let d = project();
+        std::fs::write(d.path().join(".env"), "SECRET=1\n").unwrap();
+        std::fs::create_dir_all(d.path().join("build")).unwrap();
+        std::fs::write(d.path().join("build/out.py"), "def built(): pass\n").unwrap();
+        std::fs::write(d.path().join(".gitignore"), "build/\n").unwrap();
+        // A git work tree, whose ignore files the walk honours.
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        let tb = crate::tools::test_toolbox(d.path());
+        let map = tb.project_map("built secret", 4000).unwrap();
+        assert!(!map.contains(".env") && !map.contains("build/out.py"), "{map}");
+    }
+
+    #[test]
+    fn terms_are_words_and_the_parts_of_identifiers_and_paths() {
+        let t = terms("Fix `titleSearch` in app/search.py, please!");
+        for want in ["titlesearch", "title", "search", "app/search.py", "app", "fix", "please"] {
+            assert!(t.contains(want), "{want}: {t:?}");
+        }
+        assert!(!t.contains("in"), "{t:?}");
+    }
+}
