@@ -6,10 +6,11 @@
 //!
 //! The ranking reads no natural language. The task is cut into terms (its
 //! words, and the parts of its identifiers and paths); a file ranks by the
-//! terms its path and definitions name, and by the terms its text holds,
-//! each weighed by how few files hold it (a word every file has, in any
-//! language, weighs nothing); then by how often other files use its
-//! definitions (aider's repo map ranks by references the same way).
+//! terms its path names, and by the terms its text holds (an identifier,
+//! a part of one, or a phrase such as a route), each weighed by how few
+//! files hold it (a word every file has, in any language, weighs
+//! nothing); then shallower files first. Only the files the map shows are
+//! parsed for their definitions.
 //!
 //! What the map shows is what `list_files` and `outline` would: the same
 //! walk (ignore files honoured, concealed paths left out), without hidden
@@ -43,16 +44,19 @@ const CHARS_PER_TOKEN: u64 = 4;
 struct Entry {
     /// Its path from the base dir.
     rel: String,
-    /// Its top-level definitions, as `outline` shows them.
-    defs: Vec<String>,
-    /// The words of its text (identifiers and their parts), lowercased;
-    /// empty for a file not read.
-    words: HashSet<String>,
-    /// Its text, lowercased, for the task's terms that are not one word
-    /// (`/password-reset`); empty for a file not read.
+    /// Its text (empty for a file not read: not source, too large, binary).
     text: String,
+    /// Its text, lowercased, where the task's terms are looked for.
+    lower: String,
     /// Its rank.
     score: f64,
+}
+
+impl Entry {
+    /// A file the map names without reading it.
+    fn unread(rel: String) -> Entry {
+        Entry { rel, text: String::new(), lower: String::new(), score: 0.0 }
+    }
 }
 
 impl ToolBox {
@@ -79,7 +83,7 @@ impl ToolBox {
                 let rel = rel.to_string_lossy().into_owned();
                 match read < MAX_READ {
                     true => self.map_entry(&f.real, rel, &mut read),
-                    false => Entry { rel, defs: Vec::new(), words: HashSet::new(), text: String::new(), score: 0.0 },
+                    false => Entry::unread(rel),
                 }
             })
             .collect();
@@ -90,10 +94,10 @@ impl ToolBox {
         Some(render(&entries, total, budget.saturating_mul(CHARS_PER_TOKEN) as usize))
     }
 
-    /// The file `rel` (opened at `real`): its definitions and text when it
-    /// is a small source file.
+    /// The file `rel` (opened at `real`), with its text when it is a small
+    /// source file.
     fn map_entry(&self, real: &Path, rel: String, read: &mut usize) -> Entry {
-        let mut entry = Entry { defs: Vec::new(), words: HashSet::new(), text: String::new(), score: 0.0, rel };
+        let mut entry = Entry::unread(rel);
         let name = Path::new(&entry.rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !outline::is_source(&name) {
             return entry;
@@ -107,11 +111,9 @@ impl ToolBox {
         if looks_binary(&bytes) {
             return entry;
         }
-        let text = String::from_utf8_lossy(&bytes);
-        entry.defs =
-            declared(Path::new(&entry.rel), &text, 1).lines.iter().map(|line| cut(line.trim_end(), MAX_DEF)).collect();
-        entry.words = words(&text);
-        entry.text = text.to_lowercase();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        entry.lower = text.to_lowercase();
+        entry.text = text;
         entry
     }
 }
@@ -146,20 +148,6 @@ fn terms(text: &str) -> HashSet<String> {
     out
 }
 
-/// The words of a file's `text`: its identifiers and their parts,
-/// lowercased, three characters or more.
-fn words(text: &str) -> HashSet<String> {
-    let mut out = HashSet::new();
-    for word in text.split(|c: char| !c.is_alphanumeric() && c != '_') {
-        for part in camel_parts(word).into_iter().chain(word.split('_')) {
-            if part.chars().count() >= 3 {
-                out.insert(part.to_lowercase());
-            }
-        }
-    }
-    out
-}
-
 /// `titleSearch` as `title`, `Search` (and the word whole).
 fn camel_parts(word: &str) -> Vec<&str> {
     let mut parts = vec![word];
@@ -177,7 +165,8 @@ fn camel_parts(word: &str) -> Vec<&str> {
     parts
 }
 
-/// Score every entry for `terms`, best first (then by path).
+/// Score every entry for `terms`, best first (then the shallower, then
+/// by path).
 fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
     let n = entries.len() as f64;
     // How many files hold each term: the fewer, the more it says.
@@ -188,14 +177,7 @@ fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
         })
         .collect();
     let weight = |t: &str| ((n + 1.0) / (df.get(t).copied().unwrap_or(0) as f64 + 1.0)).ln();
-    let names: Vec<Vec<String>> = entries.iter().map(|e| defined_names(&e.defs)).collect();
-    let used: Vec<usize> = (0..entries.len())
-        .map(|i| {
-            let others = entries.iter().enumerate().filter(|(j, _)| *j != i);
-            others.filter(|(_, e)| names[i].iter().any(|name| e.words.contains(name))).count()
-        })
-        .collect();
-    for (i, e) in entries.iter_mut().enumerate() {
+    for e in entries.iter_mut() {
         let path = e.rel.to_lowercase();
         let path_parts: HashSet<&str> = path.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
         let mut score = 0.0;
@@ -204,18 +186,15 @@ fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
             if path == *t || path_parts.contains(t.as_str()) || path.ends_with(&format!("/{t}")) {
                 score += 4.0 * w;
             }
-            if names[i].iter().any(|name| name == t) {
-                score += 3.0 * w;
-            }
             if holds(e, t) {
                 // A phrase (`/password-reset`) says more than one of its words.
                 score += if is_word(t) { w } else { 2.0 * w };
             }
         }
-        score += 0.3 * (used[i] as f64).ln_1p();
         e.score = score;
     }
-    entries.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+    let depth = |e: &Entry| e.rel.matches('/').count();
+    entries.sort_by(|a, b| b.score.total_cmp(&a.score).then(depth(a).cmp(&depth(b))).then_with(|| a.rel.cmp(&b.rel)));
 }
 
 /// Whether a term is one word (letters, digits, `_`).
@@ -223,25 +202,10 @@ fn is_word(term: &str) -> bool {
     term.chars().all(|c| c.is_alphanumeric() || c == '_')
 }
 
-/// Whether the text of `e` holds `term`: a word among its words, a phrase
-/// in its text.
+/// Whether the text of `e` holds `term` (a part of a longer word counts:
+/// the weight of a term many files hold is small anyway).
 fn holds(e: &Entry, term: &str) -> bool {
-    match is_word(term) {
-        true => e.words.contains(term),
-        false => e.text.contains(term),
-    }
-}
-
-/// The identifiers `defs` define, lowercased (the name after the keywords
-/// of each definition line).
-fn defined_names(defs: &[String]) -> Vec<String> {
-    defs.iter()
-        .filter_map(|d| {
-            let head = d.split(['(', ':', '=', '{', '<']).next()?;
-            let name = head.split_whitespace().last()?;
-            (name.chars().count() >= 3).then(|| name.to_lowercase())
-        })
-        .collect()
+    e.lower.contains(term)
 }
 
 /// The map as the model reads it, at most `chars` characters: files in
@@ -257,11 +221,16 @@ fn render(entries: &[Entry], total: usize, chars: usize) -> String {
     let mut shown = 0;
     for e in entries {
         let mut block = format!("{}\n", e.rel);
-        for def in e.defs.iter().take(MAX_DEFS) {
-            block.push_str(&format!("  {def}\n"));
+        // Parsed only for the files the map shows.
+        let defs = match e.text.is_empty() {
+            true => Vec::new(),
+            false => declared(Path::new(&e.rel), &e.text, 1).lines,
+        };
+        for def in defs.iter().take(MAX_DEFS) {
+            block.push_str(&format!("  {}\n", cut(def.trim_end(), MAX_DEF)));
         }
-        if e.defs.len() > MAX_DEFS {
-            block.push_str(&format!("  … {} more\n", e.defs.len() - MAX_DEFS));
+        if defs.len() > MAX_DEFS {
+            block.push_str(&format!("  … {} more\n", defs.len() - MAX_DEFS));
         }
         let fits = |b: &str| out.len() + b.len() <= chars;
         if fits(&block) {
