@@ -185,11 +185,16 @@ impl EditChecks {
         for (name, command) in commands {
             let program = command.program();
             let found = if program.contains('/') { Some(PathBuf::from(program)) } else { policy::which(program, path) };
-            let Some(resolved) = found.and_then(outside) else {
+            // A script it runs (`python3 lint.py`) is code as much as the program.
+            let runs_writable = command.argv[1..].iter().filter(|a| !a.contains(PATH_ARG)).any(|a| {
+                let file = env.base_dir.join(a);
+                file.is_file() && outside(file).is_none()
+            });
+            let Some(resolved) = found.and_then(outside).filter(|_| !runs_writable) else {
                 tracing::warn!(
                     name,
                     program,
-                    "edit_check_commands: not found, or inside a directory the model writes; skipped"
+                    "edit_check_commands: not found, or it or a file it names lies in a directory the model writes; skipped"
                 );
                 by_name.remove(&key(name));
                 continue;
@@ -444,6 +449,39 @@ mod tests {
         assert!(check_plan(None, &caps).is_none());
         let no_net = SandboxCapabilities { user_namespaces: false, seccomp: false, ..caps };
         assert!(check_plan(Some(&base), &no_net).is_none());
+    }
+
+    #[test]
+    fn a_users_checker_that_is_or_runs_a_file_the_model_writes_is_not_taken() {
+        let base = tempfile::tempdir().unwrap();
+        let base = base.path().canonicalize().unwrap();
+        std::fs::write(base.join("lint.py"), "").unwrap();
+        std::fs::write(base.join("lint"), "").unwrap();
+        let env = CommandEnv {
+            policy: CommandPolicy::Off,
+            base_dir: base.clone(),
+            plan: None,
+            helper: PathBuf::from("/nonexistent"),
+            env: Vec::new(),
+            runner: std::sync::Arc::new(crate::procs::ProcessRunner::new(1)),
+            ask: None,
+            limits: Default::default(),
+            check_plan: None,
+            edit_checks: EditChecks::default(),
+        };
+        let command =
+            |argv: &[&str]| Command { argv: argv.iter().map(|a| a.to_string()).collect(), source_dir: base.clone() };
+        let lint = base.join("lint").display().to_string();
+        let commands = BTreeMap::from([
+            ("a".to_owned(), command(&["/bin/sh", "-c", "true"])),
+            ("b".to_owned(), command(&[&lint, "{path}"])),
+            ("c".to_owned(), command(&["/bin/sh", "lint.py", "{path}"])),
+        ]);
+        let checks = EditChecks::resolve(&commands, OsStr::new("/nonexistent"), &env, &[base.clone()]);
+        let names: Vec<&str> = checks.by_name.keys().map(String::as_str).collect();
+        assert_eq!(names, ["a"], "no toolchain on this PATH, and b and c run files in the base dir");
+        assert_eq!(checks.by_name["a"].args, ["-c", "true", PATH_ARG], "the path is appended");
+        assert_eq!(checks.by_name["a"].label, "sh");
     }
 
     #[test]
