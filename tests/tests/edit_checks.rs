@@ -269,3 +269,14 @@ fn a_makefile_the_model_wrote_writes_only_the_check_temp_dir_and_reaches_no_netw
     assert!(!outside.join("pwned.txt").exists(), "the check wrote outside the project");
     assert!(listener.accept().is_err(), "the check reached the network");
 }
+
+#[test]
+fn bash_n_names_an_unexpected_token() {
+    let env = TestEnv::new();
+    if !have("bash") {
+        return;
+    }
+    let script = "#!/bin/bash\nif [ -f x ]; then\n  echo )\nfi\n";
+    let out = results(&env, json!({}), vec![("write_file", json!({"file_path": "run.sh", "content": script}))]);
+    assert!(out[0].contains("bash -n: run.sh:3: syntax error near unexpected token `)'"), "{}", out[0]);
+}

@@ -314,7 +314,8 @@ fn launch(
     plan.max_processes = env.limits.processes;
     let spec = serde_json::to_string(&ExecSpec { program: checker.program.clone(), plan })?;
     let (path, dir) = (checked.to_string_lossy(), tmp.0.to_string_lossy());
-    let args = checker.args.iter().map(|a| a.replace(PATH_ARG, &path).replace(TMP_ARG, &dir));
+    // The file's name is the model's: put it in last, so a `{tmp}` in it stays.
+    let args = checker.args.iter().map(|a| a.replace(TMP_ARG, &dir).replace(PATH_ARG, &path));
     let argv = std::iter::once(checker.program.display().to_string()).chain(args).collect();
     let mut vars: Vec<(String, std::ffi::OsString)> = env
         .env
@@ -477,7 +478,7 @@ mod tests {
             ("b".to_owned(), command(&[&lint, "{path}"])),
             ("c".to_owned(), command(&["/bin/sh", "lint.py", "{path}"])),
         ]);
-        let checks = EditChecks::resolve(&commands, OsStr::new("/nonexistent"), &env, &[base.clone()]);
+        let checks = EditChecks::resolve(&commands, OsStr::new("/nonexistent"), &env, std::slice::from_ref(&base));
         let names: Vec<&str> = checks.by_name.keys().map(String::as_str).collect();
         assert_eq!(names, ["a"], "no toolchain on this PATH, and b and c run files in the base dir");
         assert_eq!(checks.by_name["a"].args, ["-c", "true", PATH_ARG], "the path is appended");
