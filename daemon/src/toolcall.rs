@@ -13,6 +13,8 @@ use swival_protocol::FileChange;
 
 /// How Swival's tool results say they failed.
 const ERROR_PREFIX: &str = "error:";
+/// What comes before a success's first warning note.
+pub const WARNING: &str = "\nNote: ";
 
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,16 @@ impl ToolOutcome {
         debug_assert!(self.notes_at.is_none(), "the tool's own lines come before the notes for the model");
         self.text.push('\n');
         self.text.push_str(line);
+    }
+
+    /// Add a warning to a success: a note that the change may not be what
+    /// the task wanted (a check failing after it), after the tool's own
+    /// (`\nNote: ` before the first), as the tool writes them.
+    pub fn add_warning(&mut self, note: &str) {
+        debug_assert!(self.notes_at.is_none(), "warnings come before the notes for the model");
+        self.text.push_str(if self.warned { "\n" } else { WARNING });
+        self.text.push_str(note);
+        self.warned = true;
     }
 
     /// Add a note for the model (a repair note, a guard's hint): the model

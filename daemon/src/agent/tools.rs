@@ -337,8 +337,25 @@ impl Run<'_> {
                 self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
             }
             // Built-in tools, and names no tool has (answered as unknown).
-            _ => self.file_tool(call, None),
+            _ => {
+                let outcome = self.file_tool(call, None);
+                self.checked(outcome).await
+            }
         }
+    }
+
+    /// `outcome` of a file tool, with what the changed file's own
+    /// toolchain says of it (`sandbox::check`) when that is an error.
+    async fn checked(&self, mut outcome: ToolOutcome) -> ToolOutcome {
+        let change = outcome.change.as_ref().filter(|_| self.tools.edit_checks && !outcome.failed);
+        let env = self.ctx.commands;
+        if let Some(note) = match change {
+            Some(change) => env.edit_checks.note(env, change, self.ctx.cancel).await,
+            None => None,
+        } {
+            outcome.add_warning(&note);
+        }
+        outcome
     }
 
     /// `use_skill`: the skill's instructions (Swival's activation text).

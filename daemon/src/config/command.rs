@@ -45,11 +45,18 @@ impl Command {
 pub(super) fn parse_command(text: &str, key: &str, origin: &Origin) -> Result<Command, ConfigError> {
     // Swival's labels: `malformed llm_filter command: …`, `reviewer command is empty`.
     let label = if key.ends_with(".command") { key.to_owned() } else { format!("{key} command") };
-    let mut argv = shlex::split(text).ok_or_else(|| {
+    let argv = shlex::split(text).ok_or_else(|| {
         origin.invalid(format!(
             "malformed {label}: no closing quotation or a trailing backslash in {text:?}; fix the quoting"
         ))
     })?;
+    command_from_argv(argv, &label, origin)
+}
+
+/// A command given as argv (`label` names it in errors): a path-like
+/// program resolved against `origin.dir`, as [`parse_command`] does.
+pub(super) fn command_from_argv(mut argv: Vec<String>, label: &str, origin: &Origin) -> Result<Command, ConfigError> {
+    let key = label.strip_suffix(" command").unwrap_or(label);
     let Some(program) = argv.first() else {
         return Err(origin.invalid(format!("{label} is empty; give the program to run")));
     };

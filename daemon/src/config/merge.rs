@@ -208,10 +208,10 @@ fn merge_profiles<'a>(
 }
 
 /// Lay `layer` over `entries`: each key it sets replaces the earlier value,
-/// except server tables, which merge by server name.
+/// except server tables and command tables, which merge by name.
 fn overlay(entries: &mut BTreeMap<String, Entry>, layer: &Layer) {
     for (key, value) in &layer.values {
-        let by_name = matches!(schema::key(key).map(|s| &s.kind), Some(Kind::NamedTables(_)));
+        let by_name = matches!(schema::key(key).map(|s| &s.kind), Some(Kind::NamedTables(_) | Kind::CommandTable));
         let value = match (entries.get(key).map(|e| &e.value), value) {
             (Some(Value::Object(old)), Value::Object(new)) if by_name => {
                 let mut merged = old.clone();

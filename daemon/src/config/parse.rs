@@ -94,6 +94,7 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
             command_value(&text, key, origin)
         }
         Kind::CommandList => command_list(kind, key, value, origin),
+        Kind::CommandTable => command_table(kind, key, value, origin),
         Kind::CommandPolicy => command_policy(kind, key, value, origin),
         Kind::CommandNames => command_names(kind, key, value, origin),
         Kind::HexKey => hex_key(kind, key, value, origin),
@@ -142,6 +143,29 @@ fn command_list(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result
         }),
         other => Err(wrong_type(kind, key, &other, origin)),
     }
+}
+
+/// Commands by name, each a command string (split as [`command_value`]
+/// does) or an argv list taken as it is (a path-like program resolved the
+/// same way).
+fn command_table(kind: &Kind, key: &str, value: Value, origin: &Origin) -> Result<Value, ConfigError> {
+    let map = object(kind, key, value, origin)?;
+    let mut out = Map::new();
+    for (name, v) in map {
+        let sub = format!("{key}.{name}");
+        let command = match v {
+            Value::String(text) => command_value(&text, &sub, origin)?,
+            Value::Array(_) => {
+                let argv = list(kind, &sub, v, origin, |k, w| string(&Kind::Str, k, w, origin).map(Value::String))?;
+                let argv: Vec<String> = serde_json::from_value(argv).unwrap_or_default();
+                let command = super::command::command_from_argv(argv, &format!("{sub} command"), origin)?;
+                serde_json::to_value(command).map_err(|e| origin.invalid(format!("'{sub}': {e}")))?
+            }
+            other => return Err(wrong_type(&Kind::CommandList, &sub, &other, origin)),
+        };
+        out.insert(name, command);
+    }
+    Ok(Value::Object(out))
 }
 
 /// `all`, `none`, `ask`, or a list of command names.

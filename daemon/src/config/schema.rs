@@ -46,6 +46,9 @@ pub(super) enum Kind {
     Command,
     /// A command string or a list of them (`llm_filter`); always a list after.
     CommandList,
+    /// A table of commands by name (`edit_check_commands`: extension →
+    /// command), each a command string or an argv list; merged by name.
+    CommandTable,
     /// Swival's `commands`: `"all"`, `"none"`, or a list of bare names.
     CommandPolicy,
     /// A list of bare program names (`allowed_commands`).
@@ -88,7 +91,12 @@ impl Kind {
             | Kind::Cidrs
             | Kind::Tables(_)
             | Kind::OpenTables(_) => "list",
-            Kind::Table | Kind::StrTable | Kind::Section(_) | Kind::NamedTables(_) | Kind::Profiles => "dict",
+            Kind::Table
+            | Kind::StrTable
+            | Kind::CommandTable
+            | Kind::Section(_)
+            | Kind::NamedTables(_)
+            | Kind::Profiles => "dict",
         }
     }
 }
@@ -271,6 +279,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("allowed_dirs_ro", Kind::PathList),
     acted("no_read_guard", Kind::Bool),
     acted("edit_checks", Kind::Bool),
+    acted("edit_check_commands", Kind::CommandTable),
     acted("read_named_files", Kind::Bool),
     acted("lean_tools", Kind::Bool),
     acted("project_map_tokens", Kind::Int { min: 0 }),

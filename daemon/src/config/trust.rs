@@ -92,6 +92,7 @@ const REASONS: &[(&str, &str)] = &[
     ("filters", "runs filter programs on every request"),
     ("hooks", "runs hook programs around every model call"),
     ("reviewer", "runs a reviewer program on every answer"),
+    ("edit_check_commands", "runs these programs on every file the agent changes"),
     ("self_review", "runs swivalctl as a reviewer on every answer"),
     ("objective", "puts a file's content in review requests"),
     ("verify", "puts a file's content in review requests"),
@@ -304,6 +305,7 @@ mod tests {
     fn programs_wider_sandbox_and_other_providers_need_trust() {
         let f = file(
             "llm_filter = \"./f.py\"\nyolo = true\nsandbox = \"builtin\"\nbase_url = \"http://x\"\n\
+             edit_check_commands = { py = \"./lint.py {path}\" }\n\
              [[hooks]]\npoint = \"before_llm_call\"\ncommand = \"./h.sh\"\n\
              [profiles.fast]\ncommand_network = true\n",
         );
@@ -316,6 +318,7 @@ mod tests {
             "yolo = true",
             "sandbox = \"builtin\"",
             "profiles.fast.command_network = true",
+            "runs these programs on every file the agent changes",
         ] {
             assert!(joined.contains(want), "missing {want:?} in {joined}");
         }

@@ -322,6 +322,10 @@ pub struct SessionConfig {
     /// Parse a source file after a write or edit and say when the change
     /// broke its syntax or removed a definition (swivald's).
     pub edit_checks: bool,
+    /// The user's own checks after a change, by file extension (or whole
+    /// file name): argv with `{path}` for the file (swivald's;
+    /// `sandbox/check.rs`).
+    pub edit_check_commands: BTreeMap<String, Command>,
     /// Read the files the task names before the first model call and send
     /// them as a second user message (ours; `false` sends Swival's
     /// `[system, user]`).
@@ -467,6 +471,7 @@ impl Default for SessionConfig {
             allowed_dirs_ro: Vec::new(),
             no_read_guard: false,
             edit_checks: true,
+            edit_check_commands: BTreeMap::new(),
             read_named_files: true,
             lean_tools: None,
             project_map_tokens: None,

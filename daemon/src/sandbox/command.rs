@@ -49,6 +49,11 @@ pub struct CommandEnv {
     pub ask: Option<Arc<super::ask::AskGate>>,
     /// What one command may consume (`command_max_*`).
     pub limits: Limits,
+    /// The helper's plan for edit checks (`check.rs`): `plan` with writes
+    /// only in a temp dir and no network; `None` runs none.
+    pub check_plan: Option<HelperPlan>,
+    /// The checks run after a change (none until the session sets them).
+    pub edit_checks: super::check::EditChecks,
 }
 
 impl CommandEnv {
@@ -66,6 +71,7 @@ impl CommandEnv {
         runner: Arc<ProcessRunner>,
     ) -> (CommandEnv, SandboxStatus) {
         let (status, plan) = status::plan(input, caps);
+        let check_plan = super::check::check_plan(plan.as_ref(), caps);
         let env = CommandEnv {
             policy,
             base_dir: base_dir.to_owned(),
@@ -75,6 +81,8 @@ impl CommandEnv {
             runner,
             ask: None,
             limits: Limits::default(),
+            check_plan,
+            edit_checks: Default::default(),
         };
         (env, status)
     }
@@ -400,6 +408,8 @@ mod tests {
             runner: Arc::new(ProcessRunner::new(4)),
             ask: None,
             limits: Limits::default(),
+            check_plan: None,
+            edit_checks: Default::default(),
         }
     }
 

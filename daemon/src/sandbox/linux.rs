@@ -154,7 +154,8 @@ fn confine_self(plan: &HelperPlan) -> Result<(), HelperError> {
         drop_capabilities()?;
     }
     if plan.landlock {
-        let writes: Vec<PathBuf> = plan.write_dirs.iter().cloned().chain(mounts::overlaid(plan)).collect();
+        let dirs = plan.landlock_writes.as_ref().unwrap_or(&plan.write_dirs);
+        let writes: Vec<PathBuf> = dirs.iter().cloned().chain(mounts::overlaid(plan)).collect();
         landlock(&writes, plan.read_dirs.as_deref())?;
     }
     if plan.seccomp() {
@@ -453,6 +454,7 @@ fn probe() -> SandboxCapabilities {
         read_dirs: None,
         max_processes: None,
         home: None,
+        landlock_writes: None,
     };
     match enter_namespaces(&ns_plan) {
         Ok(()) => {

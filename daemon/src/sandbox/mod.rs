@@ -14,6 +14,9 @@
 //!   under `sandbox = "os"`), handed to the daemon's process runner as a
 //!   `procs::Launch` (which captures and kills the whole process group on
 //!   timeout and cancel); formats Swival's result.
+//! - `check.rs` — the language's own checks after a change (`py_compile`,
+//!   `node --check`, `bash -n`, `make -n`, `edit_check_commands`), through
+//!   the helper with writes only to a temp dir and no network.
 //!
 //! Nothing here spawns a process: `procs/` does, for the commands and for
 //! [`probe`].
@@ -26,6 +29,7 @@
 //! a step of its plan fails.
 
 pub mod ask;
+pub mod check;
 pub mod command;
 pub mod credentials;
 pub mod data;

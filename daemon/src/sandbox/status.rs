@@ -108,6 +108,10 @@ pub struct HelperPlan {
     /// directories they write (`home.rs`).
     #[serde(default)]
     pub home: Option<super::home::HomeView>,
+    /// When set, Landlock lets the command write only here (and in the
+    /// toolchain overlays), whatever `write_dirs` shows: an edit check.
+    #[serde(default)]
+    pub landlock_writes: Option<Vec<PathBuf>>,
 }
 
 impl HelperPlan {
@@ -269,6 +273,7 @@ pub fn plan(input: PlanInput, caps: &SandboxCapabilities) -> (SandboxStatus, Opt
         read_dirs,
         max_processes: None,
         home,
+        landlock_writes: None,
     };
     (status, Some(plan))
 }

@@ -12,7 +12,7 @@ use crate::agent::conversation::Conversation;
 use crate::config::{self, EffectiveConfig};
 use crate::environment::CallerEnv;
 use crate::pipeline::Pipeline;
-use crate::sandbox::{CommandEnv, CommandPolicy, FetchEnv};
+use crate::sandbox::{check::EditChecks, CommandEnv, CommandPolicy, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::SessionRow;
 use crate::tools::path::PathPolicy;
@@ -258,6 +258,10 @@ impl Sessions {
                 self.shared.settings.approval_timeout,
                 &cfg.approved_buckets,
             )));
+        }
+        if cfg.edit_checks {
+            let writable: Vec<PathBuf> = std::iter::once(base).chain(policy.allow_rw.iter().cloned()).collect();
+            commands.edit_checks = EditChecks::resolve(&cfg.edit_check_commands, &env.path(), &commands, &writable);
         }
         Ok((commands, sandbox))
     }

@@ -9,7 +9,7 @@ use super::{ToolBox, ToolError};
 use std::path::Path;
 
 /// How a note on a successful write starts (on a line of its own).
-pub(super) const NOTE: &str = "\nNote: ";
+pub(super) const NOTE: &str = crate::toolcall::WARNING;
 
 /// At most this many dropped lines are quoted back.
 const QUOTED: usize = 3;

@@ -112,6 +112,9 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
             line + 1
         ));
     }
+    if error.is_none() {
+        notes.extend(parser_note(lang, path, before, after));
+    }
     if let (Some(was), Some(before)) = (&was, before) {
         let config = matches!(lang, Lang::Json | Lang::Toml | Lang::Yaml);
         let names = |root, text| if config { keys(root, text) } else { definitions(root, text) };
@@ -147,6 +150,37 @@ pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
         notes.extend(super::unbound::unused_parameters(was.root_node(), before, now.root_node(), after));
     }
     (!notes.is_empty()).then(|| notes.join("\n"))
+}
+
+/// The first error the parser of a TOML or JSON file reports that the
+/// grammar lets through (a duplicate TOML key, a comment in JSON), as a
+/// check's note, unless the text `before` had the same one.
+fn parser_note(lang: Lang, path: &Path, before: Option<&str>, after: &str) -> Option<String> {
+    let (line, message) = parser_error(lang, after)?;
+    if before.and_then(|b| parser_error(lang, b)).is_some_and(|(_, m)| m == message) {
+        return None;
+    }
+    let file = path.file_name()?.to_string_lossy().into_owned();
+    let tool = format!("{} parser", lang.name());
+    Some(crate::sandbox::check::CheckError { tool, file, line: Some(line), message }.note())
+}
+
+/// The line (from 1) and message of the first error the daemon's own
+/// TOML or JSON parser finds in `text`.
+fn parser_error(lang: Lang, text: &str) -> Option<(usize, String)> {
+    match lang {
+        Lang::Toml => {
+            let e = text.parse::<toml::Table>().err()?;
+            let at = e.span().map_or(0, |s| s.start).min(text.len());
+            Some((text[..at].matches('\n').count() + 1, e.message().trim().replace('\n', " ")))
+        }
+        Lang::Json => {
+            let e = serde_json::from_str::<serde::de::IgnoredAny>(text).err()?;
+            let message = e.to_string();
+            Some((e.line(), message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_owned()))
+        }
+        _ => None,
+    }
 }
 
 /// The row (from 0) of `tree`'s first syntax error, counting for Python
@@ -395,6 +429,16 @@ fn definitions(root: Node<'_>, text: &str) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parsers_errors_the_grammar_lets_through_are_named_once() {
+        let (t, dup) = (Path::new("c.toml"), "a = 1\nb = 2\na = 3\n");
+        let note = notes(t, Some("a = 1\nb = 2\n"), dup).unwrap();
+        assert!(note.starts_with("TOML parser: c.toml:3: duplicate key"), "{note}");
+        assert_eq!(notes(t, Some(dup), &format!("{dup}c = 4\n")), None, "already failing the same way");
+        let note = notes(Path::new("d.json"), None, "{\"a\": 1 // why\n}").unwrap();
+        assert!(note.contains("d.json:1:"), "{note}");
+    }
 
     #[test]
     fn a_syntax_error_the_change_made_is_named_and_an_old_one_is_not() {

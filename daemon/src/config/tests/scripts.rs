@@ -195,3 +195,19 @@ fn default_output_tokens_do_not_conflict_with_a_small_window() {
     let cfg = Fixture::new().load(Some(json!({"max_context_tokens": 1000}))).unwrap();
     assert_eq!(cfg.config.max_context_tokens, Some(1000));
 }
+
+#[test]
+fn edit_check_commands_are_argv_by_extension_merged_across_layers() {
+    let f = Fixture::new()
+        .global("edit_check_commands = { py = \"ruff check {path}\", sh = \"shellcheck\" }")
+        .project("[edit_check_commands]\nrs = [\"./bin/check rs\", \"{path}\"]\nsh = [\"checkbashisms\"]\n");
+    let cfg = f.config(None);
+    let checks = &cfg.edit_check_commands;
+    assert_eq!(argv(&checks["py"]), ["ruff", "check", "{path}"]);
+    assert_eq!(argv(&checks["rs"]), [f.base.join("bin/check rs").to_str().unwrap(), "{path}"]);
+    assert_eq!(argv(&checks["sh"]), ["checkbashisms"], "the project's wins for its extension");
+    let err = Fixture::new().error(Some(json!({"edit_check_commands": {"py": []}})));
+    assert!(err.contains("edit_check_commands.py command is empty"), "{err}");
+    let err = Fixture::new().error(Some(json!({"edit_check_commands": {"py": 1}})));
+    assert!(err.contains("edit_check_commands.py"), "{err}");
+}
