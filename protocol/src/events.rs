@@ -173,6 +173,25 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stderr: Option<String>,
     },
+    /// The project's own check ran after the model answered having
+    /// changed files (`verify_command`, or one detected with certainty).
+    Verify {
+        /// The turn whose answer it checked.
+        turn: u64,
+        /// The command line.
+        command: String,
+        /// Where it comes from: `verify_command`, or the file it was
+        /// detected from (`Cargo.toml`).
+        source: String,
+        /// Its exit code (absent: it could not run, timed out or was cancelled).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Whether it passed (exit code 0).
+        passed: bool,
+        /// The end of its output (where a test runner says what failed),
+        /// or why it could not run.
+        output: String,
+    },
     /// A session's settings changed between runs (`session/configure`).
     SessionConfigured {
         /// The keys whose effective value changed.

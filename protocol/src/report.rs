@@ -242,6 +242,17 @@ pub enum TimelineEntry {
         #[serde(serialize_with = "rounded")]
         duration_s: f64,
     },
+    /// The project's check after the model's answer (swivald's).
+    Verify {
+        /// The turn whose answer it checked.
+        turn: u64,
+        /// The command line.
+        command: String,
+        /// Its exit code (null: it could not run).
+        exit_code: Option<i32>,
+        /// Whether it passed.
+        passed: bool,
+    },
     /// A reviewer round (no turn, as in Swival).
     Review {
         /// Round number, from 1.

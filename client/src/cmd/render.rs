@@ -116,6 +116,17 @@ pub fn event(style: Style, kind: &EventKind) -> String {
             format!("  retry {attempt} in {delay_s:.1}s: {}\n", preview(reason, LINE_CHARS))
         }
         EventKind::Warning { message } => style.yellow(&format!("  ⚠ Warning: {message}")) + "\n",
+        EventKind::Verify { command, passed: true, .. } => style.dim(&format!("  ✓ check passed: {command}")) + "\n",
+        EventKind::Verify { command, exit_code, output, .. } => {
+            let how = exit_code.map_or("could not finish".to_owned(), |c| format!("failed (exit code {c})"));
+            let mut out = style.red(&format!("  ✗ check {how}: {command}")) + "\n";
+            let last: Vec<&str> = output.lines().rev().take(3).collect();
+            for line in last.iter().rev() {
+                out.push_str(&style.dim(&format!("    {}", preview(line, LINE_CHARS))));
+                out.push('\n');
+            }
+            out
+        }
         EventKind::Notice { level, message } => notice(*level, message),
         EventKind::Intervention { kind, tool, repeat, .. } => {
             let count = repeat.as_ref().map_or(0, |r| r.count);

@@ -26,6 +26,7 @@ pub mod subagents;
 mod tools;
 mod turns;
 mod unasked;
+mod verify;
 
 use crate::cache::{CacheError, ResponseCache};
 use crate::config::SessionConfig;
@@ -193,6 +194,8 @@ pub struct Run<'a> {
     subagents: Option<subagents::Subagents<'a>>,
     /// Files it deleted that the task did not ask for.
     unasked: unasked::Unasked,
+    /// A file tool changed a file since its check last ran (`verify.rs`).
+    changed: bool,
 }
 
 /// How a run ended, with the state it owned.

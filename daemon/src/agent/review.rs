@@ -1,5 +1,6 @@
-//! A run's answer on its way out: reviewer rounds (a retry verdict sends
-//! the reviewer's feedback back and the turn loop goes on), then the
+//! A run's answer on its way out: the project's check (`verify.rs`: a
+//! failure goes back to the model once), reviewer rounds (a retry verdict
+//! sends the reviewer's feedback back and the turn loop goes on), then the
 //! `before_response_emit` hooks, which may rewrite or withhold it.
 
 use super::{consult, emit_recorded, LoopEnd, Run};
@@ -18,8 +19,21 @@ impl Run<'_> {
     pub(super) async fn rounds(&mut self) -> LoopEnd {
         let pipeline = self.ctx.pipeline;
         let mut round = 0;
+        let check = super::verify::check(self.ctx);
+        let mut checks = 0;
         loop {
             let end = self.turns_to_end().await;
+            let told = match &check {
+                Some(check) => self.verify(check, &end, &mut checks).await,
+                None => None,
+            };
+            if let Some(message) = told {
+                if let Err(e) = self.conversation.push(message) {
+                    return LoopEnd::from(e);
+                }
+                self.turn_offset = self.record.stats.turns;
+                continue;
+            }
             let (LoopEnd::Answer(answer), Some(reviewer)) = (&end, &pipeline.reviewer) else {
                 return end;
             };

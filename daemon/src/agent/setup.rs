@@ -127,7 +127,18 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
     };
     let RunState { conversation, tools, shield } = state;
     let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
-    Ok(Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents, unasked: Default::default() })
+    Ok(Run {
+        ctx,
+        llm,
+        conversation,
+        tools,
+        shield,
+        record,
+        turn_offset: 0,
+        subagents,
+        unasked: Default::default(),
+        changed: false,
+    })
 }
 
 /// Set a job between runs up (a compaction, a restore): the session's
@@ -162,7 +173,18 @@ pub(super) async fn for_compaction<'a>(
     let record = RunRecord::default();
     let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
     Ok((
-        Run { ctx, llm, conversation, tools, shield, record, turn_offset: 0, subagents, unasked: Default::default() },
+        Run {
+            ctx,
+            llm,
+            conversation,
+            tools,
+            shield,
+            record,
+            turn_offset: 0,
+            subagents,
+            unasked: Default::default(),
+            changed: false,
+        },
         found,
     ))
 }

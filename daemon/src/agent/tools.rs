@@ -80,16 +80,7 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
-            if let Some(deletion) = outcome.unasked.take() {
-                self.unasked.deleted(deletion);
-            }
-            let change = outcome.change.take();
-            if !outcome.failed {
-                self.unasked.changed(&call.name, change.as_ref(), self.ctx.base_dir);
-            }
-            if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
-                gate.wrote(std::path::Path::new(&c.path));
-            }
+            let change = self.account(call, &mut outcome);
             self.emit(EventKind::ToolResult {
                 turn,
                 id: call.id.clone(),
@@ -116,6 +107,25 @@ impl Run<'_> {
             self.conversation.push(crate::message::Message::synthetic(text))?;
         }
         Ok(())
+    }
+
+    /// What a call changed, told to those who keep count of it (what the
+    /// task did not ask for, the check after the answer, the approvals);
+    /// the change, for the event.
+    fn account(&mut self, call: &ToolCall, outcome: &mut ToolOutcome) -> Option<swival_protocol::FileChange> {
+        if let Some(deletion) = outcome.unasked.take() {
+            self.unasked.deleted(deletion);
+        }
+        let change = outcome.change.take();
+        let kind = registry::call_kind(&call.name, &call.arguments);
+        self.changed |= matches!(kind, ToolKind::Edit | ToolKind::Move | ToolKind::Delete) && !outcome.failed;
+        if !outcome.failed {
+            self.unasked.changed(&call.name, change.as_ref(), self.ctx.base_dir);
+        }
+        if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
+            gate.wrote(std::path::Path::new(&c.path));
+        }
+        change
     }
 
     /// A snapshot before a call that may change files (a file tool, a

@@ -293,6 +293,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("filters", Kind::Tables(FILTER_FIELDS)),
     acted("hooks", Kind::Tables(HOOK_FIELDS)),
     acted("reviewer", Kind::Command),
+    acted("verify_command", Kind::Command),
     acted("max_review_rounds", Kind::Int { min: 0 }),
     acted("reviewer_timeout_s", SECONDS),
     acted("extra_body", Kind::Table),

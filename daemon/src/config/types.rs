@@ -365,6 +365,10 @@ pub struct SessionConfig {
     pub hooks: Vec<CommandHook>,
     /// Reviewer command; the base dir is appended as its last argument.
     pub reviewer: Option<Command>,
+    /// The project's own check, run once the model answers after changing
+    /// files (`agent/verify.rs`); unset, one is detected with certainty
+    /// where the command policy lets it run.
+    pub verify_command: Option<Command>,
     /// Most reviewer rounds per run.
     pub max_review_rounds: u64,
     /// Seconds one reviewer run may take.
@@ -493,6 +497,7 @@ impl Default for SessionConfig {
             filters: Vec::new(),
             hooks: Vec::new(),
             reviewer: None,
+            verify_command: None,
             max_review_rounds: DEFAULT_MAX_REVIEW_ROUNDS,
             reviewer_timeout_s: 120.0,
             extra_body: None,

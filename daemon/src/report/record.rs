@@ -125,6 +125,7 @@ impl RunRecord {
                 reason: reason.clone(),
                 duration_s: *duration_s,
             },
+            EventKind::Verify { turn, command, exit_code, passed, .. } => verify(*turn, command, *exit_code, *passed),
             EventKind::Review { round, exit_code, feedback, stderr, .. } => Entry::Review {
                 round: *round,
                 exit_code: *exit_code,
@@ -191,9 +192,14 @@ impl RunRecord {
             Entry::Guardrail { .. } => stats.guardrail_interventions += 1,
             Entry::StormSuppression { .. } => stats.stormed_calls += 1,
             Entry::Review { .. } => stats.review_rounds += 1,
-            Entry::Intervention { .. } | Entry::CommandPolicy { .. } | Entry::Hook { .. } => {}
+            Entry::Intervention { .. } | Entry::CommandPolicy { .. } | Entry::Hook { .. } | Entry::Verify { .. } => {}
         }
     }
+}
+
+/// The entry of the project's check after an answer.
+fn verify(turn: u64, command: &str, exit_code: Option<i32>, passed: bool) -> Entry {
+    Entry::Verify { turn, command: command.to_owned(), exit_code, passed }
 }
 
 /// The entry of a loop guard's intervention: Swival's guardrail levels,

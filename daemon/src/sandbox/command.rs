@@ -134,31 +134,57 @@ pub async fn run_command(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> ToolOutcome {
-    let program = match policy::check(argv, &env.policy, &env.base_dir) {
-        Ok(p) => p,
-        Err(e) => return ToolOutcome::failed(format!("error: {e}")),
+    let ran = match run_argv(env, argv, timeout, cancel).await {
+        Ok(ran) => ran,
+        Err(why) => return ToolOutcome::failed(format!("error: {why}")),
     };
+    let mut result = format_result(&env.base_dir, ran.ending, timeout, ran.capture);
+    if let Some(why) = ran.counted.or_else(|| limit_reached(&env.limits, ran.ending, &result.text)) {
+        result.append_line(&why);
+    }
+    result
+}
+
+/// Why a command could not run, in words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CouldNotRun(pub String);
+
+/// How a command run under a session's sandbox ended.
+#[derive(Debug)]
+pub struct Ran {
+    /// How it ended.
+    pub ending: Ending,
+    /// Its output, stdout and stderr merged.
+    pub capture: Capture,
+    /// The counted limit it reached (CPU time, memory), in words.
+    pub counted: Option<String>,
+}
+
+/// Run `argv` as `env` runs commands (the policy's program, the sandbox,
+/// the limits); why it could not run, in words.
+pub async fn run_argv(
+    env: &CommandEnv,
+    argv: &[String],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Ran, CouldNotRun> {
+    let program = policy::check(argv, &env.policy, &env.base_dir).map_err(|e| CouldNotRun(e.to_string()))?;
     if !env.base_dir.is_dir() {
-        return ToolOutcome::failed(format!(
-            "error: base directory does not exist or is not a directory: {}",
-            env.base_dir.display()
-        ));
+        let why = format!("base directory does not exist or is not a directory: {}", env.base_dir.display());
+        return Err(CouldNotRun(why));
     }
     let tmp = match &env.plan {
-        Some(_) => match RunTempDir::create() {
-            Ok(t) => Some(t),
-            Err(e) => return ToolOutcome::failed(format!("error: cannot create the command's temp directory: {e}")),
-        },
+        Some(_) => Some(
+            RunTempDir::create()
+                .map_err(|e| CouldNotRun(format!("cannot create the command's temp directory: {e}")))?,
+        ),
         None => None,
     };
-    let cgroup = match command_cgroup(&env.limits) {
-        Ok(cg) => cg,
-        Err(e) => return ToolOutcome::failed(format!("error: cannot make the command's cgroup: {e}")),
-    };
-    let launch = match launch(env, &program, argv, tmp.as_ref(), cgroup.as_ref()) {
-        Ok(l) => l,
-        Err(e) => return ToolOutcome::failed(format!("error: cannot prepare the command: {e}")),
-    };
+    let cgroup =
+        command_cgroup(&env.limits).map_err(|e| CouldNotRun(format!("cannot make the command's cgroup: {e}")))?;
+    let launch = launch(env, &program, argv, tmp.as_ref(), cgroup.as_ref())
+        .map_err(|e| CouldNotRun(format!("cannot prepare the command: {e}")))?;
     let run = env.runner.run_merged(&launch, timeout, CAPTURE_LIMIT, cancel);
     let (outcome, cpu_over) = watch_cpu(run, cgroup.as_ref(), env.limits.cpu_s).await;
     let oom = cgroup.as_ref().is_some_and(CommandCgroup::oom_killed);
@@ -169,18 +195,13 @@ pub async fn run_command(
         // Cancelled while waiting for a slot: nothing ran.
         Err(ProcError::Cancelled { .. }) => (Ending::Cancelled, Capture::new(CAPTURE_LIMIT)),
         Err(ProcError::Spawn { source, .. }) => {
-            return ToolOutcome::failed(format!("error: failed to start command {}: {source}", program.display()))
+            return Err(CouldNotRun(format!("failed to start command {}: {source}", program.display())))
         }
-        Err(ProcError::Io { source, .. }) => return ToolOutcome::failed(format!("error: {source}")),
-        Err(e) => return ToolOutcome::failed(format!("error: {e}")),
+        Err(ProcError::Io { source, .. }) => return Err(CouldNotRun(source.to_string())),
+        Err(e) => return Err(CouldNotRun(e.to_string())),
     };
     drop(tmp);
-    let mut result = format_result(&env.base_dir, ending, timeout, capture);
-    let counted = counted_limit(&env.limits, cpu_over, oom);
-    if let Some(why) = counted.or_else(|| limit_reached(&env.limits, ending, &result.text)) {
-        result.append_line(&why);
-    }
-    result
+    Ok(Ran { ending, capture, counted: counted_limit(&env.limits, cpu_over, oom) })
 }
 
 /// The command's own cgroup, where the machine offers one and a memory,
