@@ -397,7 +397,7 @@ pub(super) fn unknown_key_hint<'a>(unknown: &str, known: impl Iterator<Item = &'
     let alias = ALIASES.iter().find(|(from, to)| *from == unknown && known.contains(to)).map(|(_, to)| *to);
     let close = known
         .iter()
-        .map(|k| (edit_distance(unknown, k), *k))
+        .map(|k| (strsim::levenshtein(unknown, k), *k))
         .filter(|(d, k)| *d <= 2 && *d < unknown.len().min(k.len()))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k);
@@ -407,31 +407,15 @@ pub(super) fn unknown_key_hint<'a>(unknown: &str, known: impl Iterator<Item = &'
     }
 }
 
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("max_turn", "max_turns"), 1);
-        assert_eq!(edit_distance("rerties", "retries"), 2);
-        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(strsim::levenshtein("max_turn", "max_turns"), 1);
+        assert_eq!(strsim::levenshtein("rerties", "retries"), 2);
+        assert_eq!(strsim::levenshtein("", "abc"), 3);
     }
 
     #[test]

@@ -104,28 +104,12 @@ pub fn names(schemas: &[Value]) -> Vec<&str> {
     schemas.iter().filter_map(name_of).collect()
 }
 
-/// Levenshtein distance, for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// The closest of `candidates` to `wrong`, if any is close.
 fn closest<'a>(wrong: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let wrong = wrong.to_ascii_lowercase();
     candidates
         .iter()
-        .map(|c| (distance(&wrong, c), *c))
+        .map(|c| (strsim::levenshtein(&wrong, c), *c))
         .filter(|(d, c)| *d <= (c.len() / 3).max(2))
         .min()
         .map(|(_, c)| c)

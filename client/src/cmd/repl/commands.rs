@@ -98,23 +98,12 @@ pub fn unknown(name: &str) -> Option<String> {
 pub fn closest(name: &str) -> Option<&'static str> {
     let letters = name.trim_start_matches('/').chars().count();
     let most = (letters * 2).div_ceil(5).max(1);
-    COMMANDS.iter().map(|c| (distance(name, c.name), c.name)).filter(|(d, _)| *d <= most).min().map(|(_, n)| n)
-}
-
-/// Levenshtein distance.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
+    COMMANDS
+        .iter()
+        .map(|c| (strsim::levenshtein(name, c.name), c.name))
+        .filter(|(d, _)| *d <= most)
+        .min()
+        .map(|(_, n)| n)
 }
 
 /// What the loop does after a command.
