@@ -404,6 +404,18 @@ pub enum InterventionKind {
     Finish,
     /// Repeats were refused too often: one last call without tools.
     Stuck,
+    /// A reply kept repeating the same text while it streamed (its text,
+    /// or the arguments of the call named in `tool`): the stream was cut
+    /// before the repetition went on, and the model told so.
+    Runaway,
+    /// A reply held more tool calls than `max_calls_per_reply`: the rest
+    /// were answered with an error, not run.
+    CallCap,
+    /// A write or edit that changed nothing: the file was left as it was,
+    /// or put back to a content it had earlier in the run, or the edit
+    /// could change nothing (`old_string` equal to `new_string`). Counts
+    /// toward `stuck`, and the same call again is refused.
+    Unchanged,
 }
 
 impl InterventionKind {
@@ -416,6 +428,9 @@ impl InterventionKind {
             InterventionKind::Reread => "reread",
             InterventionKind::Finish => "finish",
             InterventionKind::Stuck => "stuck",
+            InterventionKind::Runaway => "runaway",
+            InterventionKind::CallCap => "call_cap",
+            InterventionKind::Unchanged => "unchanged",
         }
     }
 }
@@ -566,7 +581,7 @@ mod tests {
             assert_eq!(serde_json::to_value(h).unwrap(), h.name());
         }
         use InterventionKind as I;
-        for k in [I::Nudge, I::Stop, I::Storm, I::Reread, I::Finish, I::Stuck] {
+        for k in [I::Nudge, I::Stop, I::Storm, I::Reread, I::Finish, I::Stuck, I::Runaway, I::CallCap, I::Unchanged] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.name());
         }
         for v in [ReviewVerdict::Accept, ReviewVerdict::Retry, ReviewVerdict::Error] {
