@@ -26,6 +26,7 @@ pub mod subagents;
 mod tools;
 mod turns;
 mod unasked;
+mod written;
 
 use crate::cache::{CacheError, ResponseCache};
 use crate::config::SessionConfig;

@@ -5,7 +5,7 @@
 //! budget ends the loop.
 
 use super::estimate::{estimate_from, Offered};
-use super::{consult, guard, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
+use super::{consult, guard, written, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
 use crate::config::HookPoint;
 use crate::message::Message;
 use crate::pipeline::filter::CallKind;
@@ -230,7 +230,7 @@ impl Run<'_> {
             return reply;
         }
         let offered: Vec<&str> = offer.schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
-        if let Some(calls) = reply.content.as_deref().and_then(|text| guard::text_calls(text, &offered, turn)) {
+        if let Some(calls) = reply.content.as_deref().and_then(|text| written::text_calls(text, &offered, turn)) {
             tracing::debug!("turn {turn}: the model wrote {} tool call(s) as text; running them", calls.len());
             reply.content = None;
             reply.tool_calls = calls;
@@ -280,7 +280,7 @@ impl Run<'_> {
             .content
             .as_deref()
             .map(str::trim)
-            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !guard::is_tool_call_text(t));
+            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !written::is_tool_call_text(t));
         match answer {
             Some(text) => {
                 let text = text.to_owned();
