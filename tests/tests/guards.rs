@@ -380,3 +380,55 @@ fn a_server_that_keeps_failing_to_read_the_call_ends_the_run_when_the_turns_run_
     let agent_calls = mock.requests().iter().filter(|r| r.get("tools").is_some()).count();
     assert_eq!(agent_calls, 3, "one call a turn");
 }
+
+/// The kinds of a run's `intervention` events, in order.
+fn intervention_kinds(events: &[Value]) -> Vec<String> {
+    let kinds = events.iter().filter(|e| e["type"] == "intervention");
+    kinds.map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_reply_repeating_itself_forever_is_cut_and_the_run_goes_on_to_its_answer() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    // A text that never ends, then a write_file call whose content never
+    // ends: each stream is cut, the run told, and the answer ends it.
+    let mock = MockProvider::start(vec![
+        Step::repeating("Here is the plan:\n", "I will read the file.\n"),
+        Step::repeating_call("w", "write_file", r#"{"file_path": "a.txt", "content": ""#, "x = 1\\n"),
+        Step::text("I could not write it."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "plan the change");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert_eq!(result["answer"], "I could not write it.");
+    assert_eq!(mock.request_count(), 3);
+    // Each stream was dropped by the daemon, not ended by the mock.
+    swival_tests::wait_until("both endless streams cut", || mock.streams_cut() == 2);
+    assert!(!p.join("a.txt").exists(), "a call cut off is not run");
+
+    // The text is kept up to its first copy, then the nudge.
+    let second = mock.requests()[1]["messages"].as_array().unwrap().clone();
+    let n = second.len();
+    assert_eq!(second[n - 2]["role"], "assistant");
+    assert_eq!(second[n - 2]["content"], "Here is the plan:\nI will read the file.");
+    let nudge = second[n - 1]["content"].as_str().unwrap();
+    assert!(nudge.starts_with("Your last reply was cut off: it kept repeating the same text"), "{nudge}");
+    let third = mock.texts_of(2);
+    let nudge = third.last().unwrap();
+    assert!(nudge.contains("the arguments of its write_file call kept repeating"), "{nudge}");
+    let cut_call = mock.requests()[2]["messages"].as_array().unwrap().iter().any(|m| m["tool_calls"].is_array());
+    assert!(!cut_call, "the cut call is not in the conversation");
+
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["runaway", "runaway"], "{events:#?}");
+    let tools: Vec<&Value> = events.iter().filter(|e| e["type"] == "intervention").map(|e| &e["tool"]).collect();
+    assert_eq!(tools, [&json!(""), &json!("write_file")]);
+    let report = c.ok("report/get", json!({"run_id": run}));
+    let timeline = report["timeline"].as_array().unwrap();
+    let cut = timeline.iter().filter(|e| e["type"] == "intervention" && e["kind"] == "runaway").count();
+    assert_eq!(cut, 2, "{timeline:#?}");
+    let lengths = timeline.iter().filter(|e| e["type"] == "llm_call" && e["finish_reason"] == "length").count();
+    assert_eq!(lengths, 2, "a cut reply ends as one cut by the limit: {timeline:#?}");
+}
