@@ -432,3 +432,29 @@ fn a_reply_repeating_itself_forever_is_cut_and_the_run_goes_on_to_its_answer() {
     let lengths = timeline.iter().filter(|e| e["type"] == "llm_call" && e["finish_reason"] == "length").count();
     assert_eq!(lengths, 2, "a cut reply ends as one cut by the limit: {timeline:#?}");
 }
+
+#[test]
+fn a_reply_of_forty_tool_calls_runs_sixteen_and_answers_every_other_id() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let calls: Vec<(String, Value)> =
+        (0..40).map(|i| (format!("c{i}"), json!({"pattern": format!("f{i}*.py")}))).collect();
+    let step = Step::tool_calls(calls.iter().map(|(id, args)| (id.as_str(), "list_files", args.clone())).collect());
+    let mock = MockProvider::start(vec![step, Step::text("No such files.")]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "find the files");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 40, "every call id is answered");
+    let capped = "error: not run: your reply held 40 tool calls and at most 16 run from one reply.";
+    for (i, (id, _)) in calls.iter().enumerate() {
+        assert_eq!(results[id].starts_with(capped), i >= 16, "{id}: {}", results[id]);
+    }
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["call_cap"], "{events:#?}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    assert_eq!(report["stats"]["tool_calls_total"], 40, "{}", report["stats"]);
+    assert_eq!(report["stats"]["tool_calls_failed"], 24, "{}", report["stats"]);
+    assert!(report["timeline"].as_array().unwrap().iter().any(|e| e["kind"] == "call_cap"));
+}
