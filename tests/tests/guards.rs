@@ -458,3 +458,74 @@ fn a_reply_of_forty_tool_calls_runs_sixteen_and_answers_every_other_id() {
     assert_eq!(report["stats"]["tool_calls_failed"], 24, "{}", report["stats"]);
     assert!(report["timeline"].as_array().unwrap().iter().any(|e| e["kind"] == "call_cap"));
 }
+
+#[test]
+fn writing_a_file_back_and_forth_is_told_counted_and_its_repeat_refused() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.txt"), "A\n").unwrap();
+    let write =
+        |id: &str, content: &str| Step::tool_call(id, "write_file", json!({"file_path": "a.txt", "content": content}));
+    let mock = MockProvider::start(vec![
+        Step::tool_call("r", "read_file", json!({"file_path": "a.txt"})),
+        write("b1", "B\n"),
+        write("a1", "A\n"),
+        write("b2", "B\n"),
+        write("a2", "A\n"),
+        Step::text("a.txt now holds B."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "Make a.txt hold B.");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "B\n", "the last write was refused");
+    let results = mock.tool_results();
+    assert!(!results["b1"].contains("back to a content"), "{}", results["b1"]);
+    for id in ["a1", "b2"] {
+        assert!(results[id].contains("This put the file back to a content it already had earlier in this run"));
+    }
+    assert!(
+        results["a2"]
+            .starts_with("error: repeat-loop guard tripped — write_file was called with identical arguments 2 times."),
+        "{}",
+        results["a2"]
+    );
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["unchanged", "unchanged", "storm"], "{events:#?}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    let timeline = report["timeline"].as_array().unwrap();
+    assert_eq!(timeline.iter().filter(|e| e["kind"] == "unchanged").count(), 2, "{timeline:#?}");
+    assert_eq!(report["stats"]["stormed_calls"], 1);
+}
+
+#[test]
+fn an_edit_with_old_string_equal_to_new_string_fails_at_once_and_its_repeat_is_refused() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.py"), "x = 1\n").unwrap();
+    let same = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 1"});
+    let mock = MockProvider::start(vec![
+        Step::tool_call("e1", "edit_file", same.clone()),
+        Step::tool_call("e2", "edit_file", same),
+        Step::text("I could not make the change."),
+        Step::text("I could not make the change."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, _, result) = run_task(&mut c, &p, config(&mock), "Set x to 2 in a.py.");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    let results = mock.tool_results();
+    // The file is unread, yet no read is made for the model: the call is wrong whatever it holds.
+    let first = &results["e1"];
+    assert!(first.starts_with("error: edit_file: old_string and new_string are identical"), "{first}");
+    assert!(!first.contains("It has now been read for you"), "{first}");
+    let second = &results["e2"];
+    assert!(
+        second.starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 2 times."),
+        "{second}"
+    );
+    let events = events_until_finished(&mut c, &sid, 1);
+    let kinds = intervention_kinds(&events);
+    assert_eq!(&kinds[..2], ["unchanged", "storm"], "{events:#?}");
+    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
+}

@@ -216,6 +216,9 @@ impl Run<'_> {
         }
         let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
         let mut outcome = self.call_tool(turn, &fixed).await;
+        if let Some(note) = &outcome.futile {
+            self.intervened(turn, &call.name, InterventionKind::Unchanged, note, None);
+        }
         let hint = guards.after(&call.name, &repaired.args, &outcome);
         if let Some(note) = repaired.note() {
             outcome.append_note(&note);
