@@ -36,6 +36,11 @@ pub struct ToolOutcome {
     /// guard's hint): what comes before is the tool's own output, the part
     /// a person is shown.
     pub notes_at: Option<usize>,
+    /// Set when a write or edit gained nothing (the file left as it was,
+    /// or put back to a content it had earlier in the run, or an edit that
+    /// could change nothing): what the model is told of it. The loop
+    /// guards count it and refuse the same call again.
+    pub futile: Option<String>,
 }
 
 /// A file deleted though the task named only something inside it
@@ -54,23 +59,29 @@ pub struct UnaskedDelete {
 impl ToolOutcome {
     /// A success.
     pub fn ok(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: false, change: None, unasked: None, notes_at: None }
+        ToolOutcome { text, failed: false, warned: false, change: None, unasked: None, notes_at: None, futile: None }
     }
 
     /// A success whose text carries a warning note.
     pub fn warned(text: String) -> ToolOutcome {
-        ToolOutcome { text, failed: false, warned: true, change: None, unasked: None, notes_at: None }
+        ToolOutcome { text, failed: false, warned: true, change: None, unasked: None, notes_at: None, futile: None }
     }
 
     /// A failure; `text` is its `error: …` line.
     pub fn failed(text: String) -> ToolOutcome {
         debug_assert!(text.starts_with(ERROR_PREFIX), "a failure reads as Swival's error line: {text}");
-        ToolOutcome { text, failed: true, warned: false, change: None, unasked: None, notes_at: None }
+        ToolOutcome { text, failed: true, warned: false, change: None, unasked: None, notes_at: None, futile: None }
     }
 
     /// The outcome with the file change it made.
     pub fn with_change(self, change: Option<FileChange>) -> ToolOutcome {
         ToolOutcome { change, ..self }
+    }
+
+    /// The outcome of a write or edit that gained nothing, with what the
+    /// model is told of it.
+    pub fn with_futile(self, futile: Option<String>) -> ToolOutcome {
+        ToolOutcome { futile, ..self }
     }
 
     /// The outcome of a deletion the task did not plainly ask for.
@@ -172,7 +183,8 @@ mod tests {
                 warned: true,
                 change: None,
                 unasked: None,
-                notes_at: None
+                notes_at: None,
+                futile: None
             }
         );
     }

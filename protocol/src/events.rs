@@ -2,6 +2,7 @@
 //! events that wait for them is in `approvals.rs`).
 
 use crate::approvals::{ApprovalDecision, ResolvedBy};
+use crate::interventions::{InterventionKind, Repeat};
 use crate::session::{RunEnd, RunId, Seq, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -407,48 +408,6 @@ impl CallKind {
     }
 }
 
-/// Which loop guard stepped in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum InterventionKind {
-    /// Swival's guardrail: the same call failed twice; the model is told what to do instead.
-    Nudge,
-    /// Swival's guardrail, second level: the model is told to stop repeating.
-    Stop,
-    /// The storm breaker refused an identical repeat without running it.
-    Storm,
-    /// The same successful read again.
-    Reread,
-    /// After a change that succeeded, only reads: the model is told to answer.
-    Finish,
-    /// Repeats were refused too often: one last call without tools.
-    Stuck,
-}
-
-impl InterventionKind {
-    /// The name on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            InterventionKind::Nudge => "nudge",
-            InterventionKind::Stop => "stop",
-            InterventionKind::Storm => "storm",
-            InterventionKind::Reread => "reread",
-            InterventionKind::Finish => "finish",
-            InterventionKind::Stuck => "stuck",
-        }
-    }
-}
-
-/// A call the storm breaker refused: how often it came, and which it was.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Repeat {
-    /// Identical calls in the breaker's window, this one included.
-    pub count: u64,
-    /// The first 12 hex digits of the SHA-256 of the call (the tool's name
-    /// and its arguments, canonical).
-    pub args_hash: String,
-}
-
 /// How the response cache served a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -585,7 +544,7 @@ mod tests {
             assert_eq!(serde_json::to_value(h).unwrap(), h.name());
         }
         use InterventionKind as I;
-        for k in [I::Nudge, I::Stop, I::Storm, I::Reread, I::Finish, I::Stuck] {
+        for k in [I::Nudge, I::Stop, I::Storm, I::Reread, I::Finish, I::Stuck, I::Runaway, I::CallCap, I::Unchanged] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.name());
         }
         for v in [ReviewVerdict::Accept, ReviewVerdict::Retry, ReviewVerdict::Error] {

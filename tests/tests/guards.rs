@@ -380,3 +380,152 @@ fn a_server_that_keeps_failing_to_read_the_call_ends_the_run_when_the_turns_run_
     let agent_calls = mock.requests().iter().filter(|r| r.get("tools").is_some()).count();
     assert_eq!(agent_calls, 3, "one call a turn");
 }
+
+/// The kinds of a run's `intervention` events, in order.
+fn intervention_kinds(events: &[Value]) -> Vec<String> {
+    let kinds = events.iter().filter(|e| e["type"] == "intervention");
+    kinds.map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_reply_repeating_itself_forever_is_cut_and_the_run_goes_on_to_its_answer() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    // A text that never ends, then a write_file call whose content never
+    // ends: each stream is cut, the run told, and the answer ends it.
+    let mock = MockProvider::start(vec![
+        Step::repeating("Here is the plan:\n", "I will read the file.\n"),
+        Step::repeating_call("w", "write_file", r#"{"file_path": "a.txt", "content": ""#, "x = 1\\n"),
+        Step::text("I could not write it."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "plan the change");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert_eq!(result["answer"], "I could not write it.");
+    assert_eq!(mock.request_count(), 3);
+    // Each stream was dropped by the daemon, not ended by the mock.
+    swival_tests::wait_until("both endless streams cut", || mock.streams_cut() == 2);
+    assert!(!p.join("a.txt").exists(), "a call cut off is not run");
+
+    // The text is kept up to its first copy, then the nudge.
+    let second = mock.requests()[1]["messages"].as_array().unwrap().clone();
+    let n = second.len();
+    assert_eq!(second[n - 2]["role"], "assistant");
+    assert_eq!(second[n - 2]["content"], "Here is the plan:\nI will read the file.");
+    let nudge = second[n - 1]["content"].as_str().unwrap();
+    assert!(nudge.starts_with("Your last reply was cut off: it kept repeating the same text"), "{nudge}");
+    let third = mock.texts_of(2);
+    let nudge = third.last().unwrap();
+    assert!(nudge.contains("the arguments of its write_file call kept repeating"), "{nudge}");
+    let cut_call = mock.requests()[2]["messages"].as_array().unwrap().iter().any(|m| m["tool_calls"].is_array());
+    assert!(!cut_call, "the cut call is not in the conversation");
+
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["runaway", "runaway"], "{events:#?}");
+    let tools: Vec<&Value> = events.iter().filter(|e| e["type"] == "intervention").map(|e| &e["tool"]).collect();
+    assert_eq!(tools, [&json!(""), &json!("write_file")]);
+    let report = c.ok("report/get", json!({"run_id": run}));
+    let timeline = report["timeline"].as_array().unwrap();
+    let cut = timeline.iter().filter(|e| e["type"] == "intervention" && e["kind"] == "runaway").count();
+    assert_eq!(cut, 2, "{timeline:#?}");
+    let lengths = timeline.iter().filter(|e| e["type"] == "llm_call" && e["finish_reason"] == "length").count();
+    assert_eq!(lengths, 2, "a cut reply ends as one cut by the limit: {timeline:#?}");
+}
+
+#[test]
+fn a_reply_of_forty_tool_calls_runs_sixteen_and_answers_every_other_id() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let calls: Vec<(String, Value)> =
+        (0..40).map(|i| (format!("c{i}"), json!({"pattern": format!("f{i}*.py")}))).collect();
+    let step = Step::tool_calls(calls.iter().map(|(id, args)| (id.as_str(), "list_files", args.clone())).collect());
+    let mock = MockProvider::start(vec![step, Step::text("No such files.")]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "find the files");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    let results = mock.tool_results();
+    assert_eq!(results.len(), 40, "every call id is answered");
+    let capped = "error: not run: your reply held 40 tool calls and at most 16 run from one reply.";
+    for (i, (id, _)) in calls.iter().enumerate() {
+        assert_eq!(results[id].starts_with(capped), i >= 16, "{id}: {}", results[id]);
+    }
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["call_cap"], "{events:#?}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    assert_eq!(report["stats"]["tool_calls_total"], 40, "{}", report["stats"]);
+    assert_eq!(report["stats"]["tool_calls_failed"], 24, "{}", report["stats"]);
+    assert!(report["timeline"].as_array().unwrap().iter().any(|e| e["kind"] == "call_cap"));
+}
+
+#[test]
+fn writing_a_file_back_and_forth_is_told_counted_and_its_repeat_refused() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.txt"), "A\n").unwrap();
+    let write =
+        |id: &str, content: &str| Step::tool_call(id, "write_file", json!({"file_path": "a.txt", "content": content}));
+    let mock = MockProvider::start(vec![
+        Step::tool_call("r", "read_file", json!({"file_path": "a.txt"})),
+        write("b1", "B\n"),
+        write("a1", "A\n"),
+        write("b2", "B\n"),
+        write("a2", "A\n"),
+        Step::text("a.txt now holds B."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, run, result) = run_task(&mut c, &p, config(&mock), "Make a.txt hold B.");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert_eq!(std::fs::read_to_string(p.join("a.txt")).unwrap(), "B\n", "the last write was refused");
+    let results = mock.tool_results();
+    assert!(!results["b1"].contains("back to a content"), "{}", results["b1"]);
+    for id in ["a1", "b2"] {
+        assert!(results[id].contains("This put the file back to a content it already had earlier in this run"));
+    }
+    assert!(
+        results["a2"]
+            .starts_with("error: repeat-loop guard tripped — write_file was called with identical arguments 2 times."),
+        "{}",
+        results["a2"]
+    );
+    let events = events_until_finished(&mut c, &sid, 1);
+    assert_eq!(intervention_kinds(&events), ["unchanged", "unchanged", "storm"], "{events:#?}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    let timeline = report["timeline"].as_array().unwrap();
+    assert_eq!(timeline.iter().filter(|e| e["kind"] == "unchanged").count(), 2, "{timeline:#?}");
+    assert_eq!(report["stats"]["stormed_calls"], 1);
+}
+
+#[test]
+fn an_edit_with_old_string_equal_to_new_string_fails_at_once_and_its_repeat_is_refused() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("a.py"), "x = 1\n").unwrap();
+    let same = json!({"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 1"});
+    let mock = MockProvider::start(vec![
+        Step::tool_call("e1", "edit_file", same.clone()),
+        Step::tool_call("e2", "edit_file", same),
+        Step::text("I could not make the change."),
+        Step::text("I could not make the change."),
+    ]);
+    let mut c = daemon.nd();
+    let (sid, _, result) = run_task(&mut c, &p, config(&mock), "Set x to 2 in a.py.");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    let results = mock.tool_results();
+    // The file is unread, yet no read is made for the model: the call is wrong whatever it holds.
+    let first = &results["e1"];
+    assert!(first.starts_with("error: edit_file: old_string and new_string are identical"), "{first}");
+    assert!(!first.contains("It has now been read for you"), "{first}");
+    let second = &results["e2"];
+    assert!(
+        second.starts_with("error: repeat-loop guard tripped — edit_file was called with identical arguments 2 times."),
+        "{second}"
+    );
+    let events = events_until_finished(&mut c, &sid, 1);
+    let kinds = intervention_kinds(&events);
+    assert_eq!(&kinds[..2], ["unchanged", "storm"], "{events:#?}");
+    assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
+}

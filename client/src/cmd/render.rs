@@ -222,6 +222,12 @@ fn guard_words(kind: InterventionKind, tool: &str, count: u64) -> String {
         InterventionKind::Reread => format!("{tool} read the same thing again; the model was told it has it"),
         InterventionKind::Finish => "only reads since the last change; the model was told to answer".to_owned(),
         InterventionKind::Stuck => "repeats refused too often; tools are off for the final answer".to_owned(),
+        InterventionKind::Runaway if tool.is_empty() => {
+            "the reply kept repeating the same text; it was cut off there".to_owned()
+        }
+        InterventionKind::Runaway => format!("the {tool} call kept repeating the same text; it was cut off, not run"),
+        InterventionKind::CallCap => "too many tool calls in one reply; the rest were not run".to_owned(),
+        InterventionKind::Unchanged => format!("{tool} changed nothing; the model was told the change is made"),
     }
 }
 

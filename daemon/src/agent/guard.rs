@@ -17,6 +17,13 @@
 //! - **Finishing**: a change that succeeded has a line added to its result
 //!   saying to answer now if the task is done; after it, three turns of
 //!   reads only get a nudge to answer.
+//! - **Changes that change nothing**: a write or edit that left the file
+//!   as it was, put it back to a content it had earlier in the run (two
+//!   versions written back and forth), or could change nothing (edit_file
+//!   with `old_string` equal to `new_string`) says so in its result (the
+//!   tool decides: `ToolOutcome::futile`), counts as a refusal toward
+//!   stuck, and the same call again is refused at once, until a change
+//!   that changes something.
 //! - **Stuck**: a run whose calls the storm breaker refused
 //!   [`STUCK_REFUSALS`] times gets one last call without tools; its answer
 //!   ends the run, and with none the run ends with an error that says so,
@@ -29,7 +36,7 @@ use crate::toolcall::ToolOutcome;
 use crate::tools::registry;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use swival_protocol::{InterventionKind, ToolKind};
 
 /// Calls the storm breaker remembers.
@@ -94,7 +101,9 @@ pub struct Guards {
     changed: bool,
     idle_turns: u32,
     finish_sent: bool,
-    /// Calls refused in this run.
+    /// Calls that gained nothing since the last real change, by key.
+    futile: HashSet<String>,
+    /// Calls refused in this run, and calls that gained nothing.
     pub refused: u32,
     /// This turn's nudges.
     pending: Vec<Intervention>,
@@ -167,6 +176,7 @@ impl Guards {
             changed: false,
             idle_turns: 0,
             finish_sent: false,
+            futile: HashSet::new(),
             refused: 0,
             pending: Vec::new(),
             turn_busy: false,
@@ -189,7 +199,8 @@ impl Guards {
             self.window.pop_front();
         }
         self.window.push_back(Entry { key: key.clone(), read_only: !mutating });
-        if count < STORM_AT {
+        // A call that gained nothing gains nothing the second time either.
+        if count < STORM_AT && !self.futile.contains(&key) {
             return None;
         }
         self.refused += 1;
@@ -219,41 +230,22 @@ impl Guards {
         if !kind.is_bookkeeping() && (mutating || failed) {
             self.turn_busy = true;
         }
+        if outcome.futile.is_some() {
+            self.futile.insert(call_key(name, raw_args));
+            self.refused += 1;
+            // Not a change: no reset, no push to finish.
+            if !failed {
+                return None;
+            }
+        }
         if failed {
-            let first = outcome.text.lines().next().unwrap_or_default().to_owned();
-            let entry = self.errors.entry(name.to_owned()).or_insert_with(|| (String::new(), 0));
-            if entry.0 == first {
-                entry.1 += 1;
-            } else {
-                *entry = (first.clone(), 1);
-            }
-            let n = entry.1;
-            if n == 2 {
-                self.pending.push(Intervention {
-                    tool: name.to_owned(),
-                    level: InterventionKind::Nudge,
-                    message: format!(
-                        "IMPORTANT: You have called `{name}` 2 times with the same error. The error is: {first}\n\
-                         Do not repeat that call: fix your tool call as the error says (it names the call to \
-                         make next), or use another tool."
-                    ),
-                });
-            } else if n >= 3 {
-                self.pending.push(Intervention {
-                    tool: name.to_owned(),
-                    level: InterventionKind::Stop,
-                    message: format!(
-                        "STOP: You have failed to use `{name}` correctly {n} times in a row with the same error: \
-                         {first}\nDo NOT call `{name}` again with the same arguments. Do what the error says \
-                         first, use a different tool, or give your final answer."
-                    ),
-                });
-            }
+            self.failed_call(name, &outcome.text);
             return None;
         }
         self.errors.remove(name);
         if mutating {
             self.reads.clear();
+            self.futile.clear();
             self.changed = true;
             self.idle_turns = 0;
             self.finish_sent = false;
@@ -280,6 +272,40 @@ impl Guards {
             });
         }
         None
+    }
+
+    /// Swival's error guardrail: the second identical error of `name` in a
+    /// row earns a nudge, the third and later a stop message.
+    fn failed_call(&mut self, name: &str, text: &str) {
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        let entry = self.errors.entry(name.to_owned()).or_insert_with(|| (String::new(), 0));
+        if entry.0 == first {
+            entry.1 += 1;
+        } else {
+            *entry = (first.clone(), 1);
+        }
+        let n = entry.1;
+        if n == 2 {
+            self.pending.push(Intervention {
+                tool: name.to_owned(),
+                level: InterventionKind::Nudge,
+                message: format!(
+                    "IMPORTANT: You have called `{name}` 2 times with the same error. The error is: {first}\n\
+                     Do not repeat that call: fix your tool call as the error says (it names the call to \
+                     make next), or use another tool."
+                ),
+            });
+        } else if n >= 3 {
+            self.pending.push(Intervention {
+                tool: name.to_owned(),
+                level: InterventionKind::Stop,
+                message: format!(
+                    "STOP: You have failed to use `{name}` correctly {n} times in a row with the same error: \
+                     {first}\nDo NOT call `{name}` again with the same arguments. Do what the error says \
+                     first, use a different tool, or give your final answer."
+                ),
+            });
+        }
     }
 
     /// A refused call, for the error guardrail's sake: nothing ran.
@@ -326,69 +352,6 @@ impl Guards {
     }
 }
 
-/// Whether `text` is nothing but tool calls written out: JSON objects with
-/// a `name` and `arguments` (or `parameters`), one or one per line, bare
-/// or in a code fence. A small model with no tools offered answers so.
-pub fn is_tool_call_text(text: &str) -> bool {
-    written_calls(text).is_some()
-}
-
-/// The tool calls `text` writes out (see [`is_tool_call_text`]), when each
-/// names one of the `offered` tools: a small model whose server's chat
-/// template did not catch its call answers so, and it meant the call. Ids
-/// are made from `turn` and the call's place, unique in a conversation.
-pub fn text_calls(text: &str, offered: &[&str], turn: u64) -> Option<Vec<crate::message::ToolCall>> {
-    let calls = written_calls(text)?;
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let name = call.get("name")?.as_str()?;
-            offered.contains(&name).then_some(())?;
-            let args = call.get("arguments").or_else(|| call.get("parameters"))?;
-            let arguments = match args {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            Some(crate::message::ToolCall {
-                id: format!("text_call_{turn}_{}", i + 1),
-                name: name.to_owned(),
-                arguments,
-            })
-        })
-        .collect()
-}
-
-/// The call objects of a reply that is nothing but tool calls written out.
-fn written_calls(text: &str) -> Option<Vec<Value>> {
-    let body = text.trim();
-    let body = match body.strip_prefix("```") {
-        Some(rest) => {
-            let rest = rest.trim_end().strip_suffix("```").unwrap_or(rest);
-            // The fence's language tag, if any, ends its first line.
-            rest.split_once('\n').map_or(rest, |(tag, code)| if tag.contains('{') { rest } else { code })
-        }
-        None => body,
-    };
-    let is_call = |v: &Value| {
-        v.get("name").is_some_and(Value::is_string) && (v.get("arguments").is_some() || v.get("parameters").is_some())
-    };
-    if let Ok(v) = serde_json::from_str::<Value>(body.trim()) {
-        let calls = match v {
-            Value::Array(items) => items,
-            other => vec![other],
-        };
-        return (!calls.is_empty() && calls.iter().all(is_call)).then_some(calls);
-    }
-    let calls: Vec<Value> = body
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).ok().filter(is_call))
-        .collect::<Option<_>>()?;
-    (!calls.is_empty()).then_some(calls)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,42 +366,6 @@ mod tests {
             true => ToolOutcome::failed(text.to_owned()),
             false => ToolOutcome::ok(text.to_owned()),
         }
-    }
-
-    #[test]
-    fn tool_calls_written_as_text_are_recognised_and_answers_are_not() {
-        let fenced = "```json\n{\"name\": \"read_file\", \"arguments\": {\"file_path\": \"a.md\"}}\n```";
-        assert!(is_tool_call_text(fenced));
-        let two = "```\n{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"parameters\": {}}\n```";
-        assert!(is_tool_call_text(two));
-        assert!(is_tool_call_text(r#"[{"name": "a", "arguments": {}}]"#));
-        assert!(is_tool_call_text(r#"{"name": "a", "arguments": "{}"}"#));
-        for answer in
-            ["Aurora", "3", "Done: set x to 2.", "```python\nprint(1)\n```", r#"{"name": "svc", "timeout": 60}"#, ""]
-        {
-            assert!(!is_tool_call_text(answer), "{answer}");
-        }
-    }
-
-    #[test]
-    fn tool_calls_written_as_text_become_calls_only_when_every_one_names_an_offered_tool() {
-        let offered = ["read_file", "edit_file"];
-        let text = r#"{"name": "read_file", "arguments": {"file_path": "hello.py", "tail_lines": null}}"#;
-        let calls = text_calls(text, &offered, 3).unwrap();
-        assert_eq!(calls.len(), 1);
-        assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("text_call_3_1", "read_file"));
-        assert_eq!(calls[0].arguments, r#"{"file_path":"hello.py","tail_lines":null}"#);
-        // Arguments already a JSON string are kept as the model wrote them.
-        let calls = text_calls(r#"{"name": "read_file", "arguments": "{\"file_path\": \"a\"}"}"#, &offered, 1).unwrap();
-        assert_eq!(calls[0].arguments, r#"{"file_path": "a"}"#);
-        let two =
-            "```json\n{\"name\": \"read_file\", \"arguments\": {}}\n{\"name\": \"edit_file\", \"parameters\": {}}\n```";
-        let ids: Vec<String> = text_calls(two, &offered, 2).unwrap().into_iter().map(|c| c.id).collect();
-        assert_eq!(ids, ["text_call_2_1", "text_call_2_2"]);
-        // A tool not offered, or an answer, stays text.
-        assert!(text_calls(r#"{"name": "run_command", "arguments": {"command": ["ls"]}}"#, &offered, 1).is_none());
-        assert!(text_calls("Aurora", &offered, 1).is_none());
-        assert!(text_calls(r#"{"name": "svc", "timeout": 60}"#, &offered, 1).is_none());
     }
 
     #[test]
@@ -509,6 +436,29 @@ mod tests {
         assert!(g.before("edit_file", EDIT).is_none());
         g.after("edit_file", EDIT, &gave("Edited a.py"));
         assert!(g.before("read_file", read).is_none(), "reading after an edit is fine");
+    }
+
+    #[test]
+    fn a_call_that_changed_nothing_counts_toward_stuck_and_is_refused_at_once_until_a_real_change() {
+        let mut g = Guards::new(true);
+        let noop = r#"{"file_path": "a.py", "old_string": "x", "new_string": "x"}"#;
+        assert!(g.before("edit_file", noop).is_none());
+        let told = "error: edit_file: old_string and new_string are identical (in a.py)";
+        g.after("edit_file", noop, &ToolOutcome::failed(told.into()).with_futile(Some(told.into())));
+        assert_eq!(g.refused, 1);
+        let refusal = g.before("edit_file", noop).expect("the second no-op is refused");
+        assert_eq!(refusal.count, 2);
+        assert!(refusal.result.contains("called with identical arguments 2 times"), "{}", refusal.result);
+        // A write that put back an earlier content: counted, no push to finish.
+        let back = r#"{"file_path": "a.py", "content": "x = 1"}"#;
+        assert!(g.before("write_file", back).is_none());
+        let restored = ToolOutcome::warned("Wrote 5 bytes".into()).with_futile(Some("back".into()));
+        assert_eq!(g.after("write_file", back, &restored), None);
+        assert_eq!(g.refused, 3, "the no-op, its refused repeat and the write");
+        assert!(g.before("write_file", back).is_some(), "the same write again is refused");
+        // A real change clears them.
+        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
+        assert!(g.futile.is_empty());
     }
 
     #[test]

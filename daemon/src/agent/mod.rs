@@ -27,6 +27,7 @@ mod tools;
 mod turns;
 mod unasked;
 mod verify;
+mod written;
 
 use crate::cache::{CacheError, ResponseCache};
 use crate::config::SessionConfig;

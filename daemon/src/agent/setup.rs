@@ -99,6 +99,8 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
     find_skills(ctx, &mut state, &mut record);
+    // A change undone in an earlier run may be made again in this one.
+    state.tools.tracker.new_run();
     match open_conversation(ctx, &mut state, &mut record) {
         Ok(memory) => record.set_memory(memory),
         Err(e) => return Err((LoopEnd::from(e), String::new(), record, state)),

@@ -1,5 +1,6 @@
-//! Running one turn's tool calls, in order: a call hooks dropped gets a
-//! policy result; a tool that does not exist gets the closest real one
+//! Running one turn's tool calls, in order: the calls past
+//! `max_calls_per_reply` get an error saying so; a call hooks dropped gets
+//! a policy result; a tool that does not exist gets the closest real one
 //! named; arguments are repaired against the offered schemas; the loop
 //! guards may refuse a repeat; then the tool runs. Every call is a
 //! `tool_call` and a `tool_result` event (a dropped one too), which the
@@ -20,6 +21,14 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 use swival_protocol::{ApprovalDecision, ChangeSource, EventKind, InterventionKind, Repeat, ResolvedBy, ToolKind};
+
+/// A reply holding more tool calls than `max_calls_per_reply`.
+struct CallCap {
+    /// The calls that run, from the first.
+    runs: usize,
+    /// The result of each of the others.
+    result: String,
+}
 
 /// What a user is asked to approve.
 struct Question<'a> {
@@ -48,7 +57,8 @@ impl Run<'_> {
         offered: &[Value],
         guards: &mut Guards,
     ) -> Result<(), StoreError> {
-        for call in calls {
+        let cap = self.call_cap(turn, calls.len());
+        for (at, call) in calls.iter().enumerate() {
             if self.ctx.cancel.is_cancelled() {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
@@ -61,8 +71,11 @@ impl Run<'_> {
                 arguments: call.arguments.clone(),
             });
             let started = Instant::now();
-            // A call the hooks dropped is reported like any call; it never runs.
-            let mut outcome = if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
+            // A call the hooks dropped, or past the cap, is reported like
+            // any call; it never runs.
+            let mut outcome = if let Some(over) = cap.as_ref().filter(|c| at >= c.runs) {
+                ToolOutcome::failed(over.result.clone())
+            } else if verdict.kept.as_ref().is_some_and(|k| !k.contains(&call.id)) {
                 ToolOutcome::failed(format!("error: blocked by policy: {}", verdict.drop_reason))
             } else {
                 let refused = match verdict.ask.contains(&call.id) {
@@ -99,6 +112,12 @@ impl Run<'_> {
                 outcome.notes_at,
             ))?;
         }
+        self.end_turn(turn, guards)
+    }
+
+    /// The end of a turn's calls: the guards' interventions as events and
+    /// their nudges as one message after the results.
+    fn end_turn(&mut self, turn: u64, guards: &mut Guards) -> Result<(), StoreError> {
         let (nudge, given) = guards.end_turn();
         for Intervention { tool, level, message } in &given {
             self.intervened(turn, tool, *level, message, None);
@@ -126,6 +145,24 @@ impl Run<'_> {
             gate.wrote(std::path::Path::new(&c.path));
         }
         change
+    }
+
+    /// `max_calls_per_reply` for a reply of `count` calls: when it holds
+    /// more, its `call_cap` event, and how many run and what the others
+    /// are answered (every call id still gets its result).
+    fn call_cap(&mut self, turn: u64, count: usize) -> Option<CallCap> {
+        let cap = self.ctx.config.max_calls_per_reply as usize;
+        if cap == 0 || count <= cap {
+            return None;
+        }
+        let result = format!(
+            "error: not run: your reply held {count} tool calls and at most {cap} run from one reply. Read the \
+             results of the first {cap}, then send the calls still needed in your next reply, at most {cap} of them."
+        );
+        let rest = count - cap;
+        let message = format!("{count} tool calls in one reply: the first {cap} ran, the other {rest} got: {result}");
+        self.intervened(turn, "", InterventionKind::CallCap, &message, None);
+        Some(CallCap { runs: cap, result })
     }
 
     /// A snapshot before a call that may change files (a file tool, a
@@ -189,6 +226,9 @@ impl Run<'_> {
         }
         let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
         let mut outcome = self.call_tool(turn, &fixed).await;
+        if let Some(note) = &outcome.futile {
+            self.intervened(turn, &call.name, InterventionKind::Unchanged, note, None);
+        }
         let hint = guards.after(&call.name, &repaired.args, &outcome);
         if let Some(note) = repaired.note() {
             outcome.append_note(&note);

@@ -1,11 +1,11 @@
 //! The turn loop: a turn is one provider call plus its tool calls, run in
 //! order; a reply without tool calls is the final answer; empty and cut-off
 //! replies get Swival's nudges, a reply whose tool call the server could
-//! not read a note of ours; a stuck run gets one last word; the turn
-//! budget ends the loop.
+//! not read a note of ours, and so does one cut as it kept repeating
+//! itself; a stuck run gets one last word; the turn budget ends the loop.
 
 use super::estimate::{estimate_from, Offered};
-use super::{consult, guard, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
+use super::{consult, guard, written, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
 use crate::config::HookPoint;
 use crate::message::Message;
 use crate::pipeline::filter::CallKind;
@@ -58,6 +58,10 @@ const UNREADABLE_NUDGE: &str = "Your last reply could not be read: the arguments
 not valid JSON. Call the tool again with arguments that are one JSON object, every string in double quotes, and \
 quotes, backslashes and newlines inside a string escaped (\\\", \\\\, \\n). For a long change, edit a smaller part \
 of the file.";
+
+/// Stands in the conversation for a reply cut as it repeated itself
+/// before any text, so the nudge after it follows an assistant turn.
+const RUNAWAY_REPLY: &str = "(a reply cut off as it repeated itself)";
 
 /// What `after_llm_call` hooks decided about a reply's tool calls.
 #[derive(Debug, Default)]
@@ -173,6 +177,7 @@ impl Run<'_> {
                 }
                 Err(e) => return Ok(e.into()),
             };
+            let (reply, runaway) = self.cut_runaway(turn, reply);
             let reply = self.calls_written_as_text(turn, reply, &offer);
             // after_llm_call: the hooks see the reply and every proposed
             // call before anything runs.
@@ -180,31 +185,20 @@ impl Run<'_> {
                 Ok(v) => v,
                 Err(end) => return Ok(end),
             };
-            let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
             if reply.tool_calls.is_empty() {
-                let truncated = reply.finish_reason.as_deref() == Some("length");
-                if text.is_empty() {
-                    self.conversation.push(Message::assistant("(empty response)"))?;
-                    self.conversation.push(Message::synthetic(EMPTY_NUDGE))?;
-                    continue;
+                match self.reply_without_calls(turn, local_turn, &offer, reply, runaway)? {
+                    Some(end) => return Ok(end),
+                    None => continue,
                 }
-                self.conversation.push(reply.to_message())?;
-                if truncated {
-                    self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
-                    continue;
-                }
-                if let Some((tool, nudge)) = self.answer_nudge(local_turn, &offer, &text) {
-                    self.intervened(turn, tool, swival_protocol::InterventionKind::Nudge, &nudge, None);
-                    self.conversation.push(Message::synthetic(nudge))?;
-                    continue;
-                }
-                return Ok(LoopEnd::Answer(reply.content.unwrap_or_default()));
             }
             self.conversation.push(reply.to_message())?;
             // Boxed: this future sits inside a run's, whose size a debug
             // build's worker stack has to hold.
             // Repaired against what the tools take, not the (perhaps lean) offer.
             Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, offer.taken(), &mut guards)).await?;
+            if let Some(nudge) = runaway {
+                self.conversation.push(Message::synthetic(nudge))?;
+            }
             if let Some(why) = guards.stuck() {
                 return self.last_word(turn, why).await;
             }
@@ -213,6 +207,75 @@ impl Run<'_> {
             }
         }
         Ok(LoopEnd::Exhausted(self.conversation.last_assistant_text()))
+    }
+
+    /// A reply without tool calls: an empty or cut-off one gets its nudge
+    /// (`runaway`: the one for a reply cut as it repeated itself), and an
+    /// answer one of the answer nudges or, with none, ends the run.
+    fn reply_without_calls(
+        &mut self,
+        turn: u64,
+        local_turn: u64,
+        offer: &Offer,
+        reply: crate::provider::Reply,
+        runaway: Option<String>,
+    ) -> Result<Option<LoopEnd>, StoreError> {
+        let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
+        if let Some(nudge) = runaway {
+            let said = if text.is_empty() { Message::assistant(RUNAWAY_REPLY) } else { reply.to_message() };
+            self.conversation.push(said)?;
+            self.conversation.push(Message::synthetic(nudge))?;
+            return Ok(None);
+        }
+        let truncated = reply.finish_reason.as_deref() == Some("length");
+        if text.is_empty() {
+            self.conversation.push(Message::assistant("(empty response)"))?;
+            self.conversation.push(Message::synthetic(EMPTY_NUDGE))?;
+            return Ok(None);
+        }
+        self.conversation.push(reply.to_message())?;
+        if truncated {
+            self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
+            return Ok(None);
+        }
+        if let Some((tool, nudge)) = self.answer_nudge(local_turn, offer, &text) {
+            self.intervened(turn, tool, swival_protocol::InterventionKind::Nudge, &nudge, None);
+            self.conversation.push(Message::synthetic(nudge))?;
+            return Ok(None);
+        }
+        Ok(Some(LoopEnd::Answer(reply.content.unwrap_or_default())))
+    }
+
+    /// A reply cut as it kept repeating itself (`provider/repeat.rs`): its
+    /// `runaway` event, the call it cut dropped (its arguments are not
+    /// whole, so it cannot run; the calls before it run), and the nudge
+    /// that follows the turn.
+    fn cut_runaway(
+        &mut self,
+        turn: u64,
+        mut reply: crate::provider::Reply,
+    ) -> (crate::provider::Reply, Option<String>) {
+        let Some(cut) = reply.runaway.take() else { return (reply, None) };
+        let tool = match cut.call.filter(|&i| i < reply.tool_calls.len()) {
+            Some(i) => reply.tool_calls.drain(i..).next().map(|c| c.name).unwrap_or_default(),
+            None => String::new(),
+        };
+        let unit: String = cut.unit.chars().take(80).collect();
+        let repeats = cut.repeats;
+        let nudge = match tool.as_str() {
+            "" => format!(
+                "Your last reply was cut off: it kept repeating the same text ({unit:?}, {repeats} times in a row), \
+                 so it was stopped there. Do not write that again. Go on with the task from where the repetition \
+                 began: call a tool if a change is left to make, or give your final answer in a few sentences."
+            ),
+            tool => format!(
+                "Your last reply was cut off: the arguments of its {tool} call kept repeating the same text \
+                 ({unit:?}, {repeats} times in a row), so that call was stopped and not run. Call it again \
+                 without the repetition; for a long change, change a smaller part of the file at a time."
+            ),
+        };
+        self.intervened(turn, &tool, swival_protocol::InterventionKind::Runaway, &nudge, None);
+        (reply, Some(nudge))
     }
 
     /// A reply that is nothing but tool calls written out as text, each
@@ -230,7 +293,7 @@ impl Run<'_> {
             return reply;
         }
         let offered: Vec<&str> = offer.schemas.iter().filter_map(|s| s["function"]["name"].as_str()).collect();
-        if let Some(calls) = reply.content.as_deref().and_then(|text| guard::text_calls(text, &offered, turn)) {
+        if let Some(calls) = reply.content.as_deref().and_then(|text| written::text_calls(text, &offered, turn)) {
             tracing::debug!("turn {turn}: the model wrote {} tool call(s) as text; running them", calls.len());
             reply.content = None;
             reply.tool_calls = calls;
@@ -280,7 +343,7 @@ impl Run<'_> {
             .content
             .as_deref()
             .map(str::trim)
-            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !guard::is_tool_call_text(t));
+            .filter(|t| !t.is_empty() && reply.tool_calls.is_empty() && !written::is_tool_call_text(t));
         match answer {
             Some(text) => {
                 let text = text.to_owned();

@@ -283,6 +283,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("read_named_files", Kind::Bool),
     acted("lean_tools", Kind::Bool),
     acted("project_map_tokens", Kind::Int { min: 0 }),
+    acted("max_calls_per_reply", Kind::Int { min: 0 }),
     acted("no_instructions", Kind::Bool),
     acted("no_history", Kind::Bool),
     acted("no_memory", Kind::Bool),

@@ -59,6 +59,8 @@ const HARMLESS: &[&str] = &[
     "lean_tools",
     // Shows the model only what list_files and outline would.
     "project_map_tokens",
+    // Only fewer tool calls run per reply; the rest are told to come again.
+    "max_calls_per_reply",
     "no_instructions",
     "no_history",
     "no_memory",

@@ -338,6 +338,9 @@ pub struct SessionConfig {
     /// The loop guards: a repeated identical call refused, Swival's error
     /// guardrail, re-read and finishing nudges, a stuck run ended.
     pub storm_breaker: bool,
+    /// Tool calls run from one reply, at most (0: no cap); the rest get
+    /// an error saying so (swivald's: one reply of a small model held 44).
+    pub max_calls_per_reply: u64,
     /// Do not load AGENTS.md-style instruction files.
     pub no_instructions: bool,
     /// Do not append the answer to `.swival/HISTORY.md`.
@@ -440,6 +443,9 @@ pub struct SessionConfig {
     pub kept: KeptKeys,
 }
 
+/// Default `max_calls_per_reply`: more than a reply that reads a few
+/// files and edits a few needs, far fewer than a model in a loop sends.
+pub const DEFAULT_MAX_CALLS_PER_REPLY: u64 = 16;
 /// Default `max_output_tokens`.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 32768;
 /// Default `max_review_rounds` (SPEC §7; Swival's is 15).
@@ -480,6 +486,7 @@ impl Default for SessionConfig {
             lean_tools: None,
             project_map_tokens: None,
             storm_breaker: true,
+            max_calls_per_reply: DEFAULT_MAX_CALLS_PER_REPLY,
             no_instructions: false,
             no_history: false,
             no_memory: false,

@@ -113,6 +113,7 @@ pub async fn call(
         finish_reason: Some("stop".into()),
         usage: None,
         timings: None,
+        runaway: None,
     })
 }
 

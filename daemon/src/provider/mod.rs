@@ -7,10 +7,12 @@
 
 mod command;
 mod openai;
+mod repeat;
 mod request;
 mod retry;
 mod sse;
 
+pub use repeat::Runaway;
 pub use request::{request_body, ChatRequest, Outbound, RequestBody};
 pub use retry::{backoff_delay, is_retryable_status};
 // Config names the provider kind; the client gives each its defaults.
@@ -81,6 +83,9 @@ pub struct Reply {
     pub usage: Option<Value>,
     /// llama.cpp's `timings` object (`prompt_n`, `cache_n`…), as sent.
     pub timings: Option<Value>,
+    /// Set when the stream was cut as the reply kept repeating itself
+    /// (`repeat.rs`); `finish_reason` is then `length`.
+    pub runaway: Option<Runaway>,
 }
 
 /// The prompt tokens a server reported for one call, and how many of them
@@ -115,6 +120,7 @@ impl Reply {
             "finish_reason": self.finish_reason,
             "usage": self.usage,
             "timings": self.timings,
+            "runaway": self.runaway,
         })
     }
 
@@ -126,6 +132,7 @@ impl Reply {
             finish_reason: v["finish_reason"].as_str().map(str::to_owned),
             usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
             timings: v.get("timings").filter(|u| !u.is_null()).cloned(),
+            runaway: v.get("runaway").and_then(|r| serde_json::from_value(r.clone()).ok()),
         }
     }
 

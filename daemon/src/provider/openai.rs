@@ -106,7 +106,14 @@ pub async fn chat(
         let mut on_text = |t: &str| observer.text_delta(t);
         while let Some(chunk) = resp.chunk().await.map_err(|e| ProviderError::Transport(describe(&e)))? {
             assembler.feed(&chunk, &mut on_text)?;
+            if assembler.runaway() {
+                // Dropping the response mid-body closes its connection,
+                // and a server stops generating for a client that left.
+                tracing::debug!("the reply keeps repeating itself; cutting its stream");
+                break;
+            }
         }
+        drop(resp);
         return assembler.finish();
     }
     let text = resp.text().await.map_err(|e| ProviderError::Transport(describe(&e)))?;
@@ -155,6 +162,7 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
         finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
         usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
         timings: v.get("timings").filter(|u| u.is_object()).cloned(),
+        runaway: None,
     })
 }
 

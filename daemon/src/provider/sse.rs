@@ -1,6 +1,10 @@
 //! Assembling a streamed chat completion: SSE lines in, one [`Reply`] out,
-//! with text deltas reported as they arrive.
+//! with text deltas reported as they arrive. A reply that keeps repeating
+//! itself (`repeat.rs`) is cut where its loop began: the assembler stops
+//! taking chunks and says so ([`StreamAssembler::runaway`]), so the reader
+//! drops the connection and the server stops generating.
 
+use super::repeat::{Repetition, Runaway};
 use super::{ProviderError, Reply, ToolCall};
 use serde_json::Value;
 
@@ -19,6 +23,12 @@ pub struct StreamAssembler {
     done: bool,
     /// A chunk carried a choice (usage-only chunks have `choices: []`).
     saw_choice: bool,
+    /// Watches the text for a loop.
+    text_loop: Repetition,
+    /// Watches each tool call's arguments for a loop, by stream index.
+    call_loops: Vec<Repetition>,
+    /// The loop the reply was cut at; no chunk is taken after it.
+    cut: Option<Runaway>,
 }
 
 impl StreamAssembler {
@@ -43,8 +53,14 @@ impl StreamAssembler {
         result
     }
 
+    /// Whether the reply was cut as it repeated itself: read no more of
+    /// the stream.
+    pub fn runaway(&self) -> bool {
+        self.cut.is_some()
+    }
+
     fn line(&mut self, line: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), ProviderError> {
-        let Some(data) = line.strip_prefix("data:") else {
+        let Some(data) = line.strip_prefix("data:").filter(|_| self.cut.is_none()) else {
             return Ok(());
         };
         let data = data.trim();
@@ -91,29 +107,60 @@ impl StreamAssembler {
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             self.text.push_str(&text);
             on_text(&text);
+            if let Some(found) = self.text_loop.feed(&text) {
+                let (runaway, keep) = Runaway::cut(found, &self.text, None);
+                self.text.truncate(keep);
+                self.cut = Some(runaway);
+                return Ok(());
+            }
         }
         for tc in delta.tool_calls.0 {
-            let index = tc.index.unwrap_or(self.calls.len() as u64) as usize;
-            while self.calls.len() <= index {
-                self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
-            }
-            let call = &mut self.calls[index];
-            if let Some(id) = tc.id {
-                call.id = id.into_owned();
-            }
-            let f = tc.function.0;
-            if let Some(name) = f.name {
-                call.name.push_str(&name);
-            }
-            if let Some(args) = f.arguments {
-                call.arguments.push_str(&args);
+            if self.call_delta(tc) {
+                break;
             }
         }
         Ok(())
     }
 
+    /// Add a fragment of a tool call; whether the call's arguments were
+    /// cut as they repeated themselves (the reply ends there).
+    fn call_delta(&mut self, tc: wire::DeltaCall<'_>) -> bool {
+        let index = tc.index.unwrap_or(self.calls.len() as u64) as usize;
+        while self.calls.len() <= index {
+            self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
+            self.call_loops.push(Repetition::default());
+        }
+        let call = &mut self.calls[index];
+        if let Some(id) = tc.id {
+            call.id = id.into_owned();
+        }
+        let f = tc.function.0;
+        if let Some(name) = f.name {
+            call.name.push_str(&name);
+        }
+        if let Some(args) = f.arguments {
+            call.arguments.push_str(&args);
+            if let Some(found) = self.call_loops[index].feed(&args) {
+                let (runaway, keep) = Runaway::cut(found, &call.arguments, Some(index));
+                call.arguments.truncate(keep);
+                self.cut = Some(runaway);
+                return true;
+            }
+        }
+        false
+    }
+
     /// The assembled reply; an error when the stream ended early.
+    /// A reply cut as it repeated itself ends as one cut by the output
+    /// limit (`length`), with the loop it was cut at.
     pub fn finish(mut self) -> Result<Reply, ProviderError> {
+        if let Some(mut cut) = self.cut.take() {
+            // Its place among the calls kept (those with a name).
+            cut.call = cut.call.map(|i| self.calls[..i].iter().filter(|c| !c.name.is_empty()).count());
+            self.reply.finish_reason = Some("length".into());
+            self.saw_choice = true;
+            self.reply.runaway = Some(cut);
+        }
         if !self.done && self.reply.finish_reason.is_none() {
             return Err(ProviderError::Transport("the stream ended before the reply was complete".into()));
         }
@@ -476,6 +523,45 @@ mod tests {
     fn truncated_json_chunk_is_malformed() {
         let (r, _) = assemble("data: {\"choices\":[{\"delta\":{\"cont\n");
         assert!(matches!(r, Err(ProviderError::Malformed(_))));
+    }
+
+    #[test]
+    fn a_reply_repeating_a_line_is_cut_after_its_first_copy_and_ends_as_cut_by_the_limit() {
+        let mut a = StreamAssembler::default();
+        let chunk = |t: &str| format!("data: {}\n\n", json!({"choices": [{"delta": {"content": t}}]}));
+        a.feed(chunk("Sure:\n").as_bytes(), &mut |_| {}).unwrap();
+        let mut fed = 0;
+        while !a.runaway() {
+            a.feed(chunk("same line\n").as_bytes(), &mut |_| {}).unwrap();
+            fed += 1;
+            assert!(fed < 1000, "never cut");
+        }
+        // Chunks after the cut are not taken.
+        a.feed(chunk("more").as_bytes(), &mut |_| {}).unwrap();
+        let r = a.finish().unwrap();
+        assert_eq!(r.content.as_deref(), Some("Sure:\nsame line"));
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let cut = r.runaway.unwrap();
+        assert_eq!((cut.call, cut.unit.as_str()), (None, "\nsame line"));
+        assert!(cut.repeats >= 16, "{cut:?}");
+    }
+
+    #[test]
+    fn a_tool_call_whose_arguments_repeat_is_cut_and_named_by_its_place() {
+        let mut a = StreamAssembler::default();
+        let call = |delta: Value| format!("data: {}\n\n", json!({"choices": [{"delta": {"tool_calls": [delta]}}]}));
+        let first = json!({"index": 0, "id": "a", "function": {"name": "think", "arguments": "{}"}});
+        a.feed(call(first).as_bytes(), &mut |_| {}).unwrap();
+        let second =
+            json!({"index": 1, "id": "b", "function": {"name": "write_file", "arguments": "{\"content\": \""}});
+        a.feed(call(second).as_bytes(), &mut |_| {}).unwrap();
+        while !a.runaway() {
+            a.feed(call(json!({"index": 1, "function": {"arguments": "x = 1\\n"}})).as_bytes(), &mut |_| {}).unwrap();
+        }
+        let r = a.finish().unwrap();
+        assert_eq!(r.runaway.unwrap().call, Some(1));
+        assert_eq!(r.tool_calls.len(), 2);
+        assert!(r.tool_calls[1].arguments.len() < 100, "{}", r.tool_calls[1].arguments);
     }
 
     /// A stream as llama.cpp's llama-server sends it: a role-only first

@@ -213,9 +213,12 @@ fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: &Option<R
             let Repeat { count, args_hash } = repeat.clone().unwrap_or_default();
             Entry::StormSuppression { turn, name: tool, args_hash, count }
         }
-        InterventionKind::Reread | InterventionKind::Finish | InterventionKind::Stuck => {
-            Entry::Intervention { turn, kind, tool }
-        }
+        InterventionKind::Reread
+        | InterventionKind::Finish
+        | InterventionKind::Stuck
+        | InterventionKind::Runaway
+        | InterventionKind::CallCap
+        | InterventionKind::Unchanged => Entry::Intervention { turn, kind, tool },
     }
 }
 
@@ -498,5 +501,22 @@ pub(super) mod tests {
         }
         assert!(rec.timeline().is_empty());
         assert_eq!(rec.stats, RunStats::default());
+    }
+
+    #[test]
+    fn a_runaway_a_call_cap_and_an_unchanged_write_are_intervention_entries() {
+        let mut rec = RunRecord::default();
+        rec.apply(&intervention(1, InterventionKind::Runaway, "", None));
+        rec.apply(&intervention(2, InterventionKind::CallCap, "", None));
+        rec.apply(&intervention(3, InterventionKind::Unchanged, "write_file", None));
+        assert_eq!(
+            lines(&rec),
+            [
+                r#"{"type":"intervention","turn":1,"kind":"runaway","tool":""}"#,
+                r#"{"type":"intervention","turn":2,"kind":"call_cap","tool":""}"#,
+                r#"{"type":"intervention","turn":3,"kind":"unchanged","tool":"write_file"}"#,
+            ]
+        );
+        assert_eq!(rec.stats.stormed_calls + rec.stats.guardrail_interventions, 0);
     }
 }

@@ -331,7 +331,7 @@ fn format_result(base: &Path, ending: Ending, timeout: Duration, capture: Captur
             }
         }
     };
-    ToolOutcome { text, failed, warned: false, change: None, unasked: None, notes_at: None }
+    ToolOutcome { text, failed, warned: false, change: None, unasked: None, notes_at: None, futile: None }
 }
 
 /// What the model is told when a command ended at one of its limits: the

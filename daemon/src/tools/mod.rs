@@ -78,6 +78,9 @@ pub struct ReadTracker {
     /// A hash of what the session's last write or edit of each file left
     /// in it.
     written: HashMap<PathBuf, u64>,
+    /// Hashes of the contents each file had before and after this run's
+    /// writes and edits of it.
+    had: HashMap<PathBuf, HashSet<u64>>,
 }
 
 impl ReadTracker {
@@ -95,6 +98,25 @@ impl ReadTracker {
     /// Whether the session's last write or edit of `p` left `text` in it.
     pub fn wrote_last(&self, p: &Path, text: &[u8]) -> bool {
         self.written.get(p) == Some(&text_hash(text))
+    }
+
+    /// Note that a write or edit changed `p` from `before` (`None`: not
+    /// known) to `after`; whether `after` is a content `p` already had in
+    /// this run (a change undone: small models write two versions back and
+    /// forth until the run is stuck).
+    pub fn restored(&mut self, p: &Path, before: Option<&[u8]>, after: &[u8]) -> bool {
+        let after = text_hash(after);
+        let had = self.had.entry(p.to_owned()).or_default();
+        let before = before.map(text_hash);
+        let restored = before != Some(after) && had.contains(&after);
+        had.extend(before);
+        had.insert(after);
+        restored
+    }
+
+    /// A new run: contents the files had in the last are forgotten.
+    pub fn new_run(&mut self) {
+        self.had.clear();
     }
 
     /// Whether `p` was read or written.

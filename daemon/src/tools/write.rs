@@ -93,11 +93,10 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 _ => None,
             };
             create_parent(tb, &dir, &rel, requested)?;
-            // What this session wrote there last, written again.
-            let again = before.as_deref().is_some_and(|b| tb.tracker.wrote_last(&path, b));
             dir.open_file(&rel, How::Truncate)
                 .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
                 .map_err(|e| tb.io_error(requested, "write", e))?;
+            let futile = futile_note(tb, &path, before.as_deref(), content.as_bytes());
             tb.tracker.wrote(&path, content.as_bytes());
             let note = match &before {
                 Some(old) => super::near::dropped_lines_note(&String::from_utf8_lossy(old), &content),
@@ -109,10 +108,7 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
             let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
                 .then(|| super::syntax::notes(&path, old_text.as_deref(), &content))
                 .flatten();
-            // A small model "fixes" a file by writing back what it read.
-            let same = old_text.as_deref().is_some_and(|old| old.trim_end() == content.trim_end());
-            let same = same.then(|| if again { MADE_NOTE } else { UNCHANGED_NOTE }.to_owned());
-            let note = [note, checks, same].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
+            let note = [note, checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
             let changed = match existing.is_none() || before.is_some() {
                 true => change(&path, before, content.as_bytes()),
                 false => None,
@@ -127,7 +123,7 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 }
                 None => ToolOutcome::ok(result),
             };
-            Ok(outcome.with_change(changed))
+            Ok(outcome.with_change(changed).with_futile(futile))
         }
         (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
     }
@@ -141,6 +137,12 @@ write the content with the change made.";
 /// write or edit of it had: small models repeat the write that succeeded.
 const MADE_NOTE: &str = "The file already had this content, from your own earlier change: nothing changed now. \
 If the task is done, stop calling tools and answer in one or two sentences: what you changed.";
+
+/// The note of a write or edit that put the file back to a content it had
+/// earlier in the run: small models write two versions back and forth.
+const RESTORED_NOTE: &str = "This put the file back to a content it already had earlier in this run, so an \
+earlier change of yours is now undone. Do not write these versions again: if the task is done, stop calling \
+tools and answer in one or two sentences; if not, make the one change the task asks for.";
 
 /// Texts longer than this are left out of a [`FileChange`].
 const MAX_CHANGE_TEXT: u64 = 64 * 1024;
@@ -202,21 +204,16 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
 pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolError> {
     let requested = args.file_path.as_str();
     let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
+    if old == new && !old.is_empty() {
+        // Nothing to look up: this edit changes nothing whatever the file holds.
+        let error = ToolOutcome::from(edit_error(&edit::EditError::Identical.to_string(), requested));
+        let note = error.text.clone();
+        return Ok(error.with_futile(Some(note)));
+    }
     let replace_all = args.replace_all.unwrap_or(false);
     let line_number = args.line_number.filter(|&n| n > 0).map(|n| n as usize);
     let path = tb.policy.resolve(requested, Access::Write)?;
-    let (dir, rel) = tb.beneath(&path)?;
-    match dir.metadata(&rel) {
-        Ok(m) if m.kind == Kind::File => {}
-        Ok(_) => {
-            return Err(ToolError::refused(format!("{requested} is not a regular file; edit_file edits text files")))
-        }
-        Err(e) if e.is_not_found() => {
-            let plain = format!("file does not exist: {requested}; use write_file to create it");
-            return Err(tb.missing_file(requested, &path, plain));
-        }
-        Err(e) => return Err(tb.io_error(requested, "read", e)),
-    }
+    let (dir, rel) = edited_file(tb, requested, &path)?;
     // An unread file may still be edited when `old_string` occurs in it
     // exactly once, as written: the match shows the model knows the text
     // (the guard is against blind overwrites). Checked once it is read.
@@ -263,18 +260,52 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
+    let futile = futile_note(tb, &path, Some(content.as_bytes()), &written);
     tb.tracker.wrote(&path, &written);
     let after = String::from_utf8_lossy(&written);
     let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
     let mut result = format!("Edited {requested}\n[checksum={}]{copied}", checksum(&written));
-    match checks {
+    match [checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}")) {
         Some(note) => {
             result.push_str(super::near::NOTE);
             result.push_str(&note);
-            Ok(ToolOutcome::warned(result).with_change(changed))
+            Ok(ToolOutcome::warned(result).with_change(changed).with_futile(futile))
         }
         None => Ok(ToolOutcome::ok(result).with_change(changed)),
+    }
+}
+
+/// The file `edit_file` changes, as a regular file beneath its root; an
+/// error naming what to do when it is something else or missing.
+fn edited_file(tb: &ToolBox, requested: &str, path: &Path) -> Result<(Beneath, std::path::PathBuf), ToolError> {
+    let (dir, rel) = tb.beneath(path)?;
+    match dir.metadata(&rel) {
+        Ok(m) if m.kind == Kind::File => Ok((dir, rel)),
+        Ok(_) => Err(ToolError::refused(format!("{requested} is not a regular file; edit_file edits text files"))),
+        Err(e) if e.is_not_found() => {
+            let plain = format!("file does not exist: {requested}; use write_file to create it");
+            Err(tb.missing_file(requested, path, plain))
+        }
+        Err(e) => Err(tb.io_error(requested, "read", e)),
+    }
+}
+
+/// What the model is told of a write or edit that left `path` as it
+/// was (`before`, when known) or put back a content it had earlier in the
+/// run; `None` for a change. Call before the tracker notes the write.
+fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Option<String> {
+    let same =
+        before.is_some_and(|b| String::from_utf8_lossy(b).trim_end() == String::from_utf8_lossy(after).trim_end());
+    // What this session wrote there last, written again.
+    let again = before.is_some_and(|b| tb.tracker.wrote_last(path, b));
+    let restored = tb.tracker.restored(path, before, after);
+    match (same, again, restored) {
+        // A small model "fixes" a file by writing back what it read.
+        (true, false, _) => Some(UNCHANGED_NOTE.to_owned()),
+        (true, true, _) => Some(MADE_NOTE.to_owned()),
+        (false, _, true) => Some(RESTORED_NOTE.to_owned()),
+        (false, _, false) => None,
     }
 }
 
@@ -352,6 +383,30 @@ mod tests {
         edit_file(&mut tb, &args!({"file_path": "p.py", "old_string": "x = 2", "new_string": "x = 3"})).unwrap();
         let out = write_file(&mut tb, &args!({"file_path": "p.py", "content": "x = 3\n"})).unwrap();
         assert!(out.text.contains(MADE_NOTE), "{}", out.text);
+    }
+
+    #[test]
+    fn a_write_or_edit_back_to_an_earlier_content_is_futile_and_an_identical_edit_fails_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("p.py"), "x = 1\n").unwrap();
+        let mut tb = toolbox(d.path());
+        // Unread, and never looked up: it could change nothing.
+        let same = args!({"file_path": "p.py", "old_string": "x = 1", "new_string": "x = 1"});
+        let out = edit_file(&mut tb, &same).unwrap();
+        assert!(out.failed && out.text.starts_with("error: edit_file: old_string and new_string are identical"));
+        assert_eq!(out.futile.as_deref(), Some(out.text.as_str()));
+        tb.read_guard = false;
+        let write = |tb: &mut ToolBox, content: &str| write_file(tb, &args!({"file_path": "p.py", "content": content}));
+        assert!(write(&mut tb, "x = 2\n").unwrap().futile.is_none());
+        let back = write(&mut tb, "x = 1\n").unwrap();
+        assert!(back.warned && back.text.contains(RESTORED_NOTE), "{}", back.text);
+        assert_eq!(back.futile.as_deref(), Some(RESTORED_NOTE));
+        let edit = args!({"file_path": "p.py", "old_string": "x = 1", "new_string": "x = 2"});
+        assert_eq!(edit_file(&mut tb, &edit).unwrap().futile.as_deref(), Some(RESTORED_NOTE));
+        assert_eq!(write(&mut tb, "x = 2\n").unwrap().futile.as_deref(), Some(MADE_NOTE));
+        // A new run may make the change again.
+        tb.tracker.new_run();
+        assert!(write(&mut tb, "x = 1\n").unwrap().futile.is_none());
     }
 
     #[test]

@@ -101,6 +101,8 @@ struct Shared {
     state: Mutex<State>,
     /// Notified whenever a chat request is logged.
     arrived: Condvar,
+    /// Endless streams ([`Step::Repeating`]) whose client went away.
+    cut: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Shared {
@@ -165,6 +167,7 @@ impl MockProvider {
                 prefix_cache: None,
             }),
             arrived: Condvar::new(),
+            cut: Default::default(),
         });
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -218,6 +221,12 @@ impl MockProvider {
     pub fn with_prefix_cache(self) -> MockProvider {
         self.shared.lock().prefix_cache = Some(Vec::new());
         self
+    }
+
+    /// Endless streams ([`Step::repeating`]) that ended because the
+    /// client went away.
+    pub fn streams_cut(&self) -> usize {
+        self.shared.cut.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// When each chat request arrived and was answered, in arrival order.
@@ -443,6 +452,7 @@ async fn chat(req: Request<Incoming>, shared: &Shared, kill: &Notify) -> Respons
         include_usage: body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)),
         prompt_tokens: raw.len() as u64 / 4 + 1,
         cached_tokens,
+        cut: shared.cut.clone(),
     };
     respond(step, &reply, kill).await
 }

@@ -2,6 +2,7 @@
 //! an HTTP error, a broken or endless reply.
 
 use super::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Answers one chat request as `step` says.
 pub(super) async fn respond(step: Step, reply: &Reply, kill: &Notify) -> Response<Body> {
@@ -39,6 +40,7 @@ pub(super) async fn respond(step: Step, reply: &Reply, kill: &Notify) -> Respons
             kill.notify_one();
             std::future::pending().await
         }
+        Step::Repeating { prefix, unit, call } => reply.repeating(&prefix, &unit, call),
         Step::Hang => std::future::pending().await,
         Step::Gated(..) => unreachable!("mock provider: gates are unwrapped before respond"),
     }
@@ -58,6 +60,17 @@ pub(super) struct Reply {
     pub(super) prompt_tokens: u64,
     /// The tokens a prefix cache served, when the mock reports one.
     pub(super) cached_tokens: Option<u64>,
+    /// Endless streams whose client went away, counted.
+    pub(super) cut: Arc<AtomicUsize>,
+}
+
+/// Counts one endless stream ended, when dropped.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl Reply {
@@ -154,6 +167,39 @@ impl Reply {
         events
     }
 
+    /// A reply repeating `unit` after `prefix`: without end when streamed
+    /// (see [`Step::Repeating`]).
+    fn repeating(&self, prefix: &str, unit: &str, call: Option<(String, String)>) -> Response<Body> {
+        if !self.stream {
+            let text = format!("{prefix}{}", unit.repeat(2000));
+            return match call {
+                None => self.complete(Some(text), Vec::new(), "length".to_owned()),
+                Some((id, name)) => {
+                    let call = ToolCall { id, name, arguments: Value::String(text) };
+                    self.complete(None, vec![call], "length".to_owned())
+                }
+            };
+        }
+        let delta = |text: &str| match &call {
+            None => json!({"content": text}),
+            Some(_) => json!({"tool_calls": [{"index": 0, "function": {"arguments": text}}]}),
+        };
+        let first = match &call {
+            None => json!({"role": "assistant", "content": ""}),
+            Some((id, name)) => json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id,
+                "type": "function", "function": {"name": name, "arguments": ""}}]}),
+        };
+        let head = [self.chunk(first, None), self.chunk(delta(prefix), None)];
+        let again = Bytes::from(self.chunk(delta(unit), None));
+        // Counted when the body is dropped: the client went away.
+        let endless = futures::stream::unfold(Counted(self.cut.clone()), move |counted| {
+            let frame = Frame::data(again.clone());
+            async move { Some((Ok(frame), counted)) }
+        });
+        let head = futures::stream::iter(head.map(|e| Ok(Frame::data(Bytes::from(e)))));
+        stream_response(StreamBody::new(futures::StreamExt::chain(head, endless)).boxed())
+    }
+
     /// A reply whose `choices` list is empty.
     fn no_choices(&self) -> Response<Body> {
         let body = json!({"id": self.id, "object": "chat.completion", "created": CREATED, "model": self.model,
@@ -206,6 +252,11 @@ fn sse_response(events: Vec<String>, abort: bool) -> Response<Body> {
     } else {
         StreamBody::new(frames).boxed()
     };
+    stream_response(body)
+}
+
+/// A `text/event-stream` response of `body`.
+fn stream_response(body: Body) -> Response<Body> {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

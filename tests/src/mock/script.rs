@@ -38,6 +38,19 @@ pub enum Step {
     DropMidStream,
     /// A body that ends cleanly in the middle of a JSON chunk.
     TruncatedSse,
+    /// A reply that repeats itself without end, as a small local model in
+    /// a loop: streamed, `prefix` then `unit` again and again until the
+    /// client goes away (counted: [`MockProvider::streams_cut`]); not
+    /// streamed, `prefix` and `unit` 2,000 times. With `call` (id, name),
+    /// they are that tool call's arguments; else the reply's text.
+    Repeating {
+        /// What comes before the loop.
+        prefix: String,
+        /// What is repeated.
+        unit: String,
+        /// The tool call whose arguments they are: its id and name.
+        call: Option<(String, String)>,
+    },
     /// Never answer (until the mock is dropped).
     Hang,
     /// Hold the inner step until the gate is opened.
@@ -128,6 +141,18 @@ impl Step {
     /// An SSE body that stops in the middle of a JSON chunk.
     pub fn truncated_sse() -> Step {
         Step::TruncatedSse
+    }
+
+    /// Text that starts with `prefix`, then repeats `unit` without end.
+    pub fn repeating(prefix: &str, unit: &str) -> Step {
+        Step::Repeating { prefix: prefix.to_owned(), unit: unit.to_owned(), call: None }
+    }
+
+    /// A call of `name` whose arguments start with `prefix` (raw JSON
+    /// text), then repeat `unit` without end.
+    pub fn repeating_call(id: &str, name: &str, prefix: &str, unit: &str) -> Step {
+        let call = Some((id.to_owned(), name.to_owned()));
+        Step::Repeating { prefix: prefix.to_owned(), unit: unit.to_owned(), call }
     }
 
     /// Never answer.
