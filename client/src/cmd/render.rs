@@ -16,6 +16,8 @@ use swival_protocol::{EventKind, FileChange, InterventionKind, NoticeLevel};
 const OUTPUT_LINES: usize = 6;
 /// Lines of a diff shown under its call (`swivalctl diff` shows it whole).
 const DIFF_LINES: usize = 40;
+/// Time a diff may take before it settles for a coarser one.
+const DIFF_TIME: std::time::Duration = std::time::Duration::from_millis(50);
 /// Characters of one shown line.
 const LINE_CHARS: usize = 160;
 
@@ -162,7 +164,8 @@ fn lines(style: Style, text: &str) -> String {
 fn diff(style: Style, change: &FileChange) -> String {
     use similar::ChangeTag;
     let old = change.old_text.as_deref().unwrap_or("");
-    let text_diff = similar::TextDiff::from_lines(old, &change.new_text);
+    // A deadline bounds the work on two large files with little in common.
+    let text_diff = similar::TextDiff::configure().timeout(DIFF_TIME).diff_lines(old, &change.new_text);
     let (mut added, mut removed) = (0, 0);
     for c in text_diff.iter_all_changes() {
         match c.tag() {

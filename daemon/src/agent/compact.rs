@@ -41,6 +41,8 @@ pub fn truncate_old_tool_results(messages: &mut [Message]) -> bool {
         if n > KEEP_CHARS + 100 {
             let head: String = text.chars().take(KEEP_CHARS).collect();
             m.content = Some(format!("{head}\n[… {} more characters cut to fit the context window]", n - KEEP_CHARS));
+            // Its notes for the model are cut with it.
+            m.notes_at = None;
             changed = true;
         }
     }

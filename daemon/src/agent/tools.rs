@@ -168,7 +168,7 @@ impl Run<'_> {
     /// A snapshot before a call that may change files (a file tool, a
     /// command, an MCP tool), with the paths a file tool names; `None` when
     /// the call changes nothing or changes are not recorded.
-    async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, String)> {
+    pub(super) async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, String)> {
         let recorder = self.ctx.changes.filter(|r| !r.failed())?;
         let exact = match registry::call_kind(&call.name, &call.arguments) {
             ToolKind::Edit | ToolKind::Move | ToolKind::Delete => {
@@ -197,7 +197,7 @@ impl Run<'_> {
     }
 
     /// Fold what the call changed into the run's set.
-    async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ToolCall) {
+    pub(super) async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ToolCall) {
         let (Some((bracket, label)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
         let by = ChangeSource { tool: call.name.clone(), call_id: call.id.clone(), turn, label };
         if let Err(e) = recorder.after(bracket, by).await {

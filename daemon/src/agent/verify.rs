@@ -51,8 +51,9 @@ pub(super) fn check(ctx: RunContext<'_>) -> Option<Check> {
         env.policy = CommandPolicy::Unrestricted { path: path.into() };
         return Some(Check { argv: command.argv.clone(), source: "verify_command".to_owned(), env });
     }
-    // A detected check runs only what the model could run without asking.
-    if ctx.commands.ask.is_some() {
+    // A detected check runs only what the model could run without asking:
+    // not in ask mode, nor where hooks judge each command call.
+    if ctx.commands.ask.is_some() || ctx.pipeline.hooks.any(crate::config::HookPoint::AfterLlmCall) {
         return None;
     }
     let (argv, source) = detect(ctx.base_dir)?;
@@ -93,32 +94,48 @@ impl Run<'_> {
             return None;
         }
         *checks += 1;
+        self.changed = false;
         let command = shlex::try_join(check.argv.iter().map(String::as_str)).unwrap_or_else(|_| check.argv.join(" "));
-        let (exit_code, output) = match run_argv(&check.env, &check.argv, TIMEOUT, self.ctx.cancel).await {
+        let turn = self.record.stats.turns;
+        // What the check changes is recorded as a command's changes are.
+        let call = crate::provider::ToolCall {
+            id: format!("verify_{turn}_{checks}"),
+            name: "run_command".to_owned(),
+            arguments: serde_json::json!({ "command": check.argv }).to_string(),
+        };
+        let bracket = self.before_change(&call).await;
+        let ran = run_argv(&check.env, &check.argv, TIMEOUT, self.ctx.cancel).await;
+        self.after_change(bracket, turn, &call).await;
+        if self.ctx.cancel.is_cancelled() {
+            return None;
+        }
+        let (exit_code, output) = match ran {
             Ok(ran) => {
                 let code = match ran.ending {
                     crate::procs::Ending::Exited(code) => Some(code),
                     _ => None,
                 };
-                let text = String::from_utf8_lossy(&ran.capture.bytes).into_owned();
-                (code, tail(&text, OUTPUT_TAIL))
+                (code, tail(&String::from_utf8_lossy(&ran.capture.bytes), OUTPUT_TAIL))
             }
-            Err(why) => (None, why.to_string()),
+            Err(why) => {
+                // Nothing for the model to fix: the user is told.
+                let message = format!("the project's check `{command}` could not run: {why}");
+                self.ctx.events.emit(Some(self.ctx.run_id), EventKind::Warning { message });
+                (None, why.to_string())
+            }
         };
         let passed = exit_code == Some(0);
-        let turn = self.record.stats.turns;
         let source = check.source.clone();
         let event =
             EventKind::Verify { turn, command: command.clone(), source, exit_code, passed, output: output.clone() };
         super::emit_recorded(self.ctx.events, self.ctx.run_id, &mut self.record, event);
-        if passed || *checks >= MAX_CHECKS {
+        if passed || exit_code.is_none() || *checks >= MAX_CHECKS {
             return None;
         }
-        self.changed = false;
-        let how = exit_code.map_or("could not finish".to_owned(), |c| format!("failed (exit code {c})"));
+        let code = exit_code.unwrap_or_default();
         Some(Message::synthetic(format!(
-            "The project's check `{command}` {how} after your changes. The end of its output:\n{output}\n\
-             Fix what it reports, then answer again."
+            "The project's check `{command}` failed (exit code {code}) after your changes. The end of its output:\n\
+             {output}\nFix what it reports, then answer again."
         )))
     }
 }

@@ -94,7 +94,7 @@ const REASONS: &[(&str, &str)] = &[
     ("filters", "runs filter programs on every request"),
     ("hooks", "runs hook programs around every model call"),
     ("reviewer", "runs a reviewer program on every answer"),
-    ("verify_command", "runs this program after the agent changes files"),
+    ("verify_command", "runs this program, and the project code it runs, after the agent changes files"),
     ("edit_check_commands", "runs these programs on every file the agent changes"),
     ("self_review", "runs swivalctl as a reviewer on every answer"),
     ("objective", "puts a file's content in review requests"),

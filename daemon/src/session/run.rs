@@ -134,27 +134,45 @@ pub(super) fn bare_report(task: &str, result: &RunResult) -> Value {
 
 /// Events read at a time when a lost run's are folded.
 const LOST_PAGE: usize = 512;
+/// Events read at most, back from the session's last, to find a lost
+/// run's: past them its report has only its end (the daemon must start).
+const LOST_SCAN: u64 = 50_000;
 
 /// The end of a run the daemon lost (it crashed or was killed while the
 /// run was in flight): interrupted, with the stats and the timeline of
 /// what its stored events say it did, so its report and the session's
-/// context tell what happened.
+/// context tell what happened. The lost run is its session's last, so its
+/// events are read back from the session's end, page by page, to its
+/// `run_started`.
 pub(super) fn lost_run(store: &crate::store::Store, run: &crate::store::RunRow) -> (RunResult, Value) {
-    let mut record = report::RunRecord::default();
-    let mut from = 1;
+    let last = store.session(&run.session_id).ok().flatten().map_or(0, |s| s.last_seq);
+    let floor = last.saturating_sub(LOST_SCAN).max(1);
+    let mut pages: Vec<Vec<Event>> = Vec::new();
+    let mut from = last.saturating_sub(LOST_PAGE as u64 - 1).max(floor);
+    // Seqs below this one are not read yet.
+    let mut upto = u64::MAX;
     loop {
         let page = match store.events_from(&run.session_id, from, LOST_PAGE) {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!("the events of lost run {} cannot be read ({e}); its report has only its end", run.id);
+                pages.clear();
                 break;
             }
         };
-        let Some(last) = page.last() else { break };
-        from = last.seq.0 + 1;
-        for event in page.iter().filter(|e| e.run_id.as_ref() == Some(&run.id)) {
-            record.apply(&event.kind);
+        let mine: Vec<Event> =
+            page.into_iter().filter(|e| e.seq.0 < upto && e.run_id.as_ref() == Some(&run.id)).collect();
+        upto = from;
+        let started = mine.iter().any(|e| matches!(e.kind, EventKind::RunStarted { .. }));
+        pages.push(mine);
+        if started || from <= floor {
+            break;
         }
+        from = from.saturating_sub(LOST_PAGE as u64).max(floor);
+    }
+    let mut record = report::RunRecord::default();
+    for event in pages.iter().rev().flatten() {
+        record.apply(&event.kind);
     }
     let mut result = crate::store::interrupted_result(&run.id);
     result.stats = record.stats.clone();

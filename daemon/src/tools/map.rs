@@ -20,7 +20,7 @@
 use super::declarations::declared;
 use super::files::{looks_binary, open_for_read, Opened};
 use super::{outline, search, ToolBox};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Read as _;
 use std::path::Path;
 
@@ -31,6 +31,10 @@ const MAX_BYTES: u64 = 128 << 10;
 /// Bytes read for the map at most: past them, files are listed without
 /// their definitions.
 const MAX_READ: usize = 8 << 20;
+/// Terms of the task looked for at most.
+const MAX_TERMS: usize = 64;
+/// Tokens of a map at most, whatever `project_map_tokens` asks.
+const MAX_BUDGET: u64 = 8000;
 /// Characters of one definition shown.
 const MAX_DEF: usize = 70;
 /// Definitions shown under one file at most.
@@ -46,8 +50,8 @@ struct Entry {
     rel: String,
     /// Its text (empty for a file not read: not source, too large, binary).
     text: String,
-    /// Its text, lowercased, where the task's terms are looked for.
-    lower: String,
+    /// The task's terms its text holds (their indices).
+    found: HashSet<usize>,
     /// Its rank.
     score: f64,
 }
@@ -55,7 +59,7 @@ struct Entry {
 impl Entry {
     /// A file the map names without reading it.
     fn unread(rel: String) -> Entry {
-        Entry { rel, text: String::new(), lower: String::new(), score: 0.0 }
+        Entry { rel, text: String::new(), found: HashSet::new(), score: 0.0 }
     }
 }
 
@@ -68,13 +72,20 @@ impl ToolBox {
         }
         let root = self.policy.base.clone();
         let (found, _) = search::walk(self, &root, |_| true);
-        // Hidden files and directories are left out, as a survey leaves them.
-        let visible: Vec<_> = found
+        let hidden = |rel: &Path| rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        // Hidden files and directories are left out, as a survey leaves them
+        // (a link to one too).
+        let mut visible: Vec<_> = found
             .iter()
             .filter_map(|f| Some((f, f.path.strip_prefix(&root).ok()?)))
-            .filter(|(_, rel)| !rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.')))
+            .filter(|(f, rel)| !hidden(rel) && !f.real.strip_prefix(&root).is_ok_and(hidden))
             .collect();
         let total = visible.len();
+        let terms = terms(task);
+        // The files read are those whose path says most, then in walk order.
+        let by_path = |rel: &Path| path_score(&rel.to_string_lossy().to_lowercase(), &terms, |_| 1.0);
+        visible.sort_by(|a, b| by_path(b.1).total_cmp(&by_path(a.1)));
+        let finder = aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&terms).ok()?;
         let mut read = 0;
         let mut entries: Vec<Entry> = visible
             .iter()
@@ -82,7 +93,7 @@ impl ToolBox {
             .map(|(f, rel)| {
                 let rel = rel.to_string_lossy().into_owned();
                 match read < MAX_READ {
-                    true => self.map_entry(&f.real, rel, &mut read),
+                    true => self.map_entry(&f.real, rel, &finder, &mut read),
                     false => Entry::unread(rel),
                 }
             })
@@ -90,13 +101,14 @@ impl ToolBox {
         if entries.is_empty() {
             return None;
         }
-        rank(&mut entries, &terms(task));
+        rank(&mut entries, &terms);
+        let budget = budget.min(MAX_BUDGET);
         Some(render(&entries, total, budget.saturating_mul(CHARS_PER_TOKEN) as usize))
     }
 
     /// The file `rel` (opened at `real`), with its text when it is a small
     /// source file.
-    fn map_entry(&self, real: &Path, rel: String, read: &mut usize) -> Entry {
+    fn map_entry(&self, real: &Path, rel: String, finder: &aho_corasick::AhoCorasick, read: &mut usize) -> Entry {
         let mut entry = Entry::unread(rel);
         let name = Path::new(&entry.rel).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !outline::is_source(&name) {
@@ -104,16 +116,13 @@ impl ToolBox {
         }
         let Ok(Opened::File(file)) = open_for_read(self, real, &entry.rel) else { return entry };
         let mut bytes = Vec::new();
-        if file.take(MAX_BYTES + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_BYTES {
-            return entry;
-        }
+        let ok = file.take(MAX_BYTES + 1).read_to_end(&mut bytes).is_ok();
         *read += bytes.len();
-        if looks_binary(&bytes) {
+        if !ok || bytes.len() as u64 > MAX_BYTES || looks_binary(&bytes) {
             return entry;
         }
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        entry.lower = text.to_lowercase();
-        entry.text = text;
+        entry.found = finder.find_overlapping_iter(&bytes).map(|m| m.pattern().as_usize()).collect();
+        entry.text = String::from_utf8_lossy(&bytes).into_owned();
         entry
     }
 }
@@ -128,8 +137,8 @@ fn cut(s: &str, n: usize) -> String {
 
 /// The terms of `text`: its words (punctuation around them dropped), and
 /// the parts of its identifiers and paths, lowercased, three characters
-/// or more.
-fn terms(text: &str) -> HashSet<String> {
+/// or more; at most [`MAX_TERMS`], the longest (the most specific) first.
+fn terms(text: &str) -> Vec<String> {
     let mut out = HashSet::new();
     for word in text.split_whitespace() {
         let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '/' && c != '.' && c != '-');
@@ -145,7 +154,10 @@ fn terms(text: &str) -> HashSet<String> {
             }
         }
     }
-    out
+    let mut terms: Vec<String> = out.into_iter().collect();
+    terms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    terms.truncate(MAX_TERMS);
+    terms
 }
 
 /// `titleSearch` as `title`, `Search` (and the word whole).
@@ -165,31 +177,27 @@ fn camel_parts(word: &str) -> Vec<&str> {
     parts
 }
 
+/// How much the path `path` (lowercased) says of `terms`, each weighed.
+fn path_score(path: &str, terms: &[String], weight: impl Fn(usize) -> f64) -> f64 {
+    let parts: HashSet<&str> = path.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+    let named = |t: &str| path == t || parts.contains(t) || path.ends_with(&format!("/{t}"));
+    terms.iter().enumerate().filter(|(_, t)| named(t)).map(|(i, _)| weight(i)).sum()
+}
+
 /// Score every entry for `terms`, best first (then the shallower, then
 /// by path).
-fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
+fn rank(entries: &mut [Entry], terms: &[String]) {
     let n = entries.len() as f64;
     // How many files hold each term: the fewer, the more it says.
-    let df: HashMap<&str, usize> = terms
-        .iter()
-        .map(|t| {
-            (t.as_str(), entries.iter().filter(|e| holds(e, t) || e.rel.to_lowercase().contains(t.as_str())).count())
-        })
+    let df: Vec<usize> = (0..terms.len())
+        .map(|i| entries.iter().filter(|e| e.found.contains(&i) || e.rel.to_lowercase().contains(&terms[i])).count())
         .collect();
-    let weight = |t: &str| ((n + 1.0) / (df.get(t).copied().unwrap_or(0) as f64 + 1.0)).ln();
+    let weight = |i: usize| ((n + 1.0) / (df[i] as f64 + 1.0)).ln();
     for e in entries.iter_mut() {
-        let path = e.rel.to_lowercase();
-        let path_parts: HashSet<&str> = path.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
-        let mut score = 0.0;
-        for t in terms {
-            let w = weight(t);
-            if path == *t || path_parts.contains(t.as_str()) || path.ends_with(&format!("/{t}")) {
-                score += 4.0 * w;
-            }
-            if holds(e, t) {
-                // A phrase (`/password-reset`) says more than one of its words.
-                score += if is_word(t) { w } else { 2.0 * w };
-            }
+        let mut score = 4.0 * path_score(&e.rel.to_lowercase(), terms, weight);
+        for &i in &e.found {
+            // A phrase (`/password-reset`) says more than one of its words.
+            score += if is_word(&terms[i]) { weight(i) } else { 2.0 * weight(i) };
         }
         e.score = score;
     }
@@ -200,12 +208,6 @@ fn rank(entries: &mut [Entry], terms: &HashSet<String>) {
 /// Whether a term is one word (letters, digits, `_`).
 fn is_word(term: &str) -> bool {
     term.chars().all(|c| c.is_alphanumeric() || c == '_')
-}
-
-/// Whether the text of `e` holds `term` (a part of a longer word counts:
-/// the weight of a term many files hold is small anyway).
-fn holds(e: &Entry, term: &str) -> bool {
-    e.lower.contains(term)
 }
 
 /// The map as the model reads it, at most `chars` characters: files in
@@ -314,11 +316,29 @@ mod tests {
     }
 
     #[test]
+    fn a_long_task_is_cut_to_its_most_specific_terms() {
+        let task: String = (0..500).map(|n| format!("word{n:03} ")).collect();
+        let t = terms(&format!("{task} very_long_identifier_name"));
+        assert_eq!(t.len(), MAX_TERMS);
+        assert_eq!(t[0], "very_long_identifier_name");
+    }
+
+    #[test]
+    fn a_link_to_a_hidden_file_is_not_in_the_map() {
+        let d = project();
+        std::fs::write(d.path().join(".env"), "API_KEY = 'secret-value'\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join(".env"), d.path().join("settings.py")).unwrap();
+        let tb = crate::tools::test_toolbox(d.path());
+        let map = tb.project_map("settings api key", 4000).unwrap();
+        assert!(!map.contains("settings.py") && !map.contains("secret-value"), "{map}");
+    }
+
+    #[test]
     fn terms_are_words_and_the_parts_of_identifiers_and_paths() {
         let t = terms("Fix `titleSearch` in app/search.py, please!");
         for want in ["titlesearch", "title", "search", "app/search.py", "app", "fix", "please"] {
-            assert!(t.contains(want), "{want}: {t:?}");
+            assert!(t.iter().any(|x| x == want), "{want}: {t:?}");
         }
-        assert!(!t.contains("in"), "{t:?}");
+        assert!(!t.iter().any(|x| x == "in"), "{t:?}");
     }
 }

@@ -130,7 +130,11 @@ impl Repl {
             "/status" => self.status().await?,
             "/tools" => self.tools().await?,
             "/model" => self.model(arg).await?,
-            "/profile" => self.configure_key("active_profile", arg).await?,
+            "/profile" => {
+                // Another profile, another server: its list is not this one.
+                self.models.clear();
+                self.configure_key("active_profile", arg).await?
+            }
             "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
             "/extend" => self.extend(arg).await?,
             "/continue" => return Ok(Next::Continue),
@@ -217,10 +221,16 @@ impl Repl {
     /// server offers, numbered; with a name, or a number of that list,
     /// that model for the next runs.
     async fn model(&mut self, arg: &str) -> Result<(), ClientError> {
-        if !arg.is_empty() {
-            let picked = arg.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| self.models.get(i));
-            let name = picked.cloned().unwrap_or_else(|| arg.to_owned());
+        if let Ok(n) = arg.parse::<usize>() {
+            let Some(name) = n.checked_sub(1).and_then(|i| self.models.get(i)).cloned() else {
+                let listed = self.models.len();
+                self.warn(&format!("no model number {n}: /model lists the server's models ({listed} listed so far)"));
+                return Ok(());
+            };
             return self.configure_key("model", &name).await;
+        }
+        if !arg.is_empty() {
+            return self.configure_key("model", arg).await;
         }
         self.configure_key("model", "").await?;
         let params = swival_protocol::SessionRef { session_id: self.session.clone() };
@@ -455,7 +465,8 @@ impl Repl {
     async fn diff(&mut self, arg: &str) -> Result<(), ClientError> {
         let which = self.change_set(arg);
         let changes = self.client.request::<m::RunChangesMethod>(&RunChangesParams { which, no_diff: false }).await?;
-        self.say(&crate::cmd::changes::render_changes(&changes, true));
+        // Diffs of files the model wrote: their escapes made visible.
+        self.say(&crate::cmd::changes::render_changes(&crate::cmd::clean::value(changes), true));
         Ok(())
     }
 

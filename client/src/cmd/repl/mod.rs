@@ -40,7 +40,7 @@ fn reconnect_for() -> Duration {
     Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(60.0))
 }
 
-/// Times a lost daemon is started again before the REPL gives up.
+/// Daemons a REPL starts at most in its life, after losing one.
 const MAX_STARTS: u32 = 3;
 
 /// An interactive session.
@@ -73,6 +73,9 @@ pub struct Repl {
     watching: Option<RunId>,
     /// The models `/model` listed last, so `/model N` picks one.
     models: Vec<String>,
+    /// Daemons this REPL started after losing one (at most [`MAX_STARTS`]
+    /// in its life: no restart loop).
+    starts: u32,
 }
 
 /// `swivalctl repl` (and `swivalctl run` with no task on a terminal).
@@ -122,6 +125,7 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         interrupt,
         watching: None,
         models: Vec::new(),
+        starts: 0,
     };
     if let Some(detail) = replay {
         repl.replay(&detail);
@@ -150,7 +154,7 @@ fn context_words(used: Option<u64>, window: Option<u64>) -> String {
     match (used, window) {
         (None, _) => "nothing sent yet".to_owned(),
         (Some(used), Some(window)) if window > 0 => {
-            format!("~{} / {} tokens ({}%)", thousands(used), thousands(window), used * 100 / window)
+            format!("~{} / {} tokens ({}%)", thousands(used), thousands(window), used.saturating_mul(100) / window)
         }
         (Some(used), _) => format!("~{} tokens (the model's window is not known)", thousands(used)),
     }
@@ -307,15 +311,14 @@ impl Repl {
         let mut wait = Duration::from_millis(50);
         let mut last = String::new();
         let mut not_started = None;
-        let mut starts = 0;
         while Instant::now() < deadline {
             match self.resubscribe().await {
                 Ok(()) => {
                     self.info(&format!("reconnected to swivald; resuming after event {}", self.last_seq));
                     return Ok(());
                 }
-                Err(ClientError::NoDaemon { .. }) if starts < MAX_STARTS => {
-                    starts += 1;
+                Err(ClientError::NoDaemon { .. }) if self.starts < MAX_STARTS => {
+                    self.starts += 1;
                     match swivalctl::autostart::start(&self.socket).await {
                         Ok(pid) => {
                             self.info(&format!("swivald was not running; started it (pid {pid})"));
@@ -383,6 +386,7 @@ impl Repl {
         self.session = id;
         self.last_seq = from.saturating_sub(1);
         self.context_tokens = None;
+        self.models.clear();
         Ok(())
     }
 

@@ -251,7 +251,7 @@ pub(super) const INTERRUPTED: &str =
 fn gauge(stats: &swival_protocol::RunStats, took: std::time::Duration) -> String {
     let took = format!("{:.1}s", took.as_secs_f64());
     match (stats.context_tokens, stats.context_window) {
-        (Some(used), Some(window)) if window > 0 => format!("ctx {}% · {took}", used * 100 / window),
+        (Some(used), Some(window)) if window > 0 => format!("ctx {}% · {took}", used.saturating_mul(100) / window),
         (Some(used), _) => format!("ctx ~{used} tokens · {took}"),
         (None, _) => took,
     }
