@@ -109,3 +109,23 @@ fn a_check_the_project_names_does_not_run_where_commands_are_off_nor_after_an_an
     let events = events_until_finished(&mut c, &sid, 1);
     assert!(of_kind(&events, "verify").is_empty(), "no file changed: nothing to check");
 }
+
+#[test]
+fn a_check_that_cannot_run_warns_the_user_and_tells_the_model_nothing() {
+    let env = TestEnv::new();
+    env.global_config("verify_command = \"/nonexistent/check-tool --all\"\n");
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(write_then_answer("x", "done", "c1"));
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"}));
+    c.ok("run/start", json!({"session_id": sid, "task": "write x"}));
+    let events = events_until_finished(&mut c, &sid, 1);
+    let checks = of_kind(&events, "verify");
+    assert_eq!(checks.len(), 1, "{checks:?}");
+    assert!(checks[0].get("exit_code").is_none() && checks[0]["passed"] == false, "{}", checks[0]);
+    let warned = of_kind(&events, "warning");
+    assert!(warned.iter().any(|w| w["message"].as_str().unwrap().contains("could not run")), "{warned:?}");
+    assert_eq!(mock.request_count(), 2, "the model is not told to fix a check that never ran");
+    assert_eq!(events.last().unwrap()["answer"], "done");
+}
