@@ -219,7 +219,10 @@ fn shown_path(path: &str) -> String {
 /// is the model's).
 fn guard_words(kind: InterventionKind, tool: &str, count: u64) -> String {
     match kind {
-        InterventionKind::Nudge => format!("{tool} failed the same way twice; the model was told what to do instead"),
+        // A nudge is about a call that failed twice, or (no tool) about an
+        // answer given too soon.
+        InterventionKind::Nudge if tool.is_empty() => "the model was nudged before its final answer".to_owned(),
+        InterventionKind::Nudge => format!("the model was nudged about {tool}"),
         InterventionKind::Stop => format!("{tool} keeps failing the same way; the model was told to stop repeating it"),
         InterventionKind::Storm => format!("an identical {tool} call was refused ({count} in a row)"),
         InterventionKind::Reread => format!("{tool} read the same thing again; the model was told it has it"),
