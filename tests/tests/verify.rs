@@ -27,6 +27,14 @@ fn write_then_answer(text: &str, said: &str, id: &str) -> Vec<Step> {
     ]
 }
 
+/// A daemon whose global config names [`checker`] as `verify_command`,
+/// and a project.
+fn checked(env: &TestEnv) -> (swival_tests::Daemon, std::path::PathBuf) {
+    let script = checker(env);
+    env.global_config(&format!("verify_command = \"{}\"\n", script.display()));
+    (env.start_daemon(), env.project("p"))
+}
+
 /// The events of kind `kind`.
 fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
@@ -35,10 +43,7 @@ fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 #[test]
 fn a_failing_check_goes_back_to_the_model_once_and_the_second_answer_is_checked_again() {
     let env = TestEnv::new();
-    let script = checker(&env);
-    env.global_config(&format!("verify_command = \"{}\"\n", script.display()));
-    let daemon = env.start_daemon();
-    let p = env.project("p");
+    let (daemon, p) = checked(&env);
     let mut steps = write_then_answer("wrong", "done", "c1");
     steps.push(Step::tool_call("c2", "read_file", json!({"file_path": "answer.txt"})));
     steps.extend(write_then_answer("fixed", "fixed it", "c3"));
@@ -68,10 +73,7 @@ fn a_failing_check_goes_back_to_the_model_once_and_the_second_answer_is_checked_
 #[test]
 fn a_check_that_still_fails_ends_the_run_with_the_truth_and_no_third_try() {
     let env = TestEnv::new();
-    let script = checker(&env);
-    env.global_config(&format!("verify_command = \"{}\"\n", script.display()));
-    let daemon = env.start_daemon();
-    let p = env.project("p");
+    let (daemon, p) = checked(&env);
     let mut steps = write_then_answer("wrong", "done", "c1");
     steps.push(Step::tool_call("c2", "write_file", json!({"file_path": "other.txt", "content": "more\n"})));
     steps.push(Step::text("done again"));

@@ -127,20 +127,28 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
         cache,
         policy_digest: ctx.pipeline.policy_digest(),
     };
-    let RunState { conversation, tools, shield } = state;
-    let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
-    Ok(Run {
-        ctx,
-        llm,
-        conversation,
-        tools,
-        shield,
-        record,
-        turn_offset: 0,
-        subagents,
-        unasked: Default::default(),
-        changed: false,
-    })
+    Ok(Run::new(ctx, llm, state, record))
+}
+
+impl<'a> Run<'a> {
+    /// A run about to start: its context, its model, the session's state
+    /// it holds until it ends, and its record so far.
+    fn new(ctx: RunContext<'a>, llm: Llm, state: RunState, record: RunRecord) -> Run<'a> {
+        let RunState { conversation, tools, shield } = state;
+        let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
+        Run {
+            ctx,
+            llm,
+            conversation,
+            tools,
+            shield,
+            record,
+            turn_offset: 0,
+            subagents,
+            unasked: Default::default(),
+            changed: false,
+        }
+    }
 }
 
 /// Set a job between runs up (a compaction, a restore): the session's
@@ -171,24 +179,7 @@ pub(super) async fn for_compaction<'a>(
         Err(why) => (cfg.model.clone().unwrap_or_default(), cfg.max_context_tokens, Err(why)),
     };
     let llm = Llm { provider, model, context_window, cache: None, policy_digest: ctx.pipeline.policy_digest() };
-    let RunState { conversation, tools, shield } = state;
-    let record = RunRecord::default();
-    let subagents = ctx.subagents.filter(|_| ctx.config.subagents).map(super::subagents::Subagents::new);
-    Ok((
-        Run {
-            ctx,
-            llm,
-            conversation,
-            tools,
-            shield,
-            record,
-            turn_offset: 0,
-            subagents,
-            unasked: Default::default(),
-            changed: false,
-        },
-        found,
-    ))
+    Ok((Run::new(ctx, llm, state, RunRecord::default()), found))
 }
 
 /// The provider client of the run's session.
