@@ -63,11 +63,12 @@ impl Run<'_> {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
             }
+            let kind = registry::call_kind(&call.name, &call.arguments);
             self.emit(EventKind::ToolCall {
                 turn,
                 id: call.id.clone(),
                 name: call.name.clone(),
-                kind: registry::call_kind(&call.name, &call.arguments),
+                kind,
                 arguments: call.arguments.clone(),
             });
             let started = Instant::now();
@@ -93,7 +94,7 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
-            let change = self.account(call, &mut outcome);
+            let change = self.account(call, kind, &mut outcome);
             self.emit(EventKind::ToolResult {
                 turn,
                 id: call.id.clone(),
@@ -131,12 +132,16 @@ impl Run<'_> {
     /// What a call changed, told to those who keep count of it (what the
     /// task did not ask for, the check after the answer, the approvals);
     /// the change, for the event.
-    fn account(&mut self, call: &ToolCall, outcome: &mut ToolOutcome) -> Option<swival_protocol::FileChange> {
+    fn account(
+        &mut self,
+        call: &ToolCall,
+        kind: ToolKind,
+        outcome: &mut ToolOutcome,
+    ) -> Option<swival_protocol::FileChange> {
         if let Some(deletion) = outcome.unasked.take() {
             self.unasked.deleted(deletion);
         }
         let change = outcome.change.take();
-        let kind = registry::call_kind(&call.name, &call.arguments);
         self.changed |= matches!(kind, ToolKind::Edit | ToolKind::Move | ToolKind::Delete) && !outcome.failed;
         if !outcome.failed {
             self.unasked.changed(&call.name, change.as_ref(), self.ctx.base_dir);

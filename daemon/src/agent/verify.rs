@@ -181,6 +181,14 @@ mod tests {
     }
 
     #[test]
+    fn a_planted_fifo_detects_nothing_and_does_not_block() {
+        let d = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&d.path().join("Cargo.toml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        nix::unistd::mkfifo(&d.path().join("package.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(detect(d.path()), None);
+    }
+
+    #[test]
     fn the_tail_keeps_the_end() {
         assert_eq!(tail("abcdef", 3), "…def");
         assert_eq!(tail("abc", 3), "abc");

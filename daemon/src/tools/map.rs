@@ -334,6 +334,15 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_the_model_planted_neither_blocks_nor_shows() {
+        let d = project();
+        nix::unistd::mkfifo(&d.path().join("app/handlers.py"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let tb = crate::tools::test_toolbox(d.path());
+        let map = tb.project_map("handlers", 4000).unwrap();
+        assert!(!map.contains("handlers.py"), "{map}");
+    }
+
+    #[test]
     fn terms_are_words_and_the_parts_of_identifiers_and_paths() {
         let t = terms("Fix `titleSearch` in app/search.py, please!");
         for want in ["titlesearch", "title", "search", "app/search.py", "app", "fix", "please"] {
