@@ -223,6 +223,13 @@ def main():
     ap.add_argument("--server-default", action="store_true", help="send no temperature: the server's default")
     ap.add_argument("--swivalctl-arg", action="append", default=[], help="one more argument for swivalctl run")
     ap.add_argument("--agents", default="swivalctl,swival", help="which agents run (swival needs --swival)")
+    ap.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="turn off one nudge or guard by its name (disable_nudges; swivalctl only); repeatable",
+    )
     ap.add_argument("--out", default="realmodel-results.json")
     ap.add_argument("--keep", help="a directory to keep every run's report, output and project in")
     args = ap.parse_args()
@@ -246,6 +253,13 @@ def main():
         env[k] = str(home / k)
     env.pop("SWIVALD_SOCKET", None)
     wanted_agents = args.agents.split(",")
+    if args.ablate:
+        if "swival" in wanted_agents and args.swival:
+            sys.exit("--ablate turns off swivalctl's nudges: run it with --agents swivalctl")
+        # The global config of the runs' own XDG_CONFIG_HOME: nothing else reads it.
+        (home / "XDG_CONFIG_HOME" / "swival").mkdir()
+        names = ", ".join(json.dumps(n) for n in args.ablate)
+        (home / "XDG_CONFIG_HOME" / "swival" / "config.toml").write_text(f"disable_nudges = [{names}]\n")
     agents = [("swivalctl", run_swivalctl)] + ([("swival", run_swival)] if args.swival else [])
     agents = [(name, runner) for name, runner in agents if name in wanted_agents]
     rows = []
@@ -254,6 +268,7 @@ def main():
             for agent, runner in agents:
                 row = one(args, agent, runner, task, env)
                 row["repeat"] = rep + 1
+                row["ablated"] = args.ablate
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 Path(args.out).write_text(json.dumps(rows, indent=1))

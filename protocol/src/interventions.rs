@@ -1,14 +1,17 @@
-//! What the loop guards did, as the `intervention` event says it: which
-//! guard stepped in, and the repeat the storm breaker refused.
+//! What the loop's nudges and guards did, as the `intervention` event
+//! says it: which one stepped in, and the repeat the storm breaker
+//! refused. Every kind is one entry of the daemon's nudge table
+//! (`daemon/src/agent/nudge/`), and one name `disable_nudges` takes.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Which loop guard stepped in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// Which nudge or loop guard stepped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InterventionKind {
-    /// Swival's guardrail: the same call failed twice; the model is told what to do instead.
+    /// Swival's guardrail: the same call failed twice with the same error;
+    /// the model is told what to do instead.
     Nudge,
     /// Swival's guardrail, second level: the model is told to stop repeating.
     Stop,
@@ -32,11 +35,62 @@ pub enum InterventionKind {
     /// could change nothing (`old_string` equal to `new_string`). Counts
     /// toward `stuck`, and the same call again is refused.
     Unchanged,
+    /// Swival's nudge after an empty reply.
+    Empty,
+    /// Swival's nudge after a reply cut off by the output limit.
+    Truncated,
+    /// The server could not read the reply's tool call (its arguments
+    /// were not JSON): the model is asked anew with a note.
+    Unreadable,
+    /// A fresh run's first answer, given without a single tool call in a
+    /// project with files: the model is told to look first.
+    LookFirst,
+    /// An answer when no change of the run stands (every call that
+    /// succeeded only read, or each file changed was put back): the model
+    /// is told to make the change, or to say that none is needed.
+    Unmade,
+    /// An answer silent on a file a `delete_file` removed though the task
+    /// named only something inside it.
+    DeletedUnasked,
+    /// A change that succeeded has a line added to its result: answer now
+    /// if it completes the task.
+    DoneHint,
 }
 
 impl InterventionKind {
+    /// Every kind, in the order the nudge table lists them.
+    pub const ALL: [InterventionKind; 16] = [
+        InterventionKind::Empty,
+        InterventionKind::Truncated,
+        InterventionKind::Unreadable,
+        InterventionKind::Runaway,
+        InterventionKind::CallCap,
+        InterventionKind::Storm,
+        InterventionKind::Unchanged,
+        InterventionKind::Nudge,
+        InterventionKind::Stop,
+        InterventionKind::Reread,
+        InterventionKind::DoneHint,
+        InterventionKind::Finish,
+        InterventionKind::Stuck,
+        InterventionKind::LookFirst,
+        InterventionKind::DeletedUnasked,
+        InterventionKind::Unmade,
+    ];
+
+    /// The wire names of [`Self::ALL`], in its order.
+    pub const NAMES: [&'static str; 16] = {
+        let mut names = [""; 16];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = InterventionKind::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+
     /// The name on the wire.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             InterventionKind::Nudge => "nudge",
             InterventionKind::Stop => "stop",
@@ -47,6 +101,13 @@ impl InterventionKind {
             InterventionKind::Runaway => "runaway",
             InterventionKind::CallCap => "call_cap",
             InterventionKind::Unchanged => "unchanged",
+            InterventionKind::Empty => "empty",
+            InterventionKind::Truncated => "truncated",
+            InterventionKind::Unreadable => "unreadable",
+            InterventionKind::LookFirst => "look_first",
+            InterventionKind::Unmade => "unmade",
+            InterventionKind::DeletedUnasked => "deleted_unasked",
+            InterventionKind::DoneHint => "done_hint",
         }
     }
 }
@@ -59,4 +120,20 @@ pub struct Repeat {
     /// The first 12 hex digits of the SHA-256 of the call (the tool's name
     /// and its arguments, canonical).
     pub args_hash: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_listed_once_under_its_wire_name() {
+        let mut names: Vec<&str> = InterventionKind::ALL.iter().map(|k| k.name()).collect();
+        for kind in InterventionKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), InterventionKind::ALL.len());
+    }
 }

@@ -193,29 +193,6 @@ fn files_the_task_names_are_read_up_front_and_a_wrong_directory_names_the_real_f
 }
 
 #[test]
-fn a_project_question_answered_without_looking_is_nudged_once_and_a_plain_one_is_not() {
-    let env = TestEnv::new();
-    let daemon = env.start_daemon();
-    let p = env.project("p");
-    std::fs::write(p.join("README.md"), "# calcd\nA calculator daemon.\n").unwrap();
-    std::fs::create_dir(p.join("src")).unwrap();
-    let mock = MockProvider::start(vec![
-        Step::text("It is an open-source JavaScript application."),
-        Step::tool_call("r", "read_file", json!({"file_path": "README.md"})),
-        Step::text("calcd: a calculator daemon."),
-        Step::text("4"),
-    ]);
-    let mut c = daemon.nd();
-    let (_, _, result) = run_task(&mut c, &p, config(&mock), "what does this project do?");
-    assert_eq!(result["answer"], "calcd: a calculator daemon.", "{result:#}");
-    let nudge = mock.texts_of(1).last().unwrap().clone();
-    assert!(nudge.contains("without looking at the project") && nudge.contains("README.md, src/"), "{nudge}");
-    let (_, _, plain) = run_task(&mut c, &p, config(&mock), "what is 2 + 2?");
-    assert_eq!(plain["answer"], "4", "a question that needs no file is answered at once: {plain:#}");
-    assert_eq!(mock.request_count(), 4);
-}
-
-#[test]
 fn a_question_on_the_files_answered_blind_is_nudged_unless_its_files_were_read_up_front() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
@@ -241,16 +218,20 @@ fn a_question_on_the_files_answered_blind_is_nudged_unless_its_files_were_read_u
 }
 
 #[test]
-fn an_answer_claiming_a_change_nobody_made_is_nudged_once_and_copied_read_output_is_left_out() {
+fn an_answer_after_a_failed_change_is_nudged_once_and_copied_read_output_is_left_out() {
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
     std::fs::write(p.join("settings.json"), "{\n  \"timeout\": 30\n}\n").unwrap();
-    // The model reads, claims the change, is nudged, then writes the file
-    // back with read_file's numbers and checksum line in it.
+    // The model reads, makes an edit that misses, claims the change, is
+    // nudged, then writes the file back with read_file's numbers and
+    // checksum line in it.
     let copied = "1: {\n2:   \"timeout\": 60\n3: }\n[checksum=1a2b3c4d]";
+    let missed =
+        json!({"file_path": "settings.json", "old_string": "\"timeout\": 45", "new_string": "\"timeout\": 60"});
     let mock = MockProvider::start(vec![
         Step::tool_call("r", "read_file", json!({"file_path": "settings.json"})),
+        Step::tool_call("e", "edit_file", missed),
         Step::text("I changed the timeout from 30 to 60."),
         Step::tool_call("w", "write_file", json!({"file_path": "settings.json", "content": copied})),
         Step::text("I changed the timeout from 30 to 60."),
@@ -258,12 +239,12 @@ fn an_answer_claiming_a_change_nobody_made_is_nudged_once_and_copied_read_output
     let mut c = daemon.nd();
     let (_, _, result) = run_task(&mut c, &p, config(&mock), "Set the timeout in settings.json to 60.");
     assert_eq!(result["answer"], "I changed the timeout from 30 to 60.", "{result:#}");
-    let nudge = mock.texts_of(2).last().unwrap().clone();
-    assert!(nudge.contains("no file was changed in this run"), "{nudge}");
+    let nudge = mock.texts_of(3).last().unwrap().clone();
+    assert!(nudge.contains("No change of this run stands: every change you tried failed"), "{nudge}");
     assert_eq!(std::fs::read_to_string(p.join("settings.json")).unwrap(), "{\n  \"timeout\": 60\n}\n");
     let wrote = &mock.tool_results()["w"];
     assert!(wrote.contains("left out the line numbers") && wrote.contains("'[checksum=…]' line"), "{wrote}");
-    assert_eq!(mock.request_count(), 4, "the second claim, after a change, ends the run");
+    assert_eq!(mock.request_count(), 5, "the second claim, after a change, ends the run");
 }
 
 #[test]
@@ -292,7 +273,7 @@ fn an_edit_undone_after_its_syntax_error_leaves_the_answer_nudged_to_make_the_ch
     let broke = &mock.tool_results()["broke"];
     assert!(broke.contains("Python syntax error at line 2") && broke.contains("undoing the change"), "{broke}");
     let nudge = mock.texts_of(3).last().unwrap().clone();
-    assert!(nudge.contains("but hello.py is as at the start of the run"), "{nudge}");
+    assert!(nudge.contains("No change of this run stands: hello.py is as at the start of the run"), "{nudge}");
     let after = std::fs::read_to_string(p.join("hello.py")).unwrap();
     assert_eq!(after, "def greet(name):\n    return 'Hello, ' + name + '!'\n");
     assert_eq!(mock.request_count(), 5, "the answer after the change stands ends the run");
@@ -359,9 +340,9 @@ fn a_tool_call_the_server_could_not_read_is_asked_for_anew_not_retried() {
     let note = second[first.len() + 1]["content"].as_str().unwrap();
     assert!(note.contains("could not be read") && note.contains("valid JSON"), "{note}");
     let events = events_until_finished(&mut c, &sid, 1);
-    let nudges: Vec<&Value> = events.iter().filter(|e| e["type"] == "intervention").collect();
-    assert_eq!(nudges.len(), 1, "{events:#?}");
-    assert!(nudges[0]["message"].as_str().unwrap().contains("could not be read"));
+    assert_eq!(intervention_kinds(&events), ["unreadable", "done_hint"], "{events:#?}");
+    let nudge = events.iter().find(|e| e["type"] == "intervention").unwrap();
+    assert!(nudge["message"].as_str().unwrap().contains("could not be read"));
 }
 
 #[test]

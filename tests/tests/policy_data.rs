@@ -215,6 +215,8 @@ fn a_filter_and_a_hook_writing_their_logs_keep_working_over_ten_turns() {
         provider(&mock),
         json!({
             "max_turns": 20,
+            // The refused write ends the script: no answer nudge after it.
+            "disable_nudges": ["unmade"],
             "llm_filter": [format!("{} --log {}", filter.display(), filter_log.display())],
             "hooks": [{"point": "before_llm_call", "command": format!("{} --log {}", hook.display(), hook_log.display())}],
         }),

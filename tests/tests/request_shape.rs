@@ -14,7 +14,7 @@ use swival_tests::TestEnv;
 const TASK: &str = "fix calc.py";
 /// The model's one answer: it says why nothing changed, so the run ends
 /// on it (an answer that does not, to a task ordering a change, is nudged).
-const ANSWER: &str = "Nothing to fix: calc.py is correct.";
+const ANSWER: &str = "Nothing to fix: the file is correct.";
 
 /// A project holding `calc.py`.
 fn project(env: &TestEnv) -> PathBuf {

@@ -15,9 +15,8 @@ fn read_for_the_model(result: &str, content: &str) -> bool {
     result.starts_with(READ_FIRST) && result.contains("It has now been read for you") && result.contains(content)
 }
 
-/// Run one session on `base` whose model makes `calls` in order, one per
-/// turn, then answers. Returns each call's result as the model received it
-/// in the following request.
+/// Run one session on `base` whose model makes `calls` in order, one per turn, then answers.
+/// Returns each call's result as the model received it in the following request.
 fn run_calls(env: &TestEnv, base: &Path, config: Value, calls: Vec<(&str, Value)>) -> Vec<String> {
     let ids: Vec<String> = (0..calls.len()).map(|i| format!("call_{i}")).collect();
     let mut script: Vec<Step> =
@@ -28,6 +27,7 @@ fn run_calls(env: &TestEnv, base: &Path, config: Value, calls: Vec<(&str, Value)
     let mut c = daemon.nd();
     c.ok("initialize", init_params());
     let mut cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "mock-model"});
+    cfg["disable_nudges"] = json!(["unmade"]); // no answer nudge adds a turn after a failed change
     for (k, v) in config.as_object().unwrap() {
         cfg[k] = v.clone();
     }

@@ -215,25 +215,51 @@ fn shown_path(path: &str) -> String {
     rel.map_or_else(|| path.to_owned(), |r| r.display().to_string())
 }
 
-/// What a loop guard did, in words for a person (what it told the model
-/// is the model's).
+/// What a nudge or a loop guard did, in words for a person (what it
+/// told the model is the model's).
 fn guard_words(kind: InterventionKind, tool: &str, count: u64) -> String {
     match kind {
-        // A nudge is about a call that failed twice, or (no tool) about an
-        // answer given too soon.
-        InterventionKind::Nudge if tool.is_empty() => "the model was nudged before its final answer".to_owned(),
-        InterventionKind::Nudge => format!("the model was nudged about {tool}"),
-        InterventionKind::Stop => format!("{tool} keeps failing the same way; the model was told to stop repeating it"),
-        InterventionKind::Storm => format!("an identical {tool} call was refused ({count} in a row)"),
-        InterventionKind::Reread => format!("{tool} read the same thing again; the model was told it has it"),
-        InterventionKind::Finish => "only reads since the last change; the model was told to answer".to_owned(),
-        InterventionKind::Stuck => "repeats refused too often; tools are off for the final answer".to_owned(),
-        InterventionKind::Runaway if tool.is_empty() => {
-            "the reply kept repeating the same text; it was cut off there".to_owned()
+        InterventionKind::Nudge => format!("loop guard: {tool} failed the same way twice; the model was nudged"),
+        InterventionKind::Stop => {
+            format!("loop guard: {tool} keeps failing the same way; the model was told to stop repeating it")
         }
-        InterventionKind::Runaway => format!("the {tool} call kept repeating the same text; it was cut off, not run"),
-        InterventionKind::CallCap => "too many tool calls in one reply; the rest were not run".to_owned(),
-        InterventionKind::Unchanged => format!("{tool} changed nothing; the model was told the change is made"),
+        InterventionKind::Storm => format!("loop guard: an identical {tool} call was refused ({count} in a row)"),
+        InterventionKind::Reread => {
+            format!("loop guard: {tool} read the same thing again; the model was told it has it")
+        }
+        InterventionKind::Finish => {
+            "loop guard: only reads since the last change; the model was told to answer".to_owned()
+        }
+        InterventionKind::Stuck => {
+            "loop guard: repeats refused too often; tools are off for the final answer".to_owned()
+        }
+        InterventionKind::Runaway if tool.is_empty() => {
+            "loop guard: the reply kept repeating the same text; it was cut off there".to_owned()
+        }
+        InterventionKind::Runaway => {
+            format!("loop guard: the {tool} call kept repeating the same text; it was cut off, not run")
+        }
+        InterventionKind::CallCap => "loop guard: too many tool calls in one reply; the rest were not run".to_owned(),
+        InterventionKind::Unchanged => {
+            format!("loop guard: {tool} changed nothing; the model was told the change is made")
+        }
+        InterventionKind::DoneHint => "the model was told to answer if the change completes the task".to_owned(),
+        InterventionKind::Empty => "nudge: the reply was empty; the model was told to go on".to_owned(),
+        InterventionKind::Truncated => {
+            "nudge: the reply was cut off at the output limit; the model was told to go on".to_owned()
+        }
+        InterventionKind::Unreadable => {
+            "nudge: the server could not read the reply's tool call; the model was asked again".to_owned()
+        }
+        InterventionKind::LookFirst => {
+            "nudge: the model answered without looking; it was told to look first".to_owned()
+        }
+        InterventionKind::DeletedUnasked => {
+            format!("nudge: the answer does not say why a whole file went ({tool}); the model was asked")
+        }
+        InterventionKind::Unmade => {
+            "nudge: the model answered with no change made; it was asked to make it or say why".to_owned()
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Loop guards (Swival's `storm_breaker`, on by default): what keeps a
 //! model — a small one especially — from repeating itself until
-//! `max_turns`.
+//! `max_turns`. Each is an entry of the nudge table (`nudge/mod.rs`),
+//! turned off by its name in `disable_nudges`, all of them by
+//! `storm_breaker = false`.
 //!
 //! - **Storm breaker** (Swival's): over a window of the last six calls, the
 //!   third call with the same name and the same arguments is not run; its
@@ -32,6 +34,7 @@
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
 
+use super::nudge::Switches;
 use crate::toolcall::ToolOutcome;
 use crate::tools::registry;
 use serde_json::Value;
@@ -91,7 +94,8 @@ struct Entry {
 /// The guards of one run.
 #[derive(Debug)]
 pub struct Guards {
-    enabled: bool,
+    /// Which guards are on.
+    switches: Switches,
     window: VecDeque<Entry>,
     /// Per tool: the first line of its last error and how often in a row.
     errors: HashMap<String, (String, u32)>,
@@ -166,10 +170,10 @@ fn after_reading(raw_args: &str) -> String {
 }
 
 impl Guards {
-    /// Guards for one run; `enabled` is the `storm_breaker` setting.
-    pub fn new(enabled: bool) -> Guards {
+    /// Guards for one run, those `switches` has on.
+    pub fn new(switches: Switches) -> Guards {
         Guards {
-            enabled,
+            switches,
             window: VecDeque::with_capacity(WINDOW),
             errors: HashMap::new(),
             reads: HashMap::new(),
@@ -186,7 +190,9 @@ impl Guards {
     /// Before running a call: `Some` when it must not run.
     pub fn before(&mut self, name: &str, raw_args: &str) -> Option<Refusal> {
         let kind = registry::kind(name);
-        if !self.enabled || kind.is_bookkeeping() {
+        let storm = self.switches.on(InterventionKind::Storm);
+        let unchanged = self.switches.on(InterventionKind::Unchanged);
+        if !(storm || unchanged) || kind.is_bookkeeping() {
             return None;
         }
         let key = call_key(name, raw_args);
@@ -200,7 +206,8 @@ impl Guards {
         }
         self.window.push_back(Entry { key: key.clone(), read_only: !mutating });
         // A call that gained nothing gains nothing the second time either.
-        if count < STORM_AT && !self.futile.contains(&key) {
+        let refused = (storm && count >= STORM_AT) || (unchanged && self.futile.contains(&key));
+        if !refused {
             return None;
         }
         self.refused += 1;
@@ -221,16 +228,13 @@ impl Guards {
     /// to its result: small models keep calling tools after the change
     /// that finished the task.
     pub fn after(&mut self, name: &str, raw_args: &str, outcome: &ToolOutcome) -> Option<&'static str> {
-        if !self.enabled {
-            return None;
-        }
         let failed = outcome.failed;
         let kind = registry::kind(name);
         let mutating = kind.changes_files();
         if !kind.is_bookkeeping() && (mutating || failed) {
             self.turn_busy = true;
         }
-        if outcome.futile.is_some() {
+        if outcome.futile.is_some() && self.switches.on(InterventionKind::Unchanged) {
             self.futile.insert(call_key(name, raw_args));
             self.refused += 1;
             // Not a change: no reset, no push to finish.
@@ -251,7 +255,7 @@ impl Guards {
             self.finish_sent = false;
             // A change noted as possibly not what the task wanted gets no
             // push to finish: the note asks for another change.
-            let hint = kind != ToolKind::Execute && !outcome.warned;
+            let hint = kind != ToolKind::Execute && !outcome.warned && self.switches.on(InterventionKind::DoneHint);
             return hint.then_some(DONE_HINT);
         }
         if kind.is_bookkeeping() {
@@ -259,7 +263,7 @@ impl Guards {
         }
         let n = self.reads.entry(call_key(name, raw_args)).or_insert(0);
         *n += 1;
-        if *n == REREAD_AT {
+        if *n == REREAD_AT && self.switches.on(InterventionKind::Reread) {
             self.pending.push(Intervention {
                 tool: name.to_owned(),
                 level: InterventionKind::Reread,
@@ -285,7 +289,7 @@ impl Guards {
             *entry = (first.clone(), 1);
         }
         let n = entry.1;
-        if n == 2 {
+        if n == 2 && self.switches.on(InterventionKind::Nudge) {
             self.pending.push(Intervention {
                 tool: name.to_owned(),
                 level: InterventionKind::Nudge,
@@ -295,7 +299,7 @@ impl Guards {
                      make next), or use another tool."
                 ),
             });
-        } else if n >= 3 {
+        } else if n >= 3 && self.switches.on(InterventionKind::Stop) {
             self.pending.push(Intervention {
                 tool: name.to_owned(),
                 level: InterventionKind::Stop,
@@ -316,7 +320,7 @@ impl Guards {
     /// The end of a turn that ran tools: the nudges it earned, joined into
     /// one message, and what each was.
     pub fn end_turn(&mut self) -> (Option<String>, Vec<Intervention>) {
-        if self.enabled && self.changed && !self.turn_busy && !self.finish_sent {
+        if self.switches.on(InterventionKind::Finish) && self.changed && !self.turn_busy && !self.finish_sent {
             self.idle_turns += 1;
             if self.idle_turns >= IDLE_TURNS {
                 self.finish_sent = true;
@@ -342,7 +346,7 @@ impl Guards {
 
     /// Why the run must end now, when it must.
     pub fn stuck(&self) -> Option<String> {
-        (self.enabled && self.refused >= STUCK_REFUSALS).then(|| {
+        (self.switches.on(InterventionKind::Stuck) && self.refused >= STUCK_REFUSALS).then(|| {
             format!(
                 "the model is stuck: the repeat-loop guard refused {} identical tool calls in this run; \
                  stopping instead of running on to max_turns. Try a larger model or a more specific task.",
@@ -360,6 +364,12 @@ mod tests {
     const UNREAD: &str =
         "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
 
+    /// Every guard off, as `storm_breaker = false` has them.
+    fn off() -> Switches {
+        let config = crate::config::SessionConfig { storm_breaker: false, ..Default::default() };
+        Switches::new(&config)
+    }
+
     /// What a call gave: here, a failure when it reads as one.
     fn gave(text: &str) -> ToolOutcome {
         match text.starts_with("error:") {
@@ -370,7 +380,7 @@ mod tests {
 
     #[test]
     fn the_third_identical_call_is_refused_and_names_itself() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         assert!(g.before("edit_file", EDIT).is_none());
         g.after("edit_file", EDIT, &gave(UNREAD));
         // The same call written with other spacing and key order is the same call.
@@ -389,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_refused_read_names_the_edit_to_make_or_the_answer_to_give() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "deploy.yaml", "offset": 1, "limit": 2000}"#;
         for _ in 0..2 {
             assert!(g.before("read_file", read).is_none());
@@ -411,7 +421,7 @@ mod tests {
 
     #[test]
     fn second_identical_error_nudges_third_stops_and_a_success_resets() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         g.after("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().0.is_none());
         g.after("edit_file", EDIT, &gave(UNREAD));
@@ -427,7 +437,7 @@ mod tests {
 
     #[test]
     fn a_change_clears_earlier_reads_from_the_window() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..2 {
             assert!(g.before("read_file", read).is_none());
@@ -440,7 +450,7 @@ mod tests {
 
     #[test]
     fn a_call_that_changed_nothing_counts_toward_stuck_and_is_refused_at_once_until_a_real_change() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         let noop = r#"{"file_path": "a.py", "old_string": "x", "new_string": "x"}"#;
         assert!(g.before("edit_file", noop).is_none());
         let told = "error: edit_file: old_string and new_string are identical (in a.py)";
@@ -463,11 +473,11 @@ mod tests {
 
     #[test]
     fn think_and_todo_are_never_refused_and_disabled_guards_do_nothing() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         for _ in 0..5 {
             assert!(g.before("think", r#"{"thought": "hm"}"#).is_none());
         }
-        let mut off = Guards::new(false);
+        let mut off = Guards::new(off());
         for _ in 0..5 {
             assert!(off.before("edit_file", EDIT).is_none());
             off.after("edit_file", EDIT, &gave(UNREAD));
@@ -477,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_change_that_succeeded_gets_the_done_hint_a_failure_or_a_read_does_not() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
         let noted = "Wrote 3 bytes to a.py\n[checksum=0]\nNote: this replaced the whole file";
         assert_eq!(
@@ -487,12 +497,12 @@ mod tests {
         );
         assert_eq!(g.after("edit_file", EDIT, &gave(UNREAD)), None);
         assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, &gave("1: x")), None);
-        assert_eq!(Guards::new(false).after("edit_file", EDIT, &gave("Edited a.py")), None);
+        assert_eq!(Guards::new(off()).after("edit_file", EDIT, &gave("Edited a.py")), None);
     }
 
     #[test]
     fn reads_only_after_a_change_earn_one_finishing_nudge() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         g.after("edit_file", EDIT, &gave("Edited a.py"));
         assert!(g.end_turn().0.is_none());
         for i in 0..2 {
@@ -509,13 +519,13 @@ mod tests {
 
     #[test]
     fn the_same_read_a_third_time_earns_a_nudge_and_refusals_add_up_to_stuck() {
-        let mut g = Guards::new(true);
+        let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..3 {
             g.after("read_file", read, &gave("1: x"));
         }
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Reread);
-        let mut s = Guards::new(true);
+        let mut s = Guards::new(Switches::all_on());
         for _ in 0..2 {
             s.before("edit_file", EDIT);
         }
@@ -524,5 +534,34 @@ mod tests {
             assert!(s.before("edit_file", EDIT).is_some());
         }
         assert!(s.stuck().unwrap().contains("the model is stuck"));
+    }
+
+    #[test]
+    fn each_guard_turned_off_by_name_stays_quiet_and_the_others_still_act() {
+        let read = r#"{"file_path": "a.py"}"#;
+        let mut g = Guards::new(Switches::with_off(&[InterventionKind::Reread]));
+        for _ in 0..3 {
+            g.after("read_file", read, &gave("1: x"));
+        }
+        assert!(g.end_turn().1.is_empty(), "no re-read nudge");
+        assert!(g.before("read_file", read).is_none() && g.before("read_file", read).is_none());
+        assert!(g.before("read_file", read).is_some(), "the storm breaker still refuses");
+        let mut g = Guards::new(Switches::with_off(&[InterventionKind::Storm]));
+        for _ in 0..4 {
+            assert!(g.before("edit_file", EDIT).is_none(), "no storm refusal");
+        }
+        let mut g = Guards::new(Switches::with_off(&[InterventionKind::DoneHint]));
+        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), None);
+        let mut g = Guards::new(Switches::with_off(&[InterventionKind::Nudge]));
+        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after("edit_file", EDIT, &gave(UNREAD));
+        assert!(g.end_turn().1.is_empty(), "no nudge at the second error");
+        g.after("edit_file", EDIT, &gave(UNREAD));
+        assert_eq!(g.end_turn().1[0].level, InterventionKind::Stop, "the stop still comes");
+        let mut g = Guards::new(Switches::with_off(&[InterventionKind::Stuck]));
+        for _ in 0..(STUCK_REFUSALS + 2) {
+            g.before("edit_file", EDIT);
+        }
+        assert!(g.stuck().is_none(), "never stuck");
     }
 }

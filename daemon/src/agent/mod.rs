@@ -3,9 +3,8 @@
 //! (`setup`), runs the turn loop (`turns`) and the reviewer rounds and
 //! response hooks (`review`), and hands the state back with the outcome.
 //! A turn is one LLM call plus its tool calls, with Swival's semantics.
-//! Before a final answer is taken, the run may nudge once: to look at the
-//! project first (`look`), or to account for a file deleted unasked
-//! (`unasked`).
+//! Every nudge the loop gives and every loop guard is one entry of the
+//! table in `nudge/`, with its event and its switch.
 //! [`compact`] runs the loop's compaction between runs, on the same path,
 //! and [`restore`] Swival's snapshot restore.
 
@@ -14,7 +13,7 @@ mod compact;
 pub mod conversation;
 mod estimate;
 mod guard;
-mod look;
+mod nudge;
 mod observer;
 pub mod prompt;
 mod resume;
@@ -25,7 +24,6 @@ mod snapshot;
 pub mod subagents;
 mod tools;
 mod turns;
-mod unasked;
 mod verify;
 mod written;
 
@@ -56,11 +54,6 @@ use swival_protocol::{EventKind, FailureKind, HookCall, Outcome, RunId, SessionI
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// Nudge after an empty reply.
-pub const EMPTY_NUDGE: &str = "Your response was empty. Please continue working on the task using the available tools.";
-/// Nudge after a reply cut off by the output limit.
-pub const TRUNCATED_NUDGE: &str =
-    "Your response was cut off. Please use the provided tools to complete the task step by step.";
 /// Result shown to the model for tool calls of a cancelled run.
 const CANCELLED_RESULT: &str = "error: the run was cancelled before this tool call ran";
 
@@ -193,8 +186,12 @@ pub struct Run<'a> {
     turn_offset: u64,
     /// Its subagents, when it may spawn them.
     subagents: Option<subagents::Subagents<'a>>,
+    /// Which nudges are on.
+    nudges: nudge::Switches,
     /// Files it deleted that the task did not ask for.
-    unasked: unasked::Unasked,
+    deleted: nudge::deleted_unasked::DeletedUnasked,
+    /// What it changed, to tell whether a change stands.
+    unmade: nudge::unmade::Unmade,
     /// A file tool changed a file since its check last ran (`verify.rs`).
     changed: bool,
 }

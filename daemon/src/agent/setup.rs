@@ -73,6 +73,7 @@ pub fn provider_settings(
         extra_body: cfg.extra_body.clone(),
         reasoning_effort: cfg.reasoning_effort.map(|e| e.as_str().to_owned()),
         stream: cfg.stream,
+        cut_runaway: !cfg.disable_nudges.contains(&swival_protocol::InterventionKind::Runaway),
         command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
         command_pins: Vec::new(),
         runner: None,
@@ -145,7 +146,9 @@ impl<'a> Run<'a> {
             record,
             turn_offset: 0,
             subagents,
-            unasked: Default::default(),
+            nudges: super::nudge::Switches::new(ctx.config),
+            deleted: Default::default(),
+            unmade: Default::default(),
             changed: false,
         }
     }

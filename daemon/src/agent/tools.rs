@@ -139,12 +139,12 @@ impl Run<'_> {
         outcome: &mut ToolOutcome,
     ) -> Option<swival_protocol::FileChange> {
         if let Some(deletion) = outcome.unasked.take() {
-            self.unasked.deleted(deletion);
+            self.deleted.deleted(deletion);
         }
         let change = outcome.change.take();
         self.changed |= matches!(kind, ToolKind::Edit | ToolKind::Move | ToolKind::Delete) && !outcome.failed;
         if !outcome.failed {
-            self.unasked.changed(&call.name, change.as_ref(), self.ctx.base_dir);
+            self.unmade.changed(&call.name, change.as_ref(), self.ctx.base_dir);
         }
         if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
             gate.wrote(std::path::Path::new(&c.path));
@@ -157,7 +157,7 @@ impl Run<'_> {
     /// are answered (every call id still gets its result).
     fn call_cap(&mut self, turn: u64, count: usize) -> Option<CallCap> {
         let cap = self.ctx.config.max_calls_per_reply as usize;
-        if cap == 0 || count <= cap {
+        if cap == 0 || count <= cap || !self.nudges.on(InterventionKind::CallCap) {
             return None;
         }
         let result = format!(
@@ -239,6 +239,7 @@ impl Run<'_> {
             outcome.append_note(&note);
         }
         if let Some(hint) = hint {
+            self.intervened(turn, &call.name, InterventionKind::DoneHint, hint, None);
             outcome.append_note(hint);
         }
         outcome

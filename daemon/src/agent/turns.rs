@@ -1,11 +1,12 @@
 //! The turn loop: a turn is one provider call plus its tool calls, run in
-//! order; a reply without tool calls is the final answer; empty and cut-off
-//! replies get Swival's nudges, a reply whose tool call the server could
-//! not read a note of ours, and so does one cut as it kept repeating
-//! itself; a stuck run gets one last word; the turn budget ends the loop.
+//! order; a reply without tool calls is the final answer. The nudges a
+//! reply or an answer gets instead (`nudge/`) are given here, each with
+//! its event when its switch is on; a stuck run gets one last word; the
+//! turn budget ends the loop.
 
 use super::estimate::{estimate_from, Offered};
-use super::{consult, guard, written, LoopEnd, Run, EMPTY_NUDGE, TRUNCATED_NUDGE};
+use super::nudge::{empty, look_first, runaway, truncated, unreadable};
+use super::{consult, guard, written, LoopEnd, Run};
 use crate::config::HookPoint;
 use crate::message::Message;
 use crate::pipeline::filter::CallKind;
@@ -13,8 +14,8 @@ use crate::pipeline::hooks;
 use crate::provider::ProviderKind;
 use crate::store::StoreError;
 use crate::tools::schema::Offer;
-use swival_protocol::FailureKind;
 use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn};
+use swival_protocol::{FailureKind, InterventionKind};
 
 /// Why a provider call did not produce a reply.
 #[derive(Debug)]
@@ -46,22 +47,6 @@ impl From<CallError> for LoopEnd {
         }
     }
 }
-
-/// Stands in the conversation for a reply the server could not read, so
-/// the note after it follows an assistant turn.
-const UNREADABLE_REPLY: &str = "(a reply the server could not read)";
-
-/// The note after a reply whose tool call the server could not read
-/// (llama.cpp answers HTTP 500 "Failed to parse tool call arguments as
-/// JSON" and keeps the reply to itself).
-const UNREADABLE_NUDGE: &str = "Your last reply could not be read: the arguments of its tool call were \
-not valid JSON. Call the tool again with arguments that are one JSON object, every string in double quotes, and \
-quotes, backslashes and newlines inside a string escaped (\\\", \\\\, \\n). For a long change, edit a smaller part \
-of the file.";
-
-/// Stands in the conversation for a reply cut as it repeated itself
-/// before any text, so the nudge after it follows an assistant turn.
-const RUNAWAY_REPLY: &str = "(a reply cut off as it repeated itself)";
 
 /// What `after_llm_call` hooks decided about a reply's tool calls.
 #[derive(Debug, Default)]
@@ -158,7 +143,7 @@ impl Run<'_> {
             self.tools.offer(extra)
         };
         let offered = Offered::serialized(&offer);
-        let mut guards = guard::Guards::new(self.ctx.config.storm_breaker);
+        let mut guards = guard::Guards::new(self.nudges.clone());
         for local_turn in 1..=self.ctx.config.max_turns {
             let turn = self.turn_offset + local_turn;
             if self.ctx.cancel.is_cancelled() {
@@ -167,12 +152,11 @@ impl Run<'_> {
             self.emit(EventKind::TurnStarted { turn, max_turns: self.ctx.config.max_turns });
             let reply = match self.call_llm(turn, offered).await {
                 Ok(r) => r,
-                Err(CallError::Unreadable(_)) => {
+                Err(CallError::Unreadable(_)) if self.nudges.on(InterventionKind::Unreadable) => {
                     // Asked anew with a note at the end: the same request
                     // would get the same unreadable call.
-                    self.conversation.push(Message::assistant(UNREADABLE_REPLY))?;
-                    self.conversation.push(Message::synthetic(UNREADABLE_NUDGE))?;
-                    self.intervened(turn, "", swival_protocol::InterventionKind::Nudge, UNREADABLE_NUDGE, None);
+                    self.conversation.push(Message::assistant(unreadable::REPLY))?;
+                    self.nudge(turn, "", InterventionKind::Unreadable, unreadable::WORDS.to_owned())?;
                     continue;
                 }
                 Err(e) => return Ok(e.into()),
@@ -222,25 +206,23 @@ impl Run<'_> {
     ) -> Result<Option<LoopEnd>, StoreError> {
         let text = reply.content.as_deref().unwrap_or("").trim().to_owned();
         if let Some(nudge) = runaway {
-            let said = if text.is_empty() { Message::assistant(RUNAWAY_REPLY) } else { reply.to_message() };
+            let said = if text.is_empty() { Message::assistant(runaway::REPLY) } else { reply.to_message() };
             self.conversation.push(said)?;
             self.conversation.push(Message::synthetic(nudge))?;
             return Ok(None);
         }
-        let truncated = reply.finish_reason.as_deref() == Some("length");
-        if text.is_empty() {
-            self.conversation.push(Message::assistant("(empty response)"))?;
-            self.conversation.push(Message::synthetic(EMPTY_NUDGE))?;
+        if empty::fires(&text) && self.nudges.on(InterventionKind::Empty) {
+            self.conversation.push(Message::assistant(empty::REPLY))?;
+            self.nudge(turn, "", InterventionKind::Empty, empty::WORDS.to_owned())?;
             return Ok(None);
         }
         self.conversation.push(reply.to_message())?;
-        if truncated {
-            self.conversation.push(Message::synthetic(TRUNCATED_NUDGE))?;
+        if truncated::fires(reply.finish_reason.as_deref()) && self.nudges.on(InterventionKind::Truncated) {
+            self.nudge(turn, "", InterventionKind::Truncated, truncated::WORDS.to_owned())?;
             return Ok(None);
         }
-        if let Some((tool, nudge)) = self.answer_nudge(local_turn, offer, &text) {
-            self.intervened(turn, tool, swival_protocol::InterventionKind::Nudge, &nudge, None);
-            self.conversation.push(Message::synthetic(nudge))?;
+        if let Some((tool, kind, words)) = self.answer_nudge(local_turn, offer, &text) {
+            self.nudge(turn, tool, kind, words)?;
             return Ok(None);
         }
         Ok(Some(LoopEnd::Answer(reply.content.unwrap_or_default())))
@@ -256,25 +238,15 @@ impl Run<'_> {
         mut reply: crate::provider::Reply,
     ) -> (crate::provider::Reply, Option<String>) {
         let Some(cut) = reply.runaway.take() else { return (reply, None) };
+        if !self.nudges.on(InterventionKind::Runaway) {
+            return (reply, None);
+        }
         let tool = match cut.call.filter(|&i| i < reply.tool_calls.len()) {
             Some(i) => reply.tool_calls.drain(i..).next().map(|c| c.name).unwrap_or_default(),
             None => String::new(),
         };
-        let unit: String = cut.unit.chars().take(80).collect();
-        let repeats = cut.repeats;
-        let nudge = match tool.as_str() {
-            "" => format!(
-                "Your last reply was cut off: it kept repeating the same text ({unit:?}, {repeats} times in a row), \
-                 so it was stopped there. Do not write that again. Go on with the task from where the repetition \
-                 began: call a tool if a change is left to make, or give your final answer in a few sentences."
-            ),
-            tool => format!(
-                "Your last reply was cut off: the arguments of its {tool} call kept repeating the same text \
-                 ({unit:?}, {repeats} times in a row), so that call was stopped and not run. Call it again \
-                 without the repetition; for a long change, change a smaller part of the file at a time."
-            ),
-        };
-        self.intervened(turn, &tool, swival_protocol::InterventionKind::Runaway, &nudge, None);
+        let nudge = runaway::words(&tool, &cut.unit, cut.repeats);
+        self.intervened(turn, &tool, InterventionKind::Runaway, &nudge, None);
         (reply, Some(nudge))
     }
 
@@ -301,29 +273,46 @@ impl Run<'_> {
         reply
     }
 
-    /// The nudge a final `answer` gets instead of ending the run, with the
-    /// tool it is about (`""`: none): to look first (`look.rs`), to
-    /// account for a file deleted unasked, or to make the change it
-    /// claims (`unasked.rs`).
-    fn answer_nudge(&mut self, local_turn: u64, offer: &Offer, answer: &str) -> Option<(&'static str, String)> {
-        if let Some(nudge) = self.look_first(local_turn, offer) {
-            return Some(("", nudge));
+    /// Tell the model `words`, as the nudge `kind` about `tool` (`""`:
+    /// none): a synthetic user message, and its event.
+    fn nudge(&mut self, turn: u64, tool: &str, kind: InterventionKind, words: String) -> Result<(), StoreError> {
+        self.intervened(turn, tool, kind, &words, None);
+        self.conversation.push(Message::synthetic(words))
+    }
+
+    /// The nudge a final `answer` gets instead of ending the run, as the
+    /// tool it is about (`""`: none), its kind and its words: to look
+    /// first, to account for a file deleted unasked, or to make a change
+    /// when none stands (`nudge/`), in that order, each once a run.
+    fn answer_nudge(
+        &mut self,
+        local_turn: u64,
+        offer: &Offer,
+        answer: &str,
+    ) -> Option<(&'static str, InterventionKind, String)> {
+        if let Some(words) = self.look_first(local_turn, offer, answer) {
+            return Some(("", InterventionKind::LookFirst, words));
         }
-        if let Some(nudge) = self.unasked.nudge(answer, self.ctx.base_dir) {
-            return Some(("delete_file", nudge));
+        if self.nudges.on(InterventionKind::DeletedUnasked) {
+            if let Some(words) = self.deleted.nudge(answer, self.ctx.base_dir) {
+                return Some(("delete_file", InterventionKind::DeletedUnasked, words));
+            }
         }
-        let unmade = self.unasked.unmade(self.ctx.task, answer, self.record.stats.tool_calls_by_name.iter());
-        unmade.map(|nudge| ("", nudge))
+        if !self.nudges.on(InterventionKind::Unmade) {
+            return None;
+        }
+        let unmade = self.unmade.nudge(self.ctx.task, answer, self.record.stats.tool_calls_by_name.iter());
+        unmade.map(|words| ("", InterventionKind::Unmade, words))
     }
 
     /// The nudge to look before answering, for a first answer of a fresh
-    /// run (no tool called, no file the task named read up front) to a
-    /// task about the project or its files, when tools are offered (see
-    /// `look.rs`).
-    fn look_first(&self, local_turn: u64, offer: &Offer) -> Option<String> {
+    /// run (no tool called, no file the task named read up front), when
+    /// tools are offered (see `nudge/look_first.rs`).
+    fn look_first(&self, local_turn: u64, offer: &Offer, answer: &str) -> Option<String> {
         let fresh = local_turn == 1 && !self.ctx.resume && self.turn_offset == 0 && !offer.schemas.is_empty();
         let fresh = fresh && self.tools.tracker.paths().next().is_none();
-        fresh.then(|| super::look::nudge(self.ctx.task, self.ctx.base_dir)).flatten()
+        let on = self.nudges.on(InterventionKind::LookFirst);
+        (fresh && on).then(|| look_first::nudge(answer, self.ctx.base_dir)).flatten()
     }
 
     /// A stuck run gets one call without tools: an answer ends the run as
@@ -331,8 +320,7 @@ impl Run<'_> {
     /// anything else, a tool call written as text included, fails the run
     /// with `why`.
     async fn last_word(&mut self, turn: u64, why: String) -> Result<LoopEnd, StoreError> {
-        self.conversation.push(Message::synthetic(guard::STUCK_NUDGE))?;
-        self.intervened(turn, "", swival_protocol::InterventionKind::Stuck, guard::STUCK_NUDGE, None);
+        self.nudge(turn, "", InterventionKind::Stuck, guard::STUCK_NUDGE.to_owned())?;
         let reply = match Box::pin(self.call_llm(turn, Offered::NONE)).await {
             Ok(r) => r,
             Err(e) => return Ok(e.into()),

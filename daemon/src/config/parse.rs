@@ -81,6 +81,7 @@ pub(super) fn normalize(kind: &Kind, key: &str, value: Value, origin: &Origin) -
         Kind::Float { positive } => float(kind, key, &value, *positive, origin).map(Value::from),
         Kind::Enum(names) => enum_value(kind, names, key, value, origin),
         Kind::StrList => list(kind, key, value, origin, |k, v| string(&Kind::Str, k, v, origin).map(Value::String)),
+        Kind::EnumList(names) => list(kind, key, value, origin, |k, v| enum_value(&Kind::Str, names, k, v, origin)),
         Kind::Path => {
             let text = string(kind, key, value, origin)?;
             path_value(&text, key, origin)

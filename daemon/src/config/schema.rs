@@ -38,6 +38,8 @@ pub(super) enum Kind {
     Enum(&'static [&'static str]),
     /// A list of strings.
     StrList,
+    /// A list of strings, each one of these.
+    EnumList(&'static [&'static str]),
     /// One path: `~` expanded, relative joined to the config dir.
     Path,
     /// A list of paths, each like [`Kind::Path`].
@@ -86,6 +88,7 @@ impl Kind {
             Kind::Str | Kind::Enum(_) | Kind::Path | Kind::Command | Kind::HexKey => "str",
             Kind::CommandList | Kind::CommandPolicy => "str or list",
             Kind::StrList
+            | Kind::EnumList(_)
             | Kind::PathList
             | Kind::CommandNames
             | Kind::Cidrs
@@ -284,6 +287,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("lean_tools", Kind::Bool),
     acted("project_map_tokens", Kind::Int { min: 0 }),
     acted("max_calls_per_reply", Kind::Int { min: 0 }),
+    acted("disable_nudges", Kind::EnumList(&swival_protocol::InterventionKind::NAMES)),
     acted("no_instructions", Kind::Bool),
     acted("no_history", Kind::Bool),
     acted("no_memory", Kind::Bool),

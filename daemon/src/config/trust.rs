@@ -61,6 +61,8 @@ const HARMLESS: &[&str] = &[
     "project_map_tokens",
     // Only fewer tool calls run per reply; the rest are told to come again.
     "max_calls_per_reply",
+    // Only fewer notes to the model; no guard that protects the user.
+    "disable_nudges",
     "no_instructions",
     "no_history",
     "no_memory",

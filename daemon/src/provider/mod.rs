@@ -55,6 +55,9 @@ pub struct ProviderSettings {
     pub reasoning_effort: Option<String>,
     /// Use SSE streaming.
     pub stream: bool,
+    /// Cut a streamed reply that keeps repeating itself (the `runaway`
+    /// nudge; `repeat.rs`).
+    pub cut_runaway: bool,
     /// argv of the `command` provider.
     pub command: Option<Vec<String>>,
     /// The files of the `command` provider, pinned when the session started.
@@ -473,6 +476,7 @@ mod tests {
             extra_body: None,
             reasoning_effort: None,
             stream: false,
+            cut_runaway: true,
             command: None,
             cwd: "/".into(),
             env: crate::procs::CallerEnv::Daemon,

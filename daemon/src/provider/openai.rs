@@ -106,7 +106,7 @@ pub async fn chat(
         let mut on_text = |t: &str| observer.text_delta(t);
         while let Some(chunk) = resp.chunk().await.map_err(|e| ProviderError::Transport(describe(&e)))? {
             assembler.feed(&chunk, &mut on_text)?;
-            if assembler.runaway() {
+            if settings.cut_runaway && assembler.runaway() {
                 // Dropping the response mid-body closes its connection,
                 // and a server stops generating for a client that left.
                 tracing::debug!("the reply keeps repeating itself; cutting its stream");

@@ -213,12 +213,8 @@ fn intervention(turn: u64, kind: InterventionKind, tool: &str, repeat: &Option<R
             let Repeat { count, args_hash } = repeat.clone().unwrap_or_default();
             Entry::StormSuppression { turn, name: tool, args_hash, count }
         }
-        InterventionKind::Reread
-        | InterventionKind::Finish
-        | InterventionKind::Stuck
-        | InterventionKind::Runaway
-        | InterventionKind::CallCap
-        | InterventionKind::Unchanged => Entry::Intervention { turn, kind, tool },
+        // swivald's own: not in Swival's timeline.
+        _ => Entry::Intervention { turn, kind, tool },
     }
 }
 

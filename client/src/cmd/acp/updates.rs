@@ -63,9 +63,11 @@ impl Forwarder {
                 let title = format!("Reviewer round {round}: {}", verdict.name());
                 card(event, title, body, *verdict == ReviewVerdict::Error)
             }
+            // The line added to a change's result is the model's to read.
+            EventKind::Intervention { kind: swival_protocol::InterventionKind::DoneHint, .. } => Vec::new(),
             EventKind::Intervention { kind, tool, message: m, .. } => {
                 let about = if tool.is_empty() { String::new() } else { format!(" ({tool})") };
-                vec![thought(&format!("[loop guard: {}{about}] {m}\n", kind.name()))]
+                vec![thought(&format!("[nudge: {}{about}] {m}\n", kind.name()))]
             }
             EventKind::Warning { message: m } => vec![thought(&format!("Warning: {m}\n"))],
             EventKind::Notice { message: m, .. } => vec![thought(&format!("{m}\n"))],
