@@ -125,6 +125,9 @@ def one(args, agent, runner, task, env):
         r = json.loads(report.read_text())
     except (OSError, ValueError):
         r = {}
+    if not r and stderr.strip():
+        # No report: the run did not start (a config error names itself here).
+        print(f"{agent} {task['name']}: {stderr.strip().splitlines()[-1]}", file=sys.stderr)
     result, stats = r.get("result", {}), r.get("stats", {})
     answer = stdout.strip() or result.get("answer") or ""
     try:
