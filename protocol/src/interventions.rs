@@ -42,12 +42,14 @@ pub enum InterventionKind {
     /// The server could not read the reply's tool call (its arguments
     /// were not JSON): the model is asked anew with a note.
     Unreadable,
-    /// A fresh run's first answer, given without a single tool call in a
-    /// project with files: the model is told to look first.
+    /// A fresh run's first answer, given without a single tool call, that
+    /// names a file, in a project with files: the model is told to look
+    /// first.
     LookFirst,
-    /// An answer when no change of the run stands (every call that
-    /// succeeded only read, or each file changed was put back): the model
-    /// is told to make the change, or to say that none is needed.
+    /// An answer from a run that tried a change and has none standing
+    /// (every call that succeeded only read, or each file changed was put
+    /// back): the model is told to make the change, or to say why none is
+    /// needed.
     Unmade,
     /// An answer silent on a file a `delete_file` removed though the task
     /// named only something inside it.
