@@ -61,8 +61,6 @@ const HARMLESS: &[&str] = &[
     "project_map_tokens",
     // Only fewer tool calls run per reply; the rest are told to come again.
     "max_calls_per_reply",
-    // Only fewer notes to the model; no guard that protects the user.
-    "disable_nudges",
     "no_instructions",
     "no_history",
     "no_memory",
@@ -90,6 +88,7 @@ const HARMLESS: &[&str] = &[
 /// Why a key needs trust, for the ones worth explaining.
 const REASONS: &[(&str, &str)] = &[
     ("llm_filter", "runs a filter program on every request"),
+    ("disable_nudges", "turns off loop guards that stop a model repeating itself (and the cut of a runaway reply)"),
     ("command_max_processes", "changes how many processes a command may start"),
     ("command_max_memory_mb", "changes how much memory a command may use"),
     ("command_max_cpu_s", "changes how much CPU time a command may use"),
@@ -298,6 +297,16 @@ mod tests {
         for narrow in ["files = \"some\"", "files = \"none\"", "decision_model = \"m\""] {
             assert!(file(narrow).needs_trust().unwrap().is_empty(), "{narrow}");
         }
+    }
+
+    #[test]
+    fn turning_off_a_loop_guard_needs_trust_as_storm_breaker_does() {
+        // A model that writes the project's config must not switch off the
+        // guards that stop it repeating itself without the user's word.
+        let lines = file("disable_nudges = [\"stuck\", \"runaway\"]\n").needs_trust().unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("disable_nudges = ") && lines[0].contains("turns off loop guards"), "{lines:?}");
+        assert_eq!(file("storm_breaker = false\n").needs_trust().unwrap().len(), 1);
     }
 
     #[test]
