@@ -520,3 +520,18 @@ def scrub(v):
     return v
 print(json.dumps({"messages": scrub(req["messages"])}))
 "#;
+
+/// Create a session on `p` with `cfg`, run `task` to its end: the
+/// session, the run and its result.
+pub fn run_task(c: &mut NdConn, p: &Path, cfg: Value, task: &str) -> (String, Value, Value) {
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    (sid, run, result)
+}
+
+/// The kinds of a run's `intervention` events, in order.
+pub fn intervention_kinds(events: &[Value]) -> Vec<String> {
+    let kinds = events.iter().filter(|e| e["type"] == "intervention");
+    kinds.map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+}

@@ -3,27 +3,11 @@
 //! language is nudged the same way. Real daemon, scripted model.
 
 use serde_json::{json, Value};
-use std::path::Path;
 use swival_tests::mock::{MockProvider, Step};
-use swival_tests::{events_until_finished, NdConn, TestEnv};
+use swival_tests::{events_until_finished, intervention_kinds, run_task, TestEnv};
 
 fn config(mock: &MockProvider) -> Value {
     json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})
-}
-
-/// Create a session on `p` with `cfg`, run `task` to its end: the
-/// session, the run and its result.
-fn run_task(c: &mut NdConn, p: &Path, cfg: Value, task: &str) -> (String, Value, Value) {
-    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
-    let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
-    let result = c.ok("run/wait", json!({"run_id": run}));
-    (sid, run, result)
-}
-
-/// The kinds of a run's `intervention` events, in order.
-fn intervention_kinds(events: &[Value]) -> Vec<String> {
-    let kinds = events.iter().filter(|e| e["type"] == "intervention");
-    kinds.map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
 }
 
 /// The nudges a run of `task` on a fresh copy of a small project gets
