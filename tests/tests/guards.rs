@@ -494,3 +494,25 @@ fn an_edit_with_old_string_equal_to_new_string_fails_at_once_and_its_repeat_is_r
     assert_eq!(&kinds[..2], ["unchanged", "storm"], "{events:#?}");
     assert_eq!(std::fs::read_to_string(p.join("a.py")).unwrap(), "x = 1\n");
 }
+
+#[test]
+fn a_note_failing_the_same_way_again_and_again_ends_the_run_as_stuck() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    // Seen with a small model: `todo done` of a task never added, eleven times.
+    let done = json!({"action": "done", "tasks": "nothing changed"});
+    let mut steps: Vec<Step> = (0..7).map(|i| Step::tool_call(&format!("t{i}"), "todo", done.clone())).collect();
+    steps.push(Step::text("hello.py is written."));
+    let mock = MockProvider::start(steps);
+    let mut c = daemon.nd();
+    let (sid, _, result) = run_task(&mut c, &p, config(&mock), "Create hello.py");
+    assert_eq!(result["answer"], "hello.py is written.", "{result:#}");
+    let results = mock.tool_results();
+    assert!(results["t1"].starts_with("error: no task matching"), "{results:#?}");
+    assert!(results["t2"].contains("todo was called with identical arguments 3 times"), "{results:#?}");
+    let kinds = intervention_kinds(&events_until_finished(&mut c, &sid, 1));
+    assert_eq!(kinds.iter().filter(|k| *k == "storm").count(), 5, "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("stuck"), "{kinds:?}");
+    assert_eq!(mock.request_count(), 8, "the last word is the eighth call");
+}

@@ -39,7 +39,10 @@ fn stalling_session(env: &TestEnv) -> (swival_tests::Daemon, MockProvider, swiva
     let daemon = env.start_daemon();
     let mock = busy_mock(800);
     let mut c = daemon.nd();
-    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "max_turns": 1000});
+    // 800 turns of notes: past think's 200 the same note fails each turn,
+    // which the loop guards would end as stuck; the stream is the test here.
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "max_turns": 1000,
+        "storm_breaker": false});
     let sid = c.ok("session/create", json!({"base_dir": env.project("p"), "config": config}))["session_id"].clone();
     (daemon, mock, c, sid)
 }

@@ -6,7 +6,9 @@
 //!
 //! - **Storm breaker** (Swival's): over a window of the last six calls, the
 //!   third call with the same name and the same arguments is not run; its
-//!   result says why. The model's notes (`think`, `todo`) are exempt; a
+//!   result says why. The model's notes (`think`, `todo`) are exempt while
+//!   they succeed (the same note twice is no loop); one that failed twice
+//!   with the same arguments is refused the third time as any call; a
 //!   call that changes something (a write, an edit, a move, a delete, a
 //!   command) clears the read-only calls before it from the window, so
 //!   reading again after an edit is fine. Which tool does what is its
@@ -34,7 +36,7 @@
 //! Nudges of one turn are joined into one synthetic user message, sent
 //! after the turn's tool results.
 
-use super::nudge::Switches;
+use super::nudge::{storm, Switches};
 use crate::toolcall::ToolOutcome;
 use crate::tools::registry;
 use serde_json::Value;
@@ -107,6 +109,8 @@ pub struct Guards {
     finish_sent: bool,
     /// Calls that gained nothing since the last real change, by key.
     futile: HashSet<String>,
+    /// The model's notes that failed, by key, and how often in a row.
+    failed_notes: HashMap<String, usize>,
     /// Calls refused in this run, and calls that gained nothing.
     pub refused: u32,
     /// This turn's nudges.
@@ -141,34 +145,6 @@ fn canonical(v: &Value) -> String {
     }
 }
 
-/// The arguments as the model can copy them, shortened.
-fn shown(raw_args: &str) -> String {
-    let one_line: String = raw_args.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= 200 {
-        return one_line;
-    }
-    format!("{}…", one_line.chars().take(200).collect::<String>())
-}
-
-/// The next step named to a model refused a read it already made: a
-/// small one reads the same file until its turns run out, the generic
-/// "do the next step" notwithstanding.
-fn after_reading(raw_args: &str) -> String {
-    let file =
-        serde_json::from_str::<Value>(raw_args).ok().and_then(|v| v.get("file_path")?.as_str().map(str::to_owned));
-    let edit = match file {
-        Some(f) => format!(
-            "edit_file with file_path \"{f}\", old_string one line copied from that result, new_string the line as it \
-             must be"
-        ),
-        None => "edit_file or write_file".to_owned(),
-    };
-    format!(
-        " Nothing changed since, so reading again shows the same. If the task asks for a change, make it now: \
-         {edit}. If it asks a question, reply now with the answer as text and call no tool."
-    )
-}
-
 impl Guards {
     /// Guards for one run, those `switches` has on.
     pub fn new(switches: Switches) -> Guards {
@@ -181,6 +157,7 @@ impl Guards {
             idle_turns: 0,
             finish_sent: false,
             futile: HashSet::new(),
+            failed_notes: HashMap::new(),
             refused: 0,
             pending: Vec::new(),
             turn_busy: false,
@@ -192,10 +169,15 @@ impl Guards {
         let kind = registry::kind(name);
         let storm = self.switches.on(InterventionKind::Storm);
         let unchanged = self.switches.on(InterventionKind::Unchanged);
-        if !(storm || unchanged) || kind.is_bookkeeping() {
+        if !(storm || unchanged) {
             return None;
         }
         let key = call_key(name, raw_args);
+        if kind.is_bookkeeping() {
+            // A note is refused only as a failure repeated.
+            let failed = self.failed_notes.get(&key).copied().unwrap_or(0);
+            return (storm && failed + 1 >= STORM_AT).then(|| self.refuse(name, raw_args, &key, failed + 1, false));
+        }
         let mutating = kind.changes_files();
         if mutating {
             self.window.retain(|e| !e.read_only);
@@ -210,17 +192,17 @@ impl Guards {
         if !refused {
             return None;
         }
+        Some(self.refuse(name, raw_args, &key, count, !mutating))
+    }
+
+    /// Refuse the call of `name` with `raw_args` (its `key`), the `count`th
+    /// alike: counted toward stuck, and the result that says why (for a
+    /// read, `after_read`, with the next step named).
+    fn refuse(&mut self, name: &str, raw_args: &str, key: &str, count: usize, after_read: bool) -> Refusal {
         self.refused += 1;
         let hash = Sha256::digest(key.as_bytes());
         let args_hash: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
-        let result = format!(
-            "error: repeat-loop guard tripped — {name} was called with identical arguments {count} times. \
-             Try a different approach. This call was not run: {name} {args} already gave its result above; \
-             read that result and do the next step instead (another tool, other arguments, or your final answer).{next}",
-            args = shown(raw_args),
-            next = if mutating { String::new() } else { after_reading(raw_args) },
-        );
-        Some(Refusal { result, count, args_hash })
+        Refusal { result: storm::words(name, raw_args, count, after_read), count, args_hash }
     }
 
     /// After a call ran: note its result; a nudge it earns is sent after
@@ -231,6 +213,13 @@ impl Guards {
         let failed = outcome.failed;
         let kind = registry::kind(name);
         let mutating = kind.changes_files();
+        if kind.is_bookkeeping() {
+            let key = call_key(name, raw_args);
+            match failed {
+                true => *self.failed_notes.entry(key).or_insert(0) += 1,
+                false => _ = self.failed_notes.remove(&key),
+            }
+        }
         if !kind.is_bookkeeping() && (mutating || failed) {
             self.turn_busy = true;
         }
@@ -271,7 +260,7 @@ impl Guards {
                     "Note: `{name}` with {} has now returned the same result {REREAD_AT} times and nothing \
                      changed in between. Use the result you already have: make the change the task needs, \
                      or give your final answer.",
-                    shown(raw_args)
+                    storm::shown(raw_args)
                 ),
             });
         }
@@ -563,5 +552,33 @@ mod tests {
             g.before("edit_file", EDIT);
         }
         assert!(g.stuck().is_none(), "never stuck");
+    }
+
+    #[test]
+    fn a_note_that_keeps_failing_the_same_way_is_refused_and_counts_toward_stuck() {
+        let mut g = Guards::new(Switches::all_on());
+        let done = r#"{"action": "done", "tasks": "nothing changed"}"#;
+        let missing = "error: no task matching 'nothing changed'";
+        for _ in 0..2 {
+            assert!(g.before("todo", done).is_none());
+            g.after("todo", done, &gave(missing));
+        }
+        let refusal = g.before("todo", done).expect("the third identical failure is refused");
+        assert_eq!(refusal.count, 3);
+        assert!(refusal.result.contains("todo was called with identical arguments 3 times"), "{}", refusal.result);
+        for _ in 0..STUCK_REFUSALS - 1 {
+            assert!(g.before("todo", done).is_some());
+        }
+        assert!(g.stuck().is_some(), "refusals add up to stuck");
+        // A note that succeeds is never refused, and a success forgets the failures.
+        let add = r#"{"action": "add", "tasks": "x"}"#;
+        let mut g = Guards::new(Switches::all_on());
+        g.after("todo", add, &gave(missing));
+        g.after("todo", add, &gave(missing));
+        g.after("todo", add, &gave("added"));
+        for _ in 0..5 {
+            assert!(g.before("todo", add).is_none());
+            g.after("todo", add, &gave("added"));
+        }
     }
 }

@@ -18,6 +18,7 @@ pub(super) mod deleted_unasked;
 pub(super) mod empty;
 pub(super) mod look_first;
 pub(super) mod runaway;
+pub(super) mod storm;
 pub(super) mod truncated;
 pub(super) mod unmade;
 pub(super) mod unreadable;
@@ -55,7 +56,7 @@ pub(super) const TABLE: [Spec; 16] = [
     spec(InterventionKind::Unreadable, "nudge/unreadable.rs", false),
     spec(InterventionKind::Runaway, "nudge/runaway.rs", false),
     spec(InterventionKind::CallCap, "tools.rs", false),
-    spec(InterventionKind::Storm, "guard.rs", true),
+    spec(InterventionKind::Storm, "nudge/storm.rs", true),
     spec(InterventionKind::Unchanged, "guard.rs", true),
     spec(InterventionKind::Nudge, "guard.rs", true),
     spec(InterventionKind::Stop, "guard.rs", true),
