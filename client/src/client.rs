@@ -187,10 +187,20 @@ impl Client {
         env: Option<BTreeMap<String, String>>,
         client_token: Option<String>,
     ) -> Result<RunId, ClientError> {
-        let params =
-            RunStartParams { session_id: session_id.clone(), task: task.to_owned(), env, client_token, resume: false };
-        let r = self.request::<m::RunStart>(&params).await?;
-        Ok(r.run_id)
+        let params = RunStartParams {
+            session_id: session_id.clone(),
+            task: task.to_owned(),
+            env,
+            client_token,
+            resume: false,
+            cancel_on_disconnect: false,
+        };
+        self.start(&params).await
+    }
+
+    /// `run/start` with every param the caller's.
+    pub async fn start(&self, params: &RunStartParams) -> Result<RunId, ClientError> {
+        Ok(self.request::<m::RunStart>(params).await?.run_id)
     }
 
     /// `run/cancel`.

@@ -208,6 +208,9 @@ fn main() -> ExitCode {
             Command::Skills { action } => Ok(cmd::skills::run(action).await),
         }
     });
+    // A read of the terminal still waiting (an approval left unanswered
+    // by a signal) must not keep the process from exiting.
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
         Err(e) => cmd::fail(&e),

@@ -65,7 +65,11 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
-    match runtime.block_on(swivald::run(settings, listener)) {
+    let ran = runtime.block_on(swivald::run(settings, listener));
+    // The grace is over: a thread still blocked (a read a cancel cannot
+    // reach) must not keep the daemon alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&*e),
     }

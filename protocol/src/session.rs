@@ -362,6 +362,13 @@ pub struct RunStartParams {
     /// `task` is then only the run's label.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resume: bool,
+    /// Cancel the run when the connection that started it ends (the client
+    /// exits, is killed, or closes it) before the run does: what
+    /// `swivalctl run` asks unless `--detach`. Off, the run goes on
+    /// without its client (editors, `--detach`). Needs a connection that
+    /// stays open (newline-delimited or WebSocket), not an HTTP POST.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancel_on_disconnect: bool,
 }
 
 /// Params naming one run.

@@ -443,6 +443,27 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Wait for `child` to exit, bounded by [`IO_TIMEOUT`] (killed past it):
+/// its status and stderr, read once it has exited.
+pub fn exit_of(mut child: std::process::Child) -> (std::process::ExitStatus, String) {
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within {IO_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status, err)
+}
+
 /// Create a session of `base` with `config` on `c`; its id.
 pub fn create_session(c: &mut NdConn, base: &Path, config: Value) -> String {
     let r = c.call("session/create", json!({"base_dir": base, "config": config}));

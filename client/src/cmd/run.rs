@@ -280,14 +280,30 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     let interrupt = Interrupts::listen()?;
     // Subscribe before starting, so no event of the run is missed.
     let events = client.subscribe_events(&session_id, from_seq).await?;
-    let run_id = client.start_run(&session_id, &task, continue_env, None).await?;
+    // Killed, or its connection lost, `run` takes its run with it;
+    // `--detach` leaves it going.
+    let params = swival_protocol::RunStartParams {
+        session_id: session_id.clone(),
+        task: task.clone(),
+        env: continue_env,
+        client_token: None,
+        resume: false,
+        cancel_on_disconnect: !a.detach,
+    };
+    let run_id = client.start(&params).await?;
     if a.detach {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);
     }
     let style = super::render::Style::for_stderr(a.color, a.no_color);
     let progress = Progress { quiet: a.quiet, json: a.json, style };
-    let (result, cancelled) = follow(&client, &session_id, &run_id, events, interrupt, &progress).await?;
+    let (result, cancelled) = match follow(&client, &session_id, &run_id, events, interrupt, &progress).await? {
+        Followed::Ended(result, cancelled) => (result, cancelled),
+        Followed::Left(signal) => {
+            eprintln!("swivalctl: run {run_id} has not ended yet; swivald is cancelling it");
+            return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)));
+        }
+    };
     if let Some(path) = &a.report {
         report::write(&client, &run_id, path).await;
     }
@@ -460,9 +476,55 @@ pub async fn create_session(
     }
 }
 
-/// Show the run's events until it ends (a signal of [`Interrupts`]
-/// cancels it in the daemon, once); its result, and the signal that
-/// cancelled it here.
+/// How long a run cancelled by a signal may take to end before swivalctl
+/// leaves without its result: a run blocked where a cancel cannot reach
+/// must not keep the client from exiting.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How following a run ended.
+enum Followed {
+    /// The run ended: its result, and the signal that cancelled it here.
+    Ended(Box<swival_protocol::RunResult>, Option<i32>),
+    /// A signal came and the run did not end within [`CANCEL_WAIT`], or a
+    /// second signal came: leave with it.
+    Left(i32),
+}
+
+/// A followed run after a signal: the signal and until when it may end.
+#[derive(Default)]
+struct Cancelling(Option<(i32, tokio::time::Instant)>);
+
+impl Cancelling {
+    /// Cancel the run at the first signal; the signal to leave with at a
+    /// second one.
+    async fn signal(&mut self, client: &Client, run_id: &RunId, signal: i32) -> Option<i32> {
+        if let Some((first, _)) = self.0 {
+            return Some(first);
+        }
+        self.0 = Some((signal, tokio::time::Instant::now() + CANCEL_WAIT));
+        // Cancel first: after SIGHUP the terminal may be gone, and writing
+        // to it fails.
+        let _ = tokio::time::timeout(CANCEL_WAIT, client.cancel_run(run_id)).await;
+        let _ = writeln!(std::io::stderr(), "\ninterrupted: cancelling run {run_id}");
+        None
+    }
+
+    /// The signal, once the run has had its time to end after it.
+    async fn expired(&self) -> i32 {
+        match self.0 {
+            Some((signal, at)) => {
+                tokio::time::sleep_until(at).await;
+                signal
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Show the run's events until it ends, answering its approvals. A signal
+/// of [`Interrupts`] cancels it in the daemon; a second one, or the run
+/// not ending within [`CANCEL_WAIT`], leaves at once, in every state (an
+/// approval asked on the terminal too).
 async fn follow(
     client: &Client,
     session_id: &SessionId,
@@ -470,33 +532,39 @@ async fn follow(
     mut events: jsonrpsee::core::client::Subscription<Event>,
     mut interrupt: Interrupts,
     progress: &Progress,
-) -> Result<(swival_protocol::RunResult, Option<i32>), ClientError> {
-    let mut cancelled = None;
+) -> Result<Followed, ClientError> {
+    let mut cancelling = Cancelling::default();
     loop {
         let next = tokio::select! {
             ev = events.next() => ev,
-            signal = interrupt.recv(), if cancelled.is_none() => {
-                cancelled = Some(signal);
-                // Cancel first: after SIGHUP the terminal may be gone, and
-                // writing to it fails.
-                let _ = client.cancel_run(run_id).await;
-                let _ = writeln!(std::io::stderr(), "\ninterrupted: cancelling run {run_id}");
-                continue;
-            }
+            signal = interrupt.recv() => match cancelling.signal(client, run_id, signal).await {
+                Some(leave) => return Ok(Followed::Left(leave)),
+                None => continue,
+            },
+            signal = cancelling.expired() => return Ok(Followed::Left(signal)),
         };
+        let cancelled = cancelling.0.map(|(signal, _)| signal);
         let event = match next {
             Some(Ok(e)) => e,
             Some(Err(e)) => return Err(ClientError::Transport(format!("bad event from swivald: {e}"))),
-            None => return Ok((progress.shown(client.wait_run(run_id).await?), cancelled)),
+            None => return Ok(Followed::Ended(Box::new(progress.shown(client.wait_run(run_id).await?)), cancelled)),
         };
         let event = progress.shown(event);
         if event.run_id.as_ref() != Some(run_id) {
             continue;
         }
         progress.show(&event);
-        super::approval::answer_approval(client, session_id, &event).await;
+        tokio::select! {
+            _ = super::approval::answer_approval(client, session_id, &event) => {}
+            signal = interrupt.recv() => {
+                if let Some(leave) = cancelling.signal(client, run_id, signal).await {
+                    return Ok(Followed::Left(leave));
+                }
+            }
+        }
         if let EventKind::RunFinished(end) = event.kind {
-            return Ok((swival_protocol::RunResult::from_end(run_id.clone(), end), cancelled));
+            let result = swival_protocol::RunResult::from_end(run_id.clone(), end);
+            return Ok(Followed::Ended(Box::new(result), cancelled));
         }
     }
 }

@@ -88,47 +88,55 @@ pub(super) type SetupEnd = (LoopEnd, String, RunRecord, RunState);
 
 /// Set a run up: its provider client, the MCP tools it offers (servers not
 /// started yet start now), the conversation opened with the task, the
-/// model found; a run ready for its first turn, or how it ended.
+/// model found; a run ready for its first turn, or how it ended. A cancel
+/// ends it at any of its waits (a server that never answers, a provider
+/// that never replies): what it holds comes back whole.
 pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Result<Run<'a>, SetupEnd> {
-    let cfg = ctx.config;
     let mut record = RunRecord::default();
-    let provider = match provider(ctx) {
-        Ok(p) => p,
-        Err(e) => return Err((LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new(), record, state)),
+    let made = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => Err((LoopEnd::Cancelled, String::new())),
+        made = llm(ctx, &mut state, &mut record) => made,
     };
+    match made {
+        Ok(llm) => Ok(Run::new(ctx, llm, state, record)),
+        Err((end, model)) => Err((end, model, record, state)),
+    }
+}
+
+/// The setup's steps: the run's model client, or how the run ended and the
+/// model if it was found.
+async fn llm(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<Llm, (LoopEnd, String)> {
+    let cfg = ctx.config;
+    let provider = provider(ctx).map_err(|e| (LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new()))?;
     for message in state.tools.mcp.prepare().await {
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
-    find_skills(ctx, &mut state, &mut record);
+    find_skills(ctx, state, record);
     // A change undone in an earlier run may be made again in this one.
     state.tools.tracker.new_run();
-    match open_conversation(ctx, &mut state, &mut record) {
+    match open_conversation(ctx, state, record) {
         Ok(memory) => record.set_memory(memory),
-        Err(e) => return Err((LoopEnd::from(e), String::new(), record, state)),
+        Err(e) => return Err((LoopEnd::from(e), String::new())),
     }
-    let discovered = tokio::select! {
-        d = provider.discover(cfg.max_context_tokens) => d,
-        _ = ctx.cancel.cancelled() => return Err((LoopEnd::Cancelled, String::new(), record, state)),
-    };
-    let discovered = match discovered {
-        Ok(d) => d,
-        Err(e) => return Err((LoopEnd::Failed(FailureKind::Provider, e.to_string()), String::new(), record, state)),
-    };
+    let discovered = provider
+        .discover(cfg.max_context_tokens)
+        .await
+        .map_err(|e| (LoopEnd::Failed(FailureKind::Provider, e.to_string()), String::new()))?;
     if let Some(window) = discovered.context_window {
-        fit_mcp(ctx, &mut state, window);
+        fit_mcp(ctx, state, window);
     }
     let cache = match cfg.cache.then(|| ctx.services.cache()).transpose() {
         Ok(c) => c,
-        Err(e) => return Err((LoopEnd::Failed(FailureKind::Internal, e.to_string()), discovered.model, record, state)),
+        Err(e) => return Err((LoopEnd::Failed(FailureKind::Internal, e.to_string()), discovered.model)),
     };
-    let llm = Llm {
+    Ok(Llm {
         provider,
         model: discovered.model,
         context_window: discovered.context_window,
         cache,
         policy_digest: ctx.pipeline.policy_digest(),
-    };
-    Ok(Run::new(ctx, llm, state, record))
+    })
 }
 
 impl<'a> Run<'a> {

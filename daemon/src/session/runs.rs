@@ -56,6 +56,18 @@ impl Sessions {
         })
     }
 
+    /// Cancel `run` if `gone` fires before it ends (`cancel_on_disconnect`:
+    /// the connection that started it ended).
+    pub fn cancel_when(&self, run: &RunId, gone: tokio_util::sync::CancellationToken) {
+        let Some((cancel, mut done)) = self.live.run(run) else { return };
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = gone.cancelled() => cancel.cancel(),
+                _ = done.wait_for(Option::is_some) => {}
+            }
+        });
+    }
+
     /// `run/wait`: the result of a finished run is read from the store; a
     /// run in flight is waited for.
     pub async fn wait(&self, run: &RunId) -> Result<RunResult, SessionError> {

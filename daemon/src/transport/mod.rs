@@ -202,6 +202,13 @@ pub struct Limits {
     pub max_reply_buffer_bytes: u64,
 }
 
+/// Cancelled when the connection a call came on has ended: in the
+/// extensions of every call on a connection that stays open
+/// (newline-delimited or WebSocket), absent on an HTTP POST. What
+/// `cancel_on_disconnect` watches.
+#[derive(Debug, Clone)]
+pub struct Disconnected(pub tokio_util::sync::CancellationToken);
+
 /// What the connections serve.
 pub struct Handlers {
     /// The RPC methods, the same for every framing.

@@ -106,7 +106,13 @@ pub(super) async fn serve_messages<I: Incoming, O: Outgoing>(
     let drained = Arc::new(Notify::new());
     let writer = tokio::spawn(write_out(out_rx, outgoing, queued.clone(), drained.clone()));
     let closing = activity.close_token().clone();
+    // Fired as soon as no more is read, before the calls in flight finish:
+    // a `run/wait` in flight must not keep its run from being cancelled.
+    let gone = CancellationToken::new();
+    let mut methods = shared.methods.clone();
+    methods.extensions_mut().insert(super::Disconnected(gone.clone()));
     let conn = Arc::new(Conn {
+        methods,
         shared: shared.clone(),
         out: Outbox { tx: out_tx, queued, drained, max: shared.max_reply_buffer, close: closing.clone() },
         activity: activity.clone(),
@@ -142,6 +148,7 @@ pub(super) async fn serve_messages<I: Incoming, O: Outgoing>(
         }
         while inflight.try_join_next().is_some() {}
     }
+    gone.cancel();
     while inflight.join_next().await.is_some() {}
     conn.closed.cancel();
     drop(conn);
@@ -159,6 +166,9 @@ async fn next_request<I: Incoming>(
 
 /// Per-connection state shared by the request handlers.
 struct Conn {
+    /// The RPC methods, with this connection's [`super::Disconnected`] in
+    /// every call's extensions.
+    methods: Methods,
     /// Daemon-wide transport state.
     shared: Arc<Shared>,
     /// Lines to write; each ends with a newline.
@@ -314,7 +324,7 @@ impl Conn {
                 &request
             }
         };
-        let (reply, mut notifications) = match run(&self.shared.methods, request_text).await {
+        let (reply, mut notifications) = match run(&self.methods, request_text).await {
             Ok(r) => r,
             Err(e) => return Some(Answer::plain(error_reply(id, -32600, &format!("Invalid request: {e}")))),
         };

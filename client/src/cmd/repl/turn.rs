@@ -58,6 +58,9 @@ impl Repl {
             env: Some(swivalctl::caller_env()),
             client_token: Some(format!("repl-{}-{}", std::process::id(), self.last_seq)),
             resume,
+            // A REPL's run goes on when its terminal closes: the session
+            // is there to `/continue` from (`swivalctl run` cancels).
+            cancel_on_disconnect: false,
         };
         let started = self.client.request::<swival_protocol::methods::typed::RunStart>(&params).await;
         let run_id = match started.map(|r| r.run_id) {
