@@ -179,4 +179,8 @@ pub struct RunRevertResult {
     /// Files that could not be put back (over the snapshot size limit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_restorable: Vec<String>,
+    /// Files whose writing back failed, each with why (what stands on its
+    /// path now, what the disk said): left as they are, the rest put back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<RevertConflict>,
 }

@@ -77,7 +77,7 @@ pub async fn undo(socket: &Path, which: ChangesRef, force: bool, json: bool) -> 
     } else {
         print!("{}", render_revert(&super::clean::value(done.clone())));
     }
-    Ok(if done.applied { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if done.applied && done.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// A change set as text: one line per file, then the diffs.
@@ -112,7 +112,7 @@ pub fn render_changes(c: &RunChanges, diffs: bool) -> String {
 /// An undo's outcome as text.
 pub fn render_revert(r: &RunRevertResult) -> String {
     let mut out = String::new();
-    if r.applied && r.reverted.is_empty() && r.not_restorable.is_empty() {
+    if r.applied && r.reverted.is_empty() && r.not_restorable.is_empty() && r.failed.is_empty() {
         let _ = writeln!(out, "nothing to undo: {} changed no file", r.id);
         return out;
     }
@@ -142,6 +142,13 @@ pub fn render_revert(r: &RunRevertResult) -> String {
     }
     for p in &r.not_restorable {
         let _ = writeln!(out, "  {p}: over the snapshot size limit, cannot be put back");
+    }
+    if !r.failed.is_empty() {
+        let n = r.failed.len();
+        let _ = writeln!(out, "{n} file{} could not be put back, left as they are:", if n == 1 { "" } else { "s" });
+        for f in &r.failed {
+            let _ = writeln!(out, "  {}: {}", f.path, f.cause);
+        }
     }
     out
 }

@@ -28,6 +28,8 @@ pub struct Reverted {
     pub conflicts: Vec<RevertConflict>,
     /// Paths over the size limit: left alone.
     pub not_restorable: Vec<String>,
+    /// Paths whose writing back failed, and why: left as they are.
+    pub failed: Vec<RevertConflict>,
 }
 
 impl Changes {
@@ -37,13 +39,14 @@ impl Changes {
         let mut locked = project.lock().await?;
         let root = Beneath::open(project.root()).map_err(|e| ChangeError::Io(e.into()))?;
         let later = self.store().change_sets_after(&set.root, &set.created_at)?;
-        let mut todo = Vec::new();
+        let mut todo: Vec<&FileRecord> = Vec::new();
         let mut out = Reverted {
             applied: false,
             revert_id: None,
             reverted: Vec::new(),
             conflicts: Vec::new(),
             not_restorable: Vec::new(),
+            failed: Vec::new(),
         };
         for file in &set.files {
             if is_big(&file.before) || is_big(&file.after) {
@@ -64,10 +67,25 @@ impl Changes {
         let ids: Vec<String> = todo.iter().filter_map(|f| f.before.as_ref()?.blob.clone()).collect();
         let (git, repo) = locked.shadow().git();
         let contents = shadow::blobs(git, repo, &ids).await?;
-        for file in &todo {
-            write_back(&root, file, &contents).map_err(|e| ChangeError::Io(e.into()))?;
-            out.reverted.push(file.path.clone());
+        // Removals first, the deepest first, then writes: a link that
+        // took a directory's place goes before the directory's files come
+        // back, and a directory's files before the link it replaced.
+        todo.sort_by(|a, b| match (a.before.is_none(), b.before.is_none()) {
+            (true, true) => b.path.cmp(&a.path),
+            (x, y) => y.cmp(&x).then_with(|| a.path.cmp(&b.path)),
+        });
+        let mut written = Vec::with_capacity(todo.len());
+        for file in todo {
+            match write_back(&root, file, &contents) {
+                Ok(()) => {
+                    out.reverted.push(file.path.clone());
+                    written.push(file);
+                }
+                Err(e) => out.failed.push(RevertConflict { path: file.path.clone(), cause: e.to_string(), by: None }),
+            }
         }
+        out.reverted.sort();
+        let todo = written;
         out.applied = true;
         if !todo.is_empty() {
             let id = format!("u_{:016x}", rand::random::<u64>());
@@ -112,8 +130,11 @@ fn current(root: &Beneath, path: &str) -> Option<(String, u32)> {
     match meta.kind {
         Kind::File => root.read(rel).ok().map(|b| (blob_id(&b), 0o100000)),
         Kind::Symlink => root.read_link(rel).ok().map(|t| (blob_id(&t), 0o120000)),
-        // A directory or device where a file was: not what the set left.
-        Kind::Dir | Kind::Other => Some((String::new(), 0)),
+        // A directory is no file: where the set left nothing, it is as
+        // the set left it; where it left a file, it is not.
+        Kind::Dir => None,
+        // A device or FIFO where a file was: not what the set left.
+        Kind::Other => Some((String::new(), 0)),
     }
 }
 

@@ -148,17 +148,21 @@ impl Shadow {
         for path in &seen {
             match self.look(path).await {
                 Seen::Indexable => update.push(path.as_str()),
-                Seen::Big => {
+                // Out of the index: a big file, a path under a directory
+                // swapped for a link or a file (git will not look beyond
+                // it), a file become a directory.
+                Seen::Big | Seen::Other | Seen::Beyond => {
                     if tracked.contains(path.as_bytes()) {
                         force.push(path.as_str());
                     }
                 }
-                Seen::Other => {}
             }
         }
         self.forget_gone_big(&seen);
-        self.index(&["update-index", "--add", "--remove", "-z", "--stdin"], &update).await?;
         self.index(&["update-index", "--force-remove", "-z", "--stdin"], &force).await?;
+        // `--replace`: a link or file where a directory of indexed files
+        // was (or the other way round) takes their place.
+        self.index(&["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], &update).await?;
         let tree = match (&self.last, update.is_empty() && force.is_empty()) {
             (Some(tree), true) => tree.clone(),
             _ => String::from_utf8_lossy(&self.git.run(&self.repo, &["write-tree"], b"").await?).trim().to_owned(),
@@ -211,6 +215,11 @@ impl Shadow {
     /// git should index it.
     async fn look(&mut self, path: &str) -> Seen {
         let full = self.root.join(path);
+        if !under_directories(&self.root, path) {
+            self.side.odd.remove(path);
+            self.side.big.remove(path);
+            return Seen::Beyond;
+        }
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             self.side.odd.remove(path);
             self.side.big.remove(path);
@@ -321,6 +330,21 @@ enum Seen {
     Big,
     /// A directory, socket or fifo: not snapshotted.
     Other,
+    /// Under something that is no longer a directory (a link, a file):
+    /// gone from the project, whatever lies beyond.
+    Beyond,
+}
+
+/// Whether every directory on `path`'s way from `root` is a directory, not
+/// a link to one: what lies beyond a link is not the project's.
+fn under_directories(root: &Path, path: &str) -> bool {
+    let mut at = root.to_owned();
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    parts.into_iter().all(|part| {
+        at.push(part);
+        std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())
+    })
 }
 
 /// A big file's state.

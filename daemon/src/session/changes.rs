@@ -40,6 +40,7 @@ impl Sessions {
             reverted: done.reverted,
             conflicts: done.conflicts,
             not_restorable: done.not_restorable,
+            failed: done.failed,
         })
     }
 

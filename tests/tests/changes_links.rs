@@ -1,0 +1,124 @@
+//! A run's change record against commands that play with the tree: a
+//! directory swapped for a symlink (or a link for a directory) is recorded
+//! as what it is, with the run's file-tool writes beside it, and `undo`
+//! names every file it did not put back and why.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{NdConn, TestEnv};
+
+/// A session of `base` on `mock` that may run `sh`; its id.
+fn session(c: &mut NdConn, base: &Path, mock: &MockProvider) -> String {
+    let config = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true,
+        "allowed_commands": ["sh"]});
+    c.ok("session/create", json!({"base_dir": base, "config": config}))["session_id"].as_str().unwrap().to_owned()
+}
+
+/// Run `task` on `sid` to its end; its run id.
+fn run(c: &mut NdConn, sid: &str, task: &str) -> Value {
+    let run = c.ok("run/start", json!({"session_id": sid, "task": task}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+    run
+}
+
+fn paths(changes: &Value) -> Vec<String> {
+    changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_keeps_the_runs_record_and_undo_says_what_it_left() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::create_dir(p.join("src")).unwrap();
+    std::fs::write(p.join("src/lib.txt"), "library\n").unwrap();
+    std::fs::write(p.join("keep.txt"), "kept\n").unwrap();
+    let elsewhere = env.project("elsewhere");
+    std::fs::write(elsewhere.join("lib.txt"), "not ours\n").unwrap();
+    let swap = format!("rm -rf src && ln -s {} src", elsewhere.display());
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w", "write_file", json!({"file_path": "made.txt", "content": "made\n"})),
+        Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", swap]})),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "swap it");
+    let changes = c.ok("run/changes", json!({"run_id": run_id}));
+    let files = paths(&changes);
+    assert!(files.contains(&"made.txt".to_owned()), "{changes:#}");
+    assert!(files.contains(&"src".to_owned()), "the link is recorded as itself: {changes:#}");
+    assert!(files.contains(&"src/lib.txt".to_owned()), "the file under the old directory: {changes:#}");
+    let undo = c.ok("run/revert", json!({"run_id": run_id}));
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    let mut put_back: Vec<&str> = undo["reverted"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    put_back.sort();
+    assert_eq!(put_back, ["made.txt", "src", "src/lib.txt"], "{undo:#}");
+    assert!(!p.join("made.txt").exists());
+    let meta = std::fs::symlink_metadata(p.join("src")).unwrap();
+    assert!(meta.is_dir(), "the directory is back");
+    assert_eq!(std::fs::read_to_string(p.join("src/lib.txt")).unwrap(), "library\n");
+    assert_eq!(std::fs::read_to_string(elsewhere.join("lib.txt")).unwrap(), "not ours\n");
+}
+
+#[test]
+fn a_link_replaced_by_a_directory_is_recorded_and_put_back_as_a_link() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let elsewhere = env.project("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere, p.join("lib")).unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_call(
+            "c",
+            "run_command",
+            json!({"command": ["sh", "-c", "rm lib && mkdir lib && echo x > lib/a.txt"]}),
+        ),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "make it a directory");
+    let files = paths(&c.ok("run/changes", json!({"run_id": run_id})));
+    assert_eq!(files, ["lib", "lib/a.txt"]);
+    let undo = c.ok("run/revert", json!({"run_id": run_id}));
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    assert_eq!(std::fs::read_link(p.join("lib")).unwrap(), elsewhere);
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none(), "nothing written through the link");
+}
+
+#[test]
+fn undo_names_each_file_it_could_not_put_back_and_why_and_puts_back_the_rest() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::create_dir(p.join("src")).unwrap();
+    std::fs::write(p.join("src/old.txt"), "old\n").unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_calls(vec![
+            ("d", "delete_file", json!({"file_path": "src/old.txt"})),
+            ("w", "write_file", json!({"file_path": "top.txt", "content": "new\n"})),
+        ]),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    let run_id = run(&mut c, &sid, "delete src/old.txt and write top.txt");
+    // After the run, `src` becomes a link out of the project: putting
+    // `src/old.txt` back would write through it.
+    let elsewhere = env.project("elsewhere");
+    std::fs::remove_dir_all(p.join("src")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, p.join("src")).unwrap();
+    let out = env.swivalctl(&daemon, &p).args(["undo", run_id.as_str().unwrap(), "--force"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a partial undo fails: {text}");
+    assert!(text.contains("1 file put back") && text.contains("top.txt"), "{text}");
+    assert!(text.contains("1 file could not be put back") && text.contains("src/old.txt: "), "{text}");
+    assert!(!p.join("top.txt").exists());
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none(), "nothing written through the link");
+    // The undo is recorded with what it did, so it can be redone.
+    let redo = text.split("swivalctl undo ").nth(1).and_then(|t| t.split(')').next()).expect("the undo's id");
+    let undo = c.ok("run/changes", json!({"run_id": redo}));
+    assert_eq!(paths(&undo), ["top.txt"], "{undo:#}");
+}
