@@ -122,3 +122,90 @@ fn undo_names_each_file_it_could_not_put_back_and_why_and_puts_back_the_rest() {
     let undo = c.ok("run/changes", json!({"run_id": redo}));
     assert_eq!(paths(&undo), ["top.txt"], "{undo:#}");
 }
+
+#[test]
+fn a_command_waiting_for_approval_does_not_hold_the_projects_command_turn() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let asks = MockProvider::start(vec![
+        Step::tool_call("a", "run_command", json!({"command": ["sh", "-c", "echo a > a.txt"]})),
+        Step::text("asked"),
+    ]);
+    let mut c = daemon.nd();
+    let cfg = json!({"provider": "generic", "base_url": asks.base_url(), "model": "m", "commands": "ask"});
+    let waiting =
+        c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let mut events = daemon.nd();
+    events.ok("session/subscribe", json!({"session_id": waiting, "from_seq": 1}));
+    let asked_run = c.ok("run/start", json!({"session_id": waiting, "task": "t"}))["run_id"].clone();
+    let approval = loop {
+        let event = events.read();
+        if event["params"]["result"]["type"] == "approval_requested" {
+            break event["params"]["result"]["approval_id"].clone();
+        }
+    };
+    // While the user decides, another session's command in the project
+    // runs and is recorded.
+    let other = MockProvider::start(vec![
+        Step::tool_call("b", "run_command", json!({"command": ["sh", "-c", "echo b > b.txt"]})),
+        Step::text("ran"),
+    ]);
+    let sid = session(&mut c, &p, &other);
+    let run_id = run(&mut c, &sid, "write b");
+    assert_eq!(paths(&c.ok("run/changes", json!({"run_id": run_id}))), ["b.txt"]);
+    let r = c.ok("run/approve", json!({"session_id": waiting, "approval_id": approval, "decision": "allow_once"}));
+    assert_eq!(r["accepted"], true, "{r}");
+    assert_eq!(c.ok("run/wait", json!({"run_id": asked_run}))["outcome"], "success");
+    assert_eq!(paths(&c.ok("run/changes", json!({"run_id": asked_run}))), ["a.txt"]);
+}
+
+#[test]
+fn a_file_tool_call_starts_no_git_process_and_its_change_is_recorded() {
+    let env = TestEnv::new();
+    // `git` on the daemon's PATH is a wrapper logging each start.
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("git"))
+        .find(|g| g.is_file())
+        .expect("git on PATH");
+    let bin = env.root().join("logged-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.root().join("git.log");
+    let body = format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real.display());
+    swival_tests::script(&bin, "git", &body);
+    let mut cmd = env.command(&swival_tests::bin("swivald"));
+    let path =
+        std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())));
+    cmd.env("PATH", path.unwrap());
+    let daemon = swival_tests::Daemon::spawn(&env, cmd, &[]).unwrap();
+    let p = env.project("p");
+    std::fs::write(p.join("notes.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(p.join("old.txt"), "old\n").unwrap();
+    let mock = MockProvider::start(vec![
+        // A first run opens the project's store and takes its snapshot.
+        Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", "true"]})),
+        Step::text("ready"),
+        Step::tool_calls(vec![
+            ("w", "write_file", json!({"file_path": "made.txt", "content": "made\n"})),
+            ("e", "edit_file", json!({"file_path": "notes.txt", "old_string": "two", "new_string": "TWO"})),
+            ("m", "write_file", json!({"file_path": "moved.txt", "move_from": "made.txt"})),
+            ("d", "delete_file", json!({"file_path": "old.txt"})),
+        ]),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    run(&mut c, &sid, "warm up");
+    let started = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!started.is_empty(), "the wrapper is the daemon's git");
+    let run_id = run(&mut c, &sid, "write made.txt, edit notes.txt, move made.txt to moved.txt, delete old.txt");
+    let after = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(after, started, "git started during a run of file tools");
+    let changes = c.ok("run/changes", json!({"run_id": run_id}));
+    assert_eq!(paths(&changes), ["moved.txt", "notes.txt", "old.txt"], "{changes:#}");
+    let undo = c.ok("run/revert", json!({"run_id": run_id}));
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    assert_eq!(std::fs::read_to_string(p.join("notes.txt")).unwrap(), "one\ntwo\n");
+    assert_eq!(std::fs::read_to_string(p.join("old.txt")).unwrap(), "old\n");
+    assert!(!p.join("moved.txt").exists() && !p.join("made.txt").exists());
+}

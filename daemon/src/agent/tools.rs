@@ -85,12 +85,7 @@ impl Run<'_> {
                 };
                 match refused {
                     Some(refusal) => refusal,
-                    None => {
-                        let bracket = self.before_change(call).await;
-                        let outcome = self.guarded_call(turn, call, offered, guards).await;
-                        self.after_change(bracket, turn, call).await;
-                        outcome
-                    }
+                    None => self.guarded_call(turn, call, offered, guards).await,
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
@@ -371,9 +366,16 @@ impl Run<'_> {
         let args = || crate::toolcall::parse_args(&call.arguments);
         match registry::spec(&call.name).map(|t| t.runner) {
             Some(Runner::Command) if self.ctx.commands.policy.enabled() => match args() {
+                // Recorded once approved: a command waiting for the user
+                // holds no snapshot and not the project's command turn.
                 Ok(a) => match self.approve(turn, &call.id, &a).await {
                     Some(refusal) => refusal,
-                    None => crate::sandbox::run_command_tool(self.ctx.commands, &a, self.ctx.cancel).await,
+                    None => {
+                        let bracket = self.before_change(call).await;
+                        let outcome = crate::sandbox::run_command_tool(self.ctx.commands, &a, self.ctx.cancel).await;
+                        self.after_change(bracket, turn, call).await;
+                        outcome
+                    }
                 },
                 Err(e) => e.into(),
             },
@@ -390,11 +392,16 @@ impl Run<'_> {
             }
             _ if call.name == crate::skills::TOOL && !self.tools.skills.is_empty() => self.use_skill(call),
             _ if self.tools.mcp.owns(&call.name) => {
-                self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await
+                let bracket = self.before_change(call).await;
+                let outcome = self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await;
+                self.after_change(bracket, turn, call).await;
+                outcome
             }
             // Built-in tools, and names no tool has (answered as unknown).
             _ => {
+                let bracket = self.before_change(call).await;
                 let outcome = self.file_tool(call, None);
+                self.after_change(bracket, turn, call).await;
                 self.checked(outcome).await
             }
         }

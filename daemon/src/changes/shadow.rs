@@ -206,8 +206,14 @@ impl Shadow {
         };
         // Gone or unreadable in between: nothing recorded for it.
         let Ok(bytes) = bytes else { return Ok(None) };
-        let id = self.git.run(&self.repo, &["hash-object", "-w", "--no-filters", "--stdin"], &bytes).await?;
-        let blob = String::from_utf8_lossy(&id).trim().to_owned();
+        let objects = self.repo.git_dir.as_deref().expect("a shadow has its own git dir").join("objects");
+        let blob = match bytes.len() > INLINE_BLOB {
+            true => tokio::task::spawn_blocking(move || write_blob(&objects, &bytes))
+                .await
+                .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?,
+            false => write_blob(&objects, &bytes),
+        }
+        .map_err(ChangeError::Io)?;
         Ok(Some(FileState { blob: Some(blob), mode, big: None }))
     }
 
@@ -399,6 +405,38 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Blobs up to this size are compressed on the calling thread; larger
+/// ones off the runtime's threads.
+const INLINE_BLOB: usize = 256 * 1024;
+
+/// Write `bytes` into `objects` as a loose git blob, as `git hash-object
+/// -w` would, without starting git: a file tool's bracket costs no
+/// process. Its id; a blob already there is not written again.
+fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
+    use std::io::Write as _;
+    let id = blob_id(bytes);
+    let dir = objects.join(&id[..2]);
+    let path = dir.join(&id[2..]);
+    if path.exists() {
+        return Ok(id);
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut zlib =
+        flate2::write::ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), flate2::Compression::fast());
+    zlib.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
+    zlib.write_all(bytes)?;
+    let compressed = zlib.finish()?;
+    // Whole or not at all: written aside, then renamed into place.
+    let tmp = dir.join(format!("tmp_obj_{:016x}", rand::random::<u64>()));
+    let written = std::fs::write(&tmp, &compressed)
+        .and_then(|()| std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o444)))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map(|()| id)
+}
+
 /// The git blob id of `bytes`.
 pub fn blob_id(bytes: &[u8]) -> String {
     use sha1::Digest as _;
@@ -466,6 +504,23 @@ mod tests {
         assert_eq!(d[0].2.as_ref().unwrap().mode, 0o100644);
         assert_eq!(d[1].1.as_ref().unwrap().mode, 0o100755);
         assert!(d[1].2.is_none());
+    }
+
+    #[test]
+    fn a_blob_written_in_process_is_one_git_reads() {
+        let dir = std::env::temp_dir().join(format!("swivald-blob-{:016x}", rand::random::<u64>()));
+        let status = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&dir).status();
+        if !status.is_ok_and(|s| s.success()) {
+            panic!("git is needed for this test");
+        }
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let id = write_blob(&dir.join("objects"), &bytes).unwrap();
+        assert_eq!(write_blob(&dir.join("objects"), &bytes).unwrap(), id, "written once, found again");
+        let out = std::process::Command::new("git").arg("--git-dir").arg(&dir).args(["cat-file", "blob", &id]).output();
+        let out = out.unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.stdout, bytes);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
