@@ -124,6 +124,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Collect the snapshot stores: delete what no stored run's diff or
+    /// undo needs (also done after each prune of old sessions).
+    Gc {
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Response cache statistics, or empty it.
     Cache {
         #[command(subcommand)]
@@ -202,6 +209,7 @@ fn main() -> ExitCode {
             Command::Apply { session, json } => cmd::session::apply(&socket, session, json).await,
             Command::Policy { action } => cmd::policy::run(&socket, action).await,
             Command::Trust { dir, check, json } => cmd::policy::trust(&socket, dir, check, json).await,
+            Command::Gc { json } => cmd::daemon::gc(&socket, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,
             Command::Mcp { action } => cmd::session::mcp(&socket, action).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,

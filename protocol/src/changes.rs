@@ -184,3 +184,25 @@ pub struct RunRevertResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<RevertConflict>,
 }
+
+/// `snapshots/gc` result: what collecting the snapshot stores freed. A
+/// store keeps what the change sets still stored name (so `diff` and
+/// `undo` of every stored run work); a store no stored set names is
+/// removed whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SnapshotGcResult {
+    /// Project stores looked at.
+    pub stores: u64,
+    /// Stores removed whole: no stored change set names them.
+    pub stores_removed: u64,
+    /// Objects deleted from the stores kept.
+    pub objects_removed: u64,
+    /// The stores' disk use before, in bytes.
+    pub bytes_before: u64,
+    /// The stores' disk use after, in bytes.
+    pub bytes_after: u64,
+    /// Project roots left for the next collection: a run was recording a
+    /// call in them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<String>,
+}

@@ -156,6 +156,9 @@ methods! {
 /// Put back what a run (or an undo) changed.
     RunRevert(RUN_REVERT = "run/revert"): RunRevertParams => RunRevertResult,
         "Revert a finished run's file changes; refuses listing each file changed since, unless force; recorded as an undoable change set.";
+/// Collect the snapshot stores.
+    SnapshotsGc(SNAPSHOTS_GC = "snapshots/gc"): NoParams => SnapshotGcResult,
+        "Delete what no stored change set names from the snapshot stores; a store none names is removed.";
 /// One review of an answer (Swival's reviewer mode).
     ReviewRun(REVIEW_RUN = "review/run"): ReviewRunParams => ReviewRunResult,
         "Judge an answer against its task (and criteria) with one model call through a session's pipeline; Swival's review prompt and VERDICT contract.";

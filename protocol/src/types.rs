@@ -67,6 +67,10 @@ pub struct DaemonStatus {
     /// Runs in flight right now.
     #[serde(default)]
     pub runs_in_flight: u64,
+    /// The snapshot stores' disk use now, in bytes (absent with snapshots
+    /// off); `snapshots/gc` collects them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_bytes: Option<u64>,
 }
 
 /// How the daemon got its listening socket.

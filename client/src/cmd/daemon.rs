@@ -37,8 +37,44 @@ pub async fn status(socket: &Path, json: bool) -> Result<ExitCode, ClientError> 
             "swivald {} running: pid {}, up {:.1}s, {} connection(s), socket {} ({:?})",
             s.version, s.pid, s.uptime_s, s.connections, s.socket, s.activation
         );
+        if let Some(bytes) = s.snapshot_bytes {
+            println!("snapshot stores: {} on disk (swivalctl gc collects them)", size(bytes));
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl gc`.
+pub async fn gc(socket: &Path, json: bool) -> Result<ExitCode, ClientError> {
+    use swival_protocol::methods::typed::SnapshotsGc;
+    let client = connect(socket).await?;
+    let r = client.request::<SnapshotsGc>(&swival_protocol::methods::NoParams).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r).expect("a result serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "snapshot stores: {} → {} ({} objects and {} of {} stores removed)",
+        size(r.bytes_before),
+        size(r.bytes_after),
+        r.objects_removed,
+        r.stores_removed,
+        r.stores
+    );
+    for root in &r.busy {
+        println!("  {}: a run was recording there; left for the next collection", super::clean::text(root));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A byte count for people.
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
 }
 
 /// `swivalctl daemon ...`.

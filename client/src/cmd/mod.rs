@@ -6,6 +6,7 @@ pub mod changes;
 pub mod clean;
 pub mod daemon;
 mod flags;
+mod follow;
 mod listing;
 mod overlay;
 pub mod policy;

@@ -9,9 +9,9 @@
 //! unless forced.
 
 use super::shadow::{Delta, Shadow, Snap};
-use super::ChangeError;
+use super::{gc, ChangeError};
 use crate::store::{ChangeSetRow, FileRecord, FileState, Store};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use swival_protocol::{ChangeSetKind, ChangeSource, SessionId};
@@ -26,6 +26,9 @@ pub struct Project {
     /// Held through a command's bracket when commands of the project's
     /// sessions run one at a time (`snapshot_exact_commands`).
     commands: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// The sets of runs recording here, not stored yet: a collection keeps
+    /// what they name.
+    recording: Mutex<Vec<std::sync::Weak<RunLog>>>,
 }
 
 /// A project's state.
@@ -67,7 +70,8 @@ impl Project {
     pub fn new(git: super::Git, dir: PathBuf, root: PathBuf, scope: String, max_file: u64, exact: bool) -> Project {
         let state = State { shadow: None, clock: 0, open: BTreeMap::new(), closed: Vec::new() };
         let commands = exact.then(Arc::default);
-        Project { state: tokio::sync::Mutex::new(state), open: (git, dir, root, scope, max_file), commands }
+        let (open, recording) = ((git, dir, root, scope, max_file), Mutex::default());
+        Project { state: tokio::sync::Mutex::new(state), open, commands, recording }
     }
 
     /// The project's root.
@@ -80,6 +84,50 @@ impl Project {
         let mut guard = self.state.lock().await;
         opened(&mut guard, &self.open).await?;
         Ok(Locked { guard })
+    }
+}
+
+impl Project {
+    /// Collect the project's store, keeping the blobs in `keep` (what its
+    /// stored sets name), those the sets of runs still recording name and
+    /// those its index holds; removed whole when nothing is kept and no run
+    /// records here. Under the project's lock, and only with no call being
+    /// recorded: an open bracket's snapshot must stay readable.
+    pub async fn collect(&self, keep: HashSet<String>) -> Result<gc::Collected, ChangeError> {
+        let mut state = self.state.lock().await;
+        if !state.open.is_empty() {
+            return Ok(gc::Collected::Busy);
+        }
+        // With no bracket open, no closed one can overlap one.
+        state.closed.clear();
+        let dir = self.open.1.clone();
+        let mut keep = keep;
+        let live = {
+            let mut recording = self.recording.lock().expect("recording lock");
+            recording.retain(|log| log.strong_count() > 0);
+            for log in recording.iter().filter_map(std::sync::Weak::upgrade) {
+                let folded = log.folded.lock().expect("run log lock");
+                let states = folded.0.values().flat_map(|r| [&r.before, &r.after]).flatten();
+                keep.extend(states.filter_map(|s| s.blob.clone()));
+            }
+            !recording.is_empty()
+        };
+        if keep.is_empty() && !live {
+            state.shadow = None;
+            return match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(ChangeError::Io(e)),
+                _ => Ok(gc::Collected::Removed),
+            };
+        }
+        let shadow = opened(&mut state, &self.open).await?;
+        keep.extend(shadow.indexed_blobs().await?);
+        // The last snapshot's tree goes too: the next one writes its own.
+        shadow.forget_last();
+        let removed = tokio::task::spawn_blocking(move || gc::prune_objects(&dir.join("objects"), &keep))
+            .await
+            .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?
+            .map_err(ChangeError::Io)?;
+        Ok(gc::Collected::Kept(removed))
     }
 }
 
@@ -145,7 +193,12 @@ impl Recorder {
     /// A recorder for run `run_id` in `project`.
     pub(super) fn new(project: Arc<Project>, store: Arc<Store>, run_id: &str, session_id: &SessionId) -> Recorder {
         let log = RunLog { run_id: run_id.to_owned(), session_id: session_id.clone(), folded: Mutex::default() };
-        Recorder { project, store, log: Arc::new(log), broken: Mutex::new(None) }
+        let log = Arc::new(log);
+        let mut recording = project.recording.lock().expect("recording lock");
+        recording.retain(|log| log.strong_count() > 0);
+        recording.push(Arc::downgrade(&log));
+        drop(recording);
+        Recorder { project, store, log, broken: Mutex::new(None) }
     }
 
     /// The project's root (paths in the set are relative to it).

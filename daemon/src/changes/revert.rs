@@ -67,25 +67,7 @@ impl Changes {
         let ids: Vec<String> = todo.iter().filter_map(|f| f.before.as_ref()?.blob.clone()).collect();
         let (git, repo) = locked.shadow().git();
         let contents = shadow::blobs(git, repo, &ids).await?;
-        // Removals first, the deepest first, then writes: a link that
-        // took a directory's place goes before the directory's files come
-        // back, and a directory's files before the link it replaced.
-        todo.sort_by(|a, b| match (a.before.is_none(), b.before.is_none()) {
-            (true, true) => b.path.cmp(&a.path),
-            (x, y) => y.cmp(&x).then_with(|| a.path.cmp(&b.path)),
-        });
-        let mut written = Vec::with_capacity(todo.len());
-        for file in todo {
-            match write_back(&root, file, &contents) {
-                Ok(()) => {
-                    out.reverted.push(file.path.clone());
-                    written.push(file);
-                }
-                Err(e) => out.failed.push(RevertConflict { path: file.path.clone(), cause: e.to_string(), by: None }),
-            }
-        }
-        out.reverted.sort();
-        let todo = written;
+        let todo = write_all(&root, todo, &contents, &mut out);
         out.applied = true;
         if !todo.is_empty() {
             let id = format!("u_{:016x}", rand::random::<u64>());
@@ -116,6 +98,35 @@ impl Changes {
         }
         Ok(out)
     }
+}
+
+/// Write `todo` back, each file's failure in `out.failed` and the rest
+/// put back; the files written. Removals first, the deepest first, then
+/// writes: a link that took a directory's place goes before the
+/// directory's files come back, and a directory's files before the link
+/// it replaced.
+fn write_all<'a>(
+    root: &Beneath,
+    mut todo: Vec<&'a FileRecord>,
+    contents: &std::collections::HashMap<String, Vec<u8>>,
+    out: &mut Reverted,
+) -> Vec<&'a FileRecord> {
+    todo.sort_by(|a, b| match (a.before.is_none(), b.before.is_none()) {
+        (true, true) => b.path.cmp(&a.path),
+        (x, y) => y.cmp(&x).then_with(|| a.path.cmp(&b.path)),
+    });
+    let mut written = Vec::with_capacity(todo.len());
+    for file in todo {
+        match write_back(root, file, contents) {
+            Ok(()) => {
+                out.reverted.push(file.path.clone());
+                written.push(file);
+            }
+            Err(e) => out.failed.push(RevertConflict { path: file.path.clone(), cause: e.to_string(), by: None }),
+        }
+    }
+    out.reverted.sort();
+    written
 }
 
 /// Whether a side is a file over the size limit.

@@ -1,7 +1,8 @@
 //! `initialize`, `daemon/status`, `daemon/shutdown`, and the daemon-wide
-//! services' own methods: `mcp/status`, `cache/stats`, `cache/clear`.
+//! services' own methods: `mcp/status`, `cache/stats`, `cache/clear`,
+//! `snapshots/gc`.
 
-use super::{app_error, method, DaemonContext};
+use super::{app_error, async_method, method, DaemonContext};
 use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
@@ -13,7 +14,18 @@ use swival_protocol::{
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     method::<m::Initialize>(module, initialize)?;
-    method::<m::DaemonStatusMethod>(module, |_, ctx| Ok(status(ctx)))?;
+    async_method::<m::DaemonStatusMethod, _>(module, |_, ctx| async move { Ok(status(&ctx).await) })?;
+    async_method::<m::SnapshotsGc, _>(module, |_, ctx| async move {
+        match &ctx.services.changes {
+            Some(changes) => changes.collect().await.map_err(|e| {
+                ErrorObjectOwned::owned(-32603, format!("collecting the snapshot stores failed: {e}"), None::<()>)
+            }),
+            None => Err(app_error(
+                ErrorCode::NoSnapshot,
+                "snapshots are off (snapshots = false in swivald.toml): there is no snapshot store to collect",
+            )),
+        }
+    })?;
     method::<m::DaemonShutdown>(module, |_, ctx| {
         tracing::info!("shutdown requested over RPC");
         // This reply still reaches the caller on every framing: connections
@@ -57,7 +69,11 @@ fn initialize(params: InitializeParams, ctx: &DaemonContext) -> Result<Initializ
     })
 }
 
-fn status(ctx: &DaemonContext) -> DaemonStatus {
+async fn status(ctx: &DaemonContext) -> DaemonStatus {
+    let snapshot_bytes = match &ctx.services.changes {
+        Some(changes) => Some(changes.disk_use().await),
+        None => None,
+    };
     DaemonStatus {
         pid: std::process::id(),
         version: crate::VERSION.into(),
@@ -67,5 +83,6 @@ fn status(ctx: &DaemonContext) -> DaemonStatus {
         activation: ctx.activation,
         live_sessions: ctx.sessions.live_sessions() as u64,
         runs_in_flight: ctx.sessions.runs_in_flight() as u64,
+        snapshot_bytes,
     }
 }

@@ -214,7 +214,8 @@ impl Sessions {
     }
 
     /// `session/prune`: delete the sessions unused for `older_than` (see
-    /// [`Sessions::prune`]), then remove the worktrees no session owns.
+    /// [`Sessions::prune`]), then remove the worktrees no session owns and
+    /// collect the snapshot stores.
     pub async fn prune_all(
         self: &Arc<Self>,
         older_than: std::time::Duration,
@@ -224,6 +225,20 @@ impl Sessions {
             .await
             .map_err(|e| SessionError::Internal(format!("pruning sessions failed: {e}")))??;
         let (worktrees_removed, branches_kept) = self.prune_worktrees().await?;
+        // What only the deleted sessions' runs named leaves the snapshot
+        // stores; a failure here loses nothing and is said in the log.
+        if let Some(changes) = &self.shared.changes {
+            match changes.collect().await {
+                Ok(c) => tracing::info!(
+                    "snapshot stores collected: {} objects and {} stores removed, {} → {} bytes",
+                    c.objects_removed,
+                    c.stores_removed,
+                    c.bytes_before,
+                    c.bytes_after
+                ),
+                Err(e) => tracing::warn!("collecting the snapshot stores failed: {e}"),
+            }
+        }
         Ok(SessionPruneResult { removed, worktrees_removed, branches_kept })
     }
 

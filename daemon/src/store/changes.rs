@@ -114,6 +114,25 @@ impl Store {
         Ok(rows.into_iter().map(row).collect())
     }
 
+    /// Every blob the stored sets of project `root` name: what its
+    /// snapshot store must keep.
+    pub fn blobs_of(&self, root: &str) -> Result<std::collections::HashSet<String>, StoreError> {
+        let files: Vec<String> = self.with(|c| {
+            let mut st = c.prepare_cached("SELECT files FROM change_sets WHERE root = ?1")?;
+            let rows = st.query_map(params![root], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        // A set that does not read keeps nothing from being collected: it
+        // is an error, not an empty set.
+        let mut blobs = std::collections::HashSet::new();
+        for f in &files {
+            let records: Vec<FileRecord> = self.decode(f)?;
+            let states = records.into_iter().flat_map(|r| [r.before, r.after]).flatten();
+            blobs.extend(states.filter_map(|s| s.blob));
+        }
+        Ok(blobs)
+    }
+
     /// Store a new set; with `reverts`, mark that set reverted by it.
     pub async fn put_change_set(&self, set: ChangeSetRow) -> Result<(), StoreError> {
         let files = serde_json::to_string(&set.files).expect("records serialize");

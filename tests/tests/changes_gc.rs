@@ -1,0 +1,110 @@
+//! The snapshot stores are collected (`snapshots/gc`, `swivalctl gc`, and
+//! after each prune of old sessions): what no stored run names goes, the
+//! stores shrink, and `diff` and `undo` of every stored run still work.
+
+use serde_json::{json, Value};
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::TestEnv;
+
+/// Letters and digits compression barely shrinks, `n` of them, different
+/// for each `seed`.
+fn noise(seed: u64, n: usize) -> String {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(ALNUM[((x >> 33) % 62) as usize])
+        })
+        .collect()
+}
+
+/// Calls with owned ids as [`Step::tool_calls`] takes them.
+fn borrowed<'a>(calls: &'a [(String, &'static str, Value)]) -> Vec<(&'a str, &'static str, Value)> {
+    calls.iter().map(|(id, name, args)| (id.as_str(), *name, args.clone())).collect()
+}
+
+fn snapshot_bytes(c: &mut swival_tests::NdConn) -> u64 {
+    c.ok("daemon/status", json!({}))["snapshot_bytes"].as_u64().expect("snapshot_bytes with snapshots on")
+}
+
+#[test]
+fn gc_shrinks_the_store_and_diff_and_undo_of_stored_runs_still_work_and_a_prune_removes_it() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("keep.txt"), "kept\n").unwrap();
+    // One run writes four scratch files and deletes them, then writes the
+    // file it keeps: the scratch contents are no part of its change.
+    let writes = (0..4).map(|i| {
+        (format!("w{i}"), "write_file", json!({"file_path": format!("b{i}.txt"), "content": noise(i, 300_000)}))
+    });
+    let deletes = (0..4).map(|i| (format!("d{i}"), "delete_file", json!({"file_path": format!("b{i}.txt")})));
+    let writes: Vec<_> = writes.collect();
+    let mut deletes: Vec<_> = deletes.collect();
+    deletes.push(("w".to_owned(), "write_file", json!({"file_path": "big.txt", "content": noise(4, 300_000)})));
+    let mut script = vec![Step::tool_calls(borrowed(&writes)), Step::tool_calls(borrowed(&deletes))];
+    script.push(Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", "echo made > cmd.txt"]})));
+    script.push(Step::text("written"));
+    let mock = MockProvider::start(script);
+    let mut c = daemon.nd();
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "allowed_commands": ["sh"]});
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let run = c.ok(
+        "run/start",
+        json!({"session_id": sid, "task": "write b0.txt b1.txt b2.txt b3.txt, delete them, write big.txt"}),
+    )["run_id"]
+        .clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+    let diff_before = c.ok("run/changes", json!({"run_id": run}));
+    let written = std::fs::read_to_string(p.join("big.txt")).unwrap();
+    assert_eq!(written, noise(4, 300_000));
+
+    let before = snapshot_bytes(&mut c);
+    let out = env.swivalctl(&daemon, &p).args(["gc", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gc["stores"], 1, "{gc:#}");
+    assert!(gc["objects_removed"].as_u64().unwrap() >= 4, "four contents and the trees: {gc:#}");
+    let after = snapshot_bytes(&mut c);
+    assert!(after + 4 * 150_000 < before, "the store shrank by the four contents: {before} → {after}");
+    assert_eq!(gc["bytes_after"].as_u64().unwrap(), after, "{gc:#}");
+
+    // The stored run's diff is whole and its undo exact.
+    assert_eq!(c.ok("run/changes", json!({"run_id": run})), diff_before);
+    let undo = c.ok("run/revert", json!({"run_id": run}));
+    assert_eq!(undo["applied"], true, "{undo:#}");
+    assert!(!p.join("big.txt").exists() && !p.join("cmd.txt").exists());
+    // And the undo's own redo, after another collection.
+    let gc = c.ok("snapshots/gc", json!({}));
+    assert_eq!(gc["stores_removed"], 0, "{gc:#}");
+    let redo = c.ok("run/revert", json!({"run_id": undo["revert_id"]}));
+    assert_eq!(redo["applied"], true, "{redo:#}");
+    assert_eq!(std::fs::read_to_string(p.join("big.txt")).unwrap(), written);
+    // A new run after a collection is recorded as before.
+    mock.push(Step::tool_call("x", "write_file", json!({"file_path": "next.txt", "content": "next\n"})));
+    mock.push(Step::text("next"));
+    let next = c.ok("run/start", json!({"session_id": sid, "task": "write next.txt"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": next}))["outcome"], "success");
+    let files = c.ok("run/changes", json!({"run_id": next}))["files"].clone();
+    assert_eq!(files.as_array().unwrap().len(), 1, "{files:#}");
+
+    // Pruning every session leaves no set naming the store: it goes.
+    c.ok("session/close", json!({"session_id": sid}));
+    let pruned = c.ok("session/prune", json!({"older_than_s": 0}));
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 1, "{pruned:#}");
+    let left = snapshot_bytes(&mut c);
+    assert!(left < 64 * 1024, "the store was removed whole: {left} bytes left");
+}
+
+#[test]
+fn gc_with_snapshots_off_says_so() {
+    let env = TestEnv::new();
+    env.daemon_settings("snapshots = false\n");
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    assert!(c.ok("daemon/status", json!({})).get("snapshot_bytes").is_none());
+    let r = c.call("snapshots/gc", json!({}));
+    let message = r["error"]["message"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert!(message.contains("snapshots = false"), "{message}");
+}
