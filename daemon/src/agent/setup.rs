@@ -282,7 +282,10 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
         .collect::<Vec<_>>();
     state.conversation.push(Message::assistant_turn(None, calls.clone()))?;
     for (call, name) in calls.iter().zip(&names) {
-        let text = state.tools.skills.activate(name);
+        let (text, succeeded) = match state.tools.skills.activate(name) {
+            Ok(text) => (text, true),
+            Err(e) => (crate::tools::ToolError::refused(e.to_string()).render(), false),
+        };
         let kind = crate::tools::registry::call_kind(&call.name, &call.arguments);
         let start = EventKind::ToolCall {
             turn: 0,
@@ -296,7 +299,7 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
             turn: 0,
             id: call.id.clone(),
             name: call.name.clone(),
-            succeeded: !text.starts_with("error:"),
+            succeeded,
             duration_s: 0.0,
             content: text.chars().take(4096).collect(),
             result_length: Some(text.len() as u64),

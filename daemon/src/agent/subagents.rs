@@ -7,6 +7,7 @@
 //! subagents: their ids (`sub_1`…), the runs they are, at most four
 //! running at once; it cancels those still running when the run ends.
 
+use crate::tools::ToolError;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -105,23 +106,28 @@ impl<'a> Subagents<'a> {
     }
 
     /// `spawn_subagent`.
-    pub async fn spawn(&mut self, args: &Value, parent_system: Option<&str>, cancel: &CancellationToken) -> String {
+    pub async fn spawn(
+        &mut self,
+        args: &Value,
+        parent_system: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
         let Some(task) = args.get("task").and_then(Value::as_str) else {
-            return "error: spawn_subagent needs a 'task' string".to_owned();
+            return Err(ToolError::refused("spawn_subagent needs a 'task' string"));
         };
         let max_turns = args.get("max_turns").and_then(Value::as_u64).unwrap_or(30).max(1);
         let hint = args.get("system_hint").and_then(Value::as_str);
         if self.running() >= MAX_CONCURRENT {
             tokio::select! {
                 _ = tokio::time::sleep(WAIT_FOR_SLOT) => {}
-                _ = cancel.cancelled() => return "error: subagent spawn cancelled while waiting for capacity".to_owned(),
+                _ = cancel.cancelled() => return Err(ToolError::refused("subagent spawn cancelled while waiting for capacity")),
                 _ = self.any_ends() => {}
             }
             if self.running() >= MAX_CONCURRENT {
-                return format!(
-                    "error: all {MAX_CONCURRENT} background agents are still running after waiting {}s. Try spawning another subagent later.",
+                return Err(ToolError::refused(format!(
+                    "all {MAX_CONCURRENT} background agents are still running after waiting {}s. Try spawning another subagent later.",
                     WAIT_FOR_SLOT.as_secs()
-                );
+                )));
             }
         }
         let id = format!("sub_{}", self.handles.len() + 1);
@@ -129,17 +135,17 @@ impl<'a> Subagents<'a> {
         match self.host.start(child).await {
             Ok((_, run)) => {
                 self.handles.push(Handle { id: id.clone(), run, result: None });
-                format!("Background agent {id} is ready.")
+                Ok(format!("Background agent {id} is ready."))
             }
-            Err(why) => format!("error: {why}"),
+            Err(why) => Err(ToolError::refused(why)),
         }
     }
 
     /// `check_subagents`.
-    pub async fn check(&mut self, args: &Value, cancel: &CancellationToken) -> String {
+    pub async fn check(&mut self, args: &Value, cancel: &CancellationToken) -> Result<String, ToolError> {
         let id = args.get("subagent_id").and_then(Value::as_str).unwrap_or_default();
         match args.get("action").and_then(Value::as_str).unwrap_or("poll") {
-            "poll" => self.poll(),
+            "poll" => Ok(self.poll()),
             "collect" => {
                 let timeout = args.get("timeout").and_then(Value::as_f64).unwrap_or(COLLECT_TIMEOUT_S);
                 self.collect(id, timeout, cancel).await
@@ -147,11 +153,11 @@ impl<'a> Subagents<'a> {
             "cancel" => match self.handles.iter().find(|h| h.id == id) {
                 Some(h) => {
                     self.host.cancel(&h.run);
-                    format!("Cancellation signal sent to {id}.")
+                    Ok(format!("Cancellation signal sent to {id}."))
                 }
-                None => format!("error: unknown subagent {id:?}"),
+                None => Err(ToolError::refused(format!("unknown subagent {id:?}"))),
             },
-            other => format!("error: unknown action {other:?}; use poll, collect or cancel"),
+            other => Err(ToolError::refused(format!("unknown action {other:?}; use poll, collect or cancel"))),
         }
     }
 
@@ -205,7 +211,7 @@ impl<'a> Subagents<'a> {
                         }
                         line.push_str(&format!("\n  Result: {preview}"));
                     }
-                    ("failed", _, Some(e)) => line.push_str(&format!("\n  Error: {e}")),
+                    ("failed", _, Some(e)) => line.push_str(&format!("\n  Error: {}", ToolError::refused(e).render())),
                     _ => {}
                 }
                 line
@@ -215,9 +221,9 @@ impl<'a> Subagents<'a> {
     }
 
     /// Swival's `collect`: wait (at most `timeout` seconds) for one.
-    async fn collect(&mut self, id: &str, timeout: f64, cancel: &CancellationToken) -> String {
+    async fn collect(&mut self, id: &str, timeout: f64, cancel: &CancellationToken) -> Result<String, ToolError> {
         let Some(i) = self.handles.iter().position(|h| h.id == id) else {
-            return format!("error: unknown subagent {id:?}");
+            return Err(ToolError::refused(format!("unknown subagent {id:?}")));
         };
         if self.handles[i].result.is_none() {
             let limit = Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
@@ -229,14 +235,18 @@ impl<'a> Subagents<'a> {
             };
         }
         let Some(result) = &self.handles[i].result else {
-            return format!("error: subagent {id} still running after {timeout}s timeout");
+            return Err(ToolError::refused(format!("subagent {id} still running after {timeout}s timeout")));
         };
         match (status(Some(result)), result.outcome) {
-            ((_, _, Some(e)), _) => e,
-            ((_, None, _), Outcome::Cancelled | Outcome::Interrupted) => format!("error: subagent {id} was cancelled"),
-            ((_, None, _), Outcome::Exhausted) => format!("error: subagent {id} exhausted max turns without an answer"),
-            ((_, Some(answer), _), _) => answer,
-            ((_, None, _), _) => "(no result)".to_owned(),
+            ((_, _, Some(e)), _) => Err(ToolError::refused(e)),
+            ((_, None, _), Outcome::Cancelled | Outcome::Interrupted) => {
+                Err(ToolError::refused(format!("subagent {id} was cancelled")))
+            }
+            ((_, None, _), Outcome::Exhausted) => {
+                Err(ToolError::refused(format!("subagent {id} exhausted max turns without an answer")))
+            }
+            ((_, Some(answer), _), _) => Ok(answer),
+            ((_, None, _), _) => Ok("(no result)".to_owned()),
         }
     }
 }
@@ -249,7 +259,7 @@ fn status(result: Option<&RunResult>) -> (&'static str, Option<String>, Option<S
         Outcome::Cancelled | Outcome::Interrupted => ("cancelled", r.answer.clone(), None),
         _ => {
             let why = r.error.clone().unwrap_or_else(|| "no error was given".to_owned());
-            ("failed", None, Some(format!("error: subagent crashed: {why}")))
+            ("failed", None, Some(format!("subagent crashed: {why}")))
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::toolcall::ToolOutcome;
 use crate::tools::registry::{self, Runner, Tool as _};
-use crate::tools::{builtin, repair, CallInput};
+use crate::tools::{builtin, repair, CallInput, ToolError};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -428,12 +428,11 @@ impl Run<'_> {
             Err(e) => return e.into(),
         };
         let Some(name) = args.get("name").and_then(Value::as_str) else {
-            return ToolOutcome::failed("error: use_skill needs a 'name' string".into());
+            return ToolError::refused("use_skill needs a 'name' string").into();
         };
-        let text = self.tools.skills.activate(name);
-        match text.starts_with("error:") {
-            true => ToolOutcome::failed(text),
-            false => ToolOutcome::ok(text),
+        match self.tools.skills.activate(name) {
+            Ok(text) => ToolOutcome::ok(text),
+            Err(e) => ToolError::refused(e.to_string()).into(),
         }
     }
 
@@ -445,14 +444,14 @@ impl Run<'_> {
         };
         let first = self.conversation.messages().first();
         let parent = first.filter(|m| m.role == crate::message::Role::System).map(|m| m.text().to_owned());
-        let Some(subagents) = self.subagents.as_mut() else { return ToolOutcome::failed("error: no subagents".into()) };
-        let text = match call.name.as_str() {
+        let Some(subagents) = self.subagents.as_mut() else { return ToolError::refused("no subagents").into() };
+        let result = match call.name.as_str() {
             subagents::SPAWN => subagents.spawn(&args, parent.as_deref(), self.ctx.cancel).await,
             _ => subagents.check(&args, self.ctx.cancel).await,
         };
-        match text.starts_with("error:") {
-            true => ToolOutcome::failed(text),
-            false => ToolOutcome::ok(text),
+        match result {
+            Ok(text) => ToolOutcome::ok(text),
+            Err(e) => e.into(),
         }
     }
 

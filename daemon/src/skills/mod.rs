@@ -10,6 +10,26 @@
 
 mod discover;
 
+/// Why a skill could not be activated, in Swival's words (the model reads
+/// them after `error: `).
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    /// No skill of that name (its name as Python would print it).
+    #[error("unknown skill: {0}")]
+    Unknown(String),
+    /// Its SKILL.md could not be read.
+    #[error("failed to read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// Its SKILL.md does not parse.
+    #[error("failed to parse SKILL.md: {0}")]
+    Parse(String),
+}
+
 use crate::beneath::{self, Beneath, Kind};
 pub use discover::{discover, global_dirs, Discovery, Sources, PROJECT_DIRS};
 use serde_json::{json, Value};
@@ -149,10 +169,10 @@ impl Catalog {
     }
 
     /// `use_skill`: the skill's instructions in Swival's activation text
-    /// (`activate_skill`), or an `error: ` text.
-    pub fn activate(&self, name: &str) -> String {
+    /// (`activate_skill`), or why not.
+    pub fn activate(&self, name: &str) -> Result<String, SkillError> {
         let Some(skill) = self.skills.get(name) else {
-            return format!("error: unknown skill: {}", py_repr(name));
+            return Err(SkillError::Unknown(py_repr(name)));
         };
         let skill_md = skill.path.join(SKILL_FILE);
         let read = skill
@@ -163,12 +183,9 @@ impl Catalog {
             .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
         {
             Ok(t) => t,
-            Err(e) => return format!("error: failed to read {}: {e}", skill_md.display()),
+            Err(source) => return Err(SkillError::Read { path: skill_md, source }),
         };
-        let parsed = match rules::parse_frontmatter(&text) {
-            Ok(p) => p,
-            Err(e) => return format!("error: failed to parse SKILL.md: {e}"),
-        };
+        let parsed = rules::parse_frontmatter(&text).map_err(|e| SkillError::Parse(e.to_string()))?;
         let mut body = rules::strip_markdown_comments(&parsed.body);
         let truncated = body.chars().count() > MAX_SKILL_BODY_CHARS;
         if truncated {
@@ -194,7 +211,7 @@ impl Catalog {
                 "To read these files, use read_file with the absolute paths shown above.".into(),
             ]);
         }
-        parts.join("\n")
+        Ok(parts.join("\n"))
     }
 
     /// The skills a `$name` in `text` mentions, in order, each once

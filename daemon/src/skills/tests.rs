@@ -87,15 +87,15 @@ fn activation_is_swivals_text_with_the_supporting_files() {
     fs::write(dir.join("ref.md"), "r").unwrap();
     fs::write(dir.join(".hidden"), "h").unwrap();
     let found = find(&base, &[]);
-    let text = found.catalog.activate("pdf");
+    let text = found.catalog.activate("pdf").unwrap();
     let want = format!(
         "[Skill: pdf activated]\n\n<skill-instructions>\nUse the script.\n</skill-instructions>\n\nSkill directory: {0}\n\nSupporting files in this skill directory:\n  {0}/ref.md\n  {0}/scripts/run.py\n\nTo read these files, use read_file with the absolute paths shown above.",
         dir.display()
     );
     assert_eq!(text, want);
-    assert_eq!(found.catalog.activate("nope"), "error: unknown skill: 'nope'");
+    assert_eq!(found.catalog.activate("nope").unwrap_err().to_string(), "unknown skill: 'nope'");
     let long = skill(&base.join(".swival/skills"), "long", "L", &"x".repeat(MAX_SKILL_BODY_CHARS + 5));
-    let text = find(&base, &[]).catalog.activate("long");
+    let text = find(&base, &[]).catalog.activate("long").unwrap();
     assert!(
         text.contains("\n\n[truncated at 20000 characters]\n</skill-instructions>"),
         "{}",

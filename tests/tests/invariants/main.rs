@@ -21,7 +21,8 @@
 //! to the daemon in typed values.
 //!
 //! In every crate of the workspace: no source file over 600 lines, no
-//! function over 80 lines.
+//! function over 80 lines. In the daemon, outside tests: no result read by
+//! its `error:` prefix (`prefix.rs`); only `tools/error.rs` writes it.
 //!
 //! Code that broke a rule before this test existed is listed in [`KNOWN`]
 //! with what it is; the test fails on any violation not listed *and* on a
@@ -30,6 +31,7 @@
 //! [`ALLOWED`] holds the few deliberate exceptions, each with its reason.
 
 mod budget;
+mod prefix;
 mod reads;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -66,6 +68,9 @@ enum Rule {
     LongFile,
     /// A function over [`MAX_FN_LINES`].
     LongFn,
+    /// A tool's result classified by its `error:` prefix outside tests: a
+    /// result is a typed success or `ToolError`.
+    ErrorPrefix,
 }
 
 impl Rule {
@@ -82,6 +87,7 @@ impl Rule {
             Rule::JsonInClient => "the client builds no JSON by hand: use a protocol type or a struct deriving Serialize (in tests, a typed value or serde_json::from_str of JSON text)",
             Rule::LongFile => "split the file by responsibility (600 lines at most)",
             Rule::LongFn => "split the function (80 lines at most)",
+            Rule::ErrorPrefix => "a tool result is a typed success or a ToolError (rendered to `error: …` in tools/error.rs only): return Result<_, ToolError> and match on it",
         }
     }
 }
@@ -456,6 +462,7 @@ fn violations() -> Vec<Violation> {
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"));
         if rel.starts_with("daemon/src/") {
             text_rules(&rel, &text, &mut out);
+            prefix::error_prefix_rule(&rel, &text, &mut out);
             reads::model_read_rule(&rel, &text, &mut out);
             daemon.push((rel.clone(), text.clone()));
         }

@@ -103,7 +103,8 @@ pub fn soak(total: Option<usize>) {
     }
     let rate = (total - FIRST) as f64 / t.elapsed().as_secs_f64();
     let all = Sample::take(&daemon, &mut nd);
-    let run = SoakRun { total, rate, load, seconds: started.elapsed().as_secs_f64(), trend };
+    let read = read_old_sessions(&daemon, &mut nd, READ_OLD);
+    let run = SoakRun { total, rate, load, seconds: started.elapsed().as_secs_f64(), trend, read };
     let md = report(&run, [&idle, &first, &all]);
     let old = std::fs::read_to_string(BENCHMARKS).unwrap_or_default();
     let kept = old.find(SOAK_HEADING).map_or(old.as_str(), |at| &old[..at]).trim_end();
@@ -119,6 +120,35 @@ pub fn soak(total: Option<usize>) {
     print!("{md}");
 }
 
+/// Old closed sessions read with `session/get` at the end.
+const READ_OLD: usize = 500;
+
+/// `session/get` of the `n` oldest sessions, each twice: RSS in KiB
+/// before and after (reading must pin nothing).
+fn read_old_sessions(daemon: &Daemon, nd: &mut NdConn, n: usize) -> (u64, u64) {
+    let listed = nd.ok("session/list", json!({}));
+    let mut ids: Vec<(String, String)> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| (s["created_at"].as_str().unwrap_or("").to_owned(), s["session_id"].as_str().unwrap().to_owned()))
+        .collect();
+    ids.sort();
+    ids.truncate(n);
+    // Once first, so what a first read allocates for good (statement
+    // caches, buffers) is not counted as pinned.
+    for (_, id) in ids.iter().take(10) {
+        nd.ok("session/get", json!({"session_id": id}));
+    }
+    let before = rss_kib(daemon.pid());
+    for _ in 0..2 {
+        for (_, id) in &ids {
+            nd.ok("session/get", json!({"session_id": id}));
+        }
+    }
+    (before, rss_kib(daemon.pid()))
+}
+
 /// What one soak did, besides its samples.
 struct SoakRun {
     /// Sessions in all.
@@ -131,12 +161,14 @@ struct SoakRun {
     seconds: f64,
     /// RSS in MiB after every 1,000 sessions.
     trend: Vec<String>,
+    /// RSS in KiB before and after reading old sessions.
+    read: (u64, u64),
 }
 
 /// The BENCHMARKS.md section for a soak with samples idle, after the first
 /// sessions and after all.
 fn report(run: &SoakRun, [idle, first, all]: [&Sample; 3]) -> String {
-    let SoakRun { total, rate, load, seconds, trend } = run;
+    let SoakRun { total, rate, load, seconds, trend, read } = run;
     let (total, rate) = (*total, *rate);
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     let growth_mb = (all.rss as f64 - first.rss as f64) * 1024.0 / 1e6;
@@ -169,7 +201,24 @@ fn report(run: &SoakRun, [idle, first, all]: [&Sample; 3]) -> String {
     );
     row(&mut md, "runs in flight (`daemon/status` `runs_in_flight`)", &|s| s.status["runs_in_flight"].to_string(), "0");
     md.push_str(&format!("\nRSS in MiB after every 1,000 sessions: {}.\n\n", trend.join(", ")));
+    let per_session = (all.rss as f64 - first.rss as f64) / (total - FIRST) as f64;
+    let read_growth = read.1 as f64 - read.0 as f64;
+    md.push_str(&format!(
+        "Memory per closed session (RSS growth from {FIRST} to {} sessions over the sessions between): {per_session:.2} \
+         KiB (target: at most 2 KiB). `session/get` of the {READ_OLD} oldest closed sessions, twice each: RSS {} → {} \
+         ({:+.0} KiB; target: nothing pinned, under 512 KiB of allocator noise).\n\n",
+        thousands(total),
+        mib(read.0),
+        mib(read.1),
+        read_growth
+    ));
     let mut misses = Vec::new();
+    if per_session > 2.0 {
+        misses.push(format!("{per_session:.2} KiB per closed session (target: 2 KiB)"));
+    }
+    if read_growth > 512.0 {
+        misses.push(format!("reading {READ_OLD} old sessions grew RSS by {read_growth:.0} KiB"));
+    }
     if growth_mb > 5.0 {
         misses.push(format!(
             "RSS grew by {growth_mb:.1} MB between {FIRST} and {} sessions (target: 5 MB)",
