@@ -30,10 +30,16 @@ pub fn snapshots(repo: Option<PathBuf>) {
     write_runs();
 }
 
-/// A run of six `write_file` calls on a small project, with snapshots off
-/// and on, interleaved: what recording costs a run end to end.
+/// Runs of six writes measured per daemon, after one that opens the store.
+const WRITE_RUNS: usize = 20;
+
+/// Runs of six `write_file` calls on a small project, with snapshots off
+/// and on, interleaved (a fresh daemon each round): the wall time of a run
+/// and the daemon's CPU per turn, its children's (git) included, after a
+/// first run that opened the store; what recording costs a file tool call.
 fn write_runs() {
-    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    let mut wall: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    let mut cpu: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
     for round in 0..ROUNDS * 2 {
         let on = round % 2 == 1;
         let env = TestEnv::new();
@@ -43,27 +49,46 @@ fn write_runs() {
         for i in 0..50 {
             std::fs::write(project.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
         }
-        let mut steps: Vec<Step> = (0..6)
-            .map(|i| {
-                Step::tool_call(
-                    &format!("w{i}"),
-                    "write_file",
-                    json!({"file_path": format!("new{i}.txt"), "content": "x\n"}),
-                )
-            })
-            .collect();
-        steps.push(Step::text("done"));
-        let mock = MockProvider::start(steps);
+        let mock = MockProvider::start(Vec::new());
         let mut nd = daemon.nd();
-        let sid = super::turns::session(&mut nd, &project, &mock);
-        let t = Instant::now();
-        let run = nd.ok("run/start", json!({"session_id": sid, "task": "write"}))["run_id"].clone();
-        assert_eq!(nd.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
-        times[usize::from(on)].push(t.elapsed());
+        let mut write_run = |run: usize| {
+            for i in 0..6 {
+                let args =
+                    json!({"file_path": format!("new{run}_{i}.txt"), "content": format!("run {run} file {i}\n")});
+                mock.push(Step::tool_call(&format!("w{i}"), "write_file", args));
+            }
+            mock.push(Step::text("done"));
+            let sid = super::turns::session(&mut nd, &project, &mock);
+            let id = nd.ok("run/start", json!({"session_id": sid, "task": "write"}))["run_id"].clone();
+            assert_eq!(nd.ok("run/wait", json!({"run_id": id}))["outcome"], "success");
+        };
+        write_run(0);
+        let (cpu_before, t) = (cpu_with_children(daemon.pid()), Instant::now());
+        for run in 1..=WRITE_RUNS {
+            write_run(run);
+        }
+        wall[usize::from(on)].push(t.elapsed() / WRITE_RUNS as u32);
+        let used = cpu_with_children(daemon.pid()).saturating_sub(cpu_before);
+        cpu[usize::from(on)].push(used / (WRITE_RUNS * 7) as u32);
     }
-    println!("a run of 6 write_file calls on 50 files (interleaved, {ROUNDS} each):");
-    println!("  snapshots off: {}", spread(&mut times[0]));
-    println!("  snapshots on: {}", spread(&mut times[1]));
+    println!("runs of 6 write_file calls on 50 files ({WRITE_RUNS} per daemon after one, {ROUNDS} daemons each, interleaved):");
+    println!("  snapshots off: wall per run {}; CPU per turn {}", spread(&mut wall[0]), spread(&mut cpu[0]));
+    println!("  snapshots on: wall per run {}; CPU per turn {}", spread(&mut wall[1]), spread(&mut cpu[1]));
+    let median = |v: &[Duration]| v[v.len() / 2].as_secs_f64();
+    let per_call = (median(&cpu[1]) - median(&cpu[0])) * 7.0 / 6.0;
+    println!("  recording cost per file tool call (CPU, medians): {:.3} ms", per_call * 1e3);
+}
+
+/// CPU time process `pid` and its waited-for children have used.
+fn cpu_with_children(pid: i32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<u64> = rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    // utime, stime, cutime, cstime.
+    let ticks: u64 = (11..=14).map(|i| fields.get(i).copied().unwrap_or(0)).sum();
+    Duration::from_secs_f64(ticks as f64 / hz)
 }
 
 /// First, unchanged and (when `change`) 10-changed snapshots of `root`.
