@@ -426,7 +426,6 @@ const INLINE_BLOB: usize = 256 * 1024;
 /// -w` would, without starting git: a file tool's bracket costs no
 /// process. Its id; a blob already there is not written again.
 fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
-    use std::io::Write as _;
     let id = blob_id(bytes);
     let dir = objects.join(&id[..2]);
     let path = dir.join(&id[2..]);
@@ -434,11 +433,7 @@ fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
         return Ok(id);
     }
     std::fs::create_dir_all(&dir)?;
-    let mut zlib =
-        flate2::write::ZlibEncoder::new(Vec::with_capacity(bytes.len() / 2 + 64), flate2::Compression::fast());
-    zlib.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
-    zlib.write_all(bytes)?;
-    let compressed = zlib.finish()?;
+    let compressed = zlib(&[format!("blob {}\0", bytes.len()).as_bytes(), bytes])?;
     // Whole or not at all: written aside, then renamed into place.
     let tmp = dir.join(format!("tmp_obj_{:016x}", rand::random::<u64>()));
     let written = std::fs::write(&tmp, &compressed)
@@ -448,6 +443,42 @@ fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
         let _ = std::fs::remove_file(&tmp);
     }
     written.map(|()| id)
+}
+
+thread_local! {
+    /// A compressor per thread, reset for each object: making one zeroes a
+    /// few hundred KiB, more than compressing a small file costs.
+    static ZLIB: std::cell::RefCell<flate2::Compress> =
+        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), true));
+}
+
+/// `parts`, one after the other, as one zlib stream.
+fn zlib(parts: &[&[u8]]) -> std::io::Result<Vec<u8>> {
+    use flate2::{FlushCompress, Status};
+    ZLIB.with_borrow_mut(|z| {
+        z.reset();
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut out = Vec::with_capacity(total / 2 + 128);
+        for (i, part) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            let flush = if last { FlushCompress::Finish } else { FlushCompress::None };
+            let start = z.total_in();
+            loop {
+                if out.len() == out.capacity() {
+                    out.reserve(out.capacity().max(4096));
+                }
+                let done = usize::try_from(z.total_in() - start).unwrap_or(part.len()).min(part.len());
+                let status = z.compress_vec(&part[done..], &mut out, flush).map_err(std::io::Error::other)?;
+                let consumed = z.total_in() - start == part.len() as u64;
+                match status {
+                    Status::StreamEnd => break,
+                    _ if consumed && !last => break,
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    })
 }
 
 /// The git blob id of `bytes`.
@@ -523,16 +554,18 @@ mod tests {
     fn a_blob_written_in_process_is_a_loose_object_under_its_id() {
         use std::io::Read as _;
         let dir = tempfile::tempdir().unwrap();
-        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-        let id = write_blob(dir.path(), &bytes).unwrap();
-        assert_eq!(id, blob_id(&bytes));
-        assert_eq!(write_blob(dir.path(), &bytes).unwrap(), id, "written once, found again");
-        let file = std::fs::read(dir.path().join(&id[..2]).join(&id[2..])).unwrap();
-        let mut object = Vec::new();
-        flate2::read::ZlibDecoder::new(&file[..]).read_to_end(&mut object).unwrap();
-        let header = format!("blob {}\0", bytes.len());
-        assert_eq!(&object[..header.len()], header.as_bytes());
-        assert_eq!(&object[header.len()..], &bytes[..]);
+        for len in [0, 1, 100_000, 700_000] {
+            let bytes: Vec<u8> = (0..len).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+            let id = write_blob(dir.path(), &bytes).unwrap();
+            assert_eq!(id, blob_id(&bytes));
+            assert_eq!(write_blob(dir.path(), &bytes).unwrap(), id, "written once, found again");
+            let file = std::fs::read(dir.path().join(&id[..2]).join(&id[2..])).unwrap();
+            let mut object = Vec::new();
+            flate2::read::ZlibDecoder::new(&file[..]).read_to_end(&mut object).unwrap();
+            let header = format!("blob {}\0", bytes.len());
+            assert_eq!(&object[..header.len()], header.as_bytes());
+            assert_eq!(&object[header.len()..], &bytes[..], "{len} bytes");
+        }
     }
 
     #[test]
