@@ -20,6 +20,7 @@ pub const SECRET_VARS: &[&str] = &[
     "OPENAI_API_KEY",
     "OPENROUTER_API_KEY",
     "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
     "HF_TOKEN",
     "CHATGPT_API_KEY",
     crate::secrets::ENCRYPT_KEY_ENV,

@@ -171,7 +171,7 @@ impl Run<'_> {
             run_id: self.ctx.run_id.clone(),
             turn,
             call_kind: kind,
-            provider: self.llm.provider.settings.kind.as_str().to_owned(),
+            provider: self.llm.provider.settings.kind.wire_name().to_owned(),
             model: self.llm.model.as_str().to_owned(),
             messages: own.map_or_else(|| self.conversation.values(), <[Value]>::to_vec),
             tools: tools.schemas.to_vec(),
@@ -206,7 +206,7 @@ impl Run<'_> {
             return Ok(None);
         }
         let input = FilterInput {
-            provider: self.llm.provider.settings.kind.as_str(),
+            provider: self.llm.provider.settings.kind.wire_name(),
             model: self.llm.model.as_str(),
             call_kind: kind,
             messages,

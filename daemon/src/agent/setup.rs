@@ -55,13 +55,14 @@ pub fn provider_settings(
         .api_key
         .as_ref()
         .map(|k| k.expose().to_owned())
-        .or_else(|| kind.key_env().and_then(|name| env.secret(name)))
+        .or_else(|| kind.key_envs().iter().find_map(|name| env.secret(name)))
         .or_else(|| (kind == ProviderKind::Lmstudio).then(|| "lm-studio".to_owned()));
     Ok(ProviderSettings {
         kind,
         base_url,
         api_key,
         model: if kind == ProviderKind::Command { None } else { cfg.model.clone() },
+        default_model: kind.default_model(),
         user_agent: cfg.user_agent.clone().unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
         timeout: crate::config::seconds(cfg.provider_timeout, 1.0),
         attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),
@@ -72,7 +73,8 @@ pub fn provider_settings(
         seed: cfg.seed,
         extra_body: cfg.extra_body.clone(),
         reasoning_effort: cfg.reasoning_effort.map(|e| e.as_str().to_owned()),
-        stream: cfg.stream,
+        // Apple's server speaks only SSE.
+        stream: cfg.stream || kind == ProviderKind::Applefm,
         cut_runaway: !cfg.disable_nudges.contains(&swival_protocol::InterventionKind::Runaway),
         command: cfg.model_command.as_ref().map(|c| c.argv.clone()),
         command_pins: Vec::new(),

@@ -303,6 +303,11 @@ fn check_combinations(config: &SessionConfig, entries: &BTreeMap<String, Entry>)
             "provider 'command' needs model = the command that reads the transcript and prints the reply".to_owned(),
         );
     }
+    if config.provider.needs_model() && config.model.is_none() {
+        let name = config.provider.as_str();
+        let example = if config.provider == ProviderKind::Google { "gemini-2.5-flash" } else { "org/model" };
+        return fail(&["provider"], format!("provider '{name}' needs model, e.g. model = \"{example}\" (or --model)"));
+    }
     let stages = config.filters.iter().map(|f| ("filters", f.mode, f.prespawn));
     let hooks = config.hooks.iter().map(|h| ("hooks", h.mode, h.prespawn));
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();

@@ -22,6 +22,12 @@ pub enum ProviderKind {
     Generic,
     /// An external program (Swival's `command` provider).
     Command,
+    /// Gemini through Google's OpenAI-compatible endpoint.
+    Google,
+    /// Hugging Face's router (`org/model` names).
+    Huggingface,
+    /// Apple's on-device model server on this machine (port 1976).
+    Applefm,
 }
 
 impl ProviderKind {
@@ -33,18 +39,55 @@ impl ProviderKind {
             ProviderKind::Ollama => Some("http://127.0.0.1:11434/v1"),
             ProviderKind::Openai => Some("https://api.openai.com/v1"),
             ProviderKind::Openrouter => Some("https://openrouter.ai/api/v1"),
+            ProviderKind::Google => Some("https://generativelanguage.googleapis.com/v1beta/openai"),
+            ProviderKind::Huggingface => Some("https://router.huggingface.co/v1"),
+            ProviderKind::Applefm => Some("http://127.0.0.1:1976/v1"),
             ProviderKind::Generic | ProviderKind::Command => None,
         }
     }
 
     /// A preset for a model server on this machine.
     pub fn is_local(self) -> bool {
-        matches!(self, ProviderKind::Lmstudio | ProviderKind::Llamacpp | ProviderKind::Ollama)
+        matches!(self, ProviderKind::Lmstudio | ProviderKind::Llamacpp | ProviderKind::Ollama | ProviderKind::Applefm)
     }
 
-    /// The environment variable holding this provider's API key.
-    pub fn key_env(self) -> Option<&'static str> {
-        swival_protocol::provider_key_env(self.as_str())
+    /// The environment variables that may hold this provider's API key, in
+    /// the order they are tried (Swival's; Google's own name too).
+    pub fn key_envs(self) -> &'static [&'static str] {
+        match self {
+            ProviderKind::Google => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"],
+            ProviderKind::Openai | ProviderKind::Generic => &["OPENAI_API_KEY"],
+            ProviderKind::Openrouter => &["OPENROUTER_API_KEY"],
+            ProviderKind::Huggingface => &["HF_TOKEN"],
+            _ => &[],
+        }
+    }
+
+    /// The model used when none is configured and the server lists none
+    /// (Swival's default for Apple's server).
+    pub fn default_model(self) -> Option<&'static str> {
+        (self == ProviderKind::Applefm).then_some("pcc")
+    }
+
+    /// The context window when neither config nor server says (Swival's
+    /// for Apple's models: 4096 for `system`, 32768 otherwise).
+    pub fn default_context_window(self, model: &str) -> Option<u64> {
+        (self == ProviderKind::Applefm).then_some(if model == "system" { 4096 } else { 32768 })
+    }
+
+    /// Whether `model` must be configured: the server's list is a catalogue
+    /// to choose from, not the model it runs.
+    pub fn needs_model(self) -> bool {
+        matches!(self, ProviderKind::Google | ProviderKind::Huggingface | ProviderKind::Command)
+    }
+
+    /// The provider as filters and hooks are told it: Swival routes
+    /// `google` as `generic` and says so.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            ProviderKind::Google => "generic",
+            other => other.as_str(),
+        }
     }
 
     /// Name as written in config.
@@ -57,6 +100,9 @@ impl ProviderKind {
             ProviderKind::Openrouter => "openrouter",
             ProviderKind::Generic => "generic",
             ProviderKind::Command => "command",
+            ProviderKind::Google => "google",
+            ProviderKind::Huggingface => "huggingface",
+            ProviderKind::Applefm => "applefm",
         }
     }
 }

@@ -140,12 +140,21 @@ pub(super) struct Field {
 }
 
 /// Provider names; must match `ProviderKind`'s serde names (tested).
-pub(super) const PROVIDER_NAMES: &[&str] =
-    &["lmstudio", "llamacpp", "ollama", "openai", "openrouter", "generic", "command"];
+pub(super) const PROVIDER_NAMES: &[&str] = &[
+    "lmstudio",
+    "llamacpp",
+    "ollama",
+    "openai",
+    "openrouter",
+    "generic",
+    "command",
+    "google",
+    "huggingface",
+    "applefm",
+];
 
 /// Providers Swival has and swivald does not.
-pub(super) const SWIVAL_ONLY_PROVIDERS: &[&str] =
-    &["huggingface", "google", "chatgpt", "bedrock", "applefm", "geap", "vertexai"];
+pub(super) const SWIVAL_ONLY_PROVIDERS: &[&str] = &["chatgpt", "bedrock", "geap", "vertexai"];
 
 const fn field(name: &'static str, kind: Kind, required: bool) -> Field {
     Field { name, kind, required }

@@ -33,6 +33,8 @@ pub struct ProviderSettings {
     pub api_key: Option<String>,
     /// Model id; discovered from `/v1/models` when unset.
     pub model: Option<String>,
+    /// The model when none is set and the server lists none (Apple's).
+    pub default_model: Option<&'static str>,
     /// `User-Agent` header.
     pub user_agent: String,
     /// Per-attempt request timeout.
@@ -323,6 +325,7 @@ impl Provider {
         let model = match (&self.settings.model, &models) {
             (Some(m), _) => m.clone(),
             (None, Ok(list)) if !list.is_empty() => list[0].id.clone(),
+            (None, _) if self.settings.default_model.is_some() => self.settings.default_model.unwrap_or_default().to_owned(),
             (None, Ok(_)) => {
                 return Err(ProviderError::Config(format!(
                     "no model configured and {} lists none; set `model` in swival.toml or pass --model",
@@ -343,6 +346,7 @@ impl Provider {
             let list = models.as_ref().ok()?;
             list.iter().find(|m| m.id == model).or(if list.len() == 1 { list.first() } else { None })?.context_window
         });
+        let window = window.or_else(|| self.settings.kind.default_context_window(&model));
         Ok(Discovered { model, context_window: window })
     }
 
@@ -465,6 +469,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/v1".into(),
             api_key: None,
             model: Some("m".into()),
+            default_model: None,
             user_agent: "swivald-test".into(),
             timeout: Duration::from_secs(1),
             attempts: 5,

@@ -232,10 +232,10 @@ fn out_of_range_value_is_refused() {
 
 #[test]
 fn enum_value_outside_the_set_lists_allowed_values() {
-    let f = Fixture::new().project("provider = \"huggingface\"");
+    let f = Fixture::new().project("provider = \"bedrock\"");
     let err = f.error(None);
     assert!(
-        err.contains("'provider' must be one of 'lmstudio', 'llamacpp', 'ollama', 'openai', 'openrouter', 'generic', 'command', got 'huggingface'"),
+        err.contains("'provider' must be one of 'lmstudio', 'llamacpp', 'ollama', 'openai', 'openrouter', 'generic', 'command', 'google', 'huggingface', 'applefm', got 'bedrock'"),
         "{err}"
     );
     assert!(err.contains("use 'generic'"), "{err}");

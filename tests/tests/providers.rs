@@ -1,0 +1,113 @@
+//! Swival's OpenAI-compatible presets beyond the local ones: `google`
+//! (Gemini's OpenAI endpoint), `huggingface` (HF's router) and `applefm`
+//! (Apple's on-device server). Each through the daemon's one provider path:
+//! its key from the caller's environment by Swival's variable names, a
+//! filter that sees every request (told the provider as Swival tells it),
+//! a tool call and an answer; the presets' URLs pointed at the mock.
+
+use serde_json::json;
+use std::path::Path;
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{script, Daemon, TestEnv};
+
+/// A filter that logs the provider it is told and passes messages through.
+const LOGGING_FILTER: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+req = json.load(sys.stdin)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "providers.log"), "a") as f:
+    f.write(req["provider"] + "\n")
+print(json.dumps({"messages": req["messages"]}))
+"#;
+
+/// `swivalctl run --trust` of `task` in `p` with `toml` as its config and
+/// `vars` in the caller's environment: exit code and stderr.
+fn run(env: &TestEnv, daemon: &Daemon, p: &Path, toml: &str, vars: &[(&str, &str)], task: &str) -> (i32, String) {
+    let filter = script(p, "log.py", LOGGING_FILTER);
+    std::fs::write(p.join("swival.toml"), format!("{toml}\nllm_filter = \"{}\"\n", filter.display())).unwrap();
+    let mut cmd = env.swivalctl(daemon, p);
+    cmd.args(["run", "--trust", task]);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn logged(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p.join("providers.log")).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// The model's steps: a write, then the answer.
+fn write_then_answer() -> Vec<Step> {
+    vec![
+        Step::tool_call("w", "write_file", json!({"file_path": "made.txt", "content": "made\n"})),
+        Step::text("made it"),
+    ]
+}
+
+#[test]
+fn google_takes_gemini_then_google_key_and_is_told_to_filters_as_generic() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("g");
+    let mock = MockProvider::start(write_then_answer());
+    let toml = format!("provider = \"google\"\nbase_url = \"{}\"\nmodel = \"gemini-2.5-flash\"", mock.base_url());
+    let (code, err) = run(&env, &daemon, &p, &toml, &[("GOOGLE_API_KEY", "AIza-google")], "make made.txt");
+    assert_eq!(code, 0, "{err}");
+    assert!(p.join("made.txt").exists());
+    let headers = mock.request_headers();
+    assert!(headers.iter().all(|h| h["authorization"] == "Bearer AIza-google"), "{headers:?}");
+    assert_eq!(mock.requests()[0]["model"], "gemini-2.5-flash");
+    assert_eq!(logged(&p), ["generic", "generic"], "Swival routes google as generic and says so");
+
+    // GEMINI_API_KEY comes first.
+    mock.push(Step::text("again"));
+    let keys = [("GOOGLE_API_KEY", "AIza-google"), ("GEMINI_API_KEY", "AIza-gemini")];
+    let (code, err) = run(&env, &daemon, &p, &toml, &keys, "once more");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(mock.request_headers().last().unwrap()["authorization"], "Bearer AIza-gemini");
+}
+
+#[test]
+fn huggingface_takes_hf_token_and_an_org_model_name() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("hf");
+    let mock = MockProvider::start(write_then_answer());
+    let toml = format!("provider = \"huggingface\"\nbase_url = \"{}\"\nmodel = \"Qwen/Qwen3-8B\"", mock.base_url());
+    let (code, err) = run(&env, &daemon, &p, &toml, &[("HF_TOKEN", "hf_token_value")], "make made.txt");
+    assert_eq!(code, 0, "{err}");
+    assert!(p.join("made.txt").exists());
+    assert!(mock.request_headers().iter().all(|h| h["authorization"] == "Bearer hf_token_value"));
+    assert_eq!(mock.requests()[0]["model"], "Qwen/Qwen3-8B");
+    assert_eq!(logged(&p), ["huggingface", "huggingface"]);
+}
+
+#[test]
+fn applefm_always_streams_and_finds_its_model_on_the_server() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("fm");
+    let mock = MockProvider::start(write_then_answer());
+    // `stream = false` is not what Apple's server speaks: it streams anyway.
+    let toml = format!("provider = \"applefm\"\nbase_url = \"{}\"\nstream = false", mock.base_url());
+    let (code, err) = run(&env, &daemon, &p, &toml, &[], "make made.txt");
+    assert_eq!(code, 0, "{err}");
+    assert!(p.join("made.txt").exists());
+    let requests = mock.requests();
+    assert!(requests.iter().all(|r| r["stream"] == true), "{requests:?}");
+    assert_eq!(logged(&p), ["applefm", "applefm"]);
+}
+
+#[test]
+fn google_and_huggingface_without_a_model_are_refused_naming_the_key() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    for (provider, example) in [("google", "gemini-2.5-flash"), ("huggingface", "org/model")] {
+        let p = env.project(provider);
+        let toml = format!("provider = \"{provider}\"\nbase_url = \"http://127.0.0.1:9/v1\"");
+        let (code, err) = run(&env, &daemon, &p, &toml, &[], "task");
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(&format!("provider '{provider}' needs model, e.g. model = \"{example}\"")), "{err}");
+    }
+}
