@@ -21,6 +21,7 @@ mod review;
 mod setup;
 mod sink;
 mod snapshot;
+mod snapshot_tool;
 pub mod subagents;
 mod tools;
 mod turns;
@@ -194,6 +195,8 @@ pub struct Run<'a> {
     unmade: nudge::unmade::Unmade,
     /// A file tool changed a file since its check last ran (`verify.rs`).
     changed: bool,
+    /// The model's `snapshot` checkpoint and what ran since.
+    checkpoints: snapshot_tool::Checkpoints,
 }
 
 /// How a run ended, with the state it owned.

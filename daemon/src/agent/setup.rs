@@ -160,6 +160,7 @@ impl<'a> Run<'a> {
             deleted: Default::default(),
             unmade: Default::default(),
             changed: false,
+            checkpoints: Default::default(),
         }
     }
 }

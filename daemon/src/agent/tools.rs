@@ -89,6 +89,7 @@ impl Run<'_> {
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
+            self.checkpoints.ran(kind, outcome.failed);
             let change = self.account(call, kind, &mut outcome);
             self.emit(EventKind::ToolResult {
                 turn,
@@ -383,6 +384,7 @@ impl Run<'_> {
                 Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, &a).await,
                 Err(e) => e.into(),
             },
+            Some(Runner::Snapshot) => self.snapshot_tool(turn, &call.arguments).await,
             Some(Runner::Builtin(_)) if call.name == builtin::ReadFile::NAME => {
                 let editor_text = self.editor_text(call).await;
                 self.file_tool(call, editor_text)

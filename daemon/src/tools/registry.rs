@@ -61,6 +61,8 @@ pub enum Runner {
     Command,
     /// `fetch_url` (`sandbox::fetch_url_tool`).
     Fetch,
+    /// `snapshot`, run by the agent on its own conversation.
+    Snapshot,
 }
 
 /// A built-in tool's [`Tool`] impl, as plain functions.
@@ -88,8 +90,8 @@ pub struct Spec {
 }
 
 /// Every tool, in the order the model sees them (Swival's): the built-in
-/// tools, `fetch_url`, `outline` (which Swival appends after it) and
-/// `run_command`; [`in_order`] places the built-in schemas among the
+/// tools, `fetch_url`, `snapshot`, `outline` (which Swival appends after
+/// them) and `run_command`; [`in_order`] places the built-in schemas among the
 /// others so.
 pub const TOOLS: &[Spec] = &[
     builtin::<ReadFile>(),
@@ -102,6 +104,7 @@ pub const TOOLS: &[Spec] = &[
     builtin::<Todo>(),
     builtin::<DeleteFile>(),
     Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch, walks_tree: false },
+    Spec { name: "snapshot", kind: ToolKind::Think, runner: Runner::Snapshot, walks_tree: false },
     builtin::<Outline>(),
     Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
 ];
@@ -131,7 +134,7 @@ impl Spec {
     fn builtin(&self) -> Option<&Builtin> {
         match &self.runner {
             Runner::Builtin(b) => Some(b),
-            Runner::Command | Runner::Fetch => None,
+            Runner::Command | Runner::Fetch | Runner::Snapshot => None,
         }
     }
 }
@@ -238,7 +241,7 @@ mod tests {
         let changing: Vec<&str> = TOOLS.iter().filter(|t| t.kind.changes_files()).map(|t| t.name).collect();
         assert_eq!(changing, ["write_file", "edit_file", "delete_file", "run_command"]);
         let notes: Vec<&str> = TOOLS.iter().filter(|t| t.kind.is_bookkeeping()).map(|t| t.name).collect();
-        assert_eq!(notes, ["think", "todo"]);
+        assert_eq!(notes, ["think", "todo", "snapshot"]);
         let walking: Vec<&str> = TOOLS.iter().filter(|t| t.walks_tree()).map(|t| t.name).collect();
         assert_eq!(walking, ["list_files", "grep", "delete_file", "outline"]);
     }
