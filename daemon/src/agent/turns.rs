@@ -132,6 +132,10 @@ impl Run<'_> {
             std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
             let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
+            // Asked commands are judged one argv at a time: no shell line.
+            if self.ctx.commands.ask.is_some() {
+                extra.retain(|s| s["function"]["name"] != crate::sandbox::SHELL_TOOL);
+            }
             // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
             if let Some(schema) = self.tools.skills.schema() {
                 let at = extra.iter().position(|s| s["function"]["name"] == "run_command").unwrap_or(extra.len());

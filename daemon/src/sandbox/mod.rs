@@ -171,7 +171,34 @@ pub fn tool_schemas(policy: &CommandPolicy) -> Vec<serde_json::Value> {
             }, "required": ["command"]}
         }}));
     }
+    // Swival offers the shell only where any program may run; a shell
+    // string is never a way around a whitelist or an approval.
+    if matches!(policy, CommandPolicy::Unrestricted { .. }) {
+        out.push(json!({"type": "function", "function": {
+            "name": SHELL_TOOL,
+            "description": "Run a shell command line (sh -c) in the project directory: pipes, redirections, globs and variables work. Output over 10 KB is saved to a file and previewed.",
+            "parameters": {"type": "object", "properties": {
+                "command": {"type": "string", "description": "The command line, e.g. \"grep -rn TODO src | head\"."},
+                "timeout": {"type": "integer", "default": 30, "description": "Seconds before the command and everything it started are killed."}
+            }, "required": ["command"]}
+        }}));
+    }
     out
+}
+
+/// Swival's shell tool: a command line run as `sh -c`, offered only with
+/// the unrestricted policy and without approvals.
+pub const SHELL_TOOL: &str = "run_shell_command";
+
+/// `run_shell_command`'s arguments as `run_command`'s: the line given to
+/// `sh -c`; `None` when `command` is not a string.
+pub fn shell_call(args: &serde_json::Value) -> Option<serde_json::Value> {
+    let line = args.get("command")?.as_str()?;
+    let mut call = serde_json::json!({"command": ["sh", "-c", line]});
+    if let Some(timeout) = args.get("timeout") {
+        call["timeout"] = timeout.clone();
+    }
+    Some(call)
 }
 
 /// `snapshot`'s schema (Swival's parameters): the agent runs it on its own

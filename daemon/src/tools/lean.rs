@@ -47,7 +47,7 @@ const fn bare(path: &'static str) -> (&'static str, Option<&'static str>) {
 /// `think` in place of an answer, turn after turn, until it ran out of
 /// turns (3 of 12 runs); Swival's own prompt for small models has no
 /// use for them. A model that calls one anyway is served.
-const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, "snapshot"];
+const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, "snapshot", "run_shell_command"];
 
 /// Every tool the lean offer changes, in the order the model sees them.
 /// Left out: `tail_lines` (reads), `move_from` (write_file), `checksum`
