@@ -66,3 +66,38 @@ fn a_whitelist_or_approvals_offer_no_shell_and_a_call_of_it_runs_nothing() {
         assert!(!p.join("made-by-the-shell").exists(), "{label}: the shell ran");
     }
 }
+
+#[test]
+fn run_python_is_offered_with_any_command_and_a_large_window_and_runs_in_the_sandbox() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let code = "import pathlib\nn = sum(range(10))\npathlib.Path('sum.txt').write_text(str(n))\nprint('sum', n)";
+    let mock = MockProvider::start(vec![Step::tool_call("py", "run_python", json!({"code": code})), Step::text("45")]);
+    let mut c = daemon.nd();
+    let big = config(&mock, json!({"commands": "all", "max_context_tokens": 131072}));
+    let (_, run, result) = run_task(&mut c, &p, big, "add the numbers below ten");
+    assert_eq!(result["outcome"], "success", "{result:#}");
+    assert!(offered(&mock).contains(&"run_python".to_owned()), "{:?}", offered(&mock));
+    assert_eq!(mock.tool_results()["py"].trim(), "sum 45");
+    assert_eq!(std::fs::read_to_string(p.join("sum.txt")).unwrap(), "45");
+    let changes = c.ok("run/changes", json!({"run_id": run}));
+    assert_eq!(changes["files"][0]["by"][0]["tool"], "run_python", "{changes:#}");
+
+    // A small window, or approvals: not offered, and a call runs nothing.
+    for (label, commands) in [
+        ("small window", json!({"commands": "all", "max_context_tokens": 32768})),
+        ("ask", json!({"commands": "ask", "max_context_tokens": 131072})),
+    ] {
+        let p = env.project(label);
+        let mock = MockProvider::start(vec![
+            Step::tool_call("py", "run_python", json!({"code": "open('x.txt', 'w').write('x')"})),
+            Step::text("tried"),
+        ]);
+        let (_, _, result) = run_task(&mut c, &p, config(&mock, commands), "write x");
+        assert_eq!(result["outcome"], "success", "{label}: {result:#}");
+        assert!(!offered(&mock).contains(&"run_python".to_owned()), "{label}");
+        assert!(mock.tool_results()["py"].starts_with("error: unknown tool 'run_python'"), "{label}");
+        assert!(!p.join("x.txt").exists(), "{label}: the snippet ran");
+    }
+}

@@ -364,14 +364,10 @@ impl Run<'_> {
     /// cancellable), their results Swival's text only; file tools run on
     /// this thread and say what their result means.
     async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
-        let shell = call.name == crate::sandbox::SHELL_TOOL;
         let args = || {
             let a = crate::toolcall::parse_args(&call.arguments)?;
-            // A shell line runs as `sh -c` through run_command's path.
-            Ok::<_, crate::toolcall::ArgsError>(match shell {
-                true => crate::sandbox::shell_call(&a).unwrap_or(a),
-                false => a,
-            })
+            // A shell line or a Python snippet runs through run_command's path.
+            Ok::<_, crate::toolcall::ArgsError>(crate::sandbox::as_command(&call.name, &a).unwrap_or(a))
         };
         match registry::spec(&call.name).map(|t| t.runner) {
             Some(Runner::Command) if self.ctx.commands.policy.enabled() => match args() {

@@ -132,9 +132,12 @@ impl Run<'_> {
             std::sync::Arc::new(Offer::new(Vec::new()))
         } else {
             let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
-            // Asked commands are judged one argv at a time: no shell line.
+            // Asked commands are judged one argv at a time: no shell line,
+            // no snippet.
             if self.ctx.commands.ask.is_some() {
                 extra.retain(|s| s["function"]["name"] != crate::sandbox::SHELL_TOOL);
+            } else if self.llm.context_window.is_some_and(|w| w >= crate::sandbox::PYTHON_MIN_WINDOW) {
+                extra.extend(crate::sandbox::python_schema(&self.ctx.commands.policy));
             }
             // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
             if let Some(schema) = self.tools.skills.schema() {

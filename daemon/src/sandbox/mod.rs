@@ -186,15 +186,44 @@ pub fn tool_schemas(policy: &CommandPolicy) -> Vec<serde_json::Value> {
     out
 }
 
+/// Swival's Python tool: a snippet run as `python3 -c`, offered as Swival
+/// does only where any program may run, for a model with a context window
+/// of 100k tokens or more, and where an interpreter is found.
+pub const PYTHON_TOOL: &str = "run_python";
+
+/// The smallest context window `run_python` is offered to (Swival's).
+pub const PYTHON_MIN_WINDOW: u64 = 100_000;
+
+/// `run_python`'s schema, when `policy` lets any program run and an
+/// interpreter is on its path.
+pub fn python_schema(policy: &CommandPolicy) -> Option<serde_json::Value> {
+    let CommandPolicy::Unrestricted { path } = policy else { return None };
+    crate::procs::locate("python3", path)?;
+    Some(serde_json::json!({"type": "function", "function": {
+        "name": PYTHON_TOOL,
+        "description": "Run a Python snippet in a fresh interpreter (python3 -c) in the project directory, under the same limits as commands. Print what you need to see. Output over 10 KB is saved to a file and previewed.",
+        "parameters": {"type": "object", "properties": {
+            "code": {"type": "string", "description": "The Python code to run."},
+            "timeout": {"type": "integer", "default": 30, "description": "Seconds before the interpreter and everything it started are killed."}
+        }, "required": ["code"]}
+    }}))
+}
+
 /// Swival's shell tool: a command line run as `sh -c`, offered only with
 /// the unrestricted policy and without approvals.
 pub const SHELL_TOOL: &str = "run_shell_command";
 
-/// `run_shell_command`'s arguments as `run_command`'s: the line given to
-/// `sh -c`; `None` when `command` is not a string.
-pub fn shell_call(args: &serde_json::Value) -> Option<serde_json::Value> {
-    let line = args.get("command")?.as_str()?;
-    let mut call = serde_json::json!({"command": ["sh", "-c", line]});
+/// `run_shell_command`'s or `run_python`'s arguments as `run_command`'s:
+/// the line given to `sh -c`, the code to `python3 -c`; `None` for another
+/// tool or when the text is not a string.
+pub fn as_command(tool: &str, args: &serde_json::Value) -> Option<serde_json::Value> {
+    let (program, key) = match tool {
+        SHELL_TOOL => ("sh", "command"),
+        PYTHON_TOOL => ("python3", "code"),
+        _ => return None,
+    };
+    let text = args.get(key)?.as_str()?;
+    let mut call = serde_json::json!({"command": [program, "-c", text]});
     if let Some(timeout) = args.get("timeout") {
         call["timeout"] = timeout.clone();
     }

@@ -47,7 +47,7 @@ const fn bare(path: &'static str) -> (&'static str, Option<&'static str>) {
 /// `think` in place of an answer, turn after turn, until it ran out of
 /// turns (3 of 12 runs); Swival's own prompt for small models has no
 /// use for them. A model that calls one anyway is served.
-const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, "snapshot", "run_shell_command"];
+const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, "snapshot", "run_shell_command", "run_python"];
 
 /// Every tool the lean offer changes, in the order the model sees them.
 /// Left out: `tail_lines` (reads), `move_from` (write_file), `checksum`
@@ -174,7 +174,10 @@ mod tests {
 
     /// Every tool a session without MCP may be offered, as Swival words them.
     fn full() -> Vec<Value> {
-        let commands = tool_schemas(&CommandPolicy::Unrestricted { path: "/usr/bin".into() });
+        let policy = CommandPolicy::Unrestricted { path: std::env::var_os("PATH").unwrap_or_default() };
+        let mut commands = tool_schemas(&policy);
+        commands.extend(crate::sandbox::python_schema(&policy));
+        assert!(commands.iter().any(|t| t["function"]["name"] == "run_python"), "python3 is on PATH for this test");
         super::super::registry::in_order(super::super::schema::file_tools(2000), commands)
     }
 

@@ -108,6 +108,7 @@ pub const TOOLS: &[Spec] = &[
     builtin::<Outline>(),
     Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
     Spec { name: "run_shell_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
+    Spec { name: "run_python", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
 ];
 
 /// The entry of the built-in tool `T`.
@@ -240,7 +241,9 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), TOOLS.len());
         let changing: Vec<&str> = TOOLS.iter().filter(|t| t.kind.changes_files()).map(|t| t.name).collect();
-        assert_eq!(changing, ["write_file", "edit_file", "delete_file", "run_command", "run_shell_command"]);
+        let changing_expected =
+            ["write_file", "edit_file", "delete_file", "run_command", "run_shell_command", "run_python"];
+        assert_eq!(changing, changing_expected);
         let notes: Vec<&str> = TOOLS.iter().filter(|t| t.kind.is_bookkeeping()).map(|t| t.name).collect();
         assert_eq!(notes, ["think", "todo", "snapshot"]);
         let walking: Vec<&str> = TOOLS.iter().filter(|t| t.walks_tree()).map(|t| t.name).collect();
