@@ -114,6 +114,8 @@ enum Command {
         /// The run id.
         run: String,
     },
+    /// List the models the project's provider serves (`/model` picks one in the REPL).
+    Models(cmd::session::ModelsArgs),
     /// Print the effective config for a project, with where each key came from.
     Config {
         /// Project directory (default: the nearest directory from the
@@ -212,6 +214,7 @@ fn main() -> ExitCode {
             Command::Gc { json } => cmd::daemon::gc(&socket, json).await,
             Command::Cache { action } => cmd::session::cache(&socket, action).await,
             Command::Mcp { action } => cmd::session::mcp(&socket, action).await,
+            Command::Models(m) => cmd::session::models(&socket, m).await,
             Command::Config { base_dir, json } => cmd::session::show(&socket, base_dir, json).await,
             Command::Skills { action } => Ok(cmd::skills::run(action).await),
         }

@@ -145,8 +145,8 @@ methods! {
     RunApprove(RUN_APPROVE = "run/approve"): ApproveParams => ApproveResult,
         "Answer a run's approval_requested event: allow or reject once or for the session.";
 /// The models a session's provider offers.
-    ProviderModelsMethod(PROVIDER_MODELS = "provider/models"): SessionRef => ProviderModels,
-        "The models a session's provider offers (its /models, or the equivalent), with their context windows, for a model picker.";
+    ProviderModelsMethod(PROVIDER_MODELS = "provider/models"): ProviderModelsParams => ProviderModels,
+        "The models a session's provider offers, or those of the provider a project's config names (its /models), with their context windows, for a model picker.";
 /// Swival's report JSON of a finished run.
     ReportGet(REPORT_GET = "report/get"): RunRef => Report,
         "Swival's report JSON (version 1) of a finished run.";

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Name and version of a program on either end of the connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -103,6 +104,24 @@ pub fn provider_key_env(provider: &str) -> Option<&'static str> {
         "chatgpt" => Some("CHATGPT_API_KEY"),
         _ => None,
     }
+}
+
+/// `provider/models` params: a session's provider, or the one the config
+/// of `base_dir` (with `config` over it) names, asked with `env`'s keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderModelsParams {
+    /// The session whose provider to ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<crate::SessionId>,
+    /// Without a session: the project whose config names the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+    /// Without a session: overrides over the project's config (flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
+    /// Without a session: the caller's environment (its provider keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 /// `provider/models` result: what a session's provider offers, for a

@@ -111,3 +111,24 @@ fn google_and_huggingface_without_a_model_are_refused_naming_the_key() {
         assert!(err.contains(&format!("provider '{provider}' needs model, e.g. model = \"{example}\"")), "{err}");
     }
 }
+
+#[test]
+fn swivalctl_models_lists_what_the_projects_provider_serves() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("m");
+    let mock = MockProvider::start(Vec::new()).with_more_models(&["second", "third"]).with_context_length(65536);
+    let toml = format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"second\"\n", mock.base_url());
+    std::fs::write(p.join("swival.toml"), toml).unwrap();
+    let out = env.swivalctl(&daemon, &p).args(["models"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("2. second") && text.contains("(configured)") && text.contains("3. third"), "{text}");
+    let json = env.swivalctl(&daemon, &p).args(["models", "--json"]).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(listed["current"], "second");
+    assert_eq!(listed["models"].as_array().unwrap().len(), 3, "{listed:#}");
+    // No session and no project: the error says what to send.
+    let r = daemon.nd().call("provider/models", json!({}));
+    assert!(r["error"]["message"].as_str().unwrap().contains("needs session_id, or base_dir"), "{r}");
+}

@@ -208,6 +208,58 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
+/// `swivalctl models`: what the provider the project's config names (with
+/// `--provider`/`--base-url` over it) offers, asked with this shell's keys.
+pub async fn models(socket: &Path, m: ModelsArgs) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base = super::flags::base_dir(m.base_dir.as_deref(), &cwd);
+    let mut overrides = serde_json::Map::new();
+    if let Some(p) = m.provider {
+        overrides.insert("provider".into(), Value::String(p));
+    }
+    if let Some(u) = m.base_url {
+        overrides.insert("base_url".into(), Value::String(u));
+    }
+    let params = swival_protocol::ProviderModelsParams {
+        session_id: None,
+        base_dir: Some(base.display().to_string()),
+        config: (!overrides.is_empty()).then_some(Value::Object(overrides)),
+        env: Some(swivalctl::caller_env()),
+    };
+    let client = connect(socket).await?;
+    let listed = client.request::<swival_protocol::methods::typed::ProviderModelsMethod>(&params).await?;
+    if m.json {
+        println!("{}", serde_json::to_string_pretty(&listed).expect("serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let listed = super::clean::value(listed);
+    println!("{} serves {} model(s):", listed.base_url, listed.models.len());
+    for (i, model) in listed.models.iter().enumerate() {
+        let current = if listed.current.as_deref() == Some(model.id.as_str()) { "  (configured)" } else { "" };
+        let window = model.context_window.map(|w| format!("  context {w}")).unwrap_or_default();
+        println!("{:>3}. {}{window}{current}", i + 1, model.id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swivalctl models`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct ModelsArgs {
+    /// Project directory whose config names the provider (default: as `run`).
+    #[arg(long)]
+    pub base_dir: Option<PathBuf>,
+    /// Ask this provider instead of the configured one.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Ask this server instead of the configured one.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// What to ask about MCP servers.
 #[derive(Debug, clap::Subcommand)]
 pub enum McpAction {

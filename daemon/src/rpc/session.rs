@@ -87,7 +87,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     async_method::<m::RunRevert, _>(module, |p, ctx| async move { ctx.sessions.revert(p).await.map_err(rpc_error) })?;
     async_method::<m::ReviewRun, _>(module, |p, ctx| async move { ctx.sessions.review(p).await.map_err(rpc_error) })?;
     async_method::<m::ProviderModelsMethod, _>(module, |p, ctx| async move {
-        ctx.sessions.models(&p.session_id).await.map_err(rpc_error)
+        ctx.sessions.models(p).await.map_err(rpc_error)
     })?;
     method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::SessionTools>(module, |p, ctx| ctx.sessions.tools(&p.session_id).map_err(rpc_error))?;

@@ -248,11 +248,30 @@ impl Sessions {
 
 impl Sessions {
     /// `provider/models`: what the session's provider offers, asked with
-    /// the session's settings and key (a picker for `model`).
-    pub async fn models(&self, id: &SessionId) -> Result<swival_protocol::ProviderModels, SessionError> {
-        let session = self.inspect(id)?;
-        let cfg = &session.config.config;
-        let settings = crate::agent::provider_settings(cfg, &session.base_dir, &session.env, Default::default())
+    /// the session's settings and key (a picker for `model`); without a
+    /// session, the provider `base_dir`'s config names, asked with the
+    /// caller's keys.
+    pub async fn models(
+        &self,
+        p: swival_protocol::ProviderModelsParams,
+    ) -> Result<swival_protocol::ProviderModels, SessionError> {
+        let (cfg, base, env) = match (&p.session_id, &p.base_dir) {
+            (Some(id), _) => {
+                let session = self.inspect(id)?;
+                (session.config.config.clone(), session.base_dir.clone(), session.env.clone())
+            }
+            (None, Some(base_dir)) => {
+                let effective = self.resolve_config(base_dir, p.config.as_ref())?;
+                let env = self.caller_env(p.env)?.unwrap_or_default();
+                (effective.config, std::path::PathBuf::from(base_dir), env)
+            }
+            (None, None) => {
+                return Err(SessionError::Refused(
+                    "provider/models needs session_id, or base_dir (with config and env)".into(),
+                ))
+            }
+        };
+        let settings = crate::agent::provider_settings(&cfg, &base, &env, Default::default())
             .map_err(|e| SessionError::Config(e.to_string()))?;
         let base_url = settings.base_url.clone();
         let provider = crate::provider::Provider::new(self.shared.http(), settings);

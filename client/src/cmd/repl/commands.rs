@@ -233,7 +233,8 @@ impl Repl {
             return self.configure_key("model", arg).await;
         }
         self.configure_key("model", "").await?;
-        let params = swival_protocol::SessionRef { session_id: self.session.clone() };
+        let params =
+            swival_protocol::ProviderModelsParams { session_id: Some(self.session.clone()), ..Default::default() };
         let listed = match self.client.request::<m::ProviderModelsMethod>(&params).await {
             Ok(listed) => listed,
             Err(ClientError::Rpc { message, .. }) => {
