@@ -29,6 +29,26 @@ pub struct ConfigResolveResult {
     /// nobody knows), one line each naming the file and the key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The `[profiles.NAME]` the config files define, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<ProfileInfo>,
+}
+
+/// One `[profiles.NAME]` as its layers merge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileInfo {
+    /// Its name.
+    pub name: String,
+    /// Its provider.
+    pub provider: String,
+    /// Its model, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Its `description`, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether it is the one in use (`active_profile` or `--profile`).
+    pub active: bool,
 }
 
 /// `policy/status` result: what guards a session, with fingerprints of the

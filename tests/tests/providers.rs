@@ -132,3 +132,23 @@ fn swivalctl_models_lists_what_the_projects_provider_serves() {
     let r = daemon.nd().call("provider/models", json!({}));
     assert!(r["error"]["message"].as_str().unwrap().contains("needs session_id, or base_dir"), "{r}");
 }
+
+#[test]
+fn list_profiles_names_each_profile_and_marks_the_one_in_use() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    env.global_config(concat!(
+        "active_profile = \"fast\"\n",
+        "[profiles.fast]\nprovider = \"generic\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"small\"\ndescription = \"quick answers\"\n",
+        "[profiles.big]\nprovider = \"openrouter\"\nmodel = \"org/large\"\n",
+    ));
+    let p = env.project("profiles");
+    let out = env.swivalctl(&daemon, &p).args(["run", "--list-profiles"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("* fast: generic / small  quick answers"), "{text}");
+    assert!(text.contains("  big: openrouter / org/large"), "{text}");
+    let out = env.swivalctl(&daemon, &p).args(["run", "--profile", "big", "--list-profiles"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("* big: openrouter") && text.contains("  fast: generic"), "{text}");
+}

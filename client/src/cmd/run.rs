@@ -179,6 +179,9 @@ pub struct RunArgs {
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+    /// List the profiles the config files define, and exit (Swival's).
+    #[arg(long)]
+    pub list_profiles: bool,
     /// Write Swival's report JSON to FILE.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -275,6 +278,9 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     if a.self_review && a.reviewer.is_some() {
         eprintln!("swivalctl: error: --self-review and --reviewer cannot be used together");
         return Ok(ExitCode::from(2));
+    }
+    if a.list_profiles {
+        return super::session::list_profiles(socket, &a).await;
     }
     // No task on a terminal: the REPL (Swival's rule).
     if a.task.is_none() && std::io::stdin().is_terminal() && !a.json && !a.detach {

@@ -208,6 +208,29 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
+/// `swivalctl run --list-profiles`: the profiles the project's config
+/// files define (the one in use marked), then exit.
+pub async fn list_profiles(socket: &Path, a: &super::run::RunArgs) -> Result<ExitCode, ClientError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base = super::flags::base_dir(a.base_dir.as_deref(), &cwd);
+    let client = connect(socket).await?;
+    let config = Some(super::flags::overlay(a).to_config());
+    let r = client.resolve_config(&ConfigResolveParams { base_dir: base.display().to_string(), config }).await?;
+    let r = super::clean::value(r);
+    if r.profiles.is_empty() {
+        println!("No profiles defined. Add [profiles.NAME] sections to swival.toml or the global config.toml.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &r.profiles {
+        let mark = if p.active { "*" } else { " " };
+        let model = p.model.as_deref().map(|m| format!(" / {m}")).unwrap_or_default();
+        let description = p.description.as_deref().map(|d| format!("  {d}")).unwrap_or_default();
+        println!("{mark} {}: {}{model}{description}", p.name, p.provider);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `swivalctl models`: what the provider the project's config names (with
 /// `--provider`/`--base-url` over it) offers, asked with this shell's keys.
 pub async fn models(socket: &Path, m: ModelsArgs) -> Result<ExitCode, ClientError> {

@@ -160,6 +160,7 @@ pub(super) fn merge(files: Vec<Layer>, request: Option<Layer>) -> Result<Effecti
         .as_ref()
         .and_then(|r| r.values.get("active_profile").map(|v| (v.clone(), r.origin.clone())))
         .or_else(|| entries.get("active_profile").map(|e| (e.value.clone(), e.origin.clone())));
+    let active = chosen.as_ref().and_then(|(name, _)| name.as_str().map(str::to_owned));
     if let Some((name, origin)) = chosen {
         let name = name.as_str().unwrap_or_default();
         let Some(body) = profiles.get(name) else {
@@ -178,6 +179,19 @@ pub(super) fn merge(files: Vec<Layer>, request: Option<Layer>) -> Result<Effecti
     }
     let mut effective = finish(entries)?;
     effective.warnings = files.iter().chain(request.iter()).flat_map(|l| l.warnings.iter().cloned()).collect();
+    effective.profiles = profiles
+        .iter()
+        .map(|(name, body)| {
+            let text = |k: &str| body.get(k).and_then(|e| e.value.as_str()).map(str::to_owned);
+            swival_protocol::ProfileInfo {
+                name: name.clone(),
+                provider: text("provider").unwrap_or_default(),
+                model: text("model"),
+                description: text("description"),
+                active: active.as_deref() == Some(name.as_str()),
+            }
+        })
+        .collect();
     Ok(effective)
 }
 
@@ -256,7 +270,7 @@ fn finish(entries: BTreeMap<String, Entry>) -> Result<EffectiveConfig, ConfigErr
     for (key, entry) in entries {
         sources.insert(key, entry.source);
     }
-    Ok(EffectiveConfig { config, sources, warnings: Vec::new() })
+    Ok(EffectiveConfig { config, sources, warnings: Vec::new(), profiles: Vec::new() })
 }
 
 /// The checks no single value can fail: conflicting keys, possibly from

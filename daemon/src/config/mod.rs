@@ -80,6 +80,9 @@ pub struct EffectiveConfig {
     /// the key: Swival keys swivald ignores, keys nobody knows.
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// The profiles the layers define, merged.
+    #[serde(skip)]
+    pub profiles: Vec<swival_protocol::ProfileInfo>,
 }
 
 /// A configuration that cannot be used. `Display` is the whole message for

@@ -101,6 +101,7 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
             config: crate::session::public_config(&effective),
             sources: effective.sources,
             warnings: effective.warnings,
+            profiles: effective.profiles,
         })
     })?;
     super::subscription::<methods::typed::SessionSubscribe, _>(module, |params, pending, ctx| async move {
