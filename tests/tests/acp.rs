@@ -537,7 +537,7 @@ fn the_editor_sees_model_and_reasoning_options_and_setting_the_model_changes_the
     let env = TestEnv::new();
     let daemon = env.start_daemon();
     let p = env.project("p");
-    let mock = MockProvider::start(vec![Step::text("with the other model")]);
+    let mock = MockProvider::start(vec![Step::text("with the other model")]).with_more_models(&["other"]);
     provider_config(&env, &mock, "");
     let cwd = p.display().to_string();
     let steps = json!([
@@ -550,6 +550,11 @@ fn the_editor_sees_model_and_reasoning_options_and_setting_the_model_changes_the
     let options = &result(&seen, "new")["configOptions"];
     assert_eq!(options[0]["id"], "model", "{options}");
     assert_eq!(options[0]["currentValue"], "m", "{options}");
+    // The models the server serves are offered, the current one first.
+    let values: Vec<&str> =
+        options[0]["options"].as_array().unwrap().iter().filter_map(|o| o["value"].as_str()).collect();
+    assert_eq!(values.first(), Some(&"m"), "{options}");
+    assert!(values.contains(&"other"), "{options}");
     assert_eq!(options[1]["category"], "thought_level", "{options}");
     let refused = seen.iter().find(|v| v["type"] == "error" && v["op"] == "set_config");
     assert!(refused.is_some_and(|v| v.to_string().contains("not loud")), "{}", dump(&seen));

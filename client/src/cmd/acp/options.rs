@@ -9,12 +9,17 @@ use serde_json::Value;
 /// The reasoning efforts Swival's `--reasoning-effort` takes.
 const EFFORTS: &[&str] = &["default", "none", "minimal", "low", "medium", "high", "xhigh"];
 
-/// The options, from a session's effective config (as `session/get` shows it).
-pub fn config_options(config: &Value) -> Vec<acp::SessionConfigOption> {
+/// The options, from a session's effective config (as `session/get` shows
+/// it) and the models its provider serves (`provider/models`; the current
+/// model is offered whether listed or not).
+pub fn config_options(config: &Value, served: &[String]) -> Vec<acp::SessionConfigOption> {
     let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
     let model = text("model").unwrap_or_else(|| "default".to_owned());
     let effort = text("reasoning_effort").unwrap_or_else(|| "default".to_owned());
-    let models = vec![acp::SessionConfigSelectOption::new(model.clone(), model.clone())];
+    let mut ids = vec![model.clone()];
+    ids.extend(served.iter().filter(|m| **m != model).cloned());
+    let models: Vec<acp::SessionConfigSelectOption> =
+        ids.into_iter().map(|m| acp::SessionConfigSelectOption::new(m.clone(), m)).collect();
     let efforts: Vec<acp::SessionConfigSelectOption> =
         EFFORTS.iter().map(|e| acp::SessionConfigSelectOption::new(*e, *e)).collect();
     vec![
@@ -25,6 +30,19 @@ pub fn config_options(config: &Value) -> Vec<acp::SessionConfigOption> {
             .category(acp::SessionConfigOptionCategory::ThoughtLevel)
             .description("The reasoning effort asked of the model".to_owned()),
     ]
+}
+
+/// The models the session's provider serves, for the model option; none
+/// when the server does not say within a few seconds (the editor still
+/// gets the current model, and any id can be set).
+pub async fn served_models(daemon: &swivalctl::Client, id: &swival_protocol::SessionId) -> Vec<String> {
+    use swival_protocol::methods::typed::ProviderModelsMethod;
+    let params = swival_protocol::ProviderModelsParams { session_id: Some(id.clone()), ..Default::default() };
+    let asked = daemon.request::<ProviderModelsMethod>(&params);
+    match tokio::time::timeout(std::time::Duration::from_secs(3), asked).await {
+        Ok(Ok(listed)) => listed.models.into_iter().map(|m| m.id).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The config key and value a `session/set_config_option` sets, or why

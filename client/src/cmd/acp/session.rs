@@ -123,7 +123,8 @@ impl Bridge {
         let id = created.session_id.clone();
         let tracked = self.track(id.clone(), req.cwd.clone());
         self.serve_buffers(&id, &cx).await;
-        let options = super::options::config_options(&created.config);
+        let options =
+            super::options::config_options(&created.config, &super::options::served_models(&self.daemon, &id).await);
         responder.respond(acp::NewSessionResponse::new(id.0.clone()).config_options(options))?;
         send(&cx, &id, commands_update())?;
         self.follow(tracked, cx, None).await;
@@ -152,7 +153,8 @@ impl Bridge {
         };
         match self.daemon.request::<swival_protocol::methods::typed::SessionConfigure>(&params).await {
             Ok(r) => {
-                let options = super::options::config_options(&r.config);
+                let served = super::options::served_models(&self.daemon, &params.session_id).await;
+                let options = super::options::config_options(&r.config, &served);
                 responder.respond(acp::SetSessionConfigOptionResponse::new(options))
             }
             Err(e) => responder.respond_with_error(daemon_error(e)),
