@@ -327,6 +327,15 @@ pub struct RunStats {
     /// Of those, the ones it served from its cache (absent when it never said).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// Completion tokens the server counted, all calls (swivald's
+    /// addition; absent when the server never said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    /// What the run's calls cost in US dollars, from `model_prices`
+    /// (swivald's addition; absent when the model has no price there or
+    /// the server did not count tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Skills activated (`use_skill` calls that succeeded, `$name`
     /// mentions included), in order, each once.
     #[serde(default)]

@@ -152,3 +152,42 @@ fn list_profiles_names_each_profile_and_marks_the_one_in_use() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("* big: openrouter") && text.contains("  fast: generic"), "{text}");
 }
+
+#[test]
+fn model_prices_give_a_runs_cost_in_its_result_report_and_closing_lines() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("cost");
+    let mock = MockProvider::start(write_then_answer());
+    let toml = format!(
+        "provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n[model_prices.m]\ninput = 3.0\noutput = 15.0\n",
+        mock.base_url()
+    );
+    std::fs::write(p.join("swival.toml"), toml).unwrap();
+    let out = env.swivalctl(&daemon, &p).args(["run", "--trust", "--json", "make made.txt"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut c = daemon.nd();
+    let sessions = c.ok("session/list", json!({}))["sessions"].clone();
+    let detail = c.ok("session/get", json!({"session_id": sessions[0]["session_id"]}));
+    let run = detail["runs"][0]["run_id"].clone();
+    let result = c.ok("run/wait", json!({"run_id": run}));
+    let stats = &result["stats"];
+    let (prompt, completion) = (stats["prompt_tokens"].as_f64().unwrap(), stats["completion_tokens"].as_f64().unwrap());
+    assert!(completion > 0.0, "{stats}");
+    // A streaming server is asked for its count only when a cost is wanted.
+    assert_eq!(mock.requests()[0]["stream_options"], json!({"include_usage": true}));
+    let expected = (prompt * 3.0 + completion * 15.0) / 1e6;
+    assert!((stats["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12, "{stats}");
+    let report = c.ok("report/get", json!({"run_id": run}));
+    assert_eq!(report["stats"]["cost_usd"], stats["cost_usd"], "{report:#}");
+    // Shown after a run that is not --json.
+    mock.push(Step::text("again"));
+    let out = env.swivalctl(&daemon, &p).args(["run", "--trust", "again"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("◆ cost $0.0"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A price that is not one is refused, naming the key.
+    std::fs::write(p.join("swival.toml"), "provider = \"generic\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n[model_prices.m]\ninput = \"cheap\"\noutput = 1\n").unwrap();
+    let out = env.swivalctl(&daemon, &p).args(["run", "--trust", "x"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("model_prices") && err.contains("input must be a number"), "{err}");
+}

@@ -340,6 +340,9 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
             result.stats.llm_calls
         );
     }
+    if let (Some(cost), false) = (result.stats.cost_usd, a.quiet || a.json) {
+        eprintln!("  ◆ cost ${cost:.4} by model_prices");
+    }
     if !(a.quiet || a.json) {
         eprintln!("{}", closing_line(&client, &session_id, &run_id).await);
     }

@@ -63,6 +63,7 @@ pub fn provider_settings(
         api_key,
         model: if kind == ProviderKind::Command { None } else { cfg.model.clone() },
         default_model: kind.default_model(),
+        stream_usage: cfg.model_prices.is_some(),
         user_agent: cfg.user_agent.clone().unwrap_or_else(|| format!("swivald/{}", crate::VERSION)),
         timeout: crate::config::seconds(cfg.provider_timeout, 1.0),
         attempts: u32::try_from(cfg.retries.max(1)).unwrap_or(u32::MAX),

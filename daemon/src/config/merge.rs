@@ -317,6 +317,13 @@ fn check_combinations(config: &SessionConfig, entries: &BTreeMap<String, Entry>)
             "provider 'command' needs model = the command that reads the transcript and prints the reply".to_owned(),
         );
     }
+    if let Some(table) = &config.model_prices {
+        for model in table.keys() {
+            if let Err(why) = super::provider::Price::of(table, model) {
+                return fail(&["model_prices"], why);
+            }
+        }
+    }
     if config.provider.needs_model() && config.model.is_none() {
         let name = config.provider.as_str();
         let example = if config.provider == ProviderKind::Google { "gemini-2.5-flash" } else { "org/model" };

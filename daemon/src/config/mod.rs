@@ -46,7 +46,7 @@ mod tests;
 
 pub use command::Command;
 pub use mcp::{McpJson, McpServerConfig, PROJECT_MCP_JSON};
-pub use provider::ProviderKind;
+pub use provider::{Price, ProviderKind};
 pub use stages::{CommandHook, HookPoint, OnFailure, ProcessMode, SecretPattern};
 pub use trust::ProjectFile;
 pub use types::{Cidr, CommandAccess, FilesMode, SandboxMode, Secret, SessionConfig};

@@ -106,3 +106,60 @@ impl ProviderKind {
         }
     }
 }
+
+/// A model's price, US dollars per million tokens (`model_prices`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    /// Prompt tokens the server processed.
+    pub input: f64,
+    /// Prompt tokens it served from its cache (`input` when not given).
+    pub cached_input: Option<f64>,
+    /// Completion tokens.
+    pub output: f64,
+}
+
+impl Price {
+    /// `model`'s entry of a `model_prices` table: `Ok(None)` when it has
+    /// none, the error naming what is wrong with it otherwise.
+    pub fn of(table: &serde_json::Map<String, serde_json::Value>, model: &str) -> Result<Option<Price>, String> {
+        let Some(entry) = table.get(model) else { return Ok(None) };
+        let field = |k: &str| match entry.get(k) {
+            None => Ok(None),
+            Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
+                Some(n) => Ok(Some(n)),
+                None => {
+                    Err(format!("model_prices.{model:?}.{k} must be a number of dollars per million tokens, 0 or more"))
+                }
+            },
+        };
+        let (Some(input), Some(output)) = (field("input")?, field("output")?) else {
+            return Err(format!("model_prices.{model:?} needs input and output, in dollars per million tokens"));
+        };
+        Ok(Some(Price { input, cached_input: field("cached_input")?, output }))
+    }
+
+    /// What `prompt` tokens (`cached` of them from the server's cache) and
+    /// `completion` tokens cost, in dollars.
+    pub fn cost(&self, prompt: u64, cached: u64, completion: u64) -> f64 {
+        let fresh = prompt.saturating_sub(cached) as f64;
+        let cached_price = self.cached_input.unwrap_or(self.input);
+        (fresh * self.input + cached as f64 * cached_price + completion as f64 * self.output) / 1e6
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_price_is_read_checked_and_applied() {
+        let table = json!({"m": {"input": 2.0, "output": 8.0, "cached_input": 0.5}, "bad": {"input": -1, "output": 1}, "half": {"input": 1}});
+        let table = table.as_object().unwrap();
+        let p = Price::of(table, "m").unwrap().unwrap();
+        assert!((p.cost(1_000_000, 400_000, 500_000) - (1.2 + 0.2 + 4.0)).abs() < 1e-9);
+        assert_eq!(Price::of(table, "other").unwrap(), None);
+        assert!(Price::of(table, "bad").unwrap_err().contains("input must be a number"));
+        assert!(Price::of(table, "half").unwrap_err().contains("needs input and output"));
+    }
+}

@@ -311,6 +311,7 @@ pub(super) const KEYS: &[KeySpec] = &[
     acted("max_review_rounds", Kind::Int { min: 0 }),
     acted("reviewer_timeout_s", SECONDS),
     acted("extra_body", Kind::Table),
+    acted("model_prices", Kind::Table),
     acted("reasoning_effort", Kind::Enum(ReasoningEffort::NAMES)),
     acted("cache", Kind::Bool),
     acted("encrypt_secrets", Kind::Bool),

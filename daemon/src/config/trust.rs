@@ -57,6 +57,8 @@ const HARMLESS: &[&str] = &[
     "read_named_files",
     // Changes only the wording of the tools offered, not what they do.
     "lean_tools",
+    // Changes only the cost a run reports.
+    "model_prices",
     // Shows the model only what list_files and outline would.
     "project_map_tokens",
     // Only fewer tool calls run per reply; the rest are told to come again.

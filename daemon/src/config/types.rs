@@ -390,6 +390,9 @@ pub struct SessionConfig {
     pub verify: Option<PathBuf>,
     /// Merged into the top level of every provider request body.
     pub extra_body: Option<Map<String, Value>>,
+    /// Prices by model, US dollars per million tokens (`input`, `output`,
+    /// optional `cached_input`): a run's cost in its stats and report.
+    pub model_prices: Option<Map<String, Value>>,
     /// Reasoning effort asked of the model.
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Use the shared response cache.
@@ -518,6 +521,7 @@ impl SessionConfig {
         max_review_rounds: DEFAULT_MAX_REVIEW_ROUNDS,
         reviewer_timeout_s: 120.0,
         extra_body: None,
+        model_prices: None,
         reasoning_effort: None,
         cache: false,
         encrypt_secrets: false,

@@ -35,6 +35,9 @@ pub struct ProviderSettings {
     pub model: Option<String>,
     /// The model when none is set and the server lists none (Apple's).
     pub default_model: Option<&'static str>,
+    /// Ask a streaming server for the usage (`stream_options`), when a
+    /// run's cost is wanted (`model_prices`).
+    pub stream_usage: bool,
     /// `User-Agent` header.
     pub user_agent: String,
     /// Per-attempt request timeout.
@@ -470,6 +473,7 @@ mod tests {
             api_key: None,
             model: Some("m".into()),
             default_model: None,
+            stream_usage: false,
             user_agent: "swivald-test".into(),
             timeout: Duration::from_secs(1),
             attempts: 5,

@@ -83,6 +83,11 @@ pub fn request_body<'a>(settings: &'a ProviderSettings, model: &'a str, req: &'a
     }
     if settings.stream {
         body.insert("stream", Part::Owned(json!(true)));
+        // Counted tokens for `model_prices`: OpenAI's servers send usage
+        // in a stream only when asked.
+        if settings.stream_usage {
+            body.insert("stream_options", Part::Owned(json!({"include_usage": true})));
+        }
     }
     RequestBody(body)
 }

@@ -49,6 +49,12 @@ impl RunRecord {
             self.stats.context_tokens = Some(prompt_tokens.unwrap_or(*prompt_tokens_est));
             self.stats.context_window = context_window.or(self.stats.context_window);
         }
+        // Every call's output is paid for, a summary's too.
+        if let EventKind::LlmCall { usage: Some(usage), .. } = event {
+            if let Some(n) = usage.get("completion_tokens").and_then(serde_json::Value::as_u64) {
+                self.stats.completion_tokens = Some(self.stats.completion_tokens.unwrap_or(0) + n);
+            }
+        }
         if let Some(entry) = self.entry(event) {
             self.count(&entry);
             self.timeline.push(entry);

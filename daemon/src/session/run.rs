@@ -269,7 +269,8 @@ impl RunJob {
             Some(r) => r.finish().await.map_err(|e| changes_lost(&session, &self.run_id, &e)).ok(),
             None => None,
         };
-        let agent::Finished { outcome, answer, error, failure, model, record, state } = finished;
+        let agent::Finished { outcome, answer, error, failure, model, mut record, state } = finished;
+        record.stats.cost_usd = cost(cfg, &model, &record.stats);
         if let Some(a) = answer.as_deref().filter(|a| !a.trim().is_empty()) {
             if !cfg.no_history && matches!(outcome, Outcome::Success | Outcome::Exhausted) {
                 if let Err(e) = history::append(&session.base_dir, &self.task, a) {
@@ -310,6 +311,14 @@ impl RunJob {
         let parts = Parts { conversation, tools, shield };
         Ended { result, parts: Some(parts), terminal }
     }
+}
+
+/// What a run cost by `model_prices`, when its model has a price there and
+/// the server counted the tokens.
+fn cost(cfg: &SessionConfig, model: &str, stats: &swival_protocol::RunStats) -> Option<f64> {
+    let price = crate::config::Price::of(cfg.model_prices.as_ref()?, model).ok()??;
+    let (prompt, completion) = (stats.prompt_tokens?, stats.completion_tokens?);
+    Some(price.cost(prompt, stats.cached_tokens.unwrap_or(0), completion))
 }
 
 /// Say that a run's changes were not recorded, and why.
