@@ -416,8 +416,9 @@ impl Repl {
         if let (Some(run), Some(stats)) = (last, &stats) {
             let max = key("max_turns").unwrap_or_default();
             let outcome = run.outcome.map(|o| o.as_str()).unwrap_or("?");
+            let cost = stats.cost_usd.map(|c| format!(", cost ${c:.4}")).unwrap_or_default();
             out.push_str(&format!(
-                "last run: {outcome}, {} turns of {max}, {} review rounds, {} tool calls\n",
+                "last run: {outcome}, {} turns of {max}, {} review rounds, {} tool calls{cost}\n",
                 stats.turns, stats.review_rounds, stats.tool_calls_total
             ));
         }
