@@ -174,14 +174,12 @@ pub fn tool_schemas(policy: &CommandPolicy) -> Vec<serde_json::Value> {
     // Swival offers the shell only where any program may run; a shell
     // string is never a way around a whitelist or an approval.
     if matches!(policy, CommandPolicy::Unrestricted { .. }) {
-        out.push(json!({"type": "function", "function": {
-            "name": SHELL_TOOL,
-            "description": "Run a shell command line (sh -c) in the project directory: pipes, redirections, globs and variables work. Output over 10 KB is saved to a file and previewed.",
-            "parameters": {"type": "object", "properties": {
-                "command": {"type": "string", "description": "The command line, e.g. \"grep -rn TODO src | head\"."},
-                "timeout": {"type": "integer", "default": 30, "description": "Seconds before the command and everything it started are killed."}
-            }, "required": ["command"]}
-        }}));
+        out.push(text_tool_schema(
+            SHELL_TOOL,
+            "Run a shell command line (sh -c) in the project directory: pipes, redirections, globs and variables work. Output over 10 KB is saved to a file and previewed.",
+            ("command", "The command line, e.g. \"grep -rn TODO src | head\"."),
+            "the command",
+        ));
     }
     out
 }
@@ -199,14 +197,26 @@ pub const PYTHON_MIN_WINDOW: u64 = 100_000;
 pub fn python_schema(policy: &CommandPolicy) -> Option<serde_json::Value> {
     let CommandPolicy::Unrestricted { path } = policy else { return None };
     crate::procs::locate("python3", path)?;
-    Some(serde_json::json!({"type": "function", "function": {
-        "name": PYTHON_TOOL,
-        "description": "Run a Python snippet in a fresh interpreter (python3 -c) in the project directory, under the same limits as commands. Print what you need to see. Output over 10 KB is saved to a file and previewed.",
-        "parameters": {"type": "object", "properties": {
-            "code": {"type": "string", "description": "The Python code to run."},
-            "timeout": {"type": "integer", "default": 30, "description": "Seconds before the interpreter and everything it started are killed."}
-        }, "required": ["code"]}
-    }}))
+    Some(text_tool_schema(
+        PYTHON_TOOL,
+        "Run a Python snippet in a fresh interpreter (python3 -c) in the project directory, under the same limits as commands. Print what you need to see. Output over 10 KB is saved to a file and previewed.",
+        ("code", "The Python code to run."),
+        "the interpreter",
+    ))
+}
+
+/// The schema of a tool that runs one text through `run_command`'s path:
+/// its `(key, description)` and a `timeout` that kills `what`.
+fn text_tool_schema(name: &str, description: &str, (key, about): (&str, &str), what: &str) -> serde_json::Value {
+    let mut properties = serde_json::Map::new();
+    properties.insert(key.into(), serde_json::json!({"type": "string", "description": about}));
+    let timeout = format!("Seconds before {what} and everything it started are killed.");
+    properties.insert("timeout".into(), serde_json::json!({"type": "integer", "default": 30, "description": timeout}));
+    serde_json::json!({"type": "function", "function": {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": [key]}
+    }})
 }
 
 /// Swival's shell tool: a command line run as `sh -c`, offered only with
