@@ -262,6 +262,10 @@ pub struct SessionInfo {
     /// The run that spawned it, for a subagent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<crate::subagents::SubagentOf>,
+    /// What its runs cost in US dollars, summed over those `model_prices`
+    /// priced (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// The git worktree a session works in (`session/create`'s `worktree`).

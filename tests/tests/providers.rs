@@ -184,6 +184,20 @@ fn model_prices_give_a_runs_cost_in_its_result_report_and_closing_lines() {
     mock.push(Step::text("again"));
     let out = env.swivalctl(&daemon, &p).args(["run", "--trust", "again"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("◆ cost $0.0"), "{}", String::from_utf8_lossy(&out.stderr));
+    // Summed per session, and over them.
+    let out = env.swivalctl(&daemon, &p).args(["sessions", "--here", "--cost"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.matches("    cost $0.").count() == 2, "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("over 2 priced session(s) of 2"), "{text}");
+    let listed = c.ok("session/list", json!({}));
+    let first = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == sessions[0]["session_id"])
+        .unwrap()
+        .clone();
+    assert!((first["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-12, "{first}");
     // A price that is not one is refused, naming the key.
     std::fs::write(p.join("swival.toml"), "provider = \"generic\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n[model_prices.m]\ninput = \"cheap\"\noutput = 1\n").unwrap();
     let out = env.swivalctl(&daemon, &p).args(["run", "--trust", "x"]).output().unwrap();

@@ -148,6 +148,7 @@ mod tests {
             run_count: 1,
             worktree: None,
             parent: None,
+            cost_usd: None,
         }
     }
 

@@ -101,6 +101,10 @@ pub struct SessionsFilter {
     /// repository or `swival.toml` directory, as `run` finds it).
     #[arg(long)]
     pub here: bool,
+    /// Show what each session's runs cost (priced by `model_prices`), and
+    /// the total.
+    #[arg(long)]
+    pub cost: bool,
 }
 
 /// `swivalctl sessions`: one line per session, newest first (by last
@@ -124,6 +128,17 @@ pub async fn list(socket: &Path, filter: SessionsFilter, json: bool) -> Result<E
     let now = std::time::SystemTime::now();
     for s in &sessions {
         print!("{}", super::listing::lines(s, "", now));
+        if filter.cost {
+            println!(
+                "    cost {}",
+                s.cost_usd.map_or_else(|| "unknown (no model_prices for its model)".to_owned(), |c| format!("${c:.4}"))
+            );
+        }
+    }
+    if filter.cost && !sessions.is_empty() {
+        let total: f64 = sessions.iter().filter_map(|s| s.cost_usd).sum();
+        let priced = sessions.iter().filter(|s| s.cost_usd.is_some()).count();
+        println!("total ${total:.4} over {priced} priced session(s) of {}", sessions.len());
     }
     if sessions.is_empty() {
         match project {

@@ -30,6 +30,7 @@ mod history;
 mod live;
 mod notes;
 mod policy;
+mod read;
 mod review;
 mod run;
 mod runs;
@@ -49,20 +50,20 @@ use crate::procs::ProcessRunner;
 use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
-use crate::store::{RunRow, SessionRow, Store, StoreError};
+use crate::store::{SessionRow, Store, StoreError};
 pub use actor::NewRun;
 use actor::{Actor, Command, Handle, Parts};
 pub use events::Cursor;
 use events::{EventLog, Logs};
 use live::Live;
 pub use live::LiveLimits;
+use read::info;
 use serde_json::Value;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{EventKind, RunId, SessionCreateParams, SessionCreateResult, SessionDetail, SessionId};
-use swival_protocol::{SessionInfo, SessionState};
+use swival_protocol::SessionInfo;
+use swival_protocol::{EventKind, RunId, SessionCreateParams, SessionCreateResult, SessionId};
 use tokio::sync::Semaphore;
 
 /// What can go wrong with a session request; each maps to one error code.
@@ -418,6 +419,7 @@ impl Sessions {
             closed: false,
             last_seq: 0,
             run_count: 0,
+            cost_usd: None,
             worktree: made.map(|m| m.row.clone()),
             parent,
         };
@@ -502,42 +504,6 @@ impl Sessions {
         handle
     }
 
-    /// `session/prune`: delete the sessions unused for `older_than` (never
-    /// one in memory, nor one with a run in flight) and compact the store.
-    pub fn prune(&self, older_than: std::time::Duration) -> Result<Vec<SessionId>, SessionError> {
-        let cutoff = std::time::SystemTime::now().checked_sub(older_than).unwrap_or(std::time::UNIX_EPOCH);
-        let cutoff = humantime::format_rfc3339_millis(cutoff).to_string();
-        let removed = self.shared.store.prune(&cutoff, self.live.ids())?;
-        if !removed.is_empty() {
-            tracing::info!("pruned {} session(s) unused since {cutoff}", removed.len());
-        }
-        Ok(removed)
-    }
-
-    /// `session/list`, from the store: a session is running while one of
-    /// its runs has no result (a run's result and its `run_finished` are
-    /// stored together, so this agrees with the event stream).
-    pub fn list(&self) -> Result<Vec<SessionInfo>, SessionError> {
-        let rows = self.shared.store.sessions()?;
-        let running: HashSet<SessionId> =
-            self.shared.store.unfinished_runs()?.into_iter().map(|r| r.session_id).collect();
-        Ok(rows.iter().map(|row| info(row, running.contains(&row.id))).collect())
-    }
-
-    /// `session/get`, from the store.
-    pub fn detail(&self, id: &SessionId) -> Result<SessionDetail, SessionError> {
-        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
-        let runs = self.shared.store.runs(id)?;
-        let running = runs.iter().any(|r| r.result.is_none());
-        Ok(SessionDetail {
-            info: info(&row, running),
-            config: row.config.clone(),
-            runs: runs.iter().map(RunRow::info).collect(),
-            messages: self.shared.store.messages(id)?,
-            environment: Some(self.shared.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),
-        })
-    }
-
     /// `session/close`: cancel its run, refuse further runs. The session
     /// leaves memory now, or when its run has ended.
     pub async fn close(&self, id: &SessionId) -> Result<SessionInfo, SessionError> {
@@ -575,26 +541,5 @@ impl Sessions {
     /// Runs in flight right now (`daemon/status`).
     pub fn runs_in_flight(&self) -> usize {
         self.live.run_count()
-    }
-}
-
-fn info(row: &SessionRow, running: bool) -> SessionInfo {
-    SessionInfo {
-        session_id: row.id.clone(),
-        base_dir: row.base_dir.clone(),
-        title: row.title.clone(),
-        created_at: row.created_at.clone(),
-        last_used_at: row.last_used_at.clone(),
-        state: if row.closed {
-            SessionState::Closed
-        } else if running {
-            SessionState::Running
-        } else {
-            SessionState::Idle
-        },
-        last_seq: swival_protocol::Seq(row.last_seq),
-        run_count: row.run_count,
-        worktree: row.worktree.as_ref().map(worktree::info),
-        parent: row.parent.clone(),
     }
 }

@@ -3,7 +3,7 @@
 //! end at once with an error.
 
 use super::*;
-use swival_protocol::Outcome;
+use swival_protocol::{Outcome, SessionState};
 
 struct Fixture {
     /// Holds the database, the cache and the project.

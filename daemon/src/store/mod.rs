@@ -69,6 +69,8 @@ pub struct SessionRow {
     pub last_seq: u64,
     /// Number of runs.
     pub run_count: u64,
+    /// What its runs cost, summed over those priced (`stats.cost_usd`).
+    pub cost_usd: Option<f64>,
     /// The git worktree it works in, if it was created with one.
     pub worktree: Option<WorktreeRow>,
     /// The run that spawned it, for a subagent's session.
@@ -300,7 +302,8 @@ impl Store {
         let rows = self.with(|c| {
             let mut st = c.prepare_cached(&format!(
                 "SELECT s.id, s.base_dir, s.title, s.config, s.request, s.created_at, s.closed, s.last_seq,
-                        (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id), {LAST_USED}
+                        (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id), {LAST_USED},
+                        (SELECT SUM(json_extract(r.result, '$.stats.cost_usd')) FROM runs r WHERE r.session_id = s.id)
                  FROM sessions s WHERE ?1 IS NULL OR s.id = ?1 ORDER BY s.created_at, s.rowid"
             ))?;
             let rows = st.query_map(params![only.map(|id| id.0.as_str())], |r| {
@@ -315,6 +318,7 @@ impl Store {
                     r.get::<_, i64>(7)?,
                     r.get::<_, i64>(8)?,
                     r.get::<_, String>(9)?,
+                    r.get::<_, Option<f64>>(10)?,
                 ))
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -322,22 +326,25 @@ impl Store {
         let mut worktrees = self.worktrees(only)?;
         let mut parents = self.parents(only)?;
         rows.into_iter()
-            .map(|(id, base_dir, title, config, request, created_at, closed, last_seq, runs, last_used_at)| {
-                Ok(SessionRow {
-                    worktree: worktrees.remove(&id),
-                    parent: parents.remove(&id),
-                    id: SessionId(id),
-                    base_dir,
-                    title,
-                    config: self.decode(&config)?,
-                    request: self.decode(&request)?,
-                    created_at,
-                    last_used_at,
-                    closed,
-                    last_seq: last_seq as u64,
-                    run_count: runs as u64,
-                })
-            })
+            .map(
+                |(id, base_dir, title, config, request, created_at, closed, last_seq, runs, last_used_at, cost_usd)| {
+                    Ok(SessionRow {
+                        worktree: worktrees.remove(&id),
+                        parent: parents.remove(&id),
+                        id: SessionId(id),
+                        base_dir,
+                        title,
+                        config: self.decode(&config)?,
+                        request: self.decode(&request)?,
+                        created_at,
+                        last_used_at,
+                        closed,
+                        last_seq: last_seq as u64,
+                        run_count: runs as u64,
+                        cost_usd,
+                    })
+                },
+            )
             .collect()
     }
 

@@ -71,6 +71,7 @@ mod tests {
             closed: false,
             last_seq: 0,
             run_count: 0,
+            cost_usd: None,
             worktree: None,
             parent: None,
         };

@@ -22,6 +22,7 @@ fn session(s: &Store) -> SessionId {
         closed: false,
         last_seq: 0,
         run_count: 0,
+        cost_usd: None,
         worktree: None,
         parent: None,
     })

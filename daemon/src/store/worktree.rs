@@ -130,6 +130,7 @@ mod tests {
             closed: false,
             last_seq: 0,
             run_count: 0,
+            cost_usd: None,
             worktree: Some(worktree.clone()),
             parent: None,
         };
