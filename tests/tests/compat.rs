@@ -213,6 +213,7 @@ fn swivals_run_flags_work_and_sampling_reaches_the_request() {
         .args(["--commands", "ls,cat", "--add-dir", "../x", "--temperature", "0.2", "--top-p", "0.9"])
         .args(["--seed", "7", "--max-output-tokens", "1000", "--reasoning-effort", "low", "--max-output-lines", "40"])
         .args(["--extra-body", r#"{"chat_template_kwargs": {"enable_thinking": false}}"#])
+        .arg("--no-prompt-cache")
         .arg("task")
         .output()
         .unwrap();
@@ -226,6 +227,7 @@ fn swivals_run_flags_work_and_sampling_reaches_the_request() {
     assert_eq!(first["max_tokens"], 1000);
     assert_eq!(first["reasoning_effort"], "low");
     assert_eq!(first["chat_template_kwargs"], json!({"enable_thinking": false}));
+    assert!(!first.to_string().contains("cache_control"), "no cache marks, with --no-prompt-cache or without");
     let tools: Vec<&str> =
         first["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert!(tools.contains(&"run_command"), "{tools:?}");

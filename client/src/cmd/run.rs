@@ -176,6 +176,10 @@ pub struct RunArgs {
     /// Don't load or discover any skills.
     #[arg(long)]
     pub no_skills: bool,
+    /// Swival's: no prompt-cache marks in requests. swivald never adds them
+    /// (a server's own prefix cache still serves), so this changes nothing.
+    #[arg(long)]
+    pub no_prompt_cache: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
