@@ -73,6 +73,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         subagents: if a.no_subagents { Some(false) } else { on(a.subagents) },
         self_review: on(a.self_review),
         no_skills: on(a.no_skills),
+        sanitize_thinking: on(a.sanitize_thinking),
         ..ConfigOverlay::default()
     }
 }

@@ -112,6 +112,9 @@ pub struct ConfigOverlay {
     /// `--no-history`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_history: Option<bool>,
+    /// `--sanitize-thinking`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sanitize_thinking: Option<bool>,
     /// `--no-mcp`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_mcp: Option<bool>,

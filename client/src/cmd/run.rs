@@ -180,6 +180,9 @@ pub struct RunArgs {
     /// (a server's own prefix cache still serves), so this changes nothing.
     #[arg(long)]
     pub no_prompt_cache: bool,
+    /// Take whole <think>…</think> blocks out of the model's replies.
+    #[arg(long)]
+    pub sanitize_thinking: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

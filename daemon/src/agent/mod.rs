@@ -23,6 +23,7 @@ mod sink;
 mod snapshot;
 mod snapshot_tool;
 pub mod subagents;
+mod thinking;
 mod tools;
 mod turns;
 mod verify;

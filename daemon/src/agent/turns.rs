@@ -169,6 +169,7 @@ impl Run<'_> {
                 Err(e) => return Ok(e.into()),
             };
             let (reply, runaway) = self.cut_runaway(turn, reply);
+            let reply = self.clean_thinking(reply);
             let reply = self.calls_written_as_text(turn, reply, &offer);
             // after_llm_call: the hooks see the reply and every proposed
             // call before anything runs.
@@ -262,6 +263,16 @@ impl Run<'_> {
     /// server's chat template did not catch its call meant it, and taking
     /// the text as the answer would end the run on it. The calls then go
     /// through the hooks, guards and policy as any other.
+    fn clean_thinking(&self, mut reply: crate::provider::Reply) -> crate::provider::Reply {
+        let blocks = self.ctx.config.sanitize_thinking;
+        if let Some(std::borrow::Cow::Owned(clean)) =
+            reply.content.as_deref().map(|t| super::thinking::clean(t, blocks))
+        {
+            reply.content = Some(clean).filter(|c| !c.is_empty());
+        }
+        reply
+    }
+
     fn calls_written_as_text(
         &self,
         turn: u64,

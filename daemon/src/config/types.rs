@@ -388,6 +388,9 @@ pub struct SessionConfig {
     pub objective: Option<PathBuf>,
     /// The file a review reads acceptance criteria from (`--verify`).
     pub verify: Option<PathBuf>,
+    /// Take whole `<think>…</think>` blocks out of replies (Swival's
+    /// `--sanitize-thinking`).
+    pub sanitize_thinking: bool,
     /// Merged into the top level of every provider request body.
     pub extra_body: Option<Map<String, Value>>,
     /// Prices by model, US dollars per million tokens (`input`, `output`,
@@ -522,6 +525,7 @@ impl SessionConfig {
         reviewer_timeout_s: 120.0,
         extra_body: None,
         model_prices: None,
+        sanitize_thinking: false,
         reasoning_effort: None,
         cache: false,
         encrypt_secrets: false,
