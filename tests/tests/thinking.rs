@@ -28,3 +28,20 @@ fn a_stray_mark_always_goes_and_think_blocks_go_when_asked() {
     mock.push(Step::text("again"));
     assert_eq!(run(&env, &daemon, &mock, &["--sanitize-thinking"]), "The answer is 4.\n");
 }
+
+#[test]
+fn a_reply_of_reasoning_alone_answers_with_it_streamed_or_not() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let mut c = daemon.nd();
+    for stream in [true, false] {
+        let mock = MockProvider::start(vec![Step::reasoning_only("<think>\nfive it is\n</think>\nThe answer is 5.")]);
+        let p = env.project(&format!("r-{stream}"));
+        let cfg = serde_json::json!({"provider": "generic", "base_url": mock.base_url(), "model": "m",
+            "stream": stream, "sanitize_thinking": true, "no_history": true});
+        let (_, _, result) = swival_tests::run_task(&mut c, &p, cfg, "what is 2 + 3?");
+        assert_eq!(result["outcome"], "success", "stream {stream}: {result:#}");
+        assert_eq!(result["answer"], "The answer is 5.", "stream {stream}: {result:#}");
+        assert_eq!(mock.request_count(), 1, "no empty-reply nudge: the reasoning was the answer");
+    }
+}

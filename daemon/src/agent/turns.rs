@@ -263,8 +263,13 @@ impl Run<'_> {
     /// server's chat template did not catch its call meant it, and taking
     /// the text as the answer would end the run on it. The calls then go
     /// through the hooks, guards and policy as any other.
+    /// A reply's thinking marks taken out; a reply whose only text is its
+    /// reasoning answers with it (Swival's promotion).
     fn clean_thinking(&self, mut reply: crate::provider::Reply) -> crate::provider::Reply {
         let blocks = self.ctx.config.sanitize_thinking;
+        if reply.content.is_none() && reply.tool_calls.is_empty() {
+            reply.content = reply.reasoning.take();
+        }
         if let Some(std::borrow::Cow::Owned(clean)) =
             reply.content.as_deref().map(|t| super::thinking::clean(t, blocks))
         {

@@ -114,6 +114,7 @@ pub async fn call(
         usage: None,
         timings: None,
         runaway: None,
+        reasoning: None,
     })
 }
 

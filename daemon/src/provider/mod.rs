@@ -94,6 +94,9 @@ pub struct Reply {
     /// Set when the stream was cut as the reply kept repeating itself
     /// (`repeat.rs`); `finish_reason` is then `length`.
     pub runaway: Option<Runaway>,
+    /// The model's reasoning (`reasoning_content`), when the server sends it
+    /// apart from the content.
+    pub reasoning: Option<String>,
 }
 
 /// The prompt tokens a server reported for one call, and how many of them
@@ -129,6 +132,7 @@ impl Reply {
             "usage": self.usage,
             "timings": self.timings,
             "runaway": self.runaway,
+            "reasoning": self.reasoning,
         })
     }
 
@@ -141,6 +145,7 @@ impl Reply {
             usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
             timings: v.get("timings").filter(|u| !u.is_null()).cloned(),
             runaway: v.get("runaway").and_then(|r| serde_json::from_value(r.clone()).ok()),
+            reasoning: v["reasoning"].as_str().map(str::to_owned),
         }
     }
 

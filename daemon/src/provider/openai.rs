@@ -163,6 +163,10 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
         usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
         timings: v.get("timings").filter(|u| u.is_object()).cloned(),
         runaway: None,
+        reasoning: ["reasoning_content", "reasoning"]
+            .iter()
+            .find_map(|k| msg.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+            .map(str::to_owned),
     })
 }
 

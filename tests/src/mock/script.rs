@@ -17,6 +17,9 @@ pub enum Step {
     ToolCalls(Vec<ToolCall>),
     /// A reply with neither content nor tool calls.
     Empty,
+    /// A reply whose only text is its `reasoning_content` (empty content,
+    /// no tool calls), as reasoning models send.
+    ReasoningOnly(String),
     /// A bare HTTP status with a body (errors, rate limits).
     Status {
         /// The HTTP status code.
@@ -92,6 +95,11 @@ impl Step {
     /// A reply calling a single tool.
     pub fn tool_call(id: &str, name: &str, arguments: Value) -> Step {
         Step::tool_calls(vec![(id, name, arguments)])
+    }
+
+    /// A reply whose only text is its `reasoning_content`.
+    pub fn reasoning_only(reasoning: impl Into<String>) -> Step {
+        Step::ReasoningOnly(reasoning.into())
     }
 
     /// A reply with no content and no tool calls.
