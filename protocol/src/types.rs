@@ -68,8 +68,8 @@ pub struct DaemonStatus {
     /// Runs in flight right now.
     #[serde(default)]
     pub runs_in_flight: u64,
-    /// The snapshot stores' disk use now, in bytes (absent with snapshots
-    /// off); `snapshots/gc` collects them.
+    /// The snapshot stores' disk use in bytes, measured at most every 10 s
+    /// (absent with snapshots off); `snapshots/gc` collects them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_bytes: Option<u64>,
 }

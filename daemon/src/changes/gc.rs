@@ -13,6 +13,10 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use swival_protocol::SnapshotGcResult;
 
+/// How long a measure of the stores' disk use is shown before it is taken
+/// again.
+const MEASURE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What collecting one project's store did.
 pub enum Collected {
     /// A call was being recorded: left as it was.
@@ -26,7 +30,7 @@ pub enum Collected {
 impl Changes {
     /// Collect every project's store.
     pub async fn collect(&self) -> Result<SnapshotGcResult, ChangeError> {
-        let bytes_before = self.disk_use().await;
+        let bytes_before = self.measure().await;
         let mut out = SnapshotGcResult {
             stores: 0,
             stores_removed: 0,
@@ -44,14 +48,27 @@ impl Changes {
                 Collected::Kept(n) => out.objects_removed += n,
             }
         }
-        out.bytes_after = self.disk_use().await;
+        out.bytes_after = self.measure().await;
         Ok(out)
     }
 
-    /// The snapshot stores' disk use, in bytes.
+    /// The snapshot stores' disk use, in bytes, as measured within the last
+    /// [`MEASURE_EVERY`]: `daemon/status` does not walk the stores each time
+    /// it is asked.
     pub async fn disk_use(&self) -> u64 {
+        let fresh = *self.measured.lock().expect("measured lock");
+        match fresh {
+            Some((at, bytes)) if at.elapsed() < MEASURE_EVERY => bytes,
+            _ => self.measure().await,
+        }
+    }
+
+    /// Walk the stores for their disk use now, and keep it.
+    async fn measure(&self) -> u64 {
         let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || disk_use(&dir)).await.unwrap_or(0)
+        let bytes = tokio::task::spawn_blocking(move || disk_use(&dir)).await.unwrap_or(0);
+        *self.measured.lock().expect("measured lock") = Some((std::time::Instant::now(), bytes));
+        bytes
     }
 
     /// The project root of every store on disk.

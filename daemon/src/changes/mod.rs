@@ -62,12 +62,16 @@ pub struct Changes {
     store: Arc<Store>,
     /// Projects seen, by root.
     projects: Mutex<HashMap<PathBuf, Arc<record::Project>>>,
+    /// The stores' disk use as last measured, and when (`daemon/status`
+    /// reads it; a collection measures anew).
+    measured: Mutex<Option<(std::time::Instant, u64)>>,
 }
 
 impl Changes {
     /// The stores under `dir`.
     pub fn new(dir: PathBuf, max_file: u64, exact_commands: bool, store: Arc<Store>) -> Changes {
-        Changes { git: Git::locate(), dir, max_file, exact_commands, store, projects: Mutex::default() }
+        let (projects, measured) = (Mutex::default(), Mutex::default());
+        Changes { git: Git::locate(), dir, max_file, exact_commands, store, projects, measured }
     }
 
     /// Whether changes can be recorded at all (git is there).
