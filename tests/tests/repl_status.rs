@@ -25,7 +25,10 @@ fn status_gives_the_endpoint_the_context_share_and_the_commands_mode_and_a_gauge
     let daemon = env.start_daemon();
     let mock = MockProvider::start(vec![Step::text("hello back")]).with_model("m").with_context_length(4_000);
     let p = env.project("p");
-    let config = format!("provider = \"generic\"\nbase_url = \"{}\"\ncommands = \"ask\"\n", mock.base_url());
+    let config = format!(
+        "provider = \"generic\"\nbase_url = \"{}\"\ncommands = \"ask\"\n[model_prices.m]\ninput = 3.0\noutput = 15.0\n",
+        mock.base_url()
+    );
     env.global_config(&config);
     let tmux = Tmux::new(&env);
     tmux.start(&shell_line(&env, &daemon.socket, &p, "repl"));
@@ -43,6 +46,7 @@ fn status_gives_the_endpoint_the_context_share_and_the_commands_mode_and_a_gauge
     assert!(status.contains(" / 4,000 tokens (") && status.contains("%)"), "the share of the window: {status}");
     assert!(status.contains("commands: ask"), "the commands mode: {status}");
     assert!(status.contains("last run: success, 1 turns"), "{status}");
+    assert!(status.contains(", cost $0.0"), "the run's cost by model_prices: {status}");
     assert!(status.contains("session: s_"), "{status}");
     tmux.at_prompt("/exit");
     tmux.wait_for("EXIT=0");

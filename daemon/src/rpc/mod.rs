@@ -140,6 +140,24 @@ where
     Ok(())
 }
 
+/// The end of the connection a call came on, when the caller `wanted`
+/// its run cancelled with it (`cancel_on_disconnect`); refused over an
+/// HTTP POST, whose connection ends with the reply.
+pub(super) fn disconnection(
+    wanted: bool,
+    extensions: &jsonrpsee::Extensions,
+) -> Result<Option<tokio_util::sync::CancellationToken>, ErrorObjectOwned> {
+    if !wanted {
+        return Ok(None);
+    }
+    match extensions.get::<crate::transport::Disconnected>() {
+        Some(gone) => Ok(Some(gone.0.clone())),
+        None => Err(invalid_params(
+            "cancel_on_disconnect needs a connection that stays open (newline-delimited JSON or WebSocket on the socket), not an HTTP POST; drop it or connect that way",
+        )),
+    }
+}
+
 /// An invalid-params error with a message saying what to send instead.
 pub(super) fn invalid_params(message: &str) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(-32602, message.to_owned(), None::<()>)

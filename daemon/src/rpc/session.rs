@@ -1,8 +1,7 @@
 //! Session, run, event, report and config methods.
 
-use super::{app_error, async_method, invalid_params, method, DaemonContext};
+use super::{app_error, async_method, disconnection, invalid_params, method, DaemonContext};
 use crate::session::{NewRun, SessionError};
-use crate::transport::Disconnected;
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
@@ -114,17 +113,12 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
 fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     module.register_async_method(m::RunStart::NAME, |params, ctx, extensions| async move {
         let p = params.parse::<<m::RunStart as Method>::Params>()?;
-        // The connection's end, taken before the run exists: a client gone
-        // by the time it starts still has it cancelled.
-        let gone = match p.cancel_on_disconnect {
-            false => None,
-            true => Some(extensions.get::<Disconnected>().cloned().ok_or_else(|| {
-                invalid_params("cancel_on_disconnect needs a connection that stays open (newline-delimited JSON or WebSocket on the socket), not an HTTP POST; drop it or connect that way")
-            })?),
-        };
+        // Taken before the run exists: a client gone by the time it starts
+        // still has it cancelled.
+        let gone = disconnection(p.cancel_on_disconnect, &extensions)?;
         let new = NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false };
         let run_id = ctx.sessions.start_run(&p.session_id, new, p.env).await.map_err(rpc_error)?;
-        if let Some(Disconnected(gone)) = gone {
+        if let Some(gone) = gone {
             ctx.sessions.cancel_when(&run_id, gone);
         }
         Ok::<_, ErrorObjectOwned>(RunStartResult { run_id })
