@@ -240,12 +240,15 @@ pub fn as_command(tool: &str, args: &serde_json::Value) -> Option<serde_json::Va
     Some(call)
 }
 
+/// Swival's `snapshot` tool, run by the agent on its conversation.
+pub const SNAPSHOT_TOOL: &str = "snapshot";
+
 /// `snapshot`'s schema (Swival's parameters): the agent runs it on its own
 /// conversation (`agent/snapshot_tool.rs`); offered here, between
 /// `fetch_url` and `run_command`, in Swival's order.
 fn snapshot_schema() -> serde_json::Value {
     serde_json::json!({"type": "function", "function": {
-        "name": "snapshot",
+        "name": SNAPSHOT_TOOL,
         "description": "Save and restore your own context. `save` marks a checkpoint before an investigation; `restore` with a `summary` of what you learned replaces the turns since the checkpoint (or since the user's last message) with that summary, freeing context. Restore is refused after a call that changed files or ran a command unless `force` is true. `cancel` drops the checkpoint; `status` shows it.",
         "parameters": {"type": "object", "properties": {
             "action": {"type": "string", "enum": ["save", "restore", "cancel", "status"], "description": "What to do."},

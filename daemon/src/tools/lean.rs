@@ -18,6 +18,7 @@ use super::builtin::{
     DeleteFile, EditFile, Grep, ListFiles, Outline, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile,
 };
 use super::registry::Tool;
+use crate::sandbox;
 use serde_json::{Map, Value};
 
 /// One tool's lean offer.
@@ -47,7 +48,7 @@ const fn bare(path: &'static str) -> (&'static str, Option<&'static str>) {
 /// `think` in place of an answer, turn after turn, until it ran out of
 /// turns (3 of 12 runs); Swival's own prompt for small models has no
 /// use for them. A model that calls one anyway is served.
-const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, "snapshot", "run_shell_command", "run_python"];
+const LEFT_OUT: &[&str] = &[Think::NAME, Todo::NAME, sandbox::SNAPSHOT_TOOL, sandbox::SHELL_TOOL, sandbox::PYTHON_TOOL];
 
 /// Every tool the lean offer changes, in the order the model sees them.
 /// Left out: `tail_lines` (reads), `move_from` (write_file), `checksum`

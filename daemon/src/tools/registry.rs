@@ -15,6 +15,7 @@ use super::builtin::{
     DeleteFile, EditFile, Grep, ListFiles, Outline, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile,
 };
 use super::{args, schema, CallInput, ToolBox, ToolError};
+use crate::sandbox;
 use crate::toolcall::{parse_args, ToolOutcome};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -104,11 +105,11 @@ pub const TOOLS: &[Spec] = &[
     builtin::<Todo>(),
     builtin::<DeleteFile>(),
     Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch, walks_tree: false },
-    Spec { name: "snapshot", kind: ToolKind::Think, runner: Runner::Snapshot, walks_tree: false },
+    Spec { name: sandbox::SNAPSHOT_TOOL, kind: ToolKind::Think, runner: Runner::Snapshot, walks_tree: false },
     builtin::<Outline>(),
     Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
-    Spec { name: "run_shell_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
-    Spec { name: "run_python", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
+    Spec { name: sandbox::SHELL_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
+    Spec { name: sandbox::PYTHON_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
 ];
 
 /// The entry of the built-in tool `T`.
