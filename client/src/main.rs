@@ -109,6 +109,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Set, show, pause, resume or clear a session's goal: work the daemon
+    /// goes on with, run after run, while you are away.
+    Goal {
+        #[command(subcommand)]
+        action: cmd::goal::GoalAction,
+    },
+    /// List every goal, most recently changed first.
+    Goals {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancel a run.
     Cancel {
         /// The run id.
@@ -199,6 +211,8 @@ fn main() -> ExitCode {
             Command::Attach { session, from_seq, follow, json } => {
                 cmd::session::attach(&socket, session, from_seq, follow, json).await
             }
+            Command::Goal { action } => cmd::goal::run(&socket, action).await,
+            Command::Goals { json } => cmd::goal::list(&socket, json).await,
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Diff { run, session, stat, json } => match cmd::changes::which(&socket, run, session).await {
                 Ok(which) => cmd::changes::diff(&socket, which, stat, json).await,

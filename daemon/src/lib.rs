@@ -19,6 +19,7 @@ mod clock;
 mod config;
 mod editor;
 mod environment;
+mod goal;
 mod mcp;
 mod message;
 mod notes;

@@ -63,6 +63,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         shutdown.clone(),
     )?);
     sessions.serve_subagents();
+    let goals = goals(&settings, &sessions, &services, &shutdown)?;
     if let Some(age) = settings.session_retention() {
         spawn_pruner(sessions.clone(), age, shutdown.clone());
     }
@@ -74,6 +75,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         max_message_size: settings.max_message_size,
         sessions,
+        goals,
         services: services.clone(),
         subscriptions: Arc::new(rpc::Subscriptions::new(
             settings.max_subscriptions,
@@ -115,6 +117,22 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     listener.remove_socket_file();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The sessions' goals, those that were active taken up again.
+fn goals(
+    settings: &Settings,
+    sessions: &Arc<Sessions>,
+    services: &Services,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Arc<crate::goal::Goals>> {
+    let limits = crate::goal::GoalLimits {
+        max_active: settings.max_background_runs.max(1) as usize,
+        default_max_runs: settings.goal_max_runs.max(1),
+    };
+    let goals = crate::goal::Goals::new(sessions.clone(), services.store.clone(), limits, shutdown.clone());
+    goals.restore()?;
+    Ok(goals)
 }
 
 /// The daemon's own directories.

@@ -113,6 +113,11 @@ pub struct Settings {
     /// Subagents (`spawn_subagent`, child sessions) running at once, all
     /// sessions together; a spawn past it is refused with this key named.
     pub max_subagents: u32,
+    /// Goals and loops working at once, all sessions together; setting or
+    /// resuming one past it is refused with this key named.
+    pub max_background_runs: u32,
+    /// Runs a goal may take when `goal/set` names no `max_runs`.
+    pub goal_max_runs: u64,
 }
 
 impl Default for Settings {
@@ -150,6 +155,8 @@ impl Default for Settings {
             snapshot_max_file_bytes: 10 * 1024 * 1024,
             snapshot_exact_commands: true,
             max_subagents: 16,
+            max_background_runs: 4,
+            goal_max_runs: 20,
         }
     }
 }

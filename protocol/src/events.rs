@@ -248,6 +248,15 @@ pub enum EventKind {
         /// The message.
         message: String,
     },
+    /// A session's goal changed (Swival's `goal_event`): set, paused,
+    /// resumed, a run started for it, completed, limited, stuck, cleared.
+    Goal {
+        /// What happened.
+        action: crate::goals::GoalAction,
+        /// The goal after it (absent once cleared).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<Box<crate::goals::Goal>>,
+    },
     /// A progress line Swival prints on its terminal (`Review round 1:
     /// sending answer to reviewer`), in Swival's words, for clients to show
     /// as they are.

@@ -8,6 +8,7 @@
 use crate::approvals::*;
 use crate::changes::*;
 use crate::events::*;
+use crate::goals::*;
 use crate::notes::*;
 use crate::policy::*;
 use crate::review::*;
@@ -156,6 +157,24 @@ methods! {
 /// Put back what a run (or an undo) changed.
     RunRevert(RUN_REVERT = "run/revert"): RunRevertParams => RunRevertResult,
         "Revert a finished run's file changes; refuses listing each file changed since, unless force; recorded as an undoable change set.";
+/// Set a session's goal (Swival's `/goal`).
+    GoalSet(GOAL_SET = "goal/set"): GoalSetParams => GoalResult,
+        "Set a session's goal: the daemon runs the session, run after run, until the model calls complete_goal, a budget is spent, it is paused, or it is stuck.";
+/// A session's goal.
+    GoalGet(GOAL_GET = "goal/get"): SessionRef => GoalResult,
+        "A session's goal: objective, status, tokens, time and runs used, last step and blocker.";
+/// Pause a session's goal.
+    GoalPause(GOAL_PAUSE = "goal/pause"): SessionRef => GoalResult,
+        "Pause a session's active goal; its run in flight finishes, no new one starts.";
+/// Resume a paused or stuck goal.
+    GoalResume(GOAL_RESUME = "goal/resume"): SessionRef => GoalResult,
+        "Resume a paused or stuck goal: the daemon starts its next run.";
+/// Remove a session's goal.
+    GoalClear(GOAL_CLEAR = "goal/clear"): SessionRef => GoalResult,
+        "Remove a session's goal (its run in flight finishes); the result holds the goal removed.";
+/// Every goal.
+    GoalList(GOAL_LIST = "goal/list"): NoParams => GoalListResult,
+        "Every stored goal of every session, newest first.";
 /// Collect the snapshot stores.
     SnapshotsGc(SNAPSHOTS_GC = "snapshots/gc"): NoParams => SnapshotGcResult,
         "Delete what no stored change set names from the snapshot stores; a store none names is removed.";

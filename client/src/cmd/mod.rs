@@ -7,6 +7,7 @@ pub mod clean;
 pub mod daemon;
 mod flags;
 mod follow;
+pub mod goal;
 mod listing;
 mod overlay;
 pub mod policy;

@@ -23,7 +23,7 @@ pub enum SessionsAction {
 }
 
 /// `30d`, `12h`, `90m`, `45s`, `2w` as a duration.
-fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+pub(super) fn parse_age(s: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("{s:?} is not an age: write a number and a unit, s, m, h, d or w (e.g. 30d)");
     let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
     let (n, unit) = s.split_at(split);

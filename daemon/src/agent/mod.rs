@@ -12,6 +12,7 @@ mod call;
 mod compact;
 pub mod conversation;
 mod estimate;
+mod goal;
 mod guard;
 mod nudge;
 mod observer;
@@ -46,6 +47,7 @@ use crate::tools::ToolBox;
 pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
+pub use goal::GoalRun;
 pub use resume::save_now as save_continue;
 pub use setup::provider_settings;
 pub use sink::{emit_recorded, EventSink};
@@ -98,6 +100,8 @@ pub struct RunContext<'a> {
     pub resume: bool,
     /// Offer the model no tools: one call, its answer (a review's).
     pub bare: bool,
+    /// The session's goal, when this run works on it.
+    pub goal: Option<&'a GoalRun>,
     /// The session's config.
     pub config: &'a SessionConfig,
     /// The session's base directory.
@@ -198,6 +202,8 @@ pub struct Run<'a> {
     changed: bool,
     /// The model's `snapshot` checkpoint and what ran since.
     checkpoints: snapshot_tool::Checkpoints,
+    /// A goal's run's own state.
+    goal: goal::InRun,
 }
 
 /// How a run ended, with the state it owned.

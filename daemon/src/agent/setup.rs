@@ -162,6 +162,7 @@ impl<'a> Run<'a> {
             unmade: Default::default(),
             changed: false,
             checkpoints: Default::default(),
+            goal: Default::default(),
         }
     }
 }

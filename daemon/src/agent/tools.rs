@@ -369,7 +369,11 @@ impl Run<'_> {
             // A shell line or a Python snippet runs through run_command's path.
             Ok::<_, crate::toolcall::ArgsError>(crate::sandbox::as_command(&call.name, &a).unwrap_or(a))
         };
+        if let Some(refusal) = self.goal_gate(&call.name, &call.arguments) {
+            return ToolOutcome::failed(refusal.to_owned());
+        }
         match registry::spec(&call.name).map(|t| t.runner) {
+            Some(Runner::Goal) if self.ctx.goal.is_some() => self.complete_goal(),
             Some(Runner::Command) if self.ctx.commands.policy.enabled() => match args() {
                 // Recorded once approved: a command waiting for the user
                 // holds no snapshot and not the project's command turn.

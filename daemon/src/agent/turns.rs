@@ -126,29 +126,36 @@ impl Run<'_> {
         end.unwrap_or_else(LoopEnd::from)
     }
 
-    async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
+    /// The tools this run offers, in Swival's order.
+    fn offer(&self) -> std::sync::Arc<Offer> {
         // Swival's command provider is not told about tools.
-        let offer = if self.llm.provider.settings.kind == ProviderKind::Command || self.ctx.bare {
-            std::sync::Arc::new(Offer::new(Vec::new()))
-        } else {
-            let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
-            // Asked commands are judged one argv at a time: no shell line,
-            // no snippet.
-            if self.ctx.commands.ask.is_some() {
-                extra.retain(|s| s["function"]["name"] != crate::sandbox::SHELL_TOOL);
-            } else if self.llm.context_window.is_some_and(|w| w >= crate::sandbox::PYTHON_MIN_WINDOW) {
-                extra.extend(crate::sandbox::python_schema(&self.ctx.commands.policy));
-            }
-            // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
-            if let Some(schema) = self.tools.skills.schema() {
-                let at = extra.iter().position(|s| s["function"]["name"] == "run_command").unwrap_or(extra.len());
-                extra.insert(at, schema);
-            }
-            if self.subagents.is_some() {
-                extra.extend([super::subagents::spawn_schema(), super::subagents::check_schema()]);
-            }
-            self.tools.offer(extra)
-        };
+        if self.llm.provider.settings.kind == ProviderKind::Command || self.ctx.bare {
+            return std::sync::Arc::new(Offer::new(Vec::new()));
+        }
+        let mut extra = crate::sandbox::tool_schemas(&self.ctx.commands.policy);
+        // Asked commands are judged one argv at a time: no shell line,
+        // no snippet.
+        if self.ctx.commands.ask.is_some() {
+            extra.retain(|s| s["function"]["name"] != crate::sandbox::SHELL_TOOL);
+        } else if self.llm.context_window.is_some_and(|w| w >= crate::sandbox::PYTHON_MIN_WINDOW) {
+            extra.extend(crate::sandbox::python_schema(&self.ctx.commands.policy));
+        }
+        // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
+        if let Some(schema) = self.tools.skills.schema() {
+            let at = extra.iter().position(|s| s["function"]["name"] == "run_command").unwrap_or(extra.len());
+            extra.insert(at, schema);
+        }
+        if self.subagents.is_some() {
+            extra.extend([super::subagents::spawn_schema(), super::subagents::check_schema()]);
+        }
+        if self.ctx.goal.is_some() {
+            extra.push(super::goal::schema());
+        }
+        self.tools.offer(extra)
+    }
+
+    async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
+        let offer = self.offer();
         let offered = Offered::serialized(&offer);
         let mut guards = guard::Guards::new(self.nudges.clone());
         for local_turn in 1..=self.ctx.config.max_turns {
@@ -168,6 +175,7 @@ impl Run<'_> {
                 }
                 Err(e) => return Ok(e.into()),
             };
+            let spent = self.goal_spent_now();
             let (reply, runaway) = self.cut_runaway(turn, reply);
             let reply = self.clean_thinking(reply);
             let reply = self.calls_written_as_text(turn, reply, &offer);
@@ -190,6 +198,12 @@ impl Run<'_> {
             Box::pin(self.run_tools(turn, &reply.tool_calls, &verdict, offer.taken(), &mut guards)).await?;
             if let Some(nudge) = runaway {
                 self.conversation.push(Message::synthetic(nudge))?;
+            }
+            if self.goal.done {
+                return Ok(LoopEnd::Answer(super::goal::COMPLETED.to_owned()));
+            }
+            if spent {
+                self.goal_wrap_up()?;
             }
             if let Some(why) = guards.stuck() {
                 return self.last_word(turn, why).await;
@@ -313,6 +327,10 @@ impl Run<'_> {
         offer: &Offer,
         answer: &str,
     ) -> Option<(&'static str, InterventionKind, String)> {
+        // A goal's run wrapping up may change nothing: no nudge to act.
+        if self.goal.wrapping_up {
+            return None;
+        }
         if let Some(words) = self.look_first(local_turn, offer, answer) {
             return Some(("", InterventionKind::LookFirst, words));
         }

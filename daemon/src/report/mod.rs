@@ -23,6 +23,24 @@ pub struct ReportContext<'a> {
     pub sandbox: ReportSandbox,
 }
 
+/// The tokens a run's calls used, from its `timeline` and its
+/// `completion_tokens`: each prompt as the server counted it (or as
+/// estimated), and the completions; and whether any of it is estimated.
+pub fn tokens_spent(timeline: &[swival_protocol::TimelineEntry], completion_tokens: Option<u64>) -> (u64, bool) {
+    let mut estimated = completion_tokens.is_none();
+    let prompts: u64 = timeline
+        .iter()
+        .filter_map(|e| match e {
+            swival_protocol::TimelineEntry::LlmCall { prompt_tokens, prompt_tokens_est, .. } => {
+                estimated |= prompt_tokens.is_none();
+                Some(prompt_tokens.unwrap_or(*prompt_tokens_est))
+            }
+            _ => None,
+        })
+        .sum();
+    (prompts + completion_tokens.unwrap_or(0), estimated)
+}
+
 /// The report of a run.
 pub fn build(ctx: &ReportContext<'_>, result: &RunResult, record: &RunRecord) -> Report {
     let mut stats = record.stats.clone();

@@ -152,6 +152,7 @@ impl RunRecord {
             | EventKind::Retry { .. }
             | EventKind::Stderr { .. }
             | EventKind::Warning { .. }
+            | EventKind::Goal { .. }
             | EventKind::Notice { .. }
             | EventKind::SessionConfigured { .. }
             | EventKind::RunFinished(_) => return None,

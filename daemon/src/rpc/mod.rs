@@ -7,6 +7,7 @@
 mod buffers;
 mod daemon;
 mod feed;
+mod goals;
 mod hooks;
 mod session;
 
@@ -38,6 +39,8 @@ pub struct DaemonContext {
     pub max_message_size: u64,
     /// Every session and run.
     pub sessions: Arc<crate::session::Sessions>,
+    /// Sessions' goals.
+    pub goals: Arc<crate::goal::Goals>,
     /// The daemon-wide services (MCP servers, cache, client hooks, editor
     /// buffers, approvals).
     pub services: crate::services::Services,
@@ -175,6 +178,7 @@ fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     let mut module = RpcModule::new(ctx);
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");
+    goals::register(&mut module).expect("method names are unique");
     hooks::register(&mut module).expect("method names are unique");
     buffers::register(&mut module).expect("method names are unique");
     module

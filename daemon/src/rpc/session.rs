@@ -116,8 +116,9 @@ fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMe
         // Taken before the run exists: a client gone by the time it starts
         // still has it cancelled.
         let gone = disconnection(p.cancel_on_disconnect, &extensions)?;
-        let new = NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false };
+        let new = NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false, goal: None };
         let run_id = ctx.sessions.start_run(&p.session_id, new, p.env).await.map_err(rpc_error)?;
+        ctx.goals.user_ran(&p.session_id).await;
         if let Some(gone) = gone {
             ctx.sessions.cancel_when(&run_id, gone);
         }

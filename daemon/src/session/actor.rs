@@ -28,7 +28,7 @@
 use super::compact::{self, Between};
 use super::configure::Reconfigure;
 use super::live::{ActiveRun, Live};
-use super::run::{self, RunJob};
+use super::run::{self, NewRun, RunJob};
 use super::{random_id, snapshot, Session, SessionError, Shared};
 use crate::agent::conversation::Conversation;
 use crate::environment::CallerEnv;
@@ -70,31 +70,6 @@ pub(super) enum Refused {
     /// config it was asked to change had changed meanwhile): load the
     /// session again.
     Reload,
-}
-
-/// A run to start: the user's task, and the token its client echoes.
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    /// The user's task (with `resume`, only the run's label).
-    pub task: String,
-    /// `run/start`'s `client_token`, echoed in `run_started`.
-    pub client_token: Option<String>,
-    /// Go on with the conversation as it is, adding no user message.
-    pub resume: bool,
-    /// Offer the model no tools (a review's one call).
-    pub bare: bool,
-}
-
-impl From<String> for NewRun {
-    fn from(task: String) -> NewRun {
-        NewRun { task, client_token: None, resume: false, bare: false }
-    }
-}
-
-impl From<&str> for NewRun {
-    fn from(task: &str) -> NewRun {
-        NewRun::from(task.to_owned())
-    }
 }
 
 /// What a session's actor is asked to do.
@@ -402,7 +377,7 @@ impl Actor {
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
     async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), Refused> {
-        let NewRun { task, client_token, resume, bare } = new;
+        let NewRun { task, client_token, resume, bare, goal } = new;
         if let Some(refusal) = self.refusal() {
             return Err(Refused::Session(refusal));
         }
@@ -444,6 +419,7 @@ impl Actor {
             task,
             resume,
             bare,
+            goal,
             cancel: cancel.clone(),
             conversation: parts.conversation,
             tools: parts.tools,

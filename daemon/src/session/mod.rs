@@ -51,13 +51,13 @@ use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::store::{SessionRow, Store, StoreError};
-pub use actor::NewRun;
 use actor::{Actor, Command, Handle, Parts};
 pub use events::Cursor;
 use events::{EventLog, Logs};
 use live::Live;
 pub use live::LiveLimits;
 use read::info;
+pub use run::NewRun;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -271,7 +271,7 @@ enum Found {
     Closed,
 }
 
-fn random_id(prefix: &str) -> String {
+pub(crate) fn random_id(prefix: &str) -> String {
     format!("{prefix}{:016x}", rand::random::<u64>())
 }
 
@@ -531,6 +531,26 @@ impl Sessions {
     pub fn subscribe(&self, id: &SessionId, from: u64) -> Result<events::Cursor, SessionError> {
         self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         Ok(self.shared.logs.log(id).cursor(from))
+    }
+
+    /// `Ok` when session `id` is stored (closed or not).
+    pub fn check_exists(&self, id: &SessionId) -> Result<(), SessionError> {
+        self.shared.store.session(id)?.map(drop).ok_or_else(|| SessionError::NotFound(id.clone()))
+    }
+
+    /// `Ok` when session `id` is stored and not closed.
+    pub fn check_open(&self, id: &SessionId) -> Result<(), SessionError> {
+        self.check_exists(id)?;
+        match self.shared.store.is_closed(id)? {
+            true => Err(SessionError::Closed(id.clone())),
+            false => Ok(()),
+        }
+    }
+
+    /// Store and broadcast an event of session `id` (of its `run`, when
+    /// given), whether or not the session is in memory.
+    pub fn emit(&self, id: &SessionId, run: Option<&RunId>, kind: EventKind) {
+        self.shared.logs.log(id).emit(run, kind);
     }
 
     /// Sessions held in memory right now (`daemon/status`).

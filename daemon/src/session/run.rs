@@ -23,6 +23,33 @@ use swival_protocol::{Event, EventKind, Outcome, RunId, RunResult};
 use swival_protocol::{FailureKind, ReportCommands, ReportSandbox, ReportSettings};
 use tokio_util::sync::CancellationToken;
 
+/// A run to start: the user's task, and the token its client echoes.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The user's task (with `resume`, only the run's label).
+    pub task: String,
+    /// `run/start`'s `client_token`, echoed in `run_started`.
+    pub client_token: Option<String>,
+    /// Go on with the conversation as it is, adding no user message.
+    pub resume: bool,
+    /// Offer the model no tools (a review's one call).
+    pub bare: bool,
+    /// The session's goal this run works on (`None`: not a goal's run).
+    pub goal: Option<crate::agent::GoalRun>,
+}
+
+impl From<String> for NewRun {
+    fn from(task: String) -> NewRun {
+        NewRun { task, client_token: None, resume: false, bare: false, goal: None }
+    }
+}
+
+impl From<&str> for NewRun {
+    fn from(task: &str) -> NewRun {
+        NewRun::from(task.to_owned())
+    }
+}
+
 /// A run about to execute, holding the session's conversation and tools.
 pub(super) struct RunJob {
     /// Shared services.
@@ -37,6 +64,8 @@ pub(super) struct RunJob {
     pub resume: bool,
     /// Offer the model no tools.
     pub bare: bool,
+    /// The goal it works on, if any.
+    pub goal: Option<agent::GoalRun>,
     /// Cancelled by run/cancel, session/close or shutdown.
     pub cancel: CancellationToken,
     /// Borrowed from the session until the run ends.
@@ -234,6 +263,7 @@ impl Session {
             llm_slots: &shared.llm_slots,
             services: shared,
             cancel,
+            goal: None,
             changes: None,
             subagents: None,
         }
@@ -262,7 +292,14 @@ impl RunJob {
         let host = super::subagents::Host::of(&self.shared, &session.id, &self.run_id);
         let subagents = host.as_ref().map(|h| h as &dyn crate::agent::subagents::SubagentHost);
         let ctx = session.context(&self.shared, &self.run_id, &self.task, &self.cancel);
-        let ctx = RunContext { resume: self.resume, bare: self.bare, changes: recorder.as_ref(), subagents, ..ctx };
+        let ctx = RunContext {
+            resume: self.resume,
+            bare: self.bare,
+            goal: self.goal.as_ref(),
+            changes: recorder.as_ref(),
+            subagents,
+            ..ctx
+        };
         let state = RunState { conversation: self.conversation, tools: self.tools, shield: self.shield };
         let finished = agent::run(ctx, state).await;
         let changes = match &recorder {

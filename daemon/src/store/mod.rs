@@ -9,6 +9,7 @@
 
 mod changes;
 mod checkpoint;
+mod goals;
 mod jobs;
 mod policy;
 mod prune;
@@ -179,6 +180,12 @@ CREATE TABLE IF NOT EXISTS session_worktrees (
     branch TEXT NOT NULL,
     base_commit TEXT NOT NULL,
     applied_commit TEXT
+);
+CREATE TABLE IF NOT EXISTS goals (
+    session_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,

@@ -10,6 +10,7 @@ use swival_protocol::SessionId;
 /// The tables holding a session's rows, by `session_id`.
 const SESSION_TABLES: &[&str] = &[
     "messages",
+    "goals",
     "runs",
     "events",
     "session_pins",
@@ -30,7 +31,8 @@ impl Store {
             let mut old = c.prepare_cached(&format!(
                 "SELECT s.id FROM sessions s
                  WHERE {LAST_USED} < ?1
-                   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.result IS NULL)"
+                   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.result IS NULL)
+                   AND NOT EXISTS (SELECT 1 FROM goals g WHERE g.session_id = s.id AND g.status = 'active')"
             ))?;
             let ids: Vec<String> = old.query_map(params![cutoff], |r| r.get(0))?.collect::<Result<_, _>>()?;
             let ids: Vec<String> = ids.into_iter().filter(|id| !keep.iter().any(|k| k.0 == *id)).collect();

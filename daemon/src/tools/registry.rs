@@ -64,6 +64,9 @@ pub enum Runner {
     Fetch,
     /// `snapshot`, run by the agent on its own conversation.
     Snapshot,
+    /// `complete_goal`, run by the agent for its session's goal; offered
+    /// only to a goal's run.
+    Goal,
 }
 
 /// A built-in tool's [`Tool`] impl, as plain functions.
@@ -110,7 +113,11 @@ pub const TOOLS: &[Spec] = &[
     Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
     Spec { name: sandbox::SHELL_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
     Spec { name: sandbox::PYTHON_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
+    Spec { name: COMPLETE_GOAL, kind: ToolKind::Think, runner: Runner::Goal, walks_tree: false },
 ];
+
+/// Swival's `complete_goal`: the model says its session's goal is met.
+pub const COMPLETE_GOAL: &str = "complete_goal";
 
 /// The entry of the built-in tool `T`.
 const fn builtin<T: Tool>() -> Spec {
@@ -137,7 +144,7 @@ impl Spec {
     fn builtin(&self) -> Option<&Builtin> {
         match &self.runner {
             Runner::Builtin(b) => Some(b),
-            Runner::Command | Runner::Fetch | Runner::Snapshot => None,
+            Runner::Command | Runner::Fetch | Runner::Snapshot | Runner::Goal => None,
         }
     }
 }
@@ -246,7 +253,7 @@ mod tests {
             ["write_file", "edit_file", "delete_file", "run_command", "run_shell_command", "run_python"];
         assert_eq!(changing, changing_expected);
         let notes: Vec<&str> = TOOLS.iter().filter(|t| t.kind.is_bookkeeping()).map(|t| t.name).collect();
-        assert_eq!(notes, ["think", "todo", "snapshot"]);
+        assert_eq!(notes, ["think", "todo", "snapshot", "complete_goal"]);
         let walking: Vec<&str> = TOOLS.iter().filter(|t| t.walks_tree()).map(|t| t.name).collect();
         assert_eq!(walking, ["list_files", "grep", "delete_file", "outline"]);
     }

@@ -1,0 +1,102 @@
+//! A run that works on its session's goal (`goal/`'s driver starts it):
+//! the model is offered `complete_goal`, a call of it ends the run once
+//! its turn is done, and when the goal's token budget runs out during the
+//! run the model is told to wrap up and every call that would change
+//! something or start work is refused (Swival's budget gate), judged by
+//! the registry's kind of the call, not by a list of names.
+
+use super::Run;
+use crate::message::Message;
+use crate::store::StoreError;
+use crate::tools::registry;
+use swival_protocol::ToolKind;
+
+/// What a goal's run is told of its goal.
+#[derive(Debug, Clone)]
+pub struct GoalRun {
+    /// The objective, verbatim (for the wrap-up words).
+    pub objective: String,
+    /// The goal's token budget, if it has one.
+    pub token_budget: Option<u64>,
+    /// Tokens its earlier runs used.
+    pub tokens_before: u64,
+}
+
+/// The answer of a run whose model called `complete_goal` (Swival's).
+pub const COMPLETED: &str = "Goal completed.";
+
+/// What a refused call reads once the budget is spent (Swival's words).
+const GATED: &str =
+    "error: goal token budget is exhausted; only read-only wrap-up tools and complete_goal are available";
+
+/// A goal's run's own state.
+#[derive(Debug, Default)]
+pub(super) struct InRun {
+    /// The model called `complete_goal`.
+    pub done: bool,
+    /// The budget ran out: wrap up, refuse work.
+    pub wrapping_up: bool,
+}
+
+/// `complete_goal`'s schema (Swival's: no arguments).
+pub(super) fn schema() -> serde_json::Value {
+    serde_json::json!({"type": "function", "function": {
+        "name": registry::COMPLETE_GOAL,
+        "description": "Mark the active goal as complete. Call it only after an audit that maps every explicit requirement of the objective to real evidence in the workspace (files, command output). If you are blocked or need the user, answer in text instead.",
+        "parameters": {"type": "object", "properties": {}}
+    }})
+}
+
+/// Whether a call of `kind` may run once the budget is spent: reading,
+/// searching, fetching and the model's own notes may.
+fn allowed_when_spent(kind: ToolKind) -> bool {
+    matches!(kind, ToolKind::Read | ToolKind::Search | ToolKind::Fetch | ToolKind::Think | ToolKind::Plan)
+}
+
+impl Run<'_> {
+    /// Tokens this run used so far.
+    fn tokens_used(&self) -> u64 {
+        crate::report::tokens_spent(self.record.timeline(), self.record.stats.completion_tokens).0
+    }
+
+    /// After a provider call: whether the goal's budget ran out now (the
+    /// run then wraps up).
+    pub(super) fn goal_spent_now(&mut self) -> bool {
+        let Some(goal) = self.ctx.goal else { return false };
+        let Some(budget) = goal.token_budget else { return false };
+        if self.goal.wrapping_up || goal.tokens_before + self.tokens_used() < budget {
+            return false;
+        }
+        self.goal.wrapping_up = true;
+        true
+    }
+
+    /// Tell the model the budget is spent (after the turn's tool results).
+    pub(super) fn goal_wrap_up(&mut self) -> Result<(), StoreError> {
+        let Some(goal) = self.ctx.goal else { return Ok(()) };
+        let used = goal.tokens_before + self.tokens_used();
+        let budget = goal.token_budget.unwrap_or(used);
+        let words = format!(
+            "[goal budget limit]\nThe goal's token budget is spent ({used} of {budget} tokens). Start no new work: \
+             sum up what was done, what is left and what blocks it.\n\nObjective: {}\n\nYou may still read, search, \
+             fetch and keep notes, and call `complete_goal` if the objective is truly met. Writing, editing, \
+             deleting, commands, subagents and MCP tools are refused.",
+            goal.objective
+        );
+        self.conversation.push(Message::synthetic(words))
+    }
+
+    /// The refusal of a call once the budget is spent, if this one is refused.
+    pub(super) fn goal_gate(&self, name: &str, raw_args: &str) -> Option<&'static str> {
+        let refused = self.goal.wrapping_up
+            && name != registry::COMPLETE_GOAL
+            && !allowed_when_spent(registry::call_kind(name, raw_args));
+        refused.then_some(GATED)
+    }
+
+    /// `complete_goal`: ends the run once its turn is done.
+    pub(super) fn complete_goal(&mut self) -> crate::toolcall::ToolOutcome {
+        self.goal.done = true;
+        crate::toolcall::ToolOutcome::ok(r#"{"status": "complete"}"#.to_owned())
+    }
+}

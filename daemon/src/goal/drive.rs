@@ -1,0 +1,220 @@
+//! A goal's driver: one task per session with an active goal. Each step
+//! is taken under the goals' lock: read the goal, and either wait for the
+//! run it names, or stop (not active, a budget spent), or start its next
+//! run and name it in the goal before waiting for it. When that run ends,
+//! what it did decides the goal's next status ([`verdict`]).
+
+use super::{prompts, Goals};
+use crate::agent::GoalRun;
+use crate::session::{NewRun, SessionError};
+use crate::tools::registry;
+use std::sync::Arc;
+use std::time::Duration;
+use swival_protocol::{FailureKind, Goal, GoalAction, GoalStatus, Outcome, RunId, RunResult, SessionId};
+
+/// How long a driver waits before asking again for a session that is
+/// compacting its conversation.
+const COMPACTING_RETRY: Duration = Duration::from_millis(500);
+
+/// What a driver does next.
+enum Step {
+    /// Wait for the goal's run, then settle it.
+    Settle(RunId),
+    /// Wait for a run of the user's in the session, then look again.
+    Behind(RunId),
+    /// The session is compacting: look again shortly.
+    Later,
+    /// Nothing more to do.
+    Stop,
+}
+
+impl Goals {
+    /// Work on `session`'s goal until it is no longer active.
+    pub(super) async fn run_goal(self: &Arc<Self>, session: &SessionId) {
+        loop {
+            match self.step(session).await {
+                Step::Settle(run) => {
+                    let result = self.sessions.wait(&run).await;
+                    self.settle(session, &run, result).await;
+                }
+                Step::Behind(run) => drop(self.sessions.wait(&run).await),
+                Step::Later => tokio::time::sleep(COMPACTING_RETRY).await,
+                Step::Stop => return,
+            }
+        }
+    }
+
+    /// One step, under the lock: a driver that stops leaves the registry
+    /// of drivers before the lock is let go, so a goal set meanwhile gets
+    /// a driver of its own.
+    async fn step(self: &Arc<Self>, session: &SessionId) -> Step {
+        let _edit = self.edit.lock().await;
+        let step = match self.store.goal(session) {
+            Ok(Some(goal)) => self.next(goal).await,
+            Ok(None) => Step::Stop,
+            Err(e) => {
+                tracing::warn!("session {session}: its goal could not be read, so it is not continued: {e}");
+                Step::Stop
+            }
+        };
+        if matches!(step, Step::Stop) {
+            self.drivers.lock().unwrap_or_else(|p| p.into_inner()).remove(session);
+        }
+        step
+    }
+
+    /// What to do with `goal` now.
+    async fn next(&self, mut goal: Goal) -> Step {
+        if let Some(run) = goal.current_run.clone() {
+            return Step::Settle(run);
+        }
+        if goal.status != GoalStatus::Active {
+            return Step::Stop;
+        }
+        if let Some(why) = spent(&goal) {
+            goal.status = GoalStatus::BudgetLimited;
+            goal.last_blocker = Some(why);
+            self.save_or_log(&mut goal, GoalAction::BudgetLimited).await;
+            return Step::Stop;
+        }
+        let run = GoalRun {
+            objective: goal.objective.clone(),
+            token_budget: goal.token_budget,
+            tokens_before: goal.tokens_used,
+        };
+        let new =
+            NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
+        match self.sessions.start_run(&goal.session_id, new, None).await {
+            Ok(run) => {
+                goal.current_run = Some(run.clone());
+                goal.runs += 1;
+                self.save_or_log(&mut goal, GoalAction::Continued).await;
+                Step::Settle(run)
+            }
+            Err(SessionError::Busy { run, .. }) => Step::Behind(run),
+            Err(SessionError::Compacting(_)) => Step::Later,
+            Err(SessionError::ShuttingDown) => Step::Stop,
+            Err(e) => {
+                goal.status = GoalStatus::Stuck;
+                goal.last_blocker = Some(format!("its next run could not start: {e}"));
+                self.save_or_log(&mut goal, GoalAction::Stuck).await;
+                Step::Stop
+            }
+        }
+    }
+
+    /// Fold the end of the goal's `run` into it (unless the goal was
+    /// cleared or replaced meanwhile).
+    async fn settle(&self, session: &SessionId, run: &RunId, result: Result<RunResult, SessionError>) {
+        let _edit = self.edit.lock().await;
+        let Ok(Some(mut goal)) = self.store.goal(session) else { return };
+        if goal.current_run.as_ref() != Some(run) {
+            return;
+        }
+        goal.current_run = None;
+        goal.last_run = Some(run.clone());
+        let result = result.unwrap_or_else(|e| interrupted(run, &e));
+        let (tokens, estimated) = self.tokens(run, &result);
+        goal.tokens_used += tokens;
+        goal.usage_estimated |= estimated;
+        goal.time_used_seconds += self.elapsed(run, &result);
+        let action = verdict(&mut goal, &result);
+        self.save_or_log(&mut goal, action).await;
+    }
+
+    /// The tokens `run` used, and whether that is partly estimated.
+    fn tokens(&self, run: &RunId, result: &RunResult) -> (u64, bool) {
+        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
+        crate::report::tokens_spent(&timeline, result.stats.completion_tokens)
+    }
+
+    /// The wall time `run` took (none for a run the daemon's end cut off:
+    /// its end is not known).
+    fn elapsed(&self, run: &RunId, result: &RunResult) -> f64 {
+        if result.outcome == Outcome::Interrupted {
+            return 0.0;
+        }
+        let started = self.store.run(run).ok().flatten().and_then(|r| humantime::parse_rfc3339(&r.started_at).ok());
+        started.and_then(|t| t.elapsed().ok()).map_or(0.0, |d| d.as_secs_f64())
+    }
+
+    /// Store `goal` as changed, said in its events; a store that fails is
+    /// logged (the driver stops at its next step, which reads the goal).
+    async fn save_or_log(&self, goal: &mut Goal, action: GoalAction) {
+        if let Err(e) = self.save(goal, action).await {
+            tracing::warn!("session {}: its goal could not be stored: {e}", goal.session_id);
+        }
+    }
+}
+
+/// Which budget of `goal` is spent, in words.
+fn spent(goal: &Goal) -> Option<String> {
+    if goal.token_budget.is_some_and(|b| goal.tokens_used >= b) {
+        return Some(format!("its token budget is spent ({} of {})", goal.tokens_used, goal.token_budget.unwrap_or(0)));
+    }
+    if goal.runs >= goal.max_runs {
+        return Some(format!("it took the most runs it may ({})", goal.max_runs));
+    }
+    if goal.max_seconds.is_some_and(|m| goal.time_used_seconds >= m as f64) {
+        return Some(format!(
+            "it used its time ({:.0} s of {} s)",
+            goal.time_used_seconds,
+            goal.max_seconds.unwrap_or(0)
+        ));
+    }
+    None
+}
+
+/// The goal's status after its run ended as `result` says, and the event
+/// that says so. A goal the user paused meanwhile stays paused unless the
+/// run completed it.
+fn verdict(goal: &mut Goal, result: &RunResult) -> GoalAction {
+    let completed = result.stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
+    if completed {
+        goal.status = GoalStatus::Complete;
+        goal.last_blocker = None;
+        return GoalAction::Completed;
+    }
+    let answer = result.answer.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    if let Some(a) = answer {
+        goal.last_next_step = Some(a.chars().take(1000).collect());
+    }
+    if goal.status != GoalStatus::Active {
+        return GoalAction::RunEnded;
+    }
+    let stuck = |goal: &mut Goal, why: String| {
+        goal.status = GoalStatus::Stuck;
+        goal.last_blocker = Some(why);
+        GoalAction::Stuck
+    };
+    match (result.outcome, result.failure) {
+        // An answer from a run that called no tool: the model says what
+        // blocks it (Swival's blocker note), or has nothing left to try.
+        (Outcome::Success, _) if result.stats.tool_calls_total == 0 => {
+            stuck(goal, answer.unwrap_or("the run answered without doing anything").chars().take(1000).collect())
+        }
+        (Outcome::Cancelled, _) => {
+            goal.status = GoalStatus::Paused;
+            goal.last_blocker = Some("its run was cancelled".into());
+            GoalAction::Paused
+        }
+        (Outcome::Success | Outcome::Exhausted | Outcome::Interrupted, _) => match spent(goal) {
+            Some(why) if goal.token_budget.is_some_and(|b| goal.tokens_used >= b) => {
+                goal.status = GoalStatus::BudgetLimited;
+                goal.last_blocker = Some(why);
+                GoalAction::BudgetLimited
+            }
+            _ => GoalAction::RunEnded,
+        },
+        (_, Some(FailureKind::Stuck)) => {
+            stuck(goal, "the loop guards stopped its run: it kept repeating refused calls".into())
+        }
+        (_, _) => stuck(goal, format!("its run failed: {}", result.error.as_deref().unwrap_or("no reason given"))),
+    }
+}
+
+/// A run whose result cannot be read, as interrupted.
+fn interrupted(run: &RunId, e: &SessionError) -> RunResult {
+    tracing::warn!("the result of goal run {run} cannot be read: {e}");
+    crate::store::interrupted_result(run)
+}

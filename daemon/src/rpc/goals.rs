@@ -1,0 +1,28 @@
+//! `goal/*`: a session's goal, set, read, paused, resumed and cleared.
+
+use super::session::rpc_error;
+use super::{async_method, method, DaemonContext};
+use jsonrpsee::core::RegisterMethodError;
+use jsonrpsee::RpcModule;
+use swival_protocol::methods::typed as m;
+use swival_protocol::{GoalListResult, GoalResult};
+
+pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
+    async_method::<m::GoalSet, _>(module, |p, ctx| async move {
+        ctx.goals.set(p).await.map(|g| GoalResult { goal: Some(g) }).map_err(rpc_error)
+    })?;
+    method::<m::GoalGet>(module, |p, ctx| {
+        ctx.goals.get(&p.session_id).map(|goal| GoalResult { goal }).map_err(rpc_error)
+    })?;
+    async_method::<m::GoalPause, _>(module, |p, ctx| async move {
+        ctx.goals.pause(&p.session_id).await.map(|g| GoalResult { goal: Some(g) }).map_err(rpc_error)
+    })?;
+    async_method::<m::GoalResume, _>(module, |p, ctx| async move {
+        ctx.goals.resume(&p.session_id).await.map(|g| GoalResult { goal: Some(g) }).map_err(rpc_error)
+    })?;
+    async_method::<m::GoalClear, _>(module, |p, ctx| async move {
+        ctx.goals.clear(&p.session_id).await.map(|goal| GoalResult { goal }).map_err(rpc_error)
+    })?;
+    method::<m::GoalList>(module, |_, ctx| ctx.goals.list().map(|goals| GoalListResult { goals }).map_err(rpc_error))?;
+    Ok(())
+}
