@@ -46,6 +46,10 @@ pub enum EventKind {
         /// The `client_token` the run was started with, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client_token: Option<String>,
+        /// The session's goal the daemon started this run for, if any
+        /// (its `goal_id`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal_id: Option<String>,
     },
     /// A turn began.
     TurnStarted {

@@ -275,3 +275,36 @@ fn swivalctl_sets_shows_lists_and_clears_goals() {
     let list = env.swivalctl(&daemon, &p).args(["goals", "--json"]).output().unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&list.stdout).unwrap(), json!([]));
 }
+
+#[test]
+fn the_repl_sets_a_goal_shows_its_runs_and_its_state_and_pauses_only_an_active_one() {
+    use swival_tests::tmux::{shell_line, Tmux};
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    std::fs::write(p.join("todo.txt"), "one\n").unwrap();
+    let mock = MockProvider::start(vec![
+        Step::tool_call("r1", "read_file", json!({"file_path": "todo.txt"})),
+        Step::text("read it; next I finish"),
+        Step::tool_call("g1", "complete_goal", json!({})),
+    ]);
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    let tmux = Tmux::new(&env);
+    tmux.start(&shell_line(&env, &daemon.socket, &p, "repl"));
+    tmux.at_prompt("/goal read todo.txt and be done");
+    let screen = tmux.wait_for("goal completed: read todo.txt and be done");
+    assert!(screen.contains("goal created: read todo.txt and be done"), "{screen}");
+    assert!(screen.contains("goal run 1 of at most 20") && screen.contains("goal run 2 of at most 20"), "{screen}");
+    assert!(screen.contains("read_file"), "the goal's tool calls show: {screen}");
+    tmux.at_prompt("/goal");
+    let screen = tmux.wait_for(": complete");
+    assert!(screen.contains("objective: read todo.txt and be done"), "{screen}");
+    assert!(screen.contains("2/20 runs"), "{screen}");
+    tmux.at_prompt("/goal pause");
+    tmux.wait_for("only an active goal pauses");
+    tmux.at_prompt("/status");
+    let screen = tmux.wait_for("goal: complete");
+    assert!(screen.contains("read todo.txt and be done"), "{screen}");
+    tmux.at_prompt("/exit");
+    tmux.wait_for("EXIT=0");
+}

@@ -10,7 +10,7 @@
 //! guard's message — is never shown.
 
 use std::io::IsTerminal;
-use swival_protocol::{EventKind, FileChange, InterventionKind, NoticeLevel};
+use swival_protocol::{EventKind, FileChange, Goal, GoalAction, InterventionKind, NoticeLevel};
 
 /// Lines of a tool's output shown under its call.
 const OUTPUT_LINES: usize = 6;
@@ -99,6 +99,33 @@ pub fn preview(s: &str, n: usize) -> String {
     format!("{cut}…")
 }
 
+/// A goal's event in a line (Swival's words where it has them); none
+/// for a run of it ending (the run's own end says it).
+fn goal_line(style: Style, action: GoalAction, goal: Option<&Goal>) -> String {
+    let objective = goal.map(|g| preview(&g.objective, 120)).unwrap_or_default();
+    let blocker = goal.and_then(|g| g.last_blocker.as_deref()).map(|b| preview(b, LINE_CHARS)).unwrap_or_default();
+    let line = match action {
+        GoalAction::Created => match goal.and_then(|g| g.token_budget) {
+            Some(b) => format!("goal created: {objective} (budget {b} tokens)"),
+            None => format!("goal created: {objective}"),
+        },
+        GoalAction::Replaced => format!("goal replaced: {objective}"),
+        GoalAction::Paused => "goal paused".to_owned(),
+        GoalAction::Resumed => "goal resumed".to_owned(),
+        GoalAction::Cleared => "goal cleared".to_owned(),
+        GoalAction::Completed => format!("goal completed: {objective}"),
+        GoalAction::BudgetLimited => format!("goal budget reached: {blocker}"),
+        GoalAction::Stuck => format!("goal stuck, waiting for you (/goal resume): {blocker}"),
+        GoalAction::Continued => match goal {
+            Some(g) => format!("goal run {} of at most {}", g.runs, g.max_runs),
+            None => "goal run started".to_owned(),
+        },
+        GoalAction::Restarted => "goal taken up again after the daemon restarted".to_owned(),
+        GoalAction::RunEnded => return String::new(),
+    };
+    style.cyan(&format!("  ◎ {line}")) + "\n"
+}
+
 /// The lines of one event, each ending in a newline; empty for an event
 /// shown some other way (streamed text, the run's end) or not at all.
 pub fn event(style: Style, kind: &EventKind) -> String {
@@ -134,6 +161,7 @@ pub fn event(style: Style, kind: &EventKind) -> String {
             let count = repeat.as_ref().map_or(0, |r| r.count);
             style.dim(&format!("  ↺ loop guard: {}", guard_words(*kind, tool, count))) + "\n"
         }
+        EventKind::Goal { action, goal } => goal_line(style, *action, goal.as_deref()),
         _ => String::new(),
     }
 }

@@ -14,6 +14,8 @@ use swival_protocol::ToolKind;
 /// What a goal's run is told of its goal.
 #[derive(Debug, Clone)]
 pub struct GoalRun {
+    /// The goal's id (in the run's `run_started`).
+    pub goal_id: String,
     /// The objective, verbatim (for the wrap-up words).
     pub objective: String,
     /// The goal's token budget, if it has one.

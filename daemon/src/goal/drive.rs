@@ -78,6 +78,7 @@ impl Goals {
             return Step::Stop;
         }
         let run = GoalRun {
+            goal_id: goal.goal_id.clone(),
             objective: goal.objective.clone(),
             token_budget: goal.token_budget,
             tokens_before: goal.tokens_used,

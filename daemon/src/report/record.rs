@@ -486,7 +486,7 @@ pub(super) mod tests {
     fn events_the_report_does_not_show_change_nothing() {
         let mut rec = RunRecord::default();
         for event in [
-            EventKind::RunStarted { task: "t".into(), client_token: None },
+            EventKind::RunStarted { task: "t".into(), client_token: None, goal_id: None },
             EventKind::TurnStarted { turn: 1, max_turns: 5 },
             EventKind::TextDelta { turn: 1, text: "hi".into() },
             EventKind::Retry { turn: 1, attempt: 1, delay_s: 1.0, reason: "503".into() },

@@ -103,8 +103,14 @@ impl EventLog {
 
     /// Store a new run's row together with its `run_started` event, so no
     /// crash can leave one without the other.
-    pub async fn start(&self, run: &RunRow, client_token: Option<String>) -> Result<Seq, StoreError> {
-        let mut event = self.event(Some(&run.id), EventKind::RunStarted { task: run.task.clone(), client_token });
+    pub async fn start(
+        &self,
+        run: &RunRow,
+        client_token: Option<String>,
+        goal_id: Option<String>,
+    ) -> Result<Seq, StoreError> {
+        let kind = EventKind::RunStarted { task: run.task.clone(), client_token, goal_id };
+        let mut event = self.event(Some(&run.id), kind);
         self.inner.store.append_event_async(&mut event, EventWith::Start(run), Some(self.broadcast())).await?;
         Ok(event.seq)
     }

@@ -16,6 +16,7 @@
 mod agents;
 mod commands;
 mod editor;
+mod goal;
 mod show;
 mod start;
 mod turn;
@@ -281,9 +282,15 @@ impl Repl {
     fn background(&mut self, event: Event) {
         self.last_seq = self.last_seq.max(event.seq.0);
         match &event.kind {
+            // A goal's run is said by the goal's own event.
+            EventKind::RunStarted { goal_id: Some(_), .. } => self.watching = event.run_id.clone(),
             EventKind::RunStarted { task, .. } => {
                 self.watching = event.run_id.clone();
                 self.info(&format!("» another client started a run: {}", show::preview(task, 100)));
+            }
+            EventKind::Goal { .. } => {
+                let line = crate::cmd::render::event(self.style, &event.kind);
+                self.out(&line);
             }
             EventKind::ToolCall { name, arguments, .. } if self.watching.is_some() => {
                 self.out(&self.style.dim(&crate::cmd::render::tool_call(name, arguments)));
@@ -421,6 +428,10 @@ impl Repl {
                 "last run: {outcome}, {} turns of {max}, {} review rounds, {} tool calls{cost}\n",
                 stats.turns, stats.review_rounds, stats.tool_calls_total
             ));
+        }
+        let this = swival_protocol::SessionRef { session_id: self.session.clone() };
+        if let Some(g) = self.client.request::<swival_protocol::methods::typed::GoalGet>(&this).await?.goal {
+            out.push_str(&format!("goal: {}\n", crate::cmd::goal::line(&g).split_once("  ").map_or("", |(_, l)| l)));
         }
         let policy = self.client.policy_status(&self.session).await?;
         out.push_str(&format!("sandbox: {}\n", policy.sandbox.summary));
