@@ -308,3 +308,65 @@ fn the_repl_sets_a_goal_shows_its_runs_and_its_state_and_pauses_only_an_active_o
     tmux.at_prompt("/exit");
     tmux.wait_for("EXIT=0");
 }
+
+/// A daemon whose `verify_command` passes only once answer.txt says `fixed`.
+fn checked_daemon(env: &TestEnv) -> swival_tests::Daemon {
+    let check = env.project("tools").join("check.sh");
+    std::fs::write(
+        &check,
+        "#!/bin/sh\ngrep -qx fixed answer.txt && exit 0\necho 'FAIL: answer.txt is not fixed'\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&check, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.global_config(&format!("verify_command = \"{}\"\n", check.display()));
+    env.start_daemon()
+}
+
+fn write(text: &str, id: &str) -> Step {
+    Step::tool_call(id, "write_file", json!({"file_path": "answer.txt", "content": format!("{text}\n")}))
+}
+
+#[test]
+fn complete_goal_after_a_failed_check_with_nothing_changed_does_not_complete_it() {
+    let env = TestEnv::new();
+    let daemon = checked_daemon(&env);
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        write("wrong", "w1"),
+        Step::tool_call("g1", "complete_goal", json!({})),
+        // Told the check failed, the model insists, changing nothing.
+        Step::tool_call("g2", "complete_goal", json!({})),
+        // The next run fixes it.
+        write("fixed", "w2"),
+        Step::tool_call("g3", "complete_goal", json!({})),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "make the check pass"}));
+    let done = goal_reaches(&mut daemon.nd(), &sid, "complete");
+    assert_eq!(done["runs"], 2, "the insisting run did not complete it: {done}");
+    assert!(request_text(&mock, 3).contains("[goal continuation]"));
+    assert_eq!(std::fs::read_to_string(p.join("answer.txt")).unwrap(), "fixed\n");
+}
+
+#[test]
+fn complete_goal_stands_only_once_the_projects_check_passes() {
+    let env = TestEnv::new();
+    let daemon = checked_daemon(&env);
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        write("wrong", "w1"),
+        Step::tool_call("g1", "complete_goal", json!({})),
+        // The check failed: the model is told, and goes on in the same run.
+        Step::tool_call("r1", "read_file", json!({"file_path": "answer.txt"})),
+        write("fixed", "w2"),
+        Step::tool_call("g2", "complete_goal", json!({})),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "make the check pass"}));
+    let done = goal_reaches(&mut daemon.nd(), &sid, "complete");
+    assert_eq!(done["runs"], 1, "{done}");
+    assert!(request_text(&mock, 2).contains("FAIL: answer.txt is not fixed"), "the check's failure went back");
+    assert_eq!(mock.request_count(), 5);
+}

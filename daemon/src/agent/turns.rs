@@ -155,6 +155,9 @@ impl Run<'_> {
     }
 
     async fn turns(&mut self) -> Result<LoopEnd, StoreError> {
+        // Back here after the check or the reviewer turned the answer
+        // down: a `complete_goal` before it no longer stands.
+        self.goal.done = false;
         let offer = self.offer();
         let offered = Offered::serialized(&offer);
         let mut guards = guard::Guards::new(self.nudges.clone());

@@ -10,7 +10,7 @@ use crate::session::{NewRun, SessionError};
 use crate::tools::registry;
 use std::sync::Arc;
 use std::time::Duration;
-use swival_protocol::{FailureKind, Goal, GoalAction, GoalStatus, Outcome, RunId, RunResult, SessionId};
+use swival_protocol::{FailureKind, Goal, GoalAction, GoalStatus, Outcome, RunId, RunResult, SessionId, TimelineEntry};
 
 /// How long a driver waits before asking again for a session that is
 /// compacting its conversation.
@@ -115,18 +115,13 @@ impl Goals {
         goal.current_run = None;
         goal.last_run = Some(run.clone());
         let result = result.unwrap_or_else(|e| interrupted(run, &e));
-        let (tokens, estimated) = self.tokens(run, &result);
+        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
+        let (tokens, estimated) = crate::report::tokens_spent(&timeline, result.stats.completion_tokens);
         goal.tokens_used += tokens;
         goal.usage_estimated |= estimated;
         goal.time_used_seconds += self.elapsed(run, &result);
-        let action = verdict(&mut goal, &result);
+        let action = verdict(&mut goal, &result, &timeline);
         self.save_or_log(&mut goal, action).await;
-    }
-
-    /// The tokens `run` used, and whether that is partly estimated.
-    fn tokens(&self, run: &RunId, result: &RunResult) -> (u64, bool) {
-        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
-        crate::report::tokens_spent(&timeline, result.stats.completion_tokens)
     }
 
     /// The wall time `run` took (none for a run the daemon's end cut off:
@@ -169,8 +164,20 @@ fn spent(goal: &Goal) -> Option<String> {
 /// The goal's status after its run ended as `result` says, and the event
 /// that says so. A goal the user paused meanwhile stays paused unless the
 /// run completed it.
-fn verdict(goal: &mut Goal, result: &RunResult) -> GoalAction {
-    let completed = result.stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
+fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> GoalAction {
+    // The run ended on the call, past the reviewer, and the project's
+    // check (when one ran) passed last: a call they turned down, or one
+    // made after a failed check with nothing changed since, does not
+    // complete the goal.
+    let called = result.stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
+    let checked = timeline.iter().rev().find_map(|e| match e {
+        TimelineEntry::Verify { passed, .. } => Some(*passed),
+        _ => None,
+    });
+    let completed = called
+        && checked != Some(false)
+        && result.outcome == Outcome::Success
+        && result.answer.as_deref() == Some(crate::agent::GOAL_COMPLETED);
     if completed {
         goal.status = GoalStatus::Complete;
         goal.last_blocker = None;
