@@ -352,4 +352,21 @@ pub struct RunStats {
     /// The model's context window, when known (swivald's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The goal this run worked on (Swival's `goal`), when it was a goal's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<ReportGoal>,
+}
+
+/// Swival's report `goal`: for a goal's run, whether it set or completed
+/// the goal, and the goal as the run left it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportGoal {
+    /// 1 for the goal's first run.
+    pub created_count: u64,
+    /// 1 when this run completed it.
+    pub completed_count: u64,
+    /// The goal as the run left it (its tokens and runs counted, `complete`
+    /// when it completed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<Box<crate::goals::Goal>>,
 }

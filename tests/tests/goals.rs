@@ -92,6 +92,17 @@ fn a_goal_that_needs_three_runs_ends_when_the_model_calls_complete_goal() {
     assert_eq!(all.len(), 4, "the user's run and the goal's three: {all:?}");
     let last = c.ok("run/wait", json!({"run_id": all[3]["run_id"]}));
     assert_eq!(last["answer"], "Goal completed.", "{last}");
+    // Swival's report `goal`: set by the first run, completed by the last.
+    let first = c.ok("report/get", json!({"run_id": all[1]["run_id"]}))["stats"]["goal"].clone();
+    assert_eq!((first["created_count"].clone(), first["completed_count"].clone()), (json!(1), json!(0)), "{first}");
+    assert_eq!(first["current"]["status"], "active");
+    let report = c.ok("report/get", json!({"run_id": all[3]["run_id"]}))["stats"]["goal"].clone();
+    assert_eq!((report["created_count"].clone(), report["completed_count"].clone()), (json!(0), json!(1)));
+    assert_eq!(report["current"]["status"], "complete");
+    assert_eq!(report["current"]["runs"], 3);
+    assert_eq!(report["current"]["tokens_used"], goal["tokens_used"], "the report and the goal agree");
+    let plain = c.ok("report/get", json!({"run_id": all[0]["run_id"]}));
+    assert!(plain["stats"].get("goal").is_none(), "a run that is not a goal's has none");
     // Nothing more runs for a complete goal.
     assert_eq!(c.ok("goal/get", json!({"session_id": sid}))["goal"]["status"], "complete");
 }

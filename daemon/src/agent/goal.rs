@@ -9,19 +9,13 @@ use super::Run;
 use crate::message::Message;
 use crate::store::StoreError;
 use crate::tools::registry;
-use swival_protocol::ToolKind;
+use swival_protocol::{Goal, GoalStatus, Outcome, ReportGoal, RunStats, TimelineEntry, ToolKind};
 
-/// What a goal's run is told of its goal.
+/// What a goal's run is told of its goal: the goal as the run starts.
 #[derive(Debug, Clone)]
 pub struct GoalRun {
-    /// The goal's id (in the run's `run_started`).
-    pub goal_id: String,
-    /// The objective, verbatim (for the wrap-up words).
-    pub objective: String,
-    /// The goal's token budget, if it has one.
-    pub token_budget: Option<u64>,
-    /// Tokens its earlier runs used.
-    pub tokens_before: u64,
+    /// The goal before this run.
+    pub goal: Goal,
 }
 
 /// The answer of a run whose model called `complete_goal` (Swival's).
@@ -65,8 +59,8 @@ impl Run<'_> {
     /// run then wraps up).
     pub(super) fn goal_spent_now(&mut self) -> bool {
         let Some(goal) = self.ctx.goal else { return false };
-        let Some(budget) = goal.token_budget else { return false };
-        if self.goal.wrapping_up || goal.tokens_before + self.tokens_used() < budget {
+        let Some(budget) = goal.goal.token_budget else { return false };
+        if self.goal.wrapping_up || goal.goal.tokens_used + self.tokens_used() < budget {
             return false;
         }
         self.goal.wrapping_up = true;
@@ -76,14 +70,14 @@ impl Run<'_> {
     /// Tell the model the budget is spent (after the turn's tool results).
     pub(super) fn goal_wrap_up(&mut self) -> Result<(), StoreError> {
         let Some(goal) = self.ctx.goal else { return Ok(()) };
-        let used = goal.tokens_before + self.tokens_used();
-        let budget = goal.token_budget.unwrap_or(used);
+        let used = goal.goal.tokens_used + self.tokens_used();
+        let budget = goal.goal.token_budget.unwrap_or(used);
         let words = format!(
             "[goal budget limit]\nThe goal's token budget is spent ({used} of {budget} tokens). Start no new work: \
              sum up what was done, what is left and what blocks it.\n\nObjective: {}\n\nYou may still read, search, \
              fetch and keep notes, and call `complete_goal` if the objective is truly met. Writing, editing, \
              deleting, commands, subagents and MCP tools are refused.",
-            goal.objective
+            goal.goal.objective
         );
         self.conversation.push(Message::synthetic(words))
     }
@@ -100,5 +94,42 @@ impl Run<'_> {
     pub(super) fn complete_goal(&mut self) -> crate::toolcall::ToolOutcome {
         self.goal.done = true;
         crate::toolcall::ToolOutcome::ok(r#"{"status": "complete"}"#.to_owned())
+    }
+}
+
+/// Whether a goal's run that ended so completed its goal: it ended on
+/// `complete_goal` (its answer is [`COMPLETED`]), past the reviewer, and
+/// the project's check, when one ran, passed last. A call turned down, or
+/// one made after a failed check with nothing changed since, does not.
+pub fn completes(outcome: Outcome, answer: Option<&str>, timeline: &[TimelineEntry], stats: &RunStats) -> bool {
+    let called = stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
+    let checked = timeline.iter().rev().find_map(|e| match e {
+        TimelineEntry::Verify { passed, .. } => Some(*passed),
+        _ => None,
+    });
+    called && checked != Some(false) && outcome == Outcome::Success && answer == Some(COMPLETED)
+}
+
+/// Swival's report `goal` of a goal's run that ended so.
+pub(super) fn report(
+    run: &GoalRun,
+    run_id: &swival_protocol::RunId,
+    outcome: Outcome,
+    answer: Option<&str>,
+    record: &crate::report::RunRecord,
+) -> ReportGoal {
+    let completed = completes(outcome, answer, record.timeline(), &record.stats);
+    let mut current = run.goal.clone();
+    current.tokens_used += crate::report::tokens_spent(record.timeline(), record.stats.completion_tokens).0;
+    current.runs += 1;
+    current.last_run = Some(run_id.clone());
+    current.current_run = None;
+    if completed {
+        current.status = GoalStatus::Complete;
+    }
+    ReportGoal {
+        created_count: u64::from(run.goal.runs == 0),
+        completed_count: u64::from(completed),
+        current: Some(Box::new(current)),
     }
 }

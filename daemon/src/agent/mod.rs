@@ -47,7 +47,7 @@ use crate::tools::ToolBox;
 pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
-pub use goal::{GoalRun, COMPLETED as GOAL_COMPLETED};
+pub use goal::{completes as completes_goal, GoalRun};
 pub use resume::save_now as save_continue;
 pub use setup::provider_settings;
 pub use sink::{emit_recorded, EventSink};
@@ -245,6 +245,8 @@ pub async fn run(ctx: RunContext<'_>, state: RunState) -> Finished {
         }
     };
     let (outcome, answer, error, failure) = outcome(ctx, end);
+    let mut record = record;
+    record.stats.goal = ctx.goal.map(|g| goal::report(g, ctx.run_id, outcome, answer.as_deref(), &record));
     Finished { outcome, answer, error, failure, model, record, state }
 }
 

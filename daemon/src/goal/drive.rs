@@ -7,7 +7,6 @@
 use super::{prompts, Goals};
 use crate::agent::GoalRun;
 use crate::session::{NewRun, SessionError};
-use crate::tools::registry;
 use std::sync::Arc;
 use std::time::Duration;
 use swival_protocol::{FailureKind, Goal, GoalAction, GoalStatus, Outcome, RunId, RunResult, SessionId, TimelineEntry};
@@ -77,12 +76,7 @@ impl Goals {
             self.save_or_log(&mut goal, GoalAction::BudgetLimited).await;
             return Step::Stop;
         }
-        let run = GoalRun {
-            goal_id: goal.goal_id.clone(),
-            objective: goal.objective.clone(),
-            token_budget: goal.token_budget,
-            tokens_before: goal.tokens_used,
-        };
+        let run = GoalRun { goal: goal.clone() };
         let new =
             NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
         match self.sessions.start_run(&goal.session_id, new, None).await {
@@ -165,19 +159,7 @@ fn spent(goal: &Goal) -> Option<String> {
 /// that says so. A goal the user paused meanwhile stays paused unless the
 /// run completed it.
 fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> GoalAction {
-    // The run ended on the call, past the reviewer, and the project's
-    // check (when one ran) passed last: a call they turned down, or one
-    // made after a failed check with nothing changed since, does not
-    // complete the goal.
-    let called = result.stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
-    let checked = timeline.iter().rev().find_map(|e| match e {
-        TimelineEntry::Verify { passed, .. } => Some(*passed),
-        _ => None,
-    });
-    let completed = called
-        && checked != Some(false)
-        && result.outcome == Outcome::Success
-        && result.answer.as_deref() == Some(crate::agent::GOAL_COMPLETED);
+    let completed = crate::agent::completes_goal(result.outcome, result.answer.as_deref(), timeline, &result.stats);
     if completed {
         goal.status = GoalStatus::Complete;
         goal.last_blocker = None;

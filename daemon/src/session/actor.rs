@@ -406,7 +406,7 @@ impl Actor {
         };
         let (done_tx, done_rx) = watch::channel(None);
         live.run_started(run_id.clone(), ActiveRun { cancel: cancel.clone(), done: done_rx });
-        if let Err(e) = session.events.start(&row, client_token, goal.as_ref().map(|g| g.goal_id.clone())).await {
+        if let Err(e) = session.events.start(&row, client_token, goal.as_ref().map(|g| g.goal.goal_id.clone())).await {
             live.run_ended(&run_id);
             live.set_busy(session, false);
             return Err(Refused::Session(e.into()));
