@@ -15,7 +15,7 @@ use swival_protocol::{Goal, GoalStatus, Outcome, ReportGoal, RunStats, TimelineE
 #[derive(Debug, Clone)]
 pub struct GoalRun {
     /// The goal before this run.
-    pub goal: Goal,
+    pub goal: Box<Goal>,
 }
 
 /// The answer of a run whose model called `complete_goal` (Swival's).
@@ -130,6 +130,6 @@ pub(super) fn report(
     ReportGoal {
         created_count: u64::from(run.goal.runs == 0),
         completed_count: u64::from(completed),
-        current: Some(Box::new(current)),
+        current: Some(current),
     }
 }

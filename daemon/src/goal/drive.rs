@@ -76,7 +76,7 @@ impl Goals {
             self.save_or_log(&mut goal, GoalAction::BudgetLimited).await;
             return Step::Stop;
         }
-        let run = GoalRun { goal: goal.clone() };
+        let run = GoalRun { goal: Box::new(goal.clone()) };
         let new =
             NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
         match self.sessions.start_run(&goal.session_id, new, None).await {
