@@ -121,6 +121,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add or remove a loop: a prompt the daemon runs on a schedule, each
+    /// firing in a fresh worktree of the project.
+    Loop {
+        #[command(subcommand)]
+        action: cmd::loops::LoopAction,
+    },
+    /// List the active loops (Swival's `/loops`).
+    Loops {
+        /// Only this session's.
+        #[arg(long)]
+        session: Option<String>,
+        /// Also those that no longer fire.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancel a run.
     Cancel {
         /// The run id.
@@ -213,6 +231,8 @@ fn main() -> ExitCode {
             }
             Command::Goal { action } => cmd::goal::run(&socket, action).await,
             Command::Goals { json } => cmd::goal::list(&socket, json).await,
+            Command::Loop { action } => cmd::loops::run(&socket, action).await,
+            Command::Loops { session, all, json } => cmd::loops::list(&socket, session, all, json).await,
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Diff { run, session, stat, json } => match cmd::changes::which(&socket, run, session).await {
                 Ok(which) => cmd::changes::diff(&socket, which, stat, json).await,

@@ -20,6 +20,7 @@ mod config;
 mod editor;
 mod environment;
 mod goal;
+mod loops;
 mod mcp;
 mod message;
 mod notes;

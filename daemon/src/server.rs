@@ -64,6 +64,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     )?);
     sessions.serve_subagents();
     let goals = goals(&settings, &sessions, &services, &shutdown)?;
+    let loops = loops(&settings, &sessions, &services, &shutdown)?;
     if let Some(age) = settings.session_retention() {
         spawn_pruner(sessions.clone(), age, shutdown.clone());
     }
@@ -76,6 +77,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         max_message_size: settings.max_message_size,
         sessions,
         goals,
+        loops,
         services: services.clone(),
         subscriptions: Arc::new(rpc::Subscriptions::new(
             settings.max_subscriptions,
@@ -133,6 +135,24 @@ fn goals(
     let goals = crate::goal::Goals::new(sessions.clone(), services.store.clone(), limits, shutdown.clone());
     goals.restore()?;
     Ok(goals)
+}
+
+/// The sessions' loops, those that were active driven again.
+fn loops(
+    settings: &Settings,
+    sessions: &Arc<Sessions>,
+    services: &Services,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Arc<crate::loops::Loops>> {
+    let limits = crate::loops::LoopLimits {
+        max_loops: settings.max_loops.max(1) as usize,
+        max_firing: settings.max_background_runs.max(1) as usize,
+        min_every: crate::config::seconds(settings.loop_min_interval_s, 0.0),
+        backoff_base: crate::config::seconds(settings.loop_backoff_base_s, 0.0),
+    };
+    let loops = crate::loops::Loops::new(sessions.clone(), services.store.clone(), limits, shutdown.clone());
+    loops.restore()?;
+    Ok(loops)
 }
 
 /// The daemon's own directories.

@@ -118,6 +118,14 @@ pub struct Settings {
     pub max_background_runs: u32,
     /// Runs a goal may take when `goal/set` names no `max_runs`.
     pub goal_max_runs: u64,
+    /// Active loops, all sessions together; adding one past it is refused
+    /// with this key named.
+    pub max_loops: u32,
+    /// The shortest interval a loop may have, in seconds (Swival's floor).
+    pub loop_min_interval_s: f64,
+    /// The wait after a loop's first failed firing, doubling with each
+    /// further failure in a row (at most an hour, never below its interval).
+    pub loop_backoff_base_s: f64,
 }
 
 impl Default for Settings {
@@ -157,6 +165,9 @@ impl Default for Settings {
             max_subagents: 16,
             max_background_runs: 4,
             goal_max_runs: 20,
+            max_loops: 16,
+            loop_min_interval_s: 5.0,
+            loop_backoff_base_s: 30.0,
         }
     }
 }

@@ -252,6 +252,15 @@ pub enum EventKind {
         /// The message.
         message: String,
     },
+    /// A session's loop changed: added, fired, a firing's end, warned,
+    /// cancelled, done.
+    Loop {
+        /// What happened.
+        action: crate::loops::LoopAction,
+        /// The loop after it.
+        #[serde(rename = "loop")]
+        loop_: Box<crate::loops::Loop>,
+    },
     /// A session's goal changed (Swival's `goal_event`): set, paused,
     /// resumed, a run started for it, completed, limited, stuck, cleared.
     Goal {

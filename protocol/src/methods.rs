@@ -9,6 +9,7 @@ use crate::approvals::*;
 use crate::changes::*;
 use crate::events::*;
 use crate::goals::*;
+use crate::loops::*;
 use crate::notes::*;
 use crate::policy::*;
 use crate::review::*;
@@ -175,6 +176,15 @@ methods! {
 /// Every goal.
     GoalList(GOAL_LIST = "goal/list"): NoParams => GoalListResult,
         "Every stored goal of every session, newest first.";
+/// Add a loop to a session (Swival's `/loop`).
+    LoopAdd(LOOP_ADD = "loop/add"): LoopAddParams => LoopResult,
+        "Run a prompt on a schedule (every N seconds, a cron expression, or once at a time), each firing a run in a fresh git worktree of the session's project.";
+/// The loops.
+    LoopList(LOOP_LIST = "loop/list"): LoopListParams => LoopListResult,
+        "Every active loop (all: also those that no longer fire), or one session's, oldest first.";
+/// Remove loops.
+    LoopRemove(LOOP_REMOVE = "loop/remove"): LoopRemoveParams => LoopRemoveResult,
+        "Cancel one loop of a session, or all of them; a firing in flight finishes.";
 /// Collect the snapshot stores.
     SnapshotsGc(SNAPSHOTS_GC = "snapshots/gc"): NoParams => SnapshotGcResult,
         "Delete what no stored change set names from the snapshot stores; a store none names is removed.";

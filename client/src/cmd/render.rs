@@ -10,7 +10,7 @@
 //! guard's message — is never shown.
 
 use std::io::IsTerminal;
-use swival_protocol::{EventKind, FileChange, Goal, GoalAction, InterventionKind, NoticeLevel};
+use swival_protocol::{EventKind, FileChange, Goal, GoalAction, InterventionKind, Loop, LoopAction, NoticeLevel};
 
 /// Lines of a tool's output shown under its call.
 const OUTPUT_LINES: usize = 6;
@@ -126,6 +126,37 @@ fn goal_line(style: Style, action: GoalAction, goal: Option<&Goal>) -> String {
     style.cyan(&format!("  ◎ {line}")) + "\n"
 }
 
+/// A loop's event in a line, in Swival's words where it has them.
+fn loop_line(style: Style, action: LoopAction, l: &Loop) -> String {
+    let tag = format!("[loop {}]", l.loop_id);
+    let prompt = preview(&l.prompt, 60);
+    let error = l.last_error.as_deref().map(|e| preview(e, LINE_CHARS)).unwrap_or_default();
+    let next = l.next_fire_at.as_deref().unwrap_or("-");
+    let (line, warn) = match action {
+        LoopAction::Added => {
+            let every = l.schedule.every_s.map_or_else(|| next.to_owned(), super::interval::show);
+            (format!("[loop {} registered] interval={every} prompt='{prompt}'", l.loop_id), false)
+        }
+        LoopAction::Fired => {
+            let session = l.last_session.as_ref().map(|s| s.0.as_str()).unwrap_or("-");
+            (format!("{tag} firing in session {session}: {prompt}"), false)
+        }
+        LoopAction::Succeeded => (format!("{tag} done. next fire at {next}."), false),
+        LoopAction::Failed => (format!("{tag} {error}"), true),
+        LoopAction::Warned => (format!("{tag} 3 consecutive failures, will auto-cancel at 6"), true),
+        LoopAction::Cancelled if l.consecutive_failures >= 6 => {
+            (format!("{tag} auto-cancelled after 6 consecutive failures (last error: {error})"), true)
+        }
+        LoopAction::Cancelled => (format!("cancelled loop {}", l.loop_id), false),
+        LoopAction::Done => (format!("{tag} done; it fired once and fires no more"), false),
+    };
+    if warn {
+        style.yellow(&format!("  ⚠ Warning: {line}")) + "\n"
+    } else {
+        style.cyan(&format!("  ◎ {line}")) + "\n"
+    }
+}
+
 /// The lines of one event, each ending in a newline; empty for an event
 /// shown some other way (streamed text, the run's end) or not at all.
 pub fn event(style: Style, kind: &EventKind) -> String {
@@ -162,6 +193,7 @@ pub fn event(style: Style, kind: &EventKind) -> String {
             style.dim(&format!("  ↺ loop guard: {}", guard_words(*kind, tool, count))) + "\n"
         }
         EventKind::Goal { action, goal } => goal_line(style, *action, goal.as_deref()),
+        EventKind::Loop { action, loop_ } => loop_line(style, *action, loop_),
         _ => String::new(),
     }
 }

@@ -138,14 +138,7 @@ impl RunRecord {
                 feedback: feedback.clone(),
                 stderr: stderr.clone(),
             },
-            EventKind::ApprovalRequested { turn, approval_id, bucket, .. } => {
-                self.asked.insert(approval_id.clone(), (*turn, bucket.clone()));
-                return None;
-            }
-            EventKind::ApprovalResolved { approval_id, decision, by } => {
-                let (turn, bucket) = self.asked.remove(approval_id)?;
-                Entry::CommandPolicy { turn, bucket, decision: *decision, by: *by }
-            }
+            EventKind::ApprovalRequested { .. } | EventKind::ApprovalResolved { .. } => return self.approval(event),
             EventKind::RunStarted { .. }
             | EventKind::TurnStarted { .. }
             | EventKind::TextDelta { .. }
@@ -153,10 +146,26 @@ impl RunRecord {
             | EventKind::Stderr { .. }
             | EventKind::Warning { .. }
             | EventKind::Goal { .. }
+            | EventKind::Loop { .. }
             | EventKind::Notice { .. }
             | EventKind::SessionConfigured { .. }
             | EventKind::RunFinished(_) => return None,
         })
+    }
+
+    /// An approval asked is kept until its answer makes the entry.
+    fn approval(&mut self, event: &EventKind) -> Option<Entry> {
+        match event {
+            EventKind::ApprovalRequested { turn, approval_id, bucket, .. } => {
+                self.asked.insert(approval_id.clone(), (*turn, bucket.clone()));
+                None
+            }
+            EventKind::ApprovalResolved { approval_id, decision, by } => {
+                let (turn, bucket) = self.asked.remove(approval_id)?;
+                Some(Entry::CommandPolicy { turn, bucket, decision: *decision, by: *by })
+            }
+            _ => None,
+        }
     }
 
     /// Count `entry` in the stats.

@@ -9,6 +9,7 @@ mod daemon;
 mod feed;
 mod goals;
 mod hooks;
+mod loops;
 mod session;
 
 use crate::shutdown::Shutdown;
@@ -41,6 +42,8 @@ pub struct DaemonContext {
     pub sessions: Arc<crate::session::Sessions>,
     /// Sessions' goals.
     pub goals: Arc<crate::goal::Goals>,
+    /// Sessions' loops.
+    pub loops: Arc<crate::loops::Loops>,
     /// The daemon-wide services (MCP servers, cache, client hooks, editor
     /// buffers, approvals).
     pub services: crate::services::Services,
@@ -179,6 +182,7 @@ fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");
     goals::register(&mut module).expect("method names are unique");
+    loops::register(&mut module).expect("method names are unique");
     hooks::register(&mut module).expect("method names are unique");
     buffers::register(&mut module).expect("method names are unique");
     module

@@ -538,6 +538,12 @@ impl Sessions {
         self.shared.store.session(id)?.map(drop).ok_or_else(|| SessionError::NotFound(id.clone()))
     }
 
+    /// Session `id`'s base directory (the checkout, for a worktree session).
+    pub fn base_dir(&self, id: &SessionId) -> Result<PathBuf, SessionError> {
+        let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
+        Ok(PathBuf::from(row.base_dir))
+    }
+
     /// `Ok` when session `id` is stored and not closed.
     pub fn check_open(&self, id: &SessionId) -> Result<(), SessionError> {
         self.check_exists(id)?;

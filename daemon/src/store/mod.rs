@@ -11,6 +11,7 @@ mod changes;
 mod checkpoint;
 mod goals;
 mod jobs;
+mod loops;
 mod policy;
 mod prune;
 mod queue;
@@ -185,6 +186,13 @@ CREATE TABLE IF NOT EXISTS goals (
     session_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS loops (
+    loop_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS events (

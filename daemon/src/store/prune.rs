@@ -11,6 +11,7 @@ use swival_protocol::SessionId;
 const SESSION_TABLES: &[&str] = &[
     "messages",
     "goals",
+    "loops",
     "runs",
     "events",
     "session_pins",
@@ -32,7 +33,8 @@ impl Store {
                 "SELECT s.id FROM sessions s
                  WHERE {LAST_USED} < ?1
                    AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = s.id AND r.result IS NULL)
-                   AND NOT EXISTS (SELECT 1 FROM goals g WHERE g.session_id = s.id AND g.status = 'active')"
+                   AND NOT EXISTS (SELECT 1 FROM goals g WHERE g.session_id = s.id AND g.status = 'active')
+                   AND NOT EXISTS (SELECT 1 FROM loops l WHERE l.session_id = s.id AND l.status = 'active')"
             ))?;
             let ids: Vec<String> = old.query_map(params![cutoff], |r| r.get(0))?.collect::<Result<_, _>>()?;
             let ids: Vec<String> = ids.into_iter().filter(|id| !keep.iter().any(|k| k.0 == *id)).collect();

@@ -17,6 +17,7 @@ mod agents;
 mod commands;
 mod editor;
 mod goal;
+mod loops;
 mod show;
 mod start;
 mod turn;
@@ -288,7 +289,7 @@ impl Repl {
                 self.watching = event.run_id.clone();
                 self.info(&format!("» another client started a run: {}", show::preview(task, 100)));
             }
-            EventKind::Goal { .. } => {
+            EventKind::Goal { .. } | EventKind::Loop { .. } => {
                 let line = crate::cmd::render::event(self.style, &event.kind);
                 self.out(&line);
             }

@@ -1,0 +1,54 @@
+//! `/loop [interval] <prompt>`, `/loops`, `/unloop <id|all>` (Swival's):
+//! loops the daemon owns for this session, each firing in a fresh
+//! worktree; their events show here as they happen.
+
+use super::Repl;
+use swival_protocol::methods::typed as m;
+use swival_protocol::{LoopAddParams, LoopListParams, LoopRemoveParams, Schedule};
+use swivalctl::ClientError;
+
+impl Repl {
+    /// `/loop [interval] <prompt>`.
+    pub(super) async fn add_loop(&mut self, arg: &str) -> Result<(), ClientError> {
+        let (every, prompt) = match crate::cmd::interval::split(arg) {
+            Ok(split) => split,
+            Err(e) => {
+                self.warn(&e);
+                return Ok(());
+            }
+        };
+        let schedule = Schedule { every_s: Some(every), cron: None, at: None };
+        let params = LoopAddParams { session_id: self.session.clone(), prompt, schedule };
+        let added = self.client.request::<m::LoopAdd>(&params).await?.loop_;
+        if every < 60 {
+            let tag = format!("[loop {}]", added.loop_id);
+            self.warn(&format!("{tag} interval is below 60s, will fire ~{} times per hour", 3600 / every.max(1)));
+        }
+        Ok(())
+    }
+
+    /// `/loops`.
+    pub(super) async fn list_loops(&mut self) -> Result<(), ClientError> {
+        let params = LoopListParams { session_id: Some(self.session.clone()), all: false };
+        let loops = self.client.request::<m::LoopList>(&params).await?.loops;
+        self.info(crate::cmd::loops::table(&loops).trim_end());
+        Ok(())
+    }
+
+    /// `/unloop <id|all>`.
+    pub(super) async fn unloop(&mut self, arg: &str) -> Result<(), ClientError> {
+        if arg.is_empty() {
+            self.warn("usage: /unloop <id|all>");
+            return Ok(());
+        }
+        let all = arg == "all";
+        let params =
+            LoopRemoveParams { session_id: Some(self.session.clone()), loop_id: (!all).then(|| arg.to_owned()), all };
+        let removed = self.client.request::<m::LoopRemove>(&params).await?.removed;
+        if all {
+            let n = removed.len();
+            self.info(&format!("cancelled {n} loop{}", if n == 1 { "" } else { "s" }));
+        }
+        Ok(())
+    }
+}

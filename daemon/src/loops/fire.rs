@@ -1,0 +1,184 @@
+//! A loop's driver: wait for its time (by the wall clock, so a machine
+//! that slept fires once when it wakes), take a firing slot, fire — a new
+//! session from the loop's, in a fresh worktree, its run started and named
+//! in the loop before it is waited for — and fold the firing's end into
+//! the loop: its failures in a row, Swival's warning and cancel, and the
+//! next time. A firing the daemon's end cut short is settled after the
+//! restart as interrupted (not a failure) and the loop goes on.
+
+use super::schedule::{self, When};
+use super::Loops;
+use crate::session::{NewRun, SessionError};
+use chrono::Utc;
+use std::sync::Arc;
+use std::time::Duration;
+use swival_protocol::{Loop, LoopAction, LoopStatus, Outcome, RunId, RunResult, SessionCreateParams, SessionFrom};
+use tokio_util::sync::CancellationToken;
+
+/// Failed firings in a row that bring a warning (Swival's).
+const WARN_FAILURES: u64 = 3;
+/// Failed firings in a row that cancel the loop (Swival's).
+const CANCEL_FAILURES: u64 = 6;
+
+/// The longest sleep between looks at the wall clock: a machine that
+/// slept is noticed this soon after it wakes.
+const CLOCK_LOOK: Duration = Duration::from_secs(30);
+
+impl Loops {
+    /// Drive loop `id` until it no longer fires or `stop` (its removal,
+    /// the daemon's end) interrupts a wait.
+    pub(super) async fn run_loop(self: &Arc<Self>, id: &str, stop: CancellationToken) {
+        loop {
+            let l = match self.store.loop_(id) {
+                Ok(Some(l)) if l.status == LoopStatus::Active => l,
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!("loop {id} could not be read, so it does not fire: {e}");
+                    return;
+                }
+            };
+            if l.firing {
+                if let Some(run) = &l.last_run {
+                    let result = self.sessions.wait(run).await;
+                    self.settle(id, run, result).await;
+                    continue;
+                }
+            }
+            let Some(next) = l.next_fire_at.as_deref().and_then(schedule::read) else { return };
+            if !wait_until(next, &stop).await {
+                return;
+            }
+            let permit = tokio::select! {
+                p = self.firing.acquire() => p,
+                _ = stop.cancelled() => return,
+            };
+            let Ok(_permit) = permit else { return };
+            if let Some(run) = self.fire(id).await {
+                let result = self.sessions.wait(&run).await;
+                self.settle(id, &run, result).await;
+            }
+        }
+    }
+
+    /// Fire loop `id` now: its session and run, named in it; `None` when
+    /// it no longer fires or the firing could not start (a failure).
+    async fn fire(&self, id: &str) -> Option<RunId> {
+        let _edit = self.edit.lock().await;
+        let mut l = self.store.loop_(id).ok().flatten().filter(|l| l.status == LoopStatus::Active)?;
+        l.fires += 1;
+        l.last_fire_at = Some(schedule::stamp(Utc::now()));
+        match self.start(&l).await {
+            Ok((session, run)) => {
+                l.last_session = Some(session);
+                l.last_run = Some(run.clone());
+                l.firing = true;
+                self.save_or_log(&mut l, LoopAction::Fired).await;
+                Some(run)
+            }
+            Err(e) => {
+                self.failed(&mut l, format!("the firing could not start: {e}")).await;
+                None
+            }
+        }
+    }
+
+    /// A new session from the loop's, in a fresh worktree, and its run.
+    async fn start(&self, l: &Loop) -> Result<(swival_protocol::SessionId, RunId), SessionError> {
+        let base = self.sessions.base_dir(&l.session_id)?;
+        let title: String = format!("loop {}: {}", l.loop_id, l.prompt).chars().take(120).collect();
+        let params = SessionCreateParams {
+            base_dir: base.display().to_string(),
+            config: None,
+            title: Some(title),
+            trust: false,
+            env: None,
+            from: Some(SessionFrom { session_id: l.session_id.clone(), conversation: false }),
+            worktree: true,
+        };
+        let created = self.sessions.create(params).await?;
+        let run = self.sessions.start_run(&created.session_id, NewRun::from(l.prompt.clone()), None).await?;
+        Ok((created.session_id, run))
+    }
+
+    /// Fold the end of firing `run` into loop `id`.
+    async fn settle(&self, id: &str, run: &RunId, result: Result<RunResult, SessionError>) {
+        let _edit = self.edit.lock().await;
+        let Ok(Some(mut l)) = self.store.loop_(id) else { return };
+        if l.last_run.as_ref() != Some(run) || !l.firing {
+            return;
+        }
+        l.firing = false;
+        let result = result.unwrap_or_else(|e| {
+            tracing::warn!("the result of loop {id}'s run {run} cannot be read: {e}");
+            crate::store::interrupted_result(run)
+        });
+        match result.outcome {
+            Outcome::Error | Outcome::Blocked => {
+                let why = result.error.unwrap_or_else(|| "the run failed".into());
+                self.failed(&mut l, why).await;
+            }
+            _ => {
+                l.consecutive_failures = 0;
+                l.last_error = None;
+                self.schedule_next(&mut l);
+                let action = if l.status == LoopStatus::Done { LoopAction::Done } else { LoopAction::Succeeded };
+                self.save_or_log(&mut l, action).await;
+            }
+        }
+    }
+
+    /// A failed firing: counted, warned about at 3 in a row, cancelled at 6.
+    async fn failed(&self, l: &mut Loop, why: String) {
+        l.consecutive_failures += 1;
+        l.last_error = Some(why.chars().take(500).collect());
+        self.schedule_next(l);
+        if l.consecutive_failures >= CANCEL_FAILURES && l.status == LoopStatus::Active {
+            l.status = LoopStatus::Cancelled;
+            l.next_fire_at = None;
+            self.save_or_log(l, LoopAction::Failed).await;
+            self.save_or_log(l, LoopAction::Cancelled).await;
+            return;
+        }
+        self.save_or_log(l, LoopAction::Failed).await;
+        if l.consecutive_failures == WARN_FAILURES {
+            self.save_or_log(l, LoopAction::Warned).await;
+        }
+    }
+
+    /// The loop's next time, counted from now (one catch-up, no burst).
+    fn schedule_next(&self, l: &mut Loop) {
+        if l.status != LoopStatus::Active {
+            return;
+        }
+        let now = Utc::now();
+        let when = When::parse(&l.schedule, Duration::ZERO, now - chrono::Duration::days(3650));
+        let next = when.ok().and_then(|w| w.after(now, l.consecutive_failures, self.limits.backoff_base));
+        match next {
+            Some(t) => l.next_fire_at = Some(schedule::stamp(t)),
+            None => {
+                l.next_fire_at = None;
+                l.status = LoopStatus::Done;
+            }
+        }
+    }
+
+    async fn save_or_log(&self, l: &mut Loop, action: LoopAction) {
+        if let Err(e) = self.save(l, action).await {
+            tracing::warn!("loop {} could not be stored: {e}", l.loop_id);
+        }
+    }
+}
+
+/// Wait until `t` by the wall clock; false when `stop` came first.
+async fn wait_until(t: chrono::DateTime<Utc>, stop: &CancellationToken) -> bool {
+    loop {
+        let left = (t - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        if left.is_zero() {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(left.min(CLOCK_LOOK)) => {}
+            _ = stop.cancelled() => return false,
+        }
+    }
+}

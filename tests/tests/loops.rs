@@ -1,0 +1,213 @@
+//! Loops (Swival's `/loop`) owned by the daemon: each firing is a run in a
+//! fresh git worktree (the checkout untouched), applied with `swivalctl
+//! apply`; Swival's failure rules; a restart fires once, not a burst.
+//! Real daemon, real client, real git, mock provider.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{create_session, wait_until, NdConn, TestEnv};
+
+fn config(mock: &MockProvider) -> Value {
+    json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true})
+}
+
+/// A git checkout with one committed file.
+fn git_project(env: &TestEnv, name: &str) -> std::path::PathBuf {
+    let p = env.project(name);
+    std::fs::write(p.join("README.md"), "hello\n").unwrap();
+    for args in
+        [&["init", "-q"][..], &["add", "-A"], &["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]]
+    {
+        let ok = std::process::Command::new("git").args(args).current_dir(&p).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    }
+    p
+}
+
+/// A daemon whose loops may fire every second and retry at once.
+fn daemon(env: &TestEnv) -> swival_tests::Daemon {
+    env.daemon_settings("loop_min_interval_s = 1\nloop_backoff_base_s = 0");
+    env.start_daemon()
+}
+
+/// Subscribe to `sid` from `from` and read its `loop` events until `until`
+/// holds for one; every loop event read, that one last.
+fn loop_events(c: &mut NdConn, sid: &str, from: u64, mut until: impl FnMut(&Value) -> bool) -> Vec<Value> {
+    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": from}));
+    let mut seen = Vec::new();
+    loop {
+        let msg = c.read();
+        let event = &msg["params"]["result"];
+        if msg["method"] != "session/event" || event["type"] != "loop" {
+            continue;
+        }
+        seen.push(event.clone());
+        if until(event) {
+            return seen;
+        }
+    }
+}
+
+fn actions(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["action"].as_str().unwrap()).collect()
+}
+
+fn git_status(dir: &Path) -> String {
+    let out = std::process::Command::new("git").args(["status", "--porcelain"]).current_dir(dir).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_loop_every_second_fires_in_its_own_worktree_and_its_work_is_applied() {
+    let env = TestEnv::new();
+    let daemon = daemon(&env);
+    let p = git_project(&env, "p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w1", "write_file", json!({"file_path": "report.txt", "content": "all green\n"})),
+        Step::text("wrote report.txt"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    let added = c.ok("loop/add", json!({"session_id": sid, "prompt": "write the report", "schedule": {"every_s": 1}}));
+    let id = added["loop"]["loop_id"].as_str().unwrap().to_owned();
+    let events = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "succeeded");
+    assert_eq!(actions(&events), ["added", "fired", "succeeded"], "{events:?}");
+    let firing = events[1]["loop"]["last_session"].as_str().unwrap().to_owned();
+    assert_ne!(firing, sid, "a firing is a session of its own");
+    assert!(!p.join("report.txt").exists(), "the checkout is untouched");
+    assert_eq!(git_status(&p), "", "the checkout is untouched");
+
+    // It fires again, a second later, in another fresh worktree.
+    let again = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "fired" && e["loop"]["fires"] == 2);
+    assert_ne!(again.last().unwrap()["loop"]["last_session"], json!(firing));
+    let removed = env.swivalctl(&daemon, &p).args(["loop", "rm", &id]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&removed.stdout).trim(), "cancelled 1 loop");
+
+    let diff = env.swivalctl(&daemon, &p).args(["diff", "--session", &firing, "--stat"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&diff.stdout).contains("created   report.txt"), "{diff:?}");
+    let applied = env.swivalctl(&daemon, &p).args(["apply", &firing]).output().unwrap();
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(std::fs::read_to_string(p.join("report.txt")).unwrap(), "all green\n");
+}
+
+#[test]
+fn a_loop_failing_six_times_in_a_row_is_warned_at_three_and_cancelled() {
+    let env = TestEnv::new();
+    let daemon = daemon(&env);
+    let p = git_project(&env, "p");
+    let steps = (0..8).map(|_| Step::error(400, "bad request: the model is gone", "invalid_request_error")).collect();
+    let mock = MockProvider::start(steps);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("loop/add", json!({"session_id": sid, "prompt": "check", "schedule": {"every_s": 1}}));
+    let events = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "cancelled");
+    let kinds: Vec<&str> = actions(&events).into_iter().filter(|a| *a != "fired").collect();
+    assert_eq!(
+        kinds,
+        ["added", "failed", "failed", "failed", "warned", "failed", "failed", "failed", "cancelled"],
+        "{events:?}"
+    );
+    let last = &events.last().unwrap()["loop"];
+    assert_eq!((last["status"].clone(), last["fires"].clone()), (json!("cancelled"), json!(6)));
+    assert!(last["last_error"].as_str().unwrap().contains("the model is gone"), "{last}");
+    assert_eq!(mock.request_count(), 6, "no seventh firing");
+    let listed = c.ok("loop/list", json!({}));
+    assert_eq!(listed["loops"], json!([]), "a cancelled loop is no longer listed as active");
+    let all = c.ok("loop/list", json!({"all": true}));
+    assert_eq!(all["loops"][0]["status"], "cancelled");
+}
+
+#[test]
+fn a_loop_survives_a_restart_and_fires_once_not_a_burst_after_a_long_pause() {
+    let env = TestEnv::new();
+    let mut first = daemon(&env);
+    let p = git_project(&env, "p");
+    let mock = MockProvider::start(Vec::new());
+    let mut c = first.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("loop/add", json!({"session_id": sid, "prompt": "look", "schedule": {"every_s": 1}}));
+    loop_events(&mut first.nd(), &sid, 1, |e| e["action"] == "succeeded");
+    first.signal(nix::sys::signal::Signal::SIGTERM);
+    first.wait_exit();
+    drop(c);
+    // Down for more than three intervals past the last firing.
+    let stopped = std::time::Instant::now();
+    wait_until("three intervals to pass", || stopped.elapsed() > std::time::Duration::from_secs(4));
+
+    let second = env.start_daemon();
+    let mut c = second.nd();
+    let before = c.ok("session/get", json!({"session_id": sid}))["info"]["last_seq"].as_u64().unwrap();
+    let after_restart = |e: &Value| e["action"] == "fired";
+    let mut fired = Vec::new();
+    let mut from = before + 1;
+    while fired.len() < 2 {
+        let events = loop_events(&mut second.nd(), &sid, from, after_restart);
+        let last = events.last().unwrap().clone();
+        from = last["seq"].as_u64().unwrap() + 1;
+        fired.push(last);
+    }
+    let time = |e: &Value| humantime::parse_rfc3339(e["loop"]["last_fire_at"].as_str().unwrap()).unwrap();
+    let gap = time(&fired[1]).duration_since(time(&fired[0])).unwrap();
+    assert!(gap >= std::time::Duration::from_secs(1), "one catch-up firing, then the interval: {gap:?}");
+    c.ok("loop/remove", json!({"all": true}));
+}
+
+#[test]
+fn loops_are_refused_past_their_caps_and_outside_git_naming_what_to_do() {
+    let env = TestEnv::new();
+    env.daemon_settings("max_loops = 5");
+    let daemon = daemon(&env);
+    let mock = MockProvider::start(Vec::new());
+    let mut c = daemon.nd();
+    let plain = create_session(&mut c, &env.project("plain"), config(&mock));
+    let refused = c.call("loop/add", json!({"session_id": plain, "prompt": "x", "schedule": {"every_s": 3600}}));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("is not in a git repository"), "{refused}");
+    let sid = create_session(&mut c, &git_project(&env, "p"), config(&mock));
+    for _ in 0..4 {
+        c.ok("loop/add", json!({"session_id": sid, "prompt": "x", "schedule": {"every_s": 3600}}));
+    }
+    let fifth = c.call("loop/add", json!({"session_id": sid, "prompt": "x", "schedule": {"every_s": 3600}}));
+    assert!(fifth["error"]["message"].as_str().unwrap().contains("already has 4 active loops"), "{fifth}");
+    let other = create_session(&mut c, &git_project(&env, "q"), config(&mock));
+    c.ok("loop/add", json!({"session_id": other, "prompt": "x", "schedule": {"every_s": 3600}}));
+    let past = c.call("loop/add", json!({"session_id": other, "prompt": "x", "schedule": {"every_s": 3600}}));
+    let message = past["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_loops (5)") && message.contains("swivald.toml"), "{past}");
+    let fast = c.call("loop/add", json!({"session_id": other, "prompt": "x", "schedule": {"every_s": 0}}));
+    assert!(fast["error"]["message"].as_str().unwrap().contains("loop_min_interval_s"), "{fast}");
+    c.ok("loop/remove", json!({"all": true}));
+}
+
+#[test]
+fn swivalctl_and_the_repl_add_list_and_remove_loops() {
+    use swival_tests::tmux::{shell_line, Tmux};
+    let env = TestEnv::new();
+    let daemon = daemon(&env);
+    let p = git_project(&env, "p");
+    let mock = MockProvider::start(Vec::new());
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    let out =
+        env.swivalctl(&daemon, &p).args(["loop", "add", "--every", "2 hours", "check the build"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.starts_with("loop l_") && said.contains(": every 2h, next at "), "{said}");
+    let listed = env.swivalctl(&daemon, &p).arg("loops").output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.starts_with("active loops:\n  l_") && listed.contains("prompt=\"check the build\""), "{listed}");
+
+    let tmux = Tmux::new(&env);
+    tmux.start(&shell_line(&env, &daemon.socket, &p, "repl"));
+    tmux.at_prompt("/loop 1h pull and test");
+    let screen = tmux.wait_for("interval=1h prompt='pull and test'");
+    assert!(screen.contains("[loop l_") && screen.contains(" registered]"), "{screen}");
+    tmux.wait_for("firing in session s_");
+    tmux.at_prompt("/loops");
+    tmux.wait_for("prompt=\"pull and test\"");
+    tmux.at_prompt("/unloop all");
+    tmux.wait_for("cancelled 1 loop");
+    tmux.at_prompt("/exit");
+    tmux.wait_for("EXIT=0");
+    let rm = env.swivalctl(&daemon, &p).args(["loop", "rm", "all"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&rm.stdout).trim(), "cancelled 1 loop");
+}
