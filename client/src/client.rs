@@ -194,6 +194,7 @@ impl Client {
             client_token,
             resume: false,
             cancel_on_disconnect: false,
+            inbox: false,
         };
         self.start(&params).await
     }

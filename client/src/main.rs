@@ -139,6 +139,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What background work did (goals, loop firings, detached runs,
+    /// approvals waiting), newest first, with the commands to see or apply it.
+    Inbox {
+        /// At most this many entries.
+        #[arg(long, default_value_t = 20)]
+        limit: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer an approval a background run waits for (from `swivalctl inbox`).
+    Approve {
+        /// The run's session.
+        session: String,
+        /// The approval's id.
+        approval: String,
+        /// allow or deny.
+        answer: String,
+        /// For the rest of the session (allow: the same command; deny: its bucket).
+        #[arg(long)]
+        always: bool,
+    },
     /// Cancel a run.
     Cancel {
         /// The run id.
@@ -233,6 +255,10 @@ fn main() -> ExitCode {
             Command::Goals { json } => cmd::goal::list(&socket, json).await,
             Command::Loop { action } => cmd::loops::run(&socket, action).await,
             Command::Loops { session, all, json } => cmd::loops::list(&socket, session, all, json).await,
+            Command::Inbox { limit, json } => cmd::inbox::list(&socket, limit, json).await,
+            Command::Approve { session, approval, answer, always } => {
+                cmd::inbox::approve(&socket, session, approval, &answer, always).await
+            }
             Command::Cancel { run } => cmd::session::cancel(&socket, run).await,
             Command::Diff { run, session, stat, json } => match cmd::changes::which(&socket, run, session).await {
                 Ok(which) => cmd::changes::diff(&socket, which, stat, json).await,

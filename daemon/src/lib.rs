@@ -20,6 +20,7 @@ mod config;
 mod editor;
 mod environment;
 mod goal;
+mod inbox;
 mod loops;
 mod mcp;
 mod message;

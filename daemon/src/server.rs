@@ -63,8 +63,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         shutdown.clone(),
     )?);
     sessions.serve_subagents();
-    let goals = goals(&settings, &sessions, &services, &shutdown)?;
-    let loops = loops(&settings, &sessions, &services, &shutdown)?;
+    let (goals, loops, inbox) = background(&settings, &sessions, &services, &shutdown)?;
     if let Some(age) = settings.session_retention() {
         spawn_pruner(sessions.clone(), age, shutdown.clone());
     }
@@ -78,6 +77,7 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
         sessions,
         goals,
         loops,
+        inbox,
         services: services.clone(),
         subscriptions: Arc::new(rpc::Subscriptions::new(
             settings.max_subscriptions,
@@ -121,18 +121,36 @@ pub async fn run(settings: Settings, listener: Listener) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Background work: the inbox, and the goals and loops that write to it.
+type Background = (Arc<crate::goal::Goals>, Arc<crate::loops::Loops>, Arc<crate::inbox::Inbox>);
+
+/// The inbox, the goals and the loops, those active taken up again.
+fn background(
+    settings: &Settings,
+    sessions: &Arc<Sessions>,
+    services: &Services,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Background> {
+    let inbox = crate::inbox::Inbox::new(services.store.clone(), sessions.clone());
+    let goals = goals(settings, sessions, services, &inbox, shutdown)?;
+    let loops = loops(settings, sessions, services, &inbox, shutdown)?;
+    Ok((goals, loops, inbox))
+}
+
 /// The sessions' goals, those that were active taken up again.
 fn goals(
     settings: &Settings,
     sessions: &Arc<Sessions>,
     services: &Services,
+    inbox: &Arc<crate::inbox::Inbox>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<Arc<crate::goal::Goals>> {
     let limits = crate::goal::GoalLimits {
         max_active: settings.max_background_runs.max(1) as usize,
         default_max_runs: settings.goal_max_runs.max(1),
     };
-    let goals = crate::goal::Goals::new(sessions.clone(), services.store.clone(), limits, shutdown.clone());
+    let goals =
+        crate::goal::Goals::new(sessions.clone(), services.store.clone(), inbox.clone(), limits, shutdown.clone());
     goals.restore()?;
     Ok(goals)
 }
@@ -142,6 +160,7 @@ fn loops(
     settings: &Settings,
     sessions: &Arc<Sessions>,
     services: &Services,
+    inbox: &Arc<crate::inbox::Inbox>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<Arc<crate::loops::Loops>> {
     let limits = crate::loops::LoopLimits {
@@ -150,7 +169,8 @@ fn loops(
         min_every: crate::config::seconds(settings.loop_min_interval_s, 0.0),
         backoff_base: crate::config::seconds(settings.loop_backoff_base_s, 0.0),
     };
-    let loops = crate::loops::Loops::new(sessions.clone(), services.store.clone(), limits, shutdown.clone());
+    let loops =
+        crate::loops::Loops::new(sessions.clone(), services.store.clone(), inbox.clone(), limits, shutdown.clone());
     loops.restore()?;
     Ok(loops)
 }

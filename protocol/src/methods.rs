@@ -9,6 +9,7 @@ use crate::approvals::*;
 use crate::changes::*;
 use crate::events::*;
 use crate::goals::*;
+use crate::inbox::*;
 use crate::loops::*;
 use crate::notes::*;
 use crate::policy::*;
@@ -185,6 +186,9 @@ methods! {
 /// Remove loops.
     LoopRemove(LOOP_REMOVE = "loop/remove"): LoopRemoveParams => LoopRemoveResult,
         "Cancel one loop of a session, or all of them; a firing in flight finishes.";
+/// What background work did.
+    InboxList(INBOX_LIST = "inbox/list"): InboxListParams => InboxListResult,
+        "What background work did (goals, loop firings, detached runs, approvals waiting), newest first; after_seq for what a client has not shown.";
 /// Collect the snapshot stores.
     SnapshotsGc(SNAPSHOTS_GC = "snapshots/gc"): NoParams => SnapshotGcResult,
         "Delete what no stored change set names from the snapshot stores; a store none names is removed.";

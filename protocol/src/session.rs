@@ -373,6 +373,10 @@ pub struct RunStartParams {
     /// stays open (newline-delimited or WebSocket), not an HTTP POST.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancel_on_disconnect: bool,
+    /// Report the run in the inbox: its end, and an approval it waits for
+    /// (what `swivalctl run --detach` asks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inbox: bool,
 }
 
 /// Params naming one run.

@@ -89,6 +89,12 @@ fn a_loop_every_second_fires_in_its_own_worktree_and_its_work_is_applied() {
     let applied = env.swivalctl(&daemon, &p).args(["apply", &firing]).output().unwrap();
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
     assert_eq!(std::fs::read_to_string(p.join("report.txt")).unwrap(), "all green\n");
+    // Each firing is in the inbox, the first with what it changed.
+    let entries = c.ok("inbox/list", json!({}))["entries"].as_array().unwrap().clone();
+    let first = entries.iter().find(|e| e["session_id"] == json!(firing)).expect("the first firing's entry");
+    assert_eq!((first["trigger"].clone(), first["outcome"].clone()), (json!("loop"), json!("succeeded")));
+    assert_eq!((first["files"].clone(), first["worktree"].clone()), (json!(["report.txt"]), json!(true)));
+    assert_eq!(first["source_id"], json!(id));
 }
 
 #[test]
@@ -202,6 +208,10 @@ fn swivalctl_and_the_repl_add_list_and_remove_loops() {
     let screen = tmux.wait_for("interval=1h prompt='pull and test'");
     assert!(screen.contains("[loop l_") && screen.contains(" registered]"), "{screen}");
     tmux.wait_for("firing in session s_");
+    // The firing's end shows in the inbox at the next prompt.
+    tmux.wait_for("] done. next fire at");
+    tmux.at_prompt("");
+    tmux.wait_for("» inbox #");
     tmux.at_prompt("/loops");
     tmux.wait_for("prompt=\"pull and test\"");
     tmux.at_prompt("/unloop all");

@@ -8,6 +8,7 @@ pub mod daemon;
 mod flags;
 mod follow;
 pub mod goal;
+pub mod inbox;
 pub mod interval;
 mod listing;
 pub mod loops;

@@ -274,6 +274,7 @@ fn start_params(
         client_token: None,
         resume: false,
         cancel_on_disconnect: !detach,
+        inbox: detach,
     }
 }
 

@@ -72,18 +72,25 @@ impl Goals {
         }
         if let Some(why) = spent(&goal) {
             goal.status = GoalStatus::BudgetLimited;
-            goal.last_blocker = Some(why);
+            goal.last_blocker = Some(why.clone());
             self.save_or_log(&mut goal, GoalAction::BudgetLimited).await;
+            let mut entry =
+                self.inbox.entry(&source(&goal), &goal.session_id, goal.last_run.as_ref(), "budget_limited");
+            entry.detail = Some(why);
+            self.inbox.put(entry).await;
             return Step::Stop;
         }
         let run = GoalRun { goal: Box::new(goal.clone()) };
         let new =
             NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
+        let mark = self.inbox.mark(&goal.session_id);
         match self.sessions.start_run(&goal.session_id, new, None).await {
             Ok(run) => {
                 goal.current_run = Some(run.clone());
                 goal.runs += 1;
                 self.save_or_log(&mut goal, GoalAction::Continued).await;
+                // An approval it waits for is told in the inbox.
+                self.inbox.watch(&goal.session_id, &run, mark, source(&goal), false);
                 Step::Settle(run)
             }
             Err(SessionError::Busy { run, .. }) => Step::Behind(run),
@@ -93,6 +100,9 @@ impl Goals {
                 goal.status = GoalStatus::Stuck;
                 goal.last_blocker = Some(format!("its next run could not start: {e}"));
                 self.save_or_log(&mut goal, GoalAction::Stuck).await;
+                let mut entry = self.inbox.entry(&source(&goal), &goal.session_id, None, "stuck");
+                entry.detail = goal.last_blocker.clone();
+                self.inbox.put(entry).await;
                 Step::Stop
             }
         }
@@ -116,6 +126,11 @@ impl Goals {
         goal.time_used_seconds += self.elapsed(run, &result);
         let action = verdict(&mut goal, &result, &timeline);
         self.save_or_log(&mut goal, action).await;
+        let ended = [GoalAction::Completed, GoalAction::BudgetLimited, GoalAction::Stuck, GoalAction::Paused];
+        if ended.contains(&action) {
+            let (outcome, blocker) = (goal.status.as_str(), goal.last_blocker.clone());
+            self.inbox.ran(&source(&goal), session, &result, outcome, blocker).await;
+        }
     }
 
     /// The wall time `run` took (none for a run the daemon's end cut off:
@@ -135,6 +150,12 @@ impl Goals {
             tracing::warn!("session {}: its goal could not be stored: {e}", goal.session_id);
         }
     }
+}
+
+/// What the inbox says a goal's entries are about.
+fn source(goal: &Goal) -> crate::inbox::Source {
+    let trigger = swival_protocol::InboxTrigger::Goal;
+    crate::inbox::Source { trigger, id: Some(goal.goal_id.clone()), title: goal.objective.clone() }
 }
 
 /// Which budget of `goal` is spent, in words.

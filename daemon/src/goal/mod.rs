@@ -42,6 +42,8 @@ pub struct Goals {
     sessions: Arc<Sessions>,
     /// Where goals are kept.
     store: Arc<Store>,
+    /// Where their outcomes are told.
+    inbox: Arc<crate::inbox::Inbox>,
     /// Its limits.
     limits: GoalLimits,
     /// Every change of a goal, one at a time.
@@ -54,8 +56,15 @@ pub struct Goals {
 
 impl Goals {
     /// The goals of `store`, run through `sessions`.
-    pub fn new(sessions: Arc<Sessions>, store: Arc<Store>, limits: GoalLimits, shutdown: Shutdown) -> Arc<Goals> {
-        Arc::new(Goals { sessions, store, limits, edit: Default::default(), drivers: Default::default(), shutdown })
+    pub fn new(
+        sessions: Arc<Sessions>,
+        store: Arc<Store>,
+        inbox: Arc<crate::inbox::Inbox>,
+        limits: GoalLimits,
+        shutdown: Shutdown,
+    ) -> Arc<Goals> {
+        let (edit, drivers) = (Default::default(), Default::default());
+        Arc::new(Goals { sessions, store, inbox, limits, edit, drivers, shutdown })
     }
 
     /// After a start: every goal that was active goes on, said in its events.

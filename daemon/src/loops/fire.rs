@@ -68,7 +68,8 @@ impl Loops {
         l.fires += 1;
         l.last_fire_at = Some(schedule::stamp(Utc::now()));
         match self.start(&l).await {
-            Ok((session, run)) => {
+            Ok((session, run, mark)) => {
+                self.inbox.watch(&session, &run, mark, source(&l), false);
                 l.last_session = Some(session);
                 l.last_run = Some(run.clone());
                 l.firing = true;
@@ -76,14 +77,19 @@ impl Loops {
                 Some(run)
             }
             Err(e) => {
-                self.failed(&mut l, format!("the firing could not start: {e}")).await;
+                let why = format!("the firing could not start: {e}");
+                let mut entry = self.inbox.entry(&source(&l), &l.session_id, None, "failed");
+                entry.detail = Some(why.clone());
+                self.inbox.put(entry).await;
+                self.failed(&mut l, why).await;
                 None
             }
         }
     }
 
-    /// A new session from the loop's, in a fresh worktree, and its run.
-    async fn start(&self, l: &Loop) -> Result<(swival_protocol::SessionId, RunId), SessionError> {
+    /// A new session from the loop's, in a fresh worktree, its run, and
+    /// its last event seq before the run.
+    async fn start(&self, l: &Loop) -> Result<(swival_protocol::SessionId, RunId, u64), SessionError> {
         let base = self.sessions.base_dir(&l.session_id)?;
         let title: String = format!("loop {}: {}", l.loop_id, l.prompt).chars().take(120).collect();
         let params = SessionCreateParams {
@@ -96,8 +102,9 @@ impl Loops {
             worktree: true,
         };
         let created = self.sessions.create(params).await?;
+        let mark = self.inbox.mark(&created.session_id);
         let run = self.sessions.start_run(&created.session_id, NewRun::from(l.prompt.clone()), None).await?;
-        Ok((created.session_id, run))
+        Ok((created.session_id, run, mark))
     }
 
     /// Fold the end of firing `run` into loop `id`.
@@ -112,6 +119,10 @@ impl Loops {
             tracing::warn!("the result of loop {id}'s run {run} cannot be read: {e}");
             crate::store::interrupted_result(run)
         });
+        let firing = l.last_session.clone().unwrap_or_else(|| l.session_id.clone());
+        let failed = matches!(result.outcome, Outcome::Error | Outcome::Blocked);
+        let outcome = if failed { "failed" } else { "succeeded" };
+        self.inbox.ran(&source(&l), &firing, &result, outcome, result.error.clone()).await;
         match result.outcome {
             Outcome::Error | Outcome::Blocked => {
                 let why = result.error.unwrap_or_else(|| "the run failed".into());
@@ -166,6 +177,15 @@ impl Loops {
         if let Err(e) = self.save(l, action).await {
             tracing::warn!("loop {} could not be stored: {e}", l.loop_id);
         }
+    }
+}
+
+/// What the inbox says a loop's entries are about.
+fn source(l: &Loop) -> crate::inbox::Source {
+    crate::inbox::Source {
+        trigger: swival_protocol::InboxTrigger::Loop,
+        id: Some(l.loop_id.clone()),
+        title: l.prompt.clone(),
     }
 }
 

@@ -49,6 +49,8 @@ pub struct Loops {
     sessions: Arc<Sessions>,
     /// Where loops are kept.
     store: Arc<Store>,
+    /// Where firings are told.
+    inbox: Arc<crate::inbox::Inbox>,
     /// Its limits.
     limits: LoopLimits,
     /// Every change of a loop, one at a time.
@@ -63,17 +65,16 @@ pub struct Loops {
 
 impl Loops {
     /// The loops of `store`, fired through `sessions`.
-    pub fn new(sessions: Arc<Sessions>, store: Arc<Store>, limits: LoopLimits, shutdown: Shutdown) -> Arc<Loops> {
+    pub fn new(
+        sessions: Arc<Sessions>,
+        store: Arc<Store>,
+        inbox: Arc<crate::inbox::Inbox>,
+        limits: LoopLimits,
+        shutdown: Shutdown,
+    ) -> Arc<Loops> {
         let firing = tokio::sync::Semaphore::new(limits.max_firing.max(1));
-        Arc::new(Loops {
-            sessions,
-            store,
-            limits,
-            edit: Default::default(),
-            drivers: Default::default(),
-            firing,
-            shutdown,
-        })
+        let (edit, drivers) = (Default::default(), Default::default());
+        Arc::new(Loops { sessions, store, inbox, limits, edit, drivers, firing, shutdown })
     }
 
     /// After a start: every active loop is driven again.

@@ -4,12 +4,11 @@
 //! Every method is registered on one `RpcModule`, which the transport serves
 //! on both framings.
 
+mod background;
 mod buffers;
 mod daemon;
 mod feed;
-mod goals;
 mod hooks;
-mod loops;
 mod session;
 
 use crate::shutdown::Shutdown;
@@ -44,6 +43,8 @@ pub struct DaemonContext {
     pub goals: Arc<crate::goal::Goals>,
     /// Sessions' loops.
     pub loops: Arc<crate::loops::Loops>,
+    /// What background work did.
+    pub inbox: Arc<crate::inbox::Inbox>,
     /// The daemon-wide services (MCP servers, cache, client hooks, editor
     /// buffers, approvals).
     pub services: crate::services::Services,
@@ -181,8 +182,7 @@ fn module(ctx: DaemonContext) -> RpcModule<DaemonContext> {
     let mut module = RpcModule::new(ctx);
     daemon::register(&mut module).expect("method names are unique");
     session::register(&mut module).expect("method names are unique");
-    goals::register(&mut module).expect("method names are unique");
-    loops::register(&mut module).expect("method names are unique");
+    background::register(&mut module).expect("method names are unique");
     hooks::register(&mut module).expect("method names are unique");
     buffers::register(&mut module).expect("method names are unique");
     module

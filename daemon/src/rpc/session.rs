@@ -7,7 +7,8 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
 use swival_protocol::methods::{self, typed as m, Method};
 use swival_protocol::{
-    ApproveResult, ConfigResolveResult, ErrorCode, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
+    ApproveResult, ConfigResolveResult, ErrorCode, InboxTrigger, RunCancelResult, RunStartResult, SessionListResult,
+    SubscribeParams,
 };
 
 /// The JSON-RPC error for a session failure.
@@ -116,8 +117,13 @@ fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMe
         // Taken before the run exists: a client gone by the time it starts
         // still has it cancelled.
         let gone = disconnection(p.cancel_on_disconnect, &extensions)?;
+        let mark = p.inbox.then(|| ctx.inbox.mark(&p.session_id));
+        let source = crate::inbox::Source { trigger: InboxTrigger::Detached, id: None, title: p.task.clone() };
         let new = NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false, goal: None };
         let run_id = ctx.sessions.start_run(&p.session_id, new, p.env).await.map_err(rpc_error)?;
+        if let Some(after) = mark {
+            ctx.inbox.watch(&p.session_id, &run_id, after, source, true);
+        }
         ctx.goals.user_ran(&p.session_id).await;
         if let Some(gone) = gone {
             ctx.sessions.cancel_when(&run_id, gone);

@@ -10,6 +10,7 @@
 mod changes;
 mod checkpoint;
 mod goals;
+mod inbox;
 mod jobs;
 mod loops;
 mod policy;
@@ -192,6 +193,12 @@ CREATE TABLE IF NOT EXISTS loops (
     loop_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inbox (
+    seq INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
     created_at TEXT NOT NULL,
     body TEXT NOT NULL
 );

@@ -11,6 +11,7 @@ use swival_protocol::SessionId;
 const SESSION_TABLES: &[&str] = &[
     "messages",
     "goals",
+    "inbox",
     "loops",
     "runs",
     "events",

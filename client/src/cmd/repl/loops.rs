@@ -1,10 +1,11 @@
 //! `/loop [interval] <prompt>`, `/loops`, `/unloop <id|all>` (Swival's):
 //! loops the daemon owns for this session, each firing in a fresh
-//! worktree; their events show here as they happen.
+//! worktree; their events show here as they happen. And the inbox's new
+//! entries, shown at each prompt.
 
 use super::Repl;
 use swival_protocol::methods::typed as m;
-use swival_protocol::{LoopAddParams, LoopListParams, LoopRemoveParams, Schedule};
+use swival_protocol::{InboxListParams, LoopAddParams, LoopListParams, LoopRemoveParams, Schedule};
 use swivalctl::ClientError;
 
 impl Repl {
@@ -50,5 +51,20 @@ impl Repl {
             self.info(&format!("cancelled {n} loop{}", if n == 1 { "" } else { "s" }));
         }
         Ok(())
+    }
+
+    /// Show the inbox entries written since the last shown (none at
+    /// `start`: only what comes while the REPL is open); the last seq.
+    pub(super) async fn inbox_news(&mut self, start: bool) -> u64 {
+        let after = if start { None } else { Some(self.inbox_seq) };
+        let params = InboxListParams { after_seq: after, limit: Some(if start { 1 } else { 20 }) };
+        let Ok(news) = self.client.request::<m::InboxList>(&params).await else { return self.inbox_seq };
+        if !start {
+            for e in news.entries.iter().rev() {
+                let text = format!("» inbox {}", crate::cmd::inbox::entry(e));
+                self.info(text.trim_end());
+            }
+        }
+        news.last_seq
     }
 }

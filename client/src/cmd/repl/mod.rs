@@ -78,6 +78,8 @@ pub struct Repl {
     /// Daemons this REPL started after losing one (at most [`MAX_STARTS`]
     /// in its life: no restart loop).
     starts: u32,
+    /// The last inbox entry shown (entries after it show at the next prompt).
+    inbox_seq: u64,
 }
 
 /// `swivalctl repl` (and `swivalctl run` with no task on a terminal).
@@ -128,7 +130,9 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         watching: None,
         models: Vec::new(),
         starts: 0,
+        inbox_seq: 0,
     };
+    repl.inbox_seq = repl.inbox_news(true).await;
     if let Some(detail) = replay {
         repl.replay(&detail);
     }
@@ -187,6 +191,7 @@ impl Repl {
     async fn lines(&mut self) -> Result<(), Lost> {
         let mut armed = false;
         loop {
+            self.inbox_seq = self.inbox_news(false).await;
             let prompt = self.style.prompt();
             self.editor.ask(&prompt, true);
             let input = self.wait_for_input().await?;

@@ -61,6 +61,7 @@ impl Repl {
             // A REPL's run goes on when its terminal closes: the session
             // is there to `/continue` from (`swivalctl run` cancels).
             cancel_on_disconnect: false,
+            inbox: false,
         };
         let started = self.client.request::<swival_protocol::methods::typed::RunStart>(&params).await;
         let run_id = match started.map(|r| r.run_id) {

@@ -1,11 +1,12 @@
-//! `goal/*`: a session's goal, set, read, paused, resumed and cleared.
+//! Background work: `goal/*` (a session's goal), `loop/*` (its loops) and
+//! `inbox/list` (what they and detached runs did).
 
 use super::session::rpc_error;
 use super::{async_method, method, DaemonContext};
 use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::RpcModule;
 use swival_protocol::methods::typed as m;
-use swival_protocol::{GoalListResult, GoalResult};
+use swival_protocol::{GoalListResult, GoalResult, LoopListResult, LoopRemoveResult, LoopResult};
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     async_method::<m::GoalSet, _>(module, |p, ctx| async move {
@@ -24,5 +25,15 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.goals.clear(&p.session_id).await.map(|goal| GoalResult { goal }).map_err(rpc_error)
     })?;
     method::<m::GoalList>(module, |_, ctx| ctx.goals.list().map(|goals| GoalListResult { goals }).map_err(rpc_error))?;
+    async_method::<m::LoopAdd, _>(module, |p, ctx| async move {
+        ctx.loops.add(p).await.map(|loop_| LoopResult { loop_ }).map_err(rpc_error)
+    })?;
+    method::<m::LoopList>(module, |p, ctx| {
+        ctx.loops.list(p.session_id.as_ref(), p.all).map(|loops| LoopListResult { loops }).map_err(rpc_error)
+    })?;
+    async_method::<m::LoopRemove, _>(module, |p, ctx| async move {
+        ctx.loops.remove(p).await.map(|removed| LoopRemoveResult { removed }).map_err(rpc_error)
+    })?;
+    method::<m::InboxList>(module, |p, ctx| ctx.inbox.list(&p).map_err(rpc_error))?;
     Ok(())
 }

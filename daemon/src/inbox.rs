@@ -1,0 +1,138 @@
+//! The inbox: what background work did while the user was away. Goals
+//! and loops write their outcomes here ([`Inbox::ran`]); a background run
+//! is watched from its start ([`Inbox::watch`]): an approval it waits for
+//! is written at once (it never approves itself), and a detached run's end
+//! when it comes. Entries are kept in the store with their session.
+
+use crate::session::Sessions;
+use crate::store::Store;
+use std::sync::Arc;
+use swival_protocol::{
+    ChangesRef, EventKind, InboxEntry, InboxListParams, InboxListResult, InboxTrigger, RunChangesParams, RunId,
+    RunResult, SessionId,
+};
+
+/// What a background run is, for its entries.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// What started it.
+    pub trigger: InboxTrigger,
+    /// The goal or loop id.
+    pub id: Option<String>,
+    /// What was asked.
+    pub title: String,
+}
+
+/// The inbox.
+pub struct Inbox {
+    /// Where entries are kept.
+    store: Arc<Store>,
+    /// Runs, their changes and events.
+    sessions: Arc<Sessions>,
+}
+
+impl Inbox {
+    /// The inbox of `store`.
+    pub fn new(store: Arc<Store>, sessions: Arc<Sessions>) -> Arc<Inbox> {
+        Arc::new(Inbox { store, sessions })
+    }
+
+    /// `inbox/list`.
+    pub fn list(&self, p: &InboxListParams) -> Result<InboxListResult, crate::session::SessionError> {
+        let limit = p.limit.unwrap_or(50).clamp(1, 1000);
+        let (entries, last_seq) = self.store.inbox(p.after_seq.unwrap_or(0), limit)?;
+        Ok(InboxListResult { entries, last_seq })
+    }
+
+    /// The session's last event seq now: a run started after this is
+    /// watched from the next one.
+    pub fn mark(&self, session: &SessionId) -> u64 {
+        self.store.session(session).ok().flatten().map_or(0, |row| row.last_seq)
+    }
+
+    /// Watch `run` of `session` from event `after`: an approval it waits
+    /// for is an entry; with `end`, so is its end.
+    pub fn watch(self: &Arc<Self>, session: &SessionId, run: &RunId, after: u64, source: Source, end: bool) {
+        let Ok(mut cursor) = self.sessions.subscribe(session, after + 1) else { return };
+        let (inbox, session, run) = (self.clone(), session.clone(), run.clone());
+        tokio::spawn(async move {
+            while let Ok(Some(event)) = cursor.next().await {
+                if event.run_id.as_ref() != Some(&run) {
+                    continue;
+                }
+                match &event.kind {
+                    EventKind::ApprovalRequested { approval_id, command, .. } => {
+                        let mut entry = inbox.entry(&source, &session, Some(&run), "waiting_approval");
+                        entry.detail = Some(format!("waits for your approval to run: {command}"));
+                        entry.approval_id = Some(approval_id.clone());
+                        inbox.put(entry).await;
+                    }
+                    EventKind::RunFinished(_) => {
+                        if end {
+                            let result = inbox.sessions.wait(&run).await;
+                            if let Ok(result) = result {
+                                let outcome = result.outcome.as_str().to_owned();
+                                inbox.ran(&source, &session, &result, &outcome, result.error.clone()).await;
+                            }
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    /// An entry for a background run that ended as `result`: its outcome
+    /// in words of its trigger, the files it changed, tokens and cost.
+    pub async fn ran(
+        &self,
+        source: &Source,
+        session: &SessionId,
+        result: &RunResult,
+        outcome: &str,
+        detail: Option<String>,
+    ) {
+        let mut entry = self.entry(source, session, Some(&result.run_id), outcome);
+        let answer = result.answer.as_deref().map(|a| a.chars().take(300).collect::<String>());
+        entry.detail = detail.or(answer);
+        entry.cost_usd = result.stats.cost_usd;
+        let counted = result.stats.prompt_tokens.map(|p| p + result.stats.completion_tokens.unwrap_or(0));
+        entry.tokens = counted;
+        entry.started_at = self.store.run(&result.run_id).ok().flatten().map(|r| r.started_at);
+        let which = ChangesRef { run_id: Some(result.run_id.0.clone()), session_id: None };
+        if let Ok(changes) = self.sessions.changes(RunChangesParams { which, no_diff: true }).await {
+            entry.files = changes.files.into_iter().map(|f| f.path).collect();
+        }
+        self.put(entry).await;
+    }
+
+    /// An entry about `session` (and `run`), not yet numbered.
+    pub fn entry(&self, source: &Source, session: &SessionId, run: Option<&RunId>, outcome: &str) -> InboxEntry {
+        let worktree = self.store.session(session).ok().flatten().is_some_and(|r| r.worktree.is_some());
+        InboxEntry {
+            seq: 0,
+            created_at: crate::clock::now(),
+            trigger: source.trigger,
+            source_id: source.id.clone(),
+            session_id: session.clone(),
+            run_id: run.cloned(),
+            title: source.title.chars().take(200).collect(),
+            outcome: outcome.to_owned(),
+            detail: None,
+            files: Vec::new(),
+            worktree,
+            started_at: None,
+            tokens: None,
+            cost_usd: None,
+            approval_id: None,
+        }
+    }
+
+    /// Write `entry`; a failure is logged (the work itself is stored).
+    pub async fn put(&self, entry: InboxEntry) {
+        if let Err(e) = self.store.put_inbox(entry).await {
+            tracing::warn!("an inbox entry could not be written: {e}");
+        }
+    }
+}

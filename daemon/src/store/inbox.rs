@@ -1,0 +1,43 @@
+//! The inbox (`inbox.rs`): one row per entry, numbered as written, kept
+//! with its session (pruned with it).
+
+use super::{Store, StoreError};
+use rusqlite::params;
+use swival_protocol::InboxEntry;
+
+impl Store {
+    /// Write `entry` (its `seq` is given here); the entry as stored.
+    pub async fn put_inbox(&self, entry: InboxEntry) -> Result<InboxEntry, StoreError> {
+        self.write_async(move |c| {
+            let next: i64 = c.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox", [], |r| r.get(0))?;
+            let mut entry = entry.clone();
+            entry.seq = next as u64;
+            let body = serde_json::to_string(&entry).expect("an inbox entry serializes");
+            c.prepare_cached("INSERT INTO inbox (seq, session_id, created_at, body) VALUES (?1, ?2, ?3, ?4)")?
+                .execute(params![next, entry.session_id.0, entry.created_at, body])?;
+            Ok(entry)
+        })
+        .await
+    }
+
+    /// Entries after `after`, newest first, at most `limit`; and the
+    /// highest seq written.
+    pub fn inbox(&self, after: u64, limit: u64) -> Result<(Vec<InboxEntry>, u64), StoreError> {
+        let (bodies, last): (Vec<String>, i64) = self.with(|c| {
+            let mut st = c.prepare_cached("SELECT body FROM inbox WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2")?;
+            let bodies = st.query_map(params![after as i64, limit as i64], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            let last = c.query_row("SELECT COALESCE(MAX(seq), 0) FROM inbox", [], |r| r.get(0))?;
+            Ok((bodies, last))
+        })?;
+        let entries = bodies
+            .iter()
+            .map(|b| {
+                serde_json::from_str(b).map_err(|e| StoreError::Corrupt {
+                    path: self.path.clone(),
+                    message: format!("an inbox entry: {e}"),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((entries, last.max(0) as u64))
+    }
+}

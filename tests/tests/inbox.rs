@@ -1,0 +1,92 @@
+//! The inbox: what background work did — a goal's end, each loop firing,
+//! a detached run — and a background run that waits for an approval says
+//! so there and waits (it never approves itself) until answered with
+//! `swivalctl approve`. Real daemon, real client, mock provider.
+
+use serde_json::{json, Value};
+use swival_tests::mock::{MockProvider, Step};
+use swival_tests::{create_session, wait_until, NdConn, TestEnv};
+
+fn config(mock: &MockProvider) -> Value {
+    json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true})
+}
+
+/// The inbox, newest first.
+fn inbox(c: &mut NdConn) -> Vec<Value> {
+    c.ok("inbox/list", json!({}))["entries"].as_array().unwrap().clone()
+}
+
+/// Wait until the inbox holds an entry `matches` accepts; that entry.
+fn entry_where(c: &mut NdConn, matches: impl Fn(&Value) -> bool) -> Value {
+    let mut found = None;
+    wait_until("the inbox entry", || {
+        found = inbox(c).into_iter().find(|e| matches(e));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+#[test]
+fn a_goals_end_and_a_detached_run_land_in_the_inbox_with_what_they_changed() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w1", "write_file", json!({"file_path": "notes.md", "content": "# Notes\n"})),
+        Step::tool_call("g1", "complete_goal", json!({})),
+        Step::tool_call("w2", "write_file", json!({"file_path": "todo.md", "content": "- x\n"})),
+        Step::text("wrote todo.md"),
+    ]);
+    env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+    let mut c = daemon.nd();
+    assert_eq!(inbox(&mut c), Vec::<Value>::new());
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "start the notes"}));
+    let goal = entry_where(&mut c, |e| e["trigger"] == "goal");
+    assert_eq!((goal["outcome"].clone(), goal["title"].clone()), (json!("complete"), json!("start the notes")));
+    assert_eq!(goal["files"], json!(["notes.md"]), "{goal}");
+    assert_eq!(goal["session_id"], json!(sid));
+
+    // A detached run reports its end there too.
+    let out = env.swivalctl(&daemon, &p).args(["run", "--detach", "write the todo list"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let detached = entry_where(&mut c, |e| e["trigger"] == "detached");
+    assert_eq!((detached["outcome"].clone(), detached["files"].clone()), (json!("success"), json!(["todo.md"])));
+    assert_eq!(detached["detail"], "wrote todo.md");
+    let shown = env.swivalctl(&daemon, &p).arg("inbox").output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let first = shown.lines().next().unwrap();
+    assert!(first.starts_with("#2 ") && first.contains("detached run  success  write the todo list"), "{shown}");
+    assert!(shown.contains("goal g_") && shown.contains("complete  start the notes"), "{shown}");
+    assert!(shown.contains("changed notes.md") && shown.contains("see: swivalctl diff r_"), "{shown}");
+}
+
+#[test]
+fn a_background_run_that_needs_an_approval_waits_and_says_so_in_the_inbox() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c1", "run_command", json!({"command": ["touch", "made"]})),
+        Step::tool_call("g1", "complete_goal", json!({})),
+    ]);
+    let mut c = daemon.nd();
+    let mut cfg = config(&mock);
+    cfg["commands"] = json!("ask");
+    let sid = create_session(&mut c, &p, cfg);
+    c.ok("goal/set", json!({"session_id": sid, "objective": "make the file"}));
+    let waiting = entry_where(&mut c, |e| e["outcome"] == "waiting_approval");
+    assert!(waiting["detail"].as_str().unwrap().contains("touch made"), "{waiting}");
+    assert!(!p.join("made").exists(), "nothing runs before the answer");
+    let listed = env.swivalctl(&daemon, &p).arg("inbox").output().unwrap();
+    let approval = waiting["approval_id"].as_str().unwrap();
+    let answer = format!("answer: swivalctl approve {sid} {approval} allow|deny");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&answer), "{listed:?}");
+    let ok = env.swivalctl(&daemon, &p).args(["approve", &sid, approval, "allow"]).output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let done = entry_where(&mut c, |e| e["outcome"] == "complete");
+    assert_eq!(done["trigger"], "goal");
+    assert!(p.join("made").exists());
+    let again = env.swivalctl(&daemon, &p).args(["approve", &sid, approval, "allow"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1), "an answered approval waits no more");
+}
