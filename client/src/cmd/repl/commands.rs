@@ -104,15 +104,16 @@ pub fn unknown(name: &str) -> Option<String> {
     })
 }
 
-/// The command closest to `name` (by edit distance), for a hint: only a
-/// close one, at most two fifths of the name's letters away (`/modle` is
-/// `/model`, `/foo` is nothing).
+/// The command closest to `name` (by edit distance, two letters swapped
+/// counting as one edit), for a hint: only a close one, at most two
+/// fifths of the name's letters away (`/modle` is `/model`, `/foo` is
+/// nothing).
 pub fn closest(name: &str) -> Option<&'static str> {
     let letters = name.trim_start_matches('/').chars().count();
-    let most = (letters * 2).div_ceil(5).max(1);
+    let most = (letters * 2 / 5).max(1);
     COMMANDS
         .iter()
-        .map(|c| (strsim::levenshtein(name, c.name), c.name))
+        .map(|c| (strsim::osa_distance(name, c.name), c.name))
         .filter(|(d, _)| *d <= most)
         .min()
         .map(|(_, n)| n)
