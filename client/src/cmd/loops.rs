@@ -147,6 +147,7 @@ fn when(l: &Loop) -> String {
         _ => "never".into(),
     };
     match &l.next_fire_at {
+        _ if l.firing => format!("{schedule}, firing now"),
         Some(next) => format!("{schedule}, next at {next}"),
         None => schedule,
     }

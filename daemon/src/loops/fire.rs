@@ -73,6 +73,8 @@ impl Loops {
                 l.last_session = Some(session);
                 l.last_run = Some(run.clone());
                 l.firing = true;
+                // Its next time is set when this firing ends.
+                l.next_fire_at = None;
                 self.save_or_log(&mut l, LoopAction::Fired).await;
                 Some(run)
             }

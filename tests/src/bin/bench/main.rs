@@ -27,6 +27,7 @@ use swival_tests::{activated_daemon, init_params, rss_kib, TestEnv};
 
 mod filter_latency;
 mod floor;
+mod idle;
 mod repl;
 mod snapshots;
 mod soak;
@@ -221,6 +222,9 @@ fn activated_cold_start() -> Duration {
 fn main() {
     let arg = |n| std::env::args().nth(n);
     match arg(1).as_deref() {
+        Some("loops-idle") => {
+            return idle::loops_idle(arg(2).map_or(60, |n| n.parse().expect("bench loops-idle [seconds]")))
+        }
         Some("soak") => return soak::soak(arg(2).map(|n| n.parse().expect("bench soak [number of sessions]"))),
         Some("filter-latency") => {
             return filter_latency::filter_latency_only(
