@@ -10,6 +10,7 @@
 //! task, so every update of a run reaches the editor before its stop
 //! reason. Nothing but protocol messages is written on stdout.
 
+mod commands;
 mod follow;
 mod options;
 mod session;

@@ -61,15 +61,6 @@ pub(super) struct Runs {
     pub gone: bool,
 }
 
-/// The slash commands offered to the editor.
-const COMMANDS: &[(&str, &str)] = &[
-    ("policy", "Show this session's policy: filters, hooks, reviewer, sandbox"),
-    ("report", "Show the last run's statistics"),
-    ("compact", "Compress the conversation's context (--drop: also summarise the middle turns)"),
-    ("diff", "Show what the last run changed in the project, with diffs"),
-    ("undo", "Put back what the last run changed (--force: all but the files changed since)"),
-];
-
 impl Bridge {
     /// A bridge over a connected daemon client, in this process's
     /// environment (the editor's).
@@ -319,77 +310,6 @@ impl Bridge {
     fn tracked(&self, id: &str) -> Option<Arc<Tracked>> {
         self.sessions.lock().expect("sessions lock").get(id).cloned()
     }
-
-    /// Answer a slash command without a run (`None`: not one of ours).
-    async fn slash_command(&self, id: &SessionId, text: &str) -> Option<String> {
-        let name = text.strip_prefix('/')?.split_whitespace().next()?;
-        match name {
-            "policy" => Some(match self.daemon.policy_status(id).await {
-                Ok(p) => format!("```json\n{}\n```", serde_json::to_string_pretty(&p).unwrap_or_default()),
-                Err(e) => format!("Error: {e}"),
-            }),
-            "report" => Some(self.last_report(id).await),
-            "compact" => Some(self.compact(id, text.split_whitespace().any(|w| w == "--drop")).await),
-            "diff" => Some(self.diff(id).await),
-            "undo" => Some(self.undo(id, text.split_whitespace().any(|w| w == "--force")).await),
-            _ => None,
-        }
-    }
-
-    /// `/diff`: the last run's changes, the diffs in a fence.
-    async fn diff(&self, id: &SessionId) -> String {
-        let which = swival_protocol::ChangesRef { run_id: None, session_id: Some(id.clone()) };
-        let params = swival_protocol::RunChangesParams { which, no_diff: false };
-        match self.daemon.request::<swival_protocol::methods::typed::RunChangesMethod>(&params).await {
-            Ok(c) => {
-                let diffs: String = c.files.iter().filter_map(|f| f.diff.as_deref()).collect();
-                let list = crate::cmd::changes::render_changes(&c, false);
-                match diffs.is_empty() {
-                    true => format!("```\n{list}```"),
-                    false => format!("```\n{list}```\n```diff\n{diffs}```"),
-                }
-            }
-            Err(e) => format!("Error: {e}"),
-        }
-    }
-
-    /// `/undo [--force]`: put back the last run's changes.
-    async fn undo(&self, id: &SessionId, force: bool) -> String {
-        let which = swival_protocol::ChangesRef { run_id: None, session_id: Some(id.clone()) };
-        let params = swival_protocol::RunRevertParams { which, force };
-        match self.daemon.request::<swival_protocol::methods::typed::RunRevert>(&params).await {
-            Ok(r) => format!("```\n{}```", crate::cmd::changes::render_revert(&r)),
-            Err(e) => format!("Error: {e}"),
-        }
-    }
-
-    /// `/compact [--drop]`: `session/compact`, in the REPL's words.
-    async fn compact(&self, id: &SessionId, drop: bool) -> String {
-        let params = swival_protocol::SessionCompactParams { session_id: id.clone(), drop };
-        match self.daemon.request::<swival_protocol::methods::typed::SessionCompact>(&params).await {
-            Ok(r) if r.strategy.is_empty() => "Nothing to compact.".into(),
-            Ok(r) => format!("Compacted ({}): {} -> {} tokens.", r.strategy, r.tokens_before, r.tokens_after),
-            Err(e) => format!("Error: {e}"),
-        }
-    }
-
-    async fn last_report(&self, id: &SessionId) -> String {
-        let detail = match self.daemon.session(id).await {
-            Ok(d) => d,
-            Err(e) => return format!("Error: {e}"),
-        };
-        let Some(run) = detail.runs.iter().rev().find(|r| !r.running) else {
-            return "No run has finished in this session yet.".into();
-        };
-        match self.daemon.report(&run.run_id).await {
-            // Through a JSON value, as the report has always been written.
-            Ok(r) => {
-                let stats = serde_json::to_value(&r.stats).unwrap_or_default();
-                format!("```json\n{}\n```", serde_json::to_string_pretty(&stats).unwrap_or_default())
-            }
-            Err(e) => format!("Error: {e}"),
-        }
-    }
 }
 
 /// Ends a session's prompt, however `prompt` returns.
@@ -518,7 +438,7 @@ fn stop_reason(end: &RunEnd) -> acp::StopReason {
 }
 
 pub(super) fn commands_update() -> acp::SessionUpdate {
-    let commands = COMMANDS.iter().map(|(n, d)| acp::AvailableCommand::new(*n, *d)).collect();
+    let commands = super::commands::COMMANDS.iter().map(|(n, d)| acp::AvailableCommand::new(*n, *d)).collect();
     acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands))
 }
 

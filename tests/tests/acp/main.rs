@@ -563,29 +563,4 @@ fn the_editor_sees_model_and_reasoning_options_and_setting_the_model_changes_the
     assert_eq!(mock.requests()[0]["model"], "other");
 }
 
-#[test]
-fn diff_and_undo_are_offered_to_the_editor_and_put_the_last_run_back() {
-    let env = TestEnv::new();
-    let daemon = env.start_daemon();
-    let p = env.project("p");
-    let mock = MockProvider::start(vec![
-        Step::tool_call("w", "write_file", json!({"file_path": "made.txt", "content": "made in the editor\n"})),
-        Step::text("made it"),
-    ]);
-    provider_config(&env, &mock, "");
-    let cwd = p.display().to_string();
-    let steps = json!([
-        {"op": "new", "cwd": cwd},
-        {"op": "prompt", "text": "make a file"},
-        {"op": "prompt", "text": "/diff"},
-        {"op": "prompt", "text": "/undo"},
-    ]);
-    let seen = Driver::start(&env, &daemon, json!({ "steps": steps })).finish();
-    let offered = seen.iter().find(|v| v["update"]["sessionUpdate"] == "available_commands_update");
-    assert!(offered.is_some_and(|v| v.to_string().contains("\"undo\"")), "{}", dump(&seen));
-    let text = text_of(&seen, "agent_message_chunk");
-    assert!(text.contains("```diff") && text.contains("+made in the editor"), "{}", dump(&seen));
-    assert!(text.contains("1 file put back"), "{}", dump(&seen));
-    assert!(!p.join("made.txt").exists(), "the undo removed the file the run made");
-    assert_eq!(mock.request_count(), 2, "no model call for /diff or /undo");
-}
+mod commands;
