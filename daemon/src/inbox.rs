@@ -29,12 +29,43 @@ pub struct Inbox {
     store: Arc<Store>,
     /// Runs, their changes and events.
     sessions: Arc<Sessions>,
+    /// Tokens background runs may use per day (`max_background_tokens_per_day`).
+    daily: Option<u64>,
 }
 
 impl Inbox {
     /// The inbox of `store`.
-    pub fn new(store: Arc<Store>, sessions: Arc<Sessions>) -> Arc<Inbox> {
-        Arc::new(Inbox { store, sessions })
+    pub fn new(store: Arc<Store>, sessions: Arc<Sessions>, daily: Option<u64>) -> Arc<Inbox> {
+        Arc::new(Inbox { store, sessions, daily })
+    }
+
+    /// Count `tokens` a background run used, today.
+    pub async fn spend(&self, tokens: u64) {
+        if let Err(e) = self.store.add_background_tokens(&today(), tokens).await {
+            tracing::warn!("background tokens could not be counted: {e}");
+        }
+    }
+
+    /// Tokens background runs used today.
+    pub fn spent_today(&self) -> u64 {
+        self.store.background_tokens(&today()).unwrap_or(0)
+    }
+
+    /// Why no background run may start now (the daily ceiling is reached).
+    pub fn ceiling(&self) -> Option<String> {
+        let limit = self.daily?;
+        let used = self.spent_today();
+        (used >= limit).then(|| {
+            format!(
+                "background runs used {used} tokens today, the most max_background_tokens_per_day ({limit}) allows; \
+                 it starts again tomorrow, or raise max_background_tokens_per_day in swivald.toml"
+            )
+        })
+    }
+
+    /// The daily ceiling, as set.
+    pub fn daily(&self) -> Option<u64> {
+        self.daily
     }
 
     /// `inbox/list`.
@@ -135,4 +166,9 @@ impl Inbox {
             tracing::warn!("an inbox entry could not be written: {e}");
         }
     }
+}
+
+/// The daemon's local day, as the ledger keys it.
+fn today() -> String {
+    chrono::Local::now().format("%Y-%m-%d").to_string()
 }

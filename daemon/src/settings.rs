@@ -126,6 +126,10 @@ pub struct Settings {
     /// The wait after a loop's first failed firing, doubling with each
     /// further failure in a row (at most an hour, never below its interval).
     pub loop_backoff_base_s: f64,
+    /// Tokens background runs (goals, loop firings) may use per local day,
+    /// all together; 0: no bound. Past it no goal run or firing starts,
+    /// saying so with this key named.
+    pub max_background_tokens_per_day: u64,
 }
 
 impl Default for Settings {
@@ -168,6 +172,7 @@ impl Default for Settings {
             max_loops: 16,
             loop_min_interval_s: 5.0,
             loop_backoff_base_s: 30.0,
+            max_background_tokens_per_day: 0,
         }
     }
 }

@@ -18,6 +18,8 @@ pub enum LoopStatus {
     Cancelled,
     /// A one-shot loop (`at`) that has fired.
     Done,
+    /// One of its budgets is spent (firings, tokens).
+    BudgetLimited,
 }
 
 impl LoopStatus {
@@ -27,6 +29,7 @@ impl LoopStatus {
             LoopStatus::Active => "active",
             LoopStatus::Cancelled => "cancelled",
             LoopStatus::Done => "done",
+            LoopStatus::BudgetLimited => "budget_limited",
         }
     }
 }
@@ -84,6 +87,27 @@ pub struct Loop {
     /// Whether `last_run` is still in flight.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub firing: bool,
+    /// Its budgets.
+    #[serde(default)]
+    pub budget: LoopBudget,
+    /// Tokens its firings used so far.
+    #[serde(default)]
+    pub tokens_used: u64,
+}
+
+/// A loop's budgets; each absent one is unbounded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LoopBudget {
+    /// Most firings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<u64>,
+    /// Most tokens, all firings together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+    /// Most seconds one firing may run; past it the firing is cancelled
+    /// and counts as failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<u64>,
 }
 
 /// What happened to a loop (a `loop` event of its session).
@@ -104,6 +128,10 @@ pub enum LoopAction {
     Cancelled,
     /// A one-shot loop fired and is done.
     Done,
+    /// One of its budgets is spent: it fires no more.
+    BudgetLimited,
+    /// A firing was skipped: the daemon's daily token ceiling is reached.
+    Skipped,
 }
 
 /// `loop/add` params.
@@ -115,6 +143,9 @@ pub struct LoopAddParams {
     pub prompt: String,
     /// When it fires.
     pub schedule: Schedule,
+    /// Its budgets.
+    #[serde(default)]
+    pub budget: LoopBudget,
 }
 
 /// One loop (`loop/add`).

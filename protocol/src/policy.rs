@@ -72,6 +72,27 @@ pub struct PolicyStatus {
     /// The session's MCP servers.
     #[serde(default)]
     pub mcp_servers: Vec<McpServerStatus>,
+    /// The daemon's bounds on background work (goals, loops) and what is
+    /// in use now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundStatus>,
+}
+
+/// The daemon's bounds on background work, from `swivald.toml`, and what
+/// is in use now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BackgroundStatus {
+    /// Goals working, and loop firings running, at once (`max_background_runs`).
+    pub max_background_runs: u64,
+    /// Active loops, daemon-wide (`max_loops`).
+    pub max_loops: u64,
+    /// A goal's runs unless it says (`goal_max_runs`).
+    pub goal_max_runs: u64,
+    /// Tokens background runs may use per day (`max_background_tokens_per_day`; absent: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_background_tokens_per_day: Option<u64>,
+    /// Tokens background runs used today (the daemon's local day).
+    pub tokens_today: u64,
 }
 
 /// One MCP server as the daemon runs it.

@@ -221,3 +221,60 @@ fn swivalctl_and_the_repl_add_list_and_remove_loops() {
     let rm = env.swivalctl(&daemon, &p).args(["loop", "rm", "all"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&rm.stdout).trim(), "cancelled 1 loop");
 }
+
+#[test]
+fn a_loops_budgets_stop_it_and_a_firing_past_its_time_is_cancelled_as_failed() {
+    let env = TestEnv::new();
+    let daemon = daemon(&env);
+    let p = git_project(&env, "p");
+    let mock = MockProvider::start(vec![Step::hang()]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    let budget = json!({"max_runs": 2, "max_seconds": 1});
+    c.ok("loop/add", json!({"session_id": sid, "prompt": "x", "schedule": {"every_s": 1}, "budget": budget}));
+    let events = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "budget_limited");
+    let kinds: Vec<&str> = actions(&events).into_iter().filter(|a| *a != "fired").collect();
+    assert_eq!(kinds, ["added", "failed", "succeeded", "budget_limited"], "{events:?}");
+    let first_failure = events.iter().find(|e| e["action"] == "failed").unwrap();
+    let why = first_failure["loop"]["last_error"].as_str().unwrap();
+    assert!(why.contains("ran longer than its max_seconds (1 s)"), "{why}");
+    let last = &events.last().unwrap()["loop"];
+    assert_eq!((last["status"].clone(), last["fires"].clone()), (json!("budget_limited"), json!(2)));
+    assert!(last["last_error"].as_str().unwrap().contains("fired the most times it may (2)"), "{last}");
+    assert_eq!(mock.request_count(), 2, "no third firing");
+}
+
+#[test]
+fn the_daily_token_ceiling_stops_goals_and_skips_loop_firings_naming_its_key() {
+    let env = TestEnv::new();
+    env.daemon_settings("max_background_tokens_per_day = 1");
+    let daemon = daemon(&env);
+    let p = git_project(&env, "p");
+    let mock = MockProvider::start(vec![Step::tool_call("l1", "list_files", json!({})), Step::text("listed")]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "look around"}));
+    c.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
+    let stuck = loop {
+        let msg = c.read();
+        let event = &msg["params"]["result"];
+        if event["type"] == "goal" && event["goal"]["status"] == "stuck" {
+            break event["goal"].clone();
+        }
+    };
+    assert_eq!(stuck["runs"], 1, "{stuck}");
+    assert!(stuck["last_blocker"].as_str().unwrap().contains("max_background_tokens_per_day (1)"), "{stuck}");
+    let mut c = daemon.nd();
+    let other = create_session(&mut c, &p, config(&mock));
+    let refused = c.call("goal/set", json!({"session_id": other, "objective": "more"}));
+    assert!(refused["error"]["message"].as_str().unwrap().contains("max_background_tokens_per_day"), "{refused}");
+    c.ok("loop/add", json!({"session_id": other, "prompt": "x", "schedule": {"every_s": 3600}}));
+    let skipped = loop_events(&mut daemon.nd(), &other, 1, |e| e["action"] == "skipped");
+    let why = skipped.last().unwrap()["loop"]["last_error"].as_str().unwrap().to_owned();
+    assert!(why.contains("max_background_tokens_per_day (1)"), "{why}");
+    let status = c.ok("policy/status", json!({"session_id": other}))["background"].clone();
+    assert_eq!(status["max_background_tokens_per_day"], 1, "{status}");
+    assert!(status["tokens_today"].as_u64().unwrap() > 0, "{status}");
+    assert_eq!(mock.request_count(), 2, "nothing ran past the ceiling");
+    c.ok("loop/remove", json!({"all": true}));
+}

@@ -38,6 +38,15 @@ pub struct AddArgs {
     /// Once, at this time: RFC 3339 or HH:MM (the next such time).
     #[arg(long)]
     at: Option<String>,
+    /// Most firings.
+    #[arg(long, value_name = "N")]
+    max_runs: Option<u64>,
+    /// Most tokens, all firings together.
+    #[arg(long, value_name = "N")]
+    token_budget: Option<u64>,
+    /// Most time one firing may run (past it, it is cancelled and counts as failed).
+    #[arg(long, value_name = "AGE", value_parser = super::session::parse_age)]
+    max_time: Option<std::time::Duration>,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -87,7 +96,12 @@ async fn add(client: &swivalctl::Client, a: AddArgs) -> Result<ExitCode, ClientE
             }
         }
     };
-    let l = client.request::<m::LoopAdd>(&LoopAddParams { session_id, prompt, schedule }).await?.loop_;
+    let budget = swival_protocol::LoopBudget {
+        max_runs: a.max_runs,
+        token_budget: a.token_budget,
+        max_seconds: a.max_time.map(|d| d.as_secs().max(1)),
+    };
+    let l = client.request::<m::LoopAdd>(&LoopAddParams { session_id, prompt, schedule, budget }).await?.loop_;
     if a.run.json {
         println!("{}", serde_json::to_string_pretty(&l).expect("a loop serializes"));
     } else {

@@ -149,6 +149,8 @@ fn loop_line(style: Style, action: LoopAction, l: &Loop) -> String {
         }
         LoopAction::Cancelled => (format!("cancelled loop {}", l.loop_id), false),
         LoopAction::Done => (format!("{tag} done; it fired once and fires no more"), false),
+        LoopAction::BudgetLimited => (format!("{tag} its budget is spent; it fires no more: {error}"), true),
+        LoopAction::Skipped => (format!("{tag} skipped: {error}"), true),
     };
     if warn {
         style.yellow(&format!("  ⚠ Warning: {line}")) + "\n"

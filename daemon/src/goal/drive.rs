@@ -80,6 +80,15 @@ impl Goals {
             self.inbox.put(entry).await;
             return Step::Stop;
         }
+        if let Some(why) = self.inbox.ceiling() {
+            goal.status = GoalStatus::Stuck;
+            goal.last_blocker = Some(why);
+            self.save_or_log(&mut goal, GoalAction::Stuck).await;
+            let mut entry = self.inbox.entry(&source(&goal), &goal.session_id, None, "stuck");
+            entry.detail = goal.last_blocker.clone();
+            self.inbox.put(entry).await;
+            return Step::Stop;
+        }
         let run = GoalRun { goal: Box::new(goal.clone()) };
         let new =
             NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
@@ -122,6 +131,7 @@ impl Goals {
         let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
         let (tokens, estimated) = crate::report::tokens_spent(&timeline, result.stats.completion_tokens);
         goal.tokens_used += tokens;
+        self.inbox.spend(tokens).await;
         goal.usage_estimated |= estimated;
         goal.time_used_seconds += self.elapsed(run, &result);
         let action = verdict(&mut goal, &result, &timeline);

@@ -95,6 +95,9 @@ impl Goals {
             ));
         }
         self.sessions.check_open(&p.session_id)?;
+        if let Some(why) = self.inbox.ceiling() {
+            return Err(SessionError::Refused(why));
+        }
         let _edit = self.edit.lock().await;
         let old = self.store.goal(&p.session_id)?;
         let replacing = old.as_ref().is_some_and(|g| g.status != GoalStatus::Complete);
@@ -129,6 +132,11 @@ impl Goals {
         self.emit(&goal, if replacing { GoalAction::Replaced } else { GoalAction::Created });
         self.drive(&goal.session_id);
         Ok(goal)
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> GoalLimits {
+        self.limits
     }
 
     /// `goal/get`.
@@ -170,6 +178,9 @@ impl Goals {
             )));
         }
         self.room_for_one_more(session)?;
+        if let Some(why) = self.inbox.ceiling() {
+            return Err(SessionError::Refused(why));
+        }
         goal.status = GoalStatus::Active;
         goal.last_blocker = None;
         self.save(&mut goal, GoalAction::Resumed).await?;

@@ -39,7 +39,7 @@ impl Loops {
             };
             if l.firing {
                 if let Some(run) = &l.last_run {
-                    let result = self.sessions.wait(run).await;
+                    let result = self.wait_firing(run, l.budget.max_seconds).await;
                     self.settle(id, run, result).await;
                     continue;
                 }
@@ -53,18 +53,44 @@ impl Loops {
                 _ = stop.cancelled() => return,
             };
             let Ok(_permit) = permit else { return };
-            if let Some(run) = self.fire(id).await {
-                let result = self.sessions.wait(&run).await;
+            if let Some((run, max_seconds)) = self.fire(id).await {
+                let result = self.wait_firing(&run, max_seconds).await;
                 self.settle(id, &run, result).await;
             }
         }
     }
 
-    /// Fire loop `id` now: its session and run, named in it; `None` when
-    /// it no longer fires or the firing could not start (a failure).
-    async fn fire(&self, id: &str) -> Option<RunId> {
+    /// Wait for firing `run`; one that runs past `max_seconds` is
+    /// cancelled and ends as failed, saying so.
+    async fn wait_firing(&self, run: &RunId, max_seconds: Option<u64>) -> Result<RunResult, SessionError> {
+        let Some(max) = max_seconds else { return self.sessions.wait(run).await };
+        match tokio::time::timeout(Duration::from_secs(max), self.sessions.wait(run)).await {
+            Ok(result) => result,
+            Err(_) => {
+                let _ = self.sessions.cancel(run);
+                let mut result = self.sessions.wait(run).await?;
+                result.outcome = Outcome::Error;
+                result.error = Some(format!("the firing ran longer than its max_seconds ({max} s) and was cancelled"));
+                Ok(result)
+            }
+        }
+    }
+
+    /// Fire loop `id` now: its run, named in it, and its time bound;
+    /// `None` when it no longer fires, when the daily ceiling skips it, or
+    /// when the firing could not start (a failure).
+    async fn fire(&self, id: &str) -> Option<(RunId, Option<u64>)> {
         let _edit = self.edit.lock().await;
         let mut l = self.store.loop_(id).ok().flatten().filter(|l| l.status == LoopStatus::Active)?;
+        if let Some(why) = self.inbox.ceiling() {
+            l.last_error = Some(why.clone());
+            self.schedule_next(&mut l);
+            self.save_or_log(&mut l, LoopAction::Skipped).await;
+            let mut entry = self.inbox.entry(&source(&l), &l.session_id, None, "skipped");
+            entry.detail = Some(why);
+            self.inbox.put(entry).await;
+            return None;
+        }
         l.fires += 1;
         l.last_fire_at = Some(schedule::stamp(Utc::now()));
         match self.start(&l).await {
@@ -76,7 +102,7 @@ impl Loops {
                 // Its next time is set when this firing ends.
                 l.next_fire_at = None;
                 self.save_or_log(&mut l, LoopAction::Fired).await;
-                Some(run)
+                Some((run, l.budget.max_seconds))
             }
             Err(e) => {
                 let why = format!("the firing could not start: {e}");
@@ -121,6 +147,10 @@ impl Loops {
             tracing::warn!("the result of loop {id}'s run {run} cannot be read: {e}");
             crate::store::interrupted_result(run)
         });
+        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
+        let tokens = crate::report::tokens_spent(&timeline, result.stats.completion_tokens).0;
+        l.tokens_used += tokens;
+        self.inbox.spend(tokens).await;
         let firing = l.last_session.clone().unwrap_or_else(|| l.session_id.clone());
         let failed = matches!(result.outcome, Outcome::Error | Outcome::Blocked);
         let outcome = if failed { "failed" } else { "succeeded" };
@@ -137,6 +167,12 @@ impl Loops {
                 let action = if l.status == LoopStatus::Done { LoopAction::Done } else { LoopAction::Succeeded };
                 self.save_or_log(&mut l, action).await;
             }
+        }
+        if let Some(why) = spent(&l).filter(|_| l.status == LoopStatus::Active) {
+            l.status = LoopStatus::BudgetLimited;
+            l.next_fire_at = None;
+            l.last_error = Some(why);
+            self.save_or_log(&mut l, LoopAction::BudgetLimited).await;
         }
     }
 
@@ -180,6 +216,15 @@ impl Loops {
             tracing::warn!("loop {} could not be stored: {e}", l.loop_id);
         }
     }
+}
+
+/// Which budget of `l` is spent, in words.
+fn spent(l: &Loop) -> Option<String> {
+    if l.budget.max_runs.is_some_and(|m| l.fires >= m) {
+        return Some(format!("it fired the most times it may ({})", l.fires));
+    }
+    let budget = l.budget.token_budget?;
+    (l.tokens_used >= budget).then(|| format!("its token budget is spent ({} of {budget})", l.tokens_used))
 }
 
 /// What the inbox says a loop's entries are about.

@@ -91,6 +91,12 @@ impl Loops {
         if prompt.is_empty() {
             return Err(SessionError::Refused("a loop needs a prompt: say what each firing should do".into()));
         }
+        let b = &p.budget;
+        if [b.max_runs, b.token_budget, b.max_seconds].contains(&Some(0)) {
+            return Err(SessionError::Refused(
+                "a loop's budgets (max_runs, token_budget, max_seconds) must be positive".into(),
+            ));
+        }
         let now = chrono::Utc::now();
         let when = When::parse(&p.schedule, self.limits.min_every, now).map_err(SessionError::Refused)?;
         self.sessions.check_open(&p.session_id)?;
@@ -134,10 +140,17 @@ impl Loops {
             last_session: None,
             last_run: None,
             firing: false,
+            budget: p.budget,
+            tokens_used: 0,
         };
         self.save(&mut l, LoopAction::Added).await?;
         self.drive(&l.loop_id);
         Ok(l)
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> LoopLimits {
+        self.limits
     }
 
     /// `loop/list`.

@@ -37,3 +37,16 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     method::<m::InboxList>(module, |p, ctx| ctx.inbox.list(&p).map_err(rpc_error))?;
     Ok(())
 }
+
+/// The daemon's bounds on background work and what is in use, for
+/// `policy/status`.
+pub(super) fn status(ctx: &DaemonContext) -> swival_protocol::BackgroundStatus {
+    let (goals, loops) = (ctx.goals.limits(), ctx.loops.limits());
+    swival_protocol::BackgroundStatus {
+        max_background_runs: goals.max_active as u64,
+        max_loops: loops.max_loops as u64,
+        goal_max_runs: goals.default_max_runs,
+        max_background_tokens_per_day: ctx.inbox.daily(),
+        tokens_today: ctx.inbox.spent_today(),
+    }
+}

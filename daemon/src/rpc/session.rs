@@ -91,7 +91,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     method::<m::ReportGet>(module, |p, ctx| ctx.sessions.report(&p.run_id).map_err(rpc_error))?;
     method::<m::SessionTools>(module, |p, ctx| ctx.sessions.tools(&p.session_id).map_err(rpc_error))?;
-    method::<m::PolicyStatusMethod>(module, |p, ctx| ctx.sessions.policy_status(&p.session_id).map_err(rpc_error))?;
+    method::<m::PolicyStatusMethod>(module, |p, ctx| {
+        let status = ctx.sessions.policy_status(&p.session_id).map_err(rpc_error)?;
+        Ok(swival_protocol::PolicyStatus { background: Some(super::background::status(ctx)), ..status })
+    })?;
     method::<m::PolicyCheck>(module, |p, ctx| {
         ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv, p.env).map_err(rpc_error)
     })?;

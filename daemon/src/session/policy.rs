@@ -68,6 +68,7 @@ impl Sessions {
             sandbox: sandbox_status(&session),
             protected: session.tools_protected.iter().map(|p| p.display().to_string()).collect(),
             mcp_servers: self.shared.mcp.status_of(&p.mcp),
+            background: None,
         };
         let scripts = status.filters.iter_mut().chain(status.hooks.iter_mut()).chain(status.reviewer.iter_mut());
         let files = scripts

@@ -1,5 +1,6 @@
 //! The inbox (`inbox.rs`): one row per entry, numbered as written, kept
-//! with its session (pruned with it).
+//! with its session (pruned with it); and the tokens background runs used
+//! each day, for the daily ceiling.
 
 use super::{Store, StoreError};
 use rusqlite::params;
@@ -39,5 +40,30 @@ impl Store {
             })
             .collect::<Result<_, _>>()?;
         Ok((entries, last.max(0) as u64))
+    }
+
+    /// Add `tokens` to background runs' use on `day`.
+    pub async fn add_background_tokens(&self, day: &str, tokens: u64) -> Result<(), StoreError> {
+        let day = day.to_owned();
+        self.write_async(move |c| {
+            c.prepare_cached(
+                "INSERT INTO background_tokens (day, tokens) VALUES (?1, ?2)
+                 ON CONFLICT(day) DO UPDATE SET tokens = tokens + excluded.tokens",
+            )?
+            .execute(params![day, tokens as i64])
+            .map(drop)
+        })
+        .await
+    }
+
+    /// Background runs' tokens on `day`.
+    pub fn background_tokens(&self, day: &str) -> Result<u64, StoreError> {
+        use rusqlite::OptionalExtension;
+        let n: Option<i64> = self.with(|c| {
+            c.prepare_cached("SELECT tokens FROM background_tokens WHERE day = ?1")?
+                .query_row([day], |r| r.get(0))
+                .optional()
+        })?;
+        Ok(n.unwrap_or(0).max(0) as u64)
     }
 }

@@ -202,6 +202,10 @@ CREATE TABLE IF NOT EXISTS inbox (
     created_at TEXT NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS background_tokens (
+    day TEXT PRIMARY KEY,
+    tokens INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
