@@ -31,12 +31,14 @@ pub struct Inbox {
     sessions: Arc<Sessions>,
     /// Tokens background runs may use per day (`max_background_tokens_per_day`).
     daily: Option<u64>,
+    /// Tell the desktop of each entry (`desktop_notifications`).
+    notify: bool,
 }
 
 impl Inbox {
     /// The inbox of `store`.
-    pub fn new(store: Arc<Store>, sessions: Arc<Sessions>, daily: Option<u64>) -> Arc<Inbox> {
-        Arc::new(Inbox { store, sessions, daily })
+    pub fn new(store: Arc<Store>, sessions: Arc<Sessions>, daily: Option<u64>, notify: bool) -> Arc<Inbox> {
+        Arc::new(Inbox { store, sessions, daily, notify })
     }
 
     /// Count `tokens` a background run used, today.
@@ -160,10 +162,13 @@ impl Inbox {
         }
     }
 
-    /// Write `entry`; a failure is logged (the work itself is stored).
+    /// Write `entry`, and tell the desktop when asked; a failure is
+    /// logged (the work itself is stored).
     pub async fn put(&self, entry: InboxEntry) {
-        if let Err(e) = self.store.put_inbox(entry).await {
-            tracing::warn!("an inbox entry could not be written: {e}");
+        match self.store.put_inbox(entry).await {
+            Ok(entry) if self.notify => notify(&entry),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("an inbox entry could not be written: {e}"),
         }
     }
 }
@@ -171,4 +176,37 @@ impl Inbox {
 /// The daemon's local day, as the ledger keys it.
 fn today() -> String {
     chrono::Local::now().format("%Y-%m-%d").to_string()
+}
+
+/// Tell the desktop of `entry` through the platform's own tool
+/// (`notify-send`, `osascript`) when it is on the daemon's PATH: argv only,
+/// no shell, so no text of the model's can become a command.
+fn notify(entry: &InboxEntry) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let title = format!("swivald: {}", entry.outcome);
+    let body: String = entry.title.chars().take(120).collect();
+    let argv: Vec<String> = if let Some(tool) = crate::procs::locate("notify-send", &path) {
+        vec![tool.display().to_string(), "--app-name=swivald".into(), title, body]
+    } else if let Some(tool) = crate::procs::locate("osascript", &path) {
+        let quote = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
+        let script = format!("display notification \"{}\" with title \"{}\"", quote(&body), quote(&title));
+        vec![tool.display().to_string(), "-e".into(), script]
+    } else {
+        return;
+    };
+    tokio::spawn(async move {
+        let job = crate::procs::OneShot {
+            argv: &argv,
+            stdin: b"",
+            cwd: std::path::Path::new("/"),
+            base: &crate::procs::CallerEnv::Daemon,
+            env: &[],
+            pins: &[],
+            timeout: std::time::Duration::from_secs(10),
+            max_stdout: 4096,
+        };
+        if let Err(e) = crate::procs::run(job, &tokio_util::sync::CancellationToken::new()).await {
+            tracing::debug!("the desktop notification failed: {e}");
+        }
+    });
 }

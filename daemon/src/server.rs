@@ -132,7 +132,8 @@ fn background(
     shutdown: &Shutdown,
 ) -> anyhow::Result<Background> {
     let daily = Some(settings.max_background_tokens_per_day).filter(|n| *n > 0);
-    let inbox = crate::inbox::Inbox::new(services.store.clone(), sessions.clone(), daily);
+    let inbox =
+        crate::inbox::Inbox::new(services.store.clone(), sessions.clone(), daily, settings.desktop_notifications);
     let goals = goals(settings, sessions, services, &inbox, shutdown)?;
     let loops = loops(settings, sessions, services, &inbox, shutdown)?;
     Ok((goals, loops, inbox))

@@ -130,6 +130,9 @@ pub struct Settings {
     /// all together; 0: no bound. Past it no goal run or firing starts,
     /// saying so with this key named.
     pub max_background_tokens_per_day: u64,
+    /// Tell the desktop of each inbox entry (`notify-send` on Linux,
+    /// `osascript` on macOS, when on the daemon's PATH).
+    pub desktop_notifications: bool,
 }
 
 impl Default for Settings {
@@ -173,6 +176,7 @@ impl Default for Settings {
             loop_min_interval_s: 5.0,
             loop_backoff_base_s: 30.0,
             max_background_tokens_per_day: 0,
+            desktop_notifications: false,
         }
     }
 }

@@ -90,3 +90,26 @@ fn a_background_run_that_needs_an_approval_waits_and_says_so_in_the_inbox() {
     let again = env.swivalctl(&daemon, &p).args(["approve", &sid, approval, "allow"]).output().unwrap();
     assert_eq!(again.status.code(), Some(1), "an answered approval waits no more");
 }
+
+#[test]
+fn desktop_notifications_go_through_the_platforms_tool_with_argv_only() {
+    let env = TestEnv::new();
+    env.daemon_settings("desktop_notifications = true");
+    let tools = env.project("tools");
+    let said = tools.join("said.txt");
+    let fake = format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> {}; done\n", said.display());
+    swival_tests::script(&tools, "notify-send", &fake);
+    let mut cmd = env.command(&swival_tests::bin("swivald"));
+    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
+    cmd.env("PATH", path);
+    let daemon = swival_tests::Daemon::spawn(&env, cmd, &[]).expect("swivald starts");
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::tool_call("g1", "complete_goal", json!({}))]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "tidy up; rm -rf / \"quoted\""}));
+    entry_where(&mut c, |e| e["outcome"] == "complete");
+    wait_until("the notification", || std::fs::read_to_string(&said).is_ok_and(|s| s.lines().count() >= 3));
+    let lines: Vec<String> = std::fs::read_to_string(&said).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(lines, ["--app-name=swivald", "swivald: complete", "tidy up; rm -rf / \"quoted\""], "one argument each");
+}
