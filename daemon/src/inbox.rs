@@ -117,7 +117,8 @@ impl Inbox {
     }
 
     /// An entry for a background run that ended as `result`: its outcome
-    /// in words of its trigger, the files it changed, tokens and cost.
+    /// in words of its trigger, the files it changed, tokens and cost; the
+    /// files it changed.
     pub async fn ran(
         &self,
         source: &Source,
@@ -125,7 +126,7 @@ impl Inbox {
         result: &RunResult,
         outcome: &str,
         detail: Option<String>,
-    ) {
+    ) -> Vec<String> {
         let mut entry = self.entry(source, session, Some(&result.run_id), outcome);
         let answer = result.answer.as_deref().map(|a| a.chars().take(300).collect::<String>());
         entry.detail = detail.or(answer);
@@ -137,7 +138,9 @@ impl Inbox {
         if let Ok(changes) = self.sessions.changes(RunChangesParams { which, no_diff: true }).await {
             entry.files = changes.files.into_iter().map(|f| f.path).collect();
         }
+        let files = entry.files.clone();
         self.put(entry).await;
+        files
     }
 
     /// An entry about `session` (and `run`), not yet numbered.

@@ -78,9 +78,17 @@ fn a_loop_every_second_fires_in_its_own_worktree_and_its_work_is_applied() {
     assert!(!p.join("report.txt").exists(), "the checkout is untouched");
     assert_eq!(git_status(&p), "", "the checkout is untouched");
 
-    // It fires again, a second later, in another fresh worktree.
-    let again = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "fired" && e["loop"]["fires"] == 2);
-    assert_ne!(again.last().unwrap()["loop"]["last_session"], json!(firing));
+    // It fires again, a second later, in another fresh worktree; that
+    // firing changes nothing, and leaves no worktree or branch behind.
+    let again = loop_events(&mut daemon.nd(), &sid, 1, |e| e["action"] == "succeeded" && e["loop"]["fires"] == 2);
+    let second = again.last().unwrap()["loop"]["last_session"].as_str().unwrap().to_owned();
+    assert_ne!(second, firing);
+    let branches = std::process::Command::new("git").args(["branch", "--list", "swival/*"]).current_dir(&p).output();
+    let branches = String::from_utf8(branches.unwrap().stdout).unwrap();
+    assert!(branches.contains(&firing) && !branches.contains(&second), "{branches}");
+    let info = c.ok("session/get", json!({"session_id": second}))["info"].clone();
+    assert_eq!(info["state"], "closed", "{info}");
+    assert!(info.get("worktree").is_none_or(Value::is_null), "{info}");
     let removed = env.swivalctl(&daemon, &p).args(["loop", "rm", &id]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&removed.stdout).trim(), "cancelled 1 loop");
 

@@ -154,7 +154,13 @@ impl Loops {
         let firing = l.last_session.clone().unwrap_or_else(|| l.session_id.clone());
         let failed = matches!(result.outcome, Outcome::Error | Outcome::Blocked);
         let outcome = if failed { "failed" } else { "succeeded" };
-        self.inbox.ran(&source(&l), &firing, &result, outcome, result.error.clone()).await;
+        let files = self.inbox.ran(&source(&l), &firing, &result, outcome, result.error.clone()).await;
+        // A firing that changed nothing leaves no worktree or branch behind.
+        if files.is_empty() && firing != l.session_id {
+            if let Err(e) = self.sessions.discard_worktree_of(&firing).await {
+                tracing::warn!("the worktree of loop {id}'s firing {firing} was kept: {e}");
+            }
+        }
         match result.outcome {
             Outcome::Error | Outcome::Blocked => {
                 let why = result.error.unwrap_or_else(|| "the run failed".into());

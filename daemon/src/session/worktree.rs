@@ -242,6 +242,27 @@ impl Sessions {
         Ok(SessionPruneResult { removed, worktrees_removed, branches_kept })
     }
 
+    /// Close session `id` and remove its worktree and branch, which hold
+    /// nothing worth keeping (a loop firing that changed no file): the
+    /// session stays readable, and can no longer run.
+    pub async fn discard_worktree_of(&self, id: &SessionId) -> Result<(), SessionError> {
+        self.close(id).await?;
+        let _held = self.worktree_lock().await;
+        let Some(w) = self.shared.store.session(id)?.and_then(|row| row.worktree) else { return Ok(()) };
+        let created = Created {
+            origin: PathBuf::from(&w.origin),
+            git_dir: PathBuf::from(&w.git_dir),
+            admin_dir: PathBuf::from(&w.admin_dir),
+            path: PathBuf::from(&w.path),
+            branch: w.branch.clone(),
+            base_commit: w.base_commit.clone(),
+            uncommitted: Vec::new(),
+        };
+        worktree::discard(&self.shared.worktrees.git, &created).await;
+        self.shared.store.forget_worktree(&id.0).await?;
+        Ok(())
+    }
+
     /// Remove the worktree of every deleted session, its work committed
     /// to its branch first; the worktrees removed and the branches kept.
     pub async fn prune_worktrees(&self) -> Result<(Vec<String>, Vec<String>), SessionError> {
