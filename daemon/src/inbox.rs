@@ -21,6 +21,8 @@ pub struct Source {
     pub id: Option<String>,
     /// What was asked.
     pub title: String,
+    /// Where its entries are also posted.
+    pub webhook: Option<String>,
 }
 
 /// The inbox.
@@ -98,7 +100,7 @@ impl Inbox {
                         let mut entry = inbox.entry(&source, &session, Some(&run), "waiting_approval");
                         entry.detail = Some(format!("waits for your approval to run: {command}"));
                         entry.approval_id = Some(approval_id.clone());
-                        inbox.put(entry).await;
+                        inbox.put(&source, entry).await;
                     }
                     EventKind::RunFinished(_) => {
                         if end {
@@ -139,7 +141,7 @@ impl Inbox {
             entry.files = changes.files.into_iter().map(|f| f.path).collect();
         }
         let files = entry.files.clone();
-        self.put(entry).await;
+        self.put(source, entry).await;
         files
     }
 
@@ -165,13 +167,27 @@ impl Inbox {
         }
     }
 
-    /// Write `entry`, and tell the desktop when asked; a failure is
-    /// logged (the work itself is stored).
-    pub async fn put(&self, entry: InboxEntry) {
-        match self.store.put_inbox(entry).await {
-            Ok(entry) if self.notify => notify(&entry),
-            Ok(_) => {}
-            Err(e) => tracing::warn!("an inbox entry could not be written: {e}"),
+    /// Write `entry` of `source`'s, tell the desktop when asked and post
+    /// it to `source`'s webhook; a failure is logged (the work itself is
+    /// stored).
+    pub async fn put(&self, source: &Source, entry: InboxEntry) {
+        let entry = match self.store.put_inbox(entry).await {
+            Ok(entry) => entry,
+            Err(e) => return tracing::warn!("an inbox entry could not be written: {e}"),
+        };
+        if self.notify {
+            notify(&entry);
+        }
+        if let Some(url) = source.webhook.clone() {
+            let allow = self.sessions.fetch_allow(&entry.session_id);
+            let body = serde_json::to_string(&entry).expect("an inbox entry serializes");
+            tokio::spawn(async move {
+                match crate::sandbox::post_json(&url, body, &allow, std::time::Duration::from_secs(10)).await {
+                    Ok(code) if (200..300).contains(&code) => {}
+                    Ok(code) => tracing::warn!("the webhook {url} answered {code}"),
+                    Err(e) => tracing::warn!("the webhook {url} was not reached: {e}"),
+                }
+            });
         }
     }
 }

@@ -83,6 +83,9 @@ pub struct Goal {
     /// The last run that worked on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<RunId>,
+    /// Where each of its inbox entries is also posted (JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 /// What happened to a goal (Swival's `goal_event` actions, and swivald's
@@ -133,6 +136,11 @@ pub struct GoalSetParams {
     /// Most seconds its runs may take in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<u64>,
+    /// Post each of its inbox entries (JSON) to this http(s) URL, through
+    /// the same address checks as `fetch_url` (the session's
+    /// `fetch_allow_networks` apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 /// A session's goal, if it has one (`goal/get`, `goal/pause`,

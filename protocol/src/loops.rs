@@ -93,6 +93,9 @@ pub struct Loop {
     /// Tokens its firings used so far.
     #[serde(default)]
     pub tokens_used: u64,
+    /// Where each of its inbox entries is also posted (JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 /// A loop's budgets; each absent one is unbounded.
@@ -146,6 +149,10 @@ pub struct LoopAddParams {
     /// Its budgets.
     #[serde(default)]
     pub budget: LoopBudget,
+    /// Post each of its inbox entries (JSON) to this http(s) URL, through
+    /// the same address checks as `fetch_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 /// One loop (`loop/add`).

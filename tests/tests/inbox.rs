@@ -113,3 +113,70 @@ fn desktop_notifications_go_through_the_platforms_tool_with_argv_only() {
     let lines: Vec<String> = std::fs::read_to_string(&said).unwrap().lines().map(str::to_owned).collect();
     assert_eq!(lines, ["--app-name=swivald", "swivald: complete", "tidy up; rm -rf / \"quoted\""], "one argument each");
 }
+
+/// A one-request HTTP server on 127.0.0.1: its URL, and the request it got.
+fn one_request_server() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(swival_tests::IO_TIMEOUT)).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Headers, then the body its Content-Length says.
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text.lines().find_map(|l| {
+                    l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())
+                });
+                if got.len() >= end + 4 + len.unwrap_or(0) || n == 0 {
+                    break;
+                }
+            }
+        }
+        conn.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n").unwrap();
+        tx.send(String::from_utf8_lossy(&got).to_string()).unwrap();
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_goals_webhook_gets_its_entries_through_the_fetch_checks() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::tool_call("g1", "complete_goal", json!({}))]);
+    let mut c = daemon.nd();
+    let mut cfg = config(&mock);
+    cfg["fetch_allow_networks"] = json!(["127.0.0.1/32"]);
+    let sid = create_session(&mut c, &p, cfg);
+    let bad = c.call("goal/set", json!({"session_id": sid, "objective": "x", "webhook": "file:///etc/passwd"}));
+    assert!(bad["error"]["message"].as_str().unwrap().contains("webhook file:///etc/passwd"), "{bad}");
+    let (url, got) = one_request_server();
+    c.ok("goal/set", json!({"session_id": sid, "objective": "finish", "webhook": url}));
+    let request = got.recv_timeout(swival_tests::IO_TIMEOUT).expect("the webhook is posted to");
+    assert!(request.starts_with("POST /hook HTTP/1.1\r\n"), "{request}");
+    let body: Value = serde_json::from_str(request.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!((body["trigger"].clone(), body["outcome"].clone()), (json!("goal"), json!("complete")), "{body}");
+    assert_eq!(body["title"], "finish");
+}
+
+#[test]
+fn a_webhook_to_a_private_address_is_refused_unless_the_session_allows_it() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::tool_call("g1", "complete_goal", json!({}))]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    let (url, got) = one_request_server();
+    c.ok("goal/set", json!({"session_id": sid, "objective": "finish", "webhook": url}));
+    entry_where(&mut c, |e| e["outcome"] == "complete");
+    wait_until("the refusal in the log", || env.log().contains("was not reached"));
+    assert!(got.try_recv().is_err(), "nothing reached the loopback address");
+}

@@ -42,6 +42,9 @@ pub struct SetArgs {
     /// Most time its runs may take in all: a number with s, m, h or d.
     #[arg(long, value_name = "AGE", value_parser = super::session::parse_age)]
     max_time: Option<std::time::Duration>,
+    /// Post each of its inbox entries (JSON) to this http(s) URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -128,6 +131,7 @@ async fn set(client: &swivalctl::Client, a: SetArgs) -> Result<ExitCode, ClientE
         token_budget: a.token_budget,
         max_runs: a.max_runs,
         max_seconds: a.max_time.map(|d| d.as_secs().max(1)),
+        webhook: a.webhook.clone(),
     };
     let goal = client.request::<m::GoalSet>(&params).await?.goal;
     if a.run.json {

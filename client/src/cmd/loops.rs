@@ -47,6 +47,9 @@ pub struct AddArgs {
     /// Most time one firing may run (past it, it is cancelled and counts as failed).
     #[arg(long, value_name = "AGE", value_parser = super::session::parse_age)]
     max_time: Option<std::time::Duration>,
+    /// Post each of its inbox entries (JSON) to this http(s) URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -101,7 +104,10 @@ async fn add(client: &swivalctl::Client, a: AddArgs) -> Result<ExitCode, ClientE
         token_budget: a.token_budget,
         max_seconds: a.max_time.map(|d| d.as_secs().max(1)),
     };
-    let l = client.request::<m::LoopAdd>(&LoopAddParams { session_id, prompt, schedule, budget }).await?.loop_;
+    let l = client
+        .request::<m::LoopAdd>(&LoopAddParams { session_id, prompt, schedule, budget, webhook: a.webhook.clone() })
+        .await?
+        .loop_;
     if a.run.json {
         println!("{}", serde_json::to_string_pretty(&l).expect("a loop serializes"));
     } else {

@@ -77,7 +77,7 @@ impl Goals {
             let mut entry =
                 self.inbox.entry(&source(&goal), &goal.session_id, goal.last_run.as_ref(), "budget_limited");
             entry.detail = Some(why);
-            self.inbox.put(entry).await;
+            self.inbox.put(&source(&goal), entry).await;
             return Step::Stop;
         }
         if let Some(why) = self.inbox.ceiling() {
@@ -86,7 +86,7 @@ impl Goals {
             self.save_or_log(&mut goal, GoalAction::Stuck).await;
             let mut entry = self.inbox.entry(&source(&goal), &goal.session_id, None, "stuck");
             entry.detail = goal.last_blocker.clone();
-            self.inbox.put(entry).await;
+            self.inbox.put(&source(&goal), entry).await;
             return Step::Stop;
         }
         let run = GoalRun { goal: Box::new(goal.clone()) };
@@ -111,7 +111,7 @@ impl Goals {
                 self.save_or_log(&mut goal, GoalAction::Stuck).await;
                 let mut entry = self.inbox.entry(&source(&goal), &goal.session_id, None, "stuck");
                 entry.detail = goal.last_blocker.clone();
-                self.inbox.put(entry).await;
+                self.inbox.put(&source(&goal), entry).await;
                 Step::Stop
             }
         }
@@ -165,7 +165,12 @@ impl Goals {
 /// What the inbox says a goal's entries are about.
 fn source(goal: &Goal) -> crate::inbox::Source {
     let trigger = swival_protocol::InboxTrigger::Goal;
-    crate::inbox::Source { trigger, id: Some(goal.goal_id.clone()), title: goal.objective.clone() }
+    crate::inbox::Source {
+        trigger,
+        id: Some(goal.goal_id.clone()),
+        title: goal.objective.clone(),
+        webhook: goal.webhook.clone(),
+    }
 }
 
 /// Which budget of `goal` is spent, in words.

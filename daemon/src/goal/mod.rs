@@ -98,6 +98,9 @@ impl Goals {
         if let Some(why) = self.inbox.ceiling() {
             return Err(SessionError::Refused(why));
         }
+        if let Some(url) = &p.webhook {
+            crate::sandbox::check_webhook(url).map_err(|e| SessionError::Refused(format!("webhook {url}: {e}")))?;
+        }
         let _edit = self.edit.lock().await;
         let old = self.store.goal(&p.session_id)?;
         let replacing = old.as_ref().is_some_and(|g| g.status != GoalStatus::Complete);
@@ -127,6 +130,7 @@ impl Goals {
             last_blocker: None,
             current_run: None,
             last_run: None,
+            webhook: p.webhook.clone(),
         };
         self.store.put_goal(&goal).await?;
         self.emit(&goal, if replacing { GoalAction::Replaced } else { GoalAction::Created });

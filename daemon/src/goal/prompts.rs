@@ -80,6 +80,7 @@ mod tests {
             last_blocker: None,
             current_run: None,
             last_run: None,
+            webhook: None,
         }
     }
 

@@ -88,7 +88,7 @@ impl Loops {
             self.save_or_log(&mut l, LoopAction::Skipped).await;
             let mut entry = self.inbox.entry(&source(&l), &l.session_id, None, "skipped");
             entry.detail = Some(why);
-            self.inbox.put(entry).await;
+            self.inbox.put(&source(&l), entry).await;
             return None;
         }
         l.fires += 1;
@@ -108,7 +108,7 @@ impl Loops {
                 let why = format!("the firing could not start: {e}");
                 let mut entry = self.inbox.entry(&source(&l), &l.session_id, None, "failed");
                 entry.detail = Some(why.clone());
-                self.inbox.put(entry).await;
+                self.inbox.put(&source(&l), entry).await;
                 self.failed(&mut l, why).await;
                 None
             }
@@ -239,6 +239,7 @@ fn source(l: &Loop) -> crate::inbox::Source {
         trigger: swival_protocol::InboxTrigger::Loop,
         id: Some(l.loop_id.clone()),
         title: l.prompt.clone(),
+        webhook: l.webhook.clone(),
     }
 }
 

@@ -97,6 +97,9 @@ impl Loops {
                 "a loop's budgets (max_runs, token_budget, max_seconds) must be positive".into(),
             ));
         }
+        if let Some(url) = &p.webhook {
+            crate::sandbox::check_webhook(url).map_err(|e| SessionError::Refused(format!("webhook {url}: {e}")))?;
+        }
         let now = chrono::Utc::now();
         let when = When::parse(&p.schedule, self.limits.min_every, now).map_err(SessionError::Refused)?;
         self.sessions.check_open(&p.session_id)?;
@@ -142,6 +145,7 @@ impl Loops {
             firing: false,
             budget: p.budget,
             tokens_used: 0,
+            webhook: p.webhook.clone(),
         };
         self.save(&mut l, LoopAction::Added).await?;
         self.drive(&l.loop_id);

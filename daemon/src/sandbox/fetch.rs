@@ -196,6 +196,31 @@ pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: 
     ToolOutcome::ok(header + &spill::save_large_output(&text, &env.base_dir, env.max_inline, false, Some(untrusted)))
 }
 
+/// POST `body` (JSON) to `url` through the same checks as `fetch_url`:
+/// http or https, every address checked against the SSRF ranges (less
+/// `allow`), pinned, no proxy, no redirect followed. The status code.
+pub async fn post_json(url: &str, body: String, allow: &[Cidr], timeout: Duration) -> Result<u16, FetchError> {
+    let url = parse_url(url)?;
+    let pinned = check_hop(&url, allow).await?;
+    let host = url.host_str().unwrap_or_default().to_owned();
+    let send = client(&pinned)?.post(url).header(CONTENT_TYPE, "application/json").body(body).send();
+    match tokio::time::timeout(timeout, send).await {
+        Ok(Ok(resp)) => Ok(resp.status().as_u16()),
+        Ok(Err(e)) => Err(FetchError::Connect { host, chain: chain(&e) }),
+        Err(_) => Err(FetchError::Connect { host, chain: format!("no answer within {} s", timeout.as_secs()) }),
+    }
+}
+
+/// Whether `url` could be posted to: http or https with a host.
+pub fn check_webhook(url: &str) -> Result<(), FetchError> {
+    let parsed = parse_url(url)?;
+    match parsed.scheme() {
+        "http" | "https" if parsed.host().is_some() => Ok(()),
+        "http" | "https" => Err(FetchError::NoHost),
+        other => Err(FetchError::Scheme(other.to_owned())),
+    }
+}
+
 /// Follow the hops by hand and convert the final body.
 async fn fetch(env: &FetchEnv, original: &str, format: FetchFormat) -> Result<String, FetchError> {
     let mut url = parse_url(original)?;

@@ -43,7 +43,7 @@ pub mod ssrf;
 pub mod status;
 
 pub use command::{run_command, run_command_tool, CommandEnv};
-pub use fetch::{fetch_url, fetch_url_tool, FetchEnv};
+pub use fetch::{check_webhook, fetch_url, fetch_url_tool, post_json, FetchEnv};
 pub use policy::{check, resolve_whitelist, CommandPolicy};
 pub use status::{NetBlock, PlanInput, SandboxCapabilities, SandboxStatus};
 

@@ -544,6 +544,12 @@ impl Sessions {
         Ok(PathBuf::from(row.base_dir))
     }
 
+    /// Session `id`'s `fetch_allow_networks` (none when it cannot be
+    /// loaded): what its webhooks may reach besides public addresses.
+    pub fn fetch_allow(&self, id: &SessionId) -> Vec<crate::config::Cidr> {
+        self.inspect(id).map(|s| s.config.config.fetch_allow_networks.clone()).unwrap_or_default()
+    }
+
     /// `Ok` when session `id` is stored and not closed.
     pub fn check_open(&self, id: &SessionId) -> Result<(), SessionError> {
         self.check_exists(id)?;

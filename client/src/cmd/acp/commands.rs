@@ -115,6 +115,7 @@ impl Bridge {
                     token_budget: None,
                     max_runs: None,
                     max_seconds: None,
+                    webhook: None,
                 };
                 self.daemon.request::<m::GoalSet>(&params).await
             }

@@ -53,6 +53,7 @@ impl Repl {
             token_budget: None,
             max_runs: None,
             max_seconds: None,
+            webhook: None,
         };
         self.client.request::<m::GoalSet>(&params).await?;
         self.info(

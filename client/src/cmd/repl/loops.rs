@@ -19,7 +19,13 @@ impl Repl {
             }
         };
         let schedule = Schedule { every_s: Some(every), cron: None, at: None };
-        let params = LoopAddParams { session_id: self.session.clone(), prompt, schedule, budget: Default::default() };
+        let params = LoopAddParams {
+            session_id: self.session.clone(),
+            prompt,
+            schedule,
+            budget: Default::default(),
+            webhook: None,
+        };
         let added = self.client.request::<m::LoopAdd>(&params).await?.loop_;
         if every < 60 {
             let tag = format!("[loop {}]", added.loop_id);
