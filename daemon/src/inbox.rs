@@ -35,12 +35,20 @@ pub struct Inbox {
     daily: Option<u64>,
     /// Tell the desktop of each entry (`desktop_notifications`).
     notify: bool,
+    /// Each entry once written, for `inbox/subscribe`.
+    written: tokio::sync::broadcast::Sender<InboxEntry>,
 }
 
 impl Inbox {
     /// The inbox of `store`.
     pub fn new(store: Arc<Store>, sessions: Arc<Sessions>, daily: Option<u64>, notify: bool) -> Arc<Inbox> {
-        Arc::new(Inbox { store, sessions, daily, notify })
+        let (written, _) = tokio::sync::broadcast::channel(64);
+        Arc::new(Inbox { store, sessions, daily, notify, written })
+    }
+
+    /// Entries as they are written (`inbox/subscribe`).
+    pub fn follow(&self) -> tokio::sync::broadcast::Receiver<InboxEntry> {
+        self.written.subscribe()
     }
 
     /// Count `tokens` a background run used, today.
@@ -120,7 +128,7 @@ impl Inbox {
 
     /// An entry for a background run that ended as `result`: its outcome
     /// in words of its trigger, the files it changed, tokens and cost; the
-    /// files it changed.
+    /// files it changed (`None`: not known, its changes not recorded).
     pub async fn ran(
         &self,
         source: &Source,
@@ -128,7 +136,7 @@ impl Inbox {
         result: &RunResult,
         outcome: &str,
         detail: Option<String>,
-    ) -> Vec<String> {
+    ) -> Option<Vec<String>> {
         let mut entry = self.entry(source, session, Some(&result.run_id), outcome);
         let answer = result.answer.as_deref().map(|a| a.chars().take(300).collect::<String>());
         entry.detail = detail.or(answer);
@@ -137,10 +145,14 @@ impl Inbox {
         entry.tokens = counted;
         entry.started_at = self.store.run(&result.run_id).ok().flatten().map(|r| r.started_at);
         let which = ChangesRef { run_id: Some(result.run_id.0.clone()), session_id: None };
-        if let Ok(changes) = self.sessions.changes(RunChangesParams { which, no_diff: true }).await {
-            entry.files = changes.files.into_iter().map(|f| f.path).collect();
-        }
-        let files = entry.files.clone();
+        let known = match self.sessions.changes(RunChangesParams { which, no_diff: true }).await {
+            Ok(changes) => {
+                entry.files = changes.files.into_iter().map(|f| f.path).collect();
+                true
+            }
+            Err(_) => false,
+        };
+        let files = known.then(|| entry.files.clone());
         self.put(source, entry).await;
         files
     }
@@ -178,6 +190,7 @@ impl Inbox {
         if self.notify {
             notify(&entry);
         }
+        let _ = self.written.send(entry.clone());
         if let Some(url) = source.webhook.clone() {
             let allow = self.sessions.fetch_allow(&entry.session_id);
             let body = serde_json::to_string(&entry).expect("an inbox entry serializes");
@@ -205,7 +218,7 @@ fn notify(entry: &InboxEntry) {
     let title = format!("swivald: {}", entry.outcome);
     let body: String = entry.title.chars().take(120).collect();
     let argv: Vec<String> = if let Some(tool) = crate::procs::locate("notify-send", &path) {
-        vec![tool.display().to_string(), "--app-name=swivald".into(), title, body]
+        vec![tool.display().to_string(), "--app-name=swivald".into(), "--".into(), title, body]
     } else if let Some(tool) = crate::procs::locate("osascript", &path) {
         let quote = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
         let script = format!("display notification \"{}\" with title \"{}\"", quote(&body), quote(&title));

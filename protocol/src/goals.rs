@@ -86,6 +86,10 @@ pub struct Goal {
     /// Where each of its inbox entries is also posted (JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
+    /// Whether the project's check passed the last time one of its runs
+    /// ran it (`complete_goal` stands only when it did, or none ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check: Option<bool>,
 }
 
 /// What happened to a goal (Swival's `goal_event` actions, and swivald's

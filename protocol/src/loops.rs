@@ -93,6 +93,9 @@ pub struct Loop {
     /// Tokens its firings used so far.
     #[serde(default)]
     pub tokens_used: u64,
+    /// Firings whose changes were kept in their worktrees (at 10 it stops).
+    #[serde(default)]
+    pub kept: u64,
     /// Where each of its inbox entries is also posted (JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,

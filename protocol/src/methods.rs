@@ -173,7 +173,7 @@ methods! {
         "Resume a paused or stuck goal: the daemon starts its next run.";
 /// Remove a session's goal.
     GoalClear(GOAL_CLEAR = "goal/clear"): SessionRef => GoalResult,
-        "Remove a session's goal (its run in flight finishes); the result holds the goal removed.";
+        "Remove a session's goal (its run in flight is cancelled); the result holds the goal removed.";
 /// Every goal.
     GoalList(GOAL_LIST = "goal/list"): NoParams => GoalListResult,
         "Every stored goal of every session, newest first.";
@@ -189,6 +189,12 @@ methods! {
 /// What background work did.
     InboxList(INBOX_LIST = "inbox/list"): InboxListParams => InboxListResult,
         "What background work did (goals, loop firings, detached runs, approvals waiting), newest first; after_seq for what a client has not shown.";
+/// Follow the inbox (notifications: `inbox/entry`).
+    InboxSubscribe(INBOX_SUBSCRIBE = "inbox/subscribe"): InboxListParams => InboxEntry,
+        "Stream inbox entries after after_seq (default: from now on), oldest first, then each new one as it is written (notifications: inbox/entry).";
+/// End an `inbox/subscribe` subscription.
+    InboxUnsubscribe(INBOX_UNSUBSCRIBE = "inbox/unsubscribe"): NoParams => bool,
+        "End an inbox/subscribe subscription.";
 /// Collect the snapshot stores.
     SnapshotsGc(SNAPSHOTS_GC = "snapshots/gc"): NoParams => SnapshotGcResult,
         "Delete what no stored change set names from the snapshot stores; a store none names is removed.";
@@ -278,4 +284,6 @@ subscriptions! {
     HooksRegister: HOOKS_INVOKE = "hooks/invoke", closed by HooksUnregister;
 /// The notification of a `buffers/serve` subscription: a file to read.
     BuffersServe: BUFFERS_READ = "buffers/read", closed by BuffersUnserve;
+/// The notification of `inbox/subscribe`: one entry.
+    InboxSubscribe: INBOX_ENTRY = "inbox/entry", closed by InboxUnsubscribe;
 }

@@ -381,3 +381,41 @@ fn complete_goal_stands_only_once_the_projects_check_passes() {
     assert!(request_text(&mock, 2).contains("FAIL: answer.txt is not fixed"), "the check's failure went back");
     assert_eq!(mock.request_count(), 5);
 }
+
+#[test]
+fn a_failed_check_in_an_earlier_run_still_holds_and_notes_alone_are_not_progress() {
+    let env = TestEnv::new();
+    let daemon = checked_daemon(&env);
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        write("wrong", "w1"),
+        Step::tool_call("g1", "complete_goal", json!({})),
+        Step::text("I will look again"),
+        // The next run claims the goal without changing anything.
+        Step::tool_call("g2", "complete_goal", json!({})),
+        // And the one after only takes notes, then answers.
+        Step::tool_call(
+            "t1",
+            "think",
+            json!({"thought": "hmm", "thought_number": 1, "total_thoughts": 1, "next_thought_needed": false}),
+        ),
+        Step::text("nothing to do"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "make the check pass"}));
+    let stuck = goal_reaches(&mut daemon.nd(), &sid, "stuck");
+    assert_eq!(stuck["runs"], 2, "the claim after a failed check did not complete it: {stuck}");
+    assert_eq!(stuck["last_check"], false, "{stuck}");
+    assert!(stuck["last_blocker"].as_str().unwrap().starts_with("complete_goal was turned down"), "{stuck}");
+    c.ok("goal/resume", json!({"session_id": sid}));
+    let mut follow = daemon.nd();
+    follow.ok("session/subscribe", json!({"session_id": sid, "from_seq": 1}));
+    let again = loop {
+        let event = follow.read()["params"]["result"].clone();
+        if event["type"] == "goal" && event["goal"]["status"] == "stuck" && event["goal"]["runs"] == 3 {
+            break event["goal"].clone();
+        }
+    };
+    assert_eq!(again["last_blocker"], "nothing to do", "notes alone are not progress: {again}");
+}

@@ -109,9 +109,13 @@ fn desktop_notifications_go_through_the_platforms_tool_with_argv_only() {
     let sid = create_session(&mut c, &p, config(&mock));
     c.ok("goal/set", json!({"session_id": sid, "objective": "tidy up; rm -rf / \"quoted\""}));
     entry_where(&mut c, |e| e["outcome"] == "complete");
-    wait_until("the notification", || std::fs::read_to_string(&said).is_ok_and(|s| s.lines().count() >= 3));
+    wait_until("the notification", || std::fs::read_to_string(&said).is_ok_and(|s| s.lines().count() >= 4));
     let lines: Vec<String> = std::fs::read_to_string(&said).unwrap().lines().map(str::to_owned).collect();
-    assert_eq!(lines, ["--app-name=swivald", "swivald: complete", "tidy up; rm -rf / \"quoted\""], "one argument each");
+    assert_eq!(
+        lines,
+        ["--app-name=swivald", "--", "swivald: complete", "tidy up; rm -rf / \"quoted\""],
+        "one argument each"
+    );
 }
 
 /// A one-request HTTP server on 127.0.0.1: its URL, and the request it got.
@@ -179,4 +183,25 @@ fn a_webhook_to_a_private_address_is_refused_unless_the_session_allows_it() {
     entry_where(&mut c, |e| e["outcome"] == "complete");
     wait_until("the refusal in the log", || env.log().contains("was not reached"));
     assert!(got.try_recv().is_err(), "nothing reached the loopback address");
+}
+
+#[test]
+fn an_editor_follows_the_inbox_by_subscription() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::tool_call("g1", "complete_goal", json!({}))]);
+    let mut follower = daemon.nd();
+    follower.ok("inbox/subscribe", json!({}));
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "finish"}));
+    let entry = loop {
+        let msg = follower.read();
+        if msg["method"] == "inbox/entry" {
+            break msg["params"]["result"].clone();
+        }
+    };
+    assert_eq!((entry["trigger"].clone(), entry["outcome"].clone()), (json!("goal"), json!("complete")), "{entry}");
+    assert_eq!(entry["seq"], 1);
 }

@@ -40,9 +40,11 @@ pub fn entry(e: &InboxEntry) -> String {
     let mut out = format!("#{} {}  {trigger}  {}  {}\n", e.seq, e.created_at, e.outcome, super::clean::text(&title));
     let run = e.run_id.as_ref().map(|r| format!(" run {r}")).unwrap_or_default();
     let mut facts = vec![format!("session {}{run}", e.session_id)];
+    // File names are the model's: cleaned, one line.
+    let shown = |f: &String| super::clean::text(&f.replace(['\n', '\r'], " ")).into_owned();
     match e.files.len() {
         0 => {}
-        n if n <= 3 => facts.push(format!("changed {}", e.files.join(", "))),
+        n if n <= 3 => facts.push(format!("changed {}", e.files.iter().map(shown).collect::<Vec<_>>().join(", "))),
         n => facts.push(format!("changed {n} files")),
     }
     if let Some(t) = e.tokens {
@@ -53,8 +55,11 @@ pub fn entry(e: &InboxEntry) -> String {
     }
     out += &format!("    {}\n", facts.join(" · "));
     if let Some(detail) = &e.detail {
-        let detail: String = detail.chars().take(200).collect();
-        out += &format!("    {}\n", super::clean::text(&detail.replace('\n', " ")));
+        // A command waiting for approval is shown whole: a cut one could
+        // hide what it runs.
+        let cut = e.approval_id.is_none() && detail.chars().count() > 200;
+        let detail: String = if cut { detail.chars().take(200).chain(['…']).collect() } else { detail.clone() };
+        out += &format!("    {}\n", super::clean::text(&detail.replace(['\n', '\r'], " ")));
     }
     let s = &e.session_id;
     if let Some(id) = &e.approval_id {
@@ -89,6 +94,12 @@ pub async fn approve(
         }
     };
     let client = connect(socket).await?;
+    // Say what is approved, whole, from the inbox entry that asked.
+    let listed = client.request::<m::InboxList>(&InboxListParams { after_seq: None, limit: Some(1000) }).await?;
+    let asked = listed.entries.iter().find(|e| e.approval_id.as_deref() == Some(approval.as_str()));
+    if let Some(detail) = asked.and_then(|e| e.detail.as_deref()) {
+        eprintln!("{answer}: {}", super::clean::text(detail));
+    }
     let params = ApproveParams { session_id: SessionId(session), approval_id: approval.clone(), decision };
     if client.request::<m::RunApprove>(&params).await?.accepted {
         println!("answered {approval}");

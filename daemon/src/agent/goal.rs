@@ -98,16 +98,36 @@ impl Run<'_> {
 }
 
 /// Whether a goal's run that ended so completed its goal: it ended on
-/// `complete_goal` (its answer is [`COMPLETED`]), past the reviewer, and
-/// the project's check, when one ran, passed last. A call turned down, or
+/// `complete_goal` (its answer is [`COMPLETED`]), the reviewer (when one
+/// ran) accepted it last, and the project's check passed when it last ran
+/// — in this run, else in an earlier one (`prior`). A call turned down, or
 /// one made after a failed check with nothing changed since, does not.
-pub fn completes(outcome: Outcome, answer: Option<&str>, timeline: &[TimelineEntry], stats: &RunStats) -> bool {
+pub fn completes(
+    outcome: Outcome,
+    answer: Option<&str>,
+    timeline: &[TimelineEntry],
+    stats: &RunStats,
+    prior: Option<bool>,
+) -> bool {
     let called = stats.tool_calls_by_name.get(registry::COMPLETE_GOAL).is_some_and(|c| c.succeeded > 0);
-    let checked = timeline.iter().rev().find_map(|e| match e {
-        TimelineEntry::Verify { passed, .. } => Some(*passed),
+    let reviewed = timeline.iter().rev().find_map(|e| match e {
+        TimelineEntry::Review { exit_code, .. } => Some(*exit_code == Some(0)),
         _ => None,
     });
-    called && checked != Some(false) && outcome == Outcome::Success && answer == Some(COMPLETED)
+    let checked = last_check(timeline).or(prior);
+    called
+        && checked != Some(false)
+        && reviewed != Some(false)
+        && outcome == Outcome::Success
+        && answer == Some(COMPLETED)
+}
+
+/// Whether the project's check passed the last time it ran in `timeline`.
+pub fn last_check(timeline: &[TimelineEntry]) -> Option<bool> {
+    timeline.iter().rev().find_map(|e| match e {
+        TimelineEntry::Verify { passed, .. } => Some(*passed),
+        _ => None,
+    })
 }
 
 /// Swival's report `goal` of a goal's run that ended so.
@@ -118,7 +138,7 @@ pub(super) fn report(
     answer: Option<&str>,
     record: &crate::report::RunRecord,
 ) -> ReportGoal {
-    let completed = completes(outcome, answer, record.timeline(), &record.stats);
+    let completed = completes(outcome, answer, record.timeline(), &record.stats, run.goal.last_check);
     let mut current = run.goal.clone();
     current.tokens_used += crate::report::tokens_spent(record.timeline(), record.stats.completion_tokens).0;
     current.runs += 1;

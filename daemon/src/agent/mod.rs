@@ -47,7 +47,7 @@ use crate::tools::ToolBox;
 pub use compact::{compact, CompactError};
 use conversation::Conversation;
 use estimate::Offered;
-pub use goal::{completes as completes_goal, GoalRun};
+pub use goal::{completes as completes_goal, last_check, GoalRun, COMPLETED as GOAL_COMPLETED};
 pub use resume::save_now as save_continue;
 pub use setup::provider_settings;
 pub use sink::{emit_recorded, EventSink};

@@ -89,21 +89,38 @@ impl Goals {
             self.inbox.put(&source(&goal), entry).await;
             return Step::Stop;
         }
-        let run = GoalRun { goal: Box::new(goal.clone()) };
-        let new =
-            NewRun { task: prompts::next_task(&goal), client_token: None, resume: false, bare: false, goal: Some(run) };
+        let task = prompts::next_task(&goal);
+        let run_goal = GoalRun { goal: Box::new(goal.clone()) };
+        // Named in the goal before it starts: a crash between the two
+        // leaves a run to settle (as interrupted), not one unaccounted.
+        let id = RunId(crate::session::random_id("r_"));
+        goal.current_run = Some(id.clone());
+        goal.runs += 1;
+        if let Err(e) = self.save(&mut goal, GoalAction::Continued).await {
+            tracing::warn!("session {}: its goal could not be stored, so it is not continued: {e}", goal.session_id);
+            return Step::Stop;
+        }
+        let new = NewRun { task, client_token: None, resume: false, bare: false, goal: Some(run_goal), id: Some(id) };
         let mark = self.inbox.mark(&goal.session_id);
-        match self.sessions.start_run(&goal.session_id, new, None).await {
+        let started = self.sessions.start_run(&goal.session_id, new, None).await;
+        if started.is_err() {
+            goal.current_run = None;
+            goal.runs -= 1;
+        }
+        match started {
             Ok(run) => {
-                goal.current_run = Some(run.clone());
-                goal.runs += 1;
-                self.save_or_log(&mut goal, GoalAction::Continued).await;
                 // An approval it waits for is told in the inbox.
                 self.inbox.watch(&goal.session_id, &run, mark, source(&goal), false);
                 Step::Settle(run)
             }
-            Err(SessionError::Busy { run, .. }) => Step::Behind(run),
-            Err(SessionError::Compacting(_)) => Step::Later,
+            Err(SessionError::Busy { run, .. }) => {
+                self.save_or_log(&mut goal, GoalAction::RunEnded).await;
+                Step::Behind(run)
+            }
+            Err(SessionError::Compacting(_)) => {
+                self.save_or_log(&mut goal, GoalAction::RunEnded).await;
+                Step::Later
+            }
             Err(SessionError::ShuttingDown) => Step::Stop,
             Err(e) => {
                 goal.status = GoalStatus::Stuck;
@@ -121,17 +138,19 @@ impl Goals {
     /// cleared or replaced meanwhile).
     async fn settle(&self, session: &SessionId, run: &RunId, result: Result<RunResult, SessionError>) {
         let _edit = self.edit.lock().await;
+        let result = result.unwrap_or_else(|e| interrupted(run, &e));
+        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
+        let (tokens, estimated) = crate::report::tokens_spent(&timeline, result.stats.completion_tokens);
+        // Counted toward the day's ceiling even when the goal was cleared
+        // or replaced meanwhile.
+        self.inbox.spend(tokens).await;
         let Ok(Some(mut goal)) = self.store.goal(session) else { return };
         if goal.current_run.as_ref() != Some(run) {
             return;
         }
         goal.current_run = None;
         goal.last_run = Some(run.clone());
-        let result = result.unwrap_or_else(|e| interrupted(run, &e));
-        let timeline = self.sessions.report(run).ok().and_then(|r| r.timeline).unwrap_or_default();
-        let (tokens, estimated) = crate::report::tokens_spent(&timeline, result.stats.completion_tokens);
         goal.tokens_used += tokens;
-        self.inbox.spend(tokens).await;
         goal.usage_estimated |= estimated;
         goal.time_used_seconds += self.elapsed(run, &result);
         let action = verdict(&mut goal, &result, &timeline);
@@ -195,7 +214,14 @@ fn spent(goal: &Goal) -> Option<String> {
 /// that says so. A goal the user paused meanwhile stays paused unless the
 /// run completed it.
 fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> GoalAction {
-    let completed = crate::agent::completes_goal(result.outcome, result.answer.as_deref(), timeline, &result.stats);
+    let completed = crate::agent::completes_goal(
+        result.outcome,
+        result.answer.as_deref(),
+        timeline,
+        &result.stats,
+        goal.last_check,
+    );
+    goal.last_check = crate::agent::last_check(timeline).or(goal.last_check);
     if completed {
         goal.status = GoalStatus::Complete;
         goal.last_blocker = None;
@@ -216,7 +242,14 @@ fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> G
     match (result.outcome, result.failure) {
         // An answer from a run that called no tool: the model says what
         // blocks it (Swival's blocker note), or has nothing left to try.
-        (Outcome::Success, _) if result.stats.tool_calls_total == 0 => {
+        // A claim turned down, with nothing done besides.
+        (Outcome::Success, _) if !acted(result) && answer == Some(crate::agent::GOAL_COMPLETED) => stuck(
+            goal,
+            "complete_goal was turned down: the project's check failed when it last ran (or the reviewer did not \
+             accept), and nothing changed since"
+                .into(),
+        ),
+        (Outcome::Success, _) if !acted(result) => {
             stuck(goal, answer.unwrap_or("the run answered without doing anything").chars().take(1000).collect())
         }
         (Outcome::Cancelled, _) => {
@@ -237,6 +270,15 @@ fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> G
         }
         (_, _) => stuck(goal, format!("its run failed: {}", result.error.as_deref().unwrap_or("no reason given"))),
     }
+}
+
+/// Whether the run called a tool that does more than keep the model's
+/// notes (`think`, `todo` and the like do not count as acting).
+fn acted(result: &RunResult) -> bool {
+    let counted = |(name, c): (&String, &swival_protocol::ToolCounts)| {
+        !crate::tools::registry::kind(name).is_bookkeeping() && c.succeeded + c.failed > 0
+    };
+    result.stats.tool_calls_by_name.iter().any(counted)
 }
 
 /// A run whose result cannot be read, as interrupted.

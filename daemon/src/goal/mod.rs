@@ -111,6 +111,10 @@ impl Goals {
             )));
         }
         self.room_for_one_more(&p.session_id)?;
+        // A replaced goal's run in flight is its no longer: cancel it.
+        if let Some(run) = old.as_ref().and_then(|g| g.current_run.as_ref()) {
+            let _ = self.sessions.cancel(run);
+        }
         let now = crate::clock::now();
         let goal = Goal {
             goal_id: crate::session::random_id("g_"),
@@ -131,6 +135,7 @@ impl Goals {
             current_run: None,
             last_run: None,
             webhook: p.webhook.clone(),
+            last_check: None,
         };
         self.store.put_goal(&goal).await?;
         self.emit(&goal, if replacing { GoalAction::Replaced } else { GoalAction::Created });
@@ -192,12 +197,15 @@ impl Goals {
         Ok(goal)
     }
 
-    /// `goal/clear`: the goal removed (its run in flight finishes).
+    /// `goal/clear`: the goal removed, its run in flight cancelled.
     pub async fn clear(&self, session: &SessionId) -> Result<Option<Goal>, SessionError> {
         let _edit = self.edit.lock().await;
         self.sessions.check_exists(session)?;
         let goal = self.store.goal(session)?;
         if let Some(goal) = &goal {
+            if let Some(run) = &goal.current_run {
+                let _ = self.sessions.cancel(run);
+            }
             self.store.delete_goal(session).await?;
             self.sessions.emit(session, None, EventKind::Goal { action: GoalAction::Cleared, goal: None });
             tracing::debug!("goal {} of session {session} cleared", goal.goal_id);
@@ -208,6 +216,13 @@ impl Goals {
     /// A run the user started in `session`: a stuck goal is taken up
     /// again once it ends (Swival rearms a goal on the user's next input).
     pub async fn user_ran(self: &Arc<Self>, session: &SessionId) {
+        // Most sessions have no stuck goal: no lock for them.
+        if !self.store.goal(session).ok().flatten().is_some_and(|g| g.status == GoalStatus::Stuck) {
+            return;
+        }
+        if self.inbox.ceiling().is_some() {
+            return;
+        }
         let _edit = self.edit.lock().await;
         let Ok(Some(mut goal)) = self.store.goal(session) else { return };
         if goal.status != GoalStatus::Stuck || self.room_for_one_more(session).is_err() {

@@ -81,6 +81,7 @@ mod tests {
             current_run: None,
             last_run: None,
             webhook: None,
+            last_check: None,
         }
     }
 

@@ -131,8 +131,13 @@ impl Loops {
         };
         let created = self.sessions.create(params).await?;
         let mark = self.inbox.mark(&created.session_id);
-        let run = self.sessions.start_run(&created.session_id, NewRun::from(l.prompt.clone()), None).await?;
-        Ok((created.session_id, run, mark))
+        match self.sessions.start_run(&created.session_id, NewRun::from(l.prompt.clone()), None).await {
+            Ok(run) => Ok((created.session_id, run, mark)),
+            Err(e) => {
+                let _ = self.sessions.discard_worktree_of(&created.session_id).await;
+                Err(e)
+            }
+        }
     }
 
     /// Fold the end of firing `run` into loop `id`.
@@ -152,14 +157,22 @@ impl Loops {
         l.tokens_used += tokens;
         self.inbox.spend(tokens).await;
         let firing = l.last_session.clone().unwrap_or_else(|| l.session_id.clone());
-        let failed = matches!(result.outcome, Outcome::Error | Outcome::Blocked);
-        let outcome = if failed { "failed" } else { "succeeded" };
+        let outcome = match result.outcome {
+            Outcome::Error | Outcome::Blocked => "failed",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Success | Outcome::Exhausted => "succeeded",
+        };
         let files = self.inbox.ran(&source(&l), &firing, &result, outcome, result.error.clone()).await;
-        // A firing that changed nothing leaves no worktree or branch behind.
-        if files.is_empty() && firing != l.session_id {
-            if let Err(e) = self.sessions.discard_worktree_of(&firing).await {
-                tracing::warn!("the worktree of loop {id}'s firing {firing} was kept: {e}");
+        match files {
+            // A firing that changed nothing leaves no worktree or branch behind.
+            Some(files) if files.is_empty() && firing != l.session_id => {
+                if let Err(e) = self.sessions.discard_worktree_of(&firing).await {
+                    tracing::warn!("the worktree of loop {id}'s firing {firing} was kept: {e}");
+                }
             }
+            // Its work waits to be applied; so many waiting stop the loop.
+            _ => l.kept += 1,
         }
         match result.outcome {
             Outcome::Error | Outcome::Blocked => {
@@ -224,8 +237,18 @@ impl Loops {
     }
 }
 
+/// Firings of one loop whose work may wait in their worktrees before it
+/// stops: a loop must not fill the disk with checkouts nobody applied.
+const MAX_KEPT: u64 = 10;
+
 /// Which budget of `l` is spent, in words.
 fn spent(l: &Loop) -> Option<String> {
+    if l.kept >= MAX_KEPT {
+        return Some(format!(
+            "{MAX_KEPT} of its firings' changes wait in their worktrees; apply them (`swivalctl inbox` lists them) or \
+             prune their sessions, then add the loop again"
+        ));
+    }
     if l.budget.max_runs.is_some_and(|m| l.fires >= m) {
         return Some(format!("it fired the most times it may ({})", l.fires));
     }

@@ -145,6 +145,7 @@ impl Loops {
             firing: false,
             budget: p.budget,
             tokens_used: 0,
+            kept: 0,
             webhook: p.webhook.clone(),
         };
         self.save(&mut l, LoopAction::Added).await?;

@@ -35,7 +35,59 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.loops.remove(p).await.map(|removed| LoopRemoveResult { removed }).map_err(rpc_error)
     })?;
     method::<m::InboxList>(module, |p, ctx| ctx.inbox.list(&p).map_err(rpc_error))?;
+    super::subscription::<m::InboxSubscribe, _>(module, |params, pending, ctx| async move {
+        follow_inbox(params.parse(), pending, ctx).await
+    })?;
     Ok(())
+}
+
+/// `inbox/subscribe`: the entries after `after_seq` (from now on when
+/// absent), oldest first, then each new one; entries a slow subscriber
+/// missed are read again from the store.
+async fn follow_inbox(
+    params: Result<swival_protocol::InboxListParams, jsonrpsee::types::ErrorObjectOwned>,
+    pending: jsonrpsee::PendingSubscriptionSink,
+    ctx: std::sync::Arc<DaemonContext>,
+) -> jsonrpsee::core::SubscriptionResult {
+    let p = match params {
+        Ok(p) => p,
+        Err(e) => {
+            pending.reject(e).await;
+            return Ok(());
+        }
+    };
+    let mut live = ctx.inbox.follow();
+    let mut sent = match p.after_seq {
+        Some(seq) => seq,
+        None => ctx.inbox.list(&swival_protocol::InboxListParams { after_seq: None, limit: Some(1) })?.last_seq,
+    };
+    let sink = pending.accept().await?;
+    loop {
+        let params = swival_protocol::InboxListParams { after_seq: Some(sent), limit: Some(1000) };
+        for entry in ctx.inbox.list(&params)?.entries.into_iter().rev() {
+            sent = sent.max(entry.seq);
+            sink.send(message(&entry)?).await?;
+        }
+        // Wait for the next one; a lagged subscriber reads the store again.
+        loop {
+            tokio::select! {
+                got = live.recv() => match got {
+                    Ok(entry) if entry.seq <= sent => continue,
+                    Ok(entry) if entry.seq == sent + 1 => {
+                        sent = entry.seq;
+                        sink.send(message(&entry)?).await?;
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = sink.closed() => return Ok(()),
+            }
+        }
+    }
+}
+
+fn message(entry: &swival_protocol::InboxEntry) -> Result<jsonrpsee::SubscriptionMessage, serde_json::Error> {
+    Ok(serde_json::value::to_raw_value(entry)?.into())
 }
 
 /// The daemon's bounds on background work and what is in use, for

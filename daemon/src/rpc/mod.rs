@@ -95,6 +95,7 @@ pub const SUBSCRIPTION_METHODS: &[&str] = &[
     swival_protocol::methods::SESSION_SUBSCRIBE,
     swival_protocol::methods::HOOKS_REGISTER,
     swival_protocol::methods::BUFFERS_SERVE,
+    swival_protocol::methods::INBOX_SUBSCRIBE,
 ];
 
 /// Register `M`'s handler: its params parsed as `M::Params` (a parse

@@ -377,7 +377,7 @@ impl Actor {
     /// Start a run of `task`: its row and `run_started` are one commit, and
     /// it is known as in flight (`run/wait`, `run/cancel`) before either.
     async fn start(&mut self, new: NewRun, env: Option<CallerEnv>) -> Result<(RunId, Running), Refused> {
-        let NewRun { task, client_token, resume, bare, goal } = new;
+        let NewRun { task, client_token, resume, bare, goal, id } = new;
         if let Some(refusal) = self.refusal() {
             return Err(Refused::Session(refusal));
         }
@@ -394,7 +394,7 @@ impl Actor {
         }
         let live = self.hold()?;
         let session = &self.session;
-        let run_id = RunId(random_id("r_"));
+        let run_id = id.unwrap_or_else(|| RunId(random_id("r_")));
         let cancel = self.shared.shutdown.child_token();
         let row = RunRow {
             id: run_id.clone(),

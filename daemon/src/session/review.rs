@@ -53,7 +53,7 @@ impl Sessions {
         };
         let instructions = p.review_prompt.clone().or_else(|| key("review_prompt"));
         let text = prompt(&task, &p.answer, verification.as_deref(), instructions.as_deref());
-        let run = NewRun { task: text, client_token: None, resume: false, bare: true, goal: None };
+        let run = NewRun { task: text, client_token: None, resume: false, bare: true, goal: None, id: None };
         let run_id = self.start_run(&created.session_id, run, None).await?;
         let result = self.wait(&run_id).await?;
         let reply = result.answer.clone().unwrap_or_default();

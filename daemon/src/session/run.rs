@@ -36,11 +36,14 @@ pub struct NewRun {
     pub bare: bool,
     /// The session's goal this run works on (`None`: not a goal's run).
     pub goal: Option<crate::agent::GoalRun>,
+    /// The run's id, when the starter chose it (a goal names its run
+    /// before it starts, so a crash between the two loses nothing).
+    pub id: Option<RunId>,
 }
 
 impl From<String> for NewRun {
     fn from(task: String) -> NewRun {
-        NewRun { task, client_token: None, resume: false, bare: false, goal: None }
+        NewRun { task, client_token: None, resume: false, bare: false, goal: None, id: None }
     }
 }
 

@@ -9,13 +9,15 @@ use swival_protocol::InboxEntry;
 impl Store {
     /// Write `entry` (its `seq` is given here); the entry as stored.
     pub async fn put_inbox(&self, entry: InboxEntry) -> Result<InboxEntry, StoreError> {
+        // Numbered by SQLite, never reused (AUTOINCREMENT): an entry
+        // written after a prune is never hidden behind a client's after_seq.
         self.write_async(move |c| {
-            let next: i64 = c.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox", [], |r| r.get(0))?;
+            c.prepare_cached("INSERT INTO inbox (session_id, created_at, body) VALUES (?1, ?2, '')")?
+                .execute(params![entry.session_id.0, entry.created_at])?;
             let mut entry = entry.clone();
-            entry.seq = next as u64;
+            entry.seq = c.last_insert_rowid() as u64;
             let body = serde_json::to_string(&entry).expect("an inbox entry serializes");
-            c.prepare_cached("INSERT INTO inbox (seq, session_id, created_at, body) VALUES (?1, ?2, ?3, ?4)")?
-                .execute(params![next, entry.session_id.0, entry.created_at, body])?;
+            c.prepare_cached("UPDATE inbox SET body = ?1 WHERE seq = ?2")?.execute(params![body, entry.seq as i64])?;
             Ok(entry)
         })
         .await
@@ -27,7 +29,10 @@ impl Store {
         let (bodies, last): (Vec<String>, i64) = self.with(|c| {
             let mut st = c.prepare_cached("SELECT body FROM inbox WHERE seq > ?1 ORDER BY seq DESC LIMIT ?2")?;
             let bodies = st.query_map(params![after as i64, limit as i64], |r| r.get(0))?.collect::<Result<_, _>>()?;
-            let last = c.query_row("SELECT COALESCE(MAX(seq), 0) FROM inbox", [], |r| r.get(0))?;
+            let last =
+                c.query_row("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0)", [], |r| {
+                    r.get(0)
+                })?;
             Ok((bodies, last))
         })?;
         let entries = bodies
