@@ -179,11 +179,15 @@ impl Goals {
     pub async fn resume(self: &Arc<Self>, session: &SessionId) -> Result<Goal, SessionError> {
         let _edit = self.edit.lock().await;
         let mut goal = self.existing(session)?;
+        // An active goal whose driver stopped (a store error) is driven again.
+        if goal.status == GoalStatus::Active {
+            self.drive(session);
+            return Ok(goal);
+        }
         if !matches!(goal.status, GoalStatus::Paused | GoalStatus::Stuck) {
             return Err(SessionError::Refused(format!(
-                "the goal is {}: only a paused or stuck goal resumes{}",
-                goal.status.as_str(),
-                if goal.status == GoalStatus::Active { "" } else { "; set a new one with `/goal replace …`" }
+                "the goal is {}: only a paused or stuck goal resumes; set a new one with `/goal replace …`",
+                goal.status.as_str()
             )));
         }
         self.room_for_one_more(session)?;
