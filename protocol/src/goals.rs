@@ -147,6 +147,22 @@ pub struct GoalSetParams {
     pub webhook: Option<String>,
 }
 
+impl GoalSetParams {
+    /// Set `objective` as `session`'s goal (replacing one not complete
+    /// when `replace`), with the daemon's default budgets.
+    pub fn new(session_id: SessionId, objective: &str, replace: bool) -> GoalSetParams {
+        GoalSetParams {
+            session_id,
+            objective: objective.to_owned(),
+            replace,
+            token_budget: None,
+            max_runs: None,
+            max_seconds: None,
+            webhook: None,
+        }
+    }
+}
+
 /// A session's goal, if it has one (`goal/get`, `goal/pause`,
 /// `goal/resume`, `goal/set`; `goal/clear`: the goal removed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -112,17 +112,9 @@ async fn set(client: &swivalctl::Client, a: SetArgs) -> Result<ExitCode, ClientE
         eprintln!("swivalctl: error: an objective is required: swivalctl goal set \"what to achieve\"");
         return Ok(ExitCode::from(2));
     };
-    let session_id = match &a.run.session {
-        Some(id) => SessionId(id.clone()),
-        None => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-            let base_dir = super::flags::base_dir(a.run.base_dir.as_deref(), &cwd);
-            match super::run::create_session(client, &a.run, &base_dir, &objective).await? {
-                Ok(id) => id,
-                Err(code) => return Ok(code),
-            }
-        }
+    let session_id = match super::run::session_for(client, &a.run, &objective).await? {
+        Ok(id) => id,
+        Err(code) => return Ok(code),
     };
     let params = GoalSetParams {
         session_id: session_id.clone(),

@@ -87,17 +87,9 @@ async fn add(client: &swivalctl::Client, a: AddArgs) -> Result<ExitCode, ClientE
         _ => None,
     };
     let schedule = Schedule { every_s, cron: a.cron.clone(), at: a.at.clone() };
-    let session_id = match &a.run.session {
-        Some(id) => SessionId(id.clone()),
-        None => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
-            let base_dir = super::flags::base_dir(a.run.base_dir.as_deref(), &cwd);
-            match super::run::create_session(client, &a.run, &base_dir, &prompt).await? {
-                Ok(id) => id,
-                Err(code) => return Ok(code),
-            }
-        }
+    let session_id = match super::run::session_for(client, &a.run, &prompt).await? {
+        Ok(id) => id,
+        Err(code) => return Ok(code),
     };
     let budget = swival_protocol::LoopBudget {
         max_runs: a.max_runs,

@@ -415,6 +415,19 @@ async fn open_session(
     }))
 }
 
+/// `--session`'s session, or a new one of the current project for `run`'s
+/// flags (background work's commands: `goal set`, `loop add`); a refused
+/// config is the exit code to end with.
+pub async fn session_for(client: &Client, a: &RunArgs, task: &str) -> Result<Result<SessionId, ExitCode>, ClientError> {
+    if let Some(id) = &a.session {
+        return Ok(Ok(SessionId(id.clone())));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
+    let base_dir = super::flags::base_dir(a.base_dir.as_deref(), &cwd);
+    create_session(client, a, &base_dir, task).await
+}
+
 /// A new session for `run`'s flags in `base_dir`, in this process's
 /// environment, untitled: its first run's task titles it (in the daemon,
 /// for every client). A refused config is the exit code to end with, as

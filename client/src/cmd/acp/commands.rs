@@ -108,15 +108,7 @@ impl Bridge {
             }
             _ => {
                 let (replace, objective) = if sub == "replace" { (true, rest.trim()) } else { (false, arg) };
-                let params = GoalSetParams {
-                    session_id: id.clone(),
-                    objective: objective.to_owned(),
-                    replace,
-                    token_budget: None,
-                    max_runs: None,
-                    max_seconds: None,
-                    webhook: None,
-                };
+                let params = GoalSetParams::new(id.clone(), objective, replace);
                 self.daemon.request::<m::GoalSet>(&params).await
             }
         };

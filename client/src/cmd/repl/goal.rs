@@ -46,15 +46,7 @@ impl Repl {
     }
 
     async fn set_goal(&mut self, objective: &str, replace: bool) -> Result<(), ClientError> {
-        let params = GoalSetParams {
-            session_id: self.session.clone(),
-            objective: objective.to_owned(),
-            replace,
-            token_budget: None,
-            max_runs: None,
-            max_seconds: None,
-            webhook: None,
-        };
+        let params = GoalSetParams::new(self.session.clone(), objective, replace);
         self.client.request::<m::GoalSet>(&params).await?;
         self.info(
             "the daemon works on the goal now, run after run, also once this terminal is closed; \
