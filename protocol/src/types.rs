@@ -72,6 +72,9 @@ pub struct DaemonStatus {
     /// (absent with snapshots off); `snapshots/gc` collects them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_bytes: Option<u64>,
+    /// The bounds on background work (goals, loops) and today's use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<crate::policy::BackgroundStatus>,
 }
 
 /// How the daemon got its listening socket.

@@ -286,3 +286,18 @@ fn the_daily_token_ceiling_stops_goals_and_skips_loop_firings_naming_its_key() {
     assert_eq!(mock.request_count(), 2, "nothing ran past the ceiling");
     c.ok("loop/remove", json!({"all": true}));
 }
+
+#[test]
+fn the_background_bounds_show_in_swivalctl_config_and_status() {
+    let env = TestEnv::new();
+    env.daemon_settings("max_background_tokens_per_day = 5000");
+    let daemon = daemon(&env);
+    let p = env.project("p");
+    let config = env.swivalctl(&daemon, &p).arg("config").output().unwrap();
+    let config = String::from_utf8_lossy(&config.stdout);
+    let line = "# background work (swivald.toml): max_background_runs = 4, max_loops = 16, goal_max_runs = 20, \
+                0 of max_background_tokens_per_day = 5000 used today";
+    assert!(config.contains(line), "{config}");
+    let status = env.swivalctl(&daemon, &p).arg("status").output().unwrap();
+    assert!(String::from_utf8_lossy(&status.stdout).contains("background work: max_background_runs = 4"), "{status:?}");
+}

@@ -37,11 +37,26 @@ pub async fn status(socket: &Path, json: bool) -> Result<ExitCode, ClientError> 
             "swivald {} running: pid {}, up {:.1}s, {} connection(s), socket {} ({:?})",
             s.version, s.pid, s.uptime_s, s.connections, s.socket, s.activation
         );
+        if let Some(b) = &s.background {
+            println!("background work: {}", background_words(b));
+        }
         if let Some(bytes) = s.snapshot_bytes {
             println!("snapshot stores: {} on disk (swivalctl gc collects them)", size(bytes));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bounds on background work and today's use, in a line.
+pub fn background_words(b: &swival_protocol::BackgroundStatus) -> String {
+    let daily = match b.max_background_tokens_per_day {
+        Some(n) => format!("{} of max_background_tokens_per_day = {n} used today", b.tokens_today),
+        None => format!("{} tokens used today, max_background_tokens_per_day unset", b.tokens_today),
+    };
+    format!(
+        "max_background_runs = {}, max_loops = {}, goal_max_runs = {}, {daily}",
+        b.max_background_runs, b.max_loops, b.goal_max_runs
+    )
 }
 
 /// `swivalctl gc`.

@@ -220,6 +220,11 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
             println!("# api key: from {var} in the environment of swivalctl ({})", if set { "set" } else { "not set" });
         }
     }
+    // The daemon's bounds on background work (swivald.toml), and today's use.
+    let status = client.request::<m::DaemonStatusMethod>(&NoParams).await?;
+    if let Some(b) = status.background {
+        println!("# background work (swivald.toml): {}", super::daemon::background_words(&b));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

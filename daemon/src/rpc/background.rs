@@ -91,7 +91,7 @@ fn message(entry: &swival_protocol::InboxEntry) -> Result<jsonrpsee::Subscriptio
 }
 
 /// The daemon's bounds on background work and what is in use, for
-/// `policy/status`.
+/// `policy/status` and `daemon/status`.
 pub(super) fn status(ctx: &DaemonContext) -> swival_protocol::BackgroundStatus {
     let (goals, loops) = (ctx.goals.limits(), ctx.loops.limits());
     swival_protocol::BackgroundStatus {

@@ -84,5 +84,6 @@ async fn status(ctx: &DaemonContext) -> DaemonStatus {
         live_sessions: ctx.sessions.live_sessions() as u64,
         runs_in_flight: ctx.sessions.runs_in_flight() as u64,
         snapshot_bytes,
+        background: Some(super::background::status(ctx)),
     }
 }
