@@ -23,6 +23,8 @@ pub struct Source {
     pub title: String,
     /// Where its entries are also posted.
     pub webhook: Option<String>,
+    /// Files its earlier runs changed (a goal's), listed with the run's.
+    pub files: Vec<String>,
 }
 
 /// The inbox.
@@ -153,6 +155,11 @@ impl Inbox {
             Err(_) => false,
         };
         let files = known.then(|| entry.files.clone());
+        for f in &source.files {
+            if !entry.files.contains(f) {
+                entry.files.push(f.clone());
+            }
+        }
         self.put(source, entry).await;
         files
     }

@@ -90,6 +90,9 @@ pub struct Goal {
     /// ran it (`complete_goal` stands only when it did, or none ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check: Option<bool>,
+    /// Files its runs changed (at most 200).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// What happened to a goal (Swival's `goal_event` actions, and swivald's

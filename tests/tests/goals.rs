@@ -71,6 +71,10 @@ fn a_goal_that_needs_three_runs_ends_when_the_model_calls_complete_goal() {
     assert_eq!(goal["last_run"], runs(&mut c, &sid).last().unwrap()["run_id"]);
     assert!(goal["tokens_used"].as_u64().unwrap() > 0, "{goal}");
     assert_eq!(std::fs::read_to_string(p.join("summary.txt")).unwrap(), "one\n");
+    assert_eq!(goal["files"], json!(["summary.txt"]), "what its runs changed: {goal}");
+    // Its inbox entry lists what all its runs changed, not only the last.
+    let entries = c.ok("inbox/list", json!({}))["entries"].clone();
+    assert_eq!(entries[0]["files"], json!(["summary.txt"]), "{entries}");
 
     // The start message, then two continuations with the objective fenced
     // as data and what was used so far; complete_goal offered to each.

@@ -15,6 +15,9 @@ use swival_protocol::{FailureKind, Goal, GoalAction, GoalStatus, Outcome, RunId,
 /// compacting its conversation.
 const COMPACTING_RETRY: Duration = Duration::from_millis(500);
 
+/// Files a goal lists as changed, at most.
+const MAX_FILES: usize = 200;
+
 /// What a driver does next.
 enum Step {
     /// Wait for the goal's run, then settle it.
@@ -151,6 +154,7 @@ impl Goals {
         goal.current_run = None;
         goal.last_run = Some(run.clone());
         goal.tokens_used += tokens;
+        self.note_files(&mut goal, run).await;
         goal.usage_estimated |= estimated;
         goal.time_used_seconds += self.elapsed(run, &result);
         let action = verdict(&mut goal, &result, &timeline);
@@ -159,6 +163,20 @@ impl Goals {
         if ended.contains(&action) {
             let (outcome, blocker) = (goal.status.as_str(), goal.last_blocker.clone());
             self.inbox.ran(&source(&goal), session, &result, outcome, blocker).await;
+        }
+    }
+
+    /// Add the files `run` changed to those the goal changed.
+    async fn note_files(&self, goal: &mut Goal, run: &RunId) {
+        let which = swival_protocol::ChangesRef { run_id: Some(run.0.clone()), session_id: None };
+        let Ok(changes) = self.sessions.changes(swival_protocol::RunChangesParams { which, no_diff: true }).await
+        else {
+            return;
+        };
+        for f in changes.files {
+            if !goal.files.contains(&f.path) && goal.files.len() < MAX_FILES {
+                goal.files.push(f.path);
+            }
         }
     }
 
@@ -189,6 +207,7 @@ fn source(goal: &Goal) -> crate::inbox::Source {
         id: Some(goal.goal_id.clone()),
         title: goal.objective.clone(),
         webhook: goal.webhook.clone(),
+        files: goal.files.clone(),
     }
 }
 

@@ -136,6 +136,7 @@ impl Goals {
             last_run: None,
             webhook: p.webhook.clone(),
             last_check: None,
+            files: Vec::new(),
         };
         self.store.put_goal(&goal).await?;
         self.emit(&goal, if replacing { GoalAction::Replaced } else { GoalAction::Created });

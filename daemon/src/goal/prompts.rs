@@ -82,6 +82,7 @@ mod tests {
             last_run: None,
             webhook: None,
             last_check: None,
+            files: Vec::new(),
         }
     }
 

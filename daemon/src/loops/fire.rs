@@ -263,6 +263,7 @@ fn source(l: &Loop) -> crate::inbox::Source {
         id: Some(l.loop_id.clone()),
         title: l.prompt.clone(),
         webhook: l.webhook.clone(),
+        files: Vec::new(),
     }
 }
 
