@@ -155,6 +155,7 @@ impl Inbox {
             Err(_) => false,
         };
         let files = known.then(|| entry.files.clone());
+        // A goal's entry also lists what its earlier runs changed.
         for f in &source.files {
             if !entry.files.contains(f) {
                 entry.files.push(f.clone());
@@ -177,7 +178,7 @@ impl Inbox {
             title: source.title.chars().take(200).collect(),
             outcome: outcome.to_owned(),
             detail: None,
-            files: Vec::new(),
+            files: source.files.clone(),
             worktree,
             started_at: None,
             tokens: None,

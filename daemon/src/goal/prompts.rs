@@ -46,6 +46,14 @@ pub fn next_task(goal: &Goal) -> String {
             lines.push("(token figures are estimates: the server did not count them)".to_owned());
         }
     }
+    if !first {
+        lines.extend([
+            String::new(),
+            "If the objective is already met, check it against the workspace and call `complete_goal`: that is the \
+             next action, not another change."
+                .to_owned(),
+        ]);
+    }
     lines.extend([
         String::new(),
         "Choose the next concrete action and take it. Call `complete_goal` only after checking every explicit \
