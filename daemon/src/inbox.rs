@@ -25,6 +25,16 @@ pub struct Source {
     pub webhook: Option<String>,
     /// Files its earlier runs changed (a goal's), listed with the run's.
     pub files: Vec<String>,
+    /// The runs that changed them.
+    pub changed_by: Vec<RunId>,
+}
+
+impl Source {
+    /// A detached run of `task` (`run/start` with `inbox: true`).
+    pub fn detached(task: &str) -> Source {
+        let (webhook, files, changed_by) = (None, Vec::new(), Vec::new());
+        Source { trigger: InboxTrigger::Detached, id: None, title: task.to_owned(), webhook, files, changed_by }
+    }
 }
 
 /// The inbox.
@@ -150,6 +160,9 @@ impl Inbox {
         let known = match self.sessions.changes(RunChangesParams { which, no_diff: true }).await {
             Ok(changes) => {
                 entry.files = changes.files.into_iter().map(|f| f.path).collect();
+                if !entry.files.is_empty() && !entry.changed_by.contains(&result.run_id) {
+                    entry.changed_by.push(result.run_id.clone());
+                }
                 true
             }
             Err(_) => false,
@@ -179,6 +192,7 @@ impl Inbox {
             outcome: outcome.to_owned(),
             detail: None,
             files: source.files.clone(),
+            changed_by: source.changed_by.clone(),
             worktree,
             started_at: None,
             tokens: None,

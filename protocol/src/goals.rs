@@ -93,6 +93,9 @@ pub struct Goal {
     /// Files its runs changed (at most 200).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// Its runs that changed files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_by: Vec<RunId>,
 }
 
 /// What happened to a goal (Swival's `goal_event` actions, and swivald's

@@ -48,6 +48,10 @@ pub struct InboxEntry {
     /// Files the run changed (paths in its project).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The runs whose changes `files` are (a goal's several; `run/changes`
+    /// shows each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_by: Vec<RunId>,
     /// Whether the session works in a worktree (its changes come in with
     /// `swivalctl apply`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -75,6 +75,8 @@ fn a_goal_that_needs_three_runs_ends_when_the_model_calls_complete_goal() {
     // Its inbox entry lists what all its runs changed, not only the last.
     let entries = c.ok("inbox/list", json!({}))["entries"].clone();
     assert_eq!(entries[0]["files"], json!(["summary.txt"]), "{entries}");
+    let runs_now = runs(&mut c, &sid);
+    assert_eq!(entries[0]["changed_by"], json!([runs_now[2]["run_id"]]), "the run that changed it: {entries}");
 
     // The start message, then two continuations with the objective fenced
     // as data and what was used so far; complete_goal offered to each.

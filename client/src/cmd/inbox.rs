@@ -65,10 +65,8 @@ pub fn entry(e: &InboxEntry) -> String {
     if let Some(id) = &e.approval_id {
         out += &format!("    answer: swivalctl approve {s} {id} allow|deny\n");
     } else if !e.files.is_empty() {
-        let see = match &e.run_id {
-            Some(r) => format!("swivalctl diff {r}"),
-            None => format!("swivalctl diff --session {s}"),
-        };
+        let runs: Vec<String> = e.changed_by.iter().map(|r| format!("swivalctl diff {r}")).collect();
+        let see = if runs.is_empty() { format!("swivalctl diff --session {s}") } else { runs.join("; ") };
         let bring = if e.worktree { format!(" · bring in: swivalctl apply {s}") } else { String::new() };
         out += &format!("    see: {see}{bring}\n");
     }

@@ -173,6 +173,9 @@ impl Goals {
         else {
             return;
         };
+        if !changes.files.is_empty() && goal.changed_by.len() < MAX_FILES {
+            goal.changed_by.push(run.clone());
+        }
         for f in changes.files {
             if !goal.files.contains(&f.path) && goal.files.len() < MAX_FILES {
                 goal.files.push(f.path);
@@ -208,6 +211,7 @@ fn source(goal: &Goal) -> crate::inbox::Source {
         title: goal.objective.clone(),
         webhook: goal.webhook.clone(),
         files: goal.files.clone(),
+        changed_by: goal.changed_by.clone(),
     }
 }
 

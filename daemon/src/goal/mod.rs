@@ -137,6 +137,7 @@ impl Goals {
             webhook: p.webhook.clone(),
             last_check: None,
             files: Vec::new(),
+            changed_by: Vec::new(),
         };
         self.store.put_goal(&goal).await?;
         self.emit(&goal, if replacing { GoalAction::Replaced } else { GoalAction::Created });

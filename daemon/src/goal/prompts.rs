@@ -91,6 +91,7 @@ mod tests {
             webhook: None,
             last_check: None,
             files: Vec::new(),
+            changed_by: Vec::new(),
         }
     }
 

@@ -264,6 +264,7 @@ fn source(l: &Loop) -> crate::inbox::Source {
         title: l.prompt.clone(),
         webhook: l.webhook.clone(),
         files: Vec::new(),
+        changed_by: Vec::new(),
     }
 }
 

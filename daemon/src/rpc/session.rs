@@ -7,8 +7,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
 use swival_protocol::methods::{self, typed as m, Method};
 use swival_protocol::{
-    ApproveResult, ConfigResolveResult, ErrorCode, InboxTrigger, RunCancelResult, RunStartResult, SessionListResult,
-    SubscribeParams,
+    ApproveResult, ConfigResolveResult, ErrorCode, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
 };
 
 /// The JSON-RPC error for a session failure.
@@ -121,13 +120,7 @@ fn register_runs(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMe
         // still has it cancelled.
         let gone = disconnection(p.cancel_on_disconnect, &extensions)?;
         let mark = p.inbox.then(|| ctx.inbox.mark(&p.session_id));
-        let source = crate::inbox::Source {
-            trigger: InboxTrigger::Detached,
-            id: None,
-            title: p.task.clone(),
-            webhook: None,
-            files: Vec::new(),
-        };
+        let source = crate::inbox::Source::detached(&p.task);
         let new =
             NewRun { task: p.task, client_token: p.client_token, resume: p.resume, bare: false, goal: None, id: None };
         let run_id = ctx.sessions.start_run(&p.session_id, new, p.env).await.map_err(rpc_error)?;
