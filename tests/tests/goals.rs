@@ -425,3 +425,19 @@ fn a_failed_check_in_an_earlier_run_still_holds_and_notes_alone_are_not_progress
     };
     assert_eq!(again["last_blocker"], "nothing to do", "notes alone are not progress: {again}");
 }
+
+#[test]
+fn a_goals_wall_time_cancels_its_run_when_it_runs_out() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![Step::hang()]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "wait forever", "max_seconds": 1}));
+    let limited = goal_reaches(&mut daemon.nd(), &sid, "budget_limited");
+    assert!(limited["last_blocker"].as_str().unwrap().starts_with("it used its time"), "{limited}");
+    assert!(limited["time_used_seconds"].as_f64().unwrap() >= 1.0, "{limited}");
+    let last = runs(&mut c, &sid);
+    assert_eq!(last[0]["outcome"], "cancelled", "{last:?}");
+}

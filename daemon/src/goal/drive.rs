@@ -36,7 +36,7 @@ impl Goals {
         loop {
             match self.step(session).await {
                 Step::Settle(run) => {
-                    let result = self.sessions.wait(&run).await;
+                    let result = self.wait_within(session, &run).await;
                     self.settle(session, &run, result).await;
                 }
                 Step::Behind(run) => drop(self.sessions.wait(&run).await),
@@ -183,6 +183,23 @@ impl Goals {
         }
     }
 
+    /// Wait for the goal's `run`; with `max_seconds`, cancel it when the
+    /// goal's wall time runs out meanwhile.
+    async fn wait_within(&self, session: &SessionId, run: &RunId) -> Result<RunResult, SessionError> {
+        let left = self.store.goal(session).ok().flatten().and_then(|g| {
+            let max = g.max_seconds? as f64;
+            Some(Duration::from_secs_f64((max - g.time_used_seconds).max(0.0)))
+        });
+        let Some(left) = left else { return self.sessions.wait(run).await };
+        match tokio::time::timeout(left, self.sessions.wait(run)).await {
+            Ok(result) => result,
+            Err(_) => {
+                let _ = self.sessions.cancel(run);
+                self.sessions.wait(run).await
+            }
+        }
+    }
+
     /// The wall time `run` took (none for a run the daemon's end cut off:
     /// its end is not known).
     fn elapsed(&self, run: &RunId, result: &RunResult) -> f64 {
@@ -275,11 +292,19 @@ fn verdict(goal: &mut Goal, result: &RunResult, timeline: &[TimelineEntry]) -> G
         (Outcome::Success, _) if !acted(result) => {
             stuck(goal, answer.unwrap_or("the run answered without doing anything").chars().take(1000).collect())
         }
-        (Outcome::Cancelled, _) => {
-            goal.status = GoalStatus::Paused;
-            goal.last_blocker = Some("its run was cancelled".into());
-            GoalAction::Paused
-        }
+        // Cancelled as its wall time ran out, or by someone.
+        (Outcome::Cancelled, _) => match spent(goal) {
+            Some(why) => {
+                goal.status = GoalStatus::BudgetLimited;
+                goal.last_blocker = Some(why);
+                GoalAction::BudgetLimited
+            }
+            None => {
+                goal.status = GoalStatus::Paused;
+                goal.last_blocker = Some("its run was cancelled".into());
+                GoalAction::Paused
+            }
+        },
         (Outcome::Success | Outcome::Exhausted | Outcome::Interrupted, _) => match spent(goal) {
             Some(why) if goal.token_budget.is_some_and(|b| goal.tokens_used >= b) => {
                 goal.status = GoalStatus::BudgetLimited;
