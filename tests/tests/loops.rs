@@ -222,6 +222,8 @@ fn swivalctl_and_the_repl_add_list_and_remove_loops() {
     tmux.wait_for("» inbox #");
     tmux.at_prompt("/loops");
     tmux.wait_for("prompt=\"pull and test\"");
+    tmux.at_prompt("/status");
+    tmux.wait_for("loops: 1 active");
     tmux.at_prompt("/unloop all");
     tmux.wait_for("cancelled 1 loop");
     tmux.at_prompt("/exit");

@@ -439,6 +439,11 @@ impl Repl {
         if let Some(g) = self.client.request::<swival_protocol::methods::typed::GoalGet>(&this).await?.goal {
             out.push_str(&format!("goal: {}\n", crate::cmd::goal::line(&g).split_once("  ").map_or("", |(_, l)| l)));
         }
+        let loops = swival_protocol::LoopListParams { session_id: Some(self.session.clone()), all: false };
+        let n = self.client.request::<swival_protocol::methods::typed::LoopList>(&loops).await?.loops.len();
+        if n > 0 {
+            out.push_str(&format!("loops: {n} active\n"));
+        }
         let policy = self.client.policy_status(&self.session).await?;
         out.push_str(&format!("sandbox: {}\n", policy.sandbox.summary));
         let n = detail.info.run_count;
