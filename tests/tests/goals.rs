@@ -318,7 +318,7 @@ fn the_repl_sets_a_goal_shows_its_runs_and_its_state_and_pauses_only_an_active_o
     assert!(screen.contains("objective: read todo.txt and be done"), "{screen}");
     assert!(screen.contains("2/20 runs"), "{screen}");
     tmux.at_prompt("/goal pause");
-    tmux.wait_for("only an active goal pauses");
+    tmux.wait_for("no active goal to pause");
     tmux.at_prompt("/status");
     let screen = tmux.wait_for("goal: complete");
     assert!(screen.contains("read todo.txt and be done"), "{screen}");

@@ -4,7 +4,7 @@
 
 use super::Repl;
 use swival_protocol::methods::typed as m;
-use swival_protocol::{GoalSetParams, SessionRef};
+use swival_protocol::{GoalSetParams, GoalStatus, SessionRef};
 use swivalctl::ClientError;
 
 impl Repl {
@@ -30,13 +30,21 @@ impl Repl {
                 let cleared = self.client.request::<m::GoalClear>(&this).await?.goal;
                 self.info(if cleared.is_some() { "goal cleared" } else { "no goal to clear" });
             }
-            "pause" => {
-                self.client.request::<m::GoalPause>(&this).await?;
-                self.info("goal paused");
-            }
-            "resume" => {
-                self.client.request::<m::GoalResume>(&this).await?;
-                self.info("goal resumed");
+            "pause" | "resume" => {
+                // Swival's words when there is nothing to pause or resume.
+                let status = self.client.request::<m::GoalGet>(&this).await?.goal.map(|g| g.status);
+                match (sub.to_lowercase().as_str(), status) {
+                    ("pause", Some(GoalStatus::Active)) => {
+                        self.client.request::<m::GoalPause>(&this).await?;
+                        self.info("goal paused");
+                    }
+                    ("pause", _) => self.warn("no active goal to pause"),
+                    (_, Some(GoalStatus::Paused | GoalStatus::Stuck)) => {
+                        self.client.request::<m::GoalResume>(&this).await?;
+                        self.info("goal resumed");
+                    }
+                    _ => self.warn("no paused goal to resume"),
+                }
             }
             "replace" if rest.is_empty() => self.warn("/goal replace requires an objective"),
             "replace" => self.set_goal(rest, true).await?,
