@@ -6,16 +6,16 @@ use super::session::Bridge;
 use swival_protocol::methods::typed as m;
 use swival_protocol::{GoalSetParams, LoopListParams, SessionId, SessionRef};
 
-/// The slash commands offered to the editor.
-pub(super) const COMMANDS: &[(&str, &str)] = &[
-    ("policy", "Show this session's policy: filters, hooks, reviewer, sandbox"),
-    ("report", "Show the last run's statistics"),
-    ("compact", "Compress the conversation's context (--drop: also summarise the middle turns)"),
-    ("diff", "Show what the last run changed in the project, with diffs"),
-    ("undo", "Put back what the last run changed (--force: all but the files changed since)"),
-    ("goal", "Show the session's goal, or set one (the daemon works on it), or pause, resume, clear it"),
-    ("loops", "List the session's loops"),
-];
+/// The slash commands offered to the editor: the REPL's, by name, with
+/// the REPL's help (one table for both; these are the ones that need no
+/// terminal).
+const OFFERED: &[&str] = &["/policy", "/report", "/compact", "/diff", "/undo", "/goal", "/loops"];
+
+/// The commands offered, as `(name without the slash, help)`.
+pub(super) fn offered() -> impl Iterator<Item = (&'static str, &'static str)> {
+    use crate::cmd::repl::commands::COMMANDS;
+    OFFERED.iter().filter_map(|name| COMMANDS.iter().find(|c| c.name == *name)).map(|c| (&c.name[1..], c.help))
+}
 
 impl Bridge {
     /// Answer a slash command without a run (`None`: not one of ours).
@@ -128,5 +128,16 @@ impl Bridge {
             Ok(r) => format!("```\n{}```", crate::cmd::loops::table(&r.loops)),
             Err(e) => format!("Error: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_offered_to_editors_is_one_of_the_repls() {
+        let names: Vec<&str> = offered().map(|(n, _)| n).collect();
+        assert_eq!(names, ["policy", "report", "compact", "diff", "undo", "goal", "loops"]);
     }
 }

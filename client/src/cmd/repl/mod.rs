@@ -14,7 +14,7 @@
 //! clients' runs by data, not words.
 
 mod agents;
-mod commands;
+pub(crate) mod commands;
 mod editor;
 mod goal;
 mod loops;
