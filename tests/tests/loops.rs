@@ -190,6 +190,10 @@ fn loops_are_refused_past_their_caps_and_outside_git_naming_what_to_do() {
     assert!(message.contains("max_loops (5)") && message.contains("swivald.toml"), "{past}");
     let fast = c.call("loop/add", json!({"session_id": other, "prompt": "x", "schedule": {"every_s": 0}}));
     assert!(fast["error"]["message"].as_str().unwrap().contains("loop_min_interval_s"), "{fast}");
+    // Closing a session cancels its loops.
+    c.ok("session/close", json!({"session_id": sid}));
+    let left = c.ok("loop/list", json!({}))["loops"].as_array().unwrap().len();
+    assert_eq!(left, 1, "only the other session's loop is left");
     c.ok("loop/remove", json!({"all": true}));
 }
 

@@ -197,6 +197,14 @@ impl Loops {
         Ok(removed)
     }
 
+    /// Session `id` was closed: its loops fire no more.
+    pub async fn session_closed(&self, id: &SessionId) {
+        let params = LoopRemoveParams { session_id: Some(id.clone()), loop_id: None, all: true };
+        if let Err(e) = self.remove(params).await {
+            tracing::warn!("the loops of closed session {id} could not be cancelled: {e}");
+        }
+    }
+
     /// Store `l` and say what happened in its session's events.
     async fn save(&self, l: &mut Loop, action: LoopAction) -> Result<(), SessionError> {
         self.store.put_loop(l).await?;

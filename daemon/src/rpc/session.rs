@@ -77,7 +77,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
     })?;
     method::<m::SessionGet>(module, |p, ctx| ctx.sessions.detail(&p.session_id).map_err(rpc_error))?;
     async_method::<m::SessionClose, _>(module, |p, ctx| async move {
-        ctx.sessions.close(&p.session_id).await.map_err(rpc_error)
+        let closed = ctx.sessions.close(&p.session_id).await.map_err(rpc_error)?;
+        // A closed session's loops fire no more.
+        ctx.loops.session_closed(&p.session_id).await;
+        Ok(closed)
     })?;
     register_runs(module)?;
     async_method::<m::RunChangesMethod, _>(module, |p, ctx| async move {
