@@ -4,6 +4,8 @@
 //! `--session` replay) with `/continue` offered, `/status` and `/report`
 //! tell what the interrupted run did and sent, `/continue` finishes it, and
 //! a daemon that cannot start gives one line naming why and the session.
+//! SIGTERM ends the REPL (143) at its prompt and during a run, and gives
+//! the terminal back as it was.
 
 use serde_json::json;
 use std::path::Path;
@@ -111,4 +113,39 @@ fn a_daemon_that_cannot_start_again_gives_one_line_with_why_and_the_session() {
     let line = lost.iter().find(|l| l.contains("swivalctl repl --session")).unwrap();
     assert!(line.contains("could not be started"), "why: {line}");
     assert_eq!(lost.iter().filter(|l| l.contains("swivalctl")).count(), 1, "one line: {screen}");
+}
+
+/// The live `swivalctl repl` processes working in `dir` (not the shell
+/// that started them, nor another test's).
+fn repl_processes(dir: &Path) -> Vec<i32> {
+    let swivalctl = bin("swivalctl");
+    let all = swival_tests::processes_mentioning(&format!("{} repl", swivalctl.display()));
+    all.into_iter().filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)).collect()
+}
+
+#[test]
+fn sigterm_ends_the_repl_at_its_prompt_and_in_a_run_and_leaves_the_terminal_sane() {
+    for at_prompt in [true, false] {
+        let env = TestEnv::new();
+        let daemon = env.start_daemon();
+        let p = env.project("p");
+        let mock = MockProvider::start(vec![Step::hang()]);
+        env.global_config(&format!("provider = \"generic\"\nbase_url = \"{}\"\nmodel = \"m\"\n", mock.base_url()));
+        let tmux = Tmux::new(&env);
+        // After the REPL: its exit code, then whether the terminal is
+        // still raw (`-icanon` found: RAW=0).
+        let args = "repl; echo CODE=$?; stty -a | tr ' ' '\\n' | grep -x -- -icanon; echo RAW=$?";
+        tmux.start(&shell_line(&env, &daemon.socket, &p, args));
+        tmux.prompt_ready();
+        if !at_prompt {
+            tmux.at_prompt("wait for the model");
+            mock.wait_for_requests(1);
+        }
+        let pids = repl_processes(&p);
+        assert_eq!(pids.len(), 1, "one REPL: {pids:?}");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pids[0]), nix::sys::signal::Signal::SIGTERM).unwrap();
+        let screen = tmux.wait_for("RAW=");
+        assert!(screen.contains("CODE=143"), "{screen}");
+        assert!(screen.contains("RAW=1"), "the terminal is not left raw: {screen}");
+    }
 }

@@ -95,6 +95,8 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
     let base_dir = attached
         .as_ref()
         .map_or_else(|| flags::base_dir(a.base_dir.as_deref(), &cwd), |d| PathBuf::from(&d.info.base_dir));
+    // Before the editor takes the terminal: a SIGTERM gives it back.
+    leave_on_sigterm()?;
     let (mut editor, printer) = match LineEditor::start(editor::history_file(&base_dir)) {
         Ok(e) => e,
         Err(e) => {
@@ -144,6 +146,29 @@ pub async fn run(socket: &Path, a: RunArgs) -> Result<ExitCode, ClientError> {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(Lost(why)) => gone(&why),
     }
+}
+
+/// On SIGTERM, put the terminal back as it was before the line editor
+/// took it (raw mode would outlive the process) and exit 143: the REPL
+/// ends in every state, a prompt or a run, and leaves a sane terminal.
+fn leave_on_sigterm() -> Result<(), ClientError> {
+    // SAFETY: tcgetattr only writes the struct it is given.
+    let saved = unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        (libc::tcgetattr(libc::STDIN_FILENO, &mut t) == 0).then_some(t)
+    };
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| ClientError::Transport(format!("cannot handle SIGTERM: {e}")))?;
+    tokio::spawn(async move {
+        term.recv().await;
+        if let Some(t) = saved {
+            // SAFETY: the settings read above, written back to the same terminal.
+            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t) };
+        }
+        eprintln!();
+        std::process::exit(143);
+    });
+    Ok(())
 }
 
 /// The REPL ends on a lost daemon: exit 1 with why.
