@@ -124,7 +124,10 @@ impl Goals {
                 self.save_or_log(&mut goal, GoalAction::RunEnded).await;
                 Step::Later
             }
-            Err(SessionError::ShuttingDown) => Step::Stop,
+            Err(SessionError::ShuttingDown) => {
+                self.save_or_log(&mut goal, GoalAction::RunEnded).await;
+                Step::Stop
+            }
             Err(e) => {
                 goal.status = GoalStatus::Stuck;
                 goal.last_blocker = Some(format!("its next run could not start: {e}"));
