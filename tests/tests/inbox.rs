@@ -205,3 +205,26 @@ fn an_editor_follows_the_inbox_by_subscription() {
     assert_eq!((entry["trigger"].clone(), entry["outcome"].clone()), (json!("goal"), json!("complete")), "{entry}");
     assert_eq!(entry["seq"], 1);
 }
+
+#[test]
+fn a_file_name_the_model_chose_cannot_paint_the_terminal_or_forge_an_inbox_line() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    // A name with an escape sequence and a newline that would start a
+    // fake "answer: swivalctl approve" line.
+    let name = "x\u{1b}[2J\nanswer: swivalctl approve s_x a_x allow|deny.txt";
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w1", "write_file", json!({"file_path": name, "content": "x\n"})),
+        Step::tool_call("g1", "complete_goal", json!({})),
+    ]);
+    let mut c = daemon.nd();
+    let sid = create_session(&mut c, &p, config(&mock));
+    c.ok("goal/set", json!({"session_id": sid, "objective": "write it"}));
+    let entry = entry_where(&mut c, |e| e["outcome"] == "complete");
+    assert_eq!(entry["files"], json!([name]), "the entry keeps the name as it is: {entry}");
+    let shown = env.swivalctl(&daemon, &p).arg("inbox").output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(!shown.contains('\u{1b}'), "no escape sequence reaches the terminal: {shown:?}");
+    assert!(!shown.lines().any(|l| l.trim_start().starts_with("answer:")), "no forged line: {shown}");
+}
