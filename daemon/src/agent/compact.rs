@@ -10,13 +10,14 @@
 //! summarised whatever the window.
 
 use super::estimate::json_len;
+use super::job::{CompactError, SessionEvents};
 use super::turns::CallError;
-use super::{EventSink, Run, RunContext, RunState};
+use super::{Run, RunContext, RunState};
 use crate::message::{Message, Role};
 use crate::pipeline::filter::CallKind;
 use serde_json::Value;
 use swival_protocol::FailureKind;
-use swival_protocol::{CompactionStep, CompactionStrategy, EventKind, RunId};
+use swival_protocol::{CompactionStep, CompactionStrategy, EventKind};
 
 /// Tool results longer than this are cut when old.
 const KEEP_CHARS: usize = 300;
@@ -111,36 +112,6 @@ pub struct Compacted {
     pub tokens_before: u64,
     /// Estimated prompt tokens after.
     pub tokens_after: u64,
-}
-
-/// Why a compaction between runs did not happen.
-#[derive(Debug)]
-pub enum CompactError {
-    /// Cancelled (the session closed, or the daemon is stopping).
-    Cancelled,
-    /// It failed: why, as a kind and in words.
-    Failed(FailureKind, String),
-}
-
-impl From<CallError> for CompactError {
-    fn from(e: CallError) -> CompactError {
-        match e {
-            CallError::Cancelled => CompactError::Cancelled,
-            CallError::Failed(kind, why) => CompactError::Failed(kind, why),
-            CallError::Overflow(why) | CallError::Unreadable(why) => CompactError::Failed(FailureKind::Provider, why),
-            CallError::Blocked(why) => CompactError::Failed(FailureKind::HookBlocked, why),
-        }
-    }
-}
-
-/// The events of a job between runs belong to the session, not to a run:
-/// every event its calls emit goes out without a run id.
-pub(super) struct SessionEvents<'a>(pub(super) &'a dyn EventSink);
-
-impl EventSink for SessionEvents<'_> {
-    fn emit(&self, _run: Option<&RunId>, kind: EventKind) {
-        self.0.emit(None, kind);
-    }
 }
 
 /// Compact a session's conversation between runs (`session/compact`):

@@ -91,7 +91,7 @@ pub(super) fn leave_after_setup(ctx: RunContext<'_>, end: &LoopEnd, state: &RunS
 /// message but the system prompt.
 pub fn save_now(ctx: RunContext<'_>, state: &RunState) -> bool {
     // Its warnings are the session's: no run has them.
-    let events = super::compact::SessionEvents(ctx.events);
+    let events = super::job::SessionEvents(ctx.events);
     let ctx = RunContext { events: &events, ..ctx };
     let messages = state.conversation.messages();
     if ctx.config.no_continue || messages.iter().all(|m| m.role == crate::message::Role::System) {

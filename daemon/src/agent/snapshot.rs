@@ -6,7 +6,8 @@
 //! every call takes (hooks, filters, secret encryption). A summary that
 //! fails or is blocked changes nothing.
 
-use super::compact::{estimate, SessionEvents};
+use super::compact::estimate;
+use super::job::SessionEvents;
 use super::{setup, CompactError, Run, RunContext, RunState};
 use crate::message::{Message, Role};
 use sha2::{Digest, Sha256};

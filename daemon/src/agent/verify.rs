@@ -15,7 +15,8 @@
 use super::{LoopEnd, Run, RunContext};
 use crate::beneath::read_for_model;
 use crate::message::Message;
-use crate::sandbox::command::{run_argv, CommandEnv};
+use crate::sandbox::command::run_argv;
+use crate::sandbox::CommandEnv;
 use crate::sandbox::policy::{self, CommandPolicy};
 use std::path::Path;
 use std::time::Duration;

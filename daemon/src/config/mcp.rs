@@ -1,21 +1,16 @@
 //! MCP server configuration as Swival reads it: [`McpServerConfig`], the
 //! checks on each `[mcp_servers.NAME]` table (name, `command` or `url`,
-//! transport), and the `mcpServers` JSON file (`<base>/.swival/mcp.json`, or the file
-//! `--mcp-config` names instead), whose servers sit below every TOML layer:
-//! a server both name is the TOML one (Swival's `merge_mcp_configs`).
+//! transport). The `mcpServers` JSON file (`<base>/.swival/mcp.json`, or
+//! the file `--mcp-config` names instead) is read with the project's files
+//! (`trust.rs`); its servers sit below every TOML layer: a server both
+//! name is the TOML one (Swival's `merge_mcp_configs`).
 
-use super::parse::normalize;
-use super::schema::{Kind, MCP_FIELDS};
-use super::types::REDACTED;
-use super::{ConfigError, Origin};
+use super::{ConfigError, Origin, REDACTED};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
-
-/// Where a project's MCP JSON file lives, relative to its base dir.
-pub const PROJECT_MCP_JSON: &str = ".swival/mcp.json";
+use std::path::PathBuf;
 
 /// One MCP server as configured: a program speaking MCP on stdio
 /// (`command`, `args`, `env`, `cwd`) or an HTTP endpoint (`url`,
@@ -116,54 +111,10 @@ pub(super) fn check_server(name: &str, table: &Map<String, Value>, origin: &Orig
     Ok(())
 }
 
-/// An MCP JSON file as read at one moment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpJson {
-    /// The file.
-    pub path: PathBuf,
-    /// Its content.
-    pub text: String,
-}
-
-impl McpJson {
-    /// `path` (under `base_dir`, or absolute) as it is now; `None` when it
-    /// does not exist, or when a symlink is on its way (a `.swival` that is
-    /// a symlink is never followed; the session's other uses of `.swival`
-    /// warn about it). Read as every project file is (`read_project`).
-    pub fn read(base_dir: &Path, path: &Path) -> Result<Option<McpJson>, ConfigError> {
-        let text = super::trust::read_project_unless_linked(base_dir, path)?;
-        Ok(text.map(|text| McpJson { path: base_dir.join(path), text }))
-    }
-
-    /// Its servers, checked as `[mcp_servers.NAME]` tables are (relative
-    /// `cwd` against the file's directory), in the normal form of the
-    /// `mcp_servers` key.
-    pub(super) fn servers(&self) -> Result<Value, ConfigError> {
-        let origin = Origin::file(&self.path);
-        let data: Value = serde_json::from_str(&self.text).map_err(|e| origin.invalid(format!("invalid JSON: {e}")))?;
-        let Value::Object(mut top) = data else {
-            return Err(origin.invalid("expected a JSON object at top level"));
-        };
-        let servers = top.remove("mcpServers").unwrap_or(Value::Object(Map::new()));
-        if !servers.is_object() {
-            return Err(origin.invalid("'mcpServers' must be a JSON object"));
-        }
-        normalize(&Kind::NamedTables(MCP_FIELDS), "mcp_servers", servers, &origin)
-    }
-
-    /// The names of its servers, for the trust question (empty when the
-    /// file names none or cannot be parsed: loading reports that).
-    pub fn server_names(&self) -> Vec<String> {
-        serde_json::from_str::<Value>(&self.text)
-            .ok()
-            .and_then(|v| v.get("mcpServers").and_then(Value::as_object).map(|m| m.keys().cloned().collect()))
-            .unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::McpJson;
 
     fn json(text: &str) -> Result<Value, ConfigError> {
         McpJson { path: PathBuf::from("/p/.swival/mcp.json"), text: text.into() }.servers()

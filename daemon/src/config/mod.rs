@@ -45,7 +45,8 @@ mod types;
 mod tests;
 
 pub use command::Command;
-pub use mcp::{McpJson, McpServerConfig, PROJECT_MCP_JSON};
+pub use mcp::McpServerConfig;
+pub use trust::{McpJson, PROJECT_MCP_JSON};
 pub use provider::{Price, ProviderKind};
 pub use stages::{CommandHook, HookPoint, OnFailure, ProcessMode, SecretPattern};
 pub use trust::ProjectFile;
@@ -66,6 +67,9 @@ pub const SOURCE_REQUEST: &str = "request";
 
 /// How errors name the request layer, in place of a file path.
 pub const REQUEST_LABEL: &str = "the session's flags";
+
+/// What secrets serialize as.
+const REDACTED: &str = "<redacted>";
 
 /// The effective configuration of one session and where each key came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -224,7 +228,7 @@ pub fn load_with(
     let last = |key: &str| request.iter().chain(files.iter().rev()).find_map(|l| l.value(key)).cloned();
     let no_mcp = last("no_mcp") == Some(serde_json::Value::Bool(true));
     let json = match last("mcp_config").as_ref().and_then(|v| v.as_str()).map(PathBuf::from) {
-        Some(path) => Some(mcp::McpJson::read(base_dir, &path)?.ok_or_else(|| ConfigError::Invalid {
+        Some(path) => Some(trust::McpJson::read(base_dir, &path)?.ok_or_else(|| ConfigError::Invalid {
             origin: REQUEST_LABEL.to_owned(),
             message: format!("--mcp-config file not found: {}", path.display()),
         })?),

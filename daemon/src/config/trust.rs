@@ -10,8 +10,10 @@
 //! The file is read once: its hash is checked and the same bytes are
 //! parsed, so a rewrite between the check and the load cannot slip in.
 
-use super::mcp::{McpJson, PROJECT_MCP_JSON};
-use super::{ConfigError, PROJECT_FILE};
+use super::parse::normalize;
+use super::schema::{Kind, MCP_FIELDS};
+use super::{ConfigError, Origin, PROJECT_FILE};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -196,6 +198,54 @@ fn read_project_as(base_dir: &Path, path: &Path, link_is_none: bool) -> Result<O
         Err(e) if e.is_not_found() => Ok(None),
         Err(crate::beneath::Error::Symlink(_)) if link_is_none => Ok(None),
         Err(e) => Err(fail(e.into())),
+    }
+}
+
+/// Where a project's MCP JSON file lives, relative to its base dir.
+pub const PROJECT_MCP_JSON: &str = ".swival/mcp.json";
+
+/// An MCP JSON file as read at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpJson {
+    /// The file.
+    pub path: PathBuf,
+    /// Its content.
+    pub text: String,
+}
+
+impl McpJson {
+    /// `path` (under `base_dir`, or absolute) as it is now; `None` when it
+    /// does not exist, or when a symlink is on its way (a `.swival` that is
+    /// a symlink is never followed; the session's other uses of `.swival`
+    /// warn about it). Read as every project file is (`read_project`).
+    pub fn read(base_dir: &Path, path: &Path) -> Result<Option<McpJson>, ConfigError> {
+        let text = read_project_unless_linked(base_dir, path)?;
+        Ok(text.map(|text| McpJson { path: base_dir.join(path), text }))
+    }
+
+    /// Its servers, checked as `[mcp_servers.NAME]` tables are (relative
+    /// `cwd` against the file's directory), in the normal form of the
+    /// `mcp_servers` key.
+    pub(super) fn servers(&self) -> Result<Value, ConfigError> {
+        let origin = Origin::file(&self.path);
+        let data: Value = serde_json::from_str(&self.text).map_err(|e| origin.invalid(format!("invalid JSON: {e}")))?;
+        let Value::Object(mut top) = data else {
+            return Err(origin.invalid("expected a JSON object at top level"));
+        };
+        let servers = top.remove("mcpServers").unwrap_or(Value::Object(Map::new()));
+        if !servers.is_object() {
+            return Err(origin.invalid("'mcpServers' must be a JSON object"));
+        }
+        normalize(&Kind::NamedTables(MCP_FIELDS), "mcp_servers", servers, &origin)
+    }
+
+    /// The names of its servers, for the trust question (empty when the
+    /// file names none or cannot be parsed: loading reports that).
+    pub fn server_names(&self) -> Vec<String> {
+        serde_json::from_str::<Value>(&self.text)
+            .ok()
+            .and_then(|v| v.get("mcpServers").and_then(Value::as_object).map(|m| m.keys().cloned().collect()))
+            .unwrap_or_default()
     }
 }
 

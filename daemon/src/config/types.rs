@@ -8,6 +8,7 @@
 //! [`super::load`] again with the original request config.
 
 use super::command::Command;
+use super::REDACTED;
 use super::mcp::McpServerConfig;
 use super::provider::ProviderKind;
 use super::stages::{CommandHook, FilterStage, SecretPattern};
@@ -128,9 +129,6 @@ impl Serialize for Secret {
         s.serialize_str(REDACTED)
     }
 }
-
-/// What secrets serialize as.
-pub(super) const REDACTED: &str = "<redacted>";
 
 /// An IP network in CIDR notation (`10.0.0.0/8`, `fd00::/8`; a bare
 /// address means that one host).

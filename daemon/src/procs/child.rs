@@ -4,6 +4,7 @@
 //! cancellation.
 
 use super::launch::{self, Io, Launch, Started};
+use super::ProcError;
 use std::path::Path;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -20,32 +21,6 @@ pub struct Output {
     pub stdout: Vec<u8>,
     /// Everything it wrote to stderr (at most the limit).
     pub stderr: Vec<u8>,
-}
-
-/// Why a child did not produce an [`Output`].
-#[derive(Debug, thiserror::Error)]
-pub enum ProcError {
-    /// The program could not be started.
-    #[error("cannot run {program}: {source}")]
-    Spawn { program: String, source: std::io::Error },
-    /// It ran past its timeout and was killed with its process group.
-    #[error("{program} timed out after {secs}s and was killed")]
-    Timeout { program: String, secs: f64 },
-    /// It wrote more than the limit to stdout and was killed.
-    #[error("{program} wrote more than {limit} bytes to stdout and was killed")]
-    Flood { program: String, limit: usize },
-    /// The caller cancelled; the process group was killed.
-    #[error("{program} was cancelled")]
-    Cancelled { program: String },
-    /// A pinned policy file is no longer what the session pinned; nothing ran.
-    #[error("policy script {path} changed since this session pinned it (sha256 {pinned} when pinned, {now} now), so it was not run; if you made this change, start a new session to accept it")]
-    Changed { path: String, pinned: String, now: String },
-    /// A persistent worker broke its line protocol or died mid-call.
-    #[error("{program}: {message}")]
-    Protocol { program: String, message: String },
-    /// Reading or writing its pipes failed.
-    #[error("talking to {program} failed: {source}")]
-    Io { program: String, source: std::io::Error },
 }
 
 /// One child to run to completion.
@@ -247,9 +222,3 @@ async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Ve
     }
 }
 
-/// SIGKILL a whole process group (ignoring "no such group").
-pub fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-    }
-}

@@ -71,7 +71,7 @@ pub struct Started {
 impl Drop for Started {
     /// Nothing a child started outlives its handle.
     fn drop(&mut self) {
-        super::kill_group(self.pgid);
+        kill_group(self.pgid);
     }
 }
 
@@ -152,4 +152,11 @@ fn output_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
     fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     Ok((r, w))
+}
+
+/// SIGKILL a whole process group (ignoring "no such group").
+pub fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+    }
 }

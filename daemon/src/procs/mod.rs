@@ -31,8 +31,8 @@ mod merged;
 mod persistent;
 pub mod pin;
 
-pub use child::{kill_group, output, output_with_input, run, OneShot, Output, ProcError};
-pub use launch::{Io, Launch, Through};
+pub use child::{output, output_with_input, run, OneShot, Output};
+pub use launch::{kill_group, Io, Launch, Through};
 pub use limits::Limits;
 pub use merged::{Capture, Ending, Merged};
 pub use pin::{locate, Pinned};
@@ -46,6 +46,32 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
+
+/// Why a child did not produce an [`Output`].
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    /// It ran past its timeout and was killed with its process group.
+    #[error("{program} timed out after {secs}s and was killed")]
+    Timeout { program: String, secs: f64 },
+    /// It wrote more than the limit to stdout and was killed.
+    #[error("{program} wrote more than {limit} bytes to stdout and was killed")]
+    Flood { program: String, limit: usize },
+    /// The caller cancelled; the process group was killed.
+    #[error("{program} was cancelled")]
+    Cancelled { program: String },
+    /// A pinned policy file is no longer what the session pinned; nothing ran.
+    #[error("policy script {path} changed since this session pinned it (sha256 {pinned} when pinned, {now} now), so it was not run; if you made this change, start a new session to accept it")]
+    Changed { path: String, pinned: String, now: String },
+    /// A persistent worker broke its line protocol or died mid-call.
+    #[error("{program}: {message}")]
+    Protocol { program: String, message: String },
+    /// Reading or writing its pipes failed.
+    #[error("talking to {program} failed: {source}")]
+    Io { program: String, source: std::io::Error },
+}
 
 /// A script to run: what, where, in which environment.
 #[derive(Clone, PartialEq, Eq, Hash)]

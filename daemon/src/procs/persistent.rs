@@ -4,7 +4,9 @@
 //! past a call's timeout or writes garbage is killed; the calls waiting on
 //! it fail (closed), and the next call starts a fresh worker.
 
-use super::child::{kill_group, spawn, ProcError};
+use super::child::spawn;
+use super::launch::kill_group;
+use super::ProcError;
 use super::Script;
 use serde_json::Value;
 use std::collections::HashMap;

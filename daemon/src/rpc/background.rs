@@ -1,8 +1,7 @@
 //! Background work: `goal/*` (a session's goal), `loop/*` (its loops) and
 //! `inbox/list` (what they and detached runs did).
 
-use super::session::rpc_error;
-use super::{async_method, method, DaemonContext};
+use super::{async_method, method, rpc_error, DaemonContext};
 use jsonrpsee::core::RegisterMethodError;
 use jsonrpsee::RpcModule;
 use swival_protocol::methods::typed as m;

@@ -3,8 +3,7 @@
 //! as the connection writes. WebSocket subscribers get the same cursor
 //! through jsonrpsee (`session.rs`).
 
-use super::session::rpc_error;
-use super::{app_error, SubscriptionSlot, Subscriptions};
+use super::{app_error, rpc_error, SubscriptionSlot, Subscriptions};
 use crate::session::{Cursor, Sessions};
 use crate::transport::{Feed, Feeds};
 use futures::future::BoxFuture;

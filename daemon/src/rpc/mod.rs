@@ -11,6 +11,7 @@ mod feed;
 mod hooks;
 mod session;
 
+use crate::session::SessionError;
 use crate::shutdown::Shutdown;
 use crate::transport::ConnectionCount;
 use jsonrpsee::types::ErrorObjectOwned;
@@ -196,4 +197,32 @@ pub fn app_error(code: ErrorCode, message: impl Into<String>) -> ErrorObjectOwne
         message.into(),
         Some(swival_protocol::ErrorData { kind: code, exit_code: None }),
     )
+}
+
+/// The JSON-RPC error for a session failure.
+fn rpc_error(e: SessionError) -> ErrorObjectOwned {
+    let code = match &e {
+        SessionError::NotFound(_) | SessionError::Closed(_) => ErrorCode::SessionNotFound,
+        SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
+        SessionError::Busy { .. } | SessionError::Compacting(_) => ErrorCode::SessionBusy,
+        SessionError::Config(_) => ErrorCode::ConfigInvalid,
+        SessionError::NotWorktree(_) => return invalid_params(&e.to_string()),
+        SessionError::Untrusted(_) => ErrorCode::UntrustedProject,
+        SessionError::Setup(_) => {
+            // Valid config naming something that cannot run: Swival exits 1 here, not 2.
+            return ErrorObjectOwned::owned(
+                ErrorCode::ConfigInvalid.code(),
+                e.to_string(),
+                Some(swival_protocol::ErrorData { kind: ErrorCode::ConfigInvalid, exit_code: Some(1) }),
+            );
+        }
+        SessionError::ShuttingDown => ErrorCode::ShuttingDown,
+        SessionError::NoChanges(_) => ErrorCode::NoSnapshot,
+        SessionError::Refused(_) => return invalid_params(&e.to_string()),
+        SessionError::Store(_)
+        | SessionError::BadReport { .. }
+        | SessionError::Internal(_)
+        | SessionError::Worktree(_) => return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>),
+    };
+    app_error(code, e.to_string())
 }

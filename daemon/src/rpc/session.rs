@@ -1,42 +1,14 @@
 //! Session, run, event, report and config methods.
 
-use super::{app_error, async_method, disconnection, invalid_params, method, DaemonContext};
-use crate::session::{NewRun, SessionError};
+use super::{async_method, disconnection, invalid_params, method, rpc_error, DaemonContext};
+use crate::session::NewRun;
 use jsonrpsee::core::{RegisterMethodError, SubscriptionResult};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{RpcModule, SubscriptionMessage};
 use swival_protocol::methods::{self, typed as m, Method};
 use swival_protocol::{
-    ApproveResult, ConfigResolveResult, ErrorCode, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
+    ApproveResult, ConfigResolveResult, RunCancelResult, RunStartResult, SessionListResult, SubscribeParams,
 };
-
-/// The JSON-RPC error for a session failure.
-pub(super) fn rpc_error(e: SessionError) -> ErrorObjectOwned {
-    let code = match &e {
-        SessionError::NotFound(_) | SessionError::Closed(_) => ErrorCode::SessionNotFound,
-        SessionError::RunNotFound(_) | SessionError::NoReport(_) => ErrorCode::RunNotFound,
-        SessionError::Busy { .. } | SessionError::Compacting(_) => ErrorCode::SessionBusy,
-        SessionError::Config(_) => ErrorCode::ConfigInvalid,
-        SessionError::NotWorktree(_) => return invalid_params(&e.to_string()),
-        SessionError::Untrusted(_) => ErrorCode::UntrustedProject,
-        SessionError::Setup(_) => {
-            // Valid config naming something that cannot run: Swival exits 1 here, not 2.
-            return ErrorObjectOwned::owned(
-                ErrorCode::ConfigInvalid.code(),
-                e.to_string(),
-                Some(swival_protocol::ErrorData { kind: ErrorCode::ConfigInvalid, exit_code: Some(1) }),
-            );
-        }
-        SessionError::ShuttingDown => ErrorCode::ShuttingDown,
-        SessionError::NoChanges(_) => ErrorCode::NoSnapshot,
-        SessionError::Refused(_) => return invalid_params(&e.to_string()),
-        SessionError::Store(_)
-        | SessionError::BadReport { .. }
-        | SessionError::Internal(_)
-        | SessionError::Worktree(_) => return ErrorObjectOwned::owned(-32603, e.to_string(), None::<()>),
-    };
-    app_error(code, e.to_string())
-}
 
 pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), RegisterMethodError> {
     async_method::<m::SessionCreate, _>(

@@ -23,7 +23,8 @@
 //! was before the change with the same message says nothing either: a
 //! file already broken is not blamed, as `tools/syntax.rs` does.
 
-use super::command::{CommandEnv, RunTempDir};
+use super::command::RunTempDir;
+use super::CommandEnv;
 use super::policy::{self, CommandPolicy};
 use super::status::{HelperPlan, NetBlock, SandboxCapabilities};
 use super::{ExecSpec, EXEC_FLAG};

@@ -9,17 +9,15 @@
 //! The result is Swival's: `Exit code: N` or `error: command timed out
 //! after Ns` first, then the output; more than 10 KB goes to a spill file.
 
-use super::policy::{self, CommandPolicy};
+use super::policy::{self};
 use super::spill;
-use super::status::{self, HelperPlan, PlanInput, SandboxCapabilities, SandboxStatus};
-use super::{ExecSpec, EXEC_FLAG};
+use super::{CommandEnv, ExecSpec, EXEC_FLAG};
 use crate::procs::cgroup::{self, CommandCgroup};
-use crate::procs::{Capture, Ending, Env, Io, Launch, Limits, ProcError, ProcessRunner, Through};
+use crate::procs::{Capture, Ending, Env, Io, Launch, Limits, ProcError, Through};
 use crate::toolcall::ToolOutcome;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -27,66 +25,6 @@ use tokio_util::sync::CancellationToken;
 pub const INLINE_LIMIT: usize = 10 * 1024;
 /// Command output kept at most (the rest is drained and dropped).
 pub const CAPTURE_LIMIT: usize = 1024 * 1024;
-
-/// Everything a session fixes once about how its commands run.
-#[derive(Debug, Clone)]
-pub struct CommandEnv {
-    /// What may run.
-    pub policy: CommandPolicy,
-    /// Working directory of every command (canonical).
-    pub base_dir: PathBuf,
-    /// The helper's plan; `None` runs commands directly (builtin mode, or
-    /// a kernel that enforces nothing).
-    pub plan: Option<HelperPlan>,
-    /// The swivald executable re-run as the helper.
-    pub helper: PathBuf,
-    /// The whole environment commands get (see [`allowed_environment`]);
-    /// TMPDIR is replaced by the run's own temp dir under the helper.
-    pub env: Vec<(String, OsString)>,
-    /// The daemon's process runner: commands take one of its slots.
-    pub runner: Arc<ProcessRunner>,
-    /// `commands = "ask"`: each bucket waits for the user's approval.
-    pub ask: Option<Arc<super::ask::AskGate>>,
-    /// What one command may consume (`command_max_*`).
-    pub limits: Limits,
-    /// The helper's plan for edit checks (`check.rs`): `plan` with writes
-    /// only in a temp dir and no network; `None` runs none.
-    pub check_plan: Option<HelperPlan>,
-    /// The checks run after a change (none until the session sets them).
-    pub edit_checks: super::check::EditChecks,
-}
-
-impl CommandEnv {
-    /// The environment for a session, and the status to report for it.
-    /// `input.write_dirs` must start with the base dir; `caps` come from
-    /// [`super::probe`] run with the same `helper`; `runner` is the
-    /// daemon's, whose `max_children` commands count against.
-    pub fn new(
-        policy: CommandPolicy,
-        base_dir: &Path,
-        input: PlanInput,
-        caps: &SandboxCapabilities,
-        helper: PathBuf,
-        env: Vec<(String, OsString)>,
-        runner: Arc<ProcessRunner>,
-    ) -> (CommandEnv, SandboxStatus) {
-        let (status, plan) = status::plan(input, caps);
-        let check_plan = super::check::check_plan(plan.as_ref(), caps);
-        let env = CommandEnv {
-            policy,
-            base_dir: base_dir.to_owned(),
-            plan,
-            helper,
-            env,
-            runner,
-            ask: None,
-            limits: Limits::default(),
-            check_plan,
-            edit_checks: Default::default(),
-        };
-        (env, status)
-    }
-}
 
 /// Variables every command gets when set: what programs need to find
 /// themselves, their user and their locale, and nothing that could be a

@@ -42,15 +42,79 @@ pub mod spill;
 pub mod ssrf;
 pub mod status;
 
-pub use command::{run_command, run_command_tool, CommandEnv};
+pub use command::{run_command, run_command_tool};
 pub use fetch::{check_webhook, fetch_url, fetch_url_tool, post_json, FetchEnv};
 pub use policy::{check, resolve_whitelist, CommandPolicy};
 pub use status::{NetBlock, PlanInput, SandboxCapabilities, SandboxStatus};
 
+use crate::procs::{Limits, ProcessRunner};
 use serde::{Deserialize, Serialize};
+use status::HelperPlan;
+use std::ffi::OsString;
+use std::sync::Arc;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// Everything a session fixes once about how its commands run.
+#[derive(Debug, Clone)]
+pub struct CommandEnv {
+    /// What may run.
+    pub policy: CommandPolicy,
+    /// Working directory of every command (canonical).
+    pub base_dir: PathBuf,
+    /// The helper's plan; `None` runs commands directly (builtin mode, or
+    /// a kernel that enforces nothing).
+    pub plan: Option<HelperPlan>,
+    /// The swivald executable re-run as the helper.
+    pub helper: PathBuf,
+    /// The whole environment commands get (see [`allowed_environment`]);
+    /// TMPDIR is replaced by the run's own temp dir under the helper.
+    pub env: Vec<(String, OsString)>,
+    /// The daemon's process runner: commands take one of its slots.
+    pub runner: Arc<ProcessRunner>,
+    /// `commands = "ask"`: each bucket waits for the user's approval.
+    pub ask: Option<Arc<ask::AskGate>>,
+    /// What one command may consume (`command_max_*`).
+    pub limits: Limits,
+    /// The helper's plan for edit checks (`check.rs`): `plan` with writes
+    /// only in a temp dir and no network; `None` runs none.
+    pub check_plan: Option<HelperPlan>,
+    /// The checks run after a change (none until the session sets them).
+    pub edit_checks: check::EditChecks,
+}
+
+impl CommandEnv {
+    /// The environment for a session, and the status to report for it.
+    /// `input.write_dirs` must start with the base dir; `caps` come from
+    /// [`probe`] run with the same `helper`; `runner` is the
+    /// daemon's, whose `max_children` commands count against.
+    pub fn new(
+        policy: CommandPolicy,
+        base_dir: &Path,
+        input: PlanInput,
+        caps: &SandboxCapabilities,
+        helper: PathBuf,
+        env: Vec<(String, OsString)>,
+        runner: Arc<ProcessRunner>,
+    ) -> (CommandEnv, SandboxStatus) {
+        let (status, plan) = status::plan(input, caps);
+        let check_plan = check::check_plan(plan.as_ref(), caps);
+        let env = CommandEnv {
+            policy,
+            base_dir: base_dir.to_owned(),
+            plan,
+            helper,
+            env,
+            runner,
+            ask: None,
+            limits: Limits::default(),
+            check_plan,
+            edit_checks: Default::default(),
+        };
+        (env, status)
+    }
+}
 
 /// First argument that turns swivald into the helper that confines and
 /// execs one command.

@@ -6,7 +6,7 @@
 //! cancel it, and a panic in it loses only the copy in memory (the session
 //! loads again from the store).
 
-use super::actor::{Command, Gone, Parts, Refused};
+use super::mailbox::{Command, Gone, Parts, Refused};
 use super::{random_id, Found, Session, SessionError, Sessions, Shared};
 use crate::agent::{self, CompactError, RunState};
 use futures::FutureExt;

@@ -16,7 +16,7 @@
 //! use loads the session from the store, conversation and all, under the
 //! new config.
 
-use super::actor::{Command, Gone, Refused};
+use super::mailbox::{Command, Gone, Reconfigure, Refused};
 use super::{caller, Found, Session, SessionError, Sessions, Shared};
 use crate::config::EffectiveConfig;
 use crate::environment::CallerEnv;
@@ -26,25 +26,6 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use swival_protocol::{SessionConfigureParams, SessionConfigureResult, SessionFrom, SessionId};
-
-/// A new config for a session, checked and ready to store: made by
-/// [`Sessions::configure`], committed by the session's actor.
-pub(super) struct Reconfigure {
-    /// The whole config request (secrets in) this was made from: it is
-    /// committed only while that is still the session's.
-    based_on: Value,
-    /// The new config request, as stored (without its secrets).
-    pub request: Value,
-    /// Its secrets, held in memory only.
-    pub secrets: Vec<(String, Value)>,
-    /// The new effective config, as clients see it.
-    pub config: Value,
-    /// What the new pipeline pins: the files pinned before at their
-    /// recorded hashes, new ones as they are now.
-    pub pins: Vec<(String, String)>,
-    /// The keys whose effective value changes.
-    pub changed: Vec<String>,
-}
 
 impl Reconfigure {
     /// Whether session `id`'s config request is still the one this was

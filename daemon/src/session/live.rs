@@ -14,7 +14,7 @@
 //! holds its handle; a caller still holding one is told to load the
 //! session again.
 
-use super::actor::Handle;
+use super::mailbox::Handle;
 use super::Session;
 use std::collections::HashMap;
 use std::sync::Arc;

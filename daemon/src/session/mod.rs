@@ -28,6 +28,7 @@ pub use configure::public_config;
 mod carry;
 mod history;
 mod live;
+mod mailbox;
 mod notes;
 mod policy;
 mod read;
@@ -51,13 +52,14 @@ use crate::sandbox::{CommandEnv, FetchEnv, SandboxCapabilities, SandboxStatus};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::store::{SessionRow, Store, StoreError};
-use actor::{Actor, Command, Handle, Parts};
+use actor::Actor;
+use mailbox::{Command, Handle, Parts};
 pub use events::Cursor;
 use events::{EventLog, Logs};
 use live::Live;
 pub use live::LiveLimits;
 use read::info;
-pub use run::NewRun;
+pub use mailbox::NewRun;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -516,7 +518,7 @@ impl Sessions {
                         break;
                     }
                     // It left memory before reading this: load it again.
-                    Err(actor::Gone) => continue,
+                    Err(mailbox::Gone) => continue,
                 },
             }
         }

@@ -4,7 +4,7 @@
 //! to the session's actor. `supervised` turns a panic anywhere in the run
 //! into an `error` outcome.
 
-use super::actor::Parts;
+use super::mailbox::Parts;
 use super::{history, Session, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{self, RunContext, RunServices, RunState};
@@ -22,36 +22,6 @@ use std::time::Duration;
 use swival_protocol::{Event, EventKind, Outcome, RunId, RunResult};
 use swival_protocol::{FailureKind, ReportCommands, ReportSandbox, ReportSettings};
 use tokio_util::sync::CancellationToken;
-
-/// A run to start: the user's task, and the token its client echoes.
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    /// The user's task (with `resume`, only the run's label).
-    pub task: String,
-    /// `run/start`'s `client_token`, echoed in `run_started`.
-    pub client_token: Option<String>,
-    /// Go on with the conversation as it is, adding no user message.
-    pub resume: bool,
-    /// Offer the model no tools (a review's one call).
-    pub bare: bool,
-    /// The session's goal this run works on (`None`: not a goal's run).
-    pub goal: Option<crate::agent::GoalRun>,
-    /// The run's id, when the starter chose it (a goal names its run
-    /// before it starts, so a crash between the two loses nothing).
-    pub id: Option<RunId>,
-}
-
-impl From<String> for NewRun {
-    fn from(task: String) -> NewRun {
-        NewRun { task, client_token: None, resume: false, bare: false, goal: None, id: None }
-    }
-}
-
-impl From<&str> for NewRun {
-    fn from(task: &str) -> NewRun {
-        NewRun::from(task.to_owned())
-    }
-}
 
 /// A run about to execute, holding the session's conversation and tools.
 pub(super) struct RunJob {

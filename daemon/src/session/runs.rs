@@ -1,6 +1,6 @@
 //! Starting, cancelling and waiting for runs, and reading their reports.
 
-use super::actor::{Command, Gone, Refused};
+use super::mailbox::{Command, Gone, Refused};
 use super::{Found, NewRun, SessionError, Sessions};
 use swival_protocol::Report;
 use swival_protocol::{RunId, RunResult, SessionId};

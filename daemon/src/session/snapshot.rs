@@ -9,7 +9,7 @@
 //! by the session's actor while idle; a restore is a job between runs
 //! (`compact.rs`), whose summary call goes through the whole pipeline.
 
-use super::actor::Command;
+use super::mailbox::Command;
 use super::compact::{failure, Between, Ended};
 use super::{random_id, SessionError, Sessions, Shared};
 use crate::agent::conversation::Conversation;

@@ -62,7 +62,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin + Send> super::ndjson::Incoming for LineReader<R> {
+/// Where a connection's messages come from: lines, or WebSocket frames.
+pub(super) trait Incoming: Send {
+    /// The next message, or what stood in its place.
+    fn next_message(&mut self) -> impl std::future::Future<Output = std::io::Result<Line>> + Send;
+}
+
+impl<R: AsyncRead + Unpin + Send> Incoming for LineReader<R> {
     async fn next_message(&mut self) -> std::io::Result<Line> {
         self.next_line().await
     }

@@ -21,8 +21,8 @@
 //! left off; the other subscriptions are jsonrpsee's, a few queued.
 
 use super::feed::{self, Feed};
-use super::lines::{Line, LineReader};
-use super::outbox::{write_out, Outbox, Room};
+use super::lines::{Incoming, Line, LineReader};
+use super::outbox::{write_out, Outbox, Outgoing, Room};
 use super::registry::Activity;
 use super::Shared;
 use jsonrpsee::core::server::Methods;
@@ -59,23 +59,6 @@ where
     // Requests are small; a long one is read in more pieces.
     let reader = LineReader::new(BufReader::with_capacity(READ_BUFFER, rd), shared.max_message_size);
     serve_messages(reader, Lines(wr), shared, activity).await;
-}
-
-/// Where a connection's messages come from: lines, or WebSocket frames.
-pub(super) trait Incoming: Send {
-    /// The next message, or what stood in its place.
-    fn next_message(&mut self) -> impl std::future::Future<Output = std::io::Result<Line>> + Send;
-}
-
-/// Where a connection's replies and notifications go.
-pub(super) trait Outgoing: Send + 'static {
-    /// Whether several messages may go out in one write.
-    const JOINS: bool;
-    /// Write `lines`: newline-terminated messages, one unless
-    /// [`Outgoing::JOINS`].
-    fn write(&mut self, lines: &str) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
-    /// Nothing more will be written.
-    fn finish(self) -> impl std::future::Future<Output = ()> + Send;
 }
 
 /// Newline-delimited output: the lines as they are.

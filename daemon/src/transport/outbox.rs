@@ -5,11 +5,21 @@
 //! wait for room, so a client that stops reading holds a few KiB of them.
 
 use super::feed::Feed;
-use super::ndjson::Outgoing;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
+
+/// Where a connection's replies and notifications go.
+pub(super) trait Outgoing: Send + 'static {
+    /// Whether several messages may go out in one write.
+    const JOINS: bool;
+    /// Write `lines`: newline-terminated messages, one unless
+    /// [`Outgoing::JOINS`].
+    fn write(&mut self, lines: &str) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    /// Nothing more will be written.
+    fn finish(self) -> impl std::future::Future<Output = ()> + Send;
+}
 
 /// A subscription's next notification waits while more than this many
 /// bytes are queued for the connection's writer: a client that stops

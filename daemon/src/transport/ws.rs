@@ -6,7 +6,9 @@
 //! answered, a close is echoed).
 
 use super::lines::Line;
-use super::ndjson::{serve_messages, Incoming, Outgoing};
+use super::lines::Incoming;
+use super::ndjson::serve_messages;
+use super::outbox::Outgoing;
 use super::registry::Activity;
 use super::Shared;
 use hyper_util::rt::TokioIo;

@@ -7,7 +7,8 @@
 //! config and hooks. Which of them changed during the session is
 //! [`super::changes`]'s to say.
 
-use super::bucket::{program_name, RUNNERS};
+use super::bucket::program_name;
+use super::lists::RUNNERS;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -41,7 +41,7 @@ fn matches(pattern: Pattern, entry: &Risky, program: &str, args: &[&str]) -> Opt
     let named = || Some(Some(entry.name.to_owned()));
     let found = match pattern {
         Wrapper => return Some(None),
-        InlineCode => return super::bucket::inline_code(program, args).map(|_| None),
+        InlineCode => return super::lists::inline_code(program, args).map(|_| None),
         Always => true,
         Long(opt) => args.iter().any(|a| long_option(a, opt)),
         Short(c) => args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c)),

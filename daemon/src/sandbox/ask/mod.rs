@@ -23,6 +23,7 @@
 pub mod bucket;
 pub mod changes;
 pub mod files;
+mod lists;
 mod matcher;
 pub mod risky;
 mod scripts;

@@ -14,7 +14,6 @@
 //! To add a use: one entry in [`RISKY`] with an `example` command line;
 //! the unit test runs every entry's example and fails until it matches.
 
-pub use super::matcher::find;
 use super::scripts;
 
 /// An argument that makes a program run other code.
