@@ -93,8 +93,8 @@ pub mod sandboxed {
 /// byte for byte.
 pub mod tooling {
     pub use crate::sandbox::{tool_schemas, CommandPolicy};
+    pub use crate::tools::offer::{Offer, SchemaStyle};
     pub use crate::tools::path::{FilesMode, PathPolicy};
-    pub use crate::tools::schema::{Offer, SchemaStyle};
     pub use crate::tools::ToolBox;
 }
 

@@ -41,7 +41,7 @@ impl<'a> Offered<'a> {
     }
 
     /// A run's offer, counted and serialised when it was made.
-    pub fn serialized(offer: &'a crate::tools::schema::Offer) -> Offered<'a> {
+    pub fn serialized(offer: &'a crate::tools::offer::Offer) -> Offered<'a> {
         Offered { schemas: &offer.schemas, chars: offer.chars, json: Some(&offer.json) }
     }
 }

@@ -34,4 +34,3 @@ impl EventSink for SessionEvents<'_> {
         self.0.emit(None, kind);
     }
 }
-

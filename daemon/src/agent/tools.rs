@@ -15,8 +15,8 @@ use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::toolcall::ToolOutcome;
-use crate::tools::registry::{self, Runner, Tool as _};
-use crate::tools::{builtin, repair, CallInput, ToolError};
+use crate::tools::registry::{self, Runner};
+use crate::tools::{repair, CallInput, ToolError};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -393,7 +393,7 @@ impl Run<'_> {
                 Err(e) => e.into(),
             },
             Some(Runner::Snapshot) => self.snapshot_tool(turn, &call.arguments).await,
-            Some(Runner::Builtin(_)) if call.name == builtin::ReadFile::NAME => {
+            Some(Runner::Builtin(b)) if b.takes_editor_text() => {
                 let editor_text = self.editor_text(call).await;
                 self.file_tool(call, editor_text)
             }

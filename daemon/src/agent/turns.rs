@@ -13,7 +13,7 @@ use crate::pipeline::filter::CallKind;
 use crate::pipeline::hooks;
 use crate::provider::ProviderKind;
 use crate::store::StoreError;
-use crate::tools::schema::Offer;
+use crate::tools::offer::Offer;
 use swival_protocol::{AfterLlmCall, EventKind, HookCall, ProposedCall, ProposedTurn};
 use swival_protocol::{FailureKind, InterventionKind};
 

@@ -46,10 +46,10 @@ mod tests;
 
 pub use command::Command;
 pub use mcp::McpServerConfig;
-pub use trust::{McpJson, PROJECT_MCP_JSON};
 pub use provider::{Price, ProviderKind};
 pub use stages::{CommandHook, HookPoint, OnFailure, ProcessMode, SecretPattern};
 pub use trust::ProjectFile;
+pub use trust::{McpJson, PROJECT_MCP_JSON};
 pub use types::{Cidr, CommandAccess, FilesMode, SandboxMode, Secret, SessionConfig};
 
 use serde::Serialize;

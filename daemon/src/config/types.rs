@@ -8,10 +8,10 @@
 //! [`super::load`] again with the original request config.
 
 use super::command::Command;
-use super::REDACTED;
 use super::mcp::McpServerConfig;
 use super::provider::ProviderKind;
 use super::stages::{CommandHook, FilterStage, SecretPattern};
+use super::REDACTED;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -221,4 +221,3 @@ async fn read_bounded<R: AsyncRead + Unpin>(mut r: R, limit: usize) -> Result<Ve
         buf.extend_from_slice(&chunk[..n]);
     }
 }
-

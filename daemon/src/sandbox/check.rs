@@ -24,9 +24,9 @@
 //! file already broken is not blamed, as `tools/syntax.rs` does.
 
 use super::command::RunTempDir;
-use super::CommandEnv;
 use super::policy::{self, CommandPolicy};
 use super::status::{HelperPlan, NetBlock, SandboxCapabilities};
+use super::CommandEnv;
 use super::{ExecSpec, EXEC_FLAG};
 use crate::config::Command;
 use crate::procs::{Ending, Env, Io, Launch, Through};

@@ -352,7 +352,10 @@ impl Drop for RunTempDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::procs::ProcessRunner;
+    use crate::sandbox::CommandPolicy;
     use std::collections::BTreeMap;
+    use std::sync::Arc;
 
     /// A builtin-mode environment allowing the given programs from /usr/bin or /bin.
     fn env(base: &Path, names: &[&str]) -> CommandEnv {

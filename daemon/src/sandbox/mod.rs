@@ -51,9 +51,9 @@ use crate::procs::{Limits, ProcessRunner};
 use serde::{Deserialize, Serialize};
 use status::HelperPlan;
 use std::ffi::OsString;
-use std::sync::Arc;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything a session fixes once about how its commands run.

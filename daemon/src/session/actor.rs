@@ -37,9 +37,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::future::Future;
 use std::sync::{Arc, Weak};
-use swival_protocol::{
-    EventKind, RunId, RunResult, SessionCheckpointResult,
-};
+use swival_protocol::{EventKind, RunId, RunResult, SessionCheckpointResult};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 

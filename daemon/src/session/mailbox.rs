@@ -11,9 +11,7 @@ use crate::secrets::SecretShield;
 use crate::tools::ToolBox;
 use serde_json::Value;
 use std::sync::Arc;
-use swival_protocol::{
-    ContinueSaveResult, RunId, SessionCheckpointResult, SessionCompactResult, SessionRestoreResult,
-};
+use swival_protocol::{ContinueSaveResult, RunId, SessionCheckpointResult, SessionCompactResult, SessionRestoreResult};
 use tokio::sync::{mpsc, oneshot};
 
 /// Commands waiting for an actor beyond this are refused as busy.
@@ -174,4 +172,3 @@ pub(super) struct Reconfigure {
     /// The keys whose effective value changes.
     pub changed: Vec<String>,
 }
-

@@ -89,8 +89,8 @@ impl Sessions {
         let session = self.inspect(id)?;
         let cfg = &session.config.config;
         let read_lines = usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX);
-        let style = crate::tools::schema::SchemaStyle::lean_if(cfg.offers_lean_tools());
-        let offer = crate::tools::schema::Offer::shared(
+        let style = crate::tools::offer::SchemaStyle::lean_if(cfg.offers_lean_tools());
+        let offer = crate::tools::offer::Offer::shared(
             read_lines,
             style,
             crate::sandbox::tool_schemas(&session.commands.policy),

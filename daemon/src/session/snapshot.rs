@@ -9,8 +9,8 @@
 //! by the session's actor while idle; a restore is a job between runs
 //! (`compact.rs`), whose summary call goes through the whole pipeline.
 
-use super::mailbox::Command;
 use super::compact::{failure, Between, Ended};
+use super::mailbox::Command;
 use super::{random_id, SessionError, Sessions, Shared};
 use crate::agent::conversation::Conversation;
 use crate::agent::{self, CompactError, Mark, Restored};

@@ -10,14 +10,21 @@
 //! parameters left out of the offer, and [`LEFT_OUT`] the tools a small
 //! model uses to go round in circles. The tools still take those (parsing
 //! is the same, and calls are repaired against the full schemas, see
-//! [`Offer::taken`](super::schema::Offer::taken)), so a model that sends
+//! [`Offer::taken`](super::offer::Offer::taken)), so a model that sends
 //! one anyway is served. A tool the table does not name (`run_command`,
 //! `use_skill`, MCP tools) is offered as it is.
 
-use super::builtin::{
-    DeleteFile, EditFile, Grep, ListFiles, Outline, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile,
-};
-use super::registry::Tool;
+use super::delete_file::DeleteFile;
+use super::edit_file::EditFile;
+use super::grep::Grep;
+use super::list_files::ListFiles;
+use super::outline::Outline;
+use super::read_file::ReadFile;
+use super::read_multiple_files::ReadMultipleFiles;
+use super::think::Think;
+use super::todo::Todo;
+use super::write_file::WriteFile;
+use super::Tool;
 use crate::sandbox;
 use serde_json::{Map, Value};
 
@@ -179,7 +186,7 @@ mod tests {
         let mut commands = tool_schemas(&policy);
         commands.extend(crate::sandbox::python_schema(&policy));
         assert!(commands.iter().any(|t| t["function"]["name"] == "run_python"), "python3 is on PATH for this test");
-        super::super::registry::in_order(super::super::schema::file_tools(2000), commands)
+        super::super::registry::in_order(super::super::offer::file_tools(2000), commands)
     }
 
     /// The names of a tool's parameters (`properties`), sorted (a daemon

@@ -29,38 +29,47 @@ macro_rules! args {
 pub(crate) mod args;
 mod asked;
 pub use asked::listed;
-pub mod builtin;
 mod declarations;
 mod edit;
+mod edit_file;
 mod error;
 mod files;
+mod grep;
 mod lean;
+mod list_files;
 mod map;
 mod miss;
 mod named;
 mod near;
+pub mod offer;
 mod outline;
 pub mod path;
+mod read_file;
+mod read_multiple_files;
 pub mod registry;
 pub mod repair;
 pub mod schema;
 mod search;
 mod syntax;
 pub use syntax::notes as syntax_notes;
+mod delete_file;
 mod think;
 mod todo;
-mod trash;
 mod unbound;
 mod write;
+mod write_file;
 
 use crate::beneath::{self, Beneath};
 use crate::toolcall::{parse_args, ToolOutcome};
 pub use error::ToolError;
 use path::{Access, FilesMode, PathPolicy};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
+use swival_protocol::ToolKind;
 
 /// JSON a tool writes (an answer, a call to make, a trash index line) as
 /// text. It goes through a `Value`, as the `json!` it replaced did, so its
@@ -169,6 +178,40 @@ pub struct CallInput<'a> {
     pub task: &'a str,
 }
 
+/// A built-in tool: the type is its arguments, and the impl says what the
+/// tool is called, what it does and how it runs. The type's doc comment
+/// is the tool's description and each field's the argument's (one line
+/// each: lines would be joined with a newline).
+pub trait Tool: DeserializeOwned + JsonSchema {
+    /// The name the model calls it by.
+    const NAME: &'static str;
+    /// What it does.
+    const KIND: ToolKind;
+    /// Whether a call may take long and should leave the runtime's worker:
+    /// it walks a tree (a search) or may move one (a delete, to the
+    /// trash). The others read or write a bounded amount (one file, or at
+    /// most 20, each read up to 50 KiB).
+    const WALKS_TREE: bool = matches!(Self::KIND, ToolKind::Search | ToolKind::Delete);
+    /// Whether a call takes an editor's unsaved text of the file it names
+    /// ([`CallInput::editor_text`]), which the agent then asks the
+    /// session's editor for.
+    const EDITOR_TEXT: bool = false;
+
+    /// Run the call on the session's toolbox, with what the call brings
+    /// besides its arguments (`call`: the model's id for it, an editor's
+    /// text).
+    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
+
+    /// What this call does, when that depends on its arguments.
+    fn kind(&self) -> ToolKind {
+        Self::KIND
+    }
+
+    /// Fit the generated parameters to the session, whose reads return
+    /// `read_lines` lines unless they name a `limit`.
+    fn fit(_parameters: &mut Value, _read_lines: usize) {}
+}
+
 /// One session's tools and their state.
 #[derive(Debug)]
 pub struct ToolBox {
@@ -193,7 +236,7 @@ pub struct ToolBox {
     /// The skills the run's setup found (`use_skill`).
     pub skills: crate::skills::Catalog,
     /// How the offer words the tools (`lean_tools`).
-    pub style: schema::SchemaStyle,
+    pub style: offer::SchemaStyle,
 }
 
 impl ToolBox {
@@ -210,7 +253,7 @@ impl ToolBox {
             mcp: crate::mcp::SessionMcp::default(),
             misses: miss::Misses::default(),
             skills: crate::skills::Catalog::default(),
-            style: schema::SchemaStyle::Swival,
+            style: offer::SchemaStyle::Swival,
         }
     }
 
@@ -223,22 +266,22 @@ impl ToolBox {
 
     /// The schemas of the file tools offered to the model.
     pub fn schemas(&self) -> Vec<Value> {
-        schema::file_tools(self.caps.read_lines)
+        offer::file_tools(self.caps.read_lines)
     }
 
     /// What a run offers the model: the file tools and `commands` (the
     /// command tools) in the session's style, and the MCP servers' tools
     /// as their servers wrote them, serialised once. Without MCP tools the
     /// offer is shared with every run offering the same.
-    pub fn offer(&self, commands: Vec<Value>) -> std::sync::Arc<schema::Offer> {
+    pub fn offer(&self, commands: Vec<Value>) -> std::sync::Arc<offer::Offer> {
         let mcp = self.mcp.schemas();
         if mcp.is_empty() {
-            return schema::Offer::shared(self.caps.read_lines, self.style, commands);
+            return offer::Offer::shared(self.caps.read_lines, self.style, commands);
         }
         let mut all = registry::in_order(self.schemas(), commands);
         // The lean cuts name no MCP tool (theirs are `mcp__<server>__<tool>`).
         all.extend(mcp.iter().cloned());
-        std::sync::Arc::new(schema::Offer::styled(all, self.style))
+        std::sync::Arc::new(offer::Offer::styled(all, self.style))
     }
 
     /// Run one tool call; the result string is what the model sees.
@@ -267,7 +310,7 @@ impl ToolBox {
     /// A `todo` call: the list is mirrored only where the policy allows (a
     /// `.swival` that is a symlink leading outside keeps it in memory, and
     /// one leading anywhere is never followed).
-    fn todo_call(&mut self, args: &builtin::Todo) -> Result<String, ToolError> {
+    fn todo_call(&mut self, args: &todo::Todo) -> Result<String, ToolError> {
         let base = self.policy.resolve(".swival/todo.md", Access::Write).ok().map(|_| self.policy.base.clone());
         self.todo.call(args, base.as_deref())
     }

@@ -54,7 +54,7 @@ impl ToolBox {
                 Ok(m) if m.kind == super::beneath::Kind::File && m.len <= MAX_BYTES => {}
                 _ => continue,
             }
-            if let Ok(content) = super::files::read_file(self, &super::builtin::ReadFile::whole(name), None) {
+            if let Ok(content) = super::read_file::read_file(self, &super::read_file::ReadFile::whole(name), None) {
                 blocks.push(format!("=== {name} ===\n{content}"));
             }
         }

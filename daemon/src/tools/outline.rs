@@ -13,16 +13,60 @@
 //! does not count as a read for the read-before-write guard: it shows no
 //! bodies.
 
-use super::builtin::{Outline, OutlineRequest};
 use super::declarations::declared;
 use super::files::{looks_binary, open_for_read, Opened};
 use super::path::Access;
+use super::schema::{items_between, Requests};
 use super::{args, search, ToolBox, ToolError};
+use super::{CallInput, Tool};
 use crate::toolcall::type_name;
+use crate::toolcall::ToolOutcome;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::Path;
+use swival_protocol::ToolKind;
+
+/// Show classes, functions, and top-level declarations with line numbers (no bodies). Survey code before reading specific sections. Pass file_path for one file or directory, or files for a batch.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Outline {
+    /// Path to a file or directory to outline. A directory produces a shallow survey of its source files.
+    pub file_path: Option<String>,
+    /// Nesting depth: 1=top-level only, 2=classes+methods, 3=nested functions/classes. When omitted, defaults to 2 for files and 1 for directory surveys. In batch mode, acts as the default for entries without a per-entry depth.
+    #[schemars(range(min = 1, max = 3))]
+    pub depth: Option<i64>,
+    /// List of files or directories to outline (batch mode, max 20).
+    // Offered as optional through `default`, not `Option<…>`, whose
+    // schema would be flattened with its keys out of Swival's order.
+    #[serde(default)]
+    #[schemars(with = "Requests<OutlineRequest>", length(max = MAX_BATCH), transform = items_between)]
+    pub files: Option<Value>,
+}
+
+/// One entry of `outline`'s `files` (no description: Swival's has none);
+/// a bare path string is taken too.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+pub struct OutlineRequest {
+    /// Path to the file or directory to outline.
+    pub file_path: String,
+    /// Per-file nesting depth override.
+    #[schemars(range(min = 1, max = 3))]
+    pub depth: Option<i64>,
+}
+
+impl Tool for Outline {
+    const NAME: &'static str = "outline";
+    const KIND: ToolKind = ToolKind::Read;
+    // A directory survey, or a batch of them, reads and parses up to 400 files.
+    const WALKS_TREE: bool = true;
+
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        outline(tb, &self).map(ToolOutcome::ok)
+    }
+}
 
 /// Most entries in one batch, and most files one directory survey outlines.
 pub(super) const MAX_BATCH: usize = 20;

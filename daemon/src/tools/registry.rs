@@ -11,46 +11,21 @@
 //! runs them on the agent's task; MCP tools are their servers', named
 //! `mcp__<server>__<tool>`.
 
-use super::builtin::{
-    DeleteFile, EditFile, Grep, ListFiles, Outline, ReadFile, ReadMultipleFiles, Think, Todo, WriteFile,
-};
-use super::{args, schema, CallInput, ToolBox, ToolError};
+use super::delete_file::DeleteFile;
+use super::edit_file::EditFile;
+use super::grep::Grep;
+use super::list_files::ListFiles;
+use super::outline::Outline;
+use super::read_file::ReadFile;
+use super::read_multiple_files::ReadMultipleFiles;
+use super::think::Think;
+use super::todo::Todo;
+use super::write_file::WriteFile;
+use super::{args, schema, CallInput, Tool, ToolBox, ToolError};
 use crate::sandbox;
 use crate::toolcall::{parse_args, ToolOutcome};
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use swival_protocol::ToolKind;
-
-/// A built-in tool: the type is its arguments, and the impl says what the
-/// tool is called, what it does and how it runs. The type's doc comment
-/// is the tool's description and each field's the argument's (one line
-/// each: lines would be joined with a newline).
-pub trait Tool: DeserializeOwned + JsonSchema {
-    /// The name the model calls it by.
-    const NAME: &'static str;
-    /// What it does.
-    const KIND: ToolKind;
-    /// Whether a call may take long and should leave the runtime's worker:
-    /// it walks a tree (a search) or may move one (a delete, to the
-    /// trash). The others read or write a bounded amount (one file, or at
-    /// most 20, each read up to 50 KiB).
-    const WALKS_TREE: bool = matches!(Self::KIND, ToolKind::Search | ToolKind::Delete);
-
-    /// Run the call on the session's toolbox, with what the call brings
-    /// besides its arguments (`call`: the model's id for it, an editor's
-    /// text).
-    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
-
-    /// What this call does, when that depends on its arguments.
-    fn kind(&self) -> ToolKind {
-        Self::KIND
-    }
-
-    /// Fit the generated parameters to the session, whose reads return
-    /// `read_lines` lines unless they name a `limit`.
-    fn fit(_parameters: &mut Value, _read_lines: usize) {}
-}
 
 /// Who runs a tool.
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +53,16 @@ pub struct Builtin {
     schema: fn(usize) -> Value,
     /// What a call with these arguments does.
     call_kind: fn(&Value) -> ToolKind,
+    /// Whether a call takes an editor's unsaved text ([`Tool::EDITOR_TEXT`]).
+    editor_text: bool,
+}
+
+impl Builtin {
+    /// Whether a call takes an editor's unsaved text of the file it names
+    /// ([`Tool::EDITOR_TEXT`]).
+    pub fn takes_editor_text(&self) -> bool {
+        self.editor_text
+    }
 }
 
 /// One tool.
@@ -121,7 +106,12 @@ pub const COMPLETE_GOAL: &str = "complete_goal";
 
 /// The entry of the built-in tool `T`.
 const fn builtin<T: Tool>() -> Spec {
-    let functions = Builtin { run: run::<T>, schema: schema::function::<T>, call_kind: call_kind_of::<T> };
+    let functions = Builtin {
+        run: run::<T>,
+        schema: schema::function::<T>,
+        call_kind: call_kind_of::<T>,
+        editor_text: T::EDITOR_TEXT,
+    };
     Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions), walks_tree: T::WALKS_TREE }
 }
 

@@ -231,7 +231,7 @@ mod tests {
     use serde_json::json;
 
     fn schemas() -> Vec<Value> {
-        let mut s = crate::tools::schema::file_tools(2000);
+        let mut s = crate::tools::offer::file_tools(2000);
         s.push(json!({"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
             "properties": {"command": {"type": "array"}, "timeout": {"type": "integer"}}}}}));
         s
@@ -304,7 +304,7 @@ mod tests {
         assert!(unknown_tool("read_fle", &s).contains("Did you mean 'read_file'?"));
         assert!(unknown_tool("create_file", &s).contains("Did you mean 'write_file'?"));
         assert!(unknown_tool("code_outline", &s).contains("Did you mean 'outline'?"));
-        let files_only = crate::tools::schema::file_tools(2000);
+        let files_only = crate::tools::offer::file_tools(2000);
         assert!(unknown_tool("bash", &files_only).contains("This session runs no commands"));
         let none = unknown_tool("teleport", &s);
         assert!(!none.contains("Did you mean") && none.contains("read_file"), "{none}");

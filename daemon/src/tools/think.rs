@@ -2,10 +2,53 @@
 //! effects beyond remembering thought numbers and branch names, so
 //! revisions and branches can be checked against what exists.
 
-use super::builtin::Think;
-use super::ToolError;
+use super::args::Later;
+use super::schema::description_last;
+use super::{CallInput, Tool, ToolBox, ToolError};
+use crate::toolcall::ToolOutcome;
 use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::Serialize;
+use swival_protocol::ToolKind;
+
+/// Private scratchpad for planning, debugging, or weighing alternatives. Use before complex actions.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Think {
+    /// Your current thinking step. Max 10000 characters.
+    pub thought: String,
+    /// Current step number (1-based). Optional — auto-increments if omitted.
+    #[schemars(range(min = 1), transform = description_last)]
+    pub thought_number: Option<i64>,
+    /// Estimated total steps needed. Optional — defaults to 3 on first call, then carries forward.
+    #[schemars(range(min = 1), transform = description_last)]
+    pub total_thoughts: Option<i64>,
+    /// true if you need more thinking steps, false when done. Optional — defaults to true.
+    pub next_thought_needed: Option<bool>,
+    /// Type of thought. 'new' (default): normal thinking step. 'revision': correct a previous thought (set revises_thought). 'branch': explore an alternative (set branch_from_thought + branch_id).
+    #[schemars(with = "Option<Mode>")]
+    pub mode: Later<Option<String>>,
+    /// Which thought number is being revised. Used with mode="revision".
+    #[schemars(range(min = 1), transform = description_last)]
+    pub revises_thought: Option<i64>,
+    /// Thought number to branch from. Used with mode="branch", together with branch_id.
+    #[schemars(range(min = 1), transform = description_last)]
+    pub branch_from_thought: Option<i64>,
+    /// Label for the branch (e.g. 'approach-b'). Used with mode="branch", together with branch_from_thought.
+    #[schemars(length(min = 1, max = 50), transform = description_last)]
+    pub branch_id: Option<String>,
+    /// Swival's older way to ask for a revision, read when `mode` is absent.
+    #[schemars(skip)]
+    pub is_revision: Later<Option<bool>>,
+}
+
+impl Tool for Think {
+    const NAME: &'static str = "think";
+    const KIND: ToolKind = ToolKind::Think;
+
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        tb.thinking.call(&self).map(ToolOutcome::ok)
+    }
+}
 
 /// Longest thought kept; longer ones are cut.
 const MAX_THOUGHT_CHARS: usize = 10_000;

@@ -5,15 +5,40 @@
 //! symlink); items other sessions wrote there are kept on disk but not
 //! taken into this session's list.
 
-use super::builtin::Todo;
-use super::ToolError;
+use super::{CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Missing};
+use crate::toolcall::ToolOutcome;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
+use swival_protocol::ToolKind;
+
+/// Persistent checklist for multi-step work. Add items as discovered, mark done as completed. Survives context compaction.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Todo {
+    /// add: Add a new task (duplicate tasks are ignored). done: Mark a task as completed (no-op if already done). remove: Remove a task entirely. clear: Remove all tasks and start fresh. list: Return the current list (no other params needed).
+    #[schemars(with = "Action")]
+    pub action: Value,
+    /// For 'add': one or more task descriptions (each max 500 chars). For 'done'/'remove': text matching existing tasks (prefix match, case-insensitive). Not needed for 'list' or 'clear'. Accepts a single string or a list of strings.
+    #[schemars(with = "Option<Tasks>")]
+    pub tasks: Option<Value>,
+    /// Swival's older name for `tasks`, read when that is absent.
+    #[schemars(skip)]
+    pub task: Option<Value>,
+}
+
+impl Tool for Todo {
+    const NAME: &'static str = "todo";
+    const KIND: ToolKind = ToolKind::Plan;
+
+    fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        tb.todo_call(&self).map(ToolOutcome::ok)
+    }
+}
 
 /// Most items one session may add.
 pub const MAX_ITEMS: usize = 50;

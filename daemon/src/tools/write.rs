@@ -1,16 +1,9 @@
-//! `write_file` (content or `move_from`) and `edit_file`: the tools that
-//! change files, behind the path policy's write check and the
-//! read-before-write guard. The matching itself is in `edit.rs`.
+//! What the tools that change files share (`write_file.rs`,
+//! `edit_file.rs`): the read-before-write guard, the change a write made,
+//! and the notes for a write that changed nothing.
 
-use super::builtin::{EditFile, ReadFile, WriteFile};
-use super::edit;
-use super::files::checksum;
-use super::path::Access;
+use super::read_file::{read_file, ReadFile};
 use super::{ToolBox, ToolError};
-use crate::beneath::{self, Beneath, How, Kind};
-use crate::toolcall::ToolOutcome;
-use serde_json::Value;
-use std::io::Write as _;
 use std::path::Path;
 use swival_protocol::FileChange;
 
@@ -46,7 +39,7 @@ impl ToolBox {
     /// next call can be made against what is there instead of a round
     /// trip a small model often never makes.
     pub(super) fn read_for_the_model(&mut self, requested: &str) -> ToolError {
-        match super::files::read_file(self, &ReadFile::whole(requested), None) {
+        match read_file(self, &ReadFile::whole(requested), None) {
             Ok(content) => ToolError::refused(format!(
                 "{READ_FIRST}\nIt has now been read for you; its current content follows. Retry your change \
                  against this text (old_string must match it exactly).\n{content}"
@@ -56,100 +49,34 @@ impl ToolBox {
     }
 
     /// Whether the guard refuses to change `path` now.
-    fn must_read_first(&self, path: &Path, exists: bool) -> bool {
+    pub(super) fn must_read_first(&self, path: &Path, exists: bool) -> bool {
         self.read_guard && exists && !self.tracker.seen(path)
     }
 }
 
-/// `write_file`: exactly one of `content` and `move_from`. A write that
-/// may not be what the task wanted (`near.rs`) succeeds with a warning
-/// note.
-pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, ToolError> {
-    let requested = args.file_path.as_str();
-    // Empty strings count as "not given", as in Swival.
-    let content = match &args.content {
-        Value::Null => None,
-        Value::String(s) if s.is_empty() && args.move_from.is_some() => None,
-        Value::String(s) => Some(s.clone()),
-        // A model sending an object for a JSON file: write it as JSON.
-        other => Some(serde_json::to_string_pretty(other).unwrap_or_default()),
-    };
-    let move_from = args.move_from.as_deref().filter(|s| !s.is_empty());
-    let path = tb.policy.resolve(requested, Access::Write)?;
-    match (content, move_from) {
-        (Some(_), Some(_)) => Err(ToolError::refused(format!("write_file received both 'content' and 'move_from'. These are mutually exclusive: set 'content' (a string) to create or overwrite {requested}, OR set 'move_from' (a source path) to atomically rename that path to {requested}. Drop whichever one does not apply and retry."))),
-        (None, None) => Err(ToolError::refused(format!("write_file requires exactly one of 'content' or 'move_from'. To create or overwrite {requested}, pass 'content' as a string (use \"\" for an empty file). To rename an existing file to {requested}, pass 'move_from' with the source path. Retry with one of these arguments."))),
-        (Some(content), None) => {
-            let (dir, rel) = tb.beneath(&path)?;
-            let existing = dir.metadata(&rel).ok();
-            if existing.is_some_and(|m| m.is_dir()) {
-                return Err(ToolError::refused(format!(
-                    "{requested} is a directory; give a file path"
-                )));
-            }
-            tb.check_write(&path, requested, existing.is_some())?;
-            let before = match &existing {
-                Some(m) if m.len <= MAX_CHANGE_TEXT => dir.read(&rel).ok(),
-                _ => None,
-            };
-            create_parent(tb, &dir, &rel, requested)?;
-            dir.open_file(&rel, How::Truncate)
-                .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
-                .map_err(|e| tb.io_error(requested, "write", e))?;
-            let futile = futile_note(tb, &path, before.as_deref(), content.as_bytes());
-            tb.tracker.wrote(&path, content.as_bytes());
-            let note = match &before {
-                Some(old) => super::near::dropped_lines_note(&String::from_utf8_lossy(old), &content),
-                None if existing.is_none() => tb.new_file_note(requested, &path),
-                None => None,
-            };
-            // A file too large to have been read before is not checked.
-            let old_text = before.as_deref().map(String::from_utf8_lossy);
-            let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
-                .then(|| super::syntax::notes(&path, old_text.as_deref(), &content))
-                .flatten();
-            let note = [note, checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
-            let changed = match existing.is_none() || before.is_some() {
-                true => change(&path, before, content.as_bytes()),
-                false => None,
-            };
-            let mut result =
-                format!("Wrote {} bytes to {requested}\n[checksum={}]", content.len(), checksum(content.as_bytes()));
-            let outcome = match note {
-                Some(note) => {
-                    result.push_str(super::near::NOTE);
-                    result.push_str(&note);
-                    ToolOutcome::warned(result)
-                }
-                None => ToolOutcome::ok(result),
-            };
-            Ok(outcome.with_change(changed).with_futile(futile))
-        }
-        (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
-    }
-}
-
 /// The note of a write that left the file's text as it was.
-const UNCHANGED_NOTE: &str = "The file already had this content: nothing changed. If the task needs a change, \
+pub(super) const UNCHANGED_NOTE: &str =
+    "The file already had this content: nothing changed. If the task needs a change, \
 write the content with the change made.";
 
 /// The note of a write that left the file's text as this session's last
 /// write or edit of it had: small models repeat the write that succeeded.
-const MADE_NOTE: &str = "The file already had this content, from your own earlier change: nothing changed now. \
+pub(super) const MADE_NOTE: &str =
+    "The file already had this content, from your own earlier change: nothing changed now. \
 If the task is done, stop calling tools and answer in one or two sentences: what you changed.";
 
 /// The note of a write or edit that put the file back to a content it had
 /// earlier in the run: small models write two versions back and forth.
-const RESTORED_NOTE: &str = "This put the file back to a content it already had earlier in this run, so an \
+pub(super) const RESTORED_NOTE: &str = "This put the file back to a content it already had earlier in this run, so an \
 earlier change of yours is now undone. Do not write these versions again: if the task is done, stop calling \
 tools and answer in one or two sentences; if not, make the one change the task asks for.";
 
 /// Texts longer than this are left out of a [`FileChange`].
-const MAX_CHANGE_TEXT: u64 = 64 * 1024;
+pub(super) const MAX_CHANGE_TEXT: u64 = 64 * 1024;
 
 /// What a write did to `path`, for an editor's diff; `None` when a text is
 /// too long or not UTF-8.
-fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChange> {
+pub(super) fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChange> {
     let small = |b: &[u8]| b.len() as u64 <= MAX_CHANGE_TEXT;
     if !small(after) || before.as_deref().is_some_and(|b| !small(b)) {
         return None;
@@ -162,139 +89,10 @@ fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChan
     Some(FileChange { path: path.display().to_string(), old_text, new_text })
 }
 
-/// Create the missing directories above `rel`, each beneath the last.
-fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Result<(), ToolError> {
-    match rel.parent() {
-        Some(parent) => dir.mkdir_all(parent).map_err(|e| tb.io_error(requested, "create the directories for", e)),
-        None => Ok(()),
-    }
-}
-
-/// Rename `source` to `dest` (a file or a symlink, never a directory).
-fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, ToolError> {
-    let (dest_dir, dest_rel) = tb.beneath(dest)?;
-    let existing = dest_dir.metadata(&dest_rel).ok();
-    if existing.is_some_and(|m| m.is_dir()) {
-        return Err(ToolError::refused(format!("{requested} is a directory; give the destination's full file path")));
-    }
-    tb.check_write(dest, requested, existing.is_some())?;
-    let resolved_source = tb.policy.resolve(source, Access::Write)?;
-    if resolved_source == dest {
-        return Err(ToolError::refused(format!("write_file move_from='{source}' and file_path='{requested}' resolve to the same location, so the rename would be a no-op. To rename a file, set file_path to the new destination path.")));
-    }
-    // The entry itself, so a symlink is moved rather than its target.
-    let (source_dir, source_rel) = tb.entry(source)?;
-    let meta = source_dir.metadata(&source_rel).map_err(|e| match e {
-        beneath::Error::Symlink(_) => tb.io_error(source, "read", e),
-        _ => ToolError::refused(format!("move_from not found: {source}")),
-    })?;
-    if meta.is_dir() {
-        return Err(ToolError::refused(format!("move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory.")));
-    }
-    create_parent(tb, &dest_dir, &dest_rel, requested)?;
-    source_dir.rename(&source_rel, &dest_dir, &dest_rel).map_err(|e| match e {
-        beneath::Error::Symlink(_) => tb.io_error(requested, "write", e),
-        e => ToolError::refused(format!("cannot move {source} to {requested}: {e}")),
-    })?;
-    tb.tracker.mark(dest);
-    Ok(format!("Moved {source} -> {requested}"))
-}
-
-/// `edit_file`.
-pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolError> {
-    let requested = args.file_path.as_str();
-    let (old, new) = (args.old_string.as_str(), args.new_string.as_str());
-    if old == new && !old.is_empty() {
-        // Nothing to look up: this edit changes nothing whatever the file holds.
-        let error = ToolOutcome::from(edit_error(&edit::EditError::Identical.to_string(), requested));
-        let note = error.text.clone();
-        return Ok(error.with_futile(Some(note)));
-    }
-    let replace_all = args.replace_all.unwrap_or(false);
-    let line_number = args.line_number.filter(|&n| n > 0).map(|n| n as usize);
-    let path = tb.policy.resolve(requested, Access::Write)?;
-    let (dir, rel) = edited_file(tb, requested, &path)?;
-    // An unread file may still be edited when `old_string` occurs in it
-    // exactly once, as written: the match shows the model knows the text
-    // (the guard is against blind overwrites). Checked once it is read.
-    let unread = tb.must_read_first(&path, true);
-    let fail = |reason: String| edit_error(&reason, requested);
-    let io_fail = |what: &'static str, e: beneath::Error| match e {
-        beneath::Error::Symlink(_) => tb.io_error(requested, what, e),
-        e => fail(format!("cannot {what} the file: {e}")),
-    };
-    let bytes = dir.read(&rel).map_err(|e| io_fail("read", e))?;
-    let matches_once = || std::str::from_utf8(&bytes).is_ok_and(|t| !old.is_empty() && t.matches(old).count() == 1);
-    if unread && (replace_all || !matches_once()) {
-        return Err(tb.read_for_the_model(requested));
-    }
-    // Only a well-formed checksum is a guard; models sometimes send junk.
-    if let Some(expected) =
-        args.checksum.as_deref().map(str::trim).filter(|c| c.len() == 8 && c.chars().all(|ch| ch.is_ascii_hexdigit()))
-    {
-        let actual = checksum(&bytes);
-        if !expected.eq_ignore_ascii_case(&actual) {
-            return Err(fail(format!("checksum mismatch: you sent {expected}, the file now has {actual}. The file changed since you last read it. Re-read and retry.")));
-        }
-    }
-    if old.is_empty() {
-        return Err(fail(edit::EditError::EmptyOld.to_string()));
-    }
-    let content = String::from_utf8(bytes)
-        .map_err(|e| fail(format!("the file is not valid UTF-8 text ({e}); edit_file only handles text files")))?;
-    let mut copied = String::new();
-    let updated = match edit::replace(&content, old, new, replace_all, line_number) {
-        Ok(updated) => updated,
-        Err(edit::EditError::NotFound(closest)) => match unread_edit(&content, (old, new), replace_all, line_number) {
-            Some((updated, notes)) => {
-                copied = format!("\n(auto-corrected: {})", notes.join("; "));
-                updated
-            }
-            None => return Err(edit_error(&tb.missed(&path, requested, (old, new), &content, closest), requested)),
-        },
-        Err(e) => return Err(fail(e.to_string())),
-    };
-    dir.open_file(&rel, How::Rewrite)
-        .and_then(|mut f| Ok(f.write_all(updated.as_bytes())?))
-        .map_err(|e| io_fail("write", e))?;
-    tb.misses.clear();
-    // From disk, so the next edit's checksum guard agrees with it.
-    let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
-    let futile = futile_note(tb, &path, Some(content.as_bytes()), &written);
-    tb.tracker.wrote(&path, &written);
-    let after = String::from_utf8_lossy(&written);
-    let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
-    let changed = change(&path, Some(content.into_bytes()), &written);
-    let mut result = format!("Edited {requested}\n[checksum={}]{copied}", checksum(&written));
-    match [checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}")) {
-        Some(note) => {
-            result.push_str(super::near::NOTE);
-            result.push_str(&note);
-            Ok(ToolOutcome::warned(result).with_change(changed).with_futile(futile))
-        }
-        None => Ok(ToolOutcome::ok(result).with_change(changed)),
-    }
-}
-
-/// The file `edit_file` changes, as a regular file beneath its root; an
-/// error naming what to do when it is something else or missing.
-fn edited_file(tb: &ToolBox, requested: &str, path: &Path) -> Result<(Beneath, std::path::PathBuf), ToolError> {
-    let (dir, rel) = tb.beneath(path)?;
-    match dir.metadata(&rel) {
-        Ok(m) if m.kind == Kind::File => Ok((dir, rel)),
-        Ok(_) => Err(ToolError::refused(format!("{requested} is not a regular file; edit_file edits text files"))),
-        Err(e) if e.is_not_found() => {
-            let plain = format!("file does not exist: {requested}; use write_file to create it");
-            Err(tb.missing_file(requested, path, plain))
-        }
-        Err(e) => Err(tb.io_error(requested, "read", e)),
-    }
-}
-
 /// What the model is told of a write or edit that left `path` as it
 /// was (`before`, when known) or put back a content it had earlier in the
 /// run; `None` for a change. Call before the tracker notes the write.
-fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Option<String> {
+pub(super) fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Option<String> {
     let same =
         before.is_some_and(|b| String::from_utf8_lossy(b).trim_end() == String::from_utf8_lossy(after).trim_end());
     // What this session wrote there last, written again.
@@ -309,39 +107,12 @@ fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8
     }
 }
 
-/// The edit of `old` to `new` with what read_file adds to a file's lines
-/// taken out of both (its `N: ` numbers, its `[checksum=…]` line: a small
-/// model copies them into old_string), when `old` as sent was not found
-/// and that edit applies; with what was left out.
-fn unread_edit(
-    content: &str,
-    (old, new): (&str, &str),
-    replace_all: bool,
-    line_number: Option<usize>,
-) -> Option<(String, Vec<String>)> {
-    let (mut old, mut new) = (old.to_owned(), new.to_owned());
-    let notes = super::repair::unread(&mut old, true, 1);
-    if notes.is_empty() {
-        return None;
-    }
-    super::repair::unread(&mut new, true, 1);
-    let updated = edit::replace(content, &old, &new, replace_all, line_number).ok()?;
-    Some((updated, notes))
-}
-
-/// Swival's edit error shape, `error: edit_file: <reason> (in <path>)`;
-/// details on later lines (candidates, closest match) follow the first.
-fn edit_error(reason: &str, requested: &str) -> ToolError {
-    match reason.split_once('\n') {
-        Some((first, rest)) => ToolError::refused(format!("edit_file: {first} (in {requested})\n{rest}")),
-        None => ToolError::refused(format!("edit_file: {reason} (in {requested})")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::files::read_file;
+    use super::super::edit_file::edit_file;
+    use super::super::files::checksum;
     use super::super::test_toolbox as toolbox;
+    use super::super::write_file::write_file;
     use super::*;
 
     #[test]

@@ -5,8 +5,8 @@
 //! only when its client has room. soketto does the framing (pings are
 //! answered, a close is echoed).
 
-use super::lines::Line;
 use super::lines::Incoming;
+use super::lines::Line;
 use super::ndjson::serve_messages;
 use super::outbox::Outgoing;
 use super::registry::Activity;

@@ -302,15 +302,17 @@ pub(crate) fn folder_cycles(files: &[(String, String)], out: &mut Vec<Violation>
 #[test]
 fn a_cycle_between_files_of_a_folder_is_reported_but_not_a_name_handed_on() {
     let files = [
-        ("daemon/src/a/mod.rs", "mod b;\nmod c;\nmod d;\npub use b::B;\npub(crate) use d::D;\nfn f() -> D { d::make() }\n"),
+        (
+            "daemon/src/a/mod.rs",
+            "mod b;\nmod c;\nmod d;\npub use b::B;\npub(crate) use d::D;\nfn f() -> D { d::make() }\n",
+        ),
         ("daemon/src/a/b.rs", "use super::{c::C, D};\npub struct B;\n"),
         ("daemon/src/a/c.rs", "pub struct C(crate::a::B);\n"),
         ("daemon/src/a/d.rs", "pub struct D;\n#[cfg(test)]\nmod tests {\n    use super::super::b::B;\n}\n"),
     ];
     let files: Vec<(String, String)> = files.iter().map(|(r, t)| ((*r).to_owned(), (*t).to_owned())).collect();
     let uses = &folder_uses(&files)[&vec!["a".to_owned()]];
-    let edges: Vec<String> =
-        uses.iter().flat_map(|(from, to)| to.keys().map(move |t| format!("{from}→{t}"))).collect();
+    let edges: Vec<String> = uses.iter().flat_map(|(from, to)| to.keys().map(move |t| format!("{from}→{t}"))).collect();
     assert_eq!(edges, ["b→c", "b→d", "c→b"]);
     let mut out = Vec::new();
     folder_cycles(&files, &mut out);

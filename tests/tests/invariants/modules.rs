@@ -124,4 +124,3 @@ fn a_module_cycle_is_reported_with_its_modules_but_not_through_tests() {
           a → b (daemon/src/a/mod.rs:6), a → c (daemon/src/a/mod.rs:2), b → c (daemon/src/b.rs:1), c → a (daemon/src/c.rs:1)"]
     );
 }
-

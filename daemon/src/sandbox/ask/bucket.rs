@@ -7,7 +7,6 @@ use super::display;
 use super::lists::{inline_code, interpreter_bucket, FIXED, HIGH_RISK, INTERPRETERS, ONE_MORE_WORD, RUNNERS};
 use super::risky::{self, Pattern};
 
-
 /// How one command line is asked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Verdict {
@@ -84,7 +83,6 @@ pub fn program_name(program: &str) -> &str {
     }
 }
 
-
 /// Swival's bucket of an argv, made harder to steer: the word rules apply
 /// only to a bare program name (`./bin/cargo test` is its own path, never
 /// `cargo test`); git's global options are skipped to find its
@@ -131,7 +129,6 @@ fn git_words<'a>(words: &[&'a str]) -> Vec<&'a str> {
     }
     out
 }
-
 
 /// Why a Swival bucket is high-risk; `None` when it is not. Swival's
 /// list, every bucket of a whole command line (a wrapper) and every path.

@@ -7,16 +7,34 @@
 //! A file deleted though the task named only something inside it gets a
 //! note after Swival's text (`asked.rs`), and the outcome says so.
 
-use super::builtin::DeleteFile;
 use super::path::Access;
-use super::{asked, CallInput, ToolBox, ToolError};
+use super::{asked, CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind, Missing};
 use crate::toolcall::{ToolOutcome, UnaskedDelete};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
+use swival_protocol::ToolKind;
+
+/// Delete a file by moving it to the trash. Cannot delete directories.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DeleteFile {
+    /// Path to the file to delete.
+    pub file_path: String,
+}
+
+impl Tool for DeleteFile {
+    const NAME: &'static str = "delete_file";
+    const KIND: ToolKind = ToolKind::Delete;
+
+    fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        delete_file(tb, &self, call)
+    }
+}
 
 /// Trash entries older than this are removed.
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -183,7 +201,7 @@ fn prune(trash: &Beneath, keep: Option<&str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::files::read_file;
+    use super::super::read_file::read_file;
     use super::super::test_toolbox as toolbox;
     use super::super::write::READ_FIRST;
     use super::*;
