@@ -26,7 +26,6 @@ pub mod review;
 pub mod schema;
 pub mod session;
 pub mod skills;
-pub mod subagents;
 pub mod tools;
 pub mod types;
 
@@ -44,7 +43,6 @@ pub use policy::*;
 pub use report::*;
 pub use review::*;
 pub use session::*;
-pub use subagents::SubagentOf;
 pub use tools::{SessionToolsResult, ToolInfo, ToolKind};
 pub use types::*;
 

@@ -81,7 +81,7 @@ macro_rules! methods {
         /// Each method's name, params schema (`None`: no params) and result
         /// schema, in [`ALL`]'s order.
         pub(crate) fn schemas() -> Vec<(&'static str, Option<serde_json::Value>, serde_json::Value)> {
-            vec![ $( ($wire, crate::schema::params::<$params>(), crate::schema::schema::<$result>()) ),* ]
+            vec![ $( ($wire, params::<$params>(), schema::<$result>()) ),* ]
         }
     };
 }
@@ -286,4 +286,14 @@ subscriptions! {
     BuffersServe: BUFFERS_READ = "buffers/read", closed by BuffersUnserve;
 /// The notification of `inbox/subscribe`: one entry.
     InboxSubscribe: INBOX_ENTRY = "inbox/entry", closed by InboxUnsubscribe;
+}
+
+/// `T`'s JSON schema.
+pub(crate) fn schema<T: schemars::JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialize")
+}
+
+/// A params type's schema; `None` for [`NoParams`].
+pub(crate) fn params<T: schemars::JsonSchema + 'static>() -> Option<serde_json::Value> {
+    (std::any::TypeId::of::<T>() != std::any::TypeId::of::<NoParams>()).then(schema::<T>)
 }

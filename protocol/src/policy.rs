@@ -2,6 +2,7 @@
 //! `config/resolve`, `policy/status`, `policy/check`, `mcp/status`, client
 //! hooks and editor buffers.
 
+use crate::hooks::HookPoint;
 use crate::session::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -335,31 +336,6 @@ pub struct PolicyCheckResult {
     pub program: Option<String>,
     /// Why, in one sentence, and under which sandbox.
     pub reason: String,
-}
-
-/// Where in the pipeline a hook runs. Declared here once: the daemon's
-/// config, its events and `hooks/register` all use this type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum HookPoint {
-    /// Before each provider call: may replace messages, narrow tools, block.
-    BeforeLlmCall,
-    /// After each provider reply, before any tool runs: may drop calls, ask the user about them, or block.
-    AfterLlmCall,
-    /// Before the final answer is delivered: may modify, redact or block it.
-    BeforeResponseEmit,
-}
-
-impl HookPoint {
-    /// Every point, in pipeline order.
-    pub const ALL: [HookPoint; 3] = [HookPoint::BeforeLlmCall, HookPoint::AfterLlmCall, HookPoint::BeforeResponseEmit];
-    /// Their names on the wire and in config.
-    pub const NAMES: &'static [&'static str] = &["before_llm_call", "after_llm_call", "before_response_emit"];
-
-    /// The name on the wire and in config.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
 }
 
 /// How a policy script runs.

@@ -4,8 +4,8 @@
 //! below fails when the committed file differs (run it with
 //! `UPDATE_SCHEMA=1` to rewrite the file).
 
-use crate::{error::ErrorCode, methods};
-use schemars::{schema_for, JsonSchema};
+use crate::error::ErrorCode;
+use crate::methods::{self, schema};
 use serde_json::{json, Map, Value};
 
 /// One method's parameter and result types.
@@ -13,16 +13,6 @@ struct MethodDoc {
     name: &'static str,
     params: Option<Value>,
     result: Value,
-}
-
-/// `T`'s JSON schema.
-pub(crate) fn schema<T: JsonSchema>() -> Value {
-    serde_json::to_value(schema_for!(T)).expect("schemas serialize")
-}
-
-/// A params type's schema; `None` for [`methods::NoParams`].
-pub(crate) fn params<T: JsonSchema + 'static>() -> Option<Value> {
-    (std::any::TypeId::of::<T>() != std::any::TypeId::of::<methods::NoParams>()).then(schema::<T>)
 }
 
 fn method_docs() -> Vec<MethodDoc> {

@@ -261,7 +261,7 @@ pub struct SessionInfo {
     pub worktree: Option<WorktreeInfo>,
     /// The run that spawned it, for a subagent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<crate::subagents::SubagentOf>,
+    pub parent: Option<SubagentOf>,
     /// What its runs cost in US dollars, summed over those `model_prices`
     /// priced (absent when none was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -554,4 +554,16 @@ pub struct SessionPruneResult {
     /// The branches of those worktrees, kept so no work is lost.
     #[serde(default)]
     pub branches_kept: Vec<String>,
+}
+
+/// Where a subagent's session comes from: the run whose `spawn_subagent`
+/// call made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentOf {
+    /// The parent session.
+    pub session_id: SessionId,
+    /// The parent's run that spawned it.
+    pub run_id: RunId,
+    /// Its id in that run (`sub_1`), as the model knows it.
+    pub subagent_id: String,
 }
