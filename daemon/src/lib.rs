@@ -92,6 +92,12 @@ pub mod sandboxed {
 /// `tests/tests/tool_answers.rs` and `tests/tests/tool_schemas.rs` check
 /// byte for byte.
 pub mod tooling {
+    /// The name of every tool the daemon offers, from its registry (MCP
+    /// tools aside): the architecture test checks each is spelled in one
+    /// file only.
+    pub fn tool_names() -> impl Iterator<Item = &'static str> {
+        crate::tools::registry::TOOLS.iter().map(|t| t.name)
+    }
     pub use crate::sandbox::{tool_schemas, CommandPolicy};
     pub use crate::tools::offer::{Offer, SchemaStyle};
     pub use crate::tools::path::{FilesMode, PathPolicy};

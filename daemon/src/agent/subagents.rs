@@ -21,9 +21,7 @@ const WAIT_FOR_SLOT: Duration = Duration::from_secs(60);
 /// How long `collect` waits by default (Swival's).
 const COLLECT_TIMEOUT_S: f64 = 300.0;
 /// The tool names.
-pub const SPAWN: &str = "spawn_subagent";
-/// The tool names.
-pub const CHECK: &str = "check_subagents";
+pub use crate::tools::registry::{CHECK_SUBAGENTS as CHECK, SPAWN_SUBAGENT as SPAWN};
 
 /// What a child session is made with.
 pub struct Child<'a> {

@@ -101,7 +101,8 @@ impl Run<'_> {
                 result_length: Some(outcome.text.len() as u64),
                 output: outcome.notes_at.map(|_| outcome.own_text().chars().take(4096).collect()),
                 change,
-                todo: (call.name == "todo" && !outcome.failed).then(|| self.tools.todo.items()),
+                todo: (registry::kind(&call.name) == ToolKind::Plan && !outcome.failed)
+                    .then(|| self.tools.todo.items()),
             });
             self.conversation.push(crate::message::Message::tool_result_with_notes(
                 &call.id,
@@ -397,10 +398,8 @@ impl Run<'_> {
                 let editor_text = self.editor_text(call).await;
                 self.file_tool(call, editor_text)
             }
-            _ if self.subagents.is_some() && [subagents::SPAWN, subagents::CHECK].contains(&call.name.as_str()) => {
-                self.subagent_tool(call).await
-            }
-            _ if call.name == crate::skills::TOOL && !self.tools.skills.is_empty() => self.use_skill(call),
+            Some(Runner::Subagents) if self.subagents.is_some() => self.subagent_tool(call).await,
+            Some(Runner::Skill) if !self.tools.skills.is_empty() => self.use_skill(call),
             _ if self.tools.mcp.owns(&call.name) => {
                 let bracket = self.before_change(call).await;
                 let outcome = self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await;

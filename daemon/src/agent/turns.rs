@@ -142,7 +142,8 @@ impl Run<'_> {
         }
         // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
         if let Some(schema) = self.tools.skills.schema() {
-            let at = extra.iter().position(|s| s["function"]["name"] == "run_command").unwrap_or(extra.len());
+            let at =
+                extra.iter().position(|s| s["function"]["name"] == crate::sandbox::COMMAND_TOOL).unwrap_or(extra.len());
             extra.insert(at, schema);
         }
         if self.subagents.is_some() {
@@ -339,7 +340,7 @@ impl Run<'_> {
         }
         if self.nudges.on(InterventionKind::DeletedUnasked) {
             if let Some(words) = self.deleted.nudge(answer, self.ctx.base_dir) {
-                return Some(("delete_file", InterventionKind::DeletedUnasked, words));
+                return Some((crate::tools::registry::names::DELETE_FILE, InterventionKind::DeletedUnasked, words));
             }
         }
         if !self.nudges.on(InterventionKind::Unmade) {

@@ -101,7 +101,7 @@ impl Run<'_> {
         // What the check changes is recorded as a command's changes are.
         let call = crate::provider::ToolCall {
             id: format!("verify_{turn}_{checks}"),
-            name: "run_command".to_owned(),
+            name: crate::sandbox::COMMAND_TOOL.to_owned(),
             arguments: serde_json::json!({ "command": check.argv }).to_string(),
         };
         let bracket = self.before_change(&call).await;

@@ -87,7 +87,7 @@ fn activity(messages: &[Message]) -> Vec<String> {
 
 /// The thoughts of the conversation's `think` calls, oldest first.
 fn thoughts(messages: &[Message]) -> Vec<String> {
-    let calls = messages.iter().flat_map(|m| &m.tool_calls).filter(|c| c.name == "think");
+    let calls = messages.iter().flat_map(|m| &m.tool_calls).filter(|c| c.name == crate::tools::registry::names::THINK);
     let thought = |args: &str| {
         let v: serde_json::Value = serde_json::from_str(args).ok()?;
         v.get("thought")?.as_str().map(str::to_owned)

@@ -188,11 +188,11 @@ pub async fn fetch_url(env: &FetchEnv, url: &str, format: FetchFormat, timeout: 
         Ok(Err(e)) => return ToolOutcome::failed(format!("error: {e}")),
         Ok(Ok(text)) => text,
     };
-    let header = spill::untrusted_header("fetch_url", url);
+    let header = spill::untrusted_header(super::FETCH_TOOL, url);
     if text.len() <= env.max_inline {
         return ToolOutcome::ok(header + &text);
     }
-    let untrusted = Untrusted { source: "fetch_url", origin: url };
+    let untrusted = Untrusted { source: super::FETCH_TOOL, origin: url };
     ToolOutcome::ok(header + &spill::save_large_output(&text, &env.base_dir, env.max_inline, false, Some(untrusted)))
 }
 

@@ -30,6 +30,11 @@ pub struct DeleteFile {
 impl Tool for DeleteFile {
     const NAME: &'static str = "delete_file";
     const KIND: ToolKind = ToolKind::Delete;
+    const ALIASES: &'static [&'static str] = &["remove_file"];
+
+    fn paths(&self) -> Vec<String> {
+        vec![self.file_path.clone()]
+    }
 
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         delete_file(tb, &self, call)

@@ -36,6 +36,11 @@ pub struct EditFile {
 impl Tool for EditFile {
     const NAME: &'static str = "edit_file";
     const KIND: ToolKind = ToolKind::Edit;
+    const ALIASES: &'static [&'static str] = &["replace_in_file", "str_replace"];
+
+    fn paths(&self) -> Vec<String> {
+        vec![self.file_path.clone()]
+    }
 
     fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         edit_file(tb, &self)
@@ -144,11 +149,11 @@ fn unread_edit(
     line_number: Option<usize>,
 ) -> Option<(String, Vec<String>)> {
     let (mut old, mut new) = (old.to_owned(), new.to_owned());
-    let notes = super::repair::unread(&mut old, true, 1);
+    let notes = super::read_file::unread(&mut old, true, 1);
     if notes.is_empty() {
         return None;
     }
-    super::repair::unread(&mut new, true, 1);
+    super::read_file::unread(&mut new, true, 1);
     let updated = edit::replace(content, &old, &new, replace_all, line_number).ok()?;
     Some((updated, notes))
 }

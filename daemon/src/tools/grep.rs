@@ -34,6 +34,7 @@ pub struct Grep {
 impl Tool for Grep {
     const NAME: &'static str = "grep";
     const KIND: ToolKind = ToolKind::Search;
+    const ALIASES: &'static [&'static str] = &["search", "search_files"];
 
     fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         grep(tb, &self).map(ToolOutcome::ok)

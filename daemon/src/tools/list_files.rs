@@ -23,6 +23,7 @@ pub struct ListFiles {
 impl Tool for ListFiles {
     const NAME: &'static str = "list_files";
     const KIND: ToolKind = ToolKind::Search;
+    const ALIASES: &'static [&'static str] = &["find", "ls", "list_directory"];
 
     fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         list_files(tb, &self).map(ToolOutcome::ok)

@@ -196,11 +196,28 @@ pub trait Tool: DeserializeOwned + JsonSchema {
     /// ([`CallInput::editor_text`]), which the agent then asks the
     /// session's editor for.
     const EDITOR_TEXT: bool = false;
+    /// Names models reach for when they mean this tool (`cat` for
+    /// `read_file`): a call by one of them, when no tool has that name, is
+    /// answered with this tool's name (`repair::unknown_tool`).
+    const ALIASES: &'static [&'static str] = &[];
+
+    /// Repair a call's arguments (already JSON, with Swival's argument
+    /// names) for what a model gets wrong with this tool in particular;
+    /// one note per change, in Swival's words.
+    fn repair(_args: &mut serde_json::Map<String, Value>) -> Vec<String> {
+        Vec::new()
+    }
 
     /// Run the call on the session's toolbox, with what the call brings
     /// besides its arguments (`call`: the model's id for it, an editor's
     /// text).
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
+
+    /// The files this call writes, edits, moves or deletes, as given (for
+    /// the nudges that watch what a run changed).
+    fn paths(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// What this call does, when that depends on its arguments.
     fn kind(&self) -> ToolKind {

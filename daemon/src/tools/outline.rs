@@ -60,6 +60,7 @@ pub struct OutlineRequest {
 impl Tool for Outline {
     const NAME: &'static str = "outline";
     const KIND: ToolKind = ToolKind::Read;
+    const ALIASES: &'static [&'static str] = &["code_outline", "file_outline"];
     // A directory survey, or a batch of them, reads and parses up to 400 files.
     const WALKS_TREE: bool = true;
 

@@ -57,6 +57,7 @@ impl ReadFile {
 impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
     const KIND: ToolKind = ToolKind::Read;
+    const ALIASES: &'static [&'static str] = &["open_file", "cat", "view_file"];
     const EDITOR_TEXT: bool = true;
 
     fn run(self, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
@@ -279,4 +280,43 @@ pub(super) fn list_dir(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str)
         out.push_str(&n);
     }
     Ok(out)
+}
+
+/// Take out of `content` what read_file's output adds to a file's lines
+/// and a small model copies back: a last line `[checksum=…]`, and `N: `
+/// before every line when the lines (at least `min_numbered`) are
+/// numbered one after another.
+pub(super) fn unread(content: &mut String, numbers: bool, min_numbered: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    let body = content.trim_end();
+    if let Some((rest, last)) = body.rsplit_once('\n').or(Some(("", body))) {
+        let trailer = last.strip_prefix("[checksum=").and_then(|t| t.strip_suffix(']'));
+        if trailer.is_some_and(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())) {
+            *content = format!("{rest}\n");
+            notes.push("left out the '[checksum=…]' line: read_file shows it, it is not in the file".to_owned());
+        }
+    }
+    if !numbers {
+        return notes;
+    }
+    let numbered: Option<Vec<&str>> = content
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let (n, text) = line.split_once(": ").or_else(|| line.strip_suffix(':').map(|n| (n, "")))?;
+            let n = n.trim().parse::<usize>().ok().filter(|&n| n > 0)?;
+            Some((i, n, text))
+        })
+        .scan(None, |first: &mut Option<usize>, item| {
+            let (i, n, text) = item?;
+            let start = *first.get_or_insert(n - i.min(n));
+            Some((n == start + i).then_some(text))
+        })
+        .collect();
+    if let Some(lines) = numbered.filter(|l| l.len() >= min_numbered.max(1) && l.len() == content.lines().count()) {
+        let ends = if content.ends_with('\n') { "\n" } else { "" };
+        *content = format!("{}{ends}", lines.join("\n"));
+        notes.push("left out the line numbers: read_file shows them, they are not in the file".to_owned());
+    }
+    notes
 }

@@ -24,7 +24,7 @@ use super::write_file::WriteFile;
 use super::{args, schema, CallInput, Tool, ToolBox, ToolError};
 use crate::sandbox;
 use crate::toolcall::{parse_args, ToolOutcome};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use swival_protocol::ToolKind;
 
 /// Who runs a tool.
@@ -42,6 +42,12 @@ pub enum Runner {
     /// `complete_goal`, run by the agent for its session's goal; offered
     /// only to a goal's run.
     Goal,
+    /// `use_skill`, run by the agent from the session's skills; offered
+    /// when the session has any.
+    Skill,
+    /// `spawn_subagent` and `check_subagents`, run by the agent's
+    /// subagents; offered when the session allows subagents.
+    Subagents,
 }
 
 /// A built-in tool's [`Tool`] impl, as plain functions.
@@ -55,6 +61,10 @@ pub struct Builtin {
     call_kind: fn(&Value) -> ToolKind,
     /// Whether a call takes an editor's unsaved text ([`Tool::EDITOR_TEXT`]).
     editor_text: bool,
+    /// The tool's own repair of a call's arguments ([`Tool::repair`]).
+    repair: fn(&mut Map<String, Value>) -> Vec<String>,
+    /// The files a call names ([`Tool::paths`]).
+    paths: fn(&Value) -> Vec<String>,
 }
 
 impl Builtin {
@@ -76,6 +86,8 @@ pub struct Spec {
     pub runner: Runner,
     /// Whether a call may take long ([`Tool::WALKS_TREE`]).
     walks_tree: bool,
+    /// Names models reach for when they mean this tool ([`Tool::ALIASES`]).
+    aliases: &'static [&'static str],
 }
 
 /// Every tool, in the order the model sees them (Swival's): the built-in
@@ -92,17 +104,40 @@ pub const TOOLS: &[Spec] = &[
     builtin::<Think>(),
     builtin::<Todo>(),
     builtin::<DeleteFile>(),
-    Spec { name: "fetch_url", kind: ToolKind::Fetch, runner: Runner::Fetch, walks_tree: false },
-    Spec { name: sandbox::SNAPSHOT_TOOL, kind: ToolKind::Think, runner: Runner::Snapshot, walks_tree: false },
+    other(sandbox::FETCH_TOOL, ToolKind::Fetch, Runner::Fetch).aliased(&["fetch"]),
+    other(sandbox::SNAPSHOT_TOOL, ToolKind::Think, Runner::Snapshot),
     builtin::<Outline>(),
-    Spec { name: "run_command", kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
-    Spec { name: sandbox::SHELL_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
-    Spec { name: sandbox::PYTHON_TOOL, kind: ToolKind::Execute, runner: Runner::Command, walks_tree: false },
-    Spec { name: COMPLETE_GOAL, kind: ToolKind::Think, runner: Runner::Goal, walks_tree: false },
+    other(sandbox::COMMAND_TOOL, ToolKind::Execute, Runner::Command).aliased(&[
+        "bash",
+        "shell",
+        sandbox::SHELL_TOOL,
+        "exec",
+        "execute_command",
+    ]),
+    other(sandbox::SHELL_TOOL, ToolKind::Execute, Runner::Command),
+    other(sandbox::PYTHON_TOOL, ToolKind::Execute, Runner::Command),
+    other(COMPLETE_GOAL, ToolKind::Think, Runner::Goal),
+    other(crate::skills::TOOL, ToolKind::Other, Runner::Skill),
+    other(SPAWN_SUBAGENT, ToolKind::Other, Runner::Subagents),
+    other(CHECK_SUBAGENTS, ToolKind::Other, Runner::Subagents),
 ];
 
 /// Swival's `complete_goal`: the model says its session's goal is met.
 pub const COMPLETE_GOAL: &str = "complete_goal";
+/// Swival's `spawn_subagent`: a child session on a task of its own.
+pub const SPAWN_SUBAGENT: &str = "spawn_subagent";
+/// Swival's `check_subagents`: the run's subagents, polled or collected.
+pub const CHECK_SUBAGENTS: &str = "check_subagents";
+
+/// The names of the built-in tools the rest of the daemon speaks of
+/// (their one spelling is the tool's own file, through [`Tool::NAME`]).
+pub mod names {
+    use super::super::Tool;
+    /// `delete_file`.
+    pub const DELETE_FILE: &str = super::DeleteFile::NAME;
+    /// `think`.
+    pub const THINK: &str = super::Think::NAME;
+}
 
 /// The entry of the built-in tool `T`.
 const fn builtin<T: Tool>() -> Spec {
@@ -111,12 +146,29 @@ const fn builtin<T: Tool>() -> Spec {
         schema: schema::function::<T>,
         call_kind: call_kind_of::<T>,
         editor_text: T::EDITOR_TEXT,
+        repair: T::repair,
+        paths: paths_of::<T>,
     };
-    Spec { name: T::NAME, kind: T::KIND, runner: Runner::Builtin(functions), walks_tree: T::WALKS_TREE }
+    Spec {
+        name: T::NAME,
+        kind: T::KIND,
+        runner: Runner::Builtin(functions),
+        walks_tree: T::WALKS_TREE,
+        aliases: T::ALIASES,
+    }
+}
+
+/// The entry of a tool the toolbox does not run.
+const fn other(name: &'static str, kind: ToolKind, runner: Runner) -> Spec {
+    Spec { name, kind, runner, walks_tree: false, aliases: &[] }
 }
 
 fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
     args::parse::<T>(args)?.run(tb, call)
+}
+
+fn paths_of<T: Tool>(args: &Value) -> Vec<String> {
+    args::parse::<T>(args).map_or_else(|_| Vec::new(), |a| a.paths())
 }
 
 fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
@@ -124,6 +176,11 @@ fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
 }
 
 impl Spec {
+    /// This entry, known also by `aliases` ([`Tool::ALIASES`]).
+    const fn aliased(self, aliases: &'static [&'static str]) -> Spec {
+        Spec { aliases, ..self }
+    }
+
     /// Whether a call may take long and should leave the runtime's worker
     /// ([`Tool::WALKS_TREE`]).
     pub fn walks_tree(&self) -> bool {
@@ -134,7 +191,9 @@ impl Spec {
     fn builtin(&self) -> Option<&Builtin> {
         match &self.runner {
             Runner::Builtin(b) => Some(b),
-            Runner::Command | Runner::Fetch | Runner::Snapshot | Runner::Goal => None,
+            Runner::Command | Runner::Fetch | Runner::Snapshot | Runner::Goal | Runner::Skill | Runner::Subagents => {
+                None
+            }
         }
     }
 }
@@ -143,6 +202,13 @@ impl Spec {
 /// are their session's).
 pub fn spec(name: &str) -> Option<&'static Spec> {
     TOOLS.iter().find(|t| t.name == name)
+}
+
+/// The tool a model most likely meant by `name`, a name no tool has
+/// (matched without case): the one that lists it among its aliases.
+pub fn alias_of(name: &str) -> Option<&'static Spec> {
+    let lower = name.to_ascii_lowercase();
+    TOOLS.iter().find(|t| t.aliases.contains(&lower.as_str()))
 }
 
 /// What the tool `name` does: its declared kind, [`ToolKind::Mcp`] for an
@@ -168,14 +234,16 @@ pub fn call_kind(name: &str, raw_args: &str) -> ToolKind {
 /// The files a call of a built-in file tool names (the file written,
 /// edited or deleted, and where a move comes from), as given.
 pub fn named_paths(name: &str, raw_args: &str) -> Vec<String> {
-    let Ok(args) = parse_args(raw_args) else { return Vec::new() };
-    match name {
-        "write_file" => args::parse::<WriteFile>(&args)
-            .map_or_else(|_| Vec::new(), |a| std::iter::once(a.file_path).chain(a.move_from).collect()),
-        "edit_file" => args::parse::<EditFile>(&args).map_or_else(|_| Vec::new(), |a| vec![a.file_path]),
-        "delete_file" => args::parse::<DeleteFile>(&args).map_or_else(|_| Vec::new(), |a| vec![a.file_path]),
+    match (spec(name).and_then(Spec::builtin), parse_args(raw_args)) {
+        (Some(b), Ok(args)) => (b.paths)(&args),
         _ => Vec::new(),
     }
+}
+
+/// The tool `name`'s own repair of a call's arguments ([`Tool::repair`]);
+/// nothing for a tool the toolbox does not run.
+pub(super) fn repair_args(name: &str, args: &mut Map<String, Value>) -> Vec<String> {
+    spec(name).and_then(Spec::builtin).map_or_else(Vec::new, |b| (b.repair)(args))
 }
 
 /// `builtins` (the built-in tools' schemas, in [`TOOLS`] order) and
@@ -186,7 +254,7 @@ pub fn named_paths(name: &str, raw_args: &str) -> Vec<String> {
 /// last.
 pub fn in_order(builtins: Vec<Value>, others: Vec<Value>) -> Vec<Value> {
     let anchor = |schema: &Value| {
-        let at = TOOLS.iter().position(|t| Some(t.name) == super::repair::name_of(schema))?;
+        let at = TOOLS.iter().position(|t| Some(t.name) == super::schema::name_of(schema))?;
         TOOLS[..at].iter().rev().find(|t| t.builtin().is_none()).map(|t| t.name)
     };
     let mut pending: Vec<(Option<&str>, Value)> = builtins.into_iter().map(|s| (anchor(&s), s)).collect();
@@ -197,7 +265,7 @@ pub fn in_order(builtins: Vec<Value>, others: Vec<Value>) -> Vec<Value> {
     };
     let mut out = take(None);
     for schema in others {
-        let name = super::repair::name_of(&schema).map(str::to_owned);
+        let name = super::schema::name_of(&schema).map(str::to_owned);
         out.push(schema);
         if let Some(name) = name {
             out.extend(take(Some(&name)));

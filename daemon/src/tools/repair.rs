@@ -7,7 +7,9 @@
 //! are taken out. Every repair is told to the model after the result, so
 //! it learns the right shape.
 
+pub use super::schema::name_of;
 use serde_json::{Map, Value};
+use swival_protocol::ToolKind;
 
 /// Wrong argument names models use, and the right ones.
 const ALIASES: &[(&str, &str)] = &[
@@ -36,31 +38,6 @@ const ALIASES: &[(&str, &str)] = &[
     ("directory", "path"),
 ];
 
-/// Tool names models reach for, and the real ones.
-const TOOL_ALIASES: &[(&str, &str)] = &[
-    ("bash", "run_command"),
-    ("shell", "run_command"),
-    ("run_shell_command", "run_command"),
-    ("exec", "run_command"),
-    ("execute_command", "run_command"),
-    ("search", "grep"),
-    ("search_files", "grep"),
-    ("find", "list_files"),
-    ("ls", "list_files"),
-    ("list_directory", "list_files"),
-    ("create_file", "write_file"),
-    ("save_file", "write_file"),
-    ("open_file", "read_file"),
-    ("cat", "read_file"),
-    ("view_file", "read_file"),
-    ("replace_in_file", "edit_file"),
-    ("str_replace", "edit_file"),
-    ("remove_file", "delete_file"),
-    ("fetch", "fetch_url"),
-    ("code_outline", "outline"),
-    ("file_outline", "outline"),
-];
-
 /// Arguments after repair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Repaired {
@@ -76,12 +53,6 @@ impl Repaired {
     pub fn note(&self) -> Option<String> {
         (!self.notes.is_empty()).then(|| format!("(auto-corrected: {})", self.notes.join("; ")))
     }
-}
-
-/// The name of an OpenAI function tool's schema (`function.name`; read
-/// by key, not by JSON pointer, which allocates each step of its path).
-pub fn name_of(schema: &Value) -> Option<&str> {
-    schema.get("function")?.get("name")?.as_str()
 }
 
 /// The schema of `name` among `schemas` (OpenAI function tools).
@@ -119,15 +90,14 @@ fn closest<'a>(wrong: &str, candidates: &[&'a str]) -> Option<&'a str> {
 /// tool, and the list.
 pub fn unknown_tool(name: &str, schemas: &[Value]) -> String {
     let names = names(schemas);
-    let lower = name.to_ascii_lowercase();
-    let alias = TOOL_ALIASES.iter().find(|(a, _)| *a == lower).map(|(_, t)| *t);
+    let alias = super::registry::alias_of(name);
     let list = names.join(", ");
-    if alias == Some("run_command") && !names.contains(&"run_command") {
+    if alias.is_some_and(|t| t.kind == ToolKind::Execute && !names.contains(&t.name)) {
         return format!(
             "error: unknown tool '{name}'. This session runs no commands (none are allowed); use the file tools: {list}"
         );
     }
-    let aliased = alias.filter(|t| names.contains(t));
+    let aliased = alias.map(|t| t.name).filter(|t| names.contains(t));
     match aliased.or_else(|| closest(name, &names)) {
         Some(real) => format!("error: unknown tool '{name}'. Did you mean '{real}'? Available tools: {list}"),
         None => format!("error: unknown tool '{name}'. Available tools: {list}"),
@@ -172,57 +142,11 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
             None => notes.push(format!("ignored '{key}': {name} takes {}", known.join(", "))),
         }
     }
-    if name == "write_file" {
-        // YAML may well be `1: a` `2: b`.
-        let yaml =
-            args.get("file_path").and_then(Value::as_str).is_some_and(|p| p.ends_with(".yaml") || p.ends_with(".yml"));
-        if let Some(Value::String(content)) = args.get_mut("content") {
-            notes.extend(unread(content, !yaml, 2));
-        }
-    }
+    notes.extend(super::registry::repair_args(name, &mut args));
     if notes.is_empty() {
         return unchanged();
     }
     Repaired { args: Value::Object(args).to_string(), notes }
-}
-
-/// Take out of `content` what read_file's output adds to a file's lines
-/// and a small model copies back: a last line `[checksum=…]`, and `N: `
-/// before every line when the lines (at least `min_numbered`) are
-/// numbered one after another.
-pub(super) fn unread(content: &mut String, numbers: bool, min_numbered: usize) -> Vec<String> {
-    let mut notes = Vec::new();
-    let body = content.trim_end();
-    if let Some((rest, last)) = body.rsplit_once('\n').or(Some(("", body))) {
-        let trailer = last.strip_prefix("[checksum=").and_then(|t| t.strip_suffix(']'));
-        if trailer.is_some_and(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())) {
-            *content = format!("{rest}\n");
-            notes.push("left out the '[checksum=…]' line: read_file shows it, it is not in the file".to_owned());
-        }
-    }
-    if !numbers {
-        return notes;
-    }
-    let numbered: Option<Vec<&str>> = content
-        .lines()
-        .enumerate()
-        .map(|(i, line)| {
-            let (n, text) = line.split_once(": ").or_else(|| line.strip_suffix(':').map(|n| (n, "")))?;
-            let n = n.trim().parse::<usize>().ok().filter(|&n| n > 0)?;
-            Some((i, n, text))
-        })
-        .scan(None, |first: &mut Option<usize>, item| {
-            let (i, n, text) = item?;
-            let start = *first.get_or_insert(n - i.min(n));
-            Some((n == start + i).then_some(text))
-        })
-        .collect();
-    if let Some(lines) = numbered.filter(|l| l.len() >= min_numbered.max(1) && l.len() == content.lines().count()) {
-        let ends = if content.ends_with('\n') { "\n" } else { "" };
-        *content = format!("{}{ends}", lines.join("\n"));
-        notes.push("left out the line numbers: read_file shows them, they are not in the file".to_owned());
-    }
-    notes
 }
 
 #[cfg(test)]

@@ -27,6 +27,12 @@ impl<T: JsonSchema> JsonSchema for Requests<T> {
     }
 }
 
+/// The name of an OpenAI function tool's schema (`function.name`; read
+/// by key, not by JSON pointer, which allocates each step of its path).
+pub fn name_of(schema: &Value) -> Option<&str> {
+    schema.get("function")?.get("name")?.as_str()
+}
+
 /// A built-in tool's schema as an OpenAI function tool: its name, its
 /// description (the type's doc comment) and its parameters, generated
 /// from the type, shaped as Swival wrote them and fitted to the session.

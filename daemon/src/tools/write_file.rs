@@ -30,10 +30,26 @@ pub struct WriteFile {
 impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
     const KIND: ToolKind = ToolKind::Edit;
+    const ALIASES: &'static [&'static str] = &["create_file", "save_file"];
 
     fn run(self, tb: &mut ToolBox, _call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
         // The one tool whose success may carry a warning.
         write_file(tb, &self)
+    }
+
+    /// What read_file's output adds, copied back into `content` (a YAML
+    /// file may well be `1: a` `2: b`, so its numbers stay).
+    fn repair(args: &mut serde_json::Map<String, Value>) -> Vec<String> {
+        let yaml =
+            args.get("file_path").and_then(Value::as_str).is_some_and(|p| p.ends_with(".yaml") || p.ends_with(".yml"));
+        match args.get_mut("content") {
+            Some(Value::String(content)) => super::read_file::unread(content, !yaml, 2),
+            _ => Vec::new(),
+        }
+    }
+
+    fn paths(&self) -> Vec<String> {
+        std::iter::once(self.file_path.clone()).chain(self.move_from.clone()).collect()
     }
 
     fn kind(&self) -> ToolKind {

@@ -34,6 +34,7 @@
 mod budget;
 mod folders;
 mod modules;
+mod names;
 mod prefix;
 mod reads;
 use std::fmt;
@@ -65,6 +66,8 @@ enum Rule {
     /// Files or subfolders of one folder of `daemon/src/` that depend on
     /// each other in a cycle.
     FolderCycle,
+    /// A tool's name spelled in more than one daemon file outside tests.
+    ToolName,
     /// Client code deciding something by the words of a daemon message.
     ClientReadsWords,
     /// `json!` anywhere in `client/`, its tests included.
@@ -89,6 +92,7 @@ impl Rule {
             Rule::ModelRead => "read a file whose bytes may reach the model through beneath::read_for_model (or a Beneath's read_regular): no symlink followed, regular files only, a size cap",
             Rule::ModuleCycle => "the modules of daemon/src depend on each other in one direction: move what both need into the lower one (or a leaf module) and re-export it from the other if convenient",
             Rule::FolderCycle => "the files of a folder depend on each other in one direction: move what both need into a lower file (a leaf), or merge two files that are one thing",
+            Rule::ToolName => "a tool's name is spelled once, where the tool is declared: use its Tool::NAME or constant, or ask tools::registry what a call does (its kind, its runner)",
             Rule::ClientReadsWords => "a client branches on data, never on the daemon's words: add a typed field (a kind, an enum) to the protocol and read that",
             Rule::JsonInClient => "the client builds no JSON by hand: use a protocol type or a struct deriving Serialize (in tests, a typed value or serde_json::from_str of JSON text)",
             Rule::LongFile => "split the file by responsibility (600 lines at most)",
@@ -121,6 +125,18 @@ const ALLOWED: &[(Rule, &str, &str, &str)] = &[
         // The sandbox helper's last step: it replaces the already confined
         // helper process with the command (`exec`); it starts no process.
         "the helper execs the command in its own, already confined process",
+    ),
+    (
+        Rule::ToolName,
+        "daemon/src/sandbox/ask/files.rs",
+        "\"grep\"",
+        "the program grep, whose arguments name files; not the tool",
+    ),
+    (
+        Rule::ToolName,
+        "daemon/src/sandbox/ask/risky.rs",
+        "\"grep\"",
+        "the program grep, which can run others; not the tool",
     ),
     (
         Rule::ModelRead,
@@ -388,6 +404,8 @@ fn violations() -> Vec<Violation> {
     }
     modules::module_cycles(&daemon, &mut out);
     folders::folder_cycles(&daemon, &mut out);
+    let names: Vec<&str> = swivald::tooling::tool_names().collect();
+    names::tool_name_rule(&daemon, &names, &mut out);
     out
 }
 
