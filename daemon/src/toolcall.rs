@@ -138,9 +138,15 @@ pub enum ArgsError {
     Json(#[from] serde_json::Error),
 }
 
+impl From<&ArgsError> for ToolOutcome {
+    fn from(e: &ArgsError) -> ToolOutcome {
+        ToolOutcome::failed(format!("error: {e}"))
+    }
+}
+
 impl From<ArgsError> for ToolOutcome {
     fn from(e: ArgsError) -> ToolOutcome {
-        ToolOutcome::failed(format!("error: {e}"))
+        ToolOutcome::from(&e)
     }
 }
 

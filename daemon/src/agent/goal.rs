@@ -83,10 +83,8 @@ impl Run<'_> {
     }
 
     /// The refusal of a call once the budget is spent, if this one is refused.
-    pub(super) fn goal_gate(&self, name: &str, raw_args: &str) -> Option<&'static str> {
-        let refused = self.goal.wrapping_up
-            && name != registry::COMPLETE_GOAL
-            && !allowed_when_spent(registry::call_kind(name, raw_args));
+    pub(super) fn goal_gate(&self, call: &crate::tools::parsed::ParsedCall) -> Option<&'static str> {
+        let refused = self.goal.wrapping_up && call.name != registry::COMPLETE_GOAL && !allowed_when_spent(call.kind);
         refused.then_some(GATED)
     }
 

@@ -38,8 +38,7 @@
 
 use super::nudge::{storm, Switches};
 use crate::toolcall::ToolOutcome;
-use crate::tools::registry;
-use serde_json::Value;
+use crate::tools::parsed::ParsedCall;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet, VecDeque};
 use swival_protocol::{InterventionKind, ToolKind};
@@ -119,32 +118,6 @@ pub struct Guards {
     turn_busy: bool,
 }
 
-/// `name` and its arguments, canonical (object keys sorted, whitespace
-/// gone), so that the same call written differently is the same call.
-fn call_key(name: &str, raw_args: &str) -> String {
-    let args = match serde_json::from_str::<Value>(raw_args) {
-        Ok(v) => canonical(&v),
-        Err(_) => raw_args.trim().to_owned(),
-    };
-    format!("{name} {args}")
-}
-
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}:{}", serde_json::to_string(k).expect("strings serialize"), canonical(&map[*k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
-    }
-}
-
 impl Guards {
     /// Guards for one run, those `switches` has on.
     pub fn new(switches: Switches) -> Guards {
@@ -165,14 +138,14 @@ impl Guards {
     }
 
     /// Before running a call: `Some` when it must not run.
-    pub fn before(&mut self, name: &str, raw_args: &str) -> Option<Refusal> {
-        let kind = registry::kind(name);
+    pub fn before(&mut self, call: &ParsedCall) -> Option<Refusal> {
+        let (name, raw_args, kind) = (call.name.as_str(), call.raw.as_str(), call.kind);
         let storm = self.switches.on(InterventionKind::Storm);
         let unchanged = self.switches.on(InterventionKind::Unchanged);
         if !(storm || unchanged) {
             return None;
         }
-        let key = call_key(name, raw_args);
+        let key = call.key.clone();
         if kind.is_bookkeeping() {
             // A note is refused only as a failure repeated.
             let failed = self.failed_notes.get(&key).copied().unwrap_or(0);
@@ -209,12 +182,11 @@ impl Guards {
     /// the turn's results. A change that succeeded gets a hint to append
     /// to its result: small models keep calling tools after the change
     /// that finished the task.
-    pub fn after(&mut self, name: &str, raw_args: &str, outcome: &ToolOutcome) -> Option<&'static str> {
-        let failed = outcome.failed;
-        let kind = registry::kind(name);
+    pub fn after(&mut self, call: &ParsedCall, outcome: &ToolOutcome) -> Option<&'static str> {
+        let (name, failed, kind) = (call.name.as_str(), outcome.failed, call.kind);
         let mutating = kind.changes_files();
         if kind.is_bookkeeping() {
-            let key = call_key(name, raw_args);
+            let key = call.key.clone();
             match failed {
                 true => *self.failed_notes.entry(key).or_insert(0) += 1,
                 false => _ = self.failed_notes.remove(&key),
@@ -224,7 +196,7 @@ impl Guards {
             self.turn_busy = true;
         }
         if outcome.futile.is_some() && self.switches.on(InterventionKind::Unchanged) {
-            self.futile.insert(call_key(name, raw_args));
+            self.futile.insert(call.key.clone());
             self.refused += 1;
             // Not a change: no reset, no push to finish.
             if !failed {
@@ -250,7 +222,7 @@ impl Guards {
         if kind.is_bookkeeping() {
             return None;
         }
-        let n = self.reads.entry(call_key(name, raw_args)).or_insert(0);
+        let n = self.reads.entry(call.key.clone()).or_insert(0);
         *n += 1;
         if *n == REREAD_AT && self.switches.on(InterventionKind::Reread) {
             self.pending.push(Intervention {
@@ -260,7 +232,7 @@ impl Guards {
                     "Note: `{name}` with {} has now returned the same result {REREAD_AT} times and nothing \
                      changed in between. Use the result you already have: make the change the task needs, \
                      or give your final answer.",
-                    storm::shown(raw_args)
+                    storm::shown(&call.raw)
                 ),
             });
         }
@@ -349,6 +321,23 @@ impl Guards {
 mod tests {
     use super::*;
 
+    /// The guards called with a call's name and text, read as the agent
+    /// reads a call.
+    trait Raw {
+        fn before_raw(&mut self, name: &str, raw: &str) -> Option<Refusal>;
+        fn after_raw(&mut self, name: &str, raw: &str, outcome: &ToolOutcome) -> Option<&'static str>;
+    }
+
+    impl Raw for Guards {
+        fn before_raw(&mut self, name: &str, raw: &str) -> Option<Refusal> {
+            self.before(&ParsedCall::read("c", name, raw))
+        }
+
+        fn after_raw(&mut self, name: &str, raw: &str, outcome: &ToolOutcome) -> Option<&'static str> {
+            self.after(&ParsedCall::read("c", name, raw), outcome)
+        }
+    }
+
     const EDIT: &str = r#"{"file_path": "a.py", "old_string": "x", "new_string": "y"}"#;
     const UNREAD: &str =
         "error: cannot edit a.py: it has not been read yet; call read_file with {\"file_path\": \"a.py\"} first";
@@ -370,13 +359,13 @@ mod tests {
     #[test]
     fn the_third_identical_call_is_refused_and_names_itself() {
         let mut g = Guards::new(Switches::all_on());
-        assert!(g.before("edit_file", EDIT).is_none());
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        assert!(g.before_raw("edit_file", EDIT).is_none());
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         // The same call written with other spacing and key order is the same call.
         let same = r#"{"new_string":"y","old_string":"x","file_path":"a.py"}"#;
-        assert!(g.before("edit_file", same).is_none());
-        g.after("edit_file", same, &gave(UNREAD));
-        let refusal = g.before("edit_file", EDIT).expect("third identical call refused");
+        assert!(g.before_raw("edit_file", same).is_none());
+        g.after_raw("edit_file", same, &gave(UNREAD));
+        let refusal = g.before_raw("edit_file", EDIT).expect("third identical call refused");
         assert_eq!(refusal.count, 3);
         assert_eq!(refusal.args_hash.len(), 12);
         assert!(refusal
@@ -391,10 +380,10 @@ mod tests {
         let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "deploy.yaml", "offset": 1, "limit": 2000}"#;
         for _ in 0..2 {
-            assert!(g.before("read_file", read).is_none());
-            g.after("read_file", read, &gave("1: replicas: 2"));
+            assert!(g.before_raw("read_file", read).is_none());
+            g.after_raw("read_file", read, &gave("1: replicas: 2"));
         }
-        let refusal = g.before("read_file", read).expect("third identical read refused").result;
+        let refusal = g.before_raw("read_file", read).expect("third identical read refused").result;
         assert!(
             refusal.contains("make it now: edit_file with file_path \"deploy.yaml\", old_string one line copied"),
             "{refusal}"
@@ -402,25 +391,25 @@ mod tests {
         assert!(refusal.ends_with("reply now with the answer as text and call no tool."), "{refusal}");
         let grep = r#"{"pattern": "PORT"}"#;
         for _ in 0..2 {
-            g.before("grep", grep);
+            g.before_raw("grep", grep);
         }
-        let refusal = g.before("grep", grep).expect("refused").result;
+        let refusal = g.before_raw("grep", grep).expect("refused").result;
         assert!(refusal.contains("make it now: edit_file or write_file."), "{refusal}");
     }
 
     #[test]
     fn second_identical_error_nudges_third_stops_and_a_success_resets() {
         let mut g = Guards::new(Switches::all_on());
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().0.is_none());
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         let (text, given) = g.end_turn();
         assert_eq!(given[0].level, InterventionKind::Nudge);
         assert!(text.unwrap().starts_with("IMPORTANT: You have called `edit_file` 2 times with the same error."));
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Stop);
-        g.after("edit_file", EDIT, &gave("Edited a.py"));
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave("Edited a.py"));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().1.is_empty(), "a success resets the count");
     }
 
@@ -429,34 +418,34 @@ mod tests {
         let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..2 {
-            assert!(g.before("read_file", read).is_none());
-            g.after("read_file", read, &gave("1: x"));
+            assert!(g.before_raw("read_file", read).is_none());
+            g.after_raw("read_file", read, &gave("1: x"));
         }
-        assert!(g.before("edit_file", EDIT).is_none());
-        g.after("edit_file", EDIT, &gave("Edited a.py"));
-        assert!(g.before("read_file", read).is_none(), "reading after an edit is fine");
+        assert!(g.before_raw("edit_file", EDIT).is_none());
+        g.after_raw("edit_file", EDIT, &gave("Edited a.py"));
+        assert!(g.before_raw("read_file", read).is_none(), "reading after an edit is fine");
     }
 
     #[test]
     fn a_call_that_changed_nothing_counts_toward_stuck_and_is_refused_at_once_until_a_real_change() {
         let mut g = Guards::new(Switches::all_on());
         let noop = r#"{"file_path": "a.py", "old_string": "x", "new_string": "x"}"#;
-        assert!(g.before("edit_file", noop).is_none());
+        assert!(g.before_raw("edit_file", noop).is_none());
         let told = "error: edit_file: old_string and new_string are identical (in a.py)";
-        g.after("edit_file", noop, &ToolOutcome::failed(told.into()).with_futile(Some(told.into())));
+        g.after_raw("edit_file", noop, &ToolOutcome::failed(told.into()).with_futile(Some(told.into())));
         assert_eq!(g.refused, 1);
-        let refusal = g.before("edit_file", noop).expect("the second no-op is refused");
+        let refusal = g.before_raw("edit_file", noop).expect("the second no-op is refused");
         assert_eq!(refusal.count, 2);
         assert!(refusal.result.contains("called with identical arguments 2 times"), "{}", refusal.result);
         // A write that put back an earlier content: counted, no push to finish.
         let back = r#"{"file_path": "a.py", "content": "x = 1"}"#;
-        assert!(g.before("write_file", back).is_none());
+        assert!(g.before_raw("write_file", back).is_none());
         let restored = ToolOutcome::warned("Wrote 5 bytes".into()).with_futile(Some("back".into()));
-        assert_eq!(g.after("write_file", back, &restored), None);
+        assert_eq!(g.after_raw("write_file", back, &restored), None);
         assert_eq!(g.refused, 3, "the no-op, its refused repeat and the write");
-        assert!(g.before("write_file", back).is_some(), "the same write again is refused");
+        assert!(g.before_raw("write_file", back).is_some(), "the same write again is refused");
         // A real change clears them.
-        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
+        assert_eq!(g.after_raw("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
         assert!(g.futile.is_empty());
     }
 
@@ -464,12 +453,12 @@ mod tests {
     fn think_and_todo_are_never_refused_and_disabled_guards_do_nothing() {
         let mut g = Guards::new(Switches::all_on());
         for _ in 0..5 {
-            assert!(g.before("think", r#"{"thought": "hm"}"#).is_none());
+            assert!(g.before_raw("think", r#"{"thought": "hm"}"#).is_none());
         }
         let mut off = Guards::new(off());
         for _ in 0..5 {
-            assert!(off.before("edit_file", EDIT).is_none());
-            off.after("edit_file", EDIT, &gave(UNREAD));
+            assert!(off.before_raw("edit_file", EDIT).is_none());
+            off.after_raw("edit_file", EDIT, &gave(UNREAD));
         }
         assert_eq!(off.end_turn(), (None, Vec::new()));
     }
@@ -477,32 +466,32 @@ mod tests {
     #[test]
     fn a_change_that_succeeded_gets_the_done_hint_a_failure_or_a_read_does_not() {
         let mut g = Guards::new(Switches::all_on());
-        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
+        assert_eq!(g.after_raw("edit_file", EDIT, &gave("Edited a.py")), Some(DONE_HINT));
         let noted = "Wrote 3 bytes to a.py\n[checksum=0]\nNote: this replaced the whole file";
         assert_eq!(
-            g.after("write_file", EDIT, &ToolOutcome::warned(noted.into())),
+            g.after_raw("write_file", EDIT, &ToolOutcome::warned(noted.into())),
             None,
             "a noted change is not pushed to finish"
         );
-        assert_eq!(g.after("edit_file", EDIT, &gave(UNREAD)), None);
-        assert_eq!(g.after("read_file", r#"{"file_path": "a.py"}"#, &gave("1: x")), None);
-        assert_eq!(Guards::new(off()).after("edit_file", EDIT, &gave("Edited a.py")), None);
+        assert_eq!(g.after_raw("edit_file", EDIT, &gave(UNREAD)), None);
+        assert_eq!(g.after_raw("read_file", r#"{"file_path": "a.py"}"#, &gave("1: x")), None);
+        assert_eq!(Guards::new(off()).after_raw("edit_file", EDIT, &gave("Edited a.py")), None);
     }
 
     #[test]
     fn reads_only_after_a_change_earn_one_finishing_nudge() {
         let mut g = Guards::new(Switches::all_on());
-        g.after("edit_file", EDIT, &gave("Edited a.py"));
+        g.after_raw("edit_file", EDIT, &gave("Edited a.py"));
         assert!(g.end_turn().0.is_none());
         for i in 0..2 {
-            g.after("read_file", &format!(r#"{{"file_path": "f{i}"}}"#), &gave("1: x"));
+            g.after_raw("read_file", &format!(r#"{{"file_path": "f{i}"}}"#), &gave("1: x"));
             assert!(g.end_turn().0.is_none());
         }
-        g.after("grep", r#"{"pattern": "y"}"#, &gave("a.py:1: y"));
+        g.after_raw("grep", r#"{"pattern": "y"}"#, &gave("a.py:1: y"));
         let (text, given) = g.end_turn();
         assert_eq!(given[0].level, InterventionKind::Finish);
         assert!(text.unwrap().contains("final answer"));
-        g.after("read_file", r#"{"file_path": "z"}"#, &gave("1: x"));
+        g.after_raw("read_file", r#"{"file_path": "z"}"#, &gave("1: x"));
         assert!(g.end_turn().0.is_none(), "once per change");
     }
 
@@ -511,16 +500,16 @@ mod tests {
         let mut g = Guards::new(Switches::all_on());
         let read = r#"{"file_path": "a.py"}"#;
         for _ in 0..3 {
-            g.after("read_file", read, &gave("1: x"));
+            g.after_raw("read_file", read, &gave("1: x"));
         }
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Reread);
         let mut s = Guards::new(Switches::all_on());
         for _ in 0..2 {
-            s.before("edit_file", EDIT);
+            s.before_raw("edit_file", EDIT);
         }
         for _ in 0..STUCK_REFUSALS {
             assert!(s.stuck().is_none());
-            assert!(s.before("edit_file", EDIT).is_some());
+            assert!(s.before_raw("edit_file", EDIT).is_some());
         }
         assert!(s.stuck().unwrap().contains("the model is stuck"));
     }
@@ -530,26 +519,26 @@ mod tests {
         let read = r#"{"file_path": "a.py"}"#;
         let mut g = Guards::new(Switches::with_off(&[InterventionKind::Reread]));
         for _ in 0..3 {
-            g.after("read_file", read, &gave("1: x"));
+            g.after_raw("read_file", read, &gave("1: x"));
         }
         assert!(g.end_turn().1.is_empty(), "no re-read nudge");
-        assert!(g.before("read_file", read).is_none() && g.before("read_file", read).is_none());
-        assert!(g.before("read_file", read).is_some(), "the storm breaker still refuses");
+        assert!(g.before_raw("read_file", read).is_none() && g.before_raw("read_file", read).is_none());
+        assert!(g.before_raw("read_file", read).is_some(), "the storm breaker still refuses");
         let mut g = Guards::new(Switches::with_off(&[InterventionKind::Storm]));
         for _ in 0..4 {
-            assert!(g.before("edit_file", EDIT).is_none(), "no storm refusal");
+            assert!(g.before_raw("edit_file", EDIT).is_none(), "no storm refusal");
         }
         let mut g = Guards::new(Switches::with_off(&[InterventionKind::DoneHint]));
-        assert_eq!(g.after("edit_file", EDIT, &gave("Edited a.py")), None);
+        assert_eq!(g.after_raw("edit_file", EDIT, &gave("Edited a.py")), None);
         let mut g = Guards::new(Switches::with_off(&[InterventionKind::Nudge]));
-        g.after("edit_file", EDIT, &gave(UNREAD));
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         assert!(g.end_turn().1.is_empty(), "no nudge at the second error");
-        g.after("edit_file", EDIT, &gave(UNREAD));
+        g.after_raw("edit_file", EDIT, &gave(UNREAD));
         assert_eq!(g.end_turn().1[0].level, InterventionKind::Stop, "the stop still comes");
         let mut g = Guards::new(Switches::with_off(&[InterventionKind::Stuck]));
         for _ in 0..(STUCK_REFUSALS + 2) {
-            g.before("edit_file", EDIT);
+            g.before_raw("edit_file", EDIT);
         }
         assert!(g.stuck().is_none(), "never stuck");
     }
@@ -560,25 +549,25 @@ mod tests {
         let done = r#"{"action": "done", "tasks": "nothing changed"}"#;
         let missing = "error: no task matching 'nothing changed'";
         for _ in 0..2 {
-            assert!(g.before("todo", done).is_none());
-            g.after("todo", done, &gave(missing));
+            assert!(g.before_raw("todo", done).is_none());
+            g.after_raw("todo", done, &gave(missing));
         }
-        let refusal = g.before("todo", done).expect("the third identical failure is refused");
+        let refusal = g.before_raw("todo", done).expect("the third identical failure is refused");
         assert_eq!(refusal.count, 3);
         assert!(refusal.result.contains("todo was called with identical arguments 3 times"), "{}", refusal.result);
         for _ in 0..STUCK_REFUSALS - 1 {
-            assert!(g.before("todo", done).is_some());
+            assert!(g.before_raw("todo", done).is_some());
         }
         assert!(g.stuck().is_some(), "refusals add up to stuck");
         // A note that succeeds is never refused, and a success forgets the failures.
         let add = r#"{"action": "add", "tasks": "x"}"#;
         let mut g = Guards::new(Switches::all_on());
-        g.after("todo", add, &gave(missing));
-        g.after("todo", add, &gave(missing));
-        g.after("todo", add, &gave("added"));
+        g.after_raw("todo", add, &gave(missing));
+        g.after_raw("todo", add, &gave(missing));
+        g.after_raw("todo", add, &gave("added"));
         for _ in 0..5 {
-            assert!(g.before("todo", add).is_none());
-            g.after("todo", add, &gave("added"));
+            assert!(g.before_raw("todo", add).is_none());
+            g.after_raw("todo", add, &gave("added"));
         }
     }
 }

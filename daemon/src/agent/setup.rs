@@ -291,7 +291,7 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
             Ok(text) => (text, true),
             Err(e) => (crate::tools::ToolError::refused(e.to_string()).render(), false),
         };
-        let kind = crate::tools::registry::call_kind(&call.name, &call.arguments);
+        let kind = crate::tools::parsed::ParsedCall::read(&call.id, &call.name, &call.arguments).kind;
         let start = EventKind::ToolCall {
             turn: 0,
             id: call.id.clone(),

@@ -13,6 +13,7 @@ use super::snapshot::{restore_scope, Mark, IMPLICIT_LABEL};
 use super::Run;
 use crate::message::{Message, Role};
 use crate::toolcall::ToolOutcome;
+use crate::tools::parsed::ParsedCall;
 use crate::tools::ToolError;
 use serde_json::Value;
 use swival_protocol::{CompactionStep, CompactionStrategy, EventKind, ToolKind};
@@ -53,8 +54,7 @@ struct Args {
     force: bool,
 }
 
-fn args(raw: &str) -> Result<Args, ToolError> {
-    let v = crate::toolcall::parse_args(raw)?;
+fn args(v: &Value) -> Result<Args, ToolError> {
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
     let Some(action) = text("action") else {
         return Err(ToolError::refused("snapshot needs an 'action': save, restore, cancel or status"));
@@ -65,8 +65,12 @@ fn args(raw: &str) -> Result<Args, ToolError> {
 
 impl Run<'_> {
     /// One `snapshot` call in `turn`.
-    pub(super) async fn snapshot_tool(&mut self, turn: u64, raw_args: &str) -> ToolOutcome {
-        let a = match args(raw_args) {
+    pub(super) async fn snapshot_tool(&mut self, turn: u64, call: &ParsedCall) -> ToolOutcome {
+        let v = match &call.args {
+            Ok(v) => v,
+            Err(e) => return e.into(),
+        };
+        let a = match args(v) {
             Ok(a) => a,
             Err(e) => return e.into(),
         };

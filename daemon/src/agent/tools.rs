@@ -15,7 +15,8 @@ use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
 use crate::toolcall::ToolOutcome;
-use crate::tools::registry::{self, Runner};
+use crate::tools::parsed::ParsedCall;
+use crate::tools::registry::Runner;
 use crate::tools::{repair, CallInput, ToolError};
 use serde_json::Value;
 use std::sync::Arc;
@@ -63,12 +64,17 @@ impl Run<'_> {
                 self.push_result(&call.id, CANCELLED_RESULT)?;
                 continue;
             }
-            let kind = registry::call_kind(&call.name, &call.arguments);
+            // Read once, repaired when the tool is offered.
+            let offers = repair::offers(offered, &call.name);
+            let mut parsed = match offers {
+                true => ParsedCall::repaired(&call.id, &call.name, &call.arguments, offered),
+                false => ParsedCall::read(&call.id, &call.name, &call.arguments),
+            };
             self.emit(EventKind::ToolCall {
                 turn,
                 id: call.id.clone(),
                 name: call.name.clone(),
-                kind,
+                kind: parsed.kind,
                 arguments: call.arguments.clone(),
             });
             let started = Instant::now();
@@ -85,12 +91,13 @@ impl Run<'_> {
                 };
                 match refused {
                     Some(refusal) => refusal,
-                    None => self.guarded_call(turn, call, offered, guards).await,
+                    None if !offers => ToolOutcome::failed(repair::unknown_tool(&call.name, offered)),
+                    None => self.guarded_call(turn, &mut parsed, guards).await,
                 }
             };
             let duration_s = started.elapsed().as_secs_f64();
-            self.checkpoints.ran(kind, outcome.failed);
-            let change = self.account(call, kind, &mut outcome);
+            self.checkpoints.ran(parsed.kind, outcome.failed);
+            let change = self.account(&parsed, &mut outcome);
             self.emit(EventKind::ToolResult {
                 turn,
                 id: call.id.clone(),
@@ -101,8 +108,7 @@ impl Run<'_> {
                 result_length: Some(outcome.text.len() as u64),
                 output: outcome.notes_at.map(|_| outcome.own_text().chars().take(4096).collect()),
                 change,
-                todo: (registry::kind(&call.name) == ToolKind::Plan && !outcome.failed)
-                    .then(|| self.tools.todo.items()),
+                todo: (parsed.kind == ToolKind::Plan && !outcome.failed).then(|| self.tools.todo.items()),
             });
             self.conversation.push(crate::message::Message::tool_result_with_notes(
                 &call.id,
@@ -129,17 +135,12 @@ impl Run<'_> {
     /// What a call changed, told to those who keep count of it (what the
     /// task did not ask for, the check after the answer, the approvals);
     /// the change, for the event.
-    fn account(
-        &mut self,
-        call: &ToolCall,
-        kind: ToolKind,
-        outcome: &mut ToolOutcome,
-    ) -> Option<swival_protocol::FileChange> {
+    fn account(&mut self, call: &ParsedCall, outcome: &mut ToolOutcome) -> Option<swival_protocol::FileChange> {
         if let Some(deletion) = outcome.unasked.take() {
             self.deleted.deleted(deletion);
         }
         let change = outcome.change.take();
-        self.changed |= matches!(kind, ToolKind::Edit | ToolKind::Move | ToolKind::Delete) && !outcome.failed;
+        self.changed |= matches!(call.kind, ToolKind::Edit | ToolKind::Move | ToolKind::Delete) && !outcome.failed;
         if !outcome.failed {
             self.unmade.changed(&call.name, change.as_ref(), self.ctx.base_dir);
         }
@@ -170,13 +171,12 @@ impl Run<'_> {
     /// A snapshot before a call that may change files (a file tool, a
     /// command, an MCP tool), with the paths a file tool names; `None` when
     /// the call changes nothing or changes are not recorded.
-    pub(super) async fn before_change(&self, call: &ToolCall) -> Option<(Bracket, String)> {
+    pub(super) async fn before_change(&self, call: &ParsedCall) -> Option<(Bracket, String)> {
         let recorder = self.ctx.changes.filter(|r| !r.failed())?;
-        let exact = match registry::call_kind(&call.name, &call.arguments) {
-            ToolKind::Edit | ToolKind::Move | ToolKind::Delete => {
-                let named = registry::named_paths(&call.name, &call.arguments);
-                Some(named.iter().filter_map(|p| changes::relative(self.ctx.base_dir, recorder.root(), p)).collect())
-            }
+        let exact = match call.kind {
+            ToolKind::Edit | ToolKind::Move | ToolKind::Delete => Some(
+                call.paths.iter().filter_map(|p| changes::relative(self.ctx.base_dir, recorder.root(), p)).collect(),
+            ),
             ToolKind::Execute | ToolKind::Mcp => None,
             _ => return None,
         };
@@ -199,7 +199,7 @@ impl Run<'_> {
     }
 
     /// Fold what the call changed into the run's set.
-    pub(super) async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ToolCall) {
+    pub(super) async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ParsedCall) {
         let (Some((bracket, label)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
         let by = ChangeSource { tool: call.name.clone(), call_id: call.id.clone(), turn, label };
         if let Err(e) = recorder.after(bracket, by).await {
@@ -207,32 +207,21 @@ impl Run<'_> {
         }
     }
 
-    /// The result of one call: an unknown tool named, arguments repaired,
-    /// a repeat refused, or the tool run.
-    async fn guarded_call(
-        &mut self,
-        turn: u64,
-        call: &ToolCall,
-        offered: &[Value],
-        guards: &mut Guards,
-    ) -> ToolOutcome {
-        if !repair::offers(offered, &call.name) {
-            return ToolOutcome::failed(repair::unknown_tool(&call.name, offered));
-        }
-        let repaired = repair::repair(&call.name, &call.arguments, offered);
-        if let Some(refusal) = guards.before(&call.name, &repaired.args) {
+    /// The result of one call of an offered tool: a repeat refused, or the
+    /// tool run.
+    async fn guarded_call(&mut self, turn: u64, call: &mut ParsedCall, guards: &mut Guards) -> ToolOutcome {
+        if let Some(refusal) = guards.before(call) {
             guards.refused_call();
             let repeat = Repeat { count: refusal.count as u64, args_hash: refusal.args_hash };
             self.intervened(turn, &call.name, InterventionKind::Storm, &refusal.result, Some(repeat));
             return ToolOutcome::failed(refusal.result);
         }
-        let fixed = ToolCall { arguments: repaired.args.clone(), ..call.clone() };
-        let mut outcome = self.call_tool(turn, &fixed).await;
+        let mut outcome = self.call_tool(turn, call).await;
         if let Some(note) = &outcome.futile {
             self.intervened(turn, &call.name, InterventionKind::Unchanged, note, None);
         }
-        let hint = guards.after(&call.name, &repaired.args, &outcome);
-        if let Some(note) = repaired.note() {
+        let hint = guards.after(call, &outcome);
+        if let Some(note) = call.repair_note() {
             outcome.append_note(&note);
         }
         if let Some(hint) = hint {
@@ -334,12 +323,11 @@ impl Run<'_> {
     /// An editor's text of the file a `read_file` names, when an editor
     /// serves this session and has it; the path policy decides first
     /// (the tool checks again and reports a refusal).
-    async fn editor_text(&self, call: &ToolCall) -> Option<(std::path::PathBuf, String)> {
+    async fn editor_text(&self, call: &ParsedCall) -> Option<(std::path::PathBuf, String)> {
         if !self.ctx.buffers.serves(self.ctx.session_id) {
             return None;
         }
-        let args = crate::toolcall::parse_args(&call.arguments).ok()?;
-        let requested = args.get("file_path")?.as_str()?;
+        let requested = call.args.as_ref().ok()?.get("file_path")?.as_str()?;
         let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
         let text = self.ctx.buffers.read(self.ctx.session_id, &path).await?;
         Some((path, text))
@@ -364,36 +352,18 @@ impl Run<'_> {
     /// Run one tool: commands, fetches and MCP tools are async (and
     /// cancellable), their results Swival's text only; file tools run on
     /// this thread and say what their result means.
-    async fn call_tool(&mut self, turn: u64, call: &ToolCall) -> ToolOutcome {
-        let args = || {
-            let a = crate::toolcall::parse_args(&call.arguments)?;
-            // A shell line or a Python snippet runs through run_command's path.
-            Ok::<_, crate::toolcall::ArgsError>(crate::sandbox::as_command(&call.name, &a).unwrap_or(a))
-        };
-        if let Some(refusal) = self.goal_gate(&call.name, &call.arguments) {
+    async fn call_tool(&mut self, turn: u64, call: &mut ParsedCall) -> ToolOutcome {
+        if let Some(refusal) = self.goal_gate(call) {
             return ToolOutcome::failed(refusal.to_owned());
         }
-        match registry::spec(&call.name).map(|t| t.runner) {
+        match call.spec.map(|t| t.runner) {
             Some(Runner::Goal) if self.ctx.goal.is_some() => self.complete_goal(),
-            Some(Runner::Command) if self.ctx.commands.policy.enabled() => match args() {
-                // Recorded once approved: a command waiting for the user
-                // holds no snapshot and not the project's command turn.
-                Ok(a) => match self.approve(turn, &call.id, &a).await {
-                    Some(refusal) => refusal,
-                    None => {
-                        let bracket = self.before_change(call).await;
-                        let outcome = crate::sandbox::run_command_tool(self.ctx.commands, &a, self.ctx.cancel).await;
-                        self.after_change(bracket, turn, call).await;
-                        outcome
-                    }
-                },
+            Some(Runner::Command) if self.ctx.commands.policy.enabled() => self.command_tool(turn, call).await,
+            Some(Runner::Fetch) => match &call.args {
+                Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, a).await,
                 Err(e) => e.into(),
             },
-            Some(Runner::Fetch) => match args() {
-                Ok(a) => crate::sandbox::fetch_url_tool(self.ctx.fetch, &a).await,
-                Err(e) => e.into(),
-            },
-            Some(Runner::Snapshot) => self.snapshot_tool(turn, &call.arguments).await,
+            Some(Runner::Snapshot) => self.snapshot_tool(turn, call).await,
             Some(Runner::Builtin(b)) if b.takes_editor_text() => {
                 let editor_text = self.editor_text(call).await;
                 self.file_tool(call, editor_text)
@@ -402,7 +372,7 @@ impl Run<'_> {
             Some(Runner::Skill) if !self.tools.skills.is_empty() => self.use_skill(call),
             _ if self.tools.mcp.owns(&call.name) => {
                 let bracket = self.before_change(call).await;
-                let outcome = self.tools.mcp.call(&call.name, &call.arguments, self.ctx.cancel).await;
+                let outcome = self.tools.mcp.call(&call.name, &call.raw, self.ctx.cancel).await;
                 self.after_change(bracket, turn, call).await;
                 outcome
             }
@@ -414,6 +384,24 @@ impl Run<'_> {
                 self.checked(outcome).await
             }
         }
+    }
+
+    /// `run_command` (a shell line or a Python snippet through its path):
+    /// asked when the session asks, then recorded once approved, so a
+    /// command waiting for the user holds no snapshot and not the
+    /// project's command turn.
+    async fn command_tool(&mut self, turn: u64, call: &ParsedCall) -> ToolOutcome {
+        let args = match &call.args {
+            Ok(a) => crate::sandbox::as_command(&call.name, a).unwrap_or_else(|| a.clone()),
+            Err(e) => return e.into(),
+        };
+        if let Some(refusal) = self.approve(turn, &call.id, &args).await {
+            return refusal;
+        }
+        let bracket = self.before_change(call).await;
+        let outcome = crate::sandbox::run_command_tool(self.ctx.commands, &args, self.ctx.cancel).await;
+        self.after_change(bracket, turn, call).await;
+        outcome
     }
 
     /// `outcome` of a file tool, with what the changed file's own
@@ -431,8 +419,8 @@ impl Run<'_> {
     }
 
     /// `use_skill`: the skill's instructions (Swival's activation text).
-    fn use_skill(&self, call: &ToolCall) -> ToolOutcome {
-        let args = match crate::toolcall::parse_args(&call.arguments) {
+    fn use_skill(&self, call: &ParsedCall) -> ToolOutcome {
+        let args = match &call.args {
             Ok(a) => a,
             Err(e) => return e.into(),
         };
@@ -446,8 +434,8 @@ impl Run<'_> {
     }
 
     /// `spawn_subagent` or `check_subagents`.
-    async fn subagent_tool(&mut self, call: &ToolCall) -> ToolOutcome {
-        let args = match crate::toolcall::parse_args(&call.arguments) {
+    async fn subagent_tool(&mut self, call: &ParsedCall) -> ToolOutcome {
+        let args = match &call.args {
             Ok(a) => a,
             Err(e) => return e.into(),
         };
@@ -455,8 +443,8 @@ impl Run<'_> {
         let parent = first.filter(|m| m.role == crate::message::Role::System).map(|m| m.text().to_owned());
         let Some(subagents) = self.subagents.as_mut() else { return ToolError::refused("no subagents").into() };
         let result = match call.name.as_str() {
-            subagents::SPAWN => subagents.spawn(&args, parent.as_deref(), self.ctx.cancel).await,
-            _ => subagents.check(&args, self.ctx.cancel).await,
+            subagents::SPAWN => subagents.spawn(args, parent.as_deref(), self.ctx.cancel).await,
+            _ => subagents.check(args, self.ctx.cancel).await,
         };
         match result {
             Ok(text) => ToolOutcome::ok(text),
@@ -468,13 +456,15 @@ impl Run<'_> {
     /// runtime first, which moves this worker's other tasks to another
     /// thread; a bounded one runs at once (handing the worker over costs
     /// more than reading a file).
-    fn file_tool(&mut self, call: &ToolCall, editor_text: Option<(std::path::PathBuf, String)>) -> ToolOutcome {
+    fn file_tool(&mut self, call: &mut ParsedCall, editor_text: Option<(std::path::PathBuf, String)>) -> ToolOutcome {
         let tools = &mut self.tools;
         // A resumed run's task is only its label: no task to compare with.
         let task = if self.ctx.resume { "" } else { self.ctx.task };
-        let input = CallInput { id: &call.id, editor_text, task };
-        let run = || tools.call_with(&call.name, &call.arguments, input);
-        if registry::spec(&call.name).is_some_and(registry::Spec::walks_tree) {
+        let id = call.id.clone();
+        let input = CallInput { id: &id, editor_text, task };
+        let walks = call.walks_tree();
+        let run = || call.run(tools, input);
+        if walks {
             tokio::task::block_in_place(run)
         } else {
             run()
@@ -496,11 +486,11 @@ fn reason(verdict: &ask::Verdict, changed: &[ask::Changed]) -> Option<String> {
 
 /// What a call that changed files was called with, short: the paths a
 /// file tool names, a command's line, or nothing.
-fn label(call: &ToolCall, exact: Option<&[String]>) -> String {
+fn label(call: &ParsedCall, exact: Option<&[String]>) -> String {
     let text = match exact {
         Some(paths) => paths.join(", "),
         None => {
-            let args: Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+            let args = call.args.as_ref().unwrap_or(&Value::Null);
             match &args["command"] {
                 Value::String(s) => s.clone(),
                 Value::Array(words) => words.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),

@@ -18,6 +18,7 @@ use crate::message::Message;
 use crate::sandbox::command::run_argv;
 use crate::sandbox::policy::{self, CommandPolicy};
 use crate::sandbox::CommandEnv;
+use crate::tools::parsed::ParsedCall;
 use std::path::Path;
 use std::time::Duration;
 use swival_protocol::EventKind;
@@ -99,11 +100,8 @@ impl Run<'_> {
         let command = shlex::try_join(check.argv.iter().map(String::as_str)).unwrap_or_else(|_| check.argv.join(" "));
         let turn = self.record.stats.turns;
         // What the check changes is recorded as a command's changes are.
-        let call = crate::provider::ToolCall {
-            id: format!("verify_{turn}_{checks}"),
-            name: crate::sandbox::COMMAND_TOOL.to_owned(),
-            arguments: serde_json::json!({ "command": check.argv }).to_string(),
-        };
+        let arguments = serde_json::json!({ "command": check.argv }).to_string();
+        let call = ParsedCall::read(&format!("verify_{turn}_{checks}"), crate::sandbox::COMMAND_TOOL, &arguments);
         let bracket = self.before_change(&call).await;
         let ran = run_argv(&check.env, &check.argv, TIMEOUT, self.ctx.cancel).await;
         self.after_change(bracket, turn, &call).await;

@@ -43,6 +43,7 @@ mod named;
 mod near;
 pub mod offer;
 mod outline;
+pub mod parsed;
 pub mod path;
 mod read_file;
 mod read_multiple_files;
@@ -60,7 +61,7 @@ mod write;
 mod write_file;
 
 use crate::beneath::{self, Beneath};
-use crate::toolcall::{parse_args, ToolOutcome};
+use crate::toolcall::ToolOutcome;
 pub use error::ToolError;
 use path::{Access, FilesMode, PathPolicy};
 use schemars::JsonSchema;
@@ -229,6 +230,30 @@ pub trait Tool: DeserializeOwned + JsonSchema {
     fn fit(_parameters: &mut Value, _read_lines: usize) {}
 }
 
+/// A built-in tool's call, its arguments read into the tool's type.
+pub trait Typed: Send + Sync {
+    /// Run it on the session's toolbox.
+    fn run(self: Box<Self>, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError>;
+    /// What it does ([`Tool::kind`]).
+    fn kind(&self) -> ToolKind;
+    /// The files it names ([`Tool::paths`]).
+    fn paths(&self) -> Vec<String>;
+}
+
+impl<T: Tool + Send + Sync> Typed for T {
+    fn run(self: Box<Self>, tb: &mut ToolBox, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
+        Tool::run(*self, tb, call)
+    }
+
+    fn kind(&self) -> ToolKind {
+        Tool::kind(self)
+    }
+
+    fn paths(&self) -> Vec<String> {
+        Tool::paths(self)
+    }
+}
+
 /// One session's tools and their state.
 #[derive(Debug)]
 pub struct ToolBox {
@@ -311,17 +336,8 @@ impl ToolBox {
     /// `delete_file`; an editor's text of the file it reads), and what
     /// the result means. The one place a tool's failure becomes the text
     /// the model reads.
-    pub fn call_with(&mut self, name: &str, raw_args: &str, mut call: CallInput) -> ToolOutcome {
-        self.dispatch(name, raw_args, &mut call).unwrap_or_else(ToolOutcome::from)
-    }
-
-    /// Run the built-in tool `name`.
-    fn dispatch(&mut self, name: &str, raw_args: &str, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
-        let args = parse_args(raw_args)?;
-        registry::run_builtin(self, name, &args, call).unwrap_or_else(|| {
-            let names = registry::builtin_names().collect::<Vec<_>>().join(", ");
-            Err(ToolError::refused(format!("unknown tool '{name}'. Available tools: {names}")))
-        })
+    pub fn call_with(&mut self, name: &str, raw_args: &str, call: CallInput) -> ToolOutcome {
+        parsed::ParsedCall::read(call.id, name, raw_args).run(self, call)
     }
 
     /// A `todo` call: the list is mirrored only where the policy allows (a

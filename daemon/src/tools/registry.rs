@@ -16,14 +16,14 @@ use super::edit_file::EditFile;
 use super::grep::Grep;
 use super::list_files::ListFiles;
 use super::outline::Outline;
+
 use super::read_file::ReadFile;
 use super::read_multiple_files::ReadMultipleFiles;
 use super::think::Think;
 use super::todo::Todo;
 use super::write_file::WriteFile;
-use super::{args, schema, CallInput, Tool, ToolBox, ToolError};
+use super::{args, schema, Tool, ToolError, Typed};
 use crate::sandbox;
-use crate::toolcall::{parse_args, ToolOutcome};
 use serde_json::{Map, Value};
 use swival_protocol::ToolKind;
 
@@ -53,21 +53,22 @@ pub enum Runner {
 /// A built-in tool's [`Tool`] impl, as plain functions.
 #[derive(Debug, Clone, Copy)]
 pub struct Builtin {
-    /// Read the arguments and run.
-    run: fn(&mut ToolBox, &Value, &mut CallInput) -> Result<ToolOutcome, ToolError>,
+    /// Read the arguments into the tool's type.
+    parse: fn(&Value) -> Result<Box<dyn Typed>, ToolError>,
     /// The schema offered, for a session's `read_lines`.
     schema: fn(usize) -> Value,
-    /// What a call with these arguments does.
-    call_kind: fn(&Value) -> ToolKind,
     /// Whether a call takes an editor's unsaved text ([`Tool::EDITOR_TEXT`]).
     editor_text: bool,
     /// The tool's own repair of a call's arguments ([`Tool::repair`]).
     repair: fn(&mut Map<String, Value>) -> Vec<String>,
-    /// The files a call names ([`Tool::paths`]).
-    paths: fn(&Value) -> Vec<String>,
 }
 
 impl Builtin {
+    /// `args` read into the tool's type.
+    pub(super) fn parse(&self, args: &Value) -> Result<Box<dyn Typed>, ToolError> {
+        (self.parse)(args)
+    }
+
     /// Whether a call takes an editor's unsaved text of the file it names
     /// ([`Tool::EDITOR_TEXT`]).
     pub fn takes_editor_text(&self) -> bool {
@@ -140,15 +141,9 @@ pub mod names {
 }
 
 /// The entry of the built-in tool `T`.
-const fn builtin<T: Tool>() -> Spec {
-    let functions = Builtin {
-        run: run::<T>,
-        schema: schema::function::<T>,
-        call_kind: call_kind_of::<T>,
-        editor_text: T::EDITOR_TEXT,
-        repair: T::repair,
-        paths: paths_of::<T>,
-    };
+const fn builtin<T: Tool + Send + Sync + 'static>() -> Spec {
+    let functions =
+        Builtin { parse: parse::<T>, schema: schema::function::<T>, editor_text: T::EDITOR_TEXT, repair: T::repair };
     Spec {
         name: T::NAME,
         kind: T::KIND,
@@ -163,16 +158,8 @@ const fn other(name: &'static str, kind: ToolKind, runner: Runner) -> Spec {
     Spec { name, kind, runner, walks_tree: false, aliases: &[] }
 }
 
-fn run<T: Tool>(tb: &mut ToolBox, args: &Value, call: &mut CallInput) -> Result<ToolOutcome, ToolError> {
-    args::parse::<T>(args)?.run(tb, call)
-}
-
-fn paths_of<T: Tool>(args: &Value) -> Vec<String> {
-    args::parse::<T>(args).map_or_else(|_| Vec::new(), |a| a.paths())
-}
-
-fn call_kind_of<T: Tool>(args: &Value) -> ToolKind {
-    args::parse::<T>(args).map_or(T::KIND, |a| a.kind())
+fn parse<T: Tool + Send + Sync + 'static>(args: &Value) -> Result<Box<dyn Typed>, ToolError> {
+    Ok(Box::new(args::parse::<T>(args)?))
 }
 
 impl Spec {
@@ -188,7 +175,7 @@ impl Spec {
     }
 
     /// The built-in tool's functions (`None` for the command and fetch tools).
-    fn builtin(&self) -> Option<&Builtin> {
+    pub(super) fn builtin(&self) -> Option<&Builtin> {
         match &self.runner {
             Runner::Builtin(b) => Some(b),
             Runner::Command | Runner::Fetch | Runner::Snapshot | Runner::Goal | Runner::Skill | Runner::Subagents => {
@@ -218,25 +205,6 @@ pub fn kind(name: &str) -> ToolKind {
         Some(t) => t.kind,
         None if crate::mcp::spec::is_namespaced(name) => ToolKind::Mcp,
         None => ToolKind::Other,
-    }
-}
-
-/// What a call of `name` with `raw_args` (as the model sent them) does:
-/// [`kind`], refined by the arguments when they parse (a `write_file`
-/// with `move_from` moves).
-pub fn call_kind(name: &str, raw_args: &str) -> ToolKind {
-    match (spec(name).and_then(Spec::builtin), parse_args(raw_args)) {
-        (Some(b), Ok(args)) => (b.call_kind)(&args),
-        _ => kind(name),
-    }
-}
-
-/// The files a call of a built-in file tool names (the file written,
-/// edited or deleted, and where a move comes from), as given.
-pub fn named_paths(name: &str, raw_args: &str) -> Vec<String> {
-    match (spec(name).and_then(Spec::builtin), parse_args(raw_args)) {
-        (Some(b), Ok(args)) => (b.paths)(&args),
-        _ => Vec::new(),
     }
 }
 
@@ -275,16 +243,6 @@ pub fn in_order(builtins: Vec<Value>, others: Vec<Value>) -> Vec<Value> {
     out
 }
 
-/// Run the built-in tool `name`; `None` when no built-in tool has that name.
-pub(super) fn run_builtin(
-    tb: &mut ToolBox,
-    name: &str,
-    args: &Value,
-    call: &mut CallInput,
-) -> Option<Result<ToolOutcome, ToolError>> {
-    spec(name).and_then(Spec::builtin).map(|b| (b.run)(tb, args, call))
-}
-
 /// The names of the built-in tools, in order.
 pub(super) fn builtin_names() -> impl Iterator<Item = &'static str> {
     TOOLS.iter().filter(|t| t.builtin().is_some()).map(|t| t.name)
@@ -299,6 +257,10 @@ pub(super) fn builtin_schemas(read_lines: usize) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call_kind(name: &str, raw: &str) -> ToolKind {
+        super::super::parsed::ParsedCall::read("c", name, raw).kind
+    }
 
     #[test]
     fn names_are_unique_and_kinds_say_what_guards_need() {

@@ -46,13 +46,14 @@ pub struct Repaired {
     pub args: String,
     /// What was changed, one phrase each.
     pub notes: Vec<String>,
+    /// `args` parsed, when they are a JSON object (read once here, not
+    /// again by whoever runs the call).
+    pub value: Option<Map<String, Value>>,
 }
 
-impl Repaired {
-    /// The note added after the tool's result, when anything changed.
-    pub fn note(&self) -> Option<String> {
-        (!self.notes.is_empty()).then(|| format!("(auto-corrected: {})", self.notes.join("; ")))
-    }
+/// The note added after a tool's result when repair changed anything.
+pub fn note(notes: &[String]) -> Option<String> {
+    (!notes.is_empty()).then(|| format!("(auto-corrected: {})", notes.join("; ")))
 }
 
 /// The schema of `name` among `schemas` (OpenAI function tools).
@@ -106,23 +107,23 @@ pub fn unknown_tool(name: &str, schemas: &[Value]) -> String {
 
 /// Repair the arguments of a call of `name` (a tool in `schemas`).
 pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
-    let unchanged = || Repaired { args: raw.to_owned(), notes: Vec::new() };
-    let mut notes = Vec::new();
-    let mut args: Map<String, Value> = match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(m)) => m,
+    let unchanged = |value| Repaired { args: raw.to_owned(), notes: Vec::new(), value };
+    let (mut args, wrapped): (Map<String, Value>, bool) = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => (m, false),
         // Arguments sent as a JSON string holding the object.
         Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
-            Ok(Value::Object(m)) => {
-                notes.push("the arguments were a JSON string; send the object itself".to_owned());
-                m
-            }
-            _ => return unchanged(),
+            Ok(Value::Object(m)) => (m, true),
+            _ => return unchanged(None),
         },
-        _ => return unchanged(),
+        _ => return unchanged(None),
     };
     let Some(props) = schema_of(schemas, name).and_then(properties) else {
-        return unchanged();
+        return unchanged((!wrapped).then_some(args));
     };
+    let mut notes = Vec::new();
+    if wrapped {
+        notes.push("the arguments were a JSON string; send the object itself".to_owned());
+    }
     let known: Vec<&str> = props.keys().map(String::as_str).collect();
     let extra: Vec<String> = args.keys().filter(|k| !props.contains_key(*k)).cloned().collect();
     for key in extra {
@@ -144,9 +145,9 @@ pub fn repair(name: &str, raw: &str, schemas: &[Value]) -> Repaired {
     }
     notes.extend(super::registry::repair_args(name, &mut args));
     if notes.is_empty() {
-        return unchanged();
+        return unchanged(Some(args));
     }
-    Repaired { args: Value::Object(args).to_string(), notes }
+    Repaired { args: serde_json::to_string(&args).expect("JSON values serialize"), notes, value: Some(args) }
 }
 
 #[cfg(test)]
@@ -165,7 +166,7 @@ mod tests {
     fn path_becomes_file_path_and_the_model_is_told() {
         let r = repair("read_file", r#"{"path": "a.py"}"#, &schemas());
         assert_eq!(serde_json::from_str::<Value>(&r.args).unwrap(), json!({"file_path": "a.py"}));
-        assert_eq!(r.note().unwrap(), "(auto-corrected: 'path' → 'file_path')");
+        assert_eq!(note(&r.notes).unwrap(), "(auto-corrected: 'path' → 'file_path')");
     }
 
     #[test]
@@ -185,7 +186,7 @@ mod tests {
         );
         let args: Value = serde_json::from_str(&r.args).unwrap();
         assert_eq!(args, json!({"file_path": "a", "old_string": "x", "new_string": "y"}));
-        let note = r.note().unwrap();
+        let note = note(&r.notes).unwrap();
         assert!(note.contains("'old_strin' → 'old_string'") && note.contains("'new_str' → 'new_string'"), "{note}");
         assert!(note.contains("ignored 'reason': edit_file takes"), "{note}");
     }
@@ -198,7 +199,7 @@ mod tests {
             let raw = json!({"file_path": "a.py", "content": content}).to_string();
             let r = repair("write_file", &raw, &schemas);
             let v: Value = serde_json::from_str(&r.args).unwrap();
-            (v["content"].as_str().unwrap().to_owned(), r.note())
+            (v["content"].as_str().unwrap().to_owned(), note(&r.notes))
         };
         let (content, note) = fix("1: def f():\n2:     return 1\n3:\n4: x = f()\n[checksum=ab12cd34]");
         assert_eq!(content, "def f():\n    return 1\n\nx = f()\n");
@@ -209,13 +210,14 @@ mod tests {
         }
         assert_eq!(fix("7: a\n8: b").0, "a\nb", "a page from further down");
         let raw = json!({"file_path": "m.yaml", "content": "1: a\n2: b\n"}).to_string();
-        assert_eq!(repair("write_file", &raw, &schemas).note(), None, "YAML keys");
+        assert_eq!(super::note(&repair("write_file", &raw, &schemas).notes), None, "YAML keys");
     }
 
     #[test]
     fn a_right_call_is_left_as_written() {
         let raw = "{\n  \"file_path\": \"a.py\"\n}";
-        assert_eq!(repair("read_file", raw, &schemas()), Repaired { args: raw.to_owned(), notes: vec![] });
+        let value = json!({"file_path": "a.py"}).as_object().cloned();
+        assert_eq!(repair("read_file", raw, &schemas()), Repaired { args: raw.to_owned(), notes: vec![], value });
         // An alias never overwrites an argument that is there.
         let r = repair("read_file", r#"{"file_path": "a", "path": "b"}"#, &schemas());
         assert_eq!(serde_json::from_str::<Value>(&r.args).unwrap(), json!({"file_path": "a"}));
