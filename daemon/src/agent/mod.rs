@@ -6,9 +6,10 @@
 //! Every nudge the loop gives and every loop guard is one entry of the
 //! table in `nudge/`, with its event and its switch.
 //! [`compact`] runs the loop's compaction between runs, on the same path,
-//! and [`restore`] Swival's snapshot restore.
+//! and [`restore`] a restore to a checkpoint (Swival's `/restore`).
 
 mod call;
+mod checkpoint;
 mod compact;
 pub mod conversation;
 mod estimate;
@@ -22,7 +23,6 @@ mod resume;
 mod review;
 mod setup;
 mod sink;
-mod snapshot;
 mod snapshot_tool;
 pub mod subagents;
 mod thinking;
@@ -45,6 +45,7 @@ use crate::sandbox::{CommandEnv, FetchEnv};
 use crate::secrets::SecretShield;
 use crate::store::StoreError;
 use crate::tools::ToolBox;
+pub use checkpoint::{restore, restore_scope, Mark, Restored, IMPLICIT_LABEL};
 pub use compact::compact;
 use conversation::Conversation;
 use estimate::Offered;
@@ -53,7 +54,6 @@ pub use job::CompactError;
 pub use resume::save_now as save_continue;
 pub use setup::provider_settings;
 pub use sink::{emit_recorded, EventSink};
-pub use snapshot::{restore, restore_scope, Mark, Restored, IMPLICIT_LABEL};
 use std::path::Path;
 use std::sync::Arc;
 use swival_protocol::{EventKind, FailureKind, HookCall, Outcome, RunId, SessionId};

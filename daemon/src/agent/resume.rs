@@ -82,7 +82,7 @@ fn save(ctx: RunContext<'_>, messages: &[Message], todo: &[TodoItem]) -> bool {
 /// before its first call).
 pub(super) fn leave_after_setup(ctx: RunContext<'_>, end: &LoopEnd, state: &RunState) {
     if !ctx.config.no_continue && leaves_file(end) {
-        save(ctx, state.conversation.messages(), &state.tools.todo.items());
+        save(ctx, state.conversation.messages(), &state.tools.todo_items());
     }
 }
 
@@ -97,7 +97,7 @@ pub fn save_now(ctx: RunContext<'_>, state: &RunState) -> bool {
     if ctx.config.no_continue || messages.iter().all(|m| m.role == crate::message::Role::System) {
         return false;
     }
-    save(ctx, messages, &state.tools.todo.items())
+    save(ctx, messages, &state.tools.todo_items())
 }
 
 impl Run<'_> {
@@ -107,7 +107,7 @@ impl Run<'_> {
         if self.ctx.config.no_continue || !leaves_file(end) {
             return;
         }
-        if !save(self.ctx, self.conversation.messages(), &self.tools.todo.items()) {
+        if !save(self.ctx, self.conversation.messages(), &self.tools.todo_items()) {
             return;
         }
         if !matches!(end, LoopEnd::Exhausted(_)) {

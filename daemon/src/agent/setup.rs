@@ -112,12 +112,12 @@ pub(super) async fn prepare<'a>(ctx: RunContext<'a>, mut state: RunState) -> Res
 async fn llm(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<Llm, (LoopEnd, String)> {
     let cfg = ctx.config;
     let provider = provider(ctx).map_err(|e| (LoopEnd::Failed(FailureKind::Setup, e.to_string()), String::new()))?;
-    for message in state.tools.mcp.prepare().await {
+    for message in state.tools.mcp_mut().prepare().await {
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
     find_skills(ctx, state, record);
     // A change undone in an earlier run may be made again in this one.
-    state.tools.tracker.new_run();
+    state.tools.new_run();
     match open_conversation(ctx, state, record) {
         Ok(memory) => record.set_memory(memory),
         Err(e) => return Err((LoopEnd::from(e), String::new())),
@@ -271,7 +271,7 @@ fn open_conversation(
 /// at once, as a `use_skill` call of the assistant with its result (so a
 /// compaction can shorten it like any result), reported at turn 0.
 fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut RunRecord) -> Result<(), StoreError> {
-    let names = state.tools.skills.mentions(ctx.task);
+    let names = state.tools.skills().mentions(ctx.task);
     if names.is_empty() {
         return Ok(());
     }
@@ -287,7 +287,7 @@ fn activate_mentions(ctx: RunContext<'_>, state: &mut RunState, record: &mut Run
         .collect::<Vec<_>>();
     state.conversation.push(Message::assistant_turn(None, calls.clone()))?;
     for (call, name) in calls.iter().zip(&names) {
-        let (text, succeeded) = match state.tools.skills.activate(name) {
+        let (text, succeeded) = match state.tools.skills().activate(name) {
             Ok(text) => (text, true),
             Err(e) => (crate::tools::ToolError::refused(e.to_string()).render(), false),
         };
@@ -333,7 +333,7 @@ fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<Memo
     let files = cfg.files_mode();
     let lean = cfg.offers_lean_tools();
     let instructions = (!cfg.no_instructions && replacement.is_none()).then(|| {
-        let (found, warnings) = prompt::Instructions::read(ctx.base_dir, &state.tools.policy.hidden);
+        let (found, warnings) = prompt::Instructions::read(ctx.base_dir, &state.tools.policy().hidden);
         for message in warnings {
             ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
         }
@@ -341,11 +341,11 @@ fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<Memo
     });
     let mut text =
         prompt::system_prompt(ctx.base_dir, replacement, instructions.as_ref(), files, memory.as_deref(), lean);
-    if let Some(skills) = state.tools.skills.prompt_section().filter(|_| replacement.is_none()) {
+    if let Some(skills) = state.tools.skills().prompt_section().filter(|_| replacement.is_none()) {
         text.push_str("\n\n");
         text.push_str(&skills);
     }
-    if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp.tool_info()).filter(|_| replacement.is_none()) {
+    if let Some(info) = prompt::mcp_tool_info(&state.tools.mcp().tool_info()).filter(|_| replacement.is_none()) {
         text.push_str("\n\n");
         text.push_str(&info);
     }
@@ -364,13 +364,13 @@ fn system_message(ctx: RunContext<'_>, state: &RunState) -> (String, Option<Memo
 /// context (Swival's schema budget), saying so in warnings.
 fn fit_mcp(ctx: RunContext<'_>, state: &mut RunState, window: u64) {
     // Without MCP tools there is nothing to fit (and no schema to build).
-    if state.tools.mcp.schemas().is_empty() {
+    if state.tools.mcp().schemas().is_empty() {
         return;
     }
     let mut builtin = state.tools.schemas();
     builtin.extend(crate::sandbox::tool_schemas(&ctx.commands.policy));
-    builtin.extend(state.tools.skills.schema());
-    for message in state.tools.mcp.fit(window, &builtin) {
+    builtin.extend(state.tools.skills().schema());
+    for message in state.tools.mcp_mut().fit(window, &builtin) {
         ctx.events.emit(Some(ctx.run_id), EventKind::Warning { message });
     }
 }

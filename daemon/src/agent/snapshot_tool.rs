@@ -9,7 +9,7 @@
 //! it) unless `force`; `cancel` drops the checkpoint, `status` says where
 //! it stands. The collapse is a `compaction` event (`snapshot_restore`).
 
-use super::snapshot::{restore_scope, Mark, IMPLICIT_LABEL};
+use super::checkpoint::{restore_scope, Mark, IMPLICIT_LABEL};
 use super::Run;
 use crate::message::{Message, Role};
 use crate::toolcall::ToolOutcome;

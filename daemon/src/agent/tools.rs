@@ -108,7 +108,7 @@ impl Run<'_> {
                 result_length: Some(outcome.text.len() as u64),
                 output: outcome.notes_at.map(|_| outcome.own_text().chars().take(4096).collect()),
                 change,
-                todo: (parsed.kind == ToolKind::Plan && !outcome.failed).then(|| self.tools.todo.items()),
+                todo: (parsed.kind == ToolKind::Plan && !outcome.failed).then(|| self.tools.todo_items()),
             });
             self.conversation.push(crate::message::Message::tool_result_with_notes(
                 &call.id,
@@ -328,7 +328,7 @@ impl Run<'_> {
             return None;
         }
         let requested = call.args.as_ref().ok()?.get("file_path")?.as_str()?;
-        let path = self.tools.policy.resolve(requested, crate::tools::path::Access::Read).ok()?;
+        let path = self.tools.policy().resolve(requested, crate::tools::path::Access::Read).ok()?;
         let text = self.ctx.buffers.read(self.ctx.session_id, &path).await?;
         Some((path, text))
     }
@@ -369,10 +369,10 @@ impl Run<'_> {
                 self.file_tool(call, editor_text)
             }
             Some(Runner::Subagents) if self.subagents.is_some() => self.subagent_tool(call).await,
-            Some(Runner::Skill) if !self.tools.skills.is_empty() => self.use_skill(call),
-            _ if self.tools.mcp.owns(&call.name) => {
+            Some(Runner::Skill) if !self.tools.skills().is_empty() => self.use_skill(call),
+            _ if self.tools.mcp().owns(&call.name) => {
                 let bracket = self.before_change(call).await;
-                let outcome = self.tools.mcp.call(&call.name, &call.raw, self.ctx.cancel).await;
+                let outcome = self.tools.mcp().call(&call.name, &call.raw, self.ctx.cancel).await;
                 self.after_change(bracket, turn, call).await;
                 outcome
             }
@@ -407,7 +407,7 @@ impl Run<'_> {
     /// `outcome` of a file tool, with what the changed file's own
     /// toolchain says of it (`sandbox::check`) when that is an error.
     async fn checked(&self, mut outcome: ToolOutcome) -> ToolOutcome {
-        let change = outcome.change.as_ref().filter(|_| self.tools.edit_checks && !outcome.failed);
+        let change = outcome.change.as_ref().filter(|_| self.tools.edit_checks() && !outcome.failed);
         let env = self.ctx.commands;
         if let Some(note) = match change {
             Some(change) => env.edit_checks.note(env, change, self.ctx.cancel).await,
@@ -427,7 +427,7 @@ impl Run<'_> {
         let Some(name) = args.get("name").and_then(Value::as_str) else {
             return ToolError::refused("use_skill needs a 'name' string").into();
         };
-        match self.tools.skills.activate(name) {
+        match self.tools.skills().activate(name) {
             Ok(text) => ToolOutcome::ok(text),
             Err(e) => ToolError::refused(e.to_string()).into(),
         }

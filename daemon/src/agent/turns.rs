@@ -141,7 +141,7 @@ impl Run<'_> {
             extra.extend(crate::sandbox::python_schema(&self.ctx.commands.policy));
         }
         // Swival's order: `use_skill` after `fetch_url`, before `run_command`.
-        if let Some(schema) = self.tools.skills.schema() {
+        if let Some(schema) = self.tools.skills().schema() {
             let at =
                 extra.iter().position(|s| s["function"]["name"] == crate::sandbox::COMMAND_TOOL).unwrap_or(extra.len());
             extra.insert(at, schema);
@@ -355,7 +355,7 @@ impl Run<'_> {
     /// tools are offered (see `nudge/look_first.rs`).
     fn look_first(&self, local_turn: u64, offer: &Offer, answer: &str) -> Option<String> {
         let fresh = local_turn == 1 && !self.ctx.resume && self.turn_offset == 0 && !offer.schemas.is_empty();
-        let fresh = fresh && self.tools.tracker.paths().next().is_none();
+        let fresh = fresh && self.tools.read_nothing_yet();
         let on = self.nudges.on(InterventionKind::LookFirst);
         (fresh && on).then(|| look_first::nudge(answer, self.ctx.base_dir)).flatten()
     }

@@ -29,7 +29,7 @@ use super::compact::{self, Between};
 use super::live::{ActiveRun, Live};
 use super::mailbox::{Command, Handle, NewRun, Parts, Reconfigure, Refused};
 use super::run::{self, RunJob};
-use super::{random_id, snapshot, Session, SessionError, Shared};
+use super::{checkpoint, random_id, Session, SessionError, Shared};
 use crate::environment::CallerEnv;
 use crate::message::Role;
 use crate::store::RunRow;
@@ -365,7 +365,7 @@ impl Actor {
         }
         let live = self.hold()?;
         let conversation = &self.parts.as_ref().expect("an idle session holds its parts").conversation;
-        let done = snapshot::checkpoint(&self.shared, &self.session.id, conversation, label, cancel).await;
+        let done = checkpoint::checkpoint(&self.shared, &self.session.id, conversation, label, cancel).await;
         live.set_busy(&self.session, false);
         done.map_err(Refused::Session)
     }

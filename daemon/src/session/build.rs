@@ -271,12 +271,11 @@ impl Sessions {
 /// and schema style.
 fn toolbox(cfg: &crate::config::SessionConfig, policy: crate::tools::path::PathPolicy) -> ToolBox {
     let mut tools = ToolBox::new(policy);
-    tools.read_guard = !cfg.no_read_guard;
-    tools.edit_checks = cfg.edit_checks;
-    tools.style = crate::tools::offer::SchemaStyle::lean_if(cfg.offers_lean_tools());
-    tools.caps = OutputCaps {
+    let caps = OutputCaps {
         read_bytes: usize::try_from(cfg.max_output_kb).unwrap_or(usize::MAX / 1024).saturating_mul(1024),
         read_lines: usize::try_from(cfg.max_output_lines).unwrap_or(usize::MAX),
     };
+    let style = crate::tools::offer::SchemaStyle::lean_if(cfg.offers_lean_tools());
+    tools.configure(!cfg.no_read_guard, cfg.edit_checks, style, caps);
     tools
 }

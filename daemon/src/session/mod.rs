@@ -10,7 +10,7 @@
 //!
 //! Between runs a session takes a new config (`configure.rs`), compacts
 //! its conversation (`compact.rs`), or sets a checkpoint and collapses the
-//! conversation since it (`snapshot.rs`), each through its actor.
+//! conversation since it (`checkpoint.rs`), each through its actor.
 //!
 //! The store is the truth; memory holds only sessions in use (`live.rs`).
 //! Read-only requests (`session/get`, `session/list`, `report/get`,
@@ -26,6 +26,7 @@ mod configure;
 pub mod events;
 pub use configure::public_config;
 mod carry;
+mod checkpoint;
 mod history;
 mod live;
 mod mailbox;
@@ -35,7 +36,6 @@ mod read;
 mod review;
 mod run;
 mod runs;
-mod snapshot;
 mod subagents;
 #[cfg(test)]
 mod tests;
@@ -496,7 +496,7 @@ impl Sessions {
         // A session in use leases its MCP servers (started by its first
         // run) and clears the spill files its earlier runs left.
         let session = &handle.session;
-        parts.tools.mcp =
+        *parts.tools.mcp_mut() =
             crate::mcp::SessionMcp::new(&self.shared.mcp, session.pipeline.mcp.clone(), session.base_dir.clone());
         crate::sandbox::spill::sweep(&session.base_dir);
         // A close stored by the copy that held the session before is seen

@@ -52,6 +52,7 @@ pub mod repair;
 pub mod schema;
 mod search;
 mod syntax;
+mod tracker;
 pub use syntax::notes as syntax_notes;
 mod delete_file;
 mod think;
@@ -68,9 +69,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 use swival_protocol::ToolKind;
+pub use tracker::{text_hash, ReadTracker};
 
 /// JSON a tool writes (an answer, a call to make, a trash index line) as
 /// text. It goes through a `Value`, as the `json!` it replaced did, so its
@@ -78,75 +79,6 @@ use swival_protocol::ToolKind;
 /// keeps order (the workspace build), sorted otherwise.
 fn json_text(value: &impl Serialize) -> String {
     serde_json::to_value(value).expect("tool JSON serializes").to_string()
-}
-
-/// Files read or written in this session (the read-before-write guard).
-#[derive(Debug, Default)]
-pub struct ReadTracker {
-    /// Canonical paths.
-    seen: HashSet<PathBuf>,
-    /// A hash of what the session's last write or edit of each file left
-    /// in it.
-    written: HashMap<PathBuf, u64>,
-    /// Hashes of the contents each file had before and after this run's
-    /// writes and edits of it.
-    had: HashMap<PathBuf, HashSet<u64>>,
-}
-
-impl ReadTracker {
-    /// Remember that `p` was read or written.
-    pub fn mark(&mut self, p: &Path) {
-        self.seen.insert(p.to_owned());
-    }
-
-    /// Remember that a write or edit left `text` in `p`.
-    pub fn wrote(&mut self, p: &Path, text: &[u8]) {
-        self.mark(p);
-        self.written.insert(p.to_owned(), text_hash(text));
-    }
-
-    /// Whether the session's last write or edit of `p` left `text` in it.
-    pub fn wrote_last(&self, p: &Path, text: &[u8]) -> bool {
-        self.written.get(p) == Some(&text_hash(text))
-    }
-
-    /// Note that a write or edit changed `p` from `before` (`None`: not
-    /// known) to `after`; whether `after` is a content `p` already had in
-    /// this run (a change undone: small models write two versions back and
-    /// forth until the run is stuck).
-    pub fn restored(&mut self, p: &Path, before: Option<&[u8]>, after: &[u8]) -> bool {
-        let after = text_hash(after);
-        let had = self.had.entry(p.to_owned()).or_default();
-        let before = before.map(text_hash);
-        let restored = before != Some(after) && had.contains(&after);
-        had.extend(before);
-        had.insert(after);
-        restored
-    }
-
-    /// A new run: contents the files had in the last are forgotten.
-    pub fn new_run(&mut self) {
-        self.had.clear();
-    }
-
-    /// Whether `p` was read or written.
-    pub fn seen(&self, p: &Path) -> bool {
-        self.seen.contains(p)
-    }
-
-    /// Every path read or written.
-    pub fn paths(&self) -> impl Iterator<Item = &PathBuf> {
-        self.seen.iter()
-    }
-}
-
-/// A hash of a file's bytes, to tell one text from another within the
-/// daemon's life (not stable across builds).
-pub fn text_hash(text: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
 }
 
 /// How much one file tool result carries (Swival's `max_output_kb` and
@@ -258,27 +190,27 @@ impl<T: Tool + Send + Sync> Typed for T {
 #[derive(Debug)]
 pub struct ToolBox {
     /// Where file tools may go.
-    pub policy: PathPolicy,
+    policy: PathPolicy,
     /// Output caps of the file tools.
-    pub caps: OutputCaps,
+    caps: OutputCaps,
     /// The read-before-write guard's memory.
-    pub tracker: ReadTracker,
+    tracker: ReadTracker,
     /// Whether the guard is on (Swival's `no_read_guard` turns it off).
-    pub read_guard: bool,
+    read_guard: bool,
     /// Whether writes and edits of source files are parsed (`edit_checks`).
-    pub edit_checks: bool,
+    edit_checks: bool,
     /// What `think` remembers.
-    pub thinking: think::Thinking,
+    thinking: think::Thinking,
     /// The session's `todo` checklist.
-    pub todo: todo::TodoList,
+    todo: todo::TodoList,
     /// The session's MCP servers and their tools.
-    pub mcp: crate::mcp::SessionMcp,
+    mcp: crate::mcp::SessionMcp,
     /// The last `edit_file` miss, to help a repeat.
-    pub misses: miss::Misses,
+    misses: miss::Misses,
     /// The skills the run's setup found (`use_skill`).
-    pub skills: crate::skills::Catalog,
+    skills: crate::skills::Catalog,
     /// How the offer words the tools (`lean_tools`).
-    pub style: offer::SchemaStyle,
+    style: offer::SchemaStyle,
 }
 
 impl ToolBox {
@@ -301,6 +233,58 @@ impl ToolBox {
 
     /// Take `skills` as the run's: the directories of those outside the
     /// base dir become readable (Swival's read allowlist).
+    /// The session's settings for its tools: the read-before-write guard
+    /// (`!no_read_guard`), the checks after a change (`edit_checks`), how
+    /// the offer words the tools and the read caps.
+    pub fn configure(&mut self, read_guard: bool, edit_checks: bool, style: offer::SchemaStyle, caps: OutputCaps) {
+        self.read_guard = read_guard;
+        self.edit_checks = edit_checks;
+        self.style = style;
+        self.caps = caps;
+    }
+
+    /// Where file tools may go.
+    pub fn policy(&self) -> &PathPolicy {
+        &self.policy
+    }
+
+    /// Whether writes and edits are checked after a change (`edit_checks`).
+    pub fn edit_checks(&self) -> bool {
+        self.edit_checks
+    }
+
+    /// The session's `todo` checklist as it stands.
+    pub fn todo_items(&self) -> Vec<swival_protocol::TodoItem> {
+        self.todo.items()
+    }
+
+    /// The skills the run's setup found (`use_skill`).
+    pub fn skills(&self) -> &crate::skills::Catalog {
+        &self.skills
+    }
+
+    /// The session's MCP servers and their tools.
+    pub fn mcp(&self) -> &crate::mcp::SessionMcp {
+        &self.mcp
+    }
+
+    /// The session's MCP servers, to start, fit or lease.
+    pub fn mcp_mut(&mut self) -> &mut crate::mcp::SessionMcp {
+        &mut self.mcp
+    }
+
+    /// A new run begins: what the read guard knows from an earlier run
+    /// counts as read, not as read in this run.
+    pub fn new_run(&mut self) {
+        self.tracker.new_run();
+    }
+
+    /// Whether this run has read any file yet.
+    pub fn read_nothing_yet(&self) -> bool {
+        self.tracker.paths().next().is_none()
+    }
+
+    /// Take the skills the run's setup found (`use_skill`).
     pub fn set_skills(&mut self, skills: crate::skills::Catalog) {
         self.policy.skills = skills.outside_dirs();
         self.skills = skills;

@@ -1,4 +1,5 @@
-//! Swival's snapshot between runs (`/save`, `/restore`): a checkpoint is a
+//! Checkpoints in the conversation, Swival's `/save` and `/restore` (and
+//! its `snapshot` tool's, `snapshot_tool.rs`): a checkpoint is a
 //! [`Mark`] in the conversation; a restore collapses the whole turns after
 //! it (without one, after the last message the user wrote) into one
 //! assistant message, `[snapshot: <label>]\n<summary>\n(collapsed N turns,
