@@ -21,6 +21,7 @@ mod review;
 pub mod run;
 pub mod session;
 pub mod skills;
+pub mod slash;
 
 use std::process::ExitCode;
 

@@ -7,6 +7,7 @@
 //! into the list and diffs of `run/changes`, and `revert.rs` puts a set
 //! back (`run/revert`), refusing files changed since.
 
+mod blob;
 mod gc;
 pub mod git;
 mod record;

@@ -82,7 +82,7 @@ impl Project {
     /// The opened store, under the project's lock (held while the guard lives).
     pub async fn lock(&self) -> Result<Locked<'_>, ChangeError> {
         let mut guard = self.state.lock().await;
-        opened(&mut guard, &self.open).await?;
+        opened(&mut guard, &self.open, true).await?;
         Ok(Locked { guard })
     }
 }
@@ -119,7 +119,7 @@ impl Project {
                 _ => Ok(gc::Collected::Removed),
             };
         }
-        let shadow = opened(&mut state, &self.open).await?;
+        let shadow = opened(&mut state, &self.open, true).await?;
         keep.extend(shadow.indexed_blobs().await?);
         // The last snapshot's tree goes too: the next one writes its own.
         shadow.forget_last();
@@ -144,13 +144,16 @@ impl Locked<'_> {
     }
 }
 
-/// The store of `state`, opened if it is not yet.
+/// The store of `state`, opened if it is not yet; with `check`, made
+/// again when it was removed under the daemon (its sets are gone with it).
+/// A file tool's bracket does not check: it only adds blobs, which a store
+/// made again later keeps.
 async fn opened<'a>(
     state: &'a mut State,
     (git, dir, root, scope, max): &(super::Git, PathBuf, PathBuf, String, u64),
+    check: bool,
 ) -> Result<&'a mut Shadow, ChangeError> {
-    // A store removed under the daemon is made again (its sets are gone with it).
-    if state.shadow.is_some() && !dir.join("HEAD").exists() {
+    if check && state.shadow.is_some() && !dir.join("HEAD").exists() {
         state.shadow = None;
     }
     if state.shadow.is_none() {
@@ -230,7 +233,7 @@ impl Recorder {
             _ => None,
         };
         let mut state = self.project.state.lock().await;
-        let shadow = opened(&mut state, &self.project.open).await?;
+        let shadow = opened(&mut state, &self.project.open, exact.is_none()).await?;
         let seen = match exact {
             Some(paths) => {
                 let states = shadow.states(&paths).await?;
@@ -257,7 +260,7 @@ impl Recorder {
 
     /// The work of [`Recorder::after`], under the lock.
     async fn close(&self, state: &mut State, bracket: Bracket, by: ChangeSource) -> Result<(), ChangeError> {
-        let shadow = opened(state, &self.project.open).await?;
+        let shadow = opened(state, &self.project.open, matches!(bracket.seen, Seen::Project(_))).await?;
         let (deltas, exact) = match bracket.seen {
             Seen::Project(snap) => {
                 let now = shadow.snapshot().await?;
@@ -303,7 +306,7 @@ impl Recorder {
         let project = self.project.clone();
         tokio::spawn(async move {
             let mut state = project.state.lock().await;
-            if let Ok(shadow) = opened(&mut state, &project.open).await {
+            if let Ok(shadow) = opened(&mut state, &project.open, true).await {
                 if !shadow.warm() {
                     let _ = shadow.snapshot().await;
                 }

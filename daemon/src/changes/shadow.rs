@@ -7,9 +7,11 @@
 //! out; files over the size limit are kept by size and hash only; modes
 //! git does not keep (0600) are kept beside the trees.
 
+pub use super::blob::{blob_id, hex};
+use super::blob::{write_blob, INLINE_BLOB};
 use super::git::{self, Git, GitError, Repo};
 use super::ChangeError;
-use crate::beneath::{Beneath, Kind};
+use crate::beneath::{self, Beneath, How, Kind, Meta};
 use crate::store::{BigFile, FileState};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
@@ -206,17 +208,43 @@ impl Shadow {
     /// What is at `path` now (see [`Shadow::states`]).
     async fn state(&self, root: &Beneath, path: &str) -> Result<Option<FileState>, ChangeError> {
         let rel = Path::new(path);
-        let Ok(meta) = root.metadata(rel) else { return Ok(None) };
-        let (bytes, mode) = match meta.kind {
+        // One open, without blocking and following no symlink: a file is
+        // read through the descriptor its type and size were read from.
+        let file = match root.open_file(rel, How::Read) {
+            Ok(file) => file,
+            // A link: recorded as what it is when it is the path itself,
+            // nothing when it is on the way there.
+            Err(beneath::Error::Symlink(_)) => match root.metadata(rel) {
+                Ok(meta) if meta.kind == Kind::Symlink => return self.stored(root.read_link(rel), 0o120000).await,
+                _ => return Ok(None),
+            },
+            Err(_) => return Ok(None),
+        };
+        let Ok(meta) = Meta::of(&file) else { return Ok(None) };
+        match meta.kind {
             Kind::File if meta.len > self.max_file => {
                 let sha256 = hash_file(self.root.join(path)).await.unwrap_or_default();
                 let big = BigFile { size: meta.len, sha256 };
-                return Ok(Some(FileState { blob: None, mode: meta.mode, big: Some(big) }));
+                Ok(Some(FileState { blob: None, mode: meta.mode, big: Some(big) }))
             }
-            Kind::File => (root.read(rel), meta.mode),
-            Kind::Symlink => (root.read_link(rel), 0o120000),
-            Kind::Dir | Kind::Other => return Ok(None),
-        };
+            Kind::File => {
+                // Read to its end however it changed since (a plain read
+                // loop: `File`'s own asks the kernel for the size again).
+                let mut bytes = Vec::with_capacity(meta.len as usize);
+                let read =
+                    std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes).map(|_| bytes);
+                self.stored(read.map_err(beneath::Error::Io), meta.mode).await
+            }
+            Kind::Symlink | Kind::Dir | Kind::Other => Ok(None),
+        }
+    }
+
+    /// `bytes` read for a path, written to the store as a blob: its state.
+    async fn stored(
+        &self,
+        bytes: Result<Vec<u8>, beneath::Error>,
+        mode: u32,
+    ) -> Result<Option<FileState>, ChangeError> {
         // Gone or unreadable in between: nothing recorded for it.
         let Ok(bytes) = bytes else { return Ok(None) };
         let objects = self.repo.git_dir.as_deref().expect("a shadow has its own git dir").join("objects");
@@ -411,83 +439,6 @@ async fn hash_file(path: PathBuf) -> std::io::Result<String> {
     })
     .await
     .map_err(std::io::Error::other)?
-}
-
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Blobs up to this size are compressed on the calling thread; larger
-/// ones off the runtime's threads.
-const INLINE_BLOB: usize = 256 * 1024;
-
-/// Write `bytes` into `objects` as a loose git blob, as `git hash-object
-/// -w` would, without starting git: a file tool's bracket costs no
-/// process. Its id; a blob already there is not written again.
-fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
-    let id = blob_id(bytes);
-    let dir = objects.join(&id[..2]);
-    let path = dir.join(&id[2..]);
-    if path.exists() {
-        return Ok(id);
-    }
-    std::fs::create_dir_all(&dir)?;
-    let compressed = zlib(&[format!("blob {}\0", bytes.len()).as_bytes(), bytes])?;
-    // Whole or not at all: written aside, then renamed into place.
-    let tmp = dir.join(format!("tmp_obj_{:016x}", rand::random::<u64>()));
-    let written = std::fs::write(&tmp, &compressed)
-        .and_then(|()| std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o444)))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map(|()| id)
-}
-
-thread_local! {
-    /// A compressor per thread, reset for each object: making one zeroes a
-    /// few hundred KiB, more than compressing a small file costs.
-    static ZLIB: std::cell::RefCell<flate2::Compress> =
-        std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::fast(), true));
-}
-
-/// `parts`, one after the other, as one zlib stream.
-fn zlib(parts: &[&[u8]]) -> std::io::Result<Vec<u8>> {
-    use flate2::{FlushCompress, Status};
-    ZLIB.with_borrow_mut(|z| {
-        z.reset();
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        let mut out = Vec::with_capacity(total / 2 + 128);
-        for (i, part) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
-            let flush = if last { FlushCompress::Finish } else { FlushCompress::None };
-            let start = z.total_in();
-            loop {
-                if out.len() == out.capacity() {
-                    out.reserve(out.capacity().max(4096));
-                }
-                let done = usize::try_from(z.total_in() - start).unwrap_or(part.len()).min(part.len());
-                let status = z.compress_vec(&part[done..], &mut out, flush).map_err(std::io::Error::other)?;
-                let consumed = z.total_in() - start == part.len() as u64;
-                match status {
-                    Status::StreamEnd => break,
-                    _ if consumed && !last => break,
-                    _ => {}
-                }
-            }
-        }
-        Ok(out)
-    })
-}
-
-/// The git blob id of `bytes`.
-pub fn blob_id(bytes: &[u8]) -> String {
-    use sha1::Digest as _;
-    let mut h = sha1::Sha1::new();
-    h.update(format!("blob {}\0", bytes.len()).as_bytes());
-    h.update(bytes);
-    hex(&h.finalize())
 }
 
 /// Make the shadow repository: `git init`, then settings that keep bytes

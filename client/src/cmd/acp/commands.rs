@@ -3,35 +3,32 @@
 //! loops (work the daemon does in the background).
 
 use super::session::Bridge;
+use crate::cmd::slash::{self, Slash};
 use swival_protocol::methods::typed as m;
 use swival_protocol::{GoalSetParams, LoopListParams, SessionId, SessionRef};
 
-/// The slash commands offered to the editor: the REPL's, by name, with
-/// the REPL's help (one table for both; these are the ones that need no
-/// terminal).
-const OFFERED: &[&str] = &["/policy", "/report", "/compact", "/diff", "/undo", "/goal", "/loops"];
-
-/// The commands offered, as `(name without the slash, help)`.
+/// The commands offered to the editor (the REPL's table, those that need
+/// no terminal), as `(name without the slash, help)`.
 pub(super) fn offered() -> impl Iterator<Item = (&'static str, &'static str)> {
-    use crate::cmd::repl::commands::COMMANDS;
-    OFFERED.iter().filter_map(|name| COMMANDS.iter().find(|c| c.name == *name)).map(|c| (&c.name[1..], c.help))
+    slash::for_editors().map(|c| (&c.name[1..], c.help))
 }
 
 impl Bridge {
     /// Answer a slash command without a run (`None`: not one of ours).
     pub(super) async fn slash_command(&self, id: &SessionId, text: &str) -> Option<String> {
-        let name = text.strip_prefix('/')?.split_whitespace().next()?;
-        match name {
-            "policy" => Some(match self.daemon.policy_status(id).await {
+        let (command, arg) = slash::parse(text.trim())?;
+        let flag = |f: &str| arg.split_whitespace().any(|w| w == f);
+        match command {
+            Slash::Policy => Some(match self.daemon.policy_status(id).await {
                 Ok(p) => format!("```json\n{}\n```", serde_json::to_string_pretty(&p).unwrap_or_default()),
                 Err(e) => format!("Error: {e}"),
             }),
-            "report" => Some(self.last_report(id).await),
-            "compact" => Some(self.compact(id, text.split_whitespace().any(|w| w == "--drop")).await),
-            "diff" => Some(self.diff(id).await),
-            "undo" => Some(self.undo(id, text.split_whitespace().any(|w| w == "--force")).await),
-            "goal" => Some(self.goal(id, text.trim_start_matches('/').trim_start_matches("goal").trim()).await),
-            "loops" => Some(self.loops(id).await),
+            Slash::Report => Some(self.last_report(id).await),
+            Slash::Compact => Some(self.compact(id, flag("--drop")).await),
+            Slash::Diff => Some(self.diff(id).await),
+            Slash::Undo => Some(self.undo(id, flag("--force")).await),
+            Slash::Goal => Some(self.goal(id, arg).await),
+            Slash::Loops => Some(self.loops(id).await),
             _ => None,
         }
     }

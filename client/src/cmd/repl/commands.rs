@@ -1,123 +1,14 @@
-//! The REPL's slash commands, with Swival's names, arguments and help
-//! where Swival has them, and ours (`/reasoning`, `/policy`, `/report`,
-//! `/sessions`, `/attach`). Each is done through a typed daemon method, or
-//! on the user's side when it is about the user's terminal or files.
+//! What the REPL's slash commands do (the table is `cmd/slash.rs`): each
+//! through a typed daemon method, or on the user's side when it is about
+//! the user's terminal or files.
 
 use super::show::preview;
 use super::Repl;
+use crate::cmd::slash::{self, Slash};
 use std::path::Path;
 use swival_protocol::methods::typed as m;
 use swival_protocol::{ChangesRef, RunChangesParams, RunRevertParams, SessionConfigureParams, SessionFrom, SessionId};
 use swivalctl::{Client, ClientError};
-
-/// One slash command.
-pub struct Command {
-    /// Its name, with the slash.
-    pub name: &'static str,
-    /// Its arguments, for the help.
-    pub args: &'static str,
-    /// What it does.
-    pub help: &'static str,
-}
-
-/// Every slash command, in the order `/help` lists them.
-pub const COMMANDS: &[Command] = &[
-    Command { name: "/help", args: "", help: "Show this help message" },
-    Command { name: "/exit", args: "", help: "Exit the REPL" },
-    Command { name: "/quit", args: "", help: "Exit the REPL" },
-    Command { name: "/clear", args: "", help: "Start a fresh conversation (the old one stays in the daemon)" },
-    Command { name: "/new", args: "", help: "Start a fresh conversation (the old one stays in the daemon)" },
-    Command { name: "/status", args: "", help: "Show session stats (model, context, turns, sandbox)" },
-    Command { name: "/tools", args: "", help: "List the tools the model has" },
-    Command {
-        name: "/model",
-        args: "[name|N]",
-        help: "Show the model and list the server's, or switch (by name or number) for the next runs",
-    },
-    Command { name: "/profile", args: "[name]", help: "Switch LLM profile" },
-    Command { name: "/reasoning", args: "[level]", help: "Show or set the reasoning effort" },
-    Command { name: "/extend", args: "[N]", help: "Double max turns, or set to N" },
-    Command { name: "/continue", args: "", help: "Continue the agent loop where it stopped" },
-    Command {
-        name: "/goal",
-        args: "[<objective>|replace <objective>|pause|resume|clear]",
-        help: "Set, replace, pause, resume, or clear the session's goal (the daemon works on it)",
-    },
-    Command {
-        name: "/loop",
-        args: "[interval] <prompt>",
-        help: "Run a prompt on an interval, each time in a fresh worktree (the daemon keeps it)",
-    },
-    Command { name: "/loops", args: "", help: "List active loops" },
-    Command { name: "/unloop", args: "<id|all>", help: "Cancel a loop" },
-    Command { name: "/compact", args: "[--drop]", help: "Compress conversation context" },
-    Command { name: "/save", args: "[label]", help: "Set a context checkpoint" },
-    Command { name: "/restore", args: "", help: "Summarize & collapse since checkpoint" },
-    Command { name: "/unsave", args: "", help: "Cancel active checkpoint" },
-    Command { name: "/add-dir", args: "<path>", help: "Grant read+write access to a directory" },
-    Command { name: "/add-dir-ro", args: "<path>", help: "Grant read-only access to a directory" },
-    Command { name: "/copy", args: "", help: "Copy last output to clipboard" },
-    Command { name: "/remember", args: "<text>", help: "Add a durable project fact to AGENTS.md" },
-    Command { name: "/learn", args: "", help: "Review session for mistakes and persist to memory" },
-    Command {
-        name: "/init",
-        args: "",
-        help: "Scan project for build/test/lint workflow and conventions, write AGENTS.md",
-    },
-    Command { name: "/policy", args: "", help: "Show the session's policy: filters, hooks, sandbox" },
-    Command { name: "/report", args: "", help: "Show the last run's stats" },
-    Command { name: "/diff", args: "[id]", help: "Show what the last run (or run id) changed, with diffs" },
-    Command { name: "/undo", args: "[--force] [id]", help: "Put back what the last run (or run/undo id) changed" },
-    Command { name: "/sessions", args: "[all]", help: "This project's sessions, newest first (all: every project's)" },
-    Command { name: "/attach", args: "<id>", help: "Switch to another session of the daemon" },
-];
-
-/// The help text.
-pub fn help() -> String {
-    let mut out = String::from("Available commands:\n");
-    let mut i = 0;
-    while i < COMMANDS.len() {
-        let c = &COMMANDS[i];
-        // Commands with the same help share a row (Swival's `/exit, /quit`).
-        let mut label = format!("{} {}", c.name, c.args).trim_end().to_owned();
-        while COMMANDS.get(i + 1).is_some_and(|n| n.help == c.help) {
-            i += 1;
-            label = format!("{label}, {}", COMMANDS[i].name);
-        }
-        out.push_str(&format!("  {label:<24}{}\n", c.help));
-        i += 1;
-    }
-    out.push_str("  !! <command>            Run a shell command and print output (no LLM)\n");
-    out.push_str("Enter sends; a line ending in \\ (or Alt-Enter) goes on; Ctrl-R searches history;\n");
-    out.push_str("Ctrl-C cancels a run; Ctrl-C twice on an empty prompt, Ctrl-D or /exit leaves.\n");
-    out
-}
-
-/// What is said of `name` when no command has it (`None`: one has).
-pub fn unknown(name: &str) -> Option<String> {
-    if COMMANDS.iter().any(|c| c.name == name) {
-        return None;
-    }
-    Some(match closest(name) {
-        Some(near) => format!("unknown command {name}; did you mean {near}? (/help lists them)"),
-        None => format!("unknown command {name}. Run /help to list commands."),
-    })
-}
-
-/// The command closest to `name` (by edit distance, two letters swapped
-/// counting as one edit), for a hint: only a close one, at most two
-/// fifths of the name's letters away (`/modle` is `/model`, `/foo` is
-/// nothing).
-pub fn closest(name: &str) -> Option<&'static str> {
-    let letters = name.trim_start_matches('/').chars().count();
-    let most = (letters * 2 / 5).max(1);
-    COMMANDS
-        .iter()
-        .map(|c| (strsim::osa_distance(name, c.name), c.name))
-        .filter(|(d, _)| *d <= most)
-        .min()
-        .map(|(_, n)| n)
-}
 
 /// What the loop does after a command.
 pub enum Next {
@@ -134,42 +25,44 @@ pub enum Next {
 impl Repl {
     /// Do the slash command `line`.
     pub async fn command(&mut self, line: &str) -> Result<Next, ClientError> {
-        let (name, arg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let arg = arg.trim();
-        match name {
-            "/help" => self.say(&help()),
-            "/exit" | "/quit" => return Ok(Next::Exit),
-            "/clear" | "/new" => self.fresh().await?,
-            "/status" => self.status().await?,
-            "/tools" => self.tools().await?,
-            "/model" => self.model(arg).await?,
-            "/profile" => {
+        let Some((slash, arg)) = slash::parse(line) else {
+            let name = line.split_whitespace().next().unwrap_or(line);
+            self.warn(&slash::unknown(name).unwrap_or_default());
+            return Ok(Next::Prompt);
+        };
+        match slash {
+            Slash::Help => self.say(&slash::help()),
+            Slash::Exit => return Ok(Next::Exit),
+            Slash::Clear => self.fresh().await?,
+            Slash::Status => self.status().await?,
+            Slash::Tools => self.tools().await?,
+            Slash::Model => self.model(arg).await?,
+            Slash::Profile => {
                 // Another profile, another server: its list is not this one.
                 self.models.clear();
                 self.configure_key("active_profile", arg).await?
             }
-            "/reasoning" => self.configure_key("reasoning_effort", arg).await?,
-            "/extend" => self.extend(arg).await?,
-            "/continue" => return Ok(Next::Continue),
-            "/goal" => self.goal(arg).await?,
-            "/loop" => self.add_loop(arg).await?,
-            "/loops" => self.list_loops().await?,
-            "/unloop" => self.unloop(arg).await?,
-            "/compact" => self.compact(arg == "--drop").await?,
-            "/save" | "/unsave" => self.checkpoint(arg, name == "/unsave").await?,
-            "/restore" => self.restore().await?,
-            "/add-dir" | "/add-dir-ro" => self.add_dir(arg, name == "/add-dir-ro").await?,
-            "/copy" => self.copy(),
-            "/remember" => self.remember(arg),
-            "/init" => return Ok(Next::Run(INIT_PROMPT.to_owned())),
-            "/learn" => return Ok(Next::Run(LEARN_PROMPT.to_owned())),
-            "/policy" => self.policy().await?,
-            "/report" => self.report().await?,
-            "/diff" => self.diff(arg).await?,
-            "/undo" => self.undo(arg).await?,
-            "/sessions" => self.sessions(arg).await?,
-            "/attach" => self.attach_to(SessionId(arg.to_owned())).await?,
-            other => self.warn(&unknown(other).unwrap_or_default()),
+            Slash::Reasoning => self.configure_key("reasoning_effort", arg).await?,
+            Slash::Extend => self.extend(arg).await?,
+            Slash::Continue => return Ok(Next::Continue),
+            Slash::Goal => self.goal(arg).await?,
+            Slash::Loop => self.add_loop(arg).await?,
+            Slash::Loops => self.list_loops().await?,
+            Slash::Unloop => self.unloop(arg).await?,
+            Slash::Compact => self.compact(arg == "--drop").await?,
+            Slash::Save | Slash::Unsave => self.checkpoint(arg, slash == Slash::Unsave).await?,
+            Slash::Restore => self.restore().await?,
+            Slash::AddDir | Slash::AddDirRo => self.add_dir(arg, slash == Slash::AddDirRo).await?,
+            Slash::Copy => self.copy(),
+            Slash::Remember => self.remember(arg),
+            Slash::Init => return Ok(Next::Run(INIT_PROMPT.to_owned())),
+            Slash::Learn => return Ok(Next::Run(LEARN_PROMPT.to_owned())),
+            Slash::Policy => self.policy().await?,
+            Slash::Report => self.report().await?,
+            Slash::Diff => self.diff(arg).await?,
+            Slash::Undo => self.undo(arg).await?,
+            Slash::Sessions => self.sessions(arg).await?,
+            Slash::Attach => self.attach_to(SessionId(arg.to_owned())).await?,
         }
         Ok(Next::Prompt)
     }
@@ -569,22 +462,6 @@ fn base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_unknown_command_is_told_the_closest_name() {
-        assert_eq!(closest("/stauts"), Some("/status"));
-        assert_eq!(closest("/modle"), Some("/model"));
-        assert_eq!(closest("/zzzzzzzzzz"), None);
-        assert_eq!(closest("/foo"), None, "three letters off a four-letter name is not close");
-        assert_eq!(closest("/cpoy"), Some("/copy"));
-    }
-
-    #[test]
-    fn help_lists_every_command_with_shared_rows() {
-        let h = help();
-        assert!(h.contains("  /exit, /quit") && h.contains("  /clear, /new"), "{h}");
-        assert!(COMMANDS.iter().all(|c| h.contains(c.name)));
-    }
 
     #[test]
     fn base64_is_the_standard_alphabet_with_padding() {

@@ -5,7 +5,7 @@
 //! Alt-Enter); a pasted block is one prompt; Tab completes slash commands,
 //! and paths after `/add-dir` and `/add-dir-ro`.
 
-use super::commands::COMMANDS;
+use crate::cmd::slash::COMMANDS;
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;

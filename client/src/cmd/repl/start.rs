@@ -10,11 +10,12 @@
 //! empty session either, and a session another client holds (`--session`,
 //! `/attach`, an editor's) can never go away under it.
 
-use super::commands::{help, listed, unknown};
+use super::commands::listed;
 use super::show::Style;
 use super::{Lost, Repl};
 use crate::cmd::daemon::connect;
 use crate::cmd::run::RunArgs;
+use crate::cmd::slash::{self, Slash};
 use std::path::Path;
 use std::process::ExitCode;
 use swival_protocol::{SessionDetail, SessionId};
@@ -128,23 +129,23 @@ async fn before_session(
         };
         armed = false;
         let line = line.trim();
-        let (name, arg) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        match name {
-            "" => {}
-            l if l.starts_with("!!") => super::shell(base_dir, line.trim_start_matches('!').trim()).await,
-            "/help" => eprint!("{}", help()),
-            "/exit" | "/quit" => return Before::Leave,
-            "/clear" | "/new" => say("nothing to clear: a session is made at your first task"),
-            "/sessions" => match listed(client, base_dir, arg.trim(), None).await {
+        let name = line.split_whitespace().next().unwrap_or("");
+        match slash::parse(line) {
+            _ if line.is_empty() => {}
+            _ if line.starts_with("!!") => super::shell(base_dir, line.trim_start_matches('!').trim()).await,
+            Some((Slash::Help, _)) => eprint!("{}", slash::help()),
+            Some((Slash::Exit, _)) => return Before::Leave,
+            Some((Slash::Clear, _)) => say("nothing to clear: a session is made at your first task"),
+            Some((Slash::Sessions, arg)) => match listed(client, base_dir, arg, None).await {
                 Ok(text) => say(text.trim_end()),
                 Err(e) => warn(&e.to_string()),
             },
-            "/attach" if arg.trim().is_empty() => warn("/attach requires a session id (/sessions lists them)"),
-            "/attach" => match client.session(&SessionId(arg.trim().to_owned())).await {
+            Some((Slash::Attach, "")) => warn("/attach requires a session id (/sessions lists them)"),
+            Some((Slash::Attach, arg)) => match client.session(&SessionId(arg.to_owned())).await {
                 Ok(detail) => return Before::Attach(Box::new(detail)),
                 Err(e) => warn(&e.to_string()),
             },
-            _ => match unknown(name).filter(|_| name.starts_with('/')) {
+            _ => match slash::unknown(name).filter(|_| name.starts_with('/')) {
                 Some(words) => warn(&words),
                 None => return Before::Line(line.to_owned()),
             },

@@ -237,6 +237,7 @@ fn main() {
         Some("repl") => return repl::repl(arg(2).map_or(20, |n| n.parse().expect("bench repl [starts]"))),
         Some("snapshots") => return snapshots::snapshots(arg(2).map(std::path::PathBuf::from)),
         Some("edit-checks") => return snapshots::edit_checks(),
+        Some("write-runs") => return snapshots::write_runs(),
         Some("round-trips") => return turns::round_trips_only(),
         Some("turns") => return turns::turns_only(arg(2).map_or(3, |n| n.parse().expect("bench turns [rounds]"))),
         _ => {}

@@ -37,14 +37,14 @@ const WRITE_RUNS: usize = 20;
 /// and on, interleaved (a fresh daemon each round): the wall time of a run
 /// and the daemon's CPU per turn, its children's (git) included, after a
 /// first run that opened the store; what recording costs a file tool call.
-fn write_runs() {
+pub fn write_runs() {
     let mut wall: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
     let mut cpu: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
     for round in 0..ROUNDS * 2 {
         let on = round % 2 == 1;
         let env = TestEnv::new();
         env.daemon_settings(&format!("snapshots = {on}\n"));
-        let daemon = env.start_daemon();
+        let daemon = super::turns::wrapped_daemon(&env);
         let project = env.project("p");
         for i in 0..50 {
             std::fs::write(project.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
