@@ -3,7 +3,7 @@
 //! checks it — `python3 -m py_compile`, `node --check`, `bash -n`,
 //! `make -n`, or the user's `edit_check_commands` for its extension — and
 //! the first error it reports goes back in the tool result, naming the
-//! tool. tree-sitter (`tools/syntax.rs`) sees only what a grammar sees; a
+//! tool. tree-sitter (`tools/lang/check.rs`) sees only what a grammar sees; a
 //! second `const` of one name parses, and `node --check` refuses it.
 //!
 //! The model is the adversary: it chose the file's content and name. So
@@ -21,7 +21,7 @@
 //! A check that cannot run (no program, a timeout, the helper refusing,
 //! output it cannot read) says nothing. One that fails on the file as it
 //! was before the change with the same message says nothing either: a
-//! file already broken is not blamed, as `tools/syntax.rs` does.
+//! file already broken is not blamed, as `tools/lang/check.rs` does.
 
 use super::command::RunTempDir;
 use super::policy::{self, CommandPolicy};
@@ -49,7 +49,7 @@ const PATH_ARG: &str = "{path}";
 const TMP_ARG: &str = "{tmp}";
 
 /// What a check reported: the tool, where and what. Also what the
-/// in-process TOML and JSON parsers report (`tools/syntax.rs`).
+/// in-process TOML and JSON parsers report (`tools/lang/check.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckError {
     /// The tool, as the model is told (`node --check`).

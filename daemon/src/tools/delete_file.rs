@@ -126,7 +126,7 @@ fn unasked(
     text: &str,
     trashed: String,
 ) -> Option<(String, UnaskedDelete)> {
-    let defined = super::syntax::top_level_names(resolved, text);
+    let defined = super::lang::top_level_names(resolved, text);
     let named = asked::named_inside(task, requested, text, &defined);
     if named.is_empty() {
         return None;

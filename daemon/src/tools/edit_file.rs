@@ -110,7 +110,7 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
     let futile = futile_note(tb, &path, Some(content.as_bytes()), &written);
     tb.tracker.wrote(&path, &written);
     let after = String::from_utf8_lossy(&written);
-    let checks = tb.edit_checks.then(|| super::syntax::notes(&path, Some(&content), &after)).flatten();
+    let checks = tb.edit_checks.then(|| super::lang::notes(&path, Some(&content), &after)).flatten();
     let changed = change(&path, Some(content.into_bytes()), &written);
     let mut result = format!("Edited {requested}\n[checksum={}]{copied}", checksum(&written));
     match [checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}")) {

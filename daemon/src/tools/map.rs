@@ -17,8 +17,8 @@
 //! files or directories (as a survey), each
 //! file opened beneath its root as `read_file` opens it.
 
-use super::declarations::declared;
 use super::files::{looks_binary, open_for_read, Opened};
+use super::lang::declared;
 use super::{outline, search, ToolBox};
 use std::collections::HashSet;
 use std::io::Read as _;

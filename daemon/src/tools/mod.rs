@@ -15,7 +15,7 @@
 //! the check cannot redirect the I/O. Files: `files.rs` (reads), `write.rs`
 //! (write, move, edit), `edit.rs` (the pure edit matcher), `trash.rs` (soft
 //! delete; `asked.rs`: whether the task asked for it), `search.rs`
-//! (list_files, grep), `outline.rs` (with `declarations.rs`), `todo.rs`,
+//! (list_files, grep), `outline.rs` (with `lang/declarations.rs`), `todo.rs`,
 //! `think.rs`, `schema.rs` (schemas from the types, and a run's offer).
 
 /// Typed tool arguments from JSON, for unit tests: `args!({"file_path": "a"})`.
@@ -29,12 +29,12 @@ macro_rules! args {
 pub(crate) mod args;
 mod asked;
 pub use asked::listed;
-mod declarations;
 mod edit;
 mod edit_file;
 mod error;
 mod files;
 mod grep;
+mod lang;
 mod lean;
 mod list_files;
 mod map;
@@ -51,13 +51,11 @@ pub mod registry;
 pub mod repair;
 pub mod schema;
 mod search;
-mod syntax;
 mod tracker;
-pub use syntax::notes as syntax_notes;
+pub use lang::notes as syntax_notes;
 mod delete_file;
 mod think;
 mod todo;
-mod unbound;
 mod write;
 mod write_file;
 

@@ -1,5 +1,5 @@
 //! `outline`: Swival's survey of code without its bodies. One file gives
-//! its declarations with line numbers (`declarations.rs`), two levels deep
+//! its declarations with line numbers (`lang/declarations.rs`), two levels deep
 //! unless `depth` says otherwise; a directory gives a shallow survey of
 //! its source files (the first 20, entry points first, one level deep)
 //! with its subdirectories named; `files` outlines a batch in the
@@ -13,8 +13,8 @@
 //! does not count as a read for the read-before-write guard: it shows no
 //! bodies.
 
-use super::declarations::declared;
 use super::files::{looks_binary, open_for_read, Opened};
+use super::lang::declared;
 use super::path::Access;
 use super::schema::{items_between, Requests};
 use super::{args, search, ToolBox, ToolError};

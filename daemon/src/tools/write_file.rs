@@ -106,7 +106,7 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
             // A file too large to have been read before is not checked.
             let old_text = before.as_deref().map(String::from_utf8_lossy);
             let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
-                .then(|| super::syntax::notes(&path, old_text.as_deref(), &content))
+                .then(|| super::lang::notes(&path, old_text.as_deref(), &content))
                 .flatten();
             let note = [note, checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
             let changed = match existing.is_none() || before.is_some() {

@@ -7,7 +7,7 @@
 //! as `def`, `fn`, `class`, `struct`, and C-like function heads), so C,
 //! Java, Ruby or shell files still outline.
 
-use super::syntax::Lang;
+use super::Lang;
 use regex::Regex;
 use std::path::Path;
 use std::sync::LazyLock;
@@ -18,7 +18,7 @@ const MAX_HEADER: usize = 120;
 
 /// What a file declares.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Declared {
+pub(crate) struct Declared {
     /// The outline lines, in file order.
     pub lines: Vec<String>,
     /// Whether a grammar read the file (false: the line-by-line guess).
@@ -28,7 +28,7 @@ pub(super) struct Declared {
 /// The declarations of the file `path` holding `text`, `depth` levels
 /// deep (1: top level; 2: classes and their methods, impl blocks and
 /// their functions; 3: what those nest).
-pub(super) fn declared(path: &Path, text: &str, depth: usize) -> Declared {
+pub(crate) fn declared(path: &Path, text: &str, depth: usize) -> Declared {
     let Some((lang, tree)) = Lang::of(path).and_then(|l| Some((l, l.parse(text)?))) else {
         return Declared { lines: guessed(text, depth), parsed: false };
     };

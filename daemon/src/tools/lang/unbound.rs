@@ -301,7 +301,7 @@ fn node_text(node: Node<'_>, text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::syntax::Lang;
+    use super::super::Lang;
     use super::*;
 
     /// One of the module's notes for a change from `before` to `after`.

@@ -8,91 +8,19 @@
 //! used but unbound (`unbound.rs`). Small models leave a file that
 //! does not parse, drop a function they were told to keep, or replace a
 //! key with its new value, and answer "done". Which grammar a
-//! file gets ([`Lang`]) is shared with `outline.rs`.
+//! file gets is [`Lang`].
 
+use super::config::keys;
+use super::python::{python_continuations_indented, python_indent_row};
+use super::Lang;
 use std::collections::BTreeSet;
 use std::path::Path;
-use tree_sitter::{Language, Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
-/// Files larger than this are not parsed (bytes).
-const MAX_PARSED: usize = 512 * 1024;
 /// Characters of a line shown with an error.
 const EXCERPT: usize = 120;
 /// Definitions named in one note at most.
 const MAX_NAMED: usize = 8;
-
-/// A language the daemon has a tree-sitter grammar for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Lang {
-    Python,
-    JavaScript,
-    TypeScript,
-    /// TypeScript with JSX (`.tsx`), a grammar of its own.
-    Tsx,
-    Rust,
-    Go,
-    Json,
-    Toml,
-    Yaml,
-}
-
-impl Lang {
-    /// The language of a file, by its extension; `None` for others.
-    pub(super) fn of(path: &Path) -> Option<Lang> {
-        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "py" | "pyi" => Lang::Python,
-            "js" | "mjs" | "cjs" | "jsx" => Lang::JavaScript,
-            "ts" | "mts" | "cts" => Lang::TypeScript,
-            "tsx" => Lang::Tsx,
-            "rs" => Lang::Rust,
-            "go" => Lang::Go,
-            "json" => Lang::Json,
-            "toml" => Lang::Toml,
-            "yaml" | "yml" => Lang::Yaml,
-            _ => return None,
-        })
-    }
-
-    /// Its name, as a note to the model says it.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Lang::Python => "Python",
-            Lang::JavaScript => "JavaScript",
-            Lang::TypeScript | Lang::Tsx => "TypeScript",
-            Lang::Rust => "Rust",
-            Lang::Go => "Go",
-            Lang::Json => "JSON",
-            Lang::Toml => "TOML",
-            Lang::Yaml => "YAML",
-        }
-    }
-
-    /// Its grammar.
-    fn grammar(self) -> Language {
-        match self {
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Json => tree_sitter_json::LANGUAGE.into(),
-            Lang::Toml => tree_sitter_toml_ng::LANGUAGE.into(),
-            Lang::Yaml => tree_sitter_yaml::LANGUAGE.into(),
-        }
-    }
-
-    /// `text` parsed; `None` when it is too large or cannot be parsed.
-    pub(super) fn parse(self, text: &str) -> Option<Tree> {
-        if text.len() > MAX_PARSED {
-            return None;
-        }
-        let mut parser = Parser::new();
-        parser.set_language(&self.grammar()).ok()?;
-        parser.parse(text, None)
-    }
-}
 
 /// What the result of a write or edit of `path` should add: a syntax
 /// error the change introduced, and top-level definitions it removed.
@@ -203,127 +131,6 @@ fn error_row(lang: Lang, tree: &Tree, text: &str) -> Option<usize> {
     }
 }
 
-/// The row of the first statement of `text` (parsed as `tree`) whose
-/// indentation Python refuses.
-fn python_indent_row(tree: &Tree, text: &str) -> Option<usize> {
-    let indents: Vec<usize> = text.lines().map(|l| l.len() - l.trim_start().len()).collect();
-    python_indent_error(tree.root_node(), &indents, 0)
-}
-
-/// `text` with every line that continues an open bracket indented past
-/// the statement it belongs to, or `None` when no line needed it. Python
-/// ignores the indentation of such lines; the rows stay as they were.
-/// Strings (a triple-quoted one's lines are its content) and comments are
-/// skipped over, so their brackets do not count.
-fn python_continuations_indented(text: &str) -> Option<String> {
-    let mut out = String::with_capacity(text.len() + 64);
-    let (mut depth, mut string, mut statement_indent, mut changed) = (0usize, None::<(u8, bool)>, 0, false);
-    for line in text.split_inclusive('\n') {
-        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
-        let open = depth > 0 && string.is_none();
-        if open && !line.trim().is_empty() && indent < statement_indent + 4 {
-            out.push_str(&" ".repeat(statement_indent + 4));
-            out.push_str(&line[indent..]);
-            changed = true;
-        } else {
-            out.push_str(line);
-        }
-        if depth == 0 && string.is_none() {
-            statement_indent = indent;
-        }
-        string = scan_python_line(line.as_bytes(), &mut depth, string);
-    }
-    changed.then_some(out)
-}
-
-/// Follow one line of Python: the bracket `depth` after it, and the
-/// string (its quote, whether triple) still open at its end.
-fn scan_python_line(b: &[u8], depth: &mut usize, mut string: Option<(u8, bool)>) -> Option<(u8, bool)> {
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match string {
-            Some(_) if c == b'\\' => i += 1,
-            Some((q, false)) if c == q => string = None,
-            Some((q, true)) if b[i..].starts_with(&[q, q, q]) => {
-                string = None;
-                i += 2;
-            }
-            Some(_) => {}
-            None => match c {
-                b'#' => break,
-                b'\'' | b'"' => {
-                    let triple = b[i..].starts_with(&[c, c, c]);
-                    string = Some((c, triple));
-                    i += if triple { 2 } else { 0 };
-                }
-                b'(' | b'[' | b'{' => *depth += 1,
-                b')' | b']' | b'}' => *depth = depth.saturating_sub(1),
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    // A short string ends with its line, unless a backslash continues it.
-    string.filter(|(_, triple)| *triple || b.ends_with(b"\\\n"))
-}
-
-/// The first statement of `node`'s body (the module or a block) whose
-/// indentation Python refuses, as its row: the module's statements start
-/// at column 0, a block's all at the column of its first, deeper than the
-/// line that opens it (`outer`). tree-sitter's Python grammar parses a
-/// line that lost its indent (`for` at column 0 inside a function, and
-/// the `return` after it at column 4) without an error node; Python stops
-/// with "IndentationError".
-fn python_indent_error(node: Node<'_>, indents: &[usize], outer: usize) -> Option<usize> {
-    let is_module = node.kind() == "module";
-    let mut column: Option<usize> = is_module.then_some(0);
-    let mut last_row = None;
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        let start = child.start_position();
-        // Comments go anywhere; a statement after `;` or on the line of
-        // the header (`if x: return`) does not start a line.
-        let opens_line =
-            last_row != Some(start.row) && child.kind() != "comment" && indents.get(start.row) == Some(&start.column);
-        last_row = Some(child.end_position().row);
-        if opens_line {
-            let want = *column.get_or_insert(start.column);
-            if start.column != want || (!is_module && start.column <= outer) {
-                return Some(start.row);
-            }
-        }
-        let indent = if opens_line { start.column } else { outer };
-        if let Some(row) = blocks_of(child).find_map(|block| python_indent_error(block, indents, indent)) {
-            return Some(row);
-        }
-    }
-    None
-}
-
-/// The blocks directly under a statement (`body`, `else`, `except`…
-/// clauses), not those of statements inside them.
-fn blocks_of(node: Node<'_>) -> impl Iterator<Item = Node<'_>> {
-    let mut cursor = node.walk();
-    let mut found = Vec::new();
-    for child in node.named_children(&mut cursor) {
-        match child.kind() {
-            "block" => found.push(child),
-            // A decorated definition holds its definition; clauses hold
-            // their blocks.
-            "function_definition"
-            | "class_definition"
-            | "else_clause"
-            | "elif_clause"
-            | "except_clause"
-            | "finally_clause"
-            | "except_group_clause" => found.extend(blocks_of(child)),
-            _ => {}
-        }
-    }
-    found.into_iter()
-}
-
 /// The first error or missing node, depth first.
 fn first_error(node: Node<'_>) -> Option<Node<'_>> {
     if node.is_error() || node.is_missing() {
@@ -336,52 +143,9 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
 
 /// The names of the top-level definitions (functions, classes, types) of
 /// the file `path` holding `text`; none for a file no grammar reads.
-pub(super) fn top_level_names(path: &Path, text: &str) -> BTreeSet<String> {
+pub(crate) fn top_level_names(path: &Path, text: &str) -> BTreeSet<String> {
     let tree = Lang::of(path).and_then(|lang| lang.parse(text));
     tree.map(|t| definitions(t.root_node(), text)).unwrap_or_default()
-}
-
-/// Keys in a config file (JSON, TOML, YAML) read as dotted paths
-/// (`svc.timeout`), through nested mappings but not into lists: a small
-/// model "sets the timeout" by replacing the key `timeout` with `60`.
-fn keys(root: Node<'_>, text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    collect_keys(root, text, "", &mut out);
-    out
-}
-
-/// Keys most collected from one file.
-const MAX_KEYS: usize = 5000;
-
-/// The keys under `node`, each after `prefix`, into `out`.
-fn collect_keys(node: Node<'_>, text: &str, prefix: &str, out: &mut BTreeSet<String>) {
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        key_of(child, text, prefix, out);
-    }
-}
-
-/// The keys `node` holds: itself, when it is a key and its value (JSON
-/// and TOML `pair`, YAML mapping pairs, a TOML `[table]` and its pairs),
-/// then those under it.
-fn key_of(node: Node<'_>, text: &str, prefix: &str, out: &mut BTreeSet<String>) {
-    if out.len() >= MAX_KEYS {
-        return;
-    }
-    match node.kind() {
-        "pair" | "block_mapping_pair" | "flow_pair" | "table" => {
-            let Some(key) = node.child_by_field_name("key").or_else(|| node.named_child(0)) else { return };
-            let name = text.get(key.byte_range()).unwrap_or("").trim().trim_matches(|c| c == '"' || c == '\'');
-            let path = if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
-            out.insert(path.clone());
-            let mut cursor = node.walk();
-            for part in node.named_children(&mut cursor).filter(|p| p.id() != key.id()) {
-                key_of(part, text, &path, out);
-            }
-        }
-        "array" | "block_sequence" | "flow_sequence" | "table_array_element" | "comment" => {}
-        _ => collect_keys(node, text, prefix, out),
-    }
 }
 
 /// The names of the top-level definitions under `root`: functions,
