@@ -11,6 +11,7 @@
 //! file gets is [`Lang`].
 
 use super::config::keys;
+use super::finding::{render, Finding};
 use super::python::{python_continuations_indented, python_indent_row};
 use super::Lang;
 use std::collections::BTreeSet;
@@ -22,75 +23,62 @@ const EXCERPT: usize = 120;
 /// Definitions named in one note at most.
 const MAX_NAMED: usize = 8;
 
-/// What the result of a write or edit of `path` should add: a syntax
-/// error the change introduced, and top-level definitions it removed.
-/// `before` is the file's text before (`None`: a new file).
+/// What the result of a write or edit of `path` should add (see
+/// [`findings`]), as text.
 pub fn notes(path: &Path, before: Option<&str>, after: &str) -> Option<String> {
-    let lang = Lang::of(path)?;
-    let name = lang.name();
-    let now = lang.parse(after)?;
+    render(&findings(path, before, after))
+}
+
+/// What a write or edit of `path` found: a syntax error the change
+/// introduced, top-level definitions (or keys) it removed, and in Python
+/// names it left unbound and parameters it added unread. `before` is the
+/// file's text before (`None`: a new file).
+pub fn findings(path: &Path, before: Option<&str>, after: &str) -> Vec<Finding> {
+    let Some(lang) = Lang::of(path) else { return Vec::new() };
+    let Some(now) = lang.parse(after) else { return Vec::new() };
     let was = before.and_then(|b| lang.parse(b));
-    let mut notes = Vec::new();
+    let mut found = Vec::new();
     let was_broken = was.as_ref().zip(before).is_some_and(|(t, b)| error_row(lang, t, b).is_some());
     let error = error_row(lang, &now, after);
     if let Some(line) = error.filter(|_| !was_broken) {
-        let text: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
-        notes.push(format!(
-            "This change leaves a {name} syntax error at line {}: `{text}`. The file no longer parses; fix that line so it parses and still does what the task asks (undoing the change leaves the task undone), then answer.",
-            line + 1
-        ));
+        let excerpt: String = after.lines().nth(line).unwrap_or("").trim().chars().take(EXCERPT).collect();
+        found.push(Finding::SyntaxError { lang: lang.name(), line: line + 1, excerpt });
     }
     if error.is_none() {
-        notes.extend(parser_note(lang, path, before, after));
+        found.extend(parser_note(lang, path, before, after));
     }
     if let (Some(was), Some(before)) = (&was, before) {
-        let config = matches!(lang, Lang::Json | Lang::Toml | Lang::Yaml);
-        let names = |root, text| if config { keys(root, text) } else { definitions(root, text) };
+        let keys_of = matches!(lang, Lang::Json | Lang::Toml | Lang::Yaml);
+        let names = |root, text| if keys_of { keys(root, text) } else { definitions(root, text) };
         let (had, has) = (names(was.root_node(), before), names(now.root_node(), after));
         let gone: Vec<&String> = had.difference(&has).collect();
         if !gone.is_empty() {
-            let shown: Vec<String> = gone.iter().take(MAX_NAMED).map(|d| format!("`{d}`")).collect();
-            let what = match (config, gone.len()) {
-                (true, 1) => "a key",
-                (true, _) => "keys",
-                (false, 1) => "a definition",
-                (false, _) => "definitions",
-            };
-            let mut note = format!(
-                "This change removed {what} the file had: {}. If the task did not ask for that, put {} back.",
-                shown.join(", "),
-                if gone.len() == 1 { "it" } else { "them" }
-            );
-            // A small model asked to add `multiply` renames `add` to it.
-            if !config && has.difference(&had).next().is_some() {
-                note.push_str(
-                    " To add code and keep what is there, make new_string the old_string followed by the new code.",
-                );
-            }
-            notes.push(note);
+            let named = gone.iter().take(MAX_NAMED).map(|d| (*d).clone()).collect();
+            let added = has.difference(&had).next().is_some();
+            found.push(Finding::Removed { keys: keys_of, named, count: gone.len(), added });
         }
     }
     // Bindings are read off a tree without error nodes only: one the
     // grammar blamed wrongly (see `error_row`) is skipped too.
     let clean = !now.root_node().has_error();
     if let (Lang::Python, None, true, Some(was), Some(before)) = (lang, error, clean, &was, before) {
-        notes.extend(super::unbound::note(was.root_node(), before, now.root_node(), after));
-        notes.extend(super::unbound::unused_parameters(was.root_node(), before, now.root_node(), after));
+        found.extend(super::unbound::note(was.root_node(), before, now.root_node(), after));
+        found.extend(super::unbound::unused_parameters(was.root_node(), before, now.root_node(), after));
     }
-    (!notes.is_empty()).then(|| notes.join("\n"))
+    found
 }
 
 /// The first error the parser of a TOML or JSON file reports that the
 /// grammar lets through (a duplicate TOML key, a comment in JSON), as a
 /// check's note, unless the text `before` had the same one.
-fn parser_note(lang: Lang, path: &Path, before: Option<&str>, after: &str) -> Option<String> {
+fn parser_note(lang: Lang, path: &Path, before: Option<&str>, after: &str) -> Option<Finding> {
     let (line, message) = parser_error(lang, after)?;
     if before.and_then(|b| parser_error(lang, b)).is_some_and(|(_, m)| m == message) {
         return None;
     }
     let file = path.file_name()?.to_string_lossy().into_owned();
     let tool = format!("{} parser", lang.name());
-    Some(crate::sandbox::check::CheckError { tool, file, line: Some(line), message }.note())
+    Some(Finding::Parser(crate::sandbox::check::CheckError { tool, file, line: Some(line), message }))
 }
 
 /// The line (from 1) and message of the first error the daemon's own

@@ -7,6 +7,7 @@
 mod check;
 mod config;
 mod declarations;
+mod finding;
 mod python;
 mod unbound;
 

@@ -13,6 +13,7 @@
 //! second parameter `n` and return `x ** n`, a small model adds `n=2` to
 //! the signature, leaves `return x * x`, and answers "done".
 
+use super::finding::Finding;
 use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
@@ -24,7 +25,7 @@ const EXCERPT: usize = 80;
 /// The note for a Python change from `before` (parsed as `was`) to `after`
 /// (parsed as `now`, without a syntax error); `None` when every name the
 /// change unbound is read nowhere.
-pub(super) fn note(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<String> {
+pub(super) fn note(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<Finding> {
     if has_kind(now, "wildcard_import") {
         return None;
     }
@@ -32,30 +33,23 @@ pub(super) fn note(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> O
     bindings(now, after, &mut bound_after);
     let gone: Vec<String> = top_level_bindings(was, before).into_iter().filter(|n| !bound_after.contains(n)).collect();
     let lines: Vec<&str> = after.lines().collect();
-    let used: Vec<String> = gone
+    let used: Vec<(String, usize, String)> = gone
         .iter()
         .filter_map(|name| {
             let row = first_read(now, after, name)?;
             let text: String = lines.get(row).unwrap_or(&"").trim().chars().take(EXCERPT).collect();
-            Some(format!("`{name}` (line {}: `{text}`)", row + 1))
+            Some((name.clone(), row + 1, text))
         })
         .take(MAX_NAMED)
         .collect();
-    (!used.is_empty()).then(|| {
-        format!(
-            "This change left {} used but no longer defined: {}. Python stops there with a NameError. Change \
-             those uses too (edit_file with replace_all=true renames every one), or define the name again.",
-            if used.len() == 1 { "a name" } else { "names" },
-            used.join(", ")
-        )
-    })
+    (!used.is_empty()).then_some(Finding::Unbound(used))
 }
 
 /// The note for a Python change that gave a function it did not create a
 /// parameter its body never reads; `None` when there is none. A
 /// parameter named `_…`, `self` or `cls`, a `*args` or `**kw`, and a stub's
 /// (a body of `pass`, `...` or a docstring) are left alone.
-pub(super) fn unused_parameters(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<String> {
+pub(super) fn unused_parameters(was: Node<'_>, before: &str, now: Node<'_>, after: &str) -> Option<Finding> {
     let had: BTreeMap<(String, usize), BTreeSet<String>> =
         keyed(was, before).into_iter().map(|(key, f)| (key, plain_parameters(f, before))).collect();
     let mut unused = Vec::new();
@@ -68,18 +62,12 @@ pub(super) fn unused_parameters(was: Node<'_>, before: &str, now: Node<'_>, afte
         for p in plain_parameters(f, after).difference(old) {
             let skipped = p.starts_with('_') || p == "self" || p == "cls";
             if !skipped && first_read(body, after, p).is_none() {
-                unused.push(format!("`{p}` of {name}() (line {})", f.start_position().row + 1));
+                unused.push((p.clone(), name.clone(), f.start_position().row + 1));
             }
         }
     }
-    (!unused.is_empty()).then(|| {
-        format!(
-            "This change added {} that nothing in the function reads: {}. If the task asks the function to use \
-             it, change the body too.",
-            if unused.len() == 1 { "a parameter" } else { "parameters" },
-            unused.iter().take(MAX_NAMED).cloned().collect::<Vec<_>>().join(", ")
-        )
-    })
+    unused.truncate(MAX_NAMED);
+    (!unused.is_empty()).then_some(Finding::UnusedParameters(unused))
 }
 
 /// Every function definition in the tree, at any depth, in order.
@@ -307,10 +295,10 @@ mod tests {
     /// One of the module's notes for a change from `before` to `after`.
     fn noted(check: Check, before: &str, after: &str) -> Option<String> {
         let (was, now) = (Lang::Python.parse(before).unwrap(), Lang::Python.parse(after).unwrap());
-        check(was.root_node(), before, now.root_node(), after)
+        check(was.root_node(), before, now.root_node(), after).map(|f| f.text())
     }
 
-    type Check = fn(Node<'_>, &str, Node<'_>, &str) -> Option<String>;
+    type Check = fn(Node<'_>, &str, Node<'_>, &str) -> Option<Finding>;
 
     fn check(before: &str, after: &str) -> Option<String> {
         noted(note, before, after)
