@@ -19,14 +19,28 @@ struct Shown {
     answer: Answer,
     /// Whether Ctrl-C asked the daemon to cancel it.
     cancelled: bool,
-    /// An approval asked at the prompt: its id and whether `a` may answer.
-    asking: Option<(String, bool)>,
+    /// What is on the screen besides the answer.
+    phase: Phase,
     /// When the run last showed something.
     quiet_since: std::time::Instant,
-    /// Whether the waiting line is on the screen.
-    waiting: bool,
     /// When it was started.
     started: std::time::Instant,
+}
+
+/// What a run of ours shows besides its answer: one at a time.
+enum Phase {
+    /// What the run does, as it comes.
+    Streaming,
+    /// The run has been quiet for a second or more: the waiting line is
+    /// on the screen.
+    Waiting,
+    /// An approval is asked at the prompt.
+    Asking {
+        /// Its id.
+        approval_id: String,
+        /// Asked every time: no "always" answer.
+        every_time: bool,
+    },
 }
 
 /// Shows, on a terminal, how long the run has been quiet (waiting on the
@@ -34,17 +48,18 @@ struct Shown {
 /// before anything else is written.
 fn draw_wait(shown: &mut Shown, style: super::Style) {
     let quiet = shown.quiet_since.elapsed().as_secs();
-    if quiet >= 1 && std::io::stderr().is_terminal() {
+    let asking = matches!(shown.phase, Phase::Asking { .. });
+    if quiet >= 1 && !asking && std::io::stderr().is_terminal() {
         eprint!("\r\x1b[2K{}", style.dim(&format!("  … waiting ({quiet}s)")));
-        shown.waiting = true;
+        shown.phase = Phase::Waiting;
     }
 }
 
 /// Take the waiting line off the screen.
 fn clear_wait(shown: &mut Shown) {
-    if shown.waiting {
+    if matches!(shown.phase, Phase::Waiting) {
         eprint!("\r\x1b[2K");
-        shown.waiting = false;
+        shown.phase = Phase::Streaming;
     }
 }
 
@@ -79,9 +94,8 @@ impl Repl {
             run_id,
             answer: Answer::new(self.style),
             cancelled: false,
-            asking: None,
+            phase: Phase::Streaming,
             quiet_since: std::time::Instant::now(),
-            waiting: false,
             started: std::time::Instant::now(),
         };
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -158,12 +172,12 @@ impl Repl {
                 self.flush(shown);
                 let (question, prompt) = approval_question(&event.kind);
                 eprint!("{question}");
-                shown.asking = Some((approval_id.clone(), every_time));
+                shown.phase = Phase::Asking { approval_id: approval_id.clone(), every_time };
                 self.editor.ask(&prompt, false);
             }
             EventKind::ApprovalResolved { ref approval_id, .. } => {
-                if shown.asking.as_ref().is_some_and(|(id, _)| id == approval_id) {
-                    shown.asking = None;
+                if matches!(&shown.phase, Phase::Asking { approval_id: asked, .. } if asked == approval_id) {
+                    shown.phase = Phase::Streaming;
                     self.info("(answered elsewhere, or no answer in time; press Enter)");
                 }
             }
@@ -178,7 +192,13 @@ impl Repl {
 
     /// The user answered the approval asked at the prompt.
     async fn answered(&mut self, shown: &mut Shown, input: super::editor::Input) {
-        let Some((approval_id, every_time)) = shown.asking.take() else { return };
+        let (approval_id, every_time) = match std::mem::replace(&mut shown.phase, Phase::Streaming) {
+            Phase::Asking { approval_id, every_time } => (approval_id, every_time),
+            other => {
+                shown.phase = other;
+                return;
+            }
+        };
         let decision = match input {
             super::editor::Input::Line(line) => approval_answer(&line, every_time),
             _ => ApprovalDecision::RejectOnce,
