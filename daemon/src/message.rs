@@ -173,6 +173,36 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The message as `session/get` shows it: typed by role, with the
+    /// synthetic mark as a field and what only the daemon reads left out.
+    pub fn item(&self) -> swival_protocol::ConversationItem {
+        use swival_protocol::{ConversationItem, FunctionCall, ToolCallItem};
+        let content = || self.content.clone().unwrap_or_default();
+        match self.role {
+            Role::System => ConversationItem::System { content: content() },
+            Role::User => ConversationItem::User { content: content(), synthetic: self.synthetic },
+            Role::Assistant => ConversationItem::Assistant {
+                content: self.content.clone(),
+                tool_calls: self
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCallItem {
+                        id: c.id.clone(),
+                        kind: "function".to_owned(),
+                        function: FunctionCall { name: c.name.clone(), arguments: c.arguments.clone() },
+                    })
+                    .collect(),
+                synthetic: self.synthetic,
+            },
+            Role::Tool => ConversationItem::Tool {
+                tool_call_id: self.tool_call_id.clone().unwrap_or_default(),
+                content: content(),
+            },
+        }
+    }
+}
+
 impl ToolCall {
     /// The call in the chat API's nested form.
     fn nested(&self) -> Value {

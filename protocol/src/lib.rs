@@ -10,6 +10,7 @@
 
 pub mod approvals;
 pub mod changes;
+pub mod conversation;
 pub mod error;
 pub mod events;
 pub mod goals;
@@ -31,6 +32,7 @@ pub mod types;
 
 pub use approvals::*;
 pub use changes::*;
+pub use conversation::*;
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;
 pub use goals::*;

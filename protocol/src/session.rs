@@ -322,7 +322,7 @@ pub struct SessionDetail {
     /// The runs, oldest first.
     pub runs: Vec<RunInfo>,
     /// The stored conversation (OpenAI chat messages, system prompt first).
-    pub messages: Vec<Value>,
+    pub messages: Vec<crate::conversation::ConversationItem>,
     /// Names of the variables of the caller's environment the session
     /// holds (values are never shown); `None`: it uses the daemon's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -39,7 +39,7 @@ impl Sessions {
             info: info(&row, running),
             config: row.config.clone(),
             runs: runs.iter().map(RunRow::info).collect(),
-            messages: self.shared.store.messages(id)?,
+            messages: self.shared.store.messages::<crate::message::Message>(id)?.iter().map(|m| m.item()).collect(),
             environment: Some(self.shared.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),
         })
     }

@@ -205,10 +205,13 @@ fn thousands(n: u64) -> String {
 }
 
 /// The last thing the model said in `messages`.
-fn last_assistant_text(messages: &[serde_json::Value]) -> Option<String> {
-    let said = |m: &&serde_json::Value| m.get("role").and_then(serde_json::Value::as_str) == Some("assistant");
-    let text = messages.iter().rev().filter(said).find_map(|m| m.get("content")?.as_str().filter(|t| !t.is_empty()));
-    text.map(str::to_owned)
+fn last_assistant_text(messages: &[swival_protocol::ConversationItem]) -> Option<String> {
+    messages.iter().rev().find_map(|m| match m {
+        swival_protocol::ConversationItem::Assistant { content: Some(text), .. } if !text.is_empty() => {
+            Some(text.clone())
+        }
+        _ => None,
+    })
 }
 
 impl Repl {

@@ -5,7 +5,7 @@
 //! the recent conversation of a session attached to.
 
 pub use crate::cmd::render::{preview, Style};
-use serde_json::Value;
+use swival_protocol::ConversationItem;
 
 /// An answer rendered as it streams: whole lines are written as they
 /// complete, the rest when the answer ends.
@@ -109,22 +109,19 @@ const RECENT: usize = 12;
 /// The recent conversation of a session (its stored messages): prompts,
 /// answers, and tool calls as one-line summaries; synthetic messages and
 /// tool results are left out.
-pub fn recent(style: Style, messages: &[Value]) -> String {
+pub fn recent(style: Style, messages: &[ConversationItem]) -> String {
     let mut shown: Vec<String> = Vec::new();
     for m in messages {
-        let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
-        let synthetic = m.get("_swival_synthetic").and_then(Value::as_bool).unwrap_or(false);
-        match m.get("role").and_then(Value::as_str) {
-            Some("user") if !synthetic && !text.trim().is_empty() => {
-                shown.push(format!("{}{}\n", style.prompt(), preview(text, 200)));
+        match m {
+            ConversationItem::User { content, synthetic: false } if !content.trim().is_empty() => {
+                shown.push(format!("{}{}\n", style.prompt(), preview(content, 200)));
             }
-            Some("assistant") => {
-                for call in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                    let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("?");
-                    let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
-                    shown.push(style.dim(&format!("  → {name}({})\n", preview(args, 80))));
+            ConversationItem::Assistant { content, tool_calls, .. } => {
+                for call in tool_calls {
+                    let args = preview(&call.function.arguments, 80);
+                    shown.push(style.dim(&format!("  → {}({args})\n", call.function.name)));
                 }
-                if !text.trim().is_empty() {
+                if let Some(text) = content.as_deref().filter(|t| !t.trim().is_empty()) {
                     shown.push(render(style, text.trim_end()));
                 }
             }
@@ -162,9 +159,9 @@ mod tests {
 
     #[test]
     fn the_recent_conversation_shows_prompts_answers_and_calls_not_synthetic_notes() {
-        let messages: Vec<Value> = serde_json::from_str(
+        let messages: Vec<ConversationItem> = serde_json::from_str(
             r#"[{"role": "system", "content": "sys"}, {"role": "user", "content": "fix it"},
-                {"role": "user", "content": "named files", "_swival_synthetic": true},
+                {"role": "user", "content": "named files", "synthetic": true},
                 {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
                  "function": {"name": "read_file", "arguments": "{\"file_path\":\"a\"}"}}]},
                 {"role": "tool", "tool_call_id": "c", "content": "1: x"},
