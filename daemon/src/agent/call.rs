@@ -309,7 +309,7 @@ impl Run<'_> {
                 }
                 let end = CallEnd {
                     kind,
-                    finish_reason: reply.finish_reason.clone(),
+                    finish_reason: reply.finish_reason.as_ref().map(|r| r.as_str().to_owned()),
                     usage: reply.usage.clone(),
                     tokens: crate::provider::PromptTokens::read(reply.usage.as_ref(), reply.timings.as_ref()),
                     retries: retries.into(),

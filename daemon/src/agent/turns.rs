@@ -243,7 +243,7 @@ impl Run<'_> {
             return Ok(None);
         }
         self.conversation.push(reply.to_message())?;
-        if truncated::fires(reply.finish_reason.as_deref()) && self.nudges.on(InterventionKind::Truncated) {
+        if truncated::fires(reply.finish_reason.as_ref()) && self.nudges.on(InterventionKind::Truncated) {
             self.nudge(turn, "", InterventionKind::Truncated, truncated::WORDS.to_owned())?;
             return Ok(None);
         }

@@ -110,7 +110,7 @@ pub async fn call(
     Ok(Reply {
         content: Some(stdout),
         tool_calls: Vec::new(),
-        finish_reason: Some("stop".into()),
+        finish_reason: Some(super::FinishReason::Stop),
         usage: None,
         timings: None,
         runaway: None,

@@ -85,8 +85,8 @@ pub struct Reply {
     pub content: Option<String>,
     /// Proposed tool calls, in order.
     pub tool_calls: Vec<ToolCall>,
-    /// `stop`, `tool_calls`, `length`, ...
-    pub finish_reason: Option<String>,
+    /// Why it ended, as the provider said.
+    pub finish_reason: Option<FinishReason>,
     /// The provider's usage object, as sent.
     pub usage: Option<Value>,
     /// llama.cpp's `timings` object (`prompt_n`, `cache_n`…), as sent.
@@ -97,6 +97,42 @@ pub struct Reply {
     /// The model's reasoning (`reasoning_content`), when the server sends it
     /// apart from the content.
     pub reasoning: Option<String>,
+}
+
+/// Why a reply ended, as the provider said (`finish_reason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The model finished its answer (`stop`).
+    Stop,
+    /// The model called tools (`tool_calls`).
+    ToolCalls,
+    /// The output limit cut it off (`length`), or the daemon did (a reply
+    /// repeating itself).
+    Length,
+    /// Another reason, as sent (`content_filter`…).
+    Other(String),
+}
+
+impl FinishReason {
+    /// The reason a provider wrote.
+    pub fn parse(reason: &str) -> FinishReason {
+        match reason {
+            "stop" => FinishReason::Stop,
+            "tool_calls" => FinishReason::ToolCalls,
+            "length" => FinishReason::Length,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+
+    /// As a provider writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::Length => "length",
+            FinishReason::Other(reason) => reason,
+        }
+    }
 }
 
 /// The prompt tokens a server reported for one call, and how many of them
@@ -128,7 +164,7 @@ impl Reply {
         json!({
             "content": self.content,
             "tool_calls": self.tool_calls,
-            "finish_reason": self.finish_reason,
+            "finish_reason": self.finish_reason.as_ref().map(FinishReason::as_str),
             "usage": self.usage,
             "timings": self.timings,
             "runaway": self.runaway,
@@ -141,7 +177,7 @@ impl Reply {
         Reply {
             content: v["content"].as_str().map(str::to_owned),
             tool_calls: serde_json::from_value(v["tool_calls"].clone()).unwrap_or_default(),
-            finish_reason: v["finish_reason"].as_str().map(str::to_owned),
+            finish_reason: v["finish_reason"].as_str().map(FinishReason::parse),
             usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
             timings: v.get("timings").filter(|u| !u.is_null()).cloned(),
             runaway: v.get("runaway").and_then(|r| serde_json::from_value(r.clone()).ok()),

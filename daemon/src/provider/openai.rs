@@ -159,7 +159,7 @@ fn parse_completion(v: &Value) -> Result<Reply, ProviderError> {
     Ok(Reply {
         content: msg.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned),
         tool_calls,
-        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned),
+        finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(super::FinishReason::parse),
         usage: v.get("usage").filter(|u| !u.is_null()).cloned(),
         timings: v.get("timings").filter(|u| u.is_object()).cloned(),
         runaway: None,
@@ -229,6 +229,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::FinishReason;
     use serde_json::json;
 
     #[test]
@@ -239,7 +240,7 @@ mod tests {
         ]});
         let r = parse_completion(&v).unwrap();
         assert_eq!(r.tool_calls[0].name, "think");
-        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(r.finish_reason.as_ref().map(FinishReason::as_str), Some("tool_calls"));
     }
 
     #[test]
@@ -271,6 +272,6 @@ mod tests {
         assert_eq!(r.tool_calls[0].id, "pQ8rT1vW3xY5zA7bC9dE2fG4hJ6kL0mN");
         let args: Value = serde_json::from_str(&r.tool_calls[0].arguments).unwrap();
         assert_eq!(args["file_path"], "src/main.py");
-        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(r.finish_reason.as_ref().map(FinishReason::as_str), Some("tool_calls"));
     }
 }

@@ -103,7 +103,7 @@ impl StreamAssembler {
         };
         self.saw_choice = true;
         if let Some(reason) = choice.finish_reason {
-            self.reply.finish_reason = Some(reason.into_owned());
+            self.reply.finish_reason = Some(super::FinishReason::parse(&reason));
         }
         let delta = choice.delta.0;
         self.reasoning.push_str(delta.reasoning_content.as_deref().unwrap_or_default());
@@ -160,7 +160,7 @@ impl StreamAssembler {
         if let Some(mut cut) = self.cut.take() {
             // Its place among the calls kept (those with a name).
             cut.call = cut.call.map(|i| self.calls[..i].iter().filter(|c| !c.name.is_empty()).count());
-            self.reply.finish_reason = Some("length".into());
+            self.reply.finish_reason = Some(super::FinishReason::Length);
             self.saw_choice = true;
             self.reply.runaway = Some(cut);
         }

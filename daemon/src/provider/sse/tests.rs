@@ -1,6 +1,7 @@
 //! The stream assembler against the streams servers send.
 
 use super::*;
+use crate::provider::FinishReason;
 use serde_json::json;
 
 fn assemble(input: &str) -> (Result<Reply, ProviderError>, Vec<String>) {
@@ -17,7 +18,7 @@ fn text_deltas_are_joined_and_reported() {
     );
     let r = r.unwrap();
     assert_eq!(r.content.as_deref(), Some("Hello"));
-    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.finish_reason.as_ref().map(FinishReason::as_str), Some("stop"));
     assert_eq!(d, ["Hel", "lo"]);
 }
 
@@ -59,7 +60,10 @@ fn fields_of_an_unexpected_type_count_as_absent() {
     ));
     let r = r.unwrap();
     assert_eq!(d, ["a\nb"], "an escaped string is read too");
-    assert_eq!((r.content.as_deref(), r.finish_reason.as_deref()), (Some("a\nb"), Some("stop")));
+    assert_eq!(
+        (r.content.as_deref(), r.finish_reason.as_ref().map(FinishReason::as_str)),
+        (Some("a\nb"), Some("stop"))
+    );
     assert_eq!((r.tool_calls.len(), r.tool_calls[0].id.as_str(), r.tool_calls[0].name.as_str()), (1, "", "x"));
     assert!(r.usage.is_none());
 }
@@ -93,7 +97,7 @@ fn a_reply_repeating_a_line_is_cut_after_its_first_copy_and_ends_as_cut_by_the_l
     a.feed(chunk("more").as_bytes(), &mut |_| {}).unwrap();
     let r = a.finish().unwrap();
     assert_eq!(r.content.as_deref(), Some("Sure:\nsame line"));
-    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    assert_eq!(r.finish_reason.as_ref().map(FinishReason::as_str), Some("length"));
     let cut = r.runaway.unwrap();
     assert_eq!((cut.call, cut.unit.as_str()), (None, "\nsame line"));
     assert!(cut.repeats >= 16, "{cut:?}");
@@ -136,7 +140,7 @@ fn a_llama_server_stream_is_assembled() {
     let (r, deltas) = assemble(&input);
     let r = r.unwrap();
     assert!(deltas.is_empty(), "no text: {deltas:?}");
-    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.finish_reason.as_ref().map(FinishReason::as_str), Some("tool_calls"));
     assert_eq!(r.tool_calls.len(), 1);
     assert_eq!(r.tool_calls[0].id, id);
     assert_eq!(r.tool_calls[0].name, "edit_file");
