@@ -10,7 +10,7 @@
 //! the other (`super::T` where `mod.rs` says `pub use x::T`: the
 //! dependency is on `x`).
 
-use super::modules::{reach, shortest_cycle, Uses};
+use super::modules::{cycle_groups, Uses};
 use super::{non_test_lines, test_file, Rule, Violation};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -276,17 +276,8 @@ fn mentions(code: &str, name: &str) -> bool {
 /// other in a cycle.
 pub(crate) fn folder_cycles(files: &[(String, String)], out: &mut Vec<Violation>) {
     for (folder, uses) in folder_uses(files) {
-        let mut grouped = BTreeSet::new();
-        for start in uses.keys() {
-            let from_start = reach(&uses, start);
-            if grouped.contains(start) || !from_start.contains(start) {
-                continue;
-            }
-            let group: BTreeSet<String> =
-                from_start.into_iter().filter(|m| reach(&uses, m).contains(start.as_str())).collect();
-            grouped.extend(group.iter().cloned());
-            let cycle = shortest_cycle(&uses, start, &group);
-            let (file, _) = uses[start][&cycle[1]].clone();
+        for (cycle, group) in cycle_groups(&uses) {
+            let (file, _) = uses[&cycle[0]][&cycle[1]].clone();
             let mut edges = Vec::new();
             for from in &group {
                 for (to, (rel, _)) in uses[from].iter().filter(|(to, _)| group.contains(*to)) {

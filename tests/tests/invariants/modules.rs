@@ -71,22 +71,31 @@ pub(crate) fn shortest_cycle(uses: &Uses, start: &str, within: &BTreeSet<String>
     Vec::new()
 }
 
+/// Each group of members of `uses` that depend on each other in a cycle,
+/// with a shortest cycle through its first member.
+pub(crate) fn cycle_groups(uses: &Uses) -> Vec<(Vec<String>, BTreeSet<String>)> {
+    let mut grouped = BTreeSet::new();
+    let mut out = Vec::new();
+    for start in uses.keys() {
+        let from_start = reach(uses, start);
+        if grouped.contains(start) || !from_start.contains(start) {
+            continue;
+        }
+        let group: BTreeSet<String> =
+            from_start.into_iter().filter(|m| reach(uses, m).contains(start.as_str())).collect();
+        grouped.extend(group.iter().cloned());
+        out.push((shortest_cycle(uses, start, &group), group));
+    }
+    out
+}
+
 /// One violation per group of top-level modules that depend on each other
 /// in a cycle: a shortest cycle, every module of the group, and where each
 /// dependency inside the group is made.
 pub(crate) fn module_cycles(files: &[(String, String)], out: &mut Vec<Violation>) {
     let uses = module_uses(files);
-    let mut grouped = BTreeSet::new();
-    for start in uses.keys() {
-        let from_start = reach(&uses, start);
-        if grouped.contains(start) || !from_start.contains(start) {
-            continue;
-        }
-        let group: BTreeSet<String> =
-            from_start.into_iter().filter(|m| reach(&uses, m).contains(start.as_str())).collect();
-        grouped.extend(group.iter().cloned());
-        let cycle = shortest_cycle(&uses, start, &group);
-        let (file, line) = uses[start][&cycle[1]].clone();
+    for (cycle, group) in cycle_groups(&uses) {
+        let (file, line) = uses[&cycle[0]][&cycle[1]].clone();
         let mut edges = Vec::new();
         for from in &group {
             for (to, (rel, n)) in uses[from].iter().filter(|(to, _)| group.contains(*to)) {
