@@ -7,12 +7,6 @@ use crate::cmd::slash::{self, Slash};
 use swival_protocol::methods::typed as m;
 use swival_protocol::{GoalSetParams, LoopListParams, SessionId, SessionRef};
 
-/// The commands offered to the editor (the REPL's table, those that need
-/// no terminal), as `(name without the slash, help)`.
-pub(super) fn offered() -> impl Iterator<Item = (&'static str, &'static str)> {
-    slash::for_editors().map(|c| (&c.name[1..], c.help))
-}
-
 impl Bridge {
     /// Answer a slash command without a run (`None`: not one of ours).
     pub(super) async fn slash_command(&self, id: &SessionId, text: &str) -> Option<String> {
@@ -125,16 +119,5 @@ impl Bridge {
             Ok(r) => format!("```\n{}```", crate::cmd::loops::table(&r.loops)),
             Err(e) => format!("Error: {e}"),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_command_offered_to_editors_is_one_of_the_repls() {
-        let names: Vec<&str> = offered().map(|(n, _)| n).collect();
-        assert_eq!(names, ["policy", "report", "compact", "diff", "undo", "goal", "loops"]);
     }
 }

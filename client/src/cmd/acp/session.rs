@@ -438,7 +438,7 @@ fn stop_reason(end: &RunEnd) -> acp::StopReason {
 }
 
 pub(super) fn commands_update() -> acp::SessionUpdate {
-    let commands = super::commands::offered().map(|(n, d)| acp::AvailableCommand::new(n, d)).collect();
+    let commands = crate::cmd::slash::for_editors().map(|c| acp::AvailableCommand::new(&c.name[1..], c.help)).collect();
     acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands))
 }
 
