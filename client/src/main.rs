@@ -38,10 +38,10 @@ enum Command {
     },
     /// Run a task in a project: answer on stdout, progress on stderr (with
     /// no task on a terminal: the REPL).
-    Run(Box<cmd::run::RunArgs>),
+    Run(Box<cmd::args::RunArgs>),
     /// Work interactively on a session (`--session ID` attaches to one),
     /// with `run`'s flags.
-    Repl(Box<cmd::run::RunArgs>),
+    Repl(Box<cmd::args::RunArgs>),
     /// List sessions, newest first, with when each was last used, its
     /// project and title; or prune old ones.
     Sessions {

@@ -1,9 +1,8 @@
 //! Swival's `run` flags as the `session/create` config overlay they ask
 //! for, with Swival's parsing of the ones that need it.
 
+use super::args::RunArgs;
 use super::overlay::{CommandMode, Commands, ConfigOverlay};
-use super::run::RunArgs;
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// The config overlay of the flags given on the command line. Relative
@@ -119,18 +118,10 @@ pub fn base_dir(flag: Option<&Path>, cwd: &Path) -> PathBuf {
     }
 }
 
-/// `--extra-body`: a JSON object, as Swival requires.
-pub fn parse_extra_body(text: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err("--extra-body must be a JSON object".into()),
-        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Map, Value};
 
     /// `swivalctl run`'s flags, parsed as clap parses them.
     fn run_args(flags: &[&str]) -> RunArgs {
@@ -187,9 +178,9 @@ mod tests {
 
     #[test]
     fn extra_body_must_be_a_json_object() {
-        assert_eq!(parse_extra_body(r#"{"a": 1}"#).unwrap()["a"], 1);
-        assert_eq!(parse_extra_body("[1]").unwrap_err(), "--extra-body must be a JSON object");
-        assert!(parse_extra_body("{").unwrap_err().starts_with("--extra-body is not valid JSON"));
+        assert_eq!(super::super::args::parse_extra_body(r#"{"a": 1}"#).unwrap()["a"], 1);
+        assert_eq!(super::super::args::parse_extra_body("[1]").unwrap_err(), "--extra-body must be a JSON object");
+        assert!(super::super::args::parse_extra_body("{").unwrap_err().starts_with("--extra-body is not valid JSON"));
     }
 
     #[test]

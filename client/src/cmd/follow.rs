@@ -2,7 +2,6 @@
 //! ends, its approvals answered, and the signals that cancel it
 //! (`Interrupts`), leaving in bounded time even when the run cannot end.
 
-use super::run::Progress;
 use std::io::Write;
 use swival_protocol::{Event, EventKind, RunId, SessionId};
 use swivalctl::{Client, ClientError};
@@ -130,6 +129,52 @@ pub(super) async fn follow(
         if let EventKind::RunFinished(end) = event.kind {
             let result = swival_protocol::RunResult::from_end(run_id.clone(), end);
             return Ok(Followed::Ended(Box::new(result), cancelled));
+        }
+    }
+}
+
+/// How progress is shown.
+pub struct Progress {
+    /// Show only what Swival shows with `--quiet`: filter stderr (errors
+    /// are printed at the end of the run).
+    pub quiet: bool,
+    /// Print events as JSON lines on stdout.
+    pub json: bool,
+    /// How to colour the progress on stderr.
+    pub style: super::render::Style,
+}
+
+impl Progress {
+    /// `v` as it may be shown: exact for `--json`, its text cleaned of
+    /// control sequences for a terminal (`clean`).
+    pub fn shown<T: serde::Serialize + serde::de::DeserializeOwned>(&self, v: T) -> T {
+        if self.json {
+            v
+        } else {
+            super::clean::value(v)
+        }
+    }
+
+    /// Show one event.
+    pub fn show(&self, event: &Event) {
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", serde_json::to_string(event).expect("events serialize"));
+            return;
+        }
+        // A filter's stderr is shown as it was written, even with --quiet (as Swival does).
+        if let EventKind::Stderr { source, text, .. } = &event.kind {
+            if *source == swival_protocol::StderrSource::Filter {
+                eprintln!("{text}");
+            }
+            return;
+        }
+        if self.quiet {
+            return;
+        }
+        match &event.kind {
+            EventKind::TurnStarted { turn, max_turns } => eprintln!("turn {turn}/{max_turns}"),
+            other => eprint!("{}", super::render::event(self.style, other)),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `swivalctl goal …` and `swivalctl goals`: a session's goal, which the
 //! daemon works on by itself, run after run, after the terminal closes.
 
+use super::args::RunArgs;
 use super::daemon::connect;
-use super::run::RunArgs;
 use std::path::Path;
 use std::process::ExitCode;
 use swival_protocol::methods::{typed as m, NoParams};
@@ -112,7 +112,7 @@ async fn set(client: &swivalctl::Client, a: SetArgs) -> Result<ExitCode, ClientE
         eprintln!("swivalctl: error: an objective is required: swivalctl goal set \"what to achieve\"");
         return Ok(ExitCode::from(2));
     };
-    let session_id = match super::run::session_for(client, &a.run, &objective).await? {
+    let session_id = match super::open::session_for(client, &a.run, &objective).await? {
         Ok(id) => id,
         Err(code) => return Ok(code),
     };

@@ -1,8 +1,8 @@
 //! `swivalctl loop …` and `swivalctl loops`: prompts the daemon runs on a
 //! schedule, each firing in a fresh worktree of the project.
 
+use super::args::RunArgs;
 use super::daemon::connect;
-use super::run::RunArgs;
 use std::path::Path;
 use std::process::ExitCode;
 use swival_protocol::methods::typed as m;
@@ -87,7 +87,7 @@ async fn add(client: &swivalctl::Client, a: AddArgs) -> Result<ExitCode, ClientE
         _ => None,
     };
     let schedule = Schedule { every_s, cron: a.cron.clone(), at: a.at.clone() };
-    let session_id = match super::run::session_for(client, &a.run, &prompt).await? {
+    let session_id = match super::open::session_for(client, &a.run, &prompt).await? {
         Ok(id) => id,
         Err(code) => return Ok(code),
     };

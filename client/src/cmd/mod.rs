@@ -2,6 +2,7 @@
 
 pub mod acp;
 mod approval;
+pub mod args;
 pub mod changes;
 pub mod clean;
 pub mod daemon;
@@ -12,6 +13,7 @@ pub mod inbox;
 pub mod interval;
 mod listing;
 pub mod loops;
+mod open;
 mod overlay;
 pub mod policy;
 pub mod render;

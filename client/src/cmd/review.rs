@@ -5,8 +5,8 @@
 //! daemon judges (`review/run`) through a session's pipeline; a
 //! self-review names the reviewed session in `SWIVALD_SESSION`.
 
+use super::args::RunArgs;
 use super::daemon::connect;
-use super::run::RunArgs;
 use std::io::IsTerminal;
 use std::io::Read as _;
 use std::path::Path;

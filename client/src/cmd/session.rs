@@ -1,7 +1,7 @@
 //! `swivalctl sessions`, `apply`, `attach`, `cancel` and `config`.
 
 use super::daemon::connect;
-use super::run::Progress;
+use super::follow::Progress;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -230,7 +230,7 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
 
 /// `swivalctl run --list-profiles`: the profiles the project's config
 /// files define (the one in use marked), then exit.
-pub async fn list_profiles(socket: &Path, a: &super::run::RunArgs) -> Result<ExitCode, ClientError> {
+pub async fn list_profiles(socket: &Path, a: &super::args::RunArgs) -> Result<ExitCode, ClientError> {
     let cwd = std::env::current_dir()
         .map_err(|e| ClientError::StartFailed(format!("cannot read the current directory: {e}")))?;
     let base = super::flags::base_dir(a.base_dir.as_deref(), &cwd);

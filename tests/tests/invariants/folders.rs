@@ -1,5 +1,7 @@
-//! [`Rule::FolderCycle`]: inside every folder of `daemon/src/`, the
-//! folder's files and subfolders depend on each other in one direction.
+//! [`Rule::FolderCycle`]: inside every folder of `daemon/src/` and
+//! `client/src/` (the client's root included; the daemon's top-level
+//! modules are `modules.rs`'s), the folder's files and subfolders depend
+//! on each other in one direction.
 //!
 //! A folder's members are its files and its subfolders, each subfolder
 //! counted as one. Its `mod.rs` is the folder's face, not a member: what
@@ -14,6 +16,9 @@ use super::modules::{cycle_groups, Uses};
 use super::{non_test_lines, test_file, Rule, Violation};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The crates' source folders.
+const SOURCES: &[&str] = &["daemon/src/", "client/src/"];
+
 /// A folder's `mod.rs`, which is not one of its members.
 const FACE: &str = "mod.rs";
 
@@ -21,7 +26,7 @@ const FACE: &str = "mod.rs";
 /// `daemon/src/tools/edit.rs`, `["tools"]` for `daemon/src/tools/mod.rs`,
 /// `[]` for the crate roots.
 fn module_path(rel: &str) -> Vec<String> {
-    let rest = rel.strip_prefix("daemon/src/").unwrap_or(rel);
+    let rest = SOURCES.iter().find_map(|src| rel.strip_prefix(src)).unwrap_or(rel);
     let mut parts: Vec<String> = rest.split('/').map(str::to_owned).collect();
     let last = parts.pop().unwrap_or_default();
     match last.as_str() {
@@ -175,19 +180,25 @@ fn code_of(text: &str) -> String {
 }
 
 /// Every folder's member dependencies: folder module path → Uses.
-fn folder_uses(files: &[(String, String)]) -> BTreeMap<Vec<String>, Uses> {
+fn folder_uses(files: &[(String, String)], src: &str) -> BTreeMap<Vec<String>, Uses> {
     let files: Vec<(&String, Vec<String>, String)> = files
         .iter()
-        .filter(|(rel, _)| !test_file(rel) && rel.starts_with("daemon/src/"))
+        .filter(|(rel, _)| !test_file(rel) && rel.starts_with(src))
         .map(|(rel, text)| (rel, module_path(rel), code_of(text)))
         .collect();
+    let face = |rel: &str| ["mod.rs", "lib.rs", "main.rs"].iter().any(|f| rel.ends_with(&format!("/{f}")));
+    // What each module defines at its top level, for a name a face hands
+    // on with `pub use x::*`.
+    let defines: BTreeMap<Vec<String>, BTreeSet<String>> =
+        files.iter().map(|(_, m, code)| (m.clone(), defined(code))).collect();
     let modules: BTreeSet<Vec<String>> = files.iter().map(|(_, m, _)| m.clone()).collect();
     let children_of = |m: &[String]| -> BTreeSet<String> {
         modules.iter().filter(|c| c.len() == m.len() + 1 && c.starts_with(m)).map(|c| c[m.len()].clone()).collect()
     };
+    // The daemon's root is `modules.rs`'s.
     let folders: BTreeSet<Vec<String>> = files
         .iter()
-        .filter(|(rel, m, _)| rel.ends_with("/mod.rs") && !m.is_empty())
+        .filter(|(rel, m, _)| face(rel) && !(m.is_empty() && src == "daemon/src/"))
         .map(|(_, m, _)| m.clone())
         .collect();
     // A folder's `mod.rs`: the names it takes from its children.
@@ -195,7 +206,7 @@ fn folder_uses(files: &[(String, String)]) -> BTreeMap<Vec<String>, Uses> {
     let mut parsed = Vec::new();
     for (rel, module, code) in &files {
         let base: Vec<String> = module.clone();
-        let children = if rel.ends_with("mod.rs") { children_of(module) } else { BTreeSet::new() };
+        let children = if face(rel) { children_of(module) } else { BTreeSet::new() };
         let (uses, named) = paths_of(code, &children);
         if folders.contains(module) {
             let map = handed.entry(module.clone()).or_default();
@@ -211,7 +222,7 @@ fn folder_uses(files: &[(String, String)]) -> BTreeMap<Vec<String>, Uses> {
     }
     let mut out: BTreeMap<Vec<String>, Uses> = BTreeMap::new();
     for (rel, module, base, children, uses, named, code) in &parsed {
-        let is_mod = rel.ends_with("mod.rs");
+        let is_mod = face(rel);
         for folder in folders.iter().filter(|f| module.starts_with(f)) {
             let from = if module == folder { FACE.to_owned() } else { module[folder.len()].clone() };
             let members = children_of(folder);
@@ -222,11 +233,7 @@ fn folder_uses(files: &[(String, String)]) -> BTreeMap<Vec<String>, Uses> {
                     continue;
                 }
                 let first = &abs[folder.len()];
-                let to = if members.contains(first) && abs.len() > folder.len() {
-                    first.clone()
-                } else {
-                    handed.get(folder).and_then(|h| h.get(first)).cloned().unwrap_or_else(|| FACE.to_owned())
-                };
+                let to = target(folder, first, abs.len(), &members, &handed, &defines);
                 // The folder's own `mod.rs` handing a child's name on.
                 if is_mod && module == folder && is_use && !mentions(code, &p.binds) {
                     continue;
@@ -239,6 +246,51 @@ fn folder_uses(files: &[(String, String)]) -> BTreeMap<Vec<String>, Uses> {
             for to in targets.into_iter().filter(|t| *t != from && t != FACE) {
                 let edges = out.entry(folder.clone()).or_default().entry(from.clone()).or_default();
                 edges.entry(to).or_insert_with(|| ((*rel).clone(), 0));
+            }
+        }
+    }
+    out
+}
+
+/// The member of `folder` that `folder::first` (a path `len` long) names:
+/// a child module, a name the face takes from one (`pub use x::T`, or a
+/// glob `pub use x::*` over a child that defines it), else the face.
+fn target(
+    folder: &[String],
+    first: &str,
+    len: usize,
+    members: &BTreeSet<String>,
+    handed: &BTreeMap<Vec<String>, BTreeMap<String, String>>,
+    defines: &BTreeMap<Vec<String>, BTreeSet<String>>,
+) -> String {
+    if members.contains(first) && len > folder.len() {
+        return first.to_owned();
+    }
+    let handed = handed.get(folder);
+    if let Some(from) = handed.and_then(|h| h.get(first)) {
+        return from.clone();
+    }
+    let globbed = handed.is_some_and(|h| h.contains_key("*"));
+    let defining = members.iter().filter(|_| globbed).find(|m| {
+        let path: Vec<String> = folder.iter().cloned().chain([(*m).clone()]).collect();
+        defines.get(&path).is_some_and(|d| d.contains(first))
+    });
+    defining.cloned().unwrap_or_else(|| FACE.to_owned())
+}
+
+/// The names `code` defines at its top level (`pub struct X`, `fn f`…).
+fn defined(code: &str) -> BTreeSet<String> {
+    const ITEMS: &[&str] = &["struct ", "enum ", "fn ", "type ", "const ", "static ", "trait ", "async fn "];
+    let mut out = BTreeSet::new();
+    for line in code.lines().filter(|l| !l.starts_with(' ')) {
+        let mut rest = line;
+        for vis in ["pub(crate) ", "pub(super) ", "pub "] {
+            rest = rest.strip_prefix(vis).unwrap_or(rest);
+        }
+        if let Some(after) = ITEMS.iter().find_map(|k| rest.strip_prefix(k)) {
+            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.insert(name);
             }
         }
     }
@@ -275,7 +327,9 @@ fn mentions(code: &str, name: &str) -> bool {
 /// One violation per group of a folder's members that depend on each
 /// other in a cycle.
 pub(crate) fn folder_cycles(files: &[(String, String)], out: &mut Vec<Violation>) {
-    for (folder, uses) in folder_uses(files) {
+    let by_crate = SOURCES.iter().flat_map(|src| folder_uses(files, src).into_iter().map(move |f| (*src, f)));
+    for (src, (folder, uses)) in by_crate {
+        let folder: Vec<String> = std::iter::once(src.trim_end_matches('/').to_owned()).chain(folder).collect();
         for (cycle, group) in cycle_groups(&uses) {
             let (file, _) = uses[&cycle[0]][&cycle[1]].clone();
             let mut edges = Vec::new();
@@ -302,11 +356,26 @@ fn a_cycle_between_files_of_a_folder_is_reported_but_not_a_name_handed_on() {
         ("daemon/src/a/d.rs", "pub struct D;\n#[cfg(test)]\nmod tests {\n    use super::super::b::B;\n}\n"),
     ];
     let files: Vec<(String, String)> = files.iter().map(|(r, t)| ((*r).to_owned(), (*t).to_owned())).collect();
-    let uses = &folder_uses(&files)[&vec!["a".to_owned()]];
+    let uses = &folder_uses(&files, "daemon/src/")[&vec!["a".to_owned()]];
     let edges: Vec<String> = uses.iter().flat_map(|(from, to)| to.keys().map(move |t| format!("{from}→{t}"))).collect();
     assert_eq!(edges, ["b→c", "b→d", "c→b"]);
     let mut out = Vec::new();
     folder_cycles(&files, &mut out);
     assert_eq!(out.len(), 1, "{out:?}");
-    assert!(out[0].what.starts_with("cycle in a/: b → c → b"), "{}", out[0].what);
+    assert!(out[0].what.starts_with("cycle in daemon/src/a/: b → c → b"), "{}", out[0].what);
+}
+
+#[test]
+fn a_client_cycle_and_one_through_a_glob_handed_on_are_reported() {
+    let files = [
+        ("client/src/main.rs", "mod cmd;\n"),
+        ("client/src/cmd/mod.rs", "mod a;\nmod b;\npub use a::*;\n"),
+        ("client/src/cmd/a.rs", "pub struct Args;\npub fn run() { super::b::go() }\n"),
+        ("client/src/cmd/b.rs", "pub fn go() { let _ = crate::cmd::Args; }\n"),
+    ];
+    let files: Vec<(String, String)> = files.iter().map(|(r, t)| ((*r).to_owned(), (*t).to_owned())).collect();
+    let mut out = Vec::new();
+    folder_cycles(&files, &mut out);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].what.starts_with("cycle in client/src/cmd/: a → b → a"), "{}", out[0].what);
 }

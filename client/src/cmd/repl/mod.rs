@@ -22,9 +22,9 @@ mod show;
 mod start;
 mod turn;
 
+use super::args::RunArgs;
 use super::daemon::connect;
 use super::flags;
-use super::run::RunArgs;
 use commands::Next;
 use editor::{Input, LineEditor, Printer};
 use jsonrpsee::core::client::Subscription;

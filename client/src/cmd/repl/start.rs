@@ -13,8 +13,8 @@
 use super::commands::listed;
 use super::show::Style;
 use super::{Lost, Repl};
+use crate::cmd::args::RunArgs;
 use crate::cmd::daemon::connect;
-use crate::cmd::run::RunArgs;
 use crate::cmd::slash::{self, Slash};
 use std::path::Path;
 use std::process::ExitCode;
@@ -163,10 +163,10 @@ async fn make(
     first: Todo,
 ) -> Result<Result<Opened, ExitCode>, Lost> {
     let (Todo::Task(line) | Todo::Line(line)) = &first;
-    let mut made = crate::cmd::run::create_session(client, a, base_dir, line).await;
+    let mut made = crate::cmd::open::create_session(client, a, base_dir, line).await;
     if matches!(made, Err(ClientError::Transport(_))) && !client.is_connected() {
         *client = connect(socket).await.map_err(|e| Lost(e.to_string()))?;
-        made = crate::cmd::run::create_session(client, a, base_dir, line).await;
+        made = crate::cmd::open::create_session(client, a, base_dir, line).await;
     }
     match made {
         Ok(Ok(session)) => Ok(Ok(Opened { session, replay: None, first: Some(first) })),
