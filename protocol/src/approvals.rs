@@ -1,7 +1,7 @@
 //! What clients answer to the events that wait for them: `run/approve`
 //! for an `approval_requested`, and how each question was settled.
 
-use crate::session::SessionId;
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

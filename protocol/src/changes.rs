@@ -4,7 +4,7 @@
 //! after kept in the daemon's snapshot store. An undo is a change set too
 //! (its id starts with `u_`), so an undo can be undone.
 
-use crate::session::{RunId, SessionId};
+use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

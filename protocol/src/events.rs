@@ -2,8 +2,11 @@
 //! events that wait for them is in `approvals.rs`).
 
 use crate::approvals::{ApprovalDecision, ResolvedBy};
+use crate::hooks::{CallKind, HookDecision};
+use crate::ids::{RunId, Seq, SessionId};
 use crate::interventions::{InterventionKind, Repeat};
-use crate::session::{RunEnd, RunId, Seq, SessionId};
+use crate::outcomes::{CacheStatus, CompactionStrategy};
+use crate::session::RunEnd;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -338,108 +341,6 @@ pub enum EventKind {
     RunFinished(RunEnd),
 }
 
-/// One step of a compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompactionStep {
-    /// Old tool results were cut short.
-    TruncateToolResults,
-    /// Middle turns were replaced by the model's summary of them.
-    SummarizeMiddle,
-    /// Middle turns were dropped (the summary failed or was refused).
-    DropMiddle,
-    /// The messages since a checkpoint (or the last user message) were
-    /// collapsed into one summary (`session/restore`, Swival's `/restore`).
-    SnapshotRestore,
-}
-
-impl CompactionStep {
-    /// Every step, in the order a compaction takes them.
-    pub const ALL: [CompactionStep; 4] = [
-        CompactionStep::TruncateToolResults,
-        CompactionStep::SummarizeMiddle,
-        CompactionStep::DropMiddle,
-        CompactionStep::SnapshotRestore,
-    ];
-    /// Their names on the wire.
-    pub const NAMES: &'static [&'static str] =
-        &["truncate_tool_results", "summarize_middle", "drop_middle", "snapshot_restore"];
-
-    /// The name on the wire.
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
-
-/// What a compaction did, step by step; on the wire the steps' names
-/// joined with `+` (Swival's form, e.g. `truncate_tool_results+summarize_middle`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct CompactionStrategy(pub Vec<CompactionStep>);
-
-impl From<CompactionStrategy> for String {
-    fn from(s: CompactionStrategy) -> String {
-        s.to_string()
-    }
-}
-
-impl std::fmt::Display for CompactionStrategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, step) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("+")?;
-            }
-            f.write_str(step.name())?;
-        }
-        Ok(())
-    }
-}
-
-impl TryFrom<String> for CompactionStrategy {
-    type Error = String;
-
-    fn try_from(text: String) -> Result<Self, String> {
-        text.split('+')
-            .map(|name| {
-                CompactionStep::ALL
-                    .into_iter()
-                    .find(|step| step.name() == name)
-                    .ok_or_else(|| format!("unknown compaction step {name:?} in {text:?}"))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(CompactionStrategy)
-    }
-}
-
-/// The kind of a provider call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CallKind {
-    /// A normal agent turn.
-    Agent,
-    /// A context-compaction summary.
-    Summary,
-}
-
-impl CallKind {
-    /// The name on the wire (and given to filter scripts).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallKind::Agent => "agent",
-            CallKind::Summary => "summary",
-        }
-    }
-}
-
-/// How the response cache served a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheStatus {
-    /// From the cache.
-    Hit,
-    /// Joined an identical call in flight.
-    Shared,
-}
-
 /// What a reviewer round decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -459,32 +360,6 @@ impl ReviewVerdict {
             ReviewVerdict::Accept => "accept",
             ReviewVerdict::Retry => "retry",
             ReviewVerdict::Error => "error",
-        }
-    }
-}
-
-/// What a hook decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum HookDecision {
-    /// Nothing changed.
-    Pass,
-    /// It changed something.
-    Modify,
-    /// It blocked.
-    Block,
-    /// It failed and was passed over (`on_failure = "ignore"`).
-    IgnoredFailure,
-}
-
-impl HookDecision {
-    /// The name on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            HookDecision::Pass => "pass",
-            HookDecision::Modify => "modify",
-            HookDecision::Block => "block",
-            HookDecision::IgnoredFailure => "ignored_failure",
         }
     }
 }
@@ -540,6 +415,7 @@ impl EventKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::outcomes::{CompactionStep, CompactionStrategy};
 
     #[test]
     fn a_compaction_strategy_is_its_steps_joined_with_plus() {

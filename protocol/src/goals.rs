@@ -4,7 +4,7 @@
 //! the user. Its state is stored with the session, so it survives the
 //! terminal closing and the daemon restarting.
 
-use crate::session::{RunId, SessionId};
+use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,6 @@
 //! payload on stdin and print the result; client hooks get it in a
 //! `hooks/invoke` notification and answer with `hooks/respond`.
 
-use crate::events::CallKind;
 use crate::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -176,6 +175,52 @@ impl HookPoint {
     /// The name on the wire and in config.
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
+    }
+}
+
+/// The kind of a provider call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A normal agent turn.
+    Agent,
+    /// A context-compaction summary.
+    Summary,
+}
+
+impl CallKind {
+    /// The name on the wire (and given to filter scripts).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Agent => "agent",
+            CallKind::Summary => "summary",
+        }
+    }
+}
+
+/// What a hook decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// Nothing changed.
+    Pass,
+    /// It changed something.
+    Modify,
+    /// It blocked.
+    Block,
+    /// It failed and was passed over (`on_failure = "ignore"`).
+    IgnoredFailure,
+}
+
+impl HookDecision {
+    /// The name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookDecision::Pass => "pass",
+            HookDecision::Modify => "modify",
+            HookDecision::Block => "block",
+            HookDecision::IgnoredFailure => "ignored_failure",
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! newest first, kept as sessions are. It is also the ledger of
 //! background runs: trigger, start, end, outcome, cost.
 
-use crate::session::{RunId, SessionId};
+use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 //! loop never changes the user's checkout; its changes wait for
 //! `swivalctl diff` and `swivalctl apply`.
 
-use crate::session::{RunId, SessionId};
+use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

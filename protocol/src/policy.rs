@@ -3,7 +3,7 @@
 //! hooks and editor buffers.
 
 use crate::hooks::HookPoint;
-use crate::session::SessionId;
+use crate::ids::SessionId;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

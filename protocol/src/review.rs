@@ -4,7 +4,7 @@
 //! its verdict. The call goes through a session's whole pipeline.
 
 use crate::events::ReviewVerdict;
-use crate::session::{RunId, SessionId};
+use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,36 +1,11 @@
 //! Sessions and runs: ids, params, results, outcomes and run statistics.
 
+use crate::ids::{RunId, Seq, SessionId};
+use crate::outcomes::Outcome;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// A session's id (`s_` followed by hex).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct SessionId(pub String);
-
-/// A run's id (`r_` followed by hex).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct RunId(pub String);
-
-/// Per-session event sequence number, starting at 1, without gaps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(transparent)]
-pub struct Seq(pub u64);
-
-impl std::fmt::Display for SessionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::fmt::Display for RunId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// `session/create` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -398,48 +373,6 @@ pub struct RunStartResult {
 pub struct RunCancelResult {
     /// False when the run had already finished.
     pub cancelled: bool,
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// A final answer was produced (exit 0).
-    Success,
-    /// `max_turns` ran out (exit 2).
-    Exhausted,
-    /// The provider, a tool setup or the pipeline failed (exit 1).
-    Error,
-    /// A policy hook blocked the run (exit 1).
-    Blocked,
-    /// `run/cancel` or Ctrl-C (exit 130).
-    Cancelled,
-    /// The daemon stopped or died while the run was in flight (exit 1).
-    Interrupted,
-}
-
-impl Outcome {
-    /// The exit code swivalctl uses for this outcome (Swival's codes).
-    pub const fn exit_code(self) -> i32 {
-        match self {
-            Outcome::Success => 0,
-            Outcome::Exhausted => 2,
-            Outcome::Error | Outcome::Blocked | Outcome::Interrupted => 1,
-            Outcome::Cancelled => 130,
-        }
-    }
-
-    /// The name used in reports (`success`, `exhausted`, `error`, ...).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Exhausted => "exhausted",
-            Outcome::Error => "error",
-            Outcome::Blocked => "blocked",
-            Outcome::Cancelled => "cancelled",
-            Outcome::Interrupted => "interrupted",
-        }
-    }
 }
 
 /// `run/wait` result, and the payload of `run_finished`.

@@ -1,7 +1,7 @@
-//! [`Rule::FolderCycle`]: inside every folder of `daemon/src/` and
-//! `client/src/` (the client's root included; the daemon's top-level
-//! modules are `modules.rs`'s), the folder's files and subfolders depend
-//! on each other in one direction.
+//! [`Rule::FolderCycle`]: inside every folder of `protocol/src/`,
+//! `daemon/src/` and `client/src/` (a crate's root included, but the
+//! daemon's, whose top-level modules are `modules.rs`'s), the folder's
+//! files and subfolders depend on each other in one direction.
 //!
 //! A folder's members are its files and its subfolders, each subfolder
 //! counted as one. Its `mod.rs` is the folder's face, not a member: what
@@ -17,7 +17,7 @@ use super::{non_test_lines, test_file, Rule, Violation};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The crates' source folders.
-const SOURCES: &[&str] = &["daemon/src/", "client/src/"];
+const SOURCES: &[&str] = &["protocol/src/", "daemon/src/", "client/src/"];
 
 /// A folder's `mod.rs`, which is not one of its members.
 const FACE: &str = "mod.rs";
