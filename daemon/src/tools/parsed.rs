@@ -93,13 +93,16 @@ impl ParsedCall {
     }
 
     /// Run it on `tb`, a built-in tool's call: the one place its failure
-    /// becomes the text the model reads. A call of no built-in tool, or
-    /// one already run, is answered as an unknown tool.
+    /// becomes the text the model reads. A call of no built-in tool is
+    /// answered as an unknown tool; a call runs once.
     pub fn run(&mut self, tb: &mut ToolBox, mut input: CallInput) -> ToolOutcome {
         let result = match (self.typed.take(), &self.args) {
             (Some(Ok(typed)), _) => typed.run(tb, &mut input),
             (Some(Err(e)), _) => Err(e),
             (None, Err(e)) => return ToolOutcome::from(e),
+            (None, Ok(_)) if self.spec.and_then(Spec::builtin).is_some() => {
+                Err(ToolError::refused(format!("this {} call has already run", self.name)))
+            }
             (None, Ok(_)) => {
                 let names = registry::builtin_names().collect::<Vec<_>>().join(", ");
                 Err(ToolError::refused(format!("unknown tool '{}'. Available tools: {names}", self.name)))
@@ -170,6 +173,6 @@ mod tests {
         let mut read = ParsedCall::read("c3", "read_file", r#"{"file_path": "a.txt"}"#);
         assert!(!read.run(&mut tb, CallInput::default()).failed);
         let again = read.run(&mut tb, CallInput::default());
-        assert!(again.failed && again.text.contains("unknown tool"), "a parsed call runs once: {}", again.text);
+        assert!(again.failed && again.text.contains("already run"), "a parsed call runs once: {}", again.text);
     }
 }
