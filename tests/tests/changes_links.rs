@@ -209,3 +209,34 @@ fn a_file_tool_call_starts_no_git_process_and_its_change_is_recorded() {
     assert_eq!(std::fs::read_to_string(p.join("old.txt")).unwrap(), "old\n");
     assert!(!p.join("moved.txt").exists() && !p.join("made.txt").exists());
 }
+
+#[test]
+fn file_tools_named_at_a_fifo_a_link_out_or_under_a_linked_parent_record_without_hanging_or_following() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let elsewhere = env.project("elsewhere");
+    std::fs::write(elsewhere.join("secret.txt"), "SECRET-OUTSIDE\n").unwrap();
+    let plant = format!(
+        "mkfifo pipe && ln -s {out}/secret.txt link && ln -s {out} sub",
+        out = elsewhere.display()
+    );
+    let mock = MockProvider::start(vec![
+        Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", plant]})),
+        Step::tool_call("w1", "write_file", json!({"file_path": "pipe", "content": "x\n"})),
+        Step::tool_call("d1", "delete_file", json!({"file_path": "pipe"})),
+        Step::tool_call("w2", "write_file", json!({"file_path": "link", "content": "y\n"})),
+        Step::tool_call("w3", "write_file", json!({"file_path": "sub/new.txt", "content": "z\n"})),
+        Step::tool_call("w4", "write_file", json!({"file_path": "plain.txt", "content": "plain\n"})),
+        Step::text("done"),
+    ]);
+    let mut c = daemon.nd();
+    let sid = session(&mut c, &p, &mock);
+    // Every bracket ends: a FIFO is looked at without blocking.
+    let run_id = run(&mut c, &sid, "plant and write");
+    let changes = c.ok("run/changes", json!({"run_id": run_id}));
+    assert!(paths(&changes).contains(&"plain.txt".to_owned()), "{changes:#}");
+    assert!(!changes.to_string().contains("SECRET-OUTSIDE"), "nothing beyond a link is read: {changes:#}");
+    assert!(!elsewhere.join("new.txt").exists(), "nothing written beyond a linked parent");
+    assert_eq!(std::fs::read_to_string(elsewhere.join("secret.txt")).unwrap(), "SECRET-OUTSIDE\n");
+}
