@@ -217,10 +217,7 @@ fn file_tools_named_at_a_fifo_a_link_out_or_under_a_linked_parent_record_without
     let p = env.project("p");
     let elsewhere = env.project("elsewhere");
     std::fs::write(elsewhere.join("secret.txt"), "SECRET-OUTSIDE\n").unwrap();
-    let plant = format!(
-        "mkfifo pipe && ln -s {out}/secret.txt link && ln -s {out} sub",
-        out = elsewhere.display()
-    );
+    let plant = format!("mkfifo pipe && ln -s {out}/secret.txt link && ln -s {out} sub", out = elsewhere.display());
     let mock = MockProvider::start(vec![
         Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", plant]})),
         Step::tool_call("w1", "write_file", json!({"file_path": "pipe", "content": "x\n"})),
