@@ -4,11 +4,17 @@
 //! guards, the `tool_result` event and the report read the flags; nothing
 //! downstream looks into the text.
 //!
+//! A file tool's [`Change`] is the one account of what it did to a file:
+//! byte-exact, read by the run's change recorder, the nudges, the edit
+//! check, the command approvals and the `tool_result` event alike.
+//!
 //! A leaf: the file tools (`tools/`), the command and fetch tools
 //! (`sandbox/`) and the MCP tools (`mcp/`) all use it, and it uses none of
 //! them.
 
 use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
 use swival_protocol::FileChange;
 
 /// How Swival's tool results say they failed.
@@ -26,9 +32,8 @@ pub struct ToolOutcome {
     /// The call succeeded with a note that the change may not be what the
     /// task wanted (`tools/near.rs`), so the model is not pushed to finish.
     pub warned: bool,
-    /// The file a write or edit changed, before and after, for the
-    /// `tool_result` event (an editor's diff).
-    pub change: Option<FileChange>,
+    /// What the call did to a file: the one account of it.
+    pub change: Option<Change>,
     /// A file the call deleted though the task named only something
     /// inside it: the run's answer must account for it.
     pub unasked: Option<UnaskedDelete>,
@@ -41,6 +46,93 @@ pub struct ToolOutcome {
     /// could change nothing): what the model is told of it. The loop
     /// guards count it and refuse the same call again.
     pub futile: Option<String>,
+}
+
+/// What a call did to one file, byte-exact: the bytes before and after as
+/// the tool read and wrote them, so nothing downstream reads the file
+/// again to learn it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The file, absolute, as the tool reached it (its parents resolved,
+    /// the entry itself never followed).
+    pub path: PathBuf,
+    /// What it held before; `None` when nothing was there.
+    pub before: Option<Content>,
+    /// What it holds now; `None` when it is gone.
+    pub after: Option<Content>,
+    /// A rename: the file was moved here from this path, which now holds
+    /// nothing.
+    pub moved_from: Option<PathBuf>,
+}
+
+/// A file's content in a [`Change`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// The bytes, and `st_mode` with its type bits (`0o100644`; `0o120000`
+    /// for a symlink, whose bytes are its target).
+    Bytes {
+        /// The content.
+        bytes: Arc<[u8]>,
+        /// The mode.
+        mode: u32,
+    },
+    /// A file too large to hold, by its size, SHA-256 and mode.
+    Digest {
+        /// Size in bytes.
+        size: u64,
+        /// Lowercase hex SHA-256.
+        sha256: String,
+        /// The mode.
+        mode: u32,
+    },
+    /// Bytes the tool did not hold: what is at this path now (a file moved
+    /// whole, to the trash or by a rename).
+    At(PathBuf),
+}
+
+/// Texts longer than this are left out of the `tool_result` event's
+/// [`FileChange`].
+pub const MAX_EVENT_TEXT: usize = 64 * 1024;
+
+impl Content {
+    /// The bytes of a regular file.
+    pub fn file(bytes: impl Into<Arc<[u8]>>, mode: u32) -> Content {
+        Content::Bytes { bytes: bytes.into(), mode }
+    }
+
+    /// The bytes, when the tool held them.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Content::Bytes { bytes, .. } => Some(bytes),
+            Content::Digest { .. } | Content::At(_) => None,
+        }
+    }
+
+    /// The text, when the tool held it, it is UTF-8 and at most `max` bytes.
+    pub fn text(&self, max: usize) -> Option<&str> {
+        self.bytes().filter(|b| b.len() <= max).and_then(|b| std::str::from_utf8(b).ok())
+    }
+}
+
+impl Change {
+    /// A file written: from `before` to `after`.
+    pub fn written(path: PathBuf, before: Option<Content>, after: Content) -> Change {
+        Change { path, before, after: Some(after), moved_from: None }
+    }
+
+    /// The change as an editor's diff shows it (the `tool_result` event):
+    /// a file written whose texts, before and after, are UTF-8 and short.
+    pub fn for_editor(&self) -> Option<FileChange> {
+        if self.moved_from.is_some() {
+            return None;
+        }
+        let new_text = self.after.as_ref()?.text(MAX_EVENT_TEXT)?.to_owned();
+        let old_text = match &self.before {
+            Some(before) => Some(before.text(MAX_EVENT_TEXT)?.to_owned()),
+            None => None,
+        };
+        Some(FileChange { path: self.path.display().to_string(), old_text, new_text })
+    }
 }
 
 /// A file deleted though the task named only something inside it
@@ -74,7 +166,7 @@ impl ToolOutcome {
     }
 
     /// The outcome with the file change it made.
-    pub fn with_change(self, change: Option<FileChange>) -> ToolOutcome {
+    pub fn with_change(self, change: Option<Change>) -> ToolOutcome {
         ToolOutcome { change, ..self }
     }
 

@@ -14,7 +14,7 @@ use crate::changes::{self, Bracket};
 use crate::provider::ToolCall;
 use crate::sandbox::ask;
 use crate::store::StoreError;
-use crate::toolcall::ToolOutcome;
+use crate::toolcall::{Change, ToolOutcome, MAX_EVENT_TEXT};
 use crate::tools::parsed::ParsedCall;
 use crate::tools::registry::Runner;
 use crate::tools::{repair, CallInput, ToolError};
@@ -144,10 +144,12 @@ impl Run<'_> {
         if !outcome.failed {
             self.unmade.changed(&call.name, change.as_ref(), self.ctx.base_dir);
         }
-        if let (Some(c), Some(gate)) = (&change, &self.ctx.commands.ask) {
-            gate.wrote(std::path::Path::new(&c.path));
+        // A file now holding what the model wrote or moved there: a
+        // command running it is asked about again.
+        if let (Some(c), Some(gate)) = (change.as_ref().filter(|c| c.after.is_some()), &self.ctx.commands.ask) {
+            gate.wrote(&c.path);
         }
-        change
+        change.and_then(|c| c.for_editor())
     }
 
     /// `max_calls_per_reply` for a reply of `count` calls: when it holds
@@ -185,7 +187,7 @@ impl Run<'_> {
         }
         let label = label(call, exact.as_deref());
         let before = tokio::select! {
-            b = recorder.before(exact) => b,
+            b = recorder.before(exact.is_some()) => b,
             // Waiting for another session's command: the run was cancelled.
             _ = self.ctx.cancel.cancelled() => return None,
         };
@@ -198,11 +200,18 @@ impl Run<'_> {
         }
     }
 
-    /// Fold what the call changed into the run's set.
-    pub(super) async fn after_change(&self, bracket: Option<(Bracket, String)>, turn: u64, call: &ParsedCall) {
+    /// Fold what the call changed into the run's set: a file tool's
+    /// `change`, or what a snapshot after it shows.
+    pub(super) async fn after_change(
+        &self,
+        bracket: Option<(Bracket, String)>,
+        turn: u64,
+        call: &ParsedCall,
+        change: Option<&Change>,
+    ) {
         let (Some((bracket, label)), Some(recorder)) = (bracket, self.ctx.changes) else { return };
         let by = ChangeSource { tool: call.name.clone(), call_id: call.id.clone(), turn, label };
-        if let Err(e) = recorder.after(bracket, by).await {
+        if let Err(e) = recorder.after(bracket, by, change).await {
             recorder.fail(&e);
         }
     }
@@ -373,14 +382,14 @@ impl Run<'_> {
             _ if self.tools.mcp().owns(&call.name) => {
                 let bracket = self.before_change(call).await;
                 let outcome = self.tools.mcp().call(&call.name, &call.raw, self.ctx.cancel).await;
-                self.after_change(bracket, turn, call).await;
+                self.after_change(bracket, turn, call, None).await;
                 outcome
             }
             // Built-in tools, and names no tool has (answered as unknown).
             _ => {
                 let bracket = self.before_change(call).await;
                 let outcome = self.file_tool(call, None);
-                self.after_change(bracket, turn, call).await;
+                self.after_change(bracket, turn, call, outcome.change.as_ref()).await;
                 self.checked(outcome).await
             }
         }
@@ -400,14 +409,17 @@ impl Run<'_> {
         }
         let bracket = self.before_change(call).await;
         let outcome = crate::sandbox::run_command_tool(self.ctx.commands, &args, self.ctx.cancel).await;
-        self.after_change(bracket, turn, call).await;
+        self.after_change(bracket, turn, call, None).await;
         outcome
     }
 
     /// `outcome` of a file tool, with what the changed file's own
     /// toolchain says of it (`sandbox::check`) when that is an error.
     async fn checked(&self, mut outcome: ToolOutcome) -> ToolOutcome {
-        let change = outcome.change.as_ref().filter(|_| self.tools.edit_checks() && !outcome.failed);
+        // A text written, as an editor's diff shows it.
+        let text = |c: &&Change| c.after.as_ref().and_then(|a| a.text(MAX_EVENT_TEXT)).is_some();
+        let written = outcome.change.as_ref().filter(|c| c.moved_from.is_none() && text(c));
+        let change = written.filter(|_| self.tools.edit_checks() && !outcome.failed);
         let env = self.ctx.commands;
         if let Some(note) = match change {
             Some(change) => env.edit_checks.note(env, change, self.ctx.cancel).await,

@@ -104,7 +104,7 @@ impl Run<'_> {
         let call = ParsedCall::read(&format!("verify_{turn}_{checks}"), crate::sandbox::COMMAND_TOOL, &arguments);
         let bracket = self.before_change(&call).await;
         let ran = run_argv(&check.env, &check.argv, TIMEOUT, self.ctx.cancel).await;
-        self.after_change(bracket, turn, &call).await;
+        self.after_change(bracket, turn, &call, None).await;
         if self.ctx.cancel.is_cancelled() {
             return None;
         }

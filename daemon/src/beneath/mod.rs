@@ -235,6 +235,12 @@ impl Beneath {
         Ok(Beneath { fd, shown: root.to_owned() })
     }
 
+    /// The path of `rel` beneath this directory, to name it (a record of
+    /// a change); never opened again by name.
+    pub fn path_of(&self, rel: &Path) -> PathBuf {
+        self.shown.join(rel)
+    }
+
     /// The directory `rel` beneath this one.
     pub fn open_dir(&self, rel: &Path) -> Result<Beneath, Error> {
         let fd = self.open_raw(rel, dir_flags(), Mode::empty())?;

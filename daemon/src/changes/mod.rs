@@ -1,9 +1,9 @@
 //! What runs change in their projects, seen and undone. Each project has a
 //! snapshot store (`shadow.rs`: a shadow git repository in the daemon's
-//! state dir, driven through the `git` program, `git.rs`). A run takes a
-//! snapshot before and after each call that may change files — a file
-//! tool, a command, an MCP tool — and folds the differences into its
-//! change set (`record.rs`), stored with the run; `show.rs` turns a set
+//! state dir, driven through the `git` program, `git.rs`). A run folds
+//! what each call that may change files changed into its change set
+//! (`record.rs`), stored with the run: a file tool's own account of it, a
+//! command's or an MCP tool's snapshots before and after; `show.rs` turns a set
 //! into the list and diffs of `run/changes`, and `revert.rs` puts a set
 //! back (`run/revert`), refusing files changed since.
 

@@ -1,16 +1,18 @@
-//! Recording a run's changes. Around each call that may change files the
-//! run takes a snapshot before and after (a *bracket*); what differs is
-//! that call's, folded into the run's set (the first `before` and the last
-//! `after` of each path). A file tool's bracket keeps only the paths it
-//! names, so it is exact; a command's keeps everything that changed while
-//! it ran. When another run's bracket in the same project overlapped in
+//! Recording a run's changes. Each call that may change files is held in
+//! a *bracket*, from before it runs to after; what it changed is folded
+//! into the run's set (the first `before` and the last `after` of each
+//! path). A file tool's bracket takes the tool's own [`Change`] (the bytes
+//! it read and wrote), so it is exact and reads nothing again; a
+//! command's takes a snapshot before and after and keeps everything that
+//! changed while it ran. When another run's bracket in the same project overlapped in
 //! time and saw the same path, which of them changed it is not known:
 //! the path is marked `shared` in each inexact side, and undo leaves it
 //! unless forced.
 
 use super::shadow::{Delta, Shadow, Snap};
 use super::{gc, ChangeError};
-use crate::store::{ChangeSetRow, FileRecord, FileState, Store};
+use crate::store::{ChangeSetRow, FileRecord, Store};
+use crate::toolcall::Change;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -176,8 +178,8 @@ pub struct Bracket {
 enum Seen {
     /// A snapshot of the whole project (a command, an MCP tool).
     Project(Snap),
-    /// Each named path's state (a file tool).
-    Paths(Vec<String>, Vec<Option<FileState>>),
+    /// Nothing: a file tool says what it changed (its [`Change`]).
+    Exact,
 }
 
 /// Records one run's changes.
@@ -223,23 +225,19 @@ impl Recorder {
         self.broken.lock().expect("recorder lock").is_some()
     }
 
-    /// Look before a call: at the paths a file tool names (`exact`), or
-    /// at the whole project.
-    pub async fn before(&self, exact: Option<Vec<String>>) -> Result<Bracket, ChangeError> {
+    /// Open a bracket before a call: a file tool's (`exact`: it will say
+    /// what it changed), or one that looks at the whole project.
+    pub async fn before(&self, exact: bool) -> Result<Bracket, ChangeError> {
         // A command waits for another session's command in the project to
         // end, so each change has one author.
-        let turn = match (&exact, &self.project.commands) {
-            (None, Some(commands)) => Some(commands.clone().lock_owned().await),
+        let turn = match (exact, &self.project.commands) {
+            (false, Some(commands)) => Some(commands.clone().lock_owned().await),
             _ => None,
         };
         let mut state = self.project.state.lock().await;
-        let shadow = opened(&mut state, &self.project.open, exact.is_none()).await?;
         let seen = match exact {
-            Some(paths) => {
-                let states = shadow.states(&paths).await?;
-                Seen::Paths(paths, states)
-            }
-            None => Seen::Project(shadow.snapshot().await?),
+            true => Seen::Exact,
+            false => Seen::Project(opened(&mut state, &self.project.open, true).await?.snapshot().await?),
         };
         let start = state.clock;
         state.clock += 1;
@@ -247,11 +245,12 @@ impl Recorder {
         Ok(Bracket { start, _turn: turn, seen })
     }
 
-    /// Look again after the call, and fold what it changed.
-    pub async fn after(&self, bracket: Bracket, by: ChangeSource) -> Result<(), ChangeError> {
+    /// Close the bracket after the call, and fold what it changed: the
+    /// file tool's `change`, or what differs in the project now.
+    pub async fn after(&self, bracket: Bracket, by: ChangeSource, change: Option<&Change>) -> Result<(), ChangeError> {
         let mut state = self.project.state.lock().await;
         state.open.remove(&bracket.start);
-        let result = self.close(&mut state, bracket, by).await;
+        let result = self.close(&mut state, bracket, by, change).await;
         // Brackets closed before every open one started overlap none.
         let oldest = state.open.keys().next().copied().unwrap_or(u64::MAX);
         state.closed.retain(|c| c.span.1 > oldest);
@@ -259,23 +258,23 @@ impl Recorder {
     }
 
     /// The work of [`Recorder::after`], under the lock.
-    async fn close(&self, state: &mut State, bracket: Bracket, by: ChangeSource) -> Result<(), ChangeError> {
-        let shadow = opened(state, &self.project.open, matches!(bracket.seen, Seen::Project(_))).await?;
+    async fn close(
+        &self,
+        state: &mut State,
+        bracket: Bracket,
+        by: ChangeSource,
+        change: Option<&Change>,
+    ) -> Result<(), ChangeError> {
         let (deltas, exact) = match bracket.seen {
             Seen::Project(snap) => {
+                let shadow = opened(state, &self.project.open, true).await?;
                 let now = shadow.snapshot().await?;
                 (shadow.diff(&snap, &now).await?, false)
             }
-            Seen::Paths(paths, before) => {
-                let after = shadow.states(&paths).await?;
-                let deltas = paths
-                    .into_iter()
-                    .zip(before.into_iter().zip(after))
-                    .filter(|(_, (b, a))| b != a)
-                    .map(|(path, (before, after))| Delta { path, before, after })
-                    .collect();
-                (deltas, true)
-            }
+            Seen::Exact => match change {
+                Some(change) => (deltas(opened(state, &self.project.open, false).await?, change).await?, true),
+                None => (Vec::new(), true),
+            },
         };
         let end = state.clock;
         state.clock += 1;
@@ -359,6 +358,33 @@ impl Recorder {
         self.store.put_change_set(row.clone()).await?;
         Ok(row)
     }
+}
+
+/// What a file tool's `change` did to the project's paths: the file it
+/// names, and the one it was moved from (which now holds nothing). Paths
+/// outside the project are left out.
+async fn deltas(shadow: &Shadow, change: &Change) -> Result<Vec<Delta>, ChangeError> {
+    let rel = |path: &std::path::Path| {
+        let rel = path.strip_prefix(&shadow.root).ok().filter(|r| !r.as_os_str().is_empty())?;
+        Some(rel.to_string_lossy().into_owned())
+    };
+    let after = match &change.after {
+        Some(content) => shadow.content(content).await?,
+        None => None,
+    };
+    let mut deltas = Vec::new();
+    if let Some(from) = change.moved_from.as_deref().and_then(rel) {
+        deltas.push(Delta { path: from, before: after.clone(), after: None });
+    }
+    if let Some(path) = rel(&change.path) {
+        let before = match &change.before {
+            Some(content) => shadow.content(content).await?,
+            None => None,
+        };
+        deltas.push(Delta { path, before, after });
+    }
+    deltas.retain(|d| d.before != d.after);
+    Ok(deltas)
 }
 
 /// Mark `paths` shared in a run's set: in memory while the run goes on,

@@ -13,11 +13,13 @@ use super::git::{self, Git, GitError, Repo};
 use super::ChangeError;
 use crate::beneath::{self, Beneath, How, Kind, Meta};
 use crate::store::{BigFile, FileState};
+use crate::toolcall::Content;
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Most paths one snapshot may add: past it the project is too busy (or
 /// too large) to snapshot, and the run's changes are not recorded.
@@ -191,21 +193,33 @@ impl Shadow {
         Ok(Snap { tree, side: self.side.clone() })
     }
 
-    /// What is at each of `paths` now, read beneath the root (no symlink
-    /// on the way followed), its content written to the store; `None` for
-    /// nothing there, or something that is neither a file nor a symlink.
-    /// A file tool's bracket: one `hash-object` per file, whatever the
-    /// project's size.
-    pub async fn states(&self, paths: &[String]) -> Result<Vec<Option<FileState>>, ChangeError> {
-        let root = Beneath::open(&self.root).map_err(|e| ChangeError::Io(e.into()))?;
-        let mut out = Vec::with_capacity(paths.len());
-        for path in paths {
-            out.push(self.state(&root, path).await?);
+    /// The state of a content a file tool reported (its [`Change`]),
+    /// its bytes written to the store: the bytes it held, by digest when
+    /// over the size limit, or what is at a path of the project now (read
+    /// beneath the root, no symlink on the way followed). `None` for
+    /// nothing there, or a path outside the project.
+    pub async fn content(&self, content: &Content) -> Result<Option<FileState>, ChangeError> {
+        match content {
+            Content::Bytes { bytes, mode } if bytes.len() as u64 > self.max_file => {
+                let big = BigFile { size: bytes.len() as u64, sha256: hex(&sha2::Sha256::digest(bytes)) };
+                Ok(Some(FileState { blob: None, mode: *mode, big: Some(big) }))
+            }
+            Content::Bytes { bytes, mode } => self.stored(Ok(bytes.clone()), *mode).await,
+            Content::Digest { size, sha256, mode } => {
+                let big = BigFile { size: *size, sha256: sha256.clone() };
+                Ok(Some(FileState { blob: None, mode: *mode, big: Some(big) }))
+            }
+            Content::At(path) => match path.strip_prefix(&self.root) {
+                Ok(rel) if !rel.as_os_str().is_empty() => {
+                    let root = Beneath::open(&self.root).map_err(|e| ChangeError::Io(e.into()))?;
+                    self.state(&root, &rel.to_string_lossy()).await
+                }
+                _ => Ok(None),
+            },
         }
-        Ok(out)
     }
 
-    /// What is at `path` now (see [`Shadow::states`]).
+    /// What is at `path` now (see [`Shadow::content`]).
     async fn state(&self, root: &Beneath, path: &str) -> Result<Option<FileState>, ChangeError> {
         let rel = Path::new(path);
         // One open, without blocking and following no symlink: a file is
@@ -215,7 +229,9 @@ impl Shadow {
             // A link: recorded as what it is when it is the path itself,
             // nothing when it is on the way there.
             Err(beneath::Error::Symlink(_)) => match root.metadata(rel) {
-                Ok(meta) if meta.kind == Kind::Symlink => return self.stored(root.read_link(rel), 0o120000).await,
+                Ok(meta) if meta.kind == Kind::Symlink => {
+                    return self.stored(root.read_link(rel).map(Arc::from), 0o120000).await
+                }
                 _ => return Ok(None),
             },
             Err(_) => return Ok(None),
@@ -231,8 +247,8 @@ impl Shadow {
                 // Read to its end however it changed since (a plain read
                 // loop: `File`'s own asks the kernel for the size again).
                 let mut bytes = Vec::with_capacity(meta.len as usize);
-                let read =
-                    std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes).map(|_| bytes);
+                let read = std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes)
+                    .map(|_| Arc::from(bytes));
                 self.stored(read.map_err(beneath::Error::Io), meta.mode).await
             }
             Kind::Symlink | Kind::Dir | Kind::Other => Ok(None),
@@ -242,7 +258,7 @@ impl Shadow {
     /// `bytes` read for a path, written to the store as a blob: its state.
     async fn stored(
         &self,
-        bytes: Result<Vec<u8>, beneath::Error>,
+        bytes: Result<Arc<[u8]>, beneath::Error>,
         mode: u32,
     ) -> Result<Option<FileState>, ChangeError> {
         // Gone or unreadable in between: nothing recorded for it.
@@ -532,5 +548,30 @@ mod tests {
         assert_eq!(with_mode(file.clone(), Some(&0o100600)).mode, 0o100600);
         let link = FileState { mode: 0o120000, ..file };
         assert_eq!(with_mode(link, Some(&0o100600)).mode, 0o120000);
+    }
+
+    #[tokio::test]
+    async fn a_tools_content_is_stored_as_held_by_digest_over_the_limit_and_read_where_it_lies() {
+        let (store, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = root.path().canonicalize().unwrap();
+        let shadow = Shadow::open(Git::locate(), store.path(), &root, ".".into(), 8).await.unwrap();
+        let held = shadow.content(&Content::file(&b"1234"[..], 0o100755)).await.unwrap();
+        assert_eq!(held, Some(FileState { blob: Some(blob_id(b"1234")), mode: 0o100755, big: None }));
+        let id = blob_id(b"1234");
+        assert!(store.path().join("objects").join(&id[..2]).join(&id[2..]).exists(), "the blob is in the store");
+        // Over the limit: by its size and SHA-256, nothing stored.
+        let over = shadow.content(&Content::file(&b"123456789"[..], 0o100644)).await.unwrap().unwrap();
+        let big = BigFile { size: 9, sha256: hex(&sha2::Sha256::digest(b"123456789")) };
+        assert_eq!((over.blob, over.big), (None, Some(big)));
+        // Where it lies: a file, a link as a link, nothing outside the root.
+        std::fs::write(root.join("a"), "x").unwrap();
+        std::os::unix::fs::symlink("a", root.join("l")).unwrap();
+        let at = |p: PathBuf| Content::At(p);
+        assert_eq!(shadow.content(&at(root.join("a"))).await.unwrap().unwrap().blob, Some(blob_id(b"x")));
+        let link = shadow.content(&at(root.join("l"))).await.unwrap().unwrap();
+        assert_eq!((link.blob, link.mode), (Some(blob_id(b"a")), 0o120000));
+        for outside in [root.clone(), root.join("missing"), PathBuf::from("/etc/hostname")] {
+            assert_eq!(shadow.content(&at(outside.clone())).await.unwrap(), None, "{}", outside.display());
+        }
     }
 }

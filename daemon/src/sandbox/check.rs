@@ -30,11 +30,11 @@ use super::CommandEnv;
 use super::{ExecSpec, EXEC_FLAG};
 use crate::config::Command;
 use crate::procs::{Ending, Env, Io, Launch, Through};
+use crate::toolcall::Change;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use swival_protocol::FileChange;
 use tokio_util::sync::CancellationToken;
 
 /// How long one check may take.
@@ -219,8 +219,8 @@ impl EditChecks {
 
     /// The note for `change`, a file a tool changed: the first error its
     /// check reports when the text before did not fail the same way.
-    pub async fn note(&self, env: &CommandEnv, change: &FileChange, cancel: &CancellationToken) -> Option<String> {
-        let path = Path::new(&change.path);
+    pub async fn note(&self, env: &CommandEnv, change: &Change, cancel: &CancellationToken) -> Option<String> {
+        let path = change.path.as_path();
         let checker = self.of(path)?;
         let plan = env.check_plan.as_ref()?;
         let shown = path.strip_prefix(&env.base_dir).unwrap_or(path).display().to_string();
@@ -228,7 +228,7 @@ impl EditChecks {
         let after = run(checker, env, plan, path, None, cancel).await;
         tracing::debug!(tool = %checker.label, file = %shown, ms = started.elapsed().as_millis() as u64, "edit check");
         let (line, message) = after?;
-        if let Some(old) = &change.old_text {
+        if let Some(old) = change.before.as_ref().and_then(|b| b.text(usize::MAX)) {
             let before = run(checker, env, plan, path, Some(old), cancel).await;
             if before.is_some_and(|(_, m)| m == message) {
                 return None;

@@ -10,7 +10,7 @@
 use super::path::Access;
 use super::{asked, CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind, Missing};
-use crate::toolcall::{ToolOutcome, UnaskedDelete};
+use crate::toolcall::{Change, Content, ToolOutcome, UnaskedDelete};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::Serialize;
@@ -93,11 +93,18 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call: &CallInput) -> Res
     let text = format!("Trashed {requested} -> .swival/trash/{id}");
     let trashed = format!(".swival/trash/{id}/{}", name.to_string_lossy());
     let held = held.map(|b| String::from_utf8_lossy(&b).into_owned());
-    Ok(match held.and_then(|h| unasked(call.task, requested, &resolved, &h, trashed)) {
+    let change = Change {
+        path: source.path_of(&rel),
+        before: Some(Content::At(trash.path_of(&Path::new(&id).join(&name)))),
+        after: None,
+        moved_from: None,
+    };
+    let outcome = match held.and_then(|h| unasked(call.task, requested, &resolved, &h, trashed)) {
         // Swival's text first, as it is; the note after it.
         Some((note, unasked)) => ToolOutcome::warned(format!("{text}\n{note}")).with_unasked(Some(unasked)),
         None => ToolOutcome::ok(text),
-    })
+    };
+    Ok(outcome.with_change(Some(change)))
 }
 
 /// Append the deletion to the trash index. The file is already in the

@@ -5,13 +5,12 @@
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::write::{change, futile_note};
+use super::write::{put, track};
 use super::{CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind};
-use crate::toolcall::ToolOutcome;
+use crate::toolcall::{Change, Content, ToolOutcome};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::io::Write as _;
 use std::path::Path;
 use swival_protocol::ToolKind;
 
@@ -101,18 +100,16 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
         },
         Err(e) => return Err(fail(e.to_string())),
     };
-    dir.open_file(&rel, How::Rewrite)
-        .and_then(|mut f| Ok(f.write_all(updated.as_bytes())?))
-        .map_err(|e| io_fail("write", e))?;
+    let mode = put(&dir, &rel, How::Rewrite, updated.as_bytes()).map_err(|e| io_fail("write", e))?;
     tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());
-    let futile = futile_note(tb, &path, Some(content.as_bytes()), &written);
-    tb.tracker.wrote(&path, &written);
     let after = String::from_utf8_lossy(&written);
     let checks = tb.edit_checks.then(|| super::lang::notes(&path, Some(&content), &after)).flatten();
-    let changed = change(&path, Some(content.into_bytes()), &written);
     let mut result = format!("Edited {requested}\n[checksum={}]{copied}", checksum(&written));
+    let before = Content::file(content.into_bytes(), mode);
+    let changed = Some(Change::written(path.clone(), Some(before), Content::file(written, mode)));
+    let futile = track(tb, changed.as_ref().expect("made above"));
     match [checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}")) {
         Some(note) => {
             result.push_str(super::near::NOTE);

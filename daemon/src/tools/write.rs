@@ -1,11 +1,14 @@
 //! What the tools that change files share (`write_file.rs`,
-//! `edit_file.rs`): the read-before-write guard, the change a write made,
-//! and the notes for a write that changed nothing.
+//! `edit_file.rs`): the read-before-write guard, what a file held before
+//! a write (its [`Change`]'s `before`), and the notes for a write that
+//! changed nothing.
 
 use super::read_file::{read_file, ReadFile};
 use super::{ToolBox, ToolError};
+use crate::beneath::{self, Beneath, How, Kind, Meta};
+use crate::toolcall::{Change, Content};
+use std::io::Write as _;
 use std::path::Path;
-use swival_protocol::FileChange;
 
 /// Swival's text for the read-before-write guard.
 pub const READ_FIRST: &str = "cannot write to an existing file that hasn't been read first. Use read_file to inspect the current contents before modifying.";
@@ -71,28 +74,75 @@ pub(super) const RESTORED_NOTE: &str = "This put the file back to a content it a
 earlier change of yours is now undone. Do not write these versions again: if the task is done, stop calling \
 tools and answer in one or two sentences; if not, make the one change the task asks for.";
 
-/// Texts longer than this are left out of a [`FileChange`].
-pub(super) const MAX_CHANGE_TEXT: u64 = 64 * 1024;
+/// Files over this many bytes are not compared with what is written over
+/// them (the notes on dropped lines and checks).
+pub(super) const MAX_COMPARED_TEXT: u64 = 64 * 1024;
 
-/// What a write did to `path`, for an editor's diff; `None` when a text is
-/// too long or not UTF-8.
-pub(super) fn change(path: &Path, before: Option<Vec<u8>>, after: &[u8]) -> Option<FileChange> {
-    let small = |b: &[u8]| b.len() as u64 <= MAX_CHANGE_TEXT;
-    if !small(after) || before.as_deref().is_some_and(|b| !small(b)) {
-        return None;
-    }
-    let old_text = match before {
-        Some(b) => Some(String::from_utf8(b).ok()?),
-        None => None,
+/// Largest file whose bytes a [`Change`] holds; a larger one is held by
+/// its digest.
+const MAX_HELD: u64 = 16 * 1024 * 1024;
+
+/// What is at `rel` beneath `dir` now, for a change's `before`: a
+/// regular file's bytes (its digest when larger than [`MAX_HELD`]) or a
+/// symlink's target; `None` for nothing, a directory or anything else.
+pub(super) fn content_at(dir: &Beneath, rel: &Path) -> Option<Content> {
+    let meta = match dir.open_file(rel, How::Read) {
+        Ok(file) => (Meta::of(&file).ok()?, Some(file)),
+        Err(beneath::Error::Symlink(_)) => (dir.metadata(rel).ok()?, None),
+        Err(_) => return None,
     };
-    let new_text = std::str::from_utf8(after).ok()?.to_owned();
-    Some(FileChange { path: path.display().to_string(), old_text, new_text })
+    match meta {
+        (m, None) if m.kind == Kind::Symlink => Some(Content::file(dir.read_link(rel).ok()?, m.mode)),
+        (m, Some(file)) if m.kind == Kind::File && m.len > MAX_HELD => digest(file, m.mode),
+        (m, Some(mut file)) if m.kind == Kind::File => {
+            let mut bytes = Vec::with_capacity(m.len as usize);
+            std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+            Some(Content::file(bytes, m.mode))
+        }
+        _ => None,
+    }
+}
+
+/// A large file's content by its size and SHA-256, read in pieces.
+fn digest(mut file: std::fs::File, mode: u32) -> Option<Content> {
+    use sha2::Digest as _;
+    let (mut hasher, mut buf, mut size) = (sha2::Sha256::new(), vec![0u8; 64 * 1024], 0u64);
+    loop {
+        match std::io::Read::read(&mut file, &mut buf).ok()? {
+            0 => break,
+            n => {
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+        }
+    }
+    let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some(Content::Digest { size, sha256, mode })
+}
+
+/// Write `bytes` to `rel` beneath `dir`, opened `how`: the mode the file
+/// has after, read from the descriptor written.
+pub(super) fn put(dir: &Beneath, rel: &Path, how: How, bytes: &[u8]) -> Result<u32, beneath::Error> {
+    let mut file = dir.open_file(rel, how)?;
+    file.write_all(bytes)?;
+    Ok(Meta::of(&file)?.mode)
+}
+
+/// A write or edit told to the read tracker (`change`, a file written),
+/// and what the model is told of it when it gained nothing
+/// ([`futile_note`]).
+pub(super) fn track(tb: &mut ToolBox, change: &Change) -> Option<String> {
+    let before = change.before.as_ref().and_then(Content::bytes);
+    let after = change.after.as_ref().and_then(Content::bytes).unwrap_or_default();
+    let note = futile_note(tb, &change.path, before, after);
+    tb.tracker.wrote(&change.path, after);
+    note
 }
 
 /// What the model is told of a write or edit that left `path` as it
 /// was (`before`, when known) or put back a content it had earlier in the
 /// run; `None` for a change. Call before the tracker notes the write.
-pub(super) fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Option<String> {
+fn futile_note(tb: &mut ToolBox, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Option<String> {
     let same =
         before.is_some_and(|b| String::from_utf8_lossy(b).trim_end() == String::from_utf8_lossy(after).trim_end());
     // What this session wrote there last, written again.

@@ -4,14 +4,13 @@
 
 use super::files::checksum;
 use super::path::Access;
-use super::write::{change, futile_note, MAX_CHANGE_TEXT};
+use super::write::{content_at, put, track, MAX_COMPARED_TEXT};
 use super::{CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How};
-use crate::toolcall::ToolOutcome;
+use crate::toolcall::{Change, Content, ToolOutcome};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use std::io::Write as _;
 use std::path::Path;
 use swival_protocol::ToolKind;
 
@@ -88,31 +87,26 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 )));
             }
             tb.check_write(&path, requested, existing.is_some())?;
-            let before = match &existing {
-                Some(m) if m.len <= MAX_CHANGE_TEXT => dir.read(&rel).ok(),
-                _ => None,
-            };
+            let held = existing.and_then(|_| content_at(&dir, &rel));
             create_parent(tb, &dir, &rel, requested)?;
-            dir.open_file(&rel, How::Truncate)
-                .and_then(|mut f| Ok(f.write_all(content.as_bytes())?))
+            let mode = put(&dir, &rel, How::Truncate, content.as_bytes())
                 .map_err(|e| tb.io_error(requested, "write", e))?;
-            let futile = futile_note(tb, &path, before.as_deref(), content.as_bytes());
-            tb.tracker.wrote(&path, content.as_bytes());
-            let note = match &before {
+            let change = Change::written(path.clone(), held, Content::file(content.as_bytes(), mode));
+            let futile = track(tb, &change);
+            // What it held, when small enough to compare with what is written.
+            let before = change.before.as_ref().and_then(Content::bytes);
+            let before = before.filter(|b| b.len() as u64 <= MAX_COMPARED_TEXT);
+            let note = match before {
                 Some(old) => super::near::dropped_lines_note(&String::from_utf8_lossy(old), &content),
                 None if existing.is_none() => tb.new_file_note(requested, &path),
                 None => None,
             };
-            // A file too large to have been read before is not checked.
-            let old_text = before.as_deref().map(String::from_utf8_lossy);
+            // A file too large to have been compared is not checked.
+            let old_text = before.map(String::from_utf8_lossy);
             let checks = (tb.edit_checks && (existing.is_none() || old_text.is_some()))
                 .then(|| super::lang::notes(&path, old_text.as_deref(), &content))
                 .flatten();
             let note = [note, checks, futile.clone()].into_iter().flatten().reduce(|a, b| format!("{a}\n{b}"));
-            let changed = match existing.is_none() || before.is_some() {
-                true => change(&path, before, content.as_bytes()),
-                false => None,
-            };
             let mut result =
                 format!("Wrote {} bytes to {requested}\n[checksum={}]", content.len(), checksum(content.as_bytes()));
             let outcome = match note {
@@ -123,9 +117,9 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
                 }
                 None => ToolOutcome::ok(result),
             };
-            Ok(outcome.with_change(changed).with_futile(futile))
+            Ok(outcome.with_change(Some(change)).with_futile(futile))
         }
-        (None, Some(source)) => move_file(tb, requested, &path, source).map(ToolOutcome::ok),
+        (None, Some(source)) => move_file(tb, requested, &path, source),
     }
 }
 
@@ -138,7 +132,7 @@ fn create_parent(tb: &ToolBox, dir: &Beneath, rel: &Path, requested: &str) -> Re
 }
 
 /// Rename `source` to `dest` (a file or a symlink, never a directory).
-fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<String, ToolError> {
+fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Result<ToolOutcome, ToolError> {
     let (dest_dir, dest_rel) = tb.beneath(dest)?;
     let existing = dest_dir.metadata(&dest_rel).ok();
     if existing.is_some_and(|m| m.is_dir()) {
@@ -158,11 +152,19 @@ fn move_file(tb: &mut ToolBox, requested: &str, dest: &Path, source: &str) -> Re
     if meta.is_dir() {
         return Err(ToolError::refused(format!("move_from='{source}' is a directory. write_file's move_from only renames regular files and symlinks, not directories. Use run_command with 'mv' to move a directory.")));
     }
+    // What the rename puts an end to.
+    let replaced = existing.and_then(|_| content_at(&dest_dir, &dest_rel));
     create_parent(tb, &dest_dir, &dest_rel, requested)?;
     source_dir.rename(&source_rel, &dest_dir, &dest_rel).map_err(|e| match e {
         beneath::Error::Symlink(_) => tb.io_error(requested, "write", e),
         e => ToolError::refused(format!("cannot move {source} to {requested}: {e}")),
     })?;
     tb.tracker.mark(dest);
-    Ok(format!("Moved {source} -> {requested}"))
+    let change = Change {
+        path: dest.to_owned(),
+        before: replaced,
+        after: Some(Content::At(dest.to_owned())),
+        moved_from: Some(source_dir.path_of(&source_rel)),
+    };
+    Ok(ToolOutcome::ok(format!("Moved {source} -> {requested}")).with_change(Some(change)))
 }

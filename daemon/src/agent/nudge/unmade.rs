@@ -16,10 +16,11 @@
 //! mark (a task that asks is answered, and an answer that asks back
 //! waits for the user). Once a run.
 
+use crate::toolcall::Change;
 use crate::tools::registry;
 use std::collections::BTreeMap;
 use std::path::Path;
-use swival_protocol::{FileChange, ToolCounts, ToolKind};
+use swival_protocol::{ToolCounts, ToolKind};
 
 /// What the run changed, to tell whether any change stands.
 #[derive(Debug, Default)]
@@ -57,16 +58,27 @@ fn reads(name: &str) -> bool {
 
 impl Unmade {
     /// Remember what a successful call of tool `name` changed, to a file
-    /// under `base`: `None` from a write or edit is a change not shown.
-    pub(in crate::agent) fn changed(&mut self, name: &str, change: Option<&FileChange>, base: &Path) {
-        let Some(change) = change else {
-            self.untracked |= registry::kind(name) == ToolKind::Edit;
+    /// under `base`: a file written whose bytes the change does not hold
+    /// (a move, a deletion, one too large) is a change not known undone.
+    pub(in crate::agent) fn changed(&mut self, name: &str, change: Option<&Change>, base: &Path) {
+        let written = change.and_then(|c| Some((c, c.after.as_ref()?.bytes()?)));
+        let Some((change, after)) = written.filter(|(c, _)| c.moved_from.is_none()) else {
+            self.untracked |= change.is_some() || registry::kind(name) == ToolKind::Edit;
             return;
         };
-        let path = Path::new(&change.path);
-        let path = path.strip_prefix(base).unwrap_or(path).display().to_string();
-        let after = hash(&change.new_text);
-        self.changed.entry(path).or_insert((change.old_text.as_deref().map(hash), after)).1 = after;
+        let before = match &change.before {
+            Some(content) => match content.bytes() {
+                Some(bytes) => Some(hash(bytes)),
+                None => {
+                    self.untracked = true;
+                    return;
+                }
+            },
+            None => None,
+        };
+        let path = change.path.strip_prefix(base).unwrap_or(&change.path).display().to_string();
+        let after = hash(after);
+        self.changed.entry(path).or_insert((before, after)).1 = after;
     }
 
     /// The files the run changed, when every change it made was undone
@@ -117,13 +129,14 @@ impl Unmade {
 }
 
 /// A hash of a file's text, to tell whether it is back as it was.
-fn hash(text: &str) -> u64 {
-    crate::tools::text_hash(text.as_bytes())
+fn hash(bytes: &[u8]) -> u64 {
+    crate::tools::text_hash(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toolcall::Content;
 
     /// Tool counts: `(name, succeeded, failed)`.
     fn counts(calls: &[(&str, u64, u64)]) -> Vec<(String, ToolCounts)> {
@@ -180,8 +193,9 @@ mod tests {
         }
     }
 
-    fn change(path: &str, old: Option<&str>, new: &str) -> FileChange {
-        FileChange { path: path.into(), old_text: old.map(str::to_owned), new_text: new.into() }
+    fn change(path: &str, old: Option<&str>, new: &str) -> Change {
+        let text = |t: &str| Content::file(t.as_bytes(), 0o100644);
+        Change::written(path.into(), old.map(text), text(new))
     }
 
     #[test]
