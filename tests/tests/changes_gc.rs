@@ -19,11 +19,6 @@ fn noise(seed: u64, n: usize) -> String {
         .collect()
 }
 
-/// Calls with owned ids as [`Step::tool_calls`] takes them.
-fn borrowed<'a>(calls: &'a [(String, &'static str, Value)]) -> Vec<(&'a str, &'static str, Value)> {
-    calls.iter().map(|(id, name, args)| (id.as_str(), *name, args.clone())).collect()
-}
-
 fn snapshot_bytes(c: &mut swival_tests::NdConn) -> u64 {
     c.ok("daemon/status", json!({}))["snapshot_bytes"].as_u64().expect("snapshot_bytes with snapshots on")
 }
@@ -34,17 +29,17 @@ fn gc_shrinks_the_store_and_diff_and_undo_of_stored_runs_still_work_and_a_prune_
     let daemon = env.start_daemon();
     let p = env.project("p");
     std::fs::write(p.join("keep.txt"), "kept\n").unwrap();
-    // One run writes four scratch files and deletes them, then writes the
-    // file it keeps: the scratch contents are no part of its change.
-    let writes = (0..4).map(|i| {
-        (format!("w{i}"), "write_file", json!({"file_path": format!("b{i}.txt"), "content": noise(i, 300_000)}))
-    });
-    let deletes = (0..4).map(|i| (format!("d{i}"), "delete_file", json!({"file_path": format!("b{i}.txt")})));
-    let writes: Vec<_> = writes.collect();
-    let mut deletes: Vec<_> = deletes.collect();
-    deletes.push(("w".to_owned(), "write_file", json!({"file_path": "big.txt", "content": noise(4, 300_000)})));
-    let mut script = vec![Step::tool_calls(borrowed(&writes)), Step::tool_calls(borrowed(&deletes))];
-    script.push(Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", "echo made > cmd.txt"]})));
+    // One run's command makes four scratch files (its snapshot takes them
+    // into the store), the model writes the file it keeps, and a second
+    // command removes the scratch files: their contents are no part of the
+    // run's change. (A file tool's own contents reach the store only when
+    // the run's set names them.)
+    let make = "for i in 0 1 2 3; do head -c 300000 /dev/urandom > b$i.txt; done";
+    let mut script = vec![Step::tool_call("m", "run_command", json!({"command": ["sh", "-c", make]}))];
+    let write = json!({"file_path": "big.txt", "content": noise(4, 30_000)});
+    script.push(Step::tool_call("w", "write_file", write));
+    let clean = "rm b0.txt b1.txt b2.txt b3.txt; echo made > cmd.txt";
+    script.push(Step::tool_call("c", "run_command", json!({"command": ["sh", "-c", clean]})));
     script.push(Step::text("written"));
     let mock = MockProvider::start(script);
     let mut c = daemon.nd();
@@ -58,9 +53,10 @@ fn gc_shrinks_the_store_and_diff_and_undo_of_stored_runs_still_work_and_a_prune_
     assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
     let diff_before = c.ok("run/changes", json!({"run_id": run}));
     let written = std::fs::read_to_string(p.join("big.txt")).unwrap();
-    assert_eq!(written, noise(4, 300_000));
+    assert_eq!(written, noise(4, 30_000));
 
     let before = snapshot_bytes(&mut c);
+
     let out = env.swivalctl(&daemon, &p).args(["gc", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let gc: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -80,10 +80,14 @@ impl Changes {
     }
 }
 
-/// Delete the loose objects under `objects` that `keep` does not name, and
-/// the fan-out directories left empty; how many were deleted.
+/// Delete the objects under `objects` that `keep` does not name, loose
+/// (the fan-out directories left empty go too) or packed (a pack is
+/// written again with what it keeps); how many were deleted.
 pub fn prune_objects(objects: &Path, keep: &HashSet<String>) -> std::io::Result<u64> {
     let mut removed = 0;
+    for (pack, placed) in super::blob::packed(objects)? {
+        removed += super::blob::prune_pack(&pack, &placed, keep)?;
+    }
     for fan in std::fs::read_dir(objects)? {
         let fan = fan?.path();
         let Some(prefix) = fan.file_name().and_then(|n| n.to_str()).filter(|n| is_fan_out(n)) else { continue };

@@ -9,7 +9,8 @@
 //! the path is marked `shared` in each inexact side, and undo leaves it
 //! unless forced.
 
-use super::shadow::{Delta, Shadow, Snap};
+use super::blob::{write_pack, INLINE_BLOB};
+use super::shadow::{Delta, Held, Shadow, Snap};
 use super::{gc, ChangeError};
 use crate::store::{ChangeSetRow, FileRecord, Store};
 use crate::toolcall::Change;
@@ -192,7 +193,22 @@ pub struct Recorder {
     log: Arc<RunLog>,
     /// Why the set is incomplete, once a snapshot failed.
     broken: Mutex<Option<String>>,
+    /// The contents file tools reported, by blob id, not in the store yet.
+    pending: Mutex<Pending>,
 }
+
+/// Contents waiting to be packed into the store.
+#[derive(Default)]
+struct Pending {
+    /// By blob id.
+    blobs: std::collections::HashMap<String, Arc<[u8]>>,
+    /// Their size.
+    bytes: usize,
+}
+
+/// Pending contents over this size are packed at once, whatever the run
+/// still does.
+const PENDING_BUDGET: usize = 32 * 1024 * 1024;
 
 impl Recorder {
     /// A recorder for run `run_id` in `project`.
@@ -203,7 +219,7 @@ impl Recorder {
         recording.retain(|log| log.strong_count() > 0);
         recording.push(Arc::downgrade(&log));
         drop(recording);
-        Recorder { project, store, log, broken: Mutex::new(None) }
+        Recorder { project, store, log, broken: Mutex::new(None), pending: Mutex::default() }
     }
 
     /// The project's root (paths in the set are relative to it).
@@ -272,7 +288,12 @@ impl Recorder {
                 (shadow.diff(&snap, &now).await?, false)
             }
             Seen::Exact => match change {
-                Some(change) => (deltas(opened(state, &self.project.open, false).await?, change).await?, true),
+                Some(change) => {
+                    let shadow = opened(state, &self.project.open, false).await?;
+                    let (deltas, blobs) = deltas(shadow, change).await?;
+                    self.hold(shadow, blobs).await?;
+                    (deltas, true)
+                }
                 None => (Vec::new(), true),
             },
         };
@@ -313,6 +334,23 @@ impl Recorder {
         });
     }
 
+    /// Keep `blobs` for the run's end; pack all that wait at once when
+    /// they grow past [`PENDING_BUDGET`].
+    async fn hold(&self, shadow: &Shadow, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), ChangeError> {
+        let full = {
+            let mut pending = self.pending.lock().expect("pending lock");
+            for (id, bytes) in blobs {
+                pending.bytes += bytes.len();
+                pending.blobs.insert(id, bytes);
+            }
+            match pending.bytes > PENDING_BUDGET {
+                true => std::mem::take(&mut *pending).blobs.into_iter().collect(),
+                false => Vec::new(),
+            }
+        };
+        pack(shadow, full).await
+    }
+
     /// Fold one bracket's differences into the set.
     fn fold(&self, deltas: Vec<Delta>, by: ChangeSource) {
         let mut folded = self.log.folded.lock().expect("run log lock");
@@ -338,12 +376,23 @@ impl Recorder {
         }
         // Under the project's lock, so a bracket of another run closing now
         // marks this set either before it is stored or in the store.
-        let _state = self.project.state.lock().await;
-        let files = {
+        let mut state = self.project.state.lock().await;
+        let files: Vec<FileRecord> = {
             let mut folded = self.log.folded.lock().expect("run log lock");
             folded.1 = true;
             folded.0.values().filter(|r| r.before != r.after).cloned().collect()
         };
+        // The contents the set names, in the store before the set that
+        // names them; those a later call of the run replaced are dropped.
+        let named: std::collections::HashSet<&String> =
+            files.iter().flat_map(|r| [&r.before, &r.after]).flatten().filter_map(|s| s.blob.as_ref()).collect();
+        let blobs: Vec<(String, Arc<[u8]>)> = {
+            let pending = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
+            pending.blobs.into_iter().filter(|(id, _)| named.contains(id)).collect()
+        };
+        if !blobs.is_empty() {
+            pack(opened(&mut state, &self.project.open, true).await?, blobs).await?;
+        }
         let row = ChangeSetRow {
             id: self.log.run_id.clone(),
             session_id: self.log.session_id.clone(),
@@ -360,16 +409,39 @@ impl Recorder {
     }
 }
 
-/// What a file tool's `change` did to the project's paths: the file it
-/// names, and the one it was moved from (which now holds nothing). Paths
-/// outside the project are left out.
-async fn deltas(shadow: &Shadow, change: &Change) -> Result<Vec<Delta>, ChangeError> {
+/// Pack `blobs` into the store (off the runtime's threads when large).
+async fn pack(shadow: &Shadow, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), ChangeError> {
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    let objects = shadow.objects();
+    let written = match blobs.iter().map(|b| b.1.len()).sum::<usize>() > INLINE_BLOB {
+        true => tokio::task::spawn_blocking(move || write_pack(&objects, &blobs))
+            .await
+            .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?,
+        false => write_pack(&objects, &blobs),
+    };
+    written.map_err(ChangeError::Io)
+}
+
+/// What a file tool's `change` did to the project's paths (the file it
+/// names, and the one it was moved from, which now holds nothing), and
+/// the contents to store. Paths outside the project are left out.
+async fn deltas(shadow: &Shadow, change: &Change) -> Result<(Vec<Delta>, Vec<(String, Arc<[u8]>)>), ChangeError> {
     let rel = |path: &std::path::Path| {
         let rel = path.strip_prefix(&shadow.root).ok().filter(|r| !r.as_os_str().is_empty())?;
         Some(rel.to_string_lossy().into_owned())
     };
+    let mut blobs = Vec::new();
+    let mut held = |held: Option<Held>| {
+        let (state, bytes) = held?;
+        if let (Some(id), Some(bytes)) = (&state.blob, bytes) {
+            blobs.push((id.clone(), bytes));
+        }
+        Some(state)
+    };
     let after = match &change.after {
-        Some(content) => shadow.content(content).await?,
+        Some(content) => held(shadow.content(content).await?),
         None => None,
     };
     let mut deltas = Vec::new();
@@ -378,13 +450,13 @@ async fn deltas(shadow: &Shadow, change: &Change) -> Result<Vec<Delta>, ChangeEr
     }
     if let Some(path) = rel(&change.path) {
         let before = match &change.before {
-            Some(content) => shadow.content(content).await?,
+            Some(content) => held(shadow.content(content).await?),
             None => None,
         };
         deltas.push(Delta { path, before, after });
     }
     deltas.retain(|d| d.before != d.after);
-    Ok(deltas)
+    Ok((deltas, blobs))
 }
 
 /// Mark `paths` shared in a run's set: in memory while the run goes on,

@@ -7,8 +7,8 @@
 //! out; files over the size limit are kept by size and hash only; modes
 //! git does not keep (0600) are kept beside the trees.
 
+use super::blob::INLINE_BLOB;
 pub use super::blob::{blob_id, hex};
-use super::blob::{write_blob, INLINE_BLOB};
 use super::git::{self, Git, GitError, Repo};
 use super::ChangeError;
 use crate::beneath::{self, Beneath, How, Kind, Meta};
@@ -193,35 +193,35 @@ impl Shadow {
         Ok(Snap { tree, side: self.side.clone() })
     }
 
-    /// The state of a content a file tool reported (its [`Change`]),
-    /// its bytes written to the store: the bytes it held, by digest when
-    /// over the size limit, or what is at a path of the project now (read
+    /// The state of a content a file tool reported (its [`Change`]), and
+    /// the bytes to store as its blob: the bytes it held (by digest when
+    /// over the size limit), or what is at a path of the project now (read
     /// beneath the root, no symlink on the way followed). `None` for
-    /// nothing there, or a path outside the project.
-    pub async fn content(&self, content: &Content) -> Result<Option<FileState>, ChangeError> {
+    /// nothing there, or a path outside the project. Nothing is written:
+    /// the run's recorder packs the blobs its set names.
+    pub async fn content(&self, content: &Content) -> Result<Option<Held>, ChangeError> {
         match content {
             Content::Bytes { bytes, mode } if bytes.len() as u64 > self.max_file => {
                 let big = BigFile { size: bytes.len() as u64, sha256: hex(&sha2::Sha256::digest(bytes)) };
-                Ok(Some(FileState { blob: None, mode: *mode, big: Some(big) }))
+                Ok(Some((FileState { blob: None, mode: *mode, big: Some(big) }, None)))
             }
-            Content::Bytes { bytes, mode } => self.stored(Ok(bytes.clone()), *mode).await,
+            Content::Bytes { bytes, mode } => Ok(held(Ok(bytes.clone()), *mode).await),
             Content::Digest { size, sha256, mode } => {
                 let big = BigFile { size: *size, sha256: sha256.clone() };
-                Ok(Some(FileState { blob: None, mode: *mode, big: Some(big) }))
+                Ok(Some((FileState { blob: None, mode: *mode, big: Some(big) }, None)))
             }
             Content::At(path) => match path.strip_prefix(&self.root) {
                 Ok(rel) if !rel.as_os_str().is_empty() => {
                     let root = Beneath::open(&self.root).map_err(|e| ChangeError::Io(e.into()))?;
-                    self.state(&root, &rel.to_string_lossy()).await
+                    Ok(self.state(&root, rel).await)
                 }
                 _ => Ok(None),
             },
         }
     }
 
-    /// What is at `path` now (see [`Shadow::content`]).
-    async fn state(&self, root: &Beneath, path: &str) -> Result<Option<FileState>, ChangeError> {
-        let rel = Path::new(path);
+    /// What is at `rel` now (see [`Shadow::content`]).
+    async fn state(&self, root: &Beneath, rel: &Path) -> Option<Held> {
         // One open, without blocking and following no symlink: a file is
         // read through the descriptor its type and size were read from.
         let file = match root.open_file(rel, How::Read) {
@@ -230,18 +230,18 @@ impl Shadow {
             // nothing when it is on the way there.
             Err(beneath::Error::Symlink(_)) => match root.metadata(rel) {
                 Ok(meta) if meta.kind == Kind::Symlink => {
-                    return self.stored(root.read_link(rel).map(Arc::from), 0o120000).await
+                    return held(root.read_link(rel).map(Arc::from), 0o120000).await
                 }
-                _ => return Ok(None),
+                _ => return None,
             },
-            Err(_) => return Ok(None),
+            Err(_) => return None,
         };
-        let Ok(meta) = Meta::of(&file) else { return Ok(None) };
+        let meta = Meta::of(&file).ok()?;
         match meta.kind {
             Kind::File if meta.len > self.max_file => {
-                let sha256 = hash_file(self.root.join(path)).await.unwrap_or_default();
+                let sha256 = hash_file(self.root.join(rel)).await.unwrap_or_default();
                 let big = BigFile { size: meta.len, sha256 };
-                Ok(Some(FileState { blob: None, mode: meta.mode, big: Some(big) }))
+                Some((FileState { blob: None, mode: meta.mode, big: Some(big) }, None))
             }
             Kind::File => {
                 // Read to its end however it changed since (a plain read
@@ -249,29 +249,15 @@ impl Shadow {
                 let mut bytes = Vec::with_capacity(meta.len as usize);
                 let read = std::io::Read::read_to_end(&mut std::io::Read::take(&file, u64::MAX), &mut bytes)
                     .map(|_| Arc::from(bytes));
-                self.stored(read.map_err(beneath::Error::Io), meta.mode).await
+                held(read.map_err(beneath::Error::Io), meta.mode).await
             }
-            Kind::Symlink | Kind::Dir | Kind::Other => Ok(None),
+            Kind::Symlink | Kind::Dir | Kind::Other => None,
         }
     }
 
-    /// `bytes` read for a path, written to the store as a blob: its state.
-    async fn stored(
-        &self,
-        bytes: Result<Arc<[u8]>, beneath::Error>,
-        mode: u32,
-    ) -> Result<Option<FileState>, ChangeError> {
-        // Gone or unreadable in between: nothing recorded for it.
-        let Ok(bytes) = bytes else { return Ok(None) };
-        let objects = self.repo.git_dir.as_deref().expect("a shadow has its own git dir").join("objects");
-        let blob = match bytes.len() > INLINE_BLOB {
-            true => tokio::task::spawn_blocking(move || write_blob(&objects, &bytes))
-                .await
-                .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?,
-            false => write_blob(&objects, &bytes),
-        }
-        .map_err(ChangeError::Io)?;
-        Ok(Some(FileState { blob: Some(blob), mode, big: None }))
+    /// The directory of the store's objects.
+    pub fn objects(&self) -> PathBuf {
+        self.repo.git_dir.as_deref().expect("a shadow has its own git dir").join("objects")
     }
 
     /// Look at one changed path: note its mode or size, and say whether
@@ -398,6 +384,25 @@ enum Seen {
     Beyond,
 }
 
+/// A content's state, and the bytes its blob is to hold (`None` for a
+/// file kept by digest).
+pub type Held = (FileState, Option<Arc<[u8]>>);
+
+/// `bytes` read for a path, with its blob id: its state, and the bytes
+/// to store. `None` when it could not be read (gone or unreadable in
+/// between: nothing recorded for it).
+async fn held(bytes: Result<Arc<[u8]>, beneath::Error>, mode: u32) -> Option<Held> {
+    let bytes = bytes.ok()?;
+    let blob = match bytes.len() > INLINE_BLOB {
+        true => {
+            let hashed = bytes.clone();
+            tokio::task::spawn_blocking(move || blob_id(&hashed)).await.ok()?
+        }
+        false => blob_id(&bytes),
+    };
+    Some((FileState { blob: Some(blob), mode, big: None }, Some(bytes)))
+}
+
 /// Whether every directory on `path`'s way from `root` is a directory, not
 /// a link to one: what lies beyond a link is not the project's.
 fn under_directories(root: &Path, path: &str) -> bool {
@@ -518,24 +523,6 @@ mod tests {
     }
 
     #[test]
-    fn a_blob_written_in_process_is_a_loose_object_under_its_id() {
-        use std::io::Read as _;
-        let dir = tempfile::tempdir().unwrap();
-        for len in [0, 1, 100_000, 700_000] {
-            let bytes: Vec<u8> = (0..len).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-            let id = write_blob(dir.path(), &bytes).unwrap();
-            assert_eq!(id, blob_id(&bytes));
-            assert_eq!(write_blob(dir.path(), &bytes).unwrap(), id, "written once, found again");
-            let file = std::fs::read(dir.path().join(&id[..2]).join(&id[2..])).unwrap();
-            let mut object = Vec::new();
-            flate2::read::ZlibDecoder::new(&file[..]).read_to_end(&mut object).unwrap();
-            let header = format!("blob {}\0", bytes.len());
-            assert_eq!(&object[..header.len()], header.as_bytes());
-            assert_eq!(&object[header.len()..], &bytes[..], "{len} bytes");
-        }
-    }
-
-    #[test]
     fn blob_ids_are_gits() {
         // `printf 'hello\n' | git hash-object --stdin`
         assert_eq!(blob_id(b"hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
@@ -551,24 +538,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_tools_content_is_stored_as_held_by_digest_over_the_limit_and_read_where_it_lies() {
+    async fn a_tools_content_is_held_by_digest_over_the_limit_and_read_where_it_lies() {
         let (store, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let root = root.path().canonicalize().unwrap();
         let shadow = Shadow::open(Git::locate(), store.path(), &root, ".".into(), 8).await.unwrap();
-        let held = shadow.content(&Content::file(&b"1234"[..], 0o100755)).await.unwrap();
-        assert_eq!(held, Some(FileState { blob: Some(blob_id(b"1234")), mode: 0o100755, big: None }));
-        let id = blob_id(b"1234");
-        assert!(store.path().join("objects").join(&id[..2]).join(&id[2..]).exists(), "the blob is in the store");
-        // Over the limit: by its size and SHA-256, nothing stored.
-        let over = shadow.content(&Content::file(&b"123456789"[..], 0o100644)).await.unwrap().unwrap();
+        let (state, bytes) = shadow.content(&Content::file(&b"1234"[..], 0o100755)).await.unwrap().unwrap();
+        assert_eq!(state, FileState { blob: Some(blob_id(b"1234")), mode: 0o100755, big: None });
+        assert_eq!(bytes.as_deref(), Some(&b"1234"[..]), "the bytes to pack");
+        // Over the limit: by its size and SHA-256, nothing to store.
+        let (over, bytes) = shadow.content(&Content::file(&b"123456789"[..], 0o100644)).await.unwrap().unwrap();
         let big = BigFile { size: 9, sha256: hex(&sha2::Sha256::digest(b"123456789")) };
-        assert_eq!((over.blob, over.big), (None, Some(big)));
+        assert_eq!((over.blob, over.big, bytes), (None, Some(big), None));
         // Where it lies: a file, a link as a link, nothing outside the root.
         std::fs::write(root.join("a"), "x").unwrap();
         std::os::unix::fs::symlink("a", root.join("l")).unwrap();
         let at = |p: PathBuf| Content::At(p);
-        assert_eq!(shadow.content(&at(root.join("a"))).await.unwrap().unwrap().blob, Some(blob_id(b"x")));
-        let link = shadow.content(&at(root.join("l"))).await.unwrap().unwrap();
+        assert_eq!(shadow.content(&at(root.join("a"))).await.unwrap().unwrap().0.blob, Some(blob_id(b"x")));
+        let (link, _) = shadow.content(&at(root.join("l"))).await.unwrap().unwrap();
         assert_eq!((link.blob, link.mode), (Some(blob_id(b"a")), 0o120000));
         for outside in [root.clone(), root.join("missing"), PathBuf::from("/etc/hostname")] {
             assert_eq!(shadow.content(&at(outside.clone())).await.unwrap(), None, "{}", outside.display());
