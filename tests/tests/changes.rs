@@ -353,10 +353,10 @@ fn unknown_in_flight_and_unrecorded_runs_are_refused_in_one_line_changing_nothin
     gate.open();
     c.ok("run/wait", json!({"run_id": run_id}));
 
-    // Its snapshot pruned: the store's shadow repositories removed.
+    // Its snapshot pruned: the store's shadow repositories removed (a
+    // command's contents live there; a file tool's are kept with the set).
     let mock = MockProvider::start(vec![]);
-    mock.push(Step::tool_call("r", "read_file", json!({"file_path": "edit.txt"})));
-    mock.push(Step::tool_call("w", "write_file", json!({"file_path": "edit.txt", "content": "x\n"})));
+    mock.push(Step::tool_call("w", "run_command", json!({"command": ["sh", "-c", "printf 'x\\n' > edit.txt"]})));
     mock.push(Step::text("done"));
     let sid = session(&mut c, &p, &mock);
     let run_id = run(&mut c, &sid, "edit");

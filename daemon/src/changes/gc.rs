@@ -42,7 +42,7 @@ impl Changes {
         for root in self.store_roots() {
             out.stores += 1;
             let keep = self.store().blobs_of(&root)?;
-            match self.project_of(&root).collect(keep).await? {
+            match self.project_of(&root).collect(keep, self.store()).await? {
                 Collected::Busy => out.busy.push(root),
                 Collected::Removed => out.stores_removed += 1,
                 Collected::Kept(n) => out.objects_removed += n,
@@ -66,7 +66,9 @@ impl Changes {
     /// Walk the stores for their disk use now, and keep it.
     async fn measure(&self) -> u64 {
         let dir = self.dir.clone();
-        let bytes = tokio::task::spawn_blocking(move || disk_use(&dir)).await.unwrap_or(0);
+        let stores = tokio::task::spawn_blocking(move || disk_use(&dir)).await.unwrap_or(0);
+        // With a file tool's contents, kept in the database.
+        let bytes = stores + self.store().change_blob_bytes().unwrap_or(0);
         *self.measured.lock().expect("measured lock") = Some((std::time::Instant::now(), bytes));
         bytes
     }
@@ -80,14 +82,10 @@ impl Changes {
     }
 }
 
-/// Delete the objects under `objects` that `keep` does not name, loose
-/// (the fan-out directories left empty go too) or packed (a pack is
-/// written again with what it keeps); how many were deleted.
+/// Delete the loose objects under `objects` that `keep` does not name, and
+/// the fan-out directories left empty; how many were deleted.
 pub fn prune_objects(objects: &Path, keep: &HashSet<String>) -> std::io::Result<u64> {
     let mut removed = 0;
-    for (pack, placed) in super::blob::packed(objects)? {
-        removed += super::blob::prune_pack(&pack, &placed, keep)?;
-    }
     for fan in std::fs::read_dir(objects)? {
         let fan = fan?.path();
         let Some(prefix) = fan.file_name().and_then(|n| n.to_str()).filter(|n| is_fan_out(n)) else { continue };

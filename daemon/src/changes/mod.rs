@@ -2,8 +2,9 @@
 //! snapshot store (`shadow.rs`: a shadow git repository in the daemon's
 //! state dir, driven through the `git` program, `git.rs`). A run folds
 //! what each call that may change files changed into its change set
-//! (`record.rs`), stored with the run: a file tool's own account of it, a
-//! command's or an MCP tool's snapshots before and after; `show.rs` turns a set
+//! (`record.rs`), stored with the run: a file tool's own account of it
+//! (the contents it names kept in the database with the set), a command's
+//! or an MCP tool's snapshots before and after; `show.rs` turns a set
 //! into the list and diffs of `run/changes`, and `revert.rs` puts a set
 //! back (`run/revert`), refusing files changed since.
 
@@ -124,6 +125,23 @@ impl Changes {
     /// The database.
     fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The contents `ids` name for project `root`: a file tool's from the
+    /// database, the others from the project's snapshot store (`locked`).
+    async fn contents(
+        &self,
+        root: &str,
+        locked: &mut record::Locked<'_>,
+        ids: &[String],
+    ) -> Result<HashMap<String, Vec<u8>>, ChangeError> {
+        let mut contents = self.store.change_blobs(root, ids)?;
+        let rest: Vec<String> = ids.iter().filter(|id| !contents.contains_key(*id)).cloned().collect();
+        if !rest.is_empty() {
+            let (git, repo) = locked.shadow().git();
+            contents.extend(shadow::blobs(git, repo, &rest).await?);
+        }
+        Ok(contents)
     }
 }
 

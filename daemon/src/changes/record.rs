@@ -9,7 +9,6 @@
 //! the path is marked `shared` in each inexact side, and undo leaves it
 //! unless forced.
 
-use super::blob::{write_pack, INLINE_BLOB};
 use super::shadow::{Delta, Held, Shadow, Snap};
 use super::{gc, ChangeError};
 use crate::store::{ChangeSetRow, FileRecord, Store};
@@ -96,7 +95,7 @@ impl Project {
     /// those its index holds; removed whole when nothing is kept and no run
     /// records here. Under the project's lock, and only with no call being
     /// recorded: an open bracket's snapshot must stay readable.
-    pub async fn collect(&self, keep: HashSet<String>) -> Result<gc::Collected, ChangeError> {
+    pub async fn collect(&self, keep: HashSet<String>, store: &Store) -> Result<gc::Collected, ChangeError> {
         let mut state = self.state.lock().await;
         if !state.open.is_empty() {
             return Ok(gc::Collected::Busy);
@@ -115,6 +114,9 @@ impl Project {
             }
             !recording.is_empty()
         };
+        // A file tool's contents, in the database.
+        let root = self.root().to_string_lossy().into_owned();
+        let dropped = store.prune_change_blobs(root, keep.clone()).await?;
         if keep.is_empty() && !live {
             state.shadow = None;
             return match std::fs::remove_dir_all(&dir) {
@@ -130,7 +132,7 @@ impl Project {
             .await
             .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?
             .map_err(ChangeError::Io)?;
-        Ok(gc::Collected::Kept(removed))
+        Ok(gc::Collected::Kept(removed + dropped))
     }
 }
 
@@ -193,11 +195,11 @@ pub struct Recorder {
     log: Arc<RunLog>,
     /// Why the set is incomplete, once a snapshot failed.
     broken: Mutex<Option<String>>,
-    /// The contents file tools reported, by blob id, not in the store yet.
+    /// The contents file tools reported, by blob id, not stored yet.
     pending: Mutex<Pending>,
 }
 
-/// Contents waiting to be packed into the store.
+/// Contents waiting to be stored with the run's set.
 #[derive(Default)]
 struct Pending {
     /// By blob id.
@@ -206,7 +208,7 @@ struct Pending {
     bytes: usize,
 }
 
-/// Pending contents over this size are packed at once, whatever the run
+/// Pending contents over this size are stored at once, whatever the run
 /// still does.
 const PENDING_BUDGET: usize = 32 * 1024 * 1024;
 
@@ -291,7 +293,7 @@ impl Recorder {
                 Some(change) => {
                     let shadow = opened(state, &self.project.open, false).await?;
                     let (deltas, blobs) = deltas(shadow, change).await?;
-                    self.hold(shadow, blobs).await?;
+                    self.hold(blobs).await?;
                     (deltas, true)
                 }
                 None => (Vec::new(), true),
@@ -334,9 +336,9 @@ impl Recorder {
         });
     }
 
-    /// Keep `blobs` for the run's end; pack all that wait at once when
+    /// Keep `blobs` for the run's end; store all that wait at once when
     /// they grow past [`PENDING_BUDGET`].
-    async fn hold(&self, shadow: &Shadow, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), ChangeError> {
+    async fn hold(&self, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), ChangeError> {
         let full = {
             let mut pending = self.pending.lock().expect("pending lock");
             for (id, bytes) in blobs {
@@ -348,7 +350,11 @@ impl Recorder {
                 false => Vec::new(),
             }
         };
-        pack(shadow, full).await
+        if full.is_empty() {
+            return Ok(());
+        }
+        let root = self.project.root().to_string_lossy().into_owned();
+        Ok(self.store.put_change_blobs(root, full).await?)
     }
 
     /// Fold one bracket's differences into the set.
@@ -376,23 +382,20 @@ impl Recorder {
         }
         // Under the project's lock, so a bracket of another run closing now
         // marks this set either before it is stored or in the store.
-        let mut state = self.project.state.lock().await;
+        let _state = self.project.state.lock().await;
         let files: Vec<FileRecord> = {
             let mut folded = self.log.folded.lock().expect("run log lock");
             folded.1 = true;
             folded.0.values().filter(|r| r.before != r.after).cloned().collect()
         };
-        // The contents the set names, in the store before the set that
-        // names them; those a later call of the run replaced are dropped.
+        // The contents the set names, stored with it; those a later call of
+        // the run replaced are dropped.
         let named: std::collections::HashSet<&String> =
             files.iter().flat_map(|r| [&r.before, &r.after]).flatten().filter_map(|s| s.blob.as_ref()).collect();
         let blobs: Vec<(String, Arc<[u8]>)> = {
             let pending = std::mem::take(&mut *self.pending.lock().expect("pending lock"));
             pending.blobs.into_iter().filter(|(id, _)| named.contains(id)).collect()
         };
-        if !blobs.is_empty() {
-            pack(opened(&mut state, &self.project.open, true).await?, blobs).await?;
-        }
         let row = ChangeSetRow {
             id: self.log.run_id.clone(),
             session_id: self.log.session_id.clone(),
@@ -404,24 +407,9 @@ impl Recorder {
             created_at: crate::clock::now(),
             files,
         };
-        self.store.put_change_set(row.clone()).await?;
+        self.store.put_change_set(row.clone(), blobs).await?;
         Ok(row)
     }
-}
-
-/// Pack `blobs` into the store (off the runtime's threads when large).
-async fn pack(shadow: &Shadow, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), ChangeError> {
-    if blobs.is_empty() {
-        return Ok(());
-    }
-    let objects = shadow.objects();
-    let written = match blobs.iter().map(|b| b.1.len()).sum::<usize>() > INLINE_BLOB {
-        true => tokio::task::spawn_blocking(move || write_pack(&objects, &blobs))
-            .await
-            .map_err(|e| ChangeError::Io(std::io::Error::other(e)))?,
-        false => write_pack(&objects, &blobs),
-    };
-    written.map_err(ChangeError::Io)
 }
 
 /// What a file tool's `change` did to the project's paths (the file it

@@ -8,7 +8,7 @@
 //! they leave empty. The revert is a change set of its own, so it can be
 //! reverted (redo).
 
-use super::shadow::{self, blob_id};
+use super::shadow::blob_id;
 use super::{ChangeError, Changes};
 use crate::beneath::{Beneath, Kind};
 use crate::store::{ChangeSetRow, FileRecord, FileState};
@@ -65,8 +65,7 @@ impl Changes {
             return Ok(out);
         }
         let ids: Vec<String> = todo.iter().filter_map(|f| f.before.as_ref()?.blob.clone()).collect();
-        let (git, repo) = locked.shadow().git();
-        let contents = shadow::blobs(git, repo, &ids).await?;
+        let contents = self.contents(&set.root, &mut locked, &ids).await?;
         let todo = write_all(&root, todo, &contents, &mut out);
         out.applied = true;
         if !todo.is_empty() {
@@ -93,7 +92,7 @@ impl Changes {
                 created_at: crate::clock::now(),
                 files,
             };
-            self.store().put_change_set(row).await?;
+            self.store().put_change_set(row, Vec::new()).await?;
             out.revert_id = Some(id);
         }
         Ok(out)

@@ -7,7 +7,6 @@
 //! out; files over the size limit are kept by size and hash only; modes
 //! git does not keep (0600) are kept beside the trees.
 
-use super::blob::INLINE_BLOB;
 pub use super::blob::{blob_id, hex};
 use super::git::{self, Git, GitError, Repo};
 use super::ChangeError;
@@ -255,11 +254,6 @@ impl Shadow {
         }
     }
 
-    /// The directory of the store's objects.
-    pub fn objects(&self) -> PathBuf {
-        self.repo.git_dir.as_deref().expect("a shadow has its own git dir").join("objects")
-    }
-
     /// Look at one changed path: note its mode or size, and say whether
     /// git should index it.
     async fn look(&mut self, path: &str) -> Seen {
@@ -383,6 +377,9 @@ enum Seen {
     /// gone from the project, whatever lies beyond.
     Beyond,
 }
+
+/// Contents over this size are hashed off the runtime's threads.
+const INLINE_BLOB: usize = 256 * 1024;
 
 /// A content's state, and the bytes its blob is to hold (`None` for a
 /// file kept by digest).

@@ -4,7 +4,7 @@
 //! it back, and a unified diff of text files (capped per file and in
 //! all).
 
-use super::{shadow, ChangeError, Changes};
+use super::{ChangeError, Changes};
 use crate::store::{ChangeSetRow, FileRecord, FileState};
 use std::collections::HashMap;
 use swival_protocol::{ChangedFile, FileChangeKind, ReportChange, RunChanges, RunId};
@@ -24,8 +24,7 @@ impl Changes {
         } else {
             let project = self.project_of(&set.root);
             let mut locked = project.lock().await?;
-            let (git, repo) = locked.shadow().git();
-            shadow::blobs(git, repo, &ids).await?
+            self.contents(&set.root, &mut locked, &ids).await?
         };
         let mut budget = MAX_DIFF;
         let files = pair_renames(&set.files)

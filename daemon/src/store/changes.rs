@@ -1,11 +1,14 @@
 //! Change sets as stored: what a run (or an undo) changed in its project,
-//! one row per set with its files as JSON. The contents themselves live in
-//! the project's snapshot store (`changes/`); a row names them by git
-//! blob id.
+//! one row per set with its files as JSON. A row names contents by git
+//! blob id: those a command's snapshots saw live in the project's snapshot
+//! store (`changes/`), those a file tool reported here (`change_blobs`, by
+//! project root), stored with the set that names them in one commit.
 
 use super::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use swival_protocol::{ChangeSetKind, ChangeSource, SessionId};
 
 /// One side of a file's change: what was at its path.
@@ -116,7 +119,7 @@ impl Store {
 
     /// Every blob the stored sets of project `root` name: what its
     /// snapshot store must keep.
-    pub fn blobs_of(&self, root: &str) -> Result<std::collections::HashSet<String>, StoreError> {
+    pub fn blobs_of(&self, root: &str) -> Result<HashSet<String>, StoreError> {
         let files: Vec<String> = self.with(|c| {
             let mut st = c.prepare_cached("SELECT files FROM change_sets WHERE root = ?1")?;
             let rows = st.query_map(params![root], |r| r.get(0))?;
@@ -124,7 +127,7 @@ impl Store {
         })?;
         // A set that does not read keeps nothing from being collected: it
         // is an error, not an empty set.
-        let mut blobs = std::collections::HashSet::new();
+        let mut blobs = HashSet::new();
         for f in &files {
             let records: Vec<FileRecord> = self.decode(f)?;
             let states = records.into_iter().flat_map(|r| [r.before, r.after]).flatten();
@@ -133,10 +136,12 @@ impl Store {
         Ok(blobs)
     }
 
-    /// Store a new set; with `reverts`, mark that set reverted by it.
-    pub async fn put_change_set(&self, set: ChangeSetRow) -> Result<(), StoreError> {
+    /// Store a new set, with the contents of `blobs` (a file tool's) in
+    /// the same commit; with `reverts`, mark that set reverted by it.
+    pub async fn put_change_set(&self, set: ChangeSetRow, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), StoreError> {
         let files = serde_json::to_string(&set.files).expect("records serialize");
         self.write_async(move |c| {
+            put_blobs(c, &set.root, &blobs)?;
             let kind = match set.kind {
                 ChangeSetKind::Run => "run",
                 ChangeSetKind::Revert => "revert",
@@ -164,6 +169,51 @@ impl Store {
         .await
     }
 
+    /// Keep contents a run's file tools reported before its set is stored
+    /// (they grew past its budget); a collection drops those no stored set
+    /// names once the run no longer records.
+    pub async fn put_change_blobs(&self, root: String, blobs: Vec<(String, Arc<[u8]>)>) -> Result<(), StoreError> {
+        self.write_async(move |c| put_blobs(c, &root, &blobs)).await
+    }
+
+    /// The contents among `ids` kept here for project `root`.
+    pub fn change_blobs(&self, root: &str, ids: &[String]) -> Result<HashMap<String, Vec<u8>>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare_cached("SELECT data FROM change_blobs WHERE root = ?1 AND id = ?2")?;
+            let mut out = HashMap::new();
+            for id in ids {
+                if let Some(data) = st.query_row(params![root, id], |r| r.get::<_, Vec<u8>>(0)).optional()? {
+                    out.insert(id.clone(), data);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Drop the contents of project `root` that `keep` does not name; how
+    /// many went.
+    pub async fn prune_change_blobs(&self, root: String, keep: HashSet<String>) -> Result<u64, StoreError> {
+        self.write_async(move |c| {
+            let ids: Vec<String> = {
+                let mut st = c.prepare_cached("SELECT id FROM change_blobs WHERE root = ?1")?;
+                let rows = st.query_map(params![root], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let mut gone = 0;
+            let mut delete = c.prepare_cached("DELETE FROM change_blobs WHERE root = ?1 AND id = ?2")?;
+            for id in ids.iter().filter(|id| !keep.contains(*id)) {
+                gone += delete.execute(params![root, id])? as u64;
+            }
+            Ok(gone)
+        })
+        .await
+    }
+
+    /// The bytes of every content kept here.
+    pub fn change_blob_bytes(&self) -> Result<u64, StoreError> {
+        self.with(|c| c.query_row("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM change_blobs", [], |r| r.get(0)))
+    }
+
     /// Mark `paths` of set `id` as shared with another session's command.
     pub async fn mark_shared(&self, id: &str, paths: Vec<String>) -> Result<(), StoreError> {
         let Some(mut set) = self.change_set(id)? else { return Ok(()) };
@@ -174,4 +224,13 @@ impl Store {
         })
         .await
     }
+}
+
+/// Insert `blobs` of project `root` (a content already there is left).
+fn put_blobs(c: &rusqlite::Connection, root: &str, blobs: &[(String, Arc<[u8]>)]) -> rusqlite::Result<()> {
+    let mut st = c.prepare_cached("INSERT OR IGNORE INTO change_blobs (root, id, data) VALUES (?1, ?2, ?3)")?;
+    for (id, data) in blobs {
+        st.execute(params![root, id, &data[..]])?;
+    }
+    Ok(())
 }

@@ -167,6 +167,9 @@ CREATE TABLE IF NOT EXISTS change_sets (
     files TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS change_sets_by_root ON change_sets (root, created_at);
+CREATE TABLE IF NOT EXISTS change_blobs (
+    root TEXT NOT NULL, id TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (root, id)
+);
 CREATE TABLE IF NOT EXISTS session_parents (
     session_id TEXT PRIMARY KEY,
     parent_id TEXT NOT NULL,

@@ -119,3 +119,23 @@ fn a_session_given_a_title_keeps_it_through_its_runs() {
     start_run(&s, &id, "r_1", "a task", "2026-03-01T10:00:00.000Z");
     assert_eq!(s.session(&id).unwrap().unwrap().title.as_deref(), Some("mine"));
 }
+
+#[tokio::test]
+async fn a_file_tools_contents_are_kept_by_project_and_pruned_to_what_is_named() {
+    let (_d, s) = store();
+    let blob = |text: &str| (format!("id-{text}"), std::sync::Arc::<[u8]>::from(text.as_bytes()));
+    s.put_change_blobs("/p".into(), vec![blob("one"), blob("two")]).await.unwrap();
+    s.put_change_blobs("/q".into(), vec![blob("one")]).await.unwrap();
+    // Stored again: left as it was.
+    s.put_change_blobs("/p".into(), vec![blob("one")]).await.unwrap();
+    let ids = ["id-one".to_owned(), "id-two".to_owned(), "id-none".to_owned()];
+    let got = s.change_blobs("/p", &ids).unwrap();
+    assert_eq!((got.len(), got["id-two"].as_slice()), (2, &b"two"[..]));
+    assert_eq!(s.change_blob_bytes().unwrap(), 9);
+    let keep = ["id-one".to_owned()].into();
+    assert_eq!(s.prune_change_blobs("/p".into(), keep).await.unwrap(), 1);
+    assert_eq!(s.change_blobs("/p", &ids).unwrap().len(), 1);
+    assert_eq!(s.change_blobs("/q", &ids).unwrap().len(), 1, "another project's are its own");
+    assert_eq!(s.prune_change_blobs("/p".into(), Default::default()).await.unwrap(), 1);
+    assert_eq!(s.change_blob_bytes().unwrap(), 3);
+}

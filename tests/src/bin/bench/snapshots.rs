@@ -72,8 +72,20 @@ pub fn write_runs() {
         cpu[usize::from(on)].push(used / (WRITE_RUNS * 7) as u32);
     }
     println!("runs of 6 write_file calls on 50 files ({WRITE_RUNS} per daemon after one, {ROUNDS} daemons each, interleaved):");
-    println!("  snapshots off: wall per run {}; CPU per turn {}", spread(&mut wall[0]), spread(&mut cpu[0]));
-    println!("  snapshots on: wall per run {}; CPU per turn {}", spread(&mut wall[1]), spread(&mut cpu[1]));
+    // Each on daemon against the off one just before it: a load that
+    // drifts over the rounds weighs on both.
+    let mut ratios: Vec<f64> =
+        cpu[0].iter().zip(&cpu[1]).map(|(off, on)| on.as_secs_f64() / off.as_secs_f64()).collect();
+    ratios.sort_by(f64::total_cmp);
+    let (cpu_off, cpu_on) = (spread_us(&mut cpu[0]), spread_us(&mut cpu[1]));
+    println!("  snapshots off: wall per run {}; CPU per turn {cpu_off}", spread(&mut wall[0]));
+    println!("  snapshots on: wall per run {}; CPU per turn {cpu_on}", spread(&mut wall[1]));
+    println!(
+        "  CPU per turn on / off, each round's pair: median {:.2} (min {:.2}, max {:.2})",
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
     let median = |v: &[Duration]| v[v.len() / 2].as_secs_f64();
     let per_call = (median(&cpu[1]) - median(&cpu[0])) * 7.0 / 6.0;
     println!("  recording cost per file tool call (CPU, medians): {:.3} ms", per_call * 1e3);
@@ -136,6 +148,13 @@ async fn measure(name: &str, root: &Path, store: &Path, change: bool) {
 fn spread(v: &mut [Duration]) -> String {
     v.sort();
     format!("min {} / median {} / max {}", ms(v[0]), ms(v[v.len() / 2]), ms(v[v.len() - 1]))
+}
+
+/// min / median / max in microseconds.
+fn spread_us(v: &mut [Duration]) -> String {
+    v.sort();
+    let us = |d: Duration| format!("{:.0} µs", d.as_secs_f64() * 1e6);
+    format!("min {} / median {} / max {}", us(v[0]), us(v[v.len() / 2]), us(v[v.len() - 1]))
 }
 
 fn ms(d: Duration) -> String {
