@@ -38,6 +38,44 @@ pub enum Input {
     Eof,
 }
 
+/// The prompt's state between inputs: Ctrl-C on an empty line warns, and
+/// a second one in a row leaves (as Ctrl-D does).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Prompt {
+    /// Reading lines.
+    #[default]
+    Reading,
+    /// The last input was Ctrl-C on an empty line: another one leaves.
+    Leaving,
+}
+
+/// What an input at the prompt comes to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A line to act on.
+    Line(String),
+    /// Leave the REPL.
+    Leave,
+    /// Say how to leave, and read again.
+    Warn,
+    /// Nothing: read again.
+    Again,
+}
+
+impl Prompt {
+    /// What `input` comes to, and the state it leaves.
+    pub fn read(&mut self, input: Input) -> Read {
+        let (next, read) = match (*self, input) {
+            (_, Input::Eof) | (Prompt::Leaving, Input::Interrupted { typed: false }) => (Prompt::Reading, Read::Leave),
+            (Prompt::Reading, Input::Interrupted { typed: false }) => (Prompt::Leaving, Read::Warn),
+            (_, Input::Interrupted { typed: true }) => (Prompt::Reading, Read::Again),
+            (_, Input::Line(line)) => (Prompt::Reading, Read::Line(line)),
+        };
+        *self = next;
+        read
+    }
+}
+
 /// Prints while a prompt is shown, redrawing it below what was printed.
 pub type Printer = Box<dyn ExternalPrinter + Send>;
 
@@ -201,5 +239,24 @@ mod tests {
     fn a_projects_history_lives_under_the_state_dir_named_after_its_path() {
         let path = history_file(Path::new("/home/u/proj")).unwrap();
         assert!(path.ends_with("swival/repl/%home%u%proj.history"), "{}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_second_ctrl_c_in_a_row_on_an_empty_line_leaves_and_anything_between_disarms_it() {
+        let mut p = Prompt::default();
+        let empty = || Input::Interrupted { typed: false };
+        assert_eq!(p.read(empty()), Read::Warn);
+        assert_eq!(p.read(empty()), Read::Leave);
+        assert_eq!(p.read(empty()), Read::Warn);
+        assert_eq!(p.read(Input::Interrupted { typed: true }), Read::Again, "clearing a line disarms");
+        assert_eq!(p.read(empty()), Read::Warn);
+        assert_eq!(p.read(Input::Line("hi".into())), Read::Line("hi".into()));
+        assert_eq!(p.read(empty()), Read::Warn, "a line disarms");
+        assert_eq!(p.read(Input::Eof), Read::Leave);
     }
 }

@@ -217,27 +217,21 @@ fn last_assistant_text(messages: &[swival_protocol::ConversationItem]) -> Option
 impl Repl {
     /// Read lines and act on them until the user leaves.
     async fn lines(&mut self) -> Result<(), Lost> {
-        let mut armed = false;
+        let mut prompt = editor::Prompt::default();
         loop {
             self.inbox_seq = self.inbox_news(false).await;
-            let prompt = self.style.prompt();
-            self.editor.ask(&prompt, true);
+            let shown = self.style.prompt();
+            self.editor.ask(&shown, true);
             let input = self.wait_for_input().await?;
-            let line = match input {
-                Input::Eof => return self.leave().await,
-                Input::Interrupted { typed: true } => {
-                    armed = false;
-                    continue;
-                }
-                Input::Interrupted { typed: false } if armed => return self.leave().await,
-                Input::Interrupted { typed: false } => {
-                    armed = true;
+            let line = match prompt.read(input) {
+                editor::Read::Leave => return self.leave().await,
+                editor::Read::Again => continue,
+                editor::Read::Warn => {
                     self.info("Press Ctrl-C again or Ctrl-D to exit");
                     continue;
                 }
-                Input::Line(line) => line,
+                editor::Read::Line(line) => line,
             };
-            armed = false;
             if self.act(&line).await? {
                 return Ok(());
             }

@@ -110,24 +110,18 @@ async fn before_session(
         eprint!("{}", style.dim(&lines));
     };
     let warn = |text: &str| eprint!("{}", style.yellow(&format!("  ⚠ Warning: {}\n", crate::cmd::clean::text(text))));
-    let mut armed = false;
+    let mut prompt = super::editor::Prompt::default();
     loop {
         editor.ask(&style.prompt(), true);
-        let line = match editor.answer().await {
-            super::editor::Input::Eof => return Before::Leave,
-            super::editor::Input::Interrupted { typed: true } => {
-                armed = false;
-                continue;
-            }
-            super::editor::Input::Interrupted { typed: false } if armed => return Before::Leave,
-            super::editor::Input::Interrupted { typed: false } => {
-                armed = true;
+        let line = match prompt.read(editor.answer().await) {
+            super::editor::Read::Leave => return Before::Leave,
+            super::editor::Read::Again => continue,
+            super::editor::Read::Warn => {
                 say("Press Ctrl-C again or Ctrl-D to exit");
                 continue;
             }
-            super::editor::Input::Line(line) => line,
+            super::editor::Read::Line(line) => line,
         };
-        armed = false;
         let line = line.trim();
         let name = line.split_whitespace().next().unwrap_or("");
         match slash::parse(line) {
