@@ -52,29 +52,32 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// One message of a conversation.
+/// One message of a conversation. Its fields are private: a message is
+/// made by the constructor of its role, so a tool result always answers a
+/// call id, only an assistant turn calls tools, and only a tool result has
+/// notes for the model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// Who says it.
-    pub role: Role,
-    /// Its text; `None` for an assistant turn that only calls tools.
-    pub content: Option<String>,
+    role: Role,
+    /// Its text; `None` only for an assistant turn that only calls tools.
+    content: Option<String>,
     /// The tool calls of an assistant turn, in order.
-    pub tool_calls: Vec<ToolCall>,
-    /// The call a `tool` message answers.
-    pub tool_call_id: Option<String>,
+    tool_calls: Vec<ToolCall>,
+    /// The call a `tool` message answers (always set for one).
+    tool_call_id: Option<String>,
     /// Written by the daemon, not by the user (nudges, named files, notes):
     /// stored, never sent.
-    pub synthetic: bool,
+    synthetic: bool,
     /// In a tool result, where the notes for the model begin (a guard's
     /// hint, a repair note): stored, never sent; what comes before is the
     /// tool's own output (`continue.md` quotes only that).
-    pub notes_at: Option<usize>,
+    notes_at: Option<usize>,
 }
 
 impl Message {
-    /// A message of `role` saying `content`.
-    pub fn new(role: Role, content: impl Into<String>) -> Message {
+    /// A message of `role` (not a tool result) saying `content`.
+    fn new(role: Role, content: impl Into<String>) -> Message {
         Message {
             role,
             content: Some(content.into()),
@@ -123,6 +126,50 @@ impl Message {
         notes_at: Option<usize>,
     ) -> Message {
         Message { notes_at, ..Message::tool_result(id, content) }
+    }
+
+    /// Who says it.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Its text; `None` for an assistant turn that only calls tools.
+    pub fn content(&self) -> Option<&str> {
+        self.content.as_deref()
+    }
+
+    /// Its text from now on; `None` counts as empty but in an assistant turn.
+    pub fn set_content(&mut self, content: Option<String>) {
+        self.content = match self.role {
+            Role::Assistant => content,
+            _ => Some(content.unwrap_or_default()),
+        };
+    }
+
+    /// The tool calls of an assistant turn.
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        &self.tool_calls
+    }
+
+    /// The tool calls of an assistant turn, to change; `None` for any
+    /// other message.
+    pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
+        (self.role == Role::Assistant).then_some(&mut self.tool_calls)
+    }
+
+    /// The call a tool result answers.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+
+    /// Whether the daemon wrote it.
+    pub fn is_synthetic(&self) -> bool {
+        self.synthetic
+    }
+
+    /// Forget where the notes begin (the text was cut).
+    pub fn drop_notes_mark(&mut self) {
+        self.notes_at = None;
     }
 
     /// The tool's own output in a tool result (the text without the notes
@@ -264,13 +311,24 @@ impl<'de> Deserialize<'de> for Message {
             .into_iter()
             .map(|c| ToolCall { id: c.id, name: c.function.name, arguments: c.function.arguments })
             .collect();
+        let tool_calls: Vec<ToolCall> = tool_calls;
+        if !tool_calls.is_empty() && s.role != Role::Assistant {
+            return Err(D::Error::custom(format!("not a chat message: tool calls in a {} message", s.role.as_str())));
+        }
+        // What the role allows of the rest; a tool result's id as stored
+        // (every writer wrote one).
+        let tool = s.role == Role::Tool;
+        let content = match s.role {
+            Role::Assistant => s.content,
+            _ => Some(s.content.unwrap_or_default()),
+        };
         Ok(Message {
             role: s.role,
-            content: s.content,
+            content,
             tool_calls,
-            tool_call_id: s.tool_call_id,
-            synthetic: s.synthetic,
-            notes_at: s.notes_at,
+            tool_call_id: tool.then(|| s.tool_call_id.unwrap_or_default()),
+            synthetic: s.synthetic && matches!(s.role, Role::User | Role::Assistant),
+            notes_at: s.notes_at.filter(|_| tool),
         })
     }
 }
@@ -312,5 +370,26 @@ mod tests {
         }
         let err = serde_json::from_str::<Message>(r#"{"role": "bot"}"#).unwrap_err();
         assert!(err.to_string().starts_with("not a chat message"), "{err}");
+    }
+
+    #[test]
+    fn a_message_holds_only_what_its_role_allows() {
+        let mut user = Message::user("u");
+        user.set_content(None);
+        assert_eq!(user.content(), Some(""), "only an assistant turn may have no text");
+        assert!(user.tool_calls_mut().is_none(), "only an assistant turn calls tools");
+        let mut turn = Message::assistant_turn(Some("t".into()), Vec::new());
+        turn.set_content(None);
+        assert_eq!(turn.content(), None);
+        assert!(turn.tool_calls_mut().is_some());
+        // Read back from the store: what a role cannot hold is refused or
+        // left out, never kept beside it.
+        let calls = r#"{"role": "user", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "grep"}}]}"#;
+        let err = serde_json::from_str::<Message>(calls).unwrap_err().to_string();
+        assert!(err.contains("tool calls in a user message"), "{err}");
+        let marks = r#"{"role": "system", "content": "s", "_swival_synthetic": true, "_swival_notes_at": 0}"#;
+        assert_eq!(serde_json::from_str::<Message>(marks).unwrap(), Message::system("s"));
+        let bare = serde_json::from_str::<Message>(r#"{"role": "tool", "content": "r"}"#).unwrap();
+        assert_eq!(bare.tool_call_id(), Some(""), "a result keeps its place, answering no call");
     }
 }

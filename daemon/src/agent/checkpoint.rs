@@ -61,9 +61,9 @@ fn digest(messages: &[Message]) -> String {
 pub fn restore_scope(messages: &[Message], from: Option<usize>) -> Option<Range<usize>> {
     let mut start = match from {
         Some(index) => index,
-        None => messages.iter().rposition(|m| m.role == Role::User && !m.synthetic)? + 1,
+        None => messages.iter().rposition(|m| m.role() == Role::User && !m.is_synthetic())? + 1,
     };
-    while messages.get(start).is_some_and(|m| matches!(m.role, Role::System | Role::Tool)) {
+    while messages.get(start).is_some_and(|m| matches!(m.role(), Role::System | Role::Tool)) {
         start += 1;
     }
     (messages.len() >= start + 2).then_some(start..messages.len())

@@ -34,16 +34,19 @@ pub fn truncate_old_tool_results(messages: &mut [Message]) -> bool {
     let end = messages.len().saturating_sub(KEEP_TAIL);
     let mut changed = false;
     for m in &mut messages[..end] {
-        if m.role != Role::Tool {
+        if m.role() != Role::Tool {
             continue;
         }
-        let Some(text) = m.content.as_deref() else { continue };
+        let Some(text) = m.content() else { continue };
         let n = text.chars().count();
         if n > KEEP_CHARS + 100 {
             let head: String = text.chars().take(KEEP_CHARS).collect();
-            m.content = Some(format!("{head}\n[… {} more characters cut to fit the context window]", n - KEEP_CHARS));
+            m.set_content(Some(format!(
+                "{head}\n[… {} more characters cut to fit the context window]",
+                n - KEEP_CHARS
+            )));
             // Its notes for the model are cut with it.
-            m.notes_at = None;
+            m.drop_notes_mark();
             changed = true;
         }
     }
@@ -54,10 +57,10 @@ pub fn truncate_old_tool_results(messages: &mut [Message]) -> bool {
 /// message, before the last `KEEP_TAIL` messages, starting and ending at
 /// turn boundaries (a tool result is never separated from its call).
 pub fn middle(messages: &[Message]) -> Option<std::ops::Range<usize>> {
-    let first_user = messages.iter().position(|m| m.role == Role::User)?;
+    let first_user = messages.iter().position(|m| m.role() == Role::User)?;
     let mut end = messages.len().saturating_sub(KEEP_TAIL);
     // Move back until the tail starts with an assistant or user message.
-    while end > first_user + 1 && messages[end].role == Role::Tool {
+    while end > first_user + 1 && messages[end].role() == Role::Tool {
         end -= 1;
     }
     let start = first_user + 1;
@@ -70,11 +73,11 @@ fn transcript(messages: &[Message]) -> String {
         .iter()
         .map(|m| {
             let mut text = m.text().to_owned();
-            for c in &m.tool_calls {
+            for c in m.tool_calls() {
                 let name = if c.name.is_empty() { "?" } else { &c.name };
                 text.push_str(&format!("\n[calls {name} {}]", c.arguments));
             }
-            format!("[{}]\n{text}", m.role.as_str())
+            format!("[{}]\n{text}", m.role().as_str())
         })
         .collect::<Vec<_>>()
         .join("\n\n")
@@ -254,7 +257,7 @@ mod tests {
         let m = typed(m);
         let r = middle(&m).unwrap();
         assert_eq!(r.start, 2);
-        assert_ne!(m[r.end].role, Role::Tool);
+        assert_ne!(m[r.end].role(), Role::Tool);
         assert!(r.end <= m.len() - KEEP_TAIL);
     }
 }

@@ -72,7 +72,7 @@ impl Conversation {
         self.check()?;
         let wire = message.wire();
         // Stored whole; without internal marks that is what is sent.
-        let body = if message.synthetic { message.stored() } else { wire.get().to_owned() };
+        let body = if message.is_synthetic() { message.stored() } else { wire.get().to_owned() };
         let len = body.len();
         let failed = self.failed.clone();
         let then = Box::new(move |r: Result<(), StoreError>| {
@@ -106,16 +106,15 @@ impl Conversation {
     /// was cancelled mid-turn) a placeholder result, so the conversation
     /// stays well-formed for the provider.
     pub fn complete_orphans(&mut self) -> Result<(), StoreError> {
-        let Some(pos) = self.messages.iter().rposition(|m| !m.tool_calls.is_empty()) else {
+        let Some(pos) = self.messages.iter().rposition(|m| !m.tool_calls().is_empty()) else {
             return Ok(());
         };
-        if self.messages[pos + 1..].iter().any(|m| m.role != Role::Tool) {
+        if self.messages[pos + 1..].iter().any(|m| m.role() != Role::Tool) {
             return Ok(());
         }
-        let answered: HashSet<&str> =
-            self.messages[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+        let answered: HashSet<&str> = self.messages[pos + 1..].iter().filter_map(|m| m.tool_call_id()).collect();
         let missing: Vec<String> = self.messages[pos]
-            .tool_calls
+            .tool_calls()
             .iter()
             .map(|c| c.id.clone())
             .filter(|id| !answered.contains(id.as_str()))
@@ -169,8 +168,8 @@ impl Conversation {
         self.messages
             .iter()
             .rev()
-            .filter(|m| m.role == Role::Assistant)
-            .filter_map(|m| m.content.as_deref())
+            .filter(|m| m.role() == Role::Assistant)
+            .filter_map(|m| m.content())
             .find(|t| !t.trim().is_empty() && *t != "(empty response)")
             .map(str::to_owned)
     }

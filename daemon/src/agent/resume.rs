@@ -94,7 +94,7 @@ pub fn save_now(ctx: RunContext<'_>, state: &RunState) -> bool {
     let events = super::job::SessionEvents(ctx.events);
     let ctx = RunContext { events: &events, ..ctx };
     let messages = state.conversation.messages();
-    if ctx.config.no_continue || messages.iter().all(|m| m.role == crate::message::Role::System) {
+    if ctx.config.no_continue || messages.iter().all(|m| m.role() == crate::message::Role::System) {
         return false;
     }
     save(ctx, messages, &state.tools.todo_items())

@@ -135,7 +135,7 @@ impl Run<'_> {
                 let saying = messages.iter_mut().filter(|m| said(m).is_some());
                 for (m, text) in saying.zip(rewrites) {
                     if let Some(text) = text {
-                        m.content = Some(text);
+                        m.set_content(Some(text));
                     }
                 }
             })
@@ -153,9 +153,9 @@ impl Run<'_> {
         let stored = self
             .conversation
             .rewrite_this_run(|messages| {
-                for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-                    m.content = Some(WITHHELD.to_owned());
-                    for call in &mut m.tool_calls {
+                for m in messages.iter_mut().filter(|m| m.role() == Role::Assistant) {
+                    m.set_content(Some(WITHHELD.to_owned()));
+                    for call in m.tool_calls_mut().into_iter().flatten() {
                         call.arguments = "{}".to_owned();
                     }
                 }
@@ -174,7 +174,7 @@ impl Run<'_> {
 
 /// What an assistant message of the run says, when it says something.
 fn said(m: &Message) -> Option<&str> {
-    m.content.as_deref().filter(|t| m.role == Role::Assistant && !t.trim().is_empty())
+    m.content().filter(|t| m.role() == Role::Assistant && !t.trim().is_empty())
 }
 
 impl Run<'_> {

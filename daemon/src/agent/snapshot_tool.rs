@@ -171,7 +171,7 @@ impl Run<'_> {
 /// The index of the current turn's assistant message (the one whose tool
 /// calls are being answered).
 fn current_call(messages: &[Message]) -> Option<usize> {
-    messages.iter().rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    messages.iter().rposition(|m| m.role() == Role::Assistant && !m.tool_calls().is_empty())
 }
 
 #[cfg(test)]

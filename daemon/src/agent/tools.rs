@@ -452,7 +452,7 @@ impl Run<'_> {
             Err(e) => return e.into(),
         };
         let first = self.conversation.messages().first();
-        let parent = first.filter(|m| m.role == crate::message::Role::System).map(|m| m.text().to_owned());
+        let parent = first.filter(|m| m.role() == crate::message::Role::System).map(|m| m.text().to_owned());
         let Some(subagents) = self.subagents.as_mut() else { return ToolError::refused("no subagents").into() };
         let result = match call.name.as_str() {
             subagents::SPAWN => subagents.spawn(args, parent.as_deref(), self.ctx.cancel).await,

@@ -59,7 +59,7 @@ fn cap(text: &str, limit: usize) -> &str {
 /// The text of a user message the user wrote (not a synthetic one), the
 /// first or, with `last`, the last.
 fn user_task(messages: &[Message], last: bool) -> Option<&str> {
-    let real = |m: &&Message| m.role == Role::User && !m.synthetic && !m.text().is_empty();
+    let real = |m: &&Message| m.role() == Role::User && !m.is_synthetic() && !m.text().is_empty();
     if last {
         messages.iter().rev().find(real).map(Message::text)
     } else {
@@ -75,9 +75,9 @@ fn activity(messages: &[Message]) -> Vec<String> {
         if entries.len() >= 8 {
             break;
         }
-        if !m.tool_calls.is_empty() {
-            entries.extend(m.tool_calls.iter().map(|c| format!("called `{}`", c.name)));
-        } else if m.role == Role::Tool && !m.own_text().is_empty() {
+        if !m.tool_calls().is_empty() {
+            entries.extend(m.tool_calls().iter().map(|c| format!("called `{}`", c.name)));
+        } else if m.role() == Role::Tool && !m.own_text().is_empty() {
             entries.push(format!("  → {}", preview(m.own_text(), 120).replace('\n', " ")));
         }
     }
@@ -87,7 +87,7 @@ fn activity(messages: &[Message]) -> Vec<String> {
 
 /// The thoughts of the conversation's `think` calls, oldest first.
 fn thoughts(messages: &[Message]) -> Vec<String> {
-    let calls = messages.iter().flat_map(|m| &m.tool_calls).filter(|c| c.name == crate::tools::registry::names::THINK);
+    let calls = messages.iter().flat_map(|m| m.tool_calls()).filter(|c| c.name == crate::tools::registry::names::THINK);
     let thought = |args: &str| {
         let v: serde_json::Value = serde_json::from_str(args).ok()?;
         v.get("thought")?.as_str().map(str::to_owned)
@@ -104,7 +104,7 @@ fn snapshots(messages: &[Message]) -> Vec<(String, String)> {
         let summary = body.rsplit_once("\n(collapsed ").map_or(body, |(s, _)| s);
         Some((label.to_owned(), summary.to_owned()))
     };
-    messages.iter().filter(|m| m.role == Role::Assistant).filter_map(parse).collect()
+    messages.iter().filter(|m| m.role() == Role::Assistant).filter_map(parse).collect()
 }
 
 /// Swival's deterministic continue file: the current and original task,
@@ -149,8 +149,8 @@ pub fn deterministic(messages: &[Message], todo: &[TodoItem]) -> String {
 pub fn summary_input(messages: &[Message]) -> String {
     let lines: Vec<String> = messages
         .iter()
-        .filter(|m| m.role != Role::System && !m.text().is_empty())
-        .map(|m| format!("[{}] {}", m.role.as_str(), cap(m.text(), 2000)))
+        .filter(|m| m.role() != Role::System && !m.text().is_empty())
+        .map(|m| format!("[{}] {}", m.role().as_str(), cap(m.text(), 2000)))
         .collect();
     let text = lines.join("\n");
     if text.chars().count() > 8000 {

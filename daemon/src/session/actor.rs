@@ -266,7 +266,7 @@ impl Actor {
             return Err(Refused::Session(refusal));
         }
         let parts = self.parts.as_ref().expect("an idle session holds its parts");
-        if resume && parts.conversation.messages().iter().all(|m| m.role == Role::System) {
+        if resume && parts.conversation.messages().iter().all(|m| m.role() == Role::System) {
             return Err(Refused::Session(SessionError::Config(
                 "there is no conversation to resume: this session has no message yet; start a run with a task".into(),
             )));
