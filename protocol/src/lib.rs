@@ -10,6 +10,7 @@
 
 pub mod approvals;
 pub mod changes;
+pub mod config;
 pub mod conversation;
 pub mod error;
 pub mod events;
@@ -34,6 +35,7 @@ pub mod types;
 
 pub use approvals::*;
 pub use changes::*;
+pub use config::*;
 pub use conversation::*;
 pub use error::{ErrorCode, ErrorData};
 pub use events::*;

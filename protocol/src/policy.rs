@@ -16,14 +16,14 @@ pub struct ConfigResolveParams {
     pub base_dir: String,
     /// Request-level overrides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<Value>,
+    pub config: Option<crate::config::ConfigKeys>,
 }
 
 /// `config/resolve` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigResolveResult {
     /// The effective configuration.
-    pub config: Value,
+    pub config: crate::config::ConfigKeys,
     /// For each key that was set, which layer set it (`default`, a file, `request`).
     pub sources: BTreeMap<String, String>,
     /// Keys that load but do nothing (Swival keys swivald ignores, keys

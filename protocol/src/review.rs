@@ -7,7 +7,6 @@ use crate::events::ReviewVerdict;
 use crate::ids::{RunId, SessionId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// `review/run` params.
@@ -36,7 +35,7 @@ pub struct ReviewRunParams {
     pub session_id: Option<SessionId>,
     /// Config keys over the project's (another agent's reviewer: provider, model…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<Value>,
+    pub config: Option<crate::config::ConfigKeys>,
     /// The caller's environment (see `session/create`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,

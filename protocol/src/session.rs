@@ -1,10 +1,10 @@
 //! Sessions and runs: ids, params, results, outcomes and run statistics.
 
+use crate::config::ConfigKeys;
 use crate::ids::{RunId, Seq, SessionId};
 use crate::outcomes::Outcome;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// `session/create` params.
@@ -14,7 +14,7 @@ pub struct SessionCreateParams {
     pub base_dir: String,
     /// Config keys (Swival's names) overriding the global and project files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<Value>,
+    pub config: Option<ConfigKeys>,
     /// A human title for listings; without one, the session's first run
     /// gives it the first line of its task, cut to 60 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +64,7 @@ pub struct SessionConfigureParams {
     /// `reasoning_effort`, `max_turns`…) merged over the session's config
     /// request and checked as `session/create` checks them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<Value>,
+    pub config: Option<ConfigKeys>,
     /// Directories to allow read-write, under `--add-dir`'s rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub add_dirs: Vec<String>,
@@ -79,7 +79,7 @@ pub struct SessionConfigureResult {
     /// The keys whose effective value changed.
     pub changed: Vec<String>,
     /// The session's effective config now (secrets redacted).
-    pub config: Value,
+    pub config: ConfigKeys,
     /// Config warnings, in the words of `session/create`'s.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -182,7 +182,7 @@ pub struct SessionCreateResult {
     /// The new session.
     pub session_id: SessionId,
     /// The effective configuration after merging every layer.
-    pub config: Value,
+    pub config: ConfigKeys,
     /// Warnings about the configuration: keys that load but do nothing
     /// (Swival keys swivald ignores, keys nobody knows), what the kernel
     /// cannot enforce. Each is also a `warning` event of the session.
@@ -293,7 +293,7 @@ pub struct SessionDetail {
     /// Summary fields.
     pub info: SessionInfo,
     /// The effective configuration.
-    pub config: Value,
+    pub config: ConfigKeys,
     /// The runs, oldest first.
     pub runs: Vec<RunInfo>,
     /// The stored conversation (OpenAI chat messages, system prompt first).

@@ -366,7 +366,9 @@ fn events_stream_over_websocket_through_the_client_library() {
         let client = swivalctl::Client::connect(&daemon.socket).await.unwrap();
         let params = swival_protocol::SessionCreateParams {
             base_dir: project.display().to_string(),
-            config: Some(json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"})),
+            config: Some(swival_protocol::ConfigKeys::of(
+                json!({"provider": "generic", "base_url": mock.base_url(), "model": "m"}),
+            )),
             title: None,
             trust: false,
             env: None,

@@ -139,9 +139,9 @@ mod tests {
         let want = ConfigOverlay { no_read_guard: Some(true), read_named_files: Some(false), ..Default::default() };
         assert_eq!(overlay(&a), want);
         let config = overlay(&run_args(&["--no-encrypt-secrets", "t"])).to_config();
-        assert_eq!(config, serde_json::from_str::<Value>(r#"{"encrypt_secrets": false}"#).unwrap());
+        assert_eq!(config.to_value(), serde_json::from_str::<Value>(r#"{"encrypt_secrets": false}"#).unwrap());
         assert_eq!(overlay(&run_args(&["t"])), ConfigOverlay::default(), "a flag not given sets nothing");
-        assert_eq!(ConfigOverlay::default().to_config(), Value::Object(Map::new()));
+        assert_eq!(ConfigOverlay::default().to_config().to_value(), Value::Object(Map::new()));
     }
 
     #[test]

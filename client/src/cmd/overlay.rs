@@ -175,8 +175,10 @@ pub struct ConfigOverlay {
 impl ConfigOverlay {
     /// The overlay as `session/create`'s `config`: a JSON object holding
     /// the keys that are set, in the order declared above.
-    pub fn to_config(&self) -> Value {
-        serde_json::to_value(self).expect("a config overlay serialises: its keys are names, its paths UTF-8")
+    pub fn to_config(&self) -> swival_protocol::ConfigKeys {
+        let keys =
+            serde_json::to_value(self).expect("a config overlay serialises: its keys are names, its paths UTF-8");
+        swival_protocol::ConfigKeys::of(keys)
     }
 }
 

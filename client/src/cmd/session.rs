@@ -207,7 +207,8 @@ pub async fn show(socket: &Path, base_dir: Option<PathBuf>, json: bool) -> Resul
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
-    if let Value::Object(map) = &r.config {
+    {
+        let map = &r.config.0;
         for (k, v) in map {
             let source = r.sources.get(k).map(String::as_str).unwrap_or("default");
             println!("{k} = {v}  # {source}");

@@ -73,9 +73,10 @@ pub(super) fn register(module: &mut RpcModule<DaemonContext>) -> Result<(), Regi
         ctx.sessions.policy_check(p.session_id.as_ref(), p.base_dir.as_deref(), &p.argv, p.env).map_err(rpc_error)
     })?;
     method::<m::ConfigResolve>(module, |p, ctx| {
-        let effective = ctx.sessions.resolve_config(&p.base_dir, p.config.as_ref()).map_err(rpc_error)?;
+        let request = p.config.as_ref().map(swival_protocol::ConfigKeys::to_value);
+        let effective = ctx.sessions.resolve_config(&p.base_dir, request.as_ref()).map_err(rpc_error)?;
         Ok(ConfigResolveResult {
-            config: crate::session::public_config(&effective),
+            config: swival_protocol::ConfigKeys::of(crate::session::public_config(&effective)),
             sources: effective.sources,
             warnings: effective.warnings,
             profiles: effective.profiles,

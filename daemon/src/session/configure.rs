@@ -148,11 +148,12 @@ impl Sessions {
         let id = &now.id;
         let row = self.shared.store.session(id)?.ok_or_else(|| SessionError::NotFound(id.clone()))?;
         let based_on = full_request(&self.shared, &row);
-        let mut request = overlay(&based_on, p.config.as_ref())?;
+        let asked = p.config.as_ref().map(swival_protocol::ConfigKeys::to_value);
+        let mut request = overlay(&based_on, asked.as_ref())?;
         if let Value::Object(keys) = &mut request {
             let cfg = &now.config.config;
-            add_dirs(keys, p.config.as_ref(), "allowed_dirs", &cfg.allowed_dirs, &p.add_dirs);
-            add_dirs(keys, p.config.as_ref(), "allowed_dirs_ro", &cfg.allowed_dirs_ro, &p.add_dirs_ro);
+            add_dirs(keys, asked.as_ref(), "allowed_dirs", &cfg.allowed_dirs, &p.add_dirs);
+            add_dirs(keys, asked.as_ref(), "allowed_dirs_ro", &cfg.allowed_dirs_ro, &p.add_dirs_ro);
         }
         let mut effective = self.effective(&row, &request)?;
         let config_warnings = std::mem::take(&mut effective.warnings);
@@ -172,7 +173,7 @@ impl Sessions {
             pins: session.pins(),
             changed: changed.clone(),
         };
-        Ok((change, SessionConfigureResult { changed, config: next.config, warnings }))
+        Ok((change, SessionConfigureResult { changed, config: swival_protocol::ConfigKeys::of(next.config), warnings }))
     }
 
     /// The effective config of stored session `row` under config request

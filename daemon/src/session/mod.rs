@@ -398,7 +398,7 @@ impl Sessions {
         made: Option<&worktree::Made>,
         parent: Option<swival_protocol::SubagentOf>,
     ) -> Result<SessionCreateResult, SessionError> {
-        let seed = self.seed(&base, p.config, p.env, p.from.as_ref())?;
+        let seed = self.seed(&base, p.config.map(|c| Value::Object(c.0)), p.env, p.from.as_ref())?;
         let (project, accepted) = self.admit_project(&base, p.trust, seed.accepted.as_deref())?;
         let global = self.shared.settings.global_config.as_deref();
         let mut effective = config::load_with(&base, global, project.as_ref(), seed.request.as_ref())
@@ -442,7 +442,12 @@ impl Sessions {
         }
         self.hold(session, parts, false);
         let worktree = row.worktree.as_ref().map(worktree::info);
-        Ok(SessionCreateResult { session_id: id, config: row.config, warnings, worktree })
+        Ok(SessionCreateResult {
+            session_id: id,
+            config: swival_protocol::ConfigKeys::of(row.config),
+            warnings,
+            worktree,
+        })
     }
 
     /// A session's actor, loading the session from the store if it is not

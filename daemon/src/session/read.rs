@@ -37,7 +37,7 @@ impl Sessions {
         let running = runs.iter().any(|r| r.result.is_none());
         Ok(SessionDetail {
             info: info(&row, running),
-            config: row.config.clone(),
+            config: swival_protocol::ConfigKeys::of(row.config.clone()),
             runs: runs.iter().map(RunRow::info).collect(),
             messages: self.shared.store.messages::<crate::message::Message>(id)?.iter().map(|m| m.item()).collect(),
             environment: Some(self.shared.callers.get(id).env).filter(|e| e.is_caller()).map(|e| e.names()),

@@ -90,7 +90,7 @@ impl Sessions {
 /// The review's session: the caller's config (or the reviewed session's)
 /// made into one bare model call that reviews nothing itself.
 fn review_session(p: &ReviewRunParams) -> SessionCreateParams {
-    let mut config: Map<String, Value> = p.config.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut config: Map<String, Value> = p.config.as_ref().map(|c| c.0.clone()).unwrap_or_default();
     for (k, v) in [
         ("no_system_prompt", true),
         ("read_named_files", false),
@@ -107,7 +107,7 @@ fn review_session(p: &ReviewRunParams) -> SessionCreateParams {
     config.insert("reviewer".into(), Value::Null);
     SessionCreateParams {
         base_dir: p.base_dir.clone(),
-        config: Some(Value::Object(config)),
+        config: Some(config.into()),
         title: Some("review".to_owned()),
         trust: p.trust,
         env: p.env.clone(),

@@ -10,7 +10,7 @@ use super::{SessionError, Sessions, Shared};
 use crate::agent::subagents::{Child, SubagentHost};
 use futures::future::BoxFuture;
 use futures::FutureExt as _;
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::sync::{Arc, OnceLock, Weak};
 use swival_protocol::{RunId, RunResult, SessionCreateParams, SessionFrom, SessionId, SubagentOf};
 use tokio::sync::Semaphore;
@@ -82,7 +82,7 @@ impl Host {
         config.insert("no_history".into(), true.into());
         let params = SessionCreateParams {
             base_dir,
-            config: Some(Value::Object(config)),
+            config: Some(config.into()),
             title: Some(format!("{} of {}", child.subagent_id, self.parent)),
             trust: false,
             env: None,

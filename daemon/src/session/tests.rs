@@ -55,7 +55,7 @@ impl Fixture {
         let base = self.dir.path().join("project");
         let params = SessionCreateParams {
             base_dir: base.to_str().unwrap().to_owned(),
-            config: Some(config),
+            config: Some(swival_protocol::ConfigKeys::of(config)),
             title: None,
             trust: false,
             env: None,

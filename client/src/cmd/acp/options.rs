@@ -12,7 +12,7 @@ const EFFORTS: &[&str] = &["default", "none", "minimal", "low", "medium", "high"
 /// The options, from a session's effective config (as `session/get` shows
 /// it) and the models its provider serves (`provider/models`; the current
 /// model is offered whether listed or not).
-pub fn config_options(config: &Value, served: &[String]) -> Vec<acp::SessionConfigOption> {
+pub fn config_options(config: &swival_protocol::ConfigKeys, served: &[String]) -> Vec<acp::SessionConfigOption> {
     let text = |k: &str| config.get(k).and_then(Value::as_str).map(str::to_owned);
     let model = text("model").unwrap_or_else(|| "default".to_owned());
     let effort = text("reasoning_effort").unwrap_or_else(|| "default".to_owned());

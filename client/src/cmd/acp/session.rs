@@ -138,7 +138,7 @@ impl Bridge {
         config.insert(key, Value::String(value));
         let params = swival_protocol::SessionConfigureParams {
             session_id: SessionId(req.session_id.0.to_string()),
-            config: Some(Value::Object(config)),
+            config: Some(config.into()),
             add_dirs: Vec::new(),
             add_dirs_ro: Vec::new(),
         };
@@ -350,7 +350,7 @@ fn prompt_text(blocks: &[acp::ContentBlock]) -> String {
 
 /// The editor's MCP servers in Swival's `mcp_servers` shape, for the
 /// session config.
-fn mcp_config(servers: &[acp::McpServer]) -> Option<Value> {
+fn mcp_config(servers: &[acp::McpServer]) -> Option<swival_protocol::ConfigKeys> {
     if servers.is_empty() {
         return None;
     }
@@ -376,7 +376,8 @@ fn mcp_config(servers: &[acp::McpServer]) -> Option<Value> {
         };
         table.insert(name.clone(), serde_json::to_value(entry).expect("an MCP server entry serialises"));
     }
-    Some(serde_json::to_value(McpConfig { mcp_servers: table }).expect("an MCP table serialises"))
+    let config = serde_json::to_value(McpConfig { mcp_servers: table }).expect("an MCP table serialises");
+    Some(swival_protocol::ConfigKeys::of(config))
 }
 
 /// The session config the editor's MCP servers make.
@@ -501,7 +502,7 @@ mod tests {
         assert_eq!(text, want);
         let http = mcp_config(&servers[1..2]).unwrap();
         let want = r#"{"mcp_servers": {"alpha": {"url": "http://h", "headers": {"X-B": "b", "X-A": "a"}, "transport": "streamable-http"}}}"#;
-        assert_eq!(http, serde_json::from_str::<Value>(want).unwrap());
+        assert_eq!(http.to_value(), serde_json::from_str::<Value>(want).unwrap());
         assert_eq!(mcp_config(&[]), None, "no server, no config");
     }
 }
