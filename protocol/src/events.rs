@@ -68,6 +68,21 @@ pub enum EventKind {
         /// The new text.
         text: String,
     },
+    /// The model's reasoning in a reply, sent apart from its answer
+    /// (`reasoning_content`): its size, and its text when the session's
+    /// `show_thinking` is on (otherwise it is neither shown nor stored).
+    Thinking {
+        /// The turn.
+        turn: u64,
+        /// Its lines.
+        lines: u64,
+        /// About how many tokens (a quarter of its characters, as Swival
+        /// estimates).
+        tokens: u64,
+        /// The text, with `show_thinking`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
     /// A provider call finished.
     LlmCall {
         /// The turn.

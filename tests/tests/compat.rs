@@ -34,14 +34,14 @@ const SWIVAL_CONFIG: &str = "decision_model = \"small-model\"\n\
 initial_tool_choice = \"required\"\n\
 [profiles.fast]\n\
 provider = \"generic\"\n\
-show_thinking = true\n\
+location = \"eu\"\n\
 instructions_full = true\n";
 
 /// The warnings [`SWIVAL_CONFIG`] must give, after `<file>: `.
 const SWIVAL_CONFIG_WARNINGS: [&str; 4] = [
     "unknown config key 'decision_model'",
     "unknown config key 'initial_tool_choice'",
-    "profiles.fast.show_thinking is not supported by swivald and is ignored",
+    "profiles.fast.location is not supported by swivald and is ignored",
     "unknown config key 'profiles.fast.instructions_full'",
 ];
 
@@ -97,10 +97,10 @@ fn config_warnings_come_back_from_session_create_and_as_warning_events() {
         assert!(emitted.contains(&line.as_str()), "{line:?} not in {emitted:?}");
     }
     // A wrong type is still an error naming the key and the file.
-    std::fs::write(project.join("swival.toml"), "show_thinking = \"yes\"\n").unwrap();
+    std::fs::write(project.join("swival.toml"), "sanitize_thinking = \"yes\"\n").unwrap();
     let reply = c.call("session/create", json!({"base_dir": project, "config": cfg}));
     let message = reply["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("swival.toml: 'show_thinking' expected bool, got str"), "{reply}");
+    assert!(message.contains("swival.toml: 'sanitize_thinking' expected bool, got str"), "{reply}");
 }
 
 #[test]

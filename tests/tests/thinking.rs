@@ -45,3 +45,36 @@ fn a_reply_of_reasoning_alone_answers_with_it_streamed_or_not() {
         assert_eq!(mock.request_count(), 1, "no empty-reply nudge: the reasoning was the answer");
     }
 }
+
+#[test]
+fn reasoning_sent_apart_is_a_one_line_note_and_shown_whole_with_show_thinking_streamed_or_not() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let reasoning = "Two and two.\nThat makes four, SECRET-ish words.";
+    for stream in ["true", "false"] {
+        std::fs::write(p.join("swival.toml"), format!("stream = {stream}\n")).unwrap();
+        let mock = MockProvider::start(vec![Step::thinking(reasoning, "The answer is 4.")]);
+        mock.push(Step::thinking(reasoning, "The answer is 4."));
+        let run = |extra: &[&str]| {
+            let mut cmd = env.swivalctl(&daemon, &p);
+            cmd.args(["run", "--provider", "generic", "--base-url", &mock.base_url(), "--model", "m", "--no-history"]);
+            let out = cmd.args(extra).arg("what is 2 + 2?").output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+        };
+        // Swival's collapsed note: lines, and a quarter of the characters.
+        let (answer, progress) = run(&[]);
+        assert_eq!(answer, "The answer is 4.\n", "stream {stream}");
+        let tokens = reasoning.chars().count() / 4;
+        let note = format!("  thinking: 2 lines / ~{tokens} tokens, hidden\n");
+        assert!(progress.contains(&note), "stream {stream}: {progress}");
+        assert!(!progress.contains("SECRET-ish"), "the reasoning is not shown: {progress}");
+        // With the flag: the reasoning, on stderr only.
+        let (answer, progress) = run(&["--show-thinking"]);
+        assert_eq!(answer, "The answer is 4.\n", "stream {stream}");
+        let shown = format!("thinking\n{}\n", reasoning);
+        assert!(progress.contains(&shown), "stream {stream}: {progress}");
+        assert!(!progress.contains("hidden"), "{progress}");
+    }
+}

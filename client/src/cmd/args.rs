@@ -174,6 +174,10 @@ pub struct RunArgs {
     /// Take whole <think>…</think> blocks out of the model's replies.
     #[arg(long)]
     pub sanitize_thinking: bool,
+    /// Show the model's reasoning on stderr after each reply (otherwise a
+    /// one-line note of its size).
+    #[arg(long)]
+    pub show_thinking: bool,
     /// Select a named LLM profile from config ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,

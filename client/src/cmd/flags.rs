@@ -73,6 +73,7 @@ fn switches(a: &RunArgs) -> ConfigOverlay {
         self_review: on(a.self_review),
         no_skills: on(a.no_skills),
         sanitize_thinking: on(a.sanitize_thinking),
+        show_thinking: on(a.show_thinking),
         ..ConfigOverlay::default()
     }
 }

@@ -115,6 +115,9 @@ pub struct ConfigOverlay {
     /// `--sanitize-thinking`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sanitize_thinking: Option<bool>,
+    /// `--show-thinking`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show_thinking: Option<bool>,
     /// `--no-mcp`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_mcp: Option<bool>,

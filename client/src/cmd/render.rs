@@ -196,8 +196,23 @@ pub fn event(style: Style, kind: &EventKind) -> String {
         }
         EventKind::Goal { action, goal } => goal_line(style, *action, goal.as_deref()),
         EventKind::Loop { action, loop_ } => loop_line(style, *action, loop_),
+        EventKind::Thinking { text: Some(text), .. } => thinking(style, text),
+        EventKind::Thinking { lines, tokens, text: None, .. } => {
+            style.dim(&format!("  thinking: {lines} lines / ~{tokens} tokens, hidden")) + "\n"
+        }
         _ => String::new(),
     }
+}
+
+/// The model's reasoning, as Swival's `--show-thinking` keeps it: a bold
+/// dim `thinking`, then its lines dim and italic.
+fn thinking(style: Style, text: &str) -> String {
+    let mut out = style.paint("1;2", "thinking") + "\n";
+    for line in text.lines() {
+        out.push_str(&style.paint("2;3", line));
+        out.push('\n');
+    }
+    out
 }
 
 /// A tool call's line.

@@ -181,7 +181,7 @@ impl Run<'_> {
             };
             let spent = self.goal_spent_now();
             let (reply, runaway) = self.cut_runaway(turn, reply);
-            let reply = self.clean_thinking(reply);
+            let reply = self.clean_thinking(turn, reply);
             let reply = self.calls_written_as_text(turn, reply, &offer);
             // after_llm_call: the hooks see the reply and every proposed
             // call before anything runs.
@@ -283,10 +283,16 @@ impl Run<'_> {
     /// through the hooks, guards and policy as any other.
     /// A reply's thinking marks taken out; a reply whose only text is its
     /// reasoning answers with it (Swival's promotion).
-    fn clean_thinking(&self, mut reply: crate::provider::Reply) -> crate::provider::Reply {
+    /// Reasoning sent apart from an answer is a `thinking` event.
+    fn clean_thinking(&mut self, turn: u64, mut reply: crate::provider::Reply) -> crate::provider::Reply {
         let blocks = self.ctx.config.sanitize_thinking;
         if reply.content.is_none() && reply.tool_calls.is_empty() {
             reply.content = reply.reasoning.take();
+        }
+        if let Some(text) = reply.reasoning.as_deref().filter(|t| !t.trim().is_empty()) {
+            let (lines, tokens) = (text.matches('\n').count() as u64 + 1, (text.chars().count() / 4) as u64);
+            let text = self.ctx.config.show_thinking.then(|| text.to_owned());
+            self.emit(EventKind::Thinking { turn, lines, tokens, text });
         }
         if let Some(std::borrow::Cow::Owned(clean)) =
             reply.content.as_deref().map(|t| super::thinking::clean(t, blocks))

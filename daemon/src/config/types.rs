@@ -37,8 +37,7 @@ impl FilesMode {
     pub(super) const NAMES: &'static [&'static str] = &["some", "all", "none"];
 }
 
-/// Swival's `commands` string form. The list form is the whitelist and
-/// lands in `allowed_commands`.
+/// Swival's `commands` string form (the list form lands in `allowed_commands`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandsMode {
@@ -130,8 +129,7 @@ impl Serialize for Secret {
     }
 }
 
-/// An IP network in CIDR notation (`10.0.0.0/8`, `fd00::/8`; a bare
-/// address means that one host).
+/// An IP network in CIDR (`10.0.0.0/8`, `fd00::/8`; a bare address: one host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cidr {
     /// Network address, host bits cleared.
@@ -389,6 +387,8 @@ pub struct SessionConfig {
     /// Take whole `<think>…</think>` blocks out of replies (Swival's
     /// `--sanitize-thinking`).
     pub sanitize_thinking: bool,
+    /// Show the model's reasoning (Swival's `--show-thinking`).
+    pub show_thinking: bool,
     /// Merged into the top level of every provider request body.
     pub extra_body: Option<Map<String, Value>>,
     /// Prices by model, US dollars per million tokens (`input`, `output`,
@@ -524,6 +524,7 @@ impl SessionConfig {
         extra_body: None,
         model_prices: None,
         sanitize_thinking: false,
+        show_thinking: false,
         reasoning_effort: None,
         cache: false,
         encrypt_secrets: false,

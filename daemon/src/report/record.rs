@@ -142,6 +142,7 @@ impl RunRecord {
             EventKind::RunStarted { .. }
             | EventKind::TurnStarted { .. }
             | EventKind::TextDelta { .. }
+            | EventKind::Thinking { .. }
             | EventKind::Retry { .. }
             | EventKind::Stderr { .. }
             | EventKind::Warning { .. }

@@ -10,7 +10,8 @@ pub(super) async fn respond(step: Step, reply: &Reply, kill: &Notify) -> Respons
         Step::Text { content, finish_reason } => reply.complete(Some(content), Vec::new(), finish_reason),
         Step::ToolCalls(calls) => reply.complete(None, calls, "tool_calls".to_owned()),
         Step::Empty => reply.complete(None, Vec::new(), "stop".to_owned()),
-        Step::ReasoningOnly(reasoning) => reply.reasoning_only(&reasoning),
+        Step::ReasoningOnly(reasoning) => reply.reasoning_then(&reasoning, ""),
+        Step::Thinking { reasoning, text } => reply.reasoning_then(&reasoning, &text),
         Step::Status { code, body, retry_after } => {
             let mut response = json_response(code, body);
             if let Some(value) = retry_after.and_then(|v| HeaderValue::from_str(&v).ok()) {
@@ -83,18 +84,22 @@ impl Reply {
         }
     }
 
-    /// Empty content and the text as `reasoning_content`, streamed or not.
-    fn reasoning_only(&self, reasoning: &str) -> Response<Body> {
+    /// `reasoning` as `reasoning_content`, then `text` as the content,
+    /// streamed or not.
+    fn reasoning_then(&self, reasoning: &str, text: &str) -> Response<Body> {
         if self.stream {
             let mut events = vec![self.chunk(json!({"role": "assistant", "content": ""}), None)];
             for piece in split(reasoning, 4) {
                 events.push(self.chunk(json!({"reasoning_content": piece}), None));
             }
+            if !text.is_empty() {
+                events.push(self.chunk(json!({"content": text}), None));
+            }
             events.push(self.chunk(json!({}), Some("stop")));
             events.push("data: [DONE]\n\n".to_owned());
             sse_response(events, false)
         } else {
-            let mut full = self.completion_json(Some(String::new()), &[], "stop");
+            let mut full = self.completion_json(Some(text.to_owned()), &[], "stop");
             full["choices"][0]["message"]["reasoning_content"] = json!(reasoning);
             json_response(200, full.to_string())
         }

@@ -20,6 +20,13 @@ pub enum Step {
     /// A reply whose only text is its `reasoning_content` (empty content,
     /// no tool calls), as reasoning models send.
     ReasoningOnly(String),
+    /// A reply with `reasoning_content` and then its answer text.
+    Thinking {
+        /// The reasoning.
+        reasoning: String,
+        /// The answer.
+        text: String,
+    },
     /// A bare HTTP status with a body (errors, rate limits).
     Status {
         /// The HTTP status code.
@@ -100,6 +107,11 @@ impl Step {
     /// A reply whose only text is its `reasoning_content`.
     pub fn reasoning_only(reasoning: impl Into<String>) -> Step {
         Step::ReasoningOnly(reasoning.into())
+    }
+
+    /// A reply with `reasoning_content`, then `text` as its answer.
+    pub fn thinking(reasoning: impl Into<String>, text: impl Into<String>) -> Step {
+        Step::Thinking { reasoning: reasoning.into(), text: text.into() }
     }
 
     /// A reply with no content and no tool calls.

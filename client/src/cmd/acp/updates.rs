@@ -70,6 +70,8 @@ impl Forwarder {
                 vec![thought(&format!("[nudge: {}{about}] {m}\n", kind.name()))]
             }
             EventKind::Warning { message: m } => vec![thought(&format!("Warning: {m}\n"))],
+            // The model's reasoning, when the session shows it.
+            EventKind::Thinking { text: Some(t), .. } => vec![thought(&format!("{t}\n"))],
             EventKind::Notice { message: m, .. } => vec![thought(&format!("{m}\n"))],
             EventKind::Compaction { strategy, tokens_before, tokens_after, .. } => {
                 vec![thought(&format!("[context compacted: {strategy}, {tokens_before} → {tokens_after} tokens]\n"))]

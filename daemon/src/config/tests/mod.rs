@@ -120,13 +120,13 @@ fn unknown_key_in_a_file_warns_as_swival_does_and_is_ignored() {
 
 #[test]
 fn kept_swival_key_loads_with_a_warning_that_it_is_ignored() {
-    let f = Fixture::new().global("show_thinking = true\nmax_turns = 4\n");
+    let f = Fixture::new().global("prompt_cache = true\nmax_turns = 4\n");
     let eff = f.load(None).unwrap();
     assert_eq!(
         eff.warnings,
-        [format!("{}: show_thinking is not supported by swivald and is ignored", f.global.display())]
+        [format!("{}: prompt_cache is not supported by swivald and is ignored", f.global.display())]
     );
-    assert_eq!(eff.config.kept.0["show_thinking"], json!(true));
+    assert_eq!(eff.config.kept.0["prompt_cache"], json!(true));
     assert_eq!(eff.config.max_turns, 4);
 }
 
@@ -138,19 +138,19 @@ fn keys_swivald_acts_on_and_profile_selection_give_no_warning() {
 
 #[test]
 fn profile_keys_swival_allows_load_with_warnings_for_what_is_ignored() {
-    let f = Fixture::new()
-        .project("[profiles.fast]\nprovider = \"ollama\"\nshow_thinking = true\ninstructions_full = true\n");
+    let f =
+        Fixture::new().project("[profiles.fast]\nprovider = \"ollama\"\nlocation = \"eu\"\ninstructions_full = true\n");
     let eff = f.load(Some(json!({"active_profile": "fast"}))).unwrap();
     let file = f.project_path().display().to_string();
     assert_eq!(
         eff.warnings,
         [
             format!("{file}: unknown config key 'profiles.fast.instructions_full'"),
-            format!("{file}: profiles.fast.show_thinking is not supported by swivald and is ignored"),
+            format!("{file}: profiles.fast.location is not supported by swivald and is ignored"),
         ]
     );
     assert_eq!(eff.config.provider, ProviderKind::Ollama);
-    assert_eq!(eff.config.kept.0["show_thinking"], json!(true));
+    assert_eq!(eff.config.kept.0["location"], json!("eu"));
 }
 
 #[test]
@@ -173,8 +173,8 @@ fn server_and_skill_tables_take_fields_swival_ignores_but_audit_stays_strict() {
 
 #[test]
 fn wrong_type_of_a_kept_or_profile_key_is_still_an_error() {
-    let f = Fixture::new().project("show_thinking = \"yes\"\n");
-    assert_eq!(f.error(None), format!("{}: 'show_thinking' expected bool, got str", f.project_path().display()));
+    let f = Fixture::new().project("prompt_cache = \"yes\"\n");
+    assert_eq!(f.error(None), format!("{}: 'prompt_cache' expected bool, got str", f.project_path().display()));
     let f = Fixture::new().project("[profiles.a]\nprovider = \"ollama\"\ntemperature = \"hot\"\n");
     assert!(f.error(None).ends_with("'profiles.a.temperature' expected int or float, got str"), "{}", f.error(None));
 }
