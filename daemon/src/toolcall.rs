@@ -85,8 +85,8 @@ pub enum Content {
         /// The mode.
         mode: u32,
     },
-    /// Bytes the tool did not hold: what is at this path now (a file moved
-    /// whole, to the trash or by a rename).
+    /// Bytes the tool did not hold: what is at this path now (a file
+    /// renamed whole).
     At(PathBuf),
 }
 

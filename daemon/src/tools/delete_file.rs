@@ -67,9 +67,13 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call: &CallInput) -> Res
     if !is_link {
         tb.check_write(&resolved, requested, true)?;
     }
-    // What the file held, to tell what the task named inside it.
+    // What it held, read before it moves (the change's `before`, whatever
+    // happens to the trash), and for a file, to tell what the task named
+    // inside it.
+    let before = super::write::content_at(&source, &rel);
     let compared = !is_link && !call.task.trim().is_empty() && meta.len <= MAX_COMPARED;
-    let held = compared.then(|| source.read(&rel).ok()).flatten().filter(|b| !super::files::looks_binary(b));
+    let held = before.as_ref().and_then(Content::bytes).filter(|_| compared);
+    let held = held.filter(|b| b.len() as u64 <= MAX_COMPARED && !super::files::looks_binary(b));
     // The policy's words when `.swival` leads outside; `swival_dir` refuses
     // any symlinked `.swival`.
     tb.policy.resolve(".swival/trash", Access::Write)?;
@@ -92,13 +96,8 @@ pub fn delete_file(tb: &mut ToolBox, args: &DeleteFile, call: &CallInput) -> Res
     index(&trash, &id, requested, call.id);
     let text = format!("Trashed {requested} -> .swival/trash/{id}");
     let trashed = format!(".swival/trash/{id}/{}", name.to_string_lossy());
-    let held = held.map(|b| String::from_utf8_lossy(&b).into_owned());
-    let change = Change {
-        path: source.path_of(&rel),
-        before: Some(Content::At(trash.path_of(&Path::new(&id).join(&name)))),
-        after: None,
-        moved_from: None,
-    };
+    let held = held.map(|b| String::from_utf8_lossy(b).into_owned());
+    let change = Change { path: source.path_of(&rel), before, after: None, moved_from: None };
     let outcome = match held.and_then(|h| unasked(call.task, requested, &resolved, &h, trashed)) {
         // Swival's text first, as it is; the note after it.
         Some((note, unasked)) => ToolOutcome::warned(format!("{text}\n{note}")).with_unasked(Some(unasked)),

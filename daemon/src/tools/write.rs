@@ -92,7 +92,8 @@ pub(super) fn content_at(dir: &Beneath, rel: &Path) -> Option<Content> {
         Err(_) => return None,
     };
     match meta {
-        (m, None) if m.kind == Kind::Symlink => Some(Content::file(dir.read_link(rel).ok()?, m.mode)),
+        // A link's mode as git records it, whatever its permission bits.
+        (m, None) if m.kind == Kind::Symlink => Some(Content::file(dir.read_link(rel).ok()?, 0o120000)),
         (m, Some(file)) if m.kind == Kind::File && m.len > MAX_HELD => digest(file, m.mode),
         (m, Some(mut file)) if m.kind == Kind::File => {
             let mut bytes = Vec::with_capacity(m.len as usize);
