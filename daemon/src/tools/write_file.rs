@@ -89,8 +89,16 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
             tb.check_write(&path, requested, existing.is_some())?;
             let held = existing.and_then(|_| content_at(&dir, &rel));
             create_parent(tb, &dir, &rel, requested)?;
-            let mode = put(&dir, &rel, How::Truncate, content.as_bytes())
-                .map_err(|e| tb.io_error(requested, "write", e))?;
+            let mode = match put(&dir, &rel, How::Truncate, content.as_bytes()) {
+                Ok(mode) => mode,
+                Err(e) => {
+                    // A write that failed midway (a full disk) may have cut
+                    // the file short: what it left is recorded as it is.
+                    let failed = ToolOutcome::from(tb.io_error(requested, "write", e));
+                    let left = Change::written(path.clone(), held, Content::At(path.clone()));
+                    return Ok(failed.with_change(Some(left)));
+                }
+            };
             let change = Change::written(path.clone(), held, Content::file(content.as_bytes(), mode));
             let futile = track(tb, &change);
             // What it held, when small enough to compare with what is written.
