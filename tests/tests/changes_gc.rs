@@ -104,3 +104,38 @@ fn gc_with_snapshots_off_says_so() {
     let message = r["error"]["message"].as_str().unwrap_or_else(|| panic!("{r}"));
     assert!(message.contains("snapshots = false"), "{message}");
 }
+
+#[test]
+fn contents_kept_for_a_store_removed_by_hand_stay_while_a_set_names_them_and_go_after() {
+    let env = TestEnv::new();
+    let daemon = env.start_daemon();
+    let p = env.project("p");
+    let mock = MockProvider::start(vec![
+        Step::tool_call("w", "write_file", json!({"file_path": "a.txt", "content": noise(7, 200_000)})),
+        Step::text("written"),
+    ]);
+    let mut c = daemon.nd();
+    let cfg = json!({"provider": "generic", "base_url": mock.base_url(), "model": "m", "no_history": true});
+    let sid = c.ok("session/create", json!({"base_dir": p, "config": cfg}))["session_id"].as_str().unwrap().to_owned();
+    let run = c.ok("run/start", json!({"session_id": sid, "task": "write a.txt"}))["run_id"].clone();
+    assert_eq!(c.ok("run/wait", json!({"run_id": run}))["outcome"], "success");
+    // The snapshot directories removed by hand: the file tool's content,
+    // kept with its set, still counts.
+    let mut stack = vec![env.root().to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten().filter(|e| e.file_type().unwrap().is_dir()) {
+            match e.file_name() == "snapshots" {
+                true => std::fs::remove_dir_all(e.path()).unwrap(),
+                false => stack.push(e.path()),
+            }
+        }
+    }
+    c.ok("snapshots/gc", json!({}));
+    assert!(snapshot_bytes(&mut c) > 150_000, "the content its set names stays");
+    // Its session pruned, nothing names it: it goes.
+    c.ok("session/close", json!({"session_id": sid}));
+    c.ok("session/prune", json!({"older_than_s": 0}));
+    c.ok("snapshots/gc", json!({}));
+    let left = snapshot_bytes(&mut c);
+    assert!(left < 64 * 1024, "{left} bytes left");
+}

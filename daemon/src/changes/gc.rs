@@ -39,7 +39,19 @@ impl Changes {
             bytes_after: 0,
             busy: Vec::new(),
         };
-        for root in self.store_roots() {
+        let roots = self.store_roots();
+        // Contents kept in the database for a project whose store is gone
+        // (removed by hand): what no stored set names goes, unless a run
+        // records there now.
+        for root in self.store().change_blob_roots()?.into_iter().filter(|r| !roots.contains(r)) {
+            if self.recording_in(&root) {
+                out.busy.push(root);
+                continue;
+            }
+            let keep = self.store().blobs_of(&root)?;
+            out.objects_removed += self.store().prune_change_blobs(root, keep).await?;
+        }
+        for root in roots {
             out.stores += 1;
             let keep = self.store().blobs_of(&root)?;
             match self.project_of(&root).collect(keep, self.store()).await? {
@@ -50,6 +62,12 @@ impl Changes {
         }
         out.bytes_after = self.measure().await;
         Ok(out)
+    }
+
+    /// Whether a run records changes in the project at `root` now.
+    fn recording_in(&self, root: &str) -> bool {
+        let projects = self.projects.lock().expect("projects lock");
+        projects.get(Path::new(root)).is_some_and(|p| p.recording())
     }
 
     /// The snapshot stores' disk use, in bytes, as measured within the last

@@ -81,6 +81,11 @@ impl Project {
         &self.open.2
     }
 
+    /// Whether a run records changes here now.
+    pub fn recording(&self) -> bool {
+        self.recording.lock().expect("recording lock").iter().any(|log| log.strong_count() > 0)
+    }
+
     /// The opened store, under the project's lock (held while the guard lives).
     pub async fn lock(&self) -> Result<Locked<'_>, ChangeError> {
         let mut guard = self.state.lock().await;

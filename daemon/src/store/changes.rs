@@ -209,6 +209,15 @@ impl Store {
         .await
     }
 
+    /// The projects with contents kept here.
+    pub fn change_blob_roots(&self) -> Result<Vec<String>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare_cached("SELECT DISTINCT root FROM change_blobs")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect()
+        })
+    }
+
     /// The bytes of every content kept here.
     pub fn change_blob_bytes(&self) -> Result<u64, StoreError> {
         self.with(|c| c.query_row("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM change_blobs", [], |r| r.get(0)))
