@@ -197,7 +197,7 @@ impl Shadow {
     /// over the size limit), or what is at a path of the project now (read
     /// beneath the root, no symlink on the way followed). `None` for
     /// nothing there, or a path outside the project. Nothing is written:
-    /// the run's recorder packs the blobs its set names.
+    /// the run's recorder stores the contents its set names with the set.
     pub async fn content(&self, content: &Content) -> Result<Option<Held>, ChangeError> {
         match content {
             Content::Bytes { bytes, mode } if bytes.len() as u64 > self.max_file => {
@@ -238,7 +238,13 @@ impl Shadow {
         let meta = Meta::of(&file).ok()?;
         match meta.kind {
             Kind::File if meta.len > self.max_file => {
-                let sha256 = hash_file(self.root.join(rel)).await.unwrap_or_default();
+                // Through the descriptor its type and size were read from.
+                let mut file = file;
+                let hashed = tokio::task::spawn_blocking(move || {
+                    let mut hasher = sha2::Sha256::new();
+                    std::io::copy(&mut file, &mut hasher).map(|_| hex(&hasher.finalize()))
+                });
+                let sha256 = hashed.await.ok().and_then(Result::ok).unwrap_or_default();
                 let big = BigFile { size: meta.len, sha256 };
                 Some((FileState { blob: None, mode: meta.mode, big: Some(big) }, None))
             }

@@ -5,7 +5,7 @@
 use super::edit;
 use super::files::checksum;
 use super::path::Access;
-use super::write::{put, track};
+use super::write::{failed_write, put, track};
 use super::{CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind};
 use crate::toolcall::{Change, Content, ToolOutcome};
@@ -100,7 +100,14 @@ pub fn edit_file(tb: &mut ToolBox, args: &EditFile) -> Result<ToolOutcome, ToolE
         },
         Err(e) => return Err(fail(e.to_string())),
     };
-    let mode = put(&dir, &rel, How::Rewrite, updated.as_bytes()).map_err(|e| io_fail("write", e))?;
+    let mode = match put(&dir, &rel, How::Rewrite, updated.as_bytes()) {
+        Ok(mode) => mode,
+        Err(e) => {
+            // Rewritten in place, so its mode is as it was.
+            let mode = dir.metadata(&rel).map_or(0o100644, |m| m.mode);
+            return Ok(failed_write(io_fail("write", e), &path, Some(Content::file(content.into_bytes(), mode))));
+        }
+    };
     tb.misses.clear();
     // From disk, so the next edit's checksum guard agrees with it.
     let written = dir.read(&rel).unwrap_or_else(|_| updated.into_bytes());

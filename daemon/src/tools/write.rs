@@ -6,7 +6,7 @@
 use super::read_file::{read_file, ReadFile};
 use super::{ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How, Kind, Meta};
-use crate::toolcall::{Change, Content};
+use crate::toolcall::{Change, Content, ToolOutcome};
 use std::io::Write as _;
 use std::path::Path;
 
@@ -107,18 +107,18 @@ pub(super) fn content_at(dir: &Beneath, rel: &Path) -> Option<Content> {
 /// A large file's content by its size and SHA-256, read in pieces.
 fn digest(mut file: std::fs::File, mode: u32) -> Option<Content> {
     use sha2::Digest as _;
-    let (mut hasher, mut buf, mut size) = (sha2::Sha256::new(), vec![0u8; 64 * 1024], 0u64);
-    loop {
-        match std::io::Read::read(&mut file, &mut buf).ok()? {
-            0 => break,
-            n => {
-                hasher.update(&buf[..n]);
-                size += n as u64;
-            }
-        }
-    }
+    let mut hasher = sha2::Sha256::new();
+    let size = std::io::copy(&mut file, &mut hasher).ok()?;
     let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Some(Content::Digest { size, sha256, mode })
+}
+
+/// The outcome of a write that failed: its `error`, with what it left at
+/// `path` (a write a full disk cut short) as the change from `before`, so
+/// a file cut short is recorded and can be undone.
+pub(super) fn failed_write(error: ToolError, path: &Path, before: Option<Content>) -> ToolOutcome {
+    let left = Change::written(path.to_owned(), before, Content::At(path.to_owned()));
+    ToolOutcome::from(error).with_change(Some(left))
 }
 
 /// Write `bytes` to `rel` beneath `dir`, opened `how`: the mode the file

@@ -4,7 +4,7 @@
 
 use super::files::checksum;
 use super::path::Access;
-use super::write::{content_at, put, track, MAX_COMPARED_TEXT};
+use super::write::{content_at, failed_write, put, track, MAX_COMPARED_TEXT};
 use super::{CallInput, Tool, ToolBox, ToolError};
 use crate::beneath::{self, Beneath, How};
 use crate::toolcall::{Change, Content, ToolOutcome};
@@ -91,13 +91,7 @@ pub fn write_file(tb: &mut ToolBox, args: &WriteFile) -> Result<ToolOutcome, Too
             create_parent(tb, &dir, &rel, requested)?;
             let mode = match put(&dir, &rel, How::Truncate, content.as_bytes()) {
                 Ok(mode) => mode,
-                Err(e) => {
-                    // A write that failed midway (a full disk) may have cut
-                    // the file short: what it left is recorded as it is.
-                    let failed = ToolOutcome::from(tb.io_error(requested, "write", e));
-                    let left = Change::written(path.clone(), held, Content::At(path.clone()));
-                    return Ok(failed.with_change(Some(left)));
-                }
+                Err(e) => return Ok(failed_write(tb.io_error(requested, "write", e), &path, held)),
             };
             let change = Change::written(path.clone(), held, Content::file(content.as_bytes(), mode));
             let futile = track(tb, &change);
